@@ -1,0 +1,228 @@
+/*
+ * compiler.h - the kernel compiler: Python AST -> typed IR -> LLVM IR -> code.
+ *
+ * Pipeline, one file a pass (each section below belongs to one .c file):
+ *
+ *   arena.c      the per-compilation arena that owns every IR object
+ *   lower.c      Python `ast` objects -> untyped IR tree (CcNode), names
+ *                resolved: locals, frozen globals/closure constants, builtins
+ *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
+ *                their typing rules and their LLVM emission
+ *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,
+ *                variables get the promotion of everything assigned to them
+ *   values.c     the LLVM types of scalar kinds; loads and stores of them
+ *   emit.c       typed IR -> one LLVM function "ret kernel(args...)"
+ *   jit.c        host target machine, O3 + libmvec, ORC LLJIT, dumps
+ *
+ * The IR is a tree (as chibicc's), not SSA: variables are allocas that
+ * mem2reg promotes.  Everything a compilation allocates lives in its arena
+ * and is freed at once, on success and on error.
+ */
+#ifndef NV_COMPILER_H
+#define NV_COMPILER_H
+
+#include "common.h"
+#include "typesig/typesig.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/TargetMachine.h>
+
+/* ---- arena.c ---- */
+
+typedef struct CcArena CcArena;
+
+CcArena *cc_arena_new(void);                 /* NULL with MemoryError */
+void cc_arena_free(CcArena *arena);          /* releases memory and PyObjects */
+void *cc_alloc(CcArena *arena, size_t size); /* zeroed; NULL with MemoryError */
+char *cc_strdup(CcArena *arena, const char *s);
+/* The arena keeps a reference to obj until it is freed (steals nothing). */
+int cc_arena_keep(CcArena *arena, PyObject *obj);
+
+/* ---- types (typeinfer.c) ---- */
+
+/*
+ * A value type: a scalar kind, or a weak Python literal kind (NEP 50), or a
+ * tuple of value types.  Weak kinds promote to the other operand's kind and
+ * are stored as int64/float64/complex128 when nothing else decides.
+ */
+typedef enum CcTypeKind {
+    CT_SCALAR,
+    CT_WEAK_INT, CT_WEAK_FLOAT, CT_WEAK_COMPLEX,
+    CT_TUPLE,
+} CcTypeKind;
+
+typedef struct CcType CcType;
+struct CcType {
+    CcTypeKind kind;
+    TsKind scalar;        /* CT_SCALAR; for weak kinds, their storage kind */
+    int n;                /* CT_TUPLE */
+    const CcType **elems; /* CT_TUPLE */
+};
+
+const CcType *cc_scalar_type(TsKind kind);   /* static singletons */
+const CcType *cc_weak_type(CcTypeKind kind);
+TsKind cc_storage(const CcType *t);          /* the kind a value is held in */
+int cc_is_weak(const CcType *t);
+/* NumPy 2's result_type of two value types (weak rules of NEP 50). */
+const CcType *cc_promote(const CcType *a, const CcType *b);
+const char *cc_type_name(const CcType *t, char *buf, size_t size);
+
+/* ---- the IR (lower.c builds it, typeinfer.c types it, emit.c emits it) ---- */
+
+typedef enum CcNodeKind {
+    /* expressions */
+    ND_CONST,      /* ival / fval / cval, with a (possibly weak) type */
+    ND_VAR,        /* a local variable or parameter: var */
+    ND_BINOP,      /* op, lhs, rhs */
+    ND_UNARY,      /* op (OP_NEG, OP_POS, OP_INVERT, OP_NOT), lhs */
+    ND_COMPARE,    /* chained: args[0] ops[0] args[1] ops[1] args[2] ... */
+    ND_BOOLOP,     /* op (OP_AND / OP_OR), args: Python's value semantics */
+    ND_IFEXP,      /* cond ? then : els */
+    ND_CALL,       /* builtin, args */
+    ND_TUPLE,      /* args */
+    ND_GETITEM,    /* lhs[index] with a constant index (tuples) */
+    /* statements */
+    ND_BLOCK,      /* args: statements */
+    ND_ASSIGN,     /* var = rhs */
+    ND_UNPACK,     /* vars[...] = rhs (a tuple) */
+    ND_RETURN,     /* lhs (the value) */
+    ND_IF,         /* cond, then, els (els may be NULL) */
+    ND_WHILE,      /* cond, then (body), els (else clause, may be NULL) */
+    ND_FOR_RANGE,  /* var = range(args[0..2]): then (body), els (else) */
+    ND_BREAK,
+    ND_CONTINUE,
+    ND_EXPR,       /* lhs evaluated for its effects */
+} CcNodeKind;
+
+typedef enum CcOp {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
+    OP_LSHIFT, OP_RSHIFT, OP_BITAND, OP_BITOR, OP_BITXOR,
+    OP_NEG, OP_POS, OP_INVERT, OP_NOT,
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
+    OP_AND, OP_OR,
+} CcOp;
+
+typedef struct CcVar {
+    const char *name;
+    int index;
+    int is_param;
+    const CcType *ty;      /* set by typeinfer */
+    void *slot;            /* emit.c: the alloca (LLVMValueRef) */
+} CcVar;
+
+typedef struct CcLoc {
+    int line, col;         /* 1-based line in the file, 0-based column */
+} CcLoc;
+
+typedef struct CcNode CcNode;
+struct CcNode {
+    CcNodeKind kind;
+    CcOp op;
+    CcLoc loc;
+    const CcType *ty;      /* set by typeinfer (expressions) */
+    CcNode *lhs, *rhs, *cond, *then, *els;
+    CcNode **args;
+    int nargs;
+    CcOp *ops;             /* ND_COMPARE: nargs - 1 operators */
+    CcVar *var;
+    CcVar **vars;          /* ND_UNPACK targets */
+    int builtin;           /* ND_CALL: a CcBuiltin */
+    int index;             /* ND_GETITEM */
+    /* ND_CONST */
+    long long ival;        /* ints and bools (uint64 bit pattern) */
+    double fval, fimag;    /* floats; complex: fval + fimag j */
+};
+
+/* One function being compiled for one signature. */
+typedef struct CcFunction {
+    CcArena *arena;
+    const char *name;
+    const char *filename;
+    PyObject *source_lines;  /* borrowed: list of str, for error carets */
+    int line_offset;         /* added to ast line numbers */
+    CcVar **vars;
+    int nvars, cap_vars;
+    int nparams;
+    CcNode *body;            /* ND_BLOCK */
+    const CcType *ret;       /* declared (scalar) or inferred */
+} CcFunction;
+
+/* ---- lower.c ---- */
+
+/*
+ * Lowers the FunctionDef `funcdef` of `pyfunc` (the decorated function,
+ * borrowed) into fn, resolving global and closure names.  0/-1 with a
+ * TypingError.
+ */
+int cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc);
+
+/* Raises TypingError "file:line:col: msg" + source line + caret; returns -1. */
+int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);
+
+/* ---- builtins.c ---- */
+
+/* Maps a Python object (math.exp, np.float32, abs, ...) to a builtin id,
+ * or returns -1 (no exception) when it is not one. */
+int cc_builtin_lookup(PyObject *obj);
+const char *cc_builtin_name(int builtin);
+
+/* ---- typeinfer.c ---- */
+
+/* Types every node of fn, parameters typed by sig; sets fn->ret.  0/-1. */
+int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
+
+/* ---- values.c ---- */
+
+/* The LLVM type a value of kind k has in registers (bool: i1) and in
+ * memory (bool: i8); complex: { T, T }. */
+LLVMTypeRef cc_value_type(LLVMContextRef ctx, TsKind k);
+LLVMTypeRef cc_memory_type(LLVMContextRef ctx, TsKind k);
+LLVMValueRef cc_load(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name);
+void cc_store(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr);
+
+/* ---- emit.c ---- */
+
+/*
+ * Emits fn as an internal, always-inline function `name` into mod with the
+ * value types of sig (return type fn->ret).  0/-1 with an exception.
+ */
+LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig,
+                              LLVMModuleRef mod, const char *name, int fastmath);
+
+/* ---- jit.c ---- */
+
+/* A module under construction in its own thread-safe context. */
+typedef struct CcModule {
+    LLVMOrcThreadSafeContextRef tsctx;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+} CcModule;
+
+/* Compiled code of one CcModule, kept alive by the objects that call it. */
+typedef struct CcCode CcCode;
+
+enum { CC_DUMP_IR = 1, CC_DUMP_LLVM = 2, CC_DUMP_OPT = 4, CC_DUMP_ASM = 8,
+       CC_DUMP_PTX = 16 };
+int cc_dump_flags(void);                     /* from NUMBAVEC_DUMP */
+
+int cc_jit_init(void);                       /* idempotent; 0/-1 */
+const char *cc_host_cpu_name(void);          /* after cc_jit_init */
+const char *cc_host_cpu_features(void);
+
+/* A new module with the host's triple and data layout.  0/-1. */
+int cc_module_new(CcModule *m, const char *name);
+void cc_module_dispose(CcModule *m);         /* only when not handed to cc_jit_add */
+
+/*
+ * Verifies, optimises (O3, loop and SLP vectorization, libmvec) and JIT-
+ * compiles m, then resolves names[i] into addrs[i].  Consumes m in every
+ * case.  Returns NULL with an exception on failure.
+ */
+CcCode *cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n);
+void cc_code_free(CcCode *code);             /* removes the code from the JIT */
+const char *cc_code_llvm(CcCode *code);      /* optimised IR text (owned by code) */
+/* The assembly of the optimised module: a new str, or NULL with an exception. */
+PyObject *cc_code_asm(CcCode *code);
+
+#endif /* NV_COMPILER_H */

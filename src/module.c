@@ -1,0 +1,59 @@
+/*
+ * module.c - numbavec._core: module creation and the package's exceptions.
+ *
+ * Each area registers its own functions and types (ts_init_module,
+ * vz_init_module, tg_init_module); this file only imports NumPy and wires
+ * them together.  PyInit__core is the one exported symbol.
+ */
+#define NV_IMPORT_NUMPY
+#include "common.h"
+
+#include "targets/target.h"
+#include "typesig/typesig.h"
+#include "vectorize/vectorize.h"
+
+PyObject *nv_TypingError = NULL;
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "numbavec._core",
+    .m_doc = "numbavec's compiler, loops and targets (internal).",
+    .m_size = -1,
+};
+
+static int
+add_exceptions(PyObject *m)
+{
+    nv_TypingError = PyErr_NewExceptionWithDoc(
+        "numbavec.TypingError",
+        "A kernel could not be compiled: an unsupported construct or types "
+        "that do not fit.  The message gives file:line:col and a caret.",
+        PyExc_TypeError, NULL);
+    if (nv_TypingError == NULL) {
+        return -1;
+    }
+    Py_INCREF(nv_TypingError);
+    if (PyModule_AddObject(m, "TypingError", nv_TypingError) < 0) {
+        Py_DECREF(nv_TypingError);
+        return -1;
+    }
+    return 0;
+}
+
+__attribute__((visibility("default"))) PyMODINIT_FUNC
+PyInit__core(void)
+{
+    import_array();
+    import_umath();
+    PyObject *m = PyModule_Create(&core_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddStringConstant(m, "llvm_version", NUMBAVEC_LLVM_VERSION_STRING) < 0
+        || add_exceptions(m) < 0 || ts_init_module(m) < 0 || vz_init_module(m) < 0
+        || tg_init_module(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

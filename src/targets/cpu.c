@@ -1,0 +1,36 @@
+/*
+ * cpu.c - the cpu target: NumPy calls the JIT-compiled serial loop directly.
+ */
+#include "targets/target.h"
+
+#include <string.h>
+
+static int
+cpu_wrap_loop(PyUFuncGenericFunction serial, const TsSignature *sig, double cost,
+              PyUFuncGenericFunction *fn, void **data)
+{
+    *fn = serial;
+    *data = NULL;
+    return 0;
+}
+
+static void
+cpu_free_data(void *data)
+{
+}
+
+const TgTarget tg_cpu = {"cpu", cpu_wrap_loop, cpu_free_data};
+
+const TgTarget *
+tg_lookup(const char *name)
+{
+    static const TgTarget *const all[] = {&tg_cpu, &tg_parallel};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (strcmp(all[i]->name, name) == 0) {
+            return all[i];
+        }
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "unknown target '%s' (choose 'cpu', 'parallel' or 'cuda')", name);
+    return NULL;
+}

@@ -1,0 +1,38 @@
+/*
+ * target.h - the execution targets, one const vtable each.
+ *
+ * A target receives the serial inner loop JIT-compiled for one signature and
+ * returns the function and data NumPy should call.  Callers never test which
+ * target they hold.
+ *
+ *   cpu.c        the serial loop itself
+ *   parallel.c   a trampoline that splits the loop over the thread pool
+ *   pool.c       the persistent pthread pool (pool.h)
+ */
+#ifndef NV_TARGET_H
+#define NV_TARGET_H
+
+#include "common.h"
+#include "typesig/typesig.h"
+
+typedef struct TgTarget {
+    const char *name;
+    /*
+     * serial: the JIT'd loop for sig; cost: an estimate of the kernel's cost
+     * per element (1.0 ~ one add).  Sets *fn and *data (data freed with
+     * free_data).  0/-1 with an exception.
+     */
+    int (*wrap_loop)(PyUFuncGenericFunction serial, const TsSignature *sig,
+                     double cost, PyUFuncGenericFunction *fn, void **data);
+    void (*free_data)(void *data);
+} TgTarget;
+
+extern const TgTarget tg_cpu;
+extern const TgTarget tg_parallel;
+
+/* "cpu", "parallel"; NULL with ValueError naming the choices. */
+const TgTarget *tg_lookup(const char *name);
+
+int tg_init_module(PyObject *module);   /* set_num_threads & co.; 0/-1 */
+
+#endif /* NV_TARGET_H */

@@ -1,0 +1,3 @@
+/* types.c - placeholder */
+#include "typesig/typesig.h"
+int ts_init_module(PyObject *module) { return 0; }

@@ -1,0 +1,3 @@
+/* vectorize.c - placeholder */
+#include "vectorize/vectorize.h"
+int vz_init_module(PyObject *module) { return 0; }

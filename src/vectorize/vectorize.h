@@ -1,0 +1,46 @@
+/*
+ * vectorize.h - the ufunc factory.
+ *
+ *   loops.c      emits the inner-loop wrapper around a kernel: contiguous
+ *                fast paths (vectorizable), scalar-broadcast paths (step 0)
+ *                and the general strided path
+ *   ufunc.c      creates real numpy.ufunc objects that own their loops
+ *   vectorize.c  _core.vectorize(): compile each signature, build the ufunc
+ */
+#ifndef NV_VECTORIZE_H
+#define NV_VECTORIZE_H
+
+#include "common.h"
+#include "compiler/compiler.h"
+
+/* ---- loops.c ---- */
+
+/*
+ * Emits into mod the NumPy inner loop
+ *     void name(char **args, npy_intp *dims, npy_intp *steps, void *data)
+ * which calls kernel (value types of sig, returning sig->ret) per element.
+ * The fast paths are taken only when every step, the output's included,
+ * allows them.  Returns the function, or NULL with an exception.
+ */
+LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel,
+                          const TsSignature *sig, const char *name);
+
+/* ---- ufunc.c ---- */
+
+/*
+ * Creates a numpy.ufunc with ntypes loops.  funcs, data and types are
+ * copied into memory owned by the ufunc; `keep` (new or borrowed? borrowed:
+ * a new reference is taken) is stored in the ufunc's __dict__ as
+ * "_numbavec_code" so that what the loops need lives as long as the ufunc.
+ * identity: None -> PyUFunc_None, 0, 1, "reorderable", or any other value
+ * (PyUFunc_IdentityValue).  Returns a new reference or NULL.
+ */
+PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
+                        int ntypes, PyUFuncGenericFunction *funcs, void **data,
+                        const char *types, PyObject *identity, PyObject *keep);
+
+/* ---- vectorize.c ---- */
+
+int vz_init_module(PyObject *module);
+
+#endif /* NV_VECTORIZE_H */
