@@ -141,6 +141,7 @@ typedef struct CcFunction {
     const char *filename;
     PyObject *source_lines;  /* borrowed: list of str, for error carets */
     int line_offset;         /* added to ast line numbers */
+    int first_line;          /* file line of source_lines[0] */
     CcVar **vars;
     int nvars, cap_vars;
     int nparams;
@@ -162,10 +163,49 @@ int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);
 
 /* ---- builtins.c ---- */
 
+/* How a builtin is typed and emitted (typeinfer.c and emit.c switch on it). */
+typedef enum CcFlavor {
+    FL_ABS, FL_MIN, FL_MAX,      /* Python's abs/min/max; np.abs */
+    FL_INT, FL_FLOAT, FL_COMPLEX, /* Python casts: weak results */
+    FL_BOOL,                     /* bool(x): truth value */
+    FL_CAST,                     /* np.float32(x) ...: op is the TsKind */
+    FL_MATH,                     /* math.f: float in, Python float out */
+    FL_MATH_INT,                 /* math.floor/ceil/trunc: an int out */
+    FL_MATH_PRED,                /* math.isnan ...: bool out */
+    FL_NP,                       /* np.f: the argument's float kind out */
+    FL_NP_PRED,                  /* np.isnan ...: bool out */
+    FL_NP_MINMAX,                /* np.minimum/np.maximum: NaN-propagating */
+    FL_REAL, FL_IMAG, FL_CONJ,   /* x.real, x.imag, x.conjugate() */
+} CcFlavor;
+
+/* The numeric operation behind FL_MATH* and FL_NP* builtins. */
+typedef enum CcMathOp {
+    M_EXP, M_EXPM1, M_LOG, M_LOG2, M_LOG10, M_LOG1P, M_SQRT,
+    M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN,
+    M_SINH, M_COSH, M_TANH, M_ASINH, M_ACOSH, M_ATANH,
+    M_ERF, M_ERFC, M_GAMMA, M_LGAMMA,
+    M_FABS, M_FLOOR, M_CEIL, M_TRUNC, M_DEGREES, M_RADIANS, M_SQUARE,
+    M_POW, M_ATAN2, M_HYPOT, M_COPYSIGN, M_FMOD,          /* binary */
+    M_ISNAN, M_ISINF, M_ISFINITE,                          /* predicates */
+    M_MINIMUM, M_MAXIMUM,
+    M_NONE,
+} CcMathOp;
+
+typedef struct CcBuiltin {
+    const char *name;       /* as users write it: "math.exp" */
+    CcFlavor flavor;
+    int op;                 /* CcMathOp, or TsKind for FL_CAST */
+    int min_args, max_args;
+} CcBuiltin;
+
 /* Maps a Python object (math.exp, np.float32, abs, ...) to a builtin id,
- * or returns -1 (no exception) when it is not one. */
+ * or returns -1 (no exception) when it is not one; -2 with an exception
+ * if the table could not be built. */
 int cc_builtin_lookup(PyObject *obj);
-const char *cc_builtin_name(int builtin);
+const CcBuiltin *cc_builtin(int id);
+int cc_math_arity(CcMathOp op);
+/* The builtin ids of x.real, x.imag, x.conjugate(). */
+int cc_builtin_attr(CcFlavor flavor);
 
 /* ---- typeinfer.c ---- */
 

@@ -1,0 +1,181 @@
+/*
+ * builtins.c - the functions a kernel may call.
+ *
+ * A kernel names a builtin through any Python object that is one: `abs`,
+ * `math.exp`, `np.exp`, `from math import exp`, `np.float32`.  Names are
+ * resolved to objects by lower.c (globals and closures are frozen at compile
+ * time), and objects to builtin ids here, through a dict built on first use
+ * from the table below.  typeinfer.c types a call by the builtin's flavor;
+ * emit.c emits it by flavor and CcMathOp.
+ */
+#include "compiler/compiler.h"
+
+#include <string.h>
+
+/* id order: the enum-free index into `builtins` */
+static const CcBuiltin builtins[] = {
+    {"abs", FL_ABS, M_NONE, 1, 1},
+    {"min", FL_MIN, M_NONE, 2, 64},
+    {"max", FL_MAX, M_NONE, 2, 64},
+    {"int", FL_INT, M_NONE, 1, 1},
+    {"float", FL_FLOAT, M_NONE, 1, 1},
+    {"complex", FL_COMPLEX, M_NONE, 1, 2},
+    {"bool", FL_BOOL, M_NONE, 1, 1},
+    {".real", FL_REAL, M_NONE, 1, 1},
+    {".imag", FL_IMAG, M_NONE, 1, 1},
+    {".conjugate", FL_CONJ, M_NONE, 1, 1},
+#define CAST(name, kind) {name, FL_CAST, kind, 1, 1}
+    CAST("numpy.bool_", TS_BOOL),
+    CAST("numpy.int8", TS_INT8), CAST("numpy.int16", TS_INT16),
+    CAST("numpy.int32", TS_INT32), CAST("numpy.int64", TS_INT64),
+    CAST("numpy.uint8", TS_UINT8), CAST("numpy.uint16", TS_UINT16),
+    CAST("numpy.uint32", TS_UINT32), CAST("numpy.uint64", TS_UINT64),
+    CAST("numpy.float32", TS_FLOAT32), CAST("numpy.float64", TS_FLOAT64),
+    CAST("numpy.complex64", TS_COMPLEX64), CAST("numpy.complex128", TS_COMPLEX128),
+#undef CAST
+#define MATH(name, op, n) {"math." name, FL_MATH, op, n, n}
+    MATH("exp", M_EXP, 1), MATH("expm1", M_EXPM1, 1), MATH("log", M_LOG, 1),
+    MATH("log2", M_LOG2, 1), MATH("log10", M_LOG10, 1), MATH("log1p", M_LOG1P, 1),
+    MATH("sqrt", M_SQRT, 1), MATH("sin", M_SIN, 1), MATH("cos", M_COS, 1),
+    MATH("tan", M_TAN, 1), MATH("asin", M_ASIN, 1), MATH("acos", M_ACOS, 1),
+    MATH("atan", M_ATAN, 1), MATH("sinh", M_SINH, 1), MATH("cosh", M_COSH, 1),
+    MATH("tanh", M_TANH, 1), MATH("asinh", M_ASINH, 1), MATH("acosh", M_ACOSH, 1),
+    MATH("atanh", M_ATANH, 1), MATH("erf", M_ERF, 1), MATH("erfc", M_ERFC, 1),
+    MATH("gamma", M_GAMMA, 1), MATH("lgamma", M_LGAMMA, 1), MATH("fabs", M_FABS, 1),
+    MATH("degrees", M_DEGREES, 1), MATH("radians", M_RADIANS, 1),
+    MATH("pow", M_POW, 2), MATH("atan2", M_ATAN2, 2), MATH("hypot", M_HYPOT, 2),
+    MATH("copysign", M_COPYSIGN, 2), MATH("fmod", M_FMOD, 2),
+#undef MATH
+    {"math.floor", FL_MATH_INT, M_FLOOR, 1, 1},
+    {"math.ceil", FL_MATH_INT, M_CEIL, 1, 1},
+    {"math.trunc", FL_MATH_INT, M_TRUNC, 1, 1},
+    {"math.isnan", FL_MATH_PRED, M_ISNAN, 1, 1},
+    {"math.isinf", FL_MATH_PRED, M_ISINF, 1, 1},
+    {"math.isfinite", FL_MATH_PRED, M_ISFINITE, 1, 1},
+#define NP(name, op, n) {"numpy." name, FL_NP, op, n, n}
+    NP("exp", M_EXP, 1), NP("expm1", M_EXPM1, 1), NP("log", M_LOG, 1),
+    NP("log2", M_LOG2, 1), NP("log10", M_LOG10, 1), NP("log1p", M_LOG1P, 1),
+    NP("sqrt", M_SQRT, 1), NP("sin", M_SIN, 1), NP("cos", M_COS, 1),
+    NP("tan", M_TAN, 1), NP("arcsin", M_ASIN, 1), NP("arccos", M_ACOS, 1),
+    NP("arctan", M_ATAN, 1), NP("sinh", M_SINH, 1), NP("cosh", M_COSH, 1),
+    NP("tanh", M_TANH, 1), NP("arcsinh", M_ASINH, 1), NP("arccosh", M_ACOSH, 1),
+    NP("arctanh", M_ATANH, 1), NP("fabs", M_FABS, 1), NP("floor", M_FLOOR, 1),
+    NP("ceil", M_CEIL, 1), NP("trunc", M_TRUNC, 1), NP("degrees", M_DEGREES, 1),
+    NP("radians", M_RADIANS, 1), NP("square", M_SQUARE, 1),
+    NP("power", M_POW, 2), NP("arctan2", M_ATAN2, 2), NP("hypot", M_HYPOT, 2),
+    NP("copysign", M_COPYSIGN, 2), NP("fmod", M_FMOD, 2),
+#undef NP
+    {"numpy.isnan", FL_NP_PRED, M_ISNAN, 1, 1},
+    {"numpy.isinf", FL_NP_PRED, M_ISINF, 1, 1},
+    {"numpy.isfinite", FL_NP_PRED, M_ISFINITE, 1, 1},
+    {"numpy.minimum", FL_NP_MINMAX, M_MINIMUM, 2, 2},
+    {"numpy.maximum", FL_NP_MINMAX, M_MAXIMUM, 2, 2},
+    {"numpy.absolute", FL_ABS, M_NONE, 1, 1},
+};
+
+enum { NBUILTINS = sizeof(builtins) / sizeof(builtins[0]) };
+
+/* {builtin object: id}, built on first lookup; lives as long as the process
+ * (its keys are module-level functions and types, immortal in practice). */
+static PyObject *builtin_table = NULL;
+
+const CcBuiltin *
+cc_builtin(int id)
+{
+    return &builtins[id];
+}
+
+int
+cc_builtin_attr(CcFlavor flavor)
+{
+    for (int i = 0; i < NBUILTINS; i++) {
+        if (builtins[i].flavor == flavor) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int
+cc_math_arity(CcMathOp op)
+{
+    switch (op) {
+    case M_POW: case M_ATAN2: case M_HYPOT: case M_COPYSIGN: case M_FMOD:
+    case M_MINIMUM: case M_MAXIMUM:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* Resolves "module.attr" (module "builtins" when there is no dot). */
+static PyObject *
+resolve_name(const char *dotted)
+{
+    const char *dot = strchr(dotted, '.');
+    if (dotted[0] == '.') {
+        return NULL;            /* attribute builtins have no object */
+    }
+    char modname[32] = "builtins";
+    const char *attr = dotted;
+    if (dot != NULL) {
+        size_t n = (size_t)(dot - dotted);
+        memcpy(modname, dotted, n);
+        modname[n] = '\0';
+        attr = dot + 1;
+    }
+    PyObject *mod = PyImport_ImportModule(modname);
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *obj = PyObject_GetAttrString(mod, attr);
+    Py_DECREF(mod);
+    return obj;
+}
+
+static int
+build_table(void)
+{
+    PyObject *table = PyDict_New();
+    if (table == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < NBUILTINS; i++) {
+        if (builtins[i].name[0] == '.') {
+            continue;
+        }
+        PyObject *obj = resolve_name(builtins[i].name);
+        if (obj == NULL) {
+            /* a missing attribute in an older NumPy is not fatal */
+            PyErr_Clear();
+            continue;
+        }
+        PyObject *id = PyLong_FromLong(i);
+        int rc = id == NULL ? -1 : PyDict_SetItem(table, obj, id);
+        Py_XDECREF(id);
+        Py_DECREF(obj);
+        if (rc < 0) {
+            Py_DECREF(table);
+            return -1;
+        }
+    }
+    builtin_table = table;
+    return 0;
+}
+
+int
+cc_builtin_lookup(PyObject *obj)
+{
+    if (builtin_table == NULL && build_table() < 0) {
+        return -2;
+    }
+    PyObject *id = PyDict_GetItemWithError(builtin_table, obj);
+    if (id == NULL) {
+        if (PyErr_Occurred()) {
+            /* unhashable objects are simply not builtins */
+            PyErr_Clear();
+        }
+        return -1;
+    }
+    return (int)PyLong_AsLong(id);
+}

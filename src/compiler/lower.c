@@ -1,0 +1,1515 @@
+/*
+ * lower.c - Python `ast` objects -> the untyped IR tree.
+ *
+ * The decorator hands over the FunctionDef node parsed from the function's
+ * source.  This pass walks it (comparing node classes through a dict built
+ * from the `ast` module), builds CcNodes in the arena, and resolves every
+ * name: a local variable (any name stored to in the function, as in
+ * Python), else a closure cell, a global or a builtin whose value is frozen
+ * now - a number, a NumPy scalar, a module (for `math.exp`) or a function
+ * that builtins.c knows.  It also checks definite assignment: a local read
+ * on a path where it may not be assigned is a TypingError at that line.
+ *
+ * Each lowering function carries the Python grammar it accepts above it.
+ */
+#include "compiler/compiler.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* ---- node classes of the ast module ---- */
+
+typedef enum AstKind {
+    A_UNSUPPORTED = 0,
+    A_FUNCTIONDEF, A_RETURN, A_ASSIGN, A_AUGASSIGN, A_ANNASSIGN, A_IF, A_WHILE, A_FOR,
+    A_BREAK, A_CONTINUE, A_PASS, A_EXPR,
+    A_BINOP, A_UNARYOP, A_BOOLOP, A_COMPARE, A_IFEXP, A_CALL, A_CONSTANT, A_NAME,
+    A_ATTRIBUTE, A_TUPLE, A_SUBSCRIPT, A_STORE,
+    /* operators: their CcOp follows from the table */
+    A_OPERATOR,
+} AstKind;
+
+typedef struct AstClass {
+    const char *name;
+    AstKind kind;
+    int op;                 /* CcOp for A_OPERATOR, -1 if the operator is unsupported */
+    const char *what;       /* A_UNSUPPORTED: how the error names it */
+} AstClass;
+
+static const AstClass ast_classes[] = {
+    {"FunctionDef", A_FUNCTIONDEF, 0, NULL}, {"Return", A_RETURN, 0, NULL},
+    {"Assign", A_ASSIGN, 0, NULL}, {"AugAssign", A_AUGASSIGN, 0, NULL},
+    {"AnnAssign", A_ANNASSIGN, 0, NULL}, {"If", A_IF, 0, NULL}, {"While", A_WHILE, 0, NULL},
+    {"For", A_FOR, 0, NULL}, {"Break", A_BREAK, 0, NULL}, {"Continue", A_CONTINUE, 0, NULL},
+    {"Pass", A_PASS, 0, NULL}, {"Expr", A_EXPR, 0, NULL},
+    {"BinOp", A_BINOP, 0, NULL}, {"UnaryOp", A_UNARYOP, 0, NULL},
+    {"BoolOp", A_BOOLOP, 0, NULL}, {"Compare", A_COMPARE, 0, NULL},
+    {"IfExp", A_IFEXP, 0, NULL}, {"Call", A_CALL, 0, NULL},
+    {"Constant", A_CONSTANT, 0, NULL}, {"Name", A_NAME, 0, NULL},
+    {"Attribute", A_ATTRIBUTE, 0, NULL}, {"Tuple", A_TUPLE, 0, NULL},
+    {"Subscript", A_SUBSCRIPT, 0, NULL}, {"Store", A_STORE, 0, NULL},
+    {"Add", A_OPERATOR, OP_ADD, "+"}, {"Sub", A_OPERATOR, OP_SUB, "-"},
+    {"Mult", A_OPERATOR, OP_MUL, "*"}, {"Div", A_OPERATOR, OP_DIV, "/"},
+    {"FloorDiv", A_OPERATOR, OP_FLOORDIV, "//"}, {"Mod", A_OPERATOR, OP_MOD, "%"},
+    {"Pow", A_OPERATOR, OP_POW, "**"}, {"LShift", A_OPERATOR, OP_LSHIFT, "<<"},
+    {"RShift", A_OPERATOR, OP_RSHIFT, ">>"}, {"BitAnd", A_OPERATOR, OP_BITAND, "&"},
+    {"BitOr", A_OPERATOR, OP_BITOR, "|"}, {"BitXor", A_OPERATOR, OP_BITXOR, "^"},
+    {"MatMult", A_OPERATOR, -1, "the @ operator"},
+    {"USub", A_OPERATOR, OP_NEG, "-"}, {"UAdd", A_OPERATOR, OP_POS, "+"},
+    {"Invert", A_OPERATOR, OP_INVERT, "~"}, {"Not", A_OPERATOR, OP_NOT, "not"},
+    {"And", A_OPERATOR, OP_AND, "and"}, {"Or", A_OPERATOR, OP_OR, "or"},
+    {"Eq", A_OPERATOR, OP_EQ, "=="}, {"NotEq", A_OPERATOR, OP_NE, "!="},
+    {"Lt", A_OPERATOR, OP_LT, "<"}, {"LtE", A_OPERATOR, OP_LE, "<="},
+    {"Gt", A_OPERATOR, OP_GT, ">"}, {"GtE", A_OPERATOR, OP_GE, ">="},
+    {"Is", A_OPERATOR, -1, "'is' comparisons"}, {"IsNot", A_OPERATOR, -1, "'is not' comparisons"},
+    {"In", A_OPERATOR, -1, "'in' tests"}, {"NotIn", A_OPERATOR, -1, "'not in' tests"},
+    /* named so that errors say what the construct is */
+    {"List", A_UNSUPPORTED, 0, "list displays"}, {"Dict", A_UNSUPPORTED, 0, "dict displays"},
+    {"Set", A_UNSUPPORTED, 0, "set displays"},
+    {"ListComp", A_UNSUPPORTED, 0, "list comprehensions"},
+    {"DictComp", A_UNSUPPORTED, 0, "dict comprehensions"},
+    {"SetComp", A_UNSUPPORTED, 0, "set comprehensions"},
+    {"GeneratorExp", A_UNSUPPORTED, 0, "generator expressions"},
+    {"Lambda", A_UNSUPPORTED, 0, "lambda expressions"},
+    {"JoinedStr", A_UNSUPPORTED, 0, "f-strings"},
+    {"Yield", A_UNSUPPORTED, 0, "generators (yield)"},
+    {"YieldFrom", A_UNSUPPORTED, 0, "generators (yield from)"},
+    {"Await", A_UNSUPPORTED, 0, "await expressions"},
+    {"Starred", A_UNSUPPORTED, 0, "starred expressions (*args)"},
+    {"NamedExpr", A_UNSUPPORTED, 0, "assignment expressions (:=)"},
+    {"Slice", A_UNSUPPORTED, 0, "slices"},
+    {"Try", A_UNSUPPORTED, 0, "'try' statements (exceptions)"},
+    {"TryStar", A_UNSUPPORTED, 0, "'try' statements (exceptions)"},
+    {"Raise", A_UNSUPPORTED, 0, "'raise' statements (exceptions)"},
+    {"Assert", A_UNSUPPORTED, 0, "'assert' statements"},
+    {"With", A_UNSUPPORTED, 0, "'with' statements"},
+    {"AsyncWith", A_UNSUPPORTED, 0, "'async with' statements"},
+    {"AsyncFor", A_UNSUPPORTED, 0, "'async for' loops"},
+    {"AsyncFunctionDef", A_UNSUPPORTED, 0, "nested functions"},
+    {"ClassDef", A_UNSUPPORTED, 0, "class definitions"},
+    {"Delete", A_UNSUPPORTED, 0, "'del' statements"},
+    {"Import", A_UNSUPPORTED, 0, "imports inside a kernel"},
+    {"ImportFrom", A_UNSUPPORTED, 0, "imports inside a kernel"},
+    {"Global", A_UNSUPPORTED, 0, "'global' declarations"},
+    {"Nonlocal", A_UNSUPPORTED, 0, "'nonlocal' declarations"},
+    {"Match", A_UNSUPPORTED, 0, "'match' statements"},
+};
+
+enum { NCLASSES = sizeof(ast_classes) / sizeof(ast_classes[0]) };
+
+/* {ast class: index into ast_classes}, built once from the ast module. */
+static PyObject *ast_table = NULL;
+
+static int
+build_ast_table(void)
+{
+    PyObject *ast = PyImport_ImportModule("ast");
+    if (ast == NULL) {
+        return -1;
+    }
+    PyObject *table = PyDict_New();
+    for (int i = 0; table != NULL && i < NCLASSES; i++) {
+        PyObject *cls = PyObject_GetAttrString(ast, ast_classes[i].name);
+        if (cls == NULL) {
+            PyErr_Clear();      /* e.g. TryStar before 3.11 */
+            continue;
+        }
+        PyObject *idx = PyLong_FromLong(i);
+        if (idx == NULL || PyDict_SetItem(table, cls, idx) < 0) {
+            Py_CLEAR(table);
+        }
+        Py_XDECREF(idx);
+        Py_DECREF(cls);
+    }
+    Py_DECREF(ast);
+    ast_table = table;
+    return table == NULL ? -1 : 0;
+}
+
+/* The table entry of node's class, or NULL for classes not listed. */
+static const AstClass *
+ast_class(PyObject *node)
+{
+    PyObject *idx = PyDict_GetItem(ast_table, (PyObject *)Py_TYPE(node));
+    return idx == NULL ? NULL : &ast_classes[PyLong_AsLong(idx)];
+}
+
+static AstKind
+ast_kind(PyObject *node)
+{
+    const AstClass *c = ast_class(node);
+    return c == NULL ? A_UNSUPPORTED : c->kind;
+}
+
+/* ---- errors ---- */
+
+static int
+source_line(const CcFunction *fn, int line, char *buf, size_t size)
+{
+    Py_ssize_t idx = line - fn->first_line;
+    if (fn->source_lines == NULL || idx < 0 || idx >= PyList_Size(fn->source_lines)) {
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *text = PyUnicode_AsUTF8AndSize(PyList_GetItem(fn->source_lines, idx), &n);
+    if (text == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r')) {
+        n--;
+    }
+    snprintf(buf, size, "%.*s", (int)n, text);
+    return 0;
+}
+
+int
+cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
+{
+    char msg[512], line[512], caret[520];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (PyErr_Occurred()) {
+        return -1;              /* keep the first, more precise error */
+    }
+    if (source_line(fn, loc.line, line, sizeof(line)) < 0) {
+        PyErr_Format(nv_TypingError, "%s:%d:%d: %s", fn->filename, loc.line, loc.col + 1, msg);
+        return -1;
+    }
+    int col = loc.col < (int)sizeof(caret) - 2 ? loc.col : 0;
+    for (int i = 0; i < col; i++) {
+        caret[i] = line[i] == '\t' ? '\t' : ' ';
+    }
+    caret[col] = '^';
+    caret[col + 1] = '\0';
+    PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s", fn->filename, loc.line,
+                 loc.col + 1, msg, line, caret);
+    return -1;
+}
+
+/* ---- the lowering context ---- */
+
+typedef struct Lower {
+    CcFunction *fn;
+    PyObject *pyfunc;       /* borrowed */
+    PyObject *globals;      /* borrowed: pyfunc.__globals__ */
+    PyObject *closure;      /* owned: {free variable name: value} */
+    char *assigned;         /* definite assignment, one flag per variable */
+    int terminated;         /* the current path ended (return/break/continue) */
+    int loop_depth;
+} Lower;
+
+static PyObject *
+get(PyObject *node, const char *attr)
+{
+    return PyObject_GetAttrString(node, attr);
+}
+
+static CcLoc
+loc_of(Lower *L, PyObject *node)
+{
+    CcLoc loc = {0, 0};
+    PyObject *line = get(node, "lineno"), *col = get(node, "col_offset");
+    if (line != NULL && col != NULL) {
+        loc.line = (int)PyLong_AsLong(line) + L->fn->line_offset;
+        loc.col = (int)PyLong_AsLong(col);
+    }
+    Py_XDECREF(line);
+    Py_XDECREF(col);
+    PyErr_Clear();
+    return loc;
+}
+
+static CcNode *
+new_node(Lower *L, CcNodeKind kind, PyObject *ast)
+{
+    CcNode *n = cc_alloc(L->fn->arena, sizeof(CcNode));
+    if (n != NULL) {
+        n->kind = kind;
+        n->loc = ast != NULL ? loc_of(L, ast) : L->fn->body ? L->fn->body->loc : (CcLoc){0, 0};
+    }
+    return n;
+}
+
+static int
+unsupported(Lower *L, PyObject *node, const char *context)
+{
+    const AstClass *c = ast_class(node);
+    CcLoc loc = loc_of(L, node);
+    if (c != NULL && c->what != NULL) {
+        return cc_error(L->fn, loc, "%s are not supported in a kernel", c->what);
+    }
+    PyObject *name = PyObject_GetAttrString((PyObject *)Py_TYPE(node), "__name__");
+    const char *s = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+    int rc = cc_error(L->fn, loc, "%s '%s' is not supported in a kernel", context,
+                      s != NULL ? s : "?");
+    Py_XDECREF(name);
+    return rc;
+}
+
+/* ---- variables ---- */
+
+static CcVar *
+find_var(CcFunction *fn, const char *name)
+{
+    for (int i = 0; i < fn->nvars; i++) {
+        if (strcmp(fn->vars[i]->name, name) == 0) {
+            return fn->vars[i];
+        }
+    }
+    return NULL;
+}
+
+static CcVar *
+add_var(CcFunction *fn, const char *name)
+{
+    CcVar *v = find_var(fn, name);
+    if (v != NULL) {
+        return v;
+    }
+    if (fn->nvars == fn->cap_vars) {
+        int cap = fn->cap_vars ? 2 * fn->cap_vars : 16;
+        CcVar **vars = cc_alloc(fn->arena, sizeof(CcVar *) * (size_t)cap);
+        if (vars == NULL) {
+            return NULL;
+        }
+        if (fn->nvars) {
+            memcpy(vars, fn->vars, sizeof(CcVar *) * (size_t)fn->nvars);
+        }
+        fn->vars = vars;
+        fn->cap_vars = cap;
+    }
+    v = cc_alloc(fn->arena, sizeof(CcVar));
+    if (v == NULL || (v->name = cc_strdup(fn->arena, name)) == NULL) {
+        return NULL;
+    }
+    v->index = fn->nvars;
+    fn->vars[fn->nvars++] = v;
+    return v;
+}
+
+/* A str attribute of node copied into the arena (e.g. Name.id). */
+static const char *
+get_str(Lower *L, PyObject *node, const char *attr)
+{
+    PyObject *s = get(node, attr);
+    if (s == NULL) {
+        return NULL;
+    }
+    const char *text = PyUnicode_AsUTF8AndSize(s, NULL);
+    char *copy = text != NULL ? cc_strdup(L->fn->arena, text) : NULL;
+    Py_DECREF(s);
+    return copy;
+}
+
+/* Every name stored to anywhere in the function is local (Python's rule). */
+static int
+collect_locals(Lower *L, PyObject *funcdef)
+{
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *walk = ast ? PyObject_CallMethod(ast, "walk", "O", funcdef) : NULL;
+    PyObject *it = walk ? PyObject_GetIter(walk) : NULL;
+    PyObject *node;
+    int rc = it ? 0 : -1;
+    while (rc == 0 && (node = PyIter_Next(it)) != NULL) {
+        if (ast_kind(node) == A_NAME) {
+            PyObject *ctx = get(node, "ctx");
+            if (ctx == NULL) {
+                rc = -1;
+            }
+            else if (ast_kind(ctx) == A_STORE) {
+                const char *name = get_str(L, node, "id");
+                rc = (name == NULL || add_var(L->fn, name) == NULL) ? -1 : 0;
+            }
+            Py_XDECREF(ctx);
+        }
+        Py_DECREF(node);
+    }
+    if (rc == 0 && PyErr_Occurred()) {
+        rc = -1;
+    }
+    Py_XDECREF(it);
+    Py_XDECREF(walk);
+    Py_XDECREF(ast);
+    return rc;
+}
+
+/* ---- definite assignment ---- */
+
+static char *
+save_assigned(Lower *L)
+{
+    char *copy = cc_alloc(L->fn->arena, (size_t)L->fn->nvars + 1);
+    if (copy != NULL) {
+        memcpy(copy, L->assigned, (size_t)L->fn->nvars);
+    }
+    return copy;
+}
+
+/* After a branch, a variable is assigned if it is on every path that goes
+ * on; a terminated path does not go on. */
+static void
+merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term)
+{
+    for (int i = 0; i < L->fn->nvars; i++) {
+        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : (char)(a[i] && b[i]);
+    }
+    L->terminated = a_term && b_term;
+}
+
+/* ---- frozen globals ---- */
+
+/* The value of a non-local name: closure cell, global, builtin.  New ref. */
+static PyObject *
+resolve_global(Lower *L, const char *name, CcLoc loc)
+{
+    PyObject *v = L->closure ? PyDict_GetItemString(L->closure, name) : NULL;
+    if (v == NULL) {
+        v = PyDict_GetItemString(L->globals, name);
+    }
+    if (v == NULL) {
+        PyObject *builtins = PyImport_ImportModule("builtins");
+        if (builtins == NULL) {
+            return NULL;
+        }
+        PyObject *b = PyObject_GetAttrString(builtins, name);
+        Py_DECREF(builtins);
+        if (b == NULL) {
+            PyErr_Clear();
+            cc_error(L->fn, loc, "name '%s' is not defined", name);
+        }
+        return b;
+    }
+    Py_INCREF(v);
+    return v;
+}
+
+static CcNode *
+const_node(Lower *L, PyObject *ast, const CcType *ty)
+{
+    CcNode *n = new_node(L, ND_CONST, ast);
+    if (n != NULL) {
+        n->ty = ty;
+    }
+    return n;
+}
+
+/* A Python int as a weak constant (int64, or uint64 bits above INT64_MAX). */
+static CcNode *
+int_const(Lower *L, PyObject *ast, PyObject *value)
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(value);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            overflow = 2;
+        }
+        else {
+            v = (long long)u;
+            overflow = 0;
+        }
+    }
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        cc_error(L->fn, loc_of(L, ast), "integer constant does not fit in 64 bits");
+        return NULL;
+    }
+    CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_INT));
+    if (n != NULL) {
+        n->ival = v;
+    }
+    return n;
+}
+
+static int
+get_double(PyObject *obj, const char *attr, double *out)
+{
+    PyObject *part = attr ? PyObject_GetAttrString(obj, attr) : (Py_INCREF(obj), obj);
+    if (part == NULL) {
+        return -1;
+    }
+    *out = PyFloat_AsDouble(part);
+    Py_DECREF(part);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* A NumPy scalar as a constant of its own kind. */
+static CcNode *
+numpy_const(Lower *L, PyObject *ast, PyObject *value)
+{
+    PyArray_Descr *descr = PyArray_DescrFromScalar(value);
+    TsKind kind;
+    if (descr == NULL) {
+        return NULL;
+    }
+    int ok = ts_kind_from_typenum(descr->type_num, &kind) == 0;
+    Py_DECREF(descr);
+    if (!ok) {
+        cc_error(L->fn, loc_of(L, ast), "a NumPy scalar of this dtype cannot be used in a kernel");
+        return NULL;
+    }
+    CcNode *n = const_node(L, ast, cc_scalar_type(kind));
+    if (n == NULL) {
+        return NULL;
+    }
+    if (ts_is_complex(kind)) {
+        if (get_double(value, "real", &n->fval) < 0 || get_double(value, "imag", &n->fimag) < 0) {
+            return NULL;
+        }
+    }
+    else if (ts_is_float(kind)) {
+        if (get_double(value, NULL, &n->fval) < 0) {
+            return NULL;
+        }
+    }
+    else {
+        PyObject *i = PyNumber_Index(value);
+        if (i == NULL) {
+            return NULL;
+        }
+        n->ival = kind == TS_UINT64 ? (long long)PyLong_AsUnsignedLongLong(i)
+                                    : PyLong_AsLongLong(i);
+        Py_DECREF(i);
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return n;
+}
+
+/*
+ * A frozen Python value as a constant: bool (typed), int, float, complex
+ * (weak), or a NumPy scalar (typed).  Returns NULL without an exception
+ * when value is none of these.
+ */
+static CcNode *
+value_const(Lower *L, PyObject *ast, PyObject *value)
+{
+    if (PyBool_Check(value)) {
+        CcNode *n = const_node(L, ast, cc_scalar_type(TS_BOOL));
+        if (n != NULL) {
+            n->ival = value == Py_True;
+        }
+        return n;
+    }
+    if (PyLong_Check(value)) {
+        return int_const(L, ast, value);
+    }
+    if (PyFloat_Check(value)) {
+        CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_FLOAT));
+        if (n != NULL) {
+            n->fval = PyFloat_AsDouble(value);
+        }
+        return n;
+    }
+    if (PyComplex_Check(value)) {
+        CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_COMPLEX));
+        if (n != NULL) {
+            n->fval = PyComplex_RealAsDouble(value);
+            n->fimag = PyComplex_ImagAsDouble(value);
+        }
+        return n;
+    }
+    if (PyArray_IsScalar(value, Generic)) {
+        return numpy_const(L, ast, value);
+    }
+    return NULL;
+}
+
+/* ---- expressions ---- */
+
+static CcNode *lower_expr(Lower *L, PyObject *node);
+
+/* Lowers node.attr (an expression) into *out. */
+static CcNode *
+lower_attr_expr(Lower *L, PyObject *node, const char *attr)
+{
+    PyObject *value = get(node, attr);
+    if (value == NULL) {
+        return NULL;
+    }
+    CcNode *n = lower_expr(L, value);
+    Py_DECREF(value);
+    return n;
+}
+
+/* Lowers the list node.attr into a new arena array; *count gets its size. */
+static CcNode **
+lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
+{
+    PyObject *list = get(node, attr);
+    if (list == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_Size(list);
+    CcNode **out = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(n + 1));
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        out[i] = lower_expr(L, PyList_GetItem(list, i));
+        if (out[i] == NULL) {
+            out = NULL;
+        }
+    }
+    Py_DECREF(list);
+    *count = (int)n;
+    return out;
+}
+
+/* The CcOp of an operator node (ast.Add() ...), or -1 with an error. */
+static int
+lower_op(Lower *L, PyObject *op, PyObject *at)
+{
+    const AstClass *c = ast_class(op);
+    if (c == NULL || c->kind != A_OPERATOR || c->op < 0) {
+        unsupported(L, c != NULL && c->kind == A_OPERATOR ? at : op, "operator");
+        if (c != NULL && c->what != NULL) {
+            PyErr_Clear();
+            cc_error(L->fn, loc_of(L, at), "%s are not supported in a kernel", c->what);
+        }
+        return -1;
+    }
+    return c->op;
+}
+
+static int
+node_op(Lower *L, PyObject *node)
+{
+    PyObject *op = get(node, "op");
+    if (op == NULL) {
+        return -1;
+    }
+    int rc = lower_op(L, op, node);
+    Py_DECREF(op);
+    return rc;
+}
+
+/* binop := expr op expr */
+static CcNode *
+lower_binop(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_BINOP, node);
+    int op = node_op(L, node);
+    if (n == NULL || op < 0) {
+        return NULL;
+    }
+    n->op = (CcOp)op;
+    n->lhs = lower_attr_expr(L, node, "left");
+    n->rhs = n->lhs ? lower_attr_expr(L, node, "right") : NULL;
+    return n->rhs ? n : NULL;
+}
+
+/* unary := ('-' | '+' | '~' | 'not') expr */
+static CcNode *
+lower_unary(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_UNARY, node);
+    int op = node_op(L, node);
+    if (n == NULL || op < 0) {
+        return NULL;
+    }
+    n->op = (CcOp)op;
+    n->lhs = lower_attr_expr(L, node, "operand");
+    return n->lhs ? n : NULL;
+}
+
+/* boolop := expr ('and' | 'or') expr ... */
+static CcNode *
+lower_boolop(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_BOOLOP, node);
+    int op = node_op(L, node);
+    if (n == NULL || op < 0) {
+        return NULL;
+    }
+    n->op = (CcOp)op;
+    /* only the first operand is always evaluated */
+    char *before = save_assigned(L);
+    n->args = lower_expr_list(L, node, "values", &n->nargs);
+    if (before != NULL) {
+        memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    }
+    return n->args ? n : NULL;
+}
+
+/* compare := expr (cmpop expr)+ */
+static CcNode *
+lower_compare(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_COMPARE, node);
+    PyObject *ops = get(node, "ops"), *comparators = get(node, "comparators");
+    if (n == NULL || ops == NULL || comparators == NULL) {
+        goto error;
+    }
+    Py_ssize_t k = PyList_Size(ops);
+    n->nargs = (int)k + 1;
+    n->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(k + 1));
+    n->ops = cc_alloc(L->fn->arena, sizeof(CcOp) * (size_t)(k + 1));
+    if (n->args == NULL || n->ops == NULL || (n->args[0] = lower_attr_expr(L, node, "left")) == NULL) {
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int op = lower_op(L, PyList_GetItem(ops, i), node);
+        if (op < 0 || (n->args[i + 1] = lower_expr(L, PyList_GetItem(comparators, i))) == NULL) {
+            goto error;
+        }
+        n->ops[i] = (CcOp)op;
+    }
+    Py_DECREF(ops);
+    Py_DECREF(comparators);
+    return n;
+error:
+    Py_XDECREF(ops);
+    Py_XDECREF(comparators);
+    return NULL;
+}
+
+/* ifexp := expr 'if' expr 'else' expr */
+static CcNode *
+lower_ifexp(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_IFEXP, node);
+    if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL) {
+        return NULL;
+    }
+    char *before = save_assigned(L);
+    if (before == NULL || (n->then = lower_attr_expr(L, node, "body")) == NULL) {
+        return NULL;
+    }
+    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    n->els = lower_attr_expr(L, node, "orelse");
+    return n->els ? n : NULL;
+}
+
+/*
+ * The Python object an expression names, for names and attribute chains
+ * that are not locals: `math`, `math.pi`, `np.float32`.  New reference;
+ * NULL with a TypingError.  *local is set instead when the base is a local.
+ */
+static PyObject *
+resolve_object(Lower *L, PyObject *node, int *local)
+{
+    AstKind kind = ast_kind(node);
+    *local = 0;
+    if (kind == A_NAME) {
+        const char *name = get_str(L, node, "id");
+        if (name == NULL) {
+            return NULL;
+        }
+        if (find_var(L->fn, name) != NULL) {
+            *local = 1;
+            return NULL;
+        }
+        return resolve_global(L, name, loc_of(L, node));
+    }
+    if (kind == A_ATTRIBUTE) {
+        PyObject *base_node = get(node, "value");
+        if (base_node == NULL) {
+            return NULL;
+        }
+        PyObject *base = resolve_object(L, base_node, local);
+        Py_DECREF(base_node);
+        const char *attr = get_str(L, node, "attr");
+        if (base == NULL || attr == NULL) {
+            Py_XDECREF(base);
+            return NULL;
+        }
+        PyObject *v = PyObject_GetAttrString(base, attr);
+        if (v == NULL) {
+            PyErr_Clear();
+            cc_error(L->fn, loc_of(L, node), "'%s' has no attribute '%s'",
+                     PyModule_Check(base) ? PyModule_GetName(base) : "object", attr);
+        }
+        Py_DECREF(base);
+        return v;
+    }
+    *local = 1;     /* any other expression: its value is computed */
+    return NULL;
+}
+
+/* The frozen value of a global or attribute chain, as a constant. */
+static CcNode *
+lower_frozen(Lower *L, PyObject *node, PyObject *value)
+{
+    CcNode *n = value_const(L, node, value);
+    if (n != NULL || PyErr_Occurred()) {
+        return n;
+    }
+    PyObject *tname = PyObject_GetAttrString((PyObject *)Py_TYPE(value), "__name__");
+    const char *s = tname != NULL ? PyUnicode_AsUTF8AndSize(tname, NULL) : NULL;
+    if (cc_builtin_lookup(value) >= 0 || PyModule_Check(value)) {
+        cc_error(L->fn, loc_of(L, node), "a %s can only be called or used for its "
+                 "attributes in a kernel", s != NULL ? s : "function");
+    }
+    else {
+        cc_error(L->fn, loc_of(L, node), "a value of type '%s' cannot be used in a kernel "
+                 "(only numbers, NumPy scalars, math/cmath/numpy and their functions)",
+                 s != NULL ? s : "?");
+    }
+    Py_XDECREF(tname);
+    return NULL;
+}
+
+/* name := identifier   (a local, or a frozen global/closure value) */
+static CcNode *
+lower_name(Lower *L, PyObject *node)
+{
+    const char *name = get_str(L, node, "id");
+    if (name == NULL) {
+        return NULL;
+    }
+    CcVar *var = find_var(L->fn, name);
+    if (var != NULL) {
+        if (!L->assigned[var->index] && !L->terminated) {
+            cc_error(L->fn, loc_of(L, node), "local variable '%s' may be used before it is "
+                     "assigned", name);
+            return NULL;
+        }
+        CcNode *n = new_node(L, ND_VAR, node);
+        if (n != NULL) {
+            n->var = var;
+        }
+        return n;
+    }
+    PyObject *value = resolve_global(L, name, loc_of(L, node));
+    if (value == NULL) {
+        return NULL;
+    }
+    CcNode *n = lower_frozen(L, node, value);
+    Py_DECREF(value);
+    return n;
+}
+
+static CcNode *
+builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
+{
+    const CcBuiltin *b = cc_builtin(builtin);
+    if (nargs < b->min_args || nargs > b->max_args) {
+        cc_error(L->fn, loc_of(L, at), "%s() takes %d%s argument(s), %d given", b->name,
+                 b->min_args, b->max_args > b->min_args ? " or more" : "", nargs);
+        return NULL;
+    }
+    CcNode *n = new_node(L, ND_CALL, at);
+    if (n != NULL) {
+        n->builtin = builtin;
+        n->args = args;
+        n->nargs = nargs;
+    }
+    return n;
+}
+
+/* attribute := expr '.' ('real' | 'imag')  |  module '.' name */
+static CcNode *
+lower_attribute(Lower *L, PyObject *node)
+{
+    int local;
+    PyObject *value = resolve_object(L, node, &local);
+    if (value != NULL) {
+        CcNode *n = lower_frozen(L, node, value);
+        Py_DECREF(value);
+        return n;
+    }
+    if (!local) {
+        return NULL;
+    }
+    const char *attr = get_str(L, node, "attr");
+    if (attr == NULL) {
+        return NULL;
+    }
+    CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
+    if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
+        cc_error(L->fn, loc_of(L, node), "attribute '%s' is not supported on a value in a "
+                 "kernel (only .real and .imag)", attr);
+        return NULL;
+    }
+    CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));
+    if (args == NULL || (args[0] = lower_attr_expr(L, node, "value")) == NULL) {
+        return NULL;
+    }
+    return builtin_call(L, node, cc_builtin_attr(flavor), args, 1);
+}
+
+/* call := func '(' args ')'    func: a builtin, or expr '.conjugate' */
+static CcNode *
+lower_call(Lower *L, PyObject *node)
+{
+    PyObject *func = get(node, "func"), *keywords = get(node, "keywords");
+    CcNode *n = NULL;
+    if (func == NULL || keywords == NULL) {
+        goto done;
+    }
+    if (PyList_Size(keywords) > 0) {
+        cc_error(L->fn, loc_of(L, node), "keyword arguments are not supported in a kernel");
+        goto done;
+    }
+    int local, nargs;
+    PyObject *callee = resolve_object(L, func, &local);
+    if (callee == NULL && local && ast_kind(func) == A_ATTRIBUTE) {
+        const char *attr = get_str(L, func, "attr");
+        if (attr != NULL && strcmp(attr, "conjugate") == 0) {
+            CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));
+            if (args != NULL && (args[0] = lower_attr_expr(L, func, "value")) != NULL) {
+                n = builtin_call(L, node, cc_builtin_attr(FL_CONJ), args, 1);
+            }
+            goto done;
+        }
+        cc_error(L->fn, loc_of(L, func), "method calls are not supported in a kernel "
+                 "(only .conjugate())");
+        goto done;
+    }
+    if (callee == NULL) {
+        if (local) {
+            cc_error(L->fn, loc_of(L, func), "only builtin functions can be called in a kernel");
+        }
+        goto done;
+    }
+    int builtin = cc_builtin_lookup(callee);
+    if (builtin < 0) {
+        if (builtin == -1) {
+            PyObject *r = PyObject_Repr(callee);
+            const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
+            cc_error(L->fn, loc_of(L, func), "%s cannot be called in a kernel", s ? s : "this");
+            Py_XDECREF(r);
+        }
+        Py_DECREF(callee);
+        goto done;
+    }
+    Py_DECREF(callee);
+    CcNode **args = lower_expr_list(L, node, "args", &nargs);
+    if (args != NULL) {
+        n = builtin_call(L, node, builtin, args, nargs);
+    }
+done:
+    Py_XDECREF(func);
+    Py_XDECREF(keywords);
+    return n;
+}
+
+/* constant := number | True | False */
+static CcNode *
+lower_constant(Lower *L, PyObject *node)
+{
+    PyObject *value = get(node, "value");
+    if (value == NULL) {
+        return NULL;
+    }
+    CcNode *n = value_const(L, node, value);
+    if (n == NULL && !PyErr_Occurred()) {
+        const char *what = PyUnicode_Check(value) ? "strings"
+                           : value == Py_None ? "None"
+                           : PyBytes_Check(value) ? "bytes" : "this constant";
+        cc_error(L->fn, loc_of(L, node), "%s %s not supported in a kernel", what,
+                 value == Py_None ? "is" : "are");
+    }
+    Py_DECREF(value);
+    return n;
+}
+
+/* tuple := '(' expr, ... ')' */
+static CcNode *
+lower_tuple(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_TUPLE, node);
+    if (n == NULL || (n->args = lower_expr_list(L, node, "elts", &n->nargs)) == NULL) {
+        return NULL;
+    }
+    return n;
+}
+
+/* subscript := expr '[' integer constant ']'     (tuples) */
+static CcNode *
+lower_subscript(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_GETITEM, node);
+    PyObject *slice = get(node, "slice");
+    PyObject *value = NULL;
+    if (n == NULL || slice == NULL) {
+        goto error;
+    }
+    /* a constant index, possibly negated */
+    int negate = 0;
+    if (ast_kind(slice) == A_UNARYOP) {
+        PyObject *op = get(slice, "op"), *operand = get(slice, "operand");
+        const AstClass *c = op ? ast_class(op) : NULL;
+        if (c != NULL && c->kind == A_OPERATOR && c->op == OP_NEG && operand != NULL) {
+            negate = 1;
+            Py_SETREF(slice, operand);
+            operand = NULL;
+        }
+        Py_XDECREF(op);
+        Py_XDECREF(operand);
+    }
+    if (ast_kind(slice) != A_CONSTANT || (value = get(slice, "value")) == NULL
+        || !PyLong_Check(value) || PyBool_Check(value)) {
+        PyErr_Clear();
+        cc_error(L->fn, loc_of(L, node), "only tuples indexed by an integer constant are "
+                 "supported in a kernel");
+        goto error;
+    }
+    n->index = (int)PyLong_AsLong(value) * (negate ? -1 : 1);
+    if ((n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
+        goto error;
+    }
+    Py_DECREF(slice);
+    Py_DECREF(value);
+    return n;
+error:
+    Py_XDECREF(slice);
+    Py_XDECREF(value);
+    return NULL;
+}
+
+static CcNode *
+lower_expr(Lower *L, PyObject *node)
+{
+    switch (ast_kind(node)) {
+    case A_BINOP:
+        return lower_binop(L, node);
+    case A_UNARYOP:
+        return lower_unary(L, node);
+    case A_BOOLOP:
+        return lower_boolop(L, node);
+    case A_COMPARE:
+        return lower_compare(L, node);
+    case A_IFEXP:
+        return lower_ifexp(L, node);
+    case A_CALL:
+        return lower_call(L, node);
+    case A_CONSTANT:
+        return lower_constant(L, node);
+    case A_NAME:
+        return lower_name(L, node);
+    case A_ATTRIBUTE:
+        return lower_attribute(L, node);
+    case A_TUPLE:
+        return lower_tuple(L, node);
+    case A_SUBSCRIPT:
+        return lower_subscript(L, node);
+    default:
+        unsupported(L, node, "expression");
+        return NULL;
+    }
+}
+
+/* ---- statements ---- */
+
+static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
+
+static CcVar *
+target_var(Lower *L, PyObject *target)
+{
+    if (ast_kind(target) != A_NAME) {
+        if (ast_kind(target) == A_SUBSCRIPT) {
+            cc_error(L->fn, loc_of(L, target), "item assignment is not supported in a "
+                     "vectorize kernel");
+        }
+        else {
+            cc_error(L->fn, loc_of(L, target), "only names can be assigned to in a kernel");
+        }
+        return NULL;
+    }
+    const char *name = get_str(L, target, "id");
+    return name != NULL ? find_var(L->fn, name) : NULL;
+}
+
+static void
+mark_assigned(Lower *L, CcVar *var)
+{
+    L->assigned[var->index] = 1;
+}
+
+/* Assigns value (already lowered) to target: a name or a tuple of names. */
+static CcNode *
+assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
+{
+    if (ast_kind(target) == A_TUPLE) {
+        PyObject *elts = get(target, "elts");
+        if (elts == NULL) {
+            return NULL;
+        }
+        CcNode *n = new_node(L, ND_UNPACK, stmt);
+        Py_ssize_t k = PyList_Size(elts);
+        if (n != NULL) {
+            n->vars = cc_alloc(L->fn->arena, sizeof(CcVar *) * (size_t)(k + 1));
+        }
+        for (Py_ssize_t i = 0; n != NULL && i < k; i++) {
+            if (n->vars == NULL || (n->vars[i] = target_var(L, PyList_GetItem(elts, i))) == NULL) {
+                n = NULL;
+            }
+        }
+        Py_DECREF(elts);
+        if (n == NULL) {
+            return NULL;
+        }
+        n->nargs = (int)k;
+        n->rhs = value;
+        for (int i = 0; i < n->nargs; i++) {
+            mark_assigned(L, n->vars[i]);
+        }
+        return n;
+    }
+    CcVar *var = target_var(L, target);
+    CcNode *n = var != NULL ? new_node(L, ND_ASSIGN, stmt) : NULL;
+    if (n != NULL) {
+        n->var = var;
+        n->rhs = value;
+        mark_assigned(L, var);
+    }
+    return n;
+}
+
+/* assign := (target '=')+ expr       target: name | name, name, ... */
+static CcNode *
+lower_assign(Lower *L, PyObject *node)
+{
+    PyObject *targets = get(node, "targets");
+    CcNode *value = targets ? lower_attr_expr(L, node, "value") : NULL;
+    CcNode *result = NULL;
+    if (value == NULL) {
+        goto done;
+    }
+    Py_ssize_t k = PyList_Size(targets);
+    if (k == 1) {
+        result = assign_to(L, node, PyList_GetItem(targets, 0), value);
+        goto done;
+    }
+    /* a = b = value: evaluate once into the first target, copy to the rest */
+    CcNode *block = new_node(L, ND_BLOCK, node);
+    if (block == NULL || (block->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)k)) == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *t = PyList_GetItem(targets, i);
+        CcNode *v = value;
+        if (i > 0) {
+            if (ast_kind(PyList_GetItem(targets, 0)) != A_NAME) {
+                cc_error(L->fn, loc_of(L, node), "chained assignment to tuples is not "
+                         "supported in a kernel");
+                goto done;
+            }
+            v = new_node(L, ND_VAR, node);
+            if (v == NULL) {
+                goto done;
+            }
+            v->var = block->args[0]->var;
+        }
+        if ((block->args[i] = assign_to(L, node, t, v)) == NULL) {
+            goto done;
+        }
+    }
+    block->nargs = (int)k;
+    result = block;
+done:
+    Py_XDECREF(targets);
+    return result;
+}
+
+/* augassign := name op '=' expr */
+static CcNode *
+lower_augassign(Lower *L, PyObject *node)
+{
+    PyObject *target = get(node, "target");
+    CcNode *result = NULL;
+    if (target == NULL) {
+        return NULL;
+    }
+    CcNode *lhs = lower_expr(L, target);     /* reads the variable: checks assignment */
+    CcNode *op = new_node(L, ND_BINOP, node);
+    int opcode = node_op(L, node);
+    if (lhs == NULL || op == NULL || opcode < 0 || lhs->kind != ND_VAR) {
+        if (lhs != NULL && lhs->kind != ND_VAR && !PyErr_Occurred()) {
+            cc_error(L->fn, loc_of(L, node), "only local variables can be updated in a kernel");
+        }
+        goto done;
+    }
+    op->op = (CcOp)opcode;
+    op->lhs = lhs;
+    if ((op->rhs = lower_attr_expr(L, node, "value")) != NULL) {
+        result = assign_to(L, node, target, op);
+    }
+done:
+    Py_DECREF(target);
+    return result;
+}
+
+/* annassign := name ':' annotation ['=' expr]   (the annotation is ignored) */
+static CcNode *
+lower_annassign(Lower *L, PyObject *node)
+{
+    PyObject *target = get(node, "target"), *value = get(node, "value");
+    CcNode *result = NULL;
+    if (target != NULL && value != NULL) {
+        if (value == Py_None) {
+            result = new_node(L, ND_BLOCK, node);   /* a bare declaration */
+        }
+        else {
+            CcNode *v = lower_expr(L, value);
+            result = v ? assign_to(L, node, target, v) : NULL;
+        }
+    }
+    Py_XDECREF(target);
+    Py_XDECREF(value);
+    return result;
+}
+
+/* return := 'return' expr */
+static CcNode *
+lower_return(Lower *L, PyObject *node)
+{
+    PyObject *value = get(node, "value");
+    CcNode *n = NULL;
+    if (value == Py_None) {
+        cc_error(L->fn, loc_of(L, node), "a kernel must return a value");
+    }
+    else if (value != NULL && (n = new_node(L, ND_RETURN, node)) != NULL) {
+        n->lhs = lower_expr(L, value);
+        n = n->lhs ? n : NULL;
+    }
+    Py_XDECREF(value);
+    if (n != NULL) {
+        L->terminated = 1;
+    }
+    return n;
+}
+
+/* if := 'if' expr ':' block ['elif' ... | 'else' ':' block] */
+static CcNode *
+lower_if(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_IF, node);
+    if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL) {
+        return NULL;
+    }
+    char *before = save_assigned(L);
+    int term_before = L->terminated;
+    if (before == NULL || (n->then = lower_block(L, node, "body")) == NULL) {
+        return NULL;
+    }
+    char *after_then = save_assigned(L);
+    int then_term = L->terminated;
+    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    L->terminated = term_before;
+    if (after_then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
+        return NULL;
+    }
+    merge_assigned(L, after_then, then_term, save_assigned(L), L->terminated);
+    return n;
+}
+
+/* Lowers a loop body: assignments in it may not happen; break/continue
+ * end the path inside, not after the loop. */
+static CcNode *
+loop_body(Lower *L, PyObject *node, const char **before_out)
+{
+    char *before = save_assigned(L);
+    if (before == NULL) {
+        return NULL;
+    }
+    L->loop_depth++;
+    CcNode *body = lower_block(L, node, "body");
+    L->loop_depth--;
+    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    L->terminated = 0;
+    *before_out = before;
+    return body;
+}
+
+/* while := 'while' expr ':' block ['else' ':' block] */
+static CcNode *
+lower_while(Lower *L, PyObject *node)
+{
+    const char *before;
+    CcNode *n = new_node(L, ND_WHILE, node);
+    if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL
+        || (n->then = loop_body(L, node, &before)) == NULL
+        || (n->els = lower_block(L, node, "orelse")) == NULL) {
+        return NULL;
+    }
+    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    L->terminated = 0;
+    return n;
+}
+
+/* for := 'for' name 'in' 'range' '(' expr [',' expr [',' expr]] ')' ':' block
+ *        ['else' ':' block] */
+static CcNode *
+lower_for(Lower *L, PyObject *node)
+{
+    PyObject *target = get(node, "target"), *iter = get(node, "iter");
+    PyObject *func = NULL;
+    CcNode *n = new_node(L, ND_FOR_RANGE, node);
+    CcNode *result = NULL;
+    if (n == NULL || target == NULL || iter == NULL) {
+        goto done;
+    }
+    int local = 0, ok = 0;
+    if (ast_kind(iter) == A_CALL && (func = get(iter, "func")) != NULL) {
+        PyObject *callee = resolve_object(L, func, &local);
+        PyObject *builtins = PyImport_ImportModule("builtins");
+        PyObject *range = builtins ? PyObject_GetAttrString(builtins, "range") : NULL;
+        ok = callee != NULL && callee == range;
+        Py_XDECREF(callee);
+        Py_XDECREF(range);
+        Py_XDECREF(builtins);
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    if (!ok) {
+        cc_error(L->fn, loc_of(L, iter), "only 'for ... in range(...)' loops are supported "
+                 "in a kernel");
+        goto done;
+    }
+    if ((n->args = lower_expr_list(L, iter, "args", &n->nargs)) == NULL) {
+        goto done;
+    }
+    if (n->nargs < 1 || n->nargs > 3) {
+        cc_error(L->fn, loc_of(L, iter), "range() takes 1 to 3 arguments, %d given", n->nargs);
+        goto done;
+    }
+    if ((n->var = target_var(L, target)) == NULL) {
+        goto done;
+    }
+    const char *before;
+    char *saved = save_assigned(L);
+    if (saved == NULL) {
+        goto done;
+    }
+    mark_assigned(L, n->var);           /* inside the body only */
+    n->then = loop_body(L, node, &before);
+    memcpy(L->assigned, saved, (size_t)L->fn->nvars);
+    if (n->then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
+        goto done;
+    }
+    memcpy(L->assigned, saved, (size_t)L->fn->nvars);
+    L->terminated = 0;
+    result = n;
+done:
+    Py_XDECREF(target);
+    Py_XDECREF(iter);
+    Py_XDECREF(func);
+    return result;
+}
+
+static CcNode *
+lower_jump(Lower *L, PyObject *node, CcNodeKind kind)
+{
+    if (L->loop_depth == 0) {
+        cc_error(L->fn, loc_of(L, node), "'%s' outside a loop",
+                 kind == ND_BREAK ? "break" : "continue");
+        return NULL;
+    }
+    L->terminated = 1;
+    return new_node(L, kind, node);
+}
+
+/* A statement that is only a string constant (a docstring) does nothing. */
+static int
+is_docstring(PyObject *node)
+{
+    PyObject *value = get(node, "value");
+    int doc = 0;
+    if (value != NULL && ast_kind(value) == A_CONSTANT) {
+        PyObject *c = get(value, "value");
+        doc = c != NULL && PyUnicode_Check(c);
+        Py_XDECREF(c);
+    }
+    Py_XDECREF(value);
+    PyErr_Clear();
+    return doc;
+}
+
+static CcNode *
+lower_stmt(Lower *L, PyObject *node)
+{
+    switch (ast_kind(node)) {
+    case A_ASSIGN:
+        return lower_assign(L, node);
+    case A_AUGASSIGN:
+        return lower_augassign(L, node);
+    case A_ANNASSIGN:
+        return lower_annassign(L, node);
+    case A_RETURN:
+        return lower_return(L, node);
+    case A_IF:
+        return lower_if(L, node);
+    case A_WHILE:
+        return lower_while(L, node);
+    case A_FOR:
+        return lower_for(L, node);
+    case A_BREAK:
+        return lower_jump(L, node, ND_BREAK);
+    case A_CONTINUE:
+        return lower_jump(L, node, ND_CONTINUE);
+    case A_PASS:
+        return new_node(L, ND_BLOCK, node);
+    case A_EXPR: {
+        if (is_docstring(node)) {
+            return new_node(L, ND_BLOCK, node);
+        }
+        CcNode *n = new_node(L, ND_EXPR, node);
+        if (n == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
+            return NULL;
+        }
+        return n;
+    }
+    case A_FUNCTIONDEF:
+        cc_error(L->fn, loc_of(L, node), "nested functions are not supported in a kernel "
+                 "(use a module-level @numbavec.jit function)");
+        return NULL;
+    default:
+        unsupported(L, node, "statement");
+        return NULL;
+    }
+}
+
+/* block := statement+     (node.attr is a list of statements) */
+static CcNode *
+lower_block(Lower *L, PyObject *node, const char *attr)
+{
+    PyObject *list = get(node, attr);
+    if (list == NULL) {
+        return NULL;
+    }
+    Py_ssize_t k = PyList_Size(list);
+    CcNode *b = new_node(L, ND_BLOCK, k > 0 ? PyList_GetItem(list, 0) : node);
+    if (b != NULL) {
+        b->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(k + 1));
+    }
+    for (Py_ssize_t i = 0; b != NULL && i < k; i++) {
+        if (b->args == NULL || (b->args[i] = lower_stmt(L, PyList_GetItem(list, i))) == NULL) {
+            b = NULL;
+        }
+    }
+    Py_DECREF(list);
+    if (b != NULL) {
+        b->nargs = (int)k;
+    }
+    return b;
+}
+
+/* ---- the function ---- */
+
+/* parameters := name (',' name)*     no defaults, *args, **kwargs or keyword-only */
+static int
+lower_params(Lower *L, PyObject *funcdef)
+{
+    PyObject *args = get(funcdef, "args");
+    int rc = -1;
+    if (args == NULL) {
+        return -1;
+    }
+    static const char *const forbidden[] = {"vararg", "kwarg"};
+    for (int i = 0; i < 2; i++) {
+        PyObject *v = get(args, forbidden[i]);
+        int bad = v != NULL && v != Py_None;
+        Py_XDECREF(v);
+        if (bad) {
+            cc_error(L->fn, loc_of(L, funcdef), "*args and **kwargs are not supported in a "
+                     "kernel");
+            goto done;
+        }
+    }
+    PyObject *kwonly = get(args, "kwonlyargs"), *defaults = get(args, "defaults");
+    PyObject *posonly = get(args, "posonlyargs"), *plain = get(args, "args");
+    if (kwonly && defaults && posonly && plain) {
+        if (PyList_Size(kwonly) > 0 || PyList_Size(defaults) > 0) {
+            cc_error(L->fn, loc_of(L, funcdef), "keyword-only parameters and default values "
+                     "are not supported in a kernel");
+        }
+        else {
+            rc = 0;
+            PyObject *lists[2] = {posonly, plain};
+            for (int j = 0; rc == 0 && j < 2; j++) {
+                for (Py_ssize_t i = 0; rc == 0 && i < PyList_Size(lists[j]); i++) {
+                    const char *name = get_str(L, PyList_GetItem(lists[j], i), "arg");
+                    CcVar *v = name ? add_var(L->fn, name) : NULL;
+                    rc = v != NULL ? 0 : -1;
+                    if (v != NULL) {
+                        v->is_param = 1;
+                    }
+                }
+            }
+            L->fn->nparams = L->fn->nvars;
+        }
+    }
+    Py_XDECREF(kwonly);
+    Py_XDECREF(defaults);
+    Py_XDECREF(posonly);
+    Py_XDECREF(plain);
+done:
+    Py_DECREF(args);
+    return rc;
+}
+
+/* {free variable name: cell contents} of pyfunc (empty cells left out). */
+static PyObject *
+closure_values(PyObject *pyfunc)
+{
+    PyObject *code = get(pyfunc, "__code__");
+    PyObject *names = code ? get(code, "co_freevars") : NULL;
+    PyObject *cells = get(pyfunc, "__closure__");
+    PyObject *result = PyDict_New();
+    Py_ssize_t n = names ? PyTuple_Size(names) : 0;
+    for (Py_ssize_t i = 0; result != NULL && cells != NULL && cells != Py_None && i < n; i++) {
+        PyObject *contents = get(PyTuple_GetItem(cells, i), "cell_contents");
+        if (contents == NULL) {
+            PyErr_Clear();      /* an empty cell: the name is simply undefined */
+            continue;
+        }
+        if (PyDict_SetItem(result, PyTuple_GetItem(names, i), contents) < 0) {
+            Py_CLEAR(result);
+        }
+        Py_DECREF(contents);
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(names);
+    Py_XDECREF(cells);
+    if (PyErr_Occurred()) {
+        Py_CLEAR(result);
+    }
+    return result;
+}
+
+int
+cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
+{
+    if (ast_table == NULL && build_ast_table() < 0) {
+        return -1;
+    }
+    Lower L = {fn, pyfunc, NULL, NULL, NULL, 0, 0};
+    int rc = -1;
+    fn->body = new_node(&L, ND_BLOCK, funcdef);
+    if (fn->body == NULL) {
+        return -1;
+    }
+    L.globals = get(pyfunc, "__globals__");
+    L.closure = closure_values(pyfunc);
+    if (L.globals == NULL || L.closure == NULL) {
+        goto done;
+    }
+    if (ast_kind(funcdef) != A_FUNCTIONDEF) {
+        PyErr_SetString(PyExc_TypeError, "numbavec: expected an ast.FunctionDef");
+        goto done;
+    }
+    if (lower_params(&L, funcdef) < 0 || collect_locals(&L, funcdef) < 0) {
+        goto done;
+    }
+    L.assigned = cc_alloc(fn->arena, (size_t)fn->nvars + 1);
+    if (L.assigned == NULL) {
+        goto done;
+    }
+    memset(L.assigned, 1, (size_t)fn->nparams);
+    CcNode *body = lower_block(&L, funcdef, "body");
+    if (body != NULL) {
+        body->loc = fn->body->loc;
+        fn->body = body;
+        rc = 0;
+    }
+done:
+    Py_XDECREF(L.globals);
+    Py_XDECREF(L.closure);
+    return rc;
+}

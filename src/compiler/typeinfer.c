@@ -1,0 +1,844 @@
+/*
+ * typeinfer.c - types every node of a lowered function.
+ *
+ * Rules (DESIGN.md, "Semantics of the kernel language"):
+ *  - arithmetic between typed values follows NumPy 2's result_type;
+ *  - Python literals and the results of int()/float()/complex() and of the
+ *    math module are weak (NEP 50): they take the other operand's kind, so
+ *    `x * 2.0` stays float32 when x is float32;
+ *  - a variable's type is the promotion of every value assigned to it,
+ *    found by iterating to a fixed point (types only grow);
+ *  - bool arithmetic is NumPy's: + is or, * is and, - is an error.
+ * Each visitor carries its typing rule in the comment above it.
+ */
+#include "compiler/compiler.h"
+
+#include <stdio.h>
+
+/* ---- the type values ---- */
+
+static const CcType scalar_types[TS_NSCALAR] = {
+#define S(k) [k] = {CT_SCALAR, k, 0, NULL}
+    S(TS_BOOL), S(TS_INT8), S(TS_INT16), S(TS_INT32), S(TS_INT64),
+    S(TS_UINT8), S(TS_UINT16), S(TS_UINT32), S(TS_UINT64),
+    S(TS_FLOAT32), S(TS_FLOAT64), S(TS_COMPLEX64), S(TS_COMPLEX128),
+#undef S
+};
+
+static const CcType weak_types[3] = {
+    {CT_WEAK_INT, TS_INT64, 0, NULL},
+    {CT_WEAK_FLOAT, TS_FLOAT64, 0, NULL},
+    {CT_WEAK_COMPLEX, TS_COMPLEX128, 0, NULL},
+};
+
+const CcType *
+cc_scalar_type(TsKind kind)
+{
+    return &scalar_types[kind];
+}
+
+const CcType *
+cc_weak_type(CcTypeKind kind)
+{
+    return &weak_types[kind - CT_WEAK_INT];
+}
+
+TsKind
+cc_storage(const CcType *t)
+{
+    return t->scalar;
+}
+
+int
+cc_is_weak(const CcType *t)
+{
+    return t->kind >= CT_WEAK_INT && t->kind <= CT_WEAK_COMPLEX;
+}
+
+const char *
+cc_type_name(const CcType *t, char *buf, size_t size)
+{
+    switch (t->kind) {
+    case CT_SCALAR:
+        snprintf(buf, size, "%s", ts_kind_name(t->scalar));
+        break;
+    case CT_WEAK_INT:
+        snprintf(buf, size, "int");
+        break;
+    case CT_WEAK_FLOAT:
+        snprintf(buf, size, "float");
+        break;
+    case CT_WEAK_COMPLEX:
+        snprintf(buf, size, "complex");
+        break;
+    case CT_TUPLE: {
+        size_t used = (size_t)snprintf(buf, size, "tuple(");
+        for (int i = 0; i < t->n && used < size; i++) {
+            char elem[64];
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                                     cc_type_name(t->elems[i], elem, sizeof(elem)));
+        }
+        if (used < size) {
+            snprintf(buf + used, size - used, ")");
+        }
+        break;
+    }
+    }
+    return buf;
+}
+
+/* ---- promotion ---- */
+
+static TsKind
+int_kind(int is_signed, int bits)
+{
+    static const TsKind s[] = {TS_INT8, TS_INT16, TS_INT32, TS_INT64};
+    static const TsKind u[] = {TS_UINT8, TS_UINT16, TS_UINT32, TS_UINT64};
+    int i = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : 3;
+    return is_signed ? s[i] : u[i];
+}
+
+static TsKind
+inexact_kind(int is_complex, int part_bits)
+{
+    if (is_complex) {
+        return part_bits <= 32 ? TS_COMPLEX64 : TS_COMPLEX128;
+    }
+    return part_bits <= 32 ? TS_FLOAT32 : TS_FLOAT64;
+}
+
+/* np.result_type of two scalar kinds. */
+static TsKind
+promote_kinds(TsKind a, TsKind b)
+{
+    if (a == b || b == TS_BOOL) {
+        return a;
+    }
+    if (a == TS_BOOL) {
+        return b;
+    }
+    int ai = ts_is_int(a), bi = ts_is_int(b);
+    if (ai && bi) {
+        if (ts_is_signed(a) == ts_is_signed(b)) {
+            return ts_bits(a) > ts_bits(b) ? a : b;
+        }
+        TsKind s = ts_is_signed(a) ? a : b, u = ts_is_signed(a) ? b : a;
+        if (ts_bits(s) > ts_bits(u)) {
+            return s;
+        }
+        return ts_bits(u) < 64 ? int_kind(1, 2 * ts_bits(u)) : TS_FLOAT64;
+    }
+    int cplx = ts_is_complex(a) || ts_is_complex(b);
+    if (ai || bi) {
+        /* an int needs a float wide enough: up to 16 bits fit float32 */
+        TsKind i = ai ? a : b, f = ai ? b : a;
+        int need = ts_bits(i) <= 16 ? 32 : 64;
+        return inexact_kind(cplx, ts_bits(f) > need ? ts_bits(f) : need);
+    }
+    int bits = ts_bits(a) > ts_bits(b) ? ts_bits(a) : ts_bits(b);
+    return inexact_kind(cplx, bits);
+}
+
+/* A weak Python value meeting a typed one (NEP 50). */
+static TsKind
+weak_with(CcTypeKind weak, TsKind k)
+{
+    switch (weak) {
+    case CT_WEAK_INT:
+        return k == TS_BOOL ? TS_INT64 : k;
+    case CT_WEAK_FLOAT:
+        return ts_is_float(k) || ts_is_complex(k) ? k : TS_FLOAT64;
+    default:
+        if (ts_is_complex(k)) {
+            return k;
+        }
+        return k == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+    }
+}
+
+static int
+same_type(const CcType *a, const CcType *b)
+{
+    if (a->kind != b->kind || a->scalar != b->scalar || a->n != b->n) {
+        return 0;
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (!same_type(a->elems[i], b->elems[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+const CcType *
+cc_promote(const CcType *a, const CcType *b)
+{
+    if (a->kind == CT_TUPLE || b->kind == CT_TUPLE) {
+        return same_type(a, b) ? a : NULL;  /* tuples unify only when equal */
+    }
+    if (cc_is_weak(a) && cc_is_weak(b)) {
+        return a->kind > b->kind ? a : b;
+    }
+    if (cc_is_weak(a)) {
+        return cc_scalar_type(weak_with(a->kind, b->scalar));
+    }
+    if (cc_is_weak(b)) {
+        return cc_scalar_type(weak_with(b->kind, a->scalar));
+    }
+    return cc_scalar_type(promote_kinds(a->scalar, b->scalar));
+}
+
+/* ---- inference ---- */
+
+typedef struct Infer {
+    CcFunction *fn;
+    int changed;        /* a variable's type grew in this pass */
+    int final;          /* last pass: unknown types are errors */
+    const CcType *ret;  /* promotion of the returned values */
+} Infer;
+
+/* A sentinel for "not known yet" (a variable not typed in this pass). */
+#define UNKNOWN NULL
+
+static int expr(Infer *in, CcNode *n, const CcType **out);
+
+static int
+type_error(Infer *in, CcNode *n, const char *what, const CcType *a, const CcType *b)
+{
+    char an[96], bn[96];
+    if (b == NULL) {
+        return cc_error(in->fn, n->loc, "%s is not supported for %s", what,
+                        cc_type_name(a, an, sizeof(an)));
+    }
+    return cc_error(in->fn, n->loc, "%s is not supported between %s and %s", what,
+                    cc_type_name(a, an, sizeof(an)), cc_type_name(b, bn, sizeof(bn)));
+}
+
+static int
+is_tuple(const CcType *t)
+{
+    return t->kind == CT_TUPLE;
+}
+
+static int
+is_complex_type(const CcType *t)
+{
+    return t->kind == CT_WEAK_COMPLEX || (t->kind == CT_SCALAR && ts_is_complex(t->scalar));
+}
+
+static int
+is_integral(const CcType *t)
+{
+    return t->kind == CT_WEAK_INT || (t->kind == CT_SCALAR && !ts_is_float(t->scalar)
+                                      && !ts_is_complex(t->scalar));
+}
+
+static int
+is_bool(const CcType *t)
+{
+    return t->kind == CT_SCALAR && t->scalar == TS_BOOL;
+}
+
+static const char *
+op_name(CcOp op)
+{
+    static const char *names[] = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>",
+                                  "&", "|", "^", "unary -", "unary +", "~", "not",
+                                  "==", "!=", "<", "<=", ">", ">=", "and", "or"};
+    return names[op];
+}
+
+/* Types the operands of a binary node; *out is UNKNOWN if either is. */
+static int
+operands(Infer *in, CcNode *n, const CcType **l, const CcType **r)
+{
+    if (expr(in, n->lhs, l) < 0 || expr(in, n->rhs, r) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * binop := lhs op rhs
+ *   + - *        promote(l, r); bool+bool is bool (or), bool*bool bool (and),
+ *                bool-bool an error (as in NumPy)
+ *   /            promote(l, r), integers and bools give float64 (weak: float)
+ *   // % **      promote(l, r); bools compute in int8 (NumPy); // and % of
+ *                complex are errors
+ *   << >> & | ^  integers and bools only; shifts of bools compute in int8
+ */
+static int
+binop(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *l, *r;
+    if (operands(in, n, &l, &r) < 0) {
+        return -1;
+    }
+    *out = UNKNOWN;
+    if (l == UNKNOWN || r == UNKNOWN) {
+        return 0;
+    }
+    if (is_tuple(l) || is_tuple(r)) {
+        return type_error(in, n, op_name(n->op), l, r);
+    }
+    const CcType *t = cc_promote(l, r);
+    int bools = is_bool(l) && is_bool(r);
+    switch (n->op) {
+    case OP_ADD: case OP_MUL:
+        break;
+    case OP_SUB:
+        if (bools) {
+            return cc_error(in->fn, n->loc, "boolean subtract (-) is not supported; "
+                            "use ^ or != instead (as in NumPy)");
+        }
+        break;
+    case OP_DIV:
+        if (t->kind == CT_WEAK_INT) {
+            t = cc_weak_type(CT_WEAK_FLOAT);
+        }
+        else if (is_integral(t)) {
+            t = cc_scalar_type(TS_FLOAT64);
+        }
+        break;
+    case OP_FLOORDIV: case OP_MOD:
+        if (is_complex_type(t)) {
+            return type_error(in, n, op_name(n->op), l, r);
+        }
+        /* fall through */
+    case OP_POW: case OP_LSHIFT: case OP_RSHIFT:
+        if (bools) {
+            t = cc_scalar_type(TS_INT8);
+        }
+        if (n->op >= OP_LSHIFT && !is_integral(t)) {
+            return type_error(in, n, op_name(n->op), l, r);
+        }
+        break;
+    case OP_BITAND: case OP_BITOR: case OP_BITXOR:
+        if (!is_integral(t)) {
+            return type_error(in, n, op_name(n->op), l, r);
+        }
+        break;
+    default:
+        return cc_error(in->fn, n->loc, "internal error: bad binary operator");
+    }
+    *out = t;
+    return 0;
+}
+
+/*
+ * unary := -x | +x | ~x | not x
+ *   -x, +x   the type of x; -bool is an error (NumPy)
+ *   ~x       integers and bools (~bool is logical not, as in NumPy)
+ *   not x    bool
+ */
+static int
+unary(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *t;
+    if (expr(in, n->lhs, &t) < 0) {
+        return -1;
+    }
+    *out = t;
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (n->op == OP_NOT) {
+        *out = cc_scalar_type(TS_BOOL);
+        return is_tuple(t) ? type_error(in, n, "not", t, NULL) : 0;
+    }
+    if (is_tuple(t) || (n->op == OP_NEG && is_bool(t))
+        || (n->op == OP_INVERT && !is_integral(t))) {
+        return type_error(in, n, op_name(n->op), t, NULL);
+    }
+    return 0;
+}
+
+/*
+ * compare := a op b [op c ...]     bool; each pair is compared in
+ *   promote(a, b); complex values only with == and !=
+ */
+static int
+compare(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *prev = UNKNOWN;
+    *out = cc_scalar_type(TS_BOOL);
+    for (int i = 0; i < n->nargs; i++) {
+        const CcType *t;
+        if (expr(in, n->args[i], &t) < 0) {
+            return -1;
+        }
+        if (t != UNKNOWN && is_tuple(t)) {
+            return type_error(in, n->args[i], "comparison", t, NULL);
+        }
+        if (i > 0 && prev != UNKNOWN && t != UNKNOWN) {
+            CcOp op = n->ops[i - 1];
+            if ((is_complex_type(prev) || is_complex_type(t)) && op != OP_EQ && op != OP_NE) {
+                return type_error(in, n->args[i], op_name(op), prev, t);
+            }
+        }
+        prev = t;
+    }
+    return 0;
+}
+
+/* Promotes the types of args[0..n) (UNKNOWN if any is). */
+static int
+promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
+{
+    const CcType *acc = UNKNOWN;
+    int unknown = 0;
+    for (int i = 0; i < nargs; i++) {
+        const CcType *t;
+        if (expr(in, args[i], &t) < 0) {
+            return -1;
+        }
+        if (t == UNKNOWN) {
+            unknown = 1;
+            continue;
+        }
+        const CcType *p = acc == UNKNOWN ? t : cc_promote(acc, t);
+        if (p == NULL) {
+            return type_error(in, args[i], "combining values", acc, t);
+        }
+        acc = p;
+    }
+    *out = unknown ? UNKNOWN : acc;
+    return 0;
+}
+
+/* The float kind a math function computes in: float32 stays float32. */
+static TsKind
+float_kind_of(const CcType *t)
+{
+    if (t->kind == CT_SCALAR && (t->scalar == TS_FLOAT32 || t->scalar == TS_COMPLEX64)) {
+        return TS_FLOAT32;
+    }
+    return TS_FLOAT64;
+}
+
+static int
+check_real(Infer *in, CcNode *n, const CcType *t)
+{
+    if (is_tuple(t) || is_complex_type(t)) {
+        char name[96];
+        return cc_error(in->fn, n->loc, "%s() does not accept %s%s", cc_builtin(n->builtin)->name,
+                        cc_type_name(t, name, sizeof(name)),
+                        is_complex_type(t) ? " (use cmath for complex values)" : "");
+    }
+    return 0;
+}
+
+/*
+ * call := builtin(args)
+ *   abs(x)              x's type; complex gives its part's float kind
+ *   min/max(a, b, ...)  promote(args)
+ *   int(x) float(x) complex(x[, y])   weak int / float / complex
+ *   bool(x)             bool
+ *   np.float32(x) ...   that kind (complex to real takes the real part)
+ *   math.f(x...)        float32 for float32 arguments, else a weak float
+ *   math.floor/ceil/trunc   weak int;  math.isnan ...: bool
+ *   np.f(x...)          the promoted float kind of the arguments (strong)
+ *   x.real / x.imag     the part's kind;  x.conjugate(): x's type
+ */
+static int
+call(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcBuiltin *b = cc_builtin(n->builtin);
+    const CcType *t;
+    if (promote_all(in, n->args, n->nargs, &t) < 0) {
+        return -1;
+    }
+    *out = UNKNOWN;
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (is_tuple(t)) {
+        return check_real(in, n, t);
+    }
+    switch (b->flavor) {
+    case FL_ABS:
+        if (is_complex_type(t)) {
+            t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT)
+                                           : cc_scalar_type(float_kind_of(t));
+        }
+        break;
+    case FL_MIN: case FL_MAX:
+        if (is_complex_type(t)) {
+            return type_error(in, n, b->name, t, NULL);
+        }
+        break;
+    case FL_INT: case FL_FLOAT:
+        if (check_real(in, n, t) < 0) {
+            return -1;
+        }
+        t = cc_weak_type(b->flavor == FL_INT ? CT_WEAK_INT : CT_WEAK_FLOAT);
+        break;
+    case FL_COMPLEX:
+        if (n->nargs == 2 && check_real(in, n, t) < 0) {
+            return -1;
+        }
+        t = cc_weak_type(CT_WEAK_COMPLEX);
+        break;
+    case FL_BOOL:
+    case FL_MATH_PRED: case FL_NP_PRED:
+        if (b->flavor != FL_BOOL && check_real(in, n, t) < 0) {
+            return -1;
+        }
+        t = cc_scalar_type(TS_BOOL);
+        break;
+    case FL_CAST:
+        t = cc_scalar_type((TsKind)b->op);
+        break;
+    case FL_MATH:
+        if (check_real(in, n, t) < 0) {
+            return -1;
+        }
+        t = float_kind_of(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32)
+                                           : cc_weak_type(CT_WEAK_FLOAT);
+        break;
+    case FL_MATH_INT:
+        if (check_real(in, n, t) < 0) {
+            return -1;
+        }
+        t = cc_weak_type(CT_WEAK_INT);
+        break;
+    case FL_NP: case FL_NP_MINMAX:
+        if (check_real(in, n, t) < 0) {
+            return -1;
+        }
+        if (b->flavor == FL_NP_MINMAX && t->kind == CT_SCALAR && !ts_is_float(t->scalar)) {
+            break;      /* np.minimum of integers stays integral */
+        }
+        t = cc_scalar_type(float_kind_of(t));
+        break;
+    case FL_REAL: case FL_IMAG:
+        if (t->kind == CT_WEAK_COMPLEX || t->kind == CT_WEAK_INT) {
+            t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT) : t;
+        }
+        else if (ts_is_complex(t->scalar)) {
+            t = cc_scalar_type(float_kind_of(t));
+        }
+        break;
+    case FL_CONJ:
+        break;
+    }
+    *out = t;
+    return 0;
+}
+
+static int
+tuple_getitem(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *t;
+    if (expr(in, n->lhs, &t) < 0) {
+        return -1;
+    }
+    *out = UNKNOWN;
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (!is_tuple(t)) {
+        return type_error(in, n, "indexing", t, NULL);
+    }
+    int i = n->index < 0 ? n->index + t->n : n->index;
+    if (i < 0 || i >= t->n) {
+        return cc_error(in->fn, n->loc, "tuple index %d out of range (length %d)", n->index,
+                        t->n);
+    }
+    n->index = i;
+    *out = t->elems[i];
+    return 0;
+}
+
+static int
+make_tuple(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType **elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(n->nargs + 1));
+    if (elems == NULL) {
+        return -1;
+    }
+    *out = UNKNOWN;
+    for (int i = 0; i < n->nargs; i++) {
+        if (expr(in, n->args[i], &elems[i]) < 0) {
+            return -1;
+        }
+        if (elems[i] == UNKNOWN) {
+            return 0;
+        }
+    }
+    /* structurally equal tuples must be the same object for cc_promote */
+    CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
+    if (t == NULL) {
+        return -1;
+    }
+    t->kind = CT_TUPLE;
+    t->n = n->nargs;
+    t->elems = elems;
+    *out = t;
+    return 0;
+}
+
+static int
+expr(Infer *in, CcNode *n, const CcType **out)
+{
+    int rc = 0;
+    const CcType *t = UNKNOWN;
+    switch (n->kind) {
+    case ND_CONST:
+        t = n->ty;
+        break;
+    case ND_VAR:
+        t = n->var->ty;
+        if (t == UNKNOWN && in->final) {
+            rc = cc_error(in->fn, n->loc, "the type of '%s' could not be inferred",
+                          n->var->name);
+        }
+        break;
+    case ND_BINOP:
+        rc = binop(in, n, &t);
+        break;
+    case ND_UNARY:
+        rc = unary(in, n, &t);
+        break;
+    case ND_COMPARE:
+        rc = compare(in, n, &t);
+        break;
+    case ND_BOOLOP:
+        rc = promote_all(in, n->args, n->nargs, &t);
+        break;
+    case ND_IFEXP: {
+        const CcType *c;
+        CcNode *both[2] = {n->then, n->els};
+        rc = expr(in, n->cond, &c);
+        if (rc == 0) {
+            rc = promote_all(in, both, 2, &t);
+        }
+        break;
+    }
+    case ND_CALL:
+        rc = call(in, n, &t);
+        break;
+    case ND_TUPLE:
+        rc = make_tuple(in, n, &t);
+        break;
+    case ND_GETITEM:
+        rc = tuple_getitem(in, n, &t);
+        break;
+    default:
+        rc = cc_error(in->fn, n->loc, "internal error: statement in expression position");
+    }
+    n->ty = t;
+    *out = t;
+    return rc;
+}
+
+/* Records that var receives a value of type t. */
+static int
+assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
+{
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (var->ty == UNKNOWN) {
+        var->ty = t;
+        in->changed = 1;
+        return 0;
+    }
+    const CcType *p = cc_promote(var->ty, t);
+    if (p == NULL) {
+        char a[96], b[96];
+        return cc_error(in->fn, at->loc, "'%s' is assigned both %s and %s", var->name,
+                        cc_type_name(var->ty, a, sizeof(a)), cc_type_name(t, b, sizeof(b)));
+    }
+    if (p != var->ty) {
+        if (var->is_param) {
+            /* a parameter keeps its declared type; the value is cast */
+            return 0;
+        }
+        var->ty = p;
+        in->changed = 1;
+    }
+    return 0;
+}
+
+static int stmt(Infer *in, CcNode *n);
+
+static int
+block(Infer *in, CcNode *n)
+{
+    for (int i = 0; n != NULL && i < n->nargs; i++) {
+        if (stmt(in, n->args[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+condition(Infer *in, CcNode *cond)
+{
+    const CcType *t;
+    if (expr(in, cond, &t) < 0) {
+        return -1;
+    }
+    if (t != UNKNOWN && is_tuple(t)) {
+        return type_error(in, cond, "truth value", t, NULL);
+    }
+    return 0;
+}
+
+static int
+unpack(Infer *in, CcNode *n)
+{
+    const CcType *t;
+    if (expr(in, n->rhs, &t) < 0) {
+        return -1;
+    }
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (!is_tuple(t) || t->n != n->nargs) {
+        char name[96];
+        return cc_error(in->fn, n->loc, "cannot unpack %s into %d names",
+                        cc_type_name(t, name, sizeof(name)), n->nargs);
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        if (assign(in, n, n->vars[i], t->elems[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+range_args(Infer *in, CcNode *n)
+{
+    for (int i = 0; i < n->nargs; i++) {
+        const CcType *t;
+        if (expr(in, n->args[i], &t) < 0) {
+            return -1;
+        }
+        if (t != UNKNOWN && !is_integral(t)) {
+            char name[96];
+            return cc_error(in->fn, n->args[i]->loc, "range() arguments must be integers, "
+                            "not %s", cc_type_name(t, name, sizeof(name)));
+        }
+    }
+    /* range() yields Python ints */
+    return assign(in, n, n->var, cc_weak_type(CT_WEAK_INT));
+}
+
+static int
+ret(Infer *in, CcNode *n)
+{
+    const CcType *t;
+    if (expr(in, n->lhs, &t) < 0) {
+        return -1;
+    }
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (in->ret == UNKNOWN) {
+        in->ret = t;
+        return 0;
+    }
+    const CcType *p = cc_promote(in->ret, t);
+    if (p == NULL) {
+        return type_error(in, n, "returning values of different shapes", in->ret, t);
+    }
+    in->ret = p;
+    return 0;
+}
+
+static int
+stmt(Infer *in, CcNode *n)
+{
+    const CcType *t;
+    switch (n->kind) {
+    case ND_BLOCK:
+        return block(in, n);
+    case ND_ASSIGN:
+        if (expr(in, n->rhs, &t) < 0) {
+            return -1;
+        }
+        return assign(in, n, n->var, t);
+    case ND_UNPACK:
+        return unpack(in, n);
+    case ND_RETURN:
+        return ret(in, n);
+    case ND_IF: case ND_WHILE:
+        if (condition(in, n->cond) < 0 || block(in, n->then) < 0) {
+            return -1;
+        }
+        return block(in, n->els);
+    case ND_FOR_RANGE:
+        if (range_args(in, n) < 0 || block(in, n->then) < 0) {
+            return -1;
+        }
+        return block(in, n->els);
+    case ND_EXPR:
+        return expr(in, n->lhs, &t);
+    case ND_BREAK: case ND_CONTINUE:
+        return 0;
+    default:
+        return cc_error(in->fn, n->loc, "internal error: expression in statement position");
+    }
+}
+
+/* The declared return type must be able to hold what is returned. */
+static int
+check_return(Infer *in, const TsSignature *sig)
+{
+    CcFunction *fn = in->fn;
+    const CcType *got = in->ret;
+    if (got == UNKNOWN) {
+        return cc_error(fn, fn->body->loc, "the kernel never returns a value");
+    }
+    if (is_tuple(got)) {
+        return cc_error(fn, fn->body->loc, "a kernel returns one scalar, not a tuple");
+    }
+    if (sig->ret.kind == TS_INFER) {
+        fn->ret = cc_scalar_type(cc_storage(got));
+        return 0;
+    }
+    fn->ret = cc_scalar_type(sig->ret.kind);
+    if (is_complex_type(got) && !ts_is_complex(sig->ret.kind)) {
+        char name[96];
+        return cc_error(fn, fn->body->loc, "the kernel returns %s, which %s cannot hold",
+                        cc_type_name(got, name, sizeof(name)), ts_kind_name(sig->ret.kind));
+    }
+    return 0;
+}
+
+int
+cc_typeinfer(CcFunction *fn, const TsSignature *sig)
+{
+    if (sig->nargs != fn->nparams) {
+        return cc_error(fn, fn->body->loc, "the signature has %d argument(s) but %s takes %d",
+                        sig->nargs, fn->name, fn->nparams);
+    }
+    for (int i = 0; i < fn->nparams; i++) {
+        if (sig->args[i].ndim != 0 || sig->args[i].kind >= TS_NSCALAR) {
+            return cc_error(fn, fn->body->loc, "argument %d of a vectorize signature must be "
+                            "a scalar type", i + 1);
+        }
+        fn->vars[i]->ty = cc_scalar_type(sig->args[i].kind);
+    }
+    Infer in = {fn, 1, 0, UNKNOWN};
+    for (int pass = 0; in.changed; pass++) {
+        if (pass == 64) {
+            return cc_error(fn, fn->body->loc, "type inference did not converge");
+        }
+        in.changed = 0;
+        in.ret = UNKNOWN;
+        if (block(&in, fn->body) < 0) {
+            return -1;
+        }
+    }
+    in.final = 1;
+    in.ret = UNKNOWN;
+    if (block(&in, fn->body) < 0) {
+        return -1;
+    }
+    return check_return(&in, sig);
+}
