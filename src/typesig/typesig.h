@@ -47,9 +47,9 @@ typedef struct TsSignature {
 
 int ts_init_module(PyObject *module);          /* adds the type objects; 0/-1 */
 const char *ts_kind_name(TsKind kind);         /* "float32" */
-int ts_kind_typenum(TsKind kind);              /* NPY_FLOAT32 ... */
+int ts_kind_typenum(TsKind kind);              /* NPY_FLOAT32 ...; -1 for void */
 int ts_kind_from_typenum(int typenum, TsKind *out); /* 0, or -1 (no exception) */
-int ts_itemsize(TsKind kind);
+int ts_itemsize(TsKind kind);                  /* 0 for void */
 int ts_is_int(TsKind k);                       /* signed or unsigned, not bool */
 int ts_is_signed(TsKind k);
 int ts_is_float(TsKind k);
