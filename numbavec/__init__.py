@@ -1,5 +1,15 @@
 """numbavec: scalar Python functions compiled by LLVM into real NumPy ufuncs."""
 from numbavec import _core
 from numbavec._core import TypingError
+from numbavec._core import (  # noqa: F401  the types, with Numba's names
+    Signature, Type,
+    boolean, bool_, b1,
+    int8, int16, int32, int64, i1, i2, i4, i8,
+    uint8, uint16, uint32, uint64, u1, u2, u4, u8, byte,
+    intp, uintp,
+    float32, float64, f4, f8, double,
+    complex64, complex128, c8, c16,
+    void,
+)
 
 __version__ = "0.1.0"

@@ -28,6 +28,7 @@ typedef enum TsKind {
 
 #define TS_MAXARGS 32      /* NPY_MAXARGS is 64; a kernel takes fewer */
 #define TS_MAXDIMS 32
+#define TS_STRSIZE 4096    /* fits any signature written by ts_signature_str */
 
 /* A scalar (ndim == 0) or an array of scalars (gufunc arguments). */
 typedef struct TsType {
@@ -46,9 +47,9 @@ typedef struct TsSignature {
 
 int ts_init_module(PyObject *module);          /* adds the type objects; 0/-1 */
 const char *ts_kind_name(TsKind kind);         /* "float32" */
-int ts_kind_typenum(TsKind kind);              /* NPY_FLOAT32 ... */
+int ts_kind_typenum(TsKind kind);              /* NPY_FLOAT32 ...; -1 for void */
 int ts_kind_from_typenum(int typenum, TsKind *out); /* 0, or -1 (no exception) */
-int ts_itemsize(TsKind kind);
+int ts_itemsize(TsKind kind);                  /* 0 for void */
 int ts_is_int(TsKind k);                       /* signed or unsigned, not bool */
 int ts_is_signed(TsKind k);
 int ts_is_float(TsKind k);
@@ -56,6 +57,16 @@ int ts_is_complex(TsKind k);
 int ts_bits(TsKind k);                         /* 8..64; complex: of one part */
 /* Writes "float32(float32, float64[:, ::1])" into buf; returns buf. */
 const char *ts_signature_str(const TsSignature *sig, char *buf, size_t size);
+/* Writes "float64[:, ::1]" into buf; returns buf. */
+const char *ts_type_str(const TsType *t, char *buf, size_t size);
+/* Looks up a type name ("float32", "f4", "intp", ...); 0, or -1 (no exception). */
+int ts_kind_from_name(const char *name, size_t len, TsKind *out);
+/* New references to Python Type / Signature objects; NULL with an exception. */
+PyObject *ts_type_to_object(const TsType *t);
+PyObject *ts_signature_to_object(const TsSignature *sig);
+/* If obj is a Type (a Signature), copies it into *out and returns 1; else 0. */
+int ts_type_check(PyObject *obj, TsType *out);
+int ts_signature_check(PyObject *obj, TsSignature *out);
 
 /* ---- parse.c ---- */
 
