@@ -1,0 +1,30 @@
+# Shortcuts for development; the README has the commands spelled out.
+PYTHON ?= python3
+C_FILES = $(wildcard src/*.c src/*/*.c src/*/*/*.c src/*.h src/*/*.h src/*/*/*.h)
+SAN_PRELOAD = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
+
+.PHONY: inplace test asan format format-check bench ci
+
+inplace:                 # fast in-place build, libLLVM linked dynamically
+	NUMBAVEC_LLVM_SHARED=1 $(PYTHON) setup.py -q build_ext --inplace
+
+test: inplace
+	$(PYTHON) -m pytest -q tests
+
+asan:                    # in-place sanitizer build, then the tests under ASan + UBSan
+	NUMBAVEC_DEBUG=1 NUMBAVEC_LLVM_SHARED=1 $(PYTHON) setup.py -q build_ext --inplace --force
+	LD_PRELOAD="$(SAN_PRELOAD)" ASAN_OPTIONS=detect_leaks=0 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONMALLOC=malloc \
+	    $(PYTHON) -m pytest -q tests
+
+format:
+	clang-format -i $(C_FILES)
+
+format-check:
+	clang-format --dry-run $(C_FILES)
+
+bench: inplace
+	PYTHONPATH=. $(PYTHON) benchmarks/bench_vectorize.py
+
+ci:                      # what CI runs: install, then test the installed package
+	bash .ci/run

@@ -1,0 +1,266 @@
+"""System summary and a small before/after demo, for ``python -m numbavec``.
+
+Everything here reads what the extension reports about itself (LLVM version,
+host CPU, thread count) and probes the machine for CUDA without needing it:
+no CUDA library is required to import or run this module.  Each probe is
+guarded, so a partial build still prints what it can.
+"""
+import ctypes
+import glob
+import importlib.util
+import math
+import os
+import platform
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+import numbavec
+from numbavec import _core
+
+SQRT_2PI = np.float32((2 * math.pi) ** 0.5)
+DEMO_SIG = "float32(float32, float32, float32)"
+DEMO_N = 1_000_000
+
+
+def gaussian_pdf(x, mean, sigma):
+    """Gaussian probability density at x (EXAMPLES.md, section 3)."""
+    return math.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * SQRT_2PI)
+
+
+def gaussian_pdf_numpy(x, mean, sigma):
+    return np.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * SQRT_2PI)
+
+
+# -- probes ------------------------------------------------------------------
+
+def _call(fn, *args):
+    """(value, None) or (None, 'reason') for an optional piece of _core."""
+    try:
+        return fn(*args), None
+    except Exception as exc:  # noqa: BLE001 - reported, not hidden
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def jit_info():
+    """_core._jit_info() as a dict, or {'error': reason}."""
+    fn = getattr(_core, "_jit_info", None)
+    if fn is None:
+        return {"error": "numbavec._core._jit_info is not in this build"}
+    info, err = _call(fn)
+    return info if err is None else {"error": err}
+
+
+def cpu_features(info):
+    """The enabled features as a sorted list ('+avx2,-sse4a,...' or a list)."""
+    feats = info.get("features")
+    if feats is None:
+        return []
+    if isinstance(feats, str):
+        feats = feats.split(",")
+    out = []
+    for f in feats:
+        f = f.strip()
+        if f.startswith("-") or not f:
+            continue
+        out.append(f.lstrip("+"))
+    return sorted(out)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def num_threads():
+    fn = getattr(_core, "get_num_threads", None)
+    if fn is None:
+        return None, "numbavec._core.get_num_threads is not in this build"
+    return _call(fn)
+
+
+def cuda_roots():
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    roots += sorted(glob.glob("/usr/local/cuda*"))
+    for p in sys.path:  # NVIDIA's pip wheels (nvidia-cuda-nvcc-cu12 and the like)
+        roots += sorted(glob.glob(os.path.join(p, "nvidia", "cuda_nvcc")))
+        roots += sorted(glob.glob(os.path.join(p, "nvidia", "cu*")))
+    seen, out = set(), []
+    for r in roots:
+        if r and os.path.isdir(r) and os.path.realpath(r) not in seen:
+            seen.add(os.path.realpath(r))
+            out.append(r)
+    return out
+
+
+def find_nvvm():
+    """(libnvvm paths, libdevice paths) under the usual CUDA roots."""
+    nvvm, libdevice = [], []
+    for root in cuda_roots():
+        nvvm += glob.glob(os.path.join(root, "nvvm", "lib*", "libnvvm.so*"))
+        libdevice += glob.glob(os.path.join(root, "nvvm", "libdevice", "libdevice*.bc"))
+    return sorted(set(nvvm)), sorted(set(libdevice))
+
+
+def cuda_driver():
+    """(True, detail) when libcuda.so.1 loads, else (False, reason)."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        return False, f"libcuda.so.1 not loadable ({exc})"
+    version = ctypes.c_int(0)
+    try:
+        if lib.cuInit(0) != 0:
+            return False, "libcuda.so.1 found but cuInit failed (no usable GPU?)"
+        lib.cuDriverGetVersion(ctypes.byref(version))
+    except AttributeError:
+        return True, "libcuda.so.1 found"
+    v = version.value
+    return True, f"libcuda.so.1, driver API {v // 1000}.{v % 1000 // 10}"
+
+
+def cuda_target():
+    """(available, reason) for the cuda target."""
+    if importlib.util.find_spec("numbavec.cuda") is None:
+        return False, "the cuda target is coming: not implemented yet"
+    try:
+        from numbavec import cuda
+    except Exception as exc:  # noqa: BLE001
+        return False, f"numbavec.cuda failed to import ({type(exc).__name__}: {exc})"
+    is_available = getattr(cuda, "is_available", None)
+    if is_available is None:
+        return False, "numbavec.cuda has no is_available()"
+    ok, err = _call(is_available)
+    if err is not None:
+        return False, err
+    return bool(ok), "ready" if ok else "no CUDA driver or device"
+
+
+# -- report ------------------------------------------------------------------
+
+def collect():
+    """Everything --sysinfo prints, as a dict (also used by the benchmark)."""
+    info = jit_info()
+    threads, threads_err = num_threads()
+    drv_ok, drv_detail = cuda_driver()
+    nvvm, libdevice = find_nvvm()
+    cuda_ok, cuda_reason = cuda_target()
+    return {
+        "numbavec": getattr(numbavec, "__version__", "?"),
+        "numbavec_path": os.path.dirname(numbavec.__file__),
+        "core_path": _core.__file__,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "numpy": np.__version__,
+        "llvm_version": getattr(_core, "llvm_version", "?"),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu_name": info.get("cpu"),
+        "cpu_features": cpu_features(info),
+        "libmvec": info.get("libmvec"),
+        "jit_error": info.get("error"),
+        "usable_cores": usable_cores(),
+        "num_threads": threads,
+        "num_threads_error": threads_err,
+        "NUMBAVEC_NUM_THREADS": os.environ.get("NUMBAVEC_NUM_THREADS"),
+        "cuda_available": cuda_ok,
+        "cuda_reason": cuda_reason,
+        "cuda_driver": drv_detail if drv_ok else None,
+        "cuda_driver_error": None if drv_ok else drv_detail,
+        "libnvvm": nvvm,
+        "libdevice": libdevice,
+    }
+
+
+def _line(out, key, value):
+    out.append(f"  {key:<22} {value}")
+
+
+def format_sysinfo(s):
+    out = ["numbavec system information", ""]
+    out.append("Versions")
+    _line(out, "numbavec", f"{s['numbavec']}  ({s['numbavec_path']})")
+    _line(out, "Python", s["python"])
+    _line(out, "NumPy", s["numpy"])
+    _line(out, "LLVM", s["llvm_version"])
+    _line(out, "platform", s["platform"])
+    out += ["", "Host CPU"]
+    _line(out, "model", s["cpu_model"])
+    if s["jit_error"]:
+        _line(out, "JIT target", f"unknown ({s['jit_error']})")
+    else:
+        _line(out, "LLVM CPU name", s["cpu_name"])
+        _line(out, "libmvec (SIMD math)", "yes" if s["libmvec"] else "no")
+        feats = " ".join(s["cpu_features"]) or "(none reported)"
+        wrapped = textwrap.wrap(feats, 74)
+        _line(out, "features", wrapped[0])
+        out += [" " * 25 + w for w in wrapped[1:]]
+    out += ["", "Targets"]
+    _line(out, "cpu", "available")
+    if s["num_threads"] is not None:
+        _line(out, "parallel", f"available, {s['num_threads']} threads "
+              f"({s['usable_cores']} usable cores)")
+    else:
+        _line(out, "parallel", f"thread count unknown ({s['num_threads_error']})")
+    cuda = "available" if s["cuda_available"] else "not available"
+    _line(out, "cuda", f"{cuda}: {s['cuda_reason']}")
+    _line(out, "  CUDA driver", s["cuda_driver"] or s["cuda_driver_error"])
+    _line(out, "  libNVVM", ", ".join(s["libnvvm"]) or "not found")
+    _line(out, "  libdevice", ", ".join(s["libdevice"]) or "not found")
+    out += ["", "Threads"]
+    _line(out, "get_num_threads()", s["num_threads"] if s["num_threads"] is not None
+          else "n/a")
+    _line(out, "NUMBAVEC_NUM_THREADS", s["NUMBAVEC_NUM_THREADS"] or "(unset)")
+    _line(out, "usable cores", s["usable_cores"])
+    return "\n".join(out)
+
+
+# -- demo --------------------------------------------------------------------
+
+def best_of(fn, repeat=5):
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def run_demo(n=DEMO_N, targets=("cpu", "parallel")):
+    """The before/after run; returns (report lines, ok)."""
+    from numbavec import vectorize
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3, 3, size=n).astype(np.float32)
+    mean, sigma = np.float32(0.0), np.float32(1.0)
+    ref = gaussian_pdf_numpy(x, mean, sigma)
+    t_np = best_of(lambda: gaussian_pdf_numpy(x, mean, sigma))
+    lines = [f"Demo: Gaussian pdf over {n:,} float32 (best of 5, allocating calls)",
+             f"  {'NumPy expression':<28} {t_np * 1e3:8.2f} ms   1.00x"]
+    ok = True
+    for target in targets:
+        t0 = time.perf_counter()
+        uf = vectorize([DEMO_SIG], target=target)(gaussian_pdf)
+        t_compile = time.perf_counter() - t0
+        got = uf(x, 0.0, 1.0)
+        agree = bool(np.allclose(got, ref, rtol=1e-5, atol=1e-7)) and got.dtype == np.float32
+        ok &= agree
+        t = best_of(lambda: uf(x, 0.0, 1.0))
+        lines.append(f"  {'numbavec ' + repr(target):<28} {t * 1e3:8.2f} ms  "
+                     f"{t_np / t:5.2f}x   compile {t_compile * 1e3:.1f} ms   "
+                     f"{'agrees with NumPy' if agree else 'DISAGREES with NumPy'}")
+    return lines, ok

@@ -1,0 +1,69 @@
+"""The built extension: abi3 file name, LLVM linked in statically, the
+LLVM version it reports, and ``python -m numbavec --sysinfo``."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import numbavec
+from numbavec import _core
+
+PKG_DIR = os.path.dirname(os.path.abspath(numbavec.__file__))
+PKG_PARENT = os.path.dirname(PKG_DIR)
+
+
+def in_source_checkout():
+    """True when numbavec is imported from a source tree (in-place build),
+    where NUMBAVEC_LLVM_SHARED=1 or NUMBAVEC_DEBUG=1 builds are usual."""
+    return os.path.exists(os.path.join(PKG_PARENT, "setup.py"))
+
+
+def test_extension_is_abi3():
+    assert os.path.basename(_core.__file__).endswith(".abi3.so"), _core.__file__
+
+
+def test_installed_package_is_tested():
+    # .ci/install-and-test sets this: the suite must not pick up the
+    # source tree's numbavec/ (which has no built _core there).
+    if not os.environ.get("NUMBAVEC_TEST_INSTALLED"):
+        pytest.skip("NUMBAVEC_TEST_INSTALLED is not set")
+    assert not in_source_checkout(), f"numbavec imported from {PKG_DIR}"
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="ldd not found")
+def test_no_llvm_at_run_time():
+    if in_source_checkout():
+        pytest.skip("in-place build (may use NUMBAVEC_LLVM_SHARED=1)")
+    out = subprocess.run(["ldd", _core.__file__], capture_output=True, text=True,
+                         check=True).stdout
+    assert "libLLVM" not in out, out
+    assert "not found" not in out, out
+
+
+def test_llvm_version():
+    version = _core.llvm_version
+    major = int(version.split(".")[0])
+    assert 17 <= major <= 20, version
+
+
+def test_sysinfo_command(tmp_path):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (PKG_PARENT, env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "numbavec", "--sysinfo"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _core.llvm_version in proc.stdout
+    assert "cpu" in proc.stdout and "parallel" in proc.stdout
+
+
+def test_help_command(tmp_path):
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    proc = subprocess.run([sys.executable, "-m", "numbavec", "--help"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--sysinfo" in proc.stdout
