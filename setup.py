@@ -65,7 +65,7 @@ def sources():
 
 version, llvm_cflags, llvm_link = llvm_flags()
 debug = bool(os.environ.get("NUMBAVEC_DEBUG"))
-cflags = ["-std=c11", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
+cflags = ["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
           "-Wno-missing-field-initializers", "-Wno-cast-function-type", *llvm_cflags]
 ldflags = ["-Wl,--gc-sections"] if not debug else []
 if debug:

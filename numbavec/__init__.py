@@ -13,3 +13,7 @@ from numbavec._core import (  # noqa: F401  the types, with Numba's names
 )
 
 __version__ = "0.1.0"
+
+from numbavec.decorators import vectorize  # noqa: E402
+
+__all__ = ["vectorize", "TypingError", "Type", "Signature"]

@@ -935,7 +935,8 @@ lower_subscript(Lower *L, PyObject *node)
         const AstClass *c = op ? ast_class(op) : NULL;
         if (c != NULL && c->kind == A_OPERATOR && c->op == OP_NEG && operand != NULL) {
             negate = 1;
-            Py_SETREF(slice, operand);
+            Py_DECREF(slice);
+            slice = operand;
             operand = NULL;
         }
         Py_XDECREF(op);
