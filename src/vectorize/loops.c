@@ -206,6 +206,32 @@ parallel_loop_id(LoopGen *g)
     return LLVMMetadataAsValue(g->ctx, id);
 }
 
+/*
+ * The strided loop's ID: left scalar and not unrolled.  Vectorizing it
+ * needs gathers, scatters and alias checks that rarely pay off for strided
+ * NumPy operands, and doubles the optimiser's and code generator's work.
+ */
+static LLVMValueRef
+scalar_loop_id(LoopGen *g)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(g->ctx);
+    static const char *const keys[3] = {
+        "llvm.loop.vectorize.width", "llvm.loop.interleave.count", "llvm.loop.unroll.disable",
+    };
+    LLVMMetadataRef ops[4];
+    ops[0] = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    for (int k = 0; k < 3; k++) {
+        LLVMMetadataRef prop[2] = {
+            LLVMMDStringInContext2(g->ctx, keys[k], strlen(keys[k])),
+            LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),
+        };
+        ops[k + 1] = LLVMMDNodeInContext2(g->ctx, prop, k < 2 ? 2 : 1);
+    }
+    LLVMMetadataRef id = LLVMMDNodeInContext2(g->ctx, ops, 4);
+    LLVMMetadataReplaceAllUsesWith(ops[0], id);
+    return LLVMMetadataAsValue(g->ctx, id);
+}
+
 /* Puts every memory access (and the kernel call, whose accesses inherit it
  * when inlined) of block into the parallel access group. */
 static void
@@ -306,7 +332,8 @@ emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
                           operand_name(g, k, "", name, sizeof(name)));
     }
     emit_call_store(g, vals, strided_address(g, g->nin, i));
-    emit_latch(g, i, pre, body);
+    LLVMValueRef br = emit_latch(g, i, pre, body);
+    LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
 }
 
 /* ---- the function ---- */
