@@ -249,6 +249,8 @@ int cc_dump_flags(void);                     /* from NUMBAVEC_DUMP */
 int cc_jit_init(void);                       /* idempotent; 0/-1 */
 const char *cc_host_cpu_name(void);          /* after cc_jit_init */
 const char *cc_host_cpu_features(void);
+int cc_jit_has_libmvec(void);                /* 1 when libmvec's vector math is on */
+Py_ssize_t cc_jit_live_codes(void);          /* CcCode objects not yet freed (tests) */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
@@ -257,7 +259,9 @@ void cc_module_dispose(CcModule *m);         /* only when not handed to cc_jit_a
 /*
  * Verifies, optimises (O3, loop and SLP vectorization, libmvec) and JIT-
  * compiles m, then resolves names[i] into addrs[i].  Consumes m in every
- * case.  Returns NULL with an exception on failure.
+ * case.  Returns NULL with an exception on failure.  names need only be
+ * unique within m: each is renamed "<name>.<id>" with a process-wide id
+ * (all code shares one JITDylib); every other global of m must be internal.
  */
 CcCode *cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n);
 void cc_code_free(CcCode *code);             /* removes the code from the JIT */

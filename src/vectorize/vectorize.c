@@ -460,7 +460,8 @@ int
 vz_init_module(PyObject *module)
 {
     library_type = PyType_FromSpec(&library_spec);
-    if (library_type == NULL || PyModule_AddFunctions(module, vectorize_methods) < 0) {
+    if (library_type == NULL || PyModule_AddFunctions(module, vectorize_methods) < 0
+        || vz_init_testhooks(module) < 0) {
         return -1;
     }
     Py_INCREF(library_type);

@@ -5,6 +5,7 @@
  *                fast paths (vectorizable), scalar-broadcast paths (step 0)
  *                and the general strided path
  *   ufunc.c      creates real numpy.ufunc objects that own their loops
+ *   testhooks.c  _core._ufunc_from_ir & co.: loops from hand-written IR (tests)
  *   vectorize.c  _core.vectorize(): compile each signature, build the ufunc
  */
 #ifndef NV_VECTORIZE_H
@@ -28,16 +29,23 @@ LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel,
 /* ---- ufunc.c ---- */
 
 /*
- * Creates a numpy.ufunc with ntypes loops.  funcs, data and types are
- * copied into memory owned by the ufunc; `keep` (new or borrowed? borrowed:
- * a new reference is taken) is stored in the ufunc's __dict__ as
- * "_numbavec_code" so that what the loops need lives as long as the ufunc.
- * identity: None -> PyUFunc_None, 0, 1, "reorderable", or any other value
- * (PyUFunc_IdentityValue).  Returns a new reference or NULL.
+ * Creates a numpy.ufunc with ntypes loops.  funcs, data, types (NumPy
+ * type numbers, ntypes * (nin + nout) of them, as chars), name and doc are
+ * copied into one block owned by the ufunc (its `ptr`); `keep` (borrowed:
+ * the ufunc takes its own reference; may be NULL) is stored in the ufunc's
+ * __dict__ as "_numbavec_code" so that what the loops need lives as long as
+ * the ufunc.  identity: None -> PyUFunc_None, "reorderable", the ints 0, 1,
+ * -1, or any other value (PyUFunc_IdentityValue); another str: ValueError.
+ * Returns a new reference or NULL.
  */
 PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
                         int ntypes, PyUFuncGenericFunction *funcs, void **data,
                         const char *types, PyObject *identity, PyObject *keep);
+
+/* ---- testhooks.c ---- */
+
+/* Adds _ufunc_from_ir, _code_llvm, _code_asm and _jit_info (tests); 0/-1. */
+int vz_init_testhooks(PyObject *module);
 
 /* ---- vectorize.c ---- */
 

@@ -1,0 +1,544 @@
+/*
+ * jit.c - the host JIT: target machine, optimisation pipeline, ORC LLJIT.
+ *
+ * Last stage of the cpu pipeline: emit.c and vectorize/loops.c fill a
+ * CcModule; cc_jit_add verifies it, runs LLVM's O3 pipeline (loop and SLP
+ * vectorization, math intrinsics vectorized through glibc's libmvec), hands
+ * it to one process-wide LLJIT under its own ResourceTracker and resolves
+ * the requested functions.  A CcCode is what keeps that machine code alive;
+ * freeing it removes the code from the JIT.
+ *
+ * The JIT is created on first use and never torn down: ufuncs holding code
+ * may die at interpreter exit in any order, and a live JIT costs nothing.
+ * Every function here runs with the GIL held, which serialises use of the
+ * shared target machine and of the context below.
+ */
+#include "compiler/compiler.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+struct CcCode {
+    LLVMOrcResourceTrackerRef tracker;  /* owns the machine code in the JIT */
+    char *name;                         /* the module's name (PyMem) */
+    char *ir;                           /* optimised IR (LLVMDisposeMessage) */
+};
+
+/*
+ * The process-wide JIT state, in one place.  `ready` is set once everything
+ * below it exists; a failed initialisation releases what it made and may
+ * be retried.  `options_parsed` is separate because LLVM's command line can
+ * be parsed only once per process.
+ */
+static struct JitContext {
+    int ready;
+    int options_parsed;
+    int libmvec;                      /* libmvec.so.1 loaded: vector math on */
+    int dump;                         /* NUMBAVEC_DUMP flags, -1 until read */
+    Py_ssize_t live_codes;            /* CcCode objects not yet freed */
+    unsigned long long next_id;       /* makes exported names unique */
+    char *cpu;                        /* LLVMGetHostCPUName */
+    char *features;                   /* LLVMGetHostCPUFeatures */
+    char *triple;                     /* LLVMGetDefaultTargetTriple */
+    LLVMTargetMachineRef tm;          /* optimisation (TTI) and assembly */
+    LLVMPassBuilderOptionsRef passes; /* O3 with the vectorizers on */
+    LLVMOrcLLJITRef lljit;
+    LLVMOrcJITDylibRef main;          /* borrowed from lljit */
+    char session_error[512];          /* last error ORC reported, or "" */
+} jit = {.dump = -1};
+
+/* ---- errors ---- */
+
+/* Consumes err; raises exc "what: <LLVM's message>".  Returns -1. */
+static int
+raise_llvm_error(PyObject *exc, const char *what, LLVMErrorRef err)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    if (jit.session_error[0] != '\0') {
+        PyErr_Format(exc, "%s: %s (%s)", what, msg, jit.session_error);
+    }
+    else {
+        PyErr_Format(exc, "%s: %s", what, msg);
+    }
+    LLVMDisposeErrorMessage(msg);
+    return -1;
+}
+
+/* Raises exc with a message LLVM allocated, then frees it.  Returns -1. */
+static int
+raise_llvm_message(PyObject *exc, const char *what, char *msg)
+{
+    PyErr_Format(exc, "%s: %s", what, msg != NULL ? msg : "unknown error");
+    LLVMDisposeMessage(msg);
+    return -1;
+}
+
+/*
+ * ORC reports materialization failures (e.g. an unresolved symbol) to the
+ * session while the lookup itself only says "failed to materialize"; keep
+ * the detailed message so the lookup's exception can quote it.
+ */
+static void
+session_error_reporter(void *ctx, LLVMErrorRef err)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    snprintf(jit.session_error, sizeof(jit.session_error), "%s", msg);
+    LLVMDisposeErrorMessage(msg);
+}
+
+/* ---- NUMBAVEC_DUMP ---- */
+
+static int
+dump_flag(const char *word, size_t len)
+{
+    static const struct { const char *name; int flag; } names[] = {
+        {"ir", CC_DUMP_IR}, {"llvm", CC_DUMP_LLVM}, {"opt", CC_DUMP_OPT},
+        {"asm", CC_DUMP_ASM}, {"ptx", CC_DUMP_PTX},
+        {"all", CC_DUMP_IR | CC_DUMP_LLVM | CC_DUMP_OPT | CC_DUMP_ASM | CC_DUMP_PTX},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strlen(names[i].name) == len && strncmp(names[i].name, word, len) == 0) {
+            return names[i].flag;
+        }
+    }
+    return 0;  /* unknown words are ignored: a dump switch must never fail */
+}
+
+int
+cc_dump_flags(void)
+{
+    if (jit.dump >= 0) {
+        return jit.dump;
+    }
+    int flags = 0;
+    const char *s = getenv("NUMBAVEC_DUMP");
+    while (s != NULL && *s != '\0') {
+        size_t len = strcspn(s, ", ");
+        flags |= dump_flag(s, len);
+        s += len;
+        s += strspn(s, ", ");
+    }
+    jit.dump = flags;
+    return flags;
+}
+
+static void
+dump_text(const char *what, const char *module, const char *text)
+{
+    fprintf(stderr, "=== numbavec: %s of module '%s' ===\n%s\n", what, module, text);
+    fflush(stderr);
+}
+
+/* ---- initialisation ---- */
+
+/*
+ * Loads glibc's vector math library into the global namespace so that the
+ * process symbol generator resolves the `_ZGV...` functions the vectorizer
+ * calls, and tells LLVM (once per process) that it may call them.  Without
+ * libmvec everything still works, only math calls stay scalar.
+ */
+static void
+enable_libmvec(void)
+{
+#if defined(__x86_64__)
+    if (jit.options_parsed) {
+        return;
+    }
+    jit.options_parsed = 1;
+    if (dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) == NULL) {
+        return;
+    }
+    /* The value is spelled "LIBMVEC-X86" from LLVM 17 through 20. */
+    const char *argv[] = {"numbavec", "-vector-library=LIBMVEC-X86"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
+    jit.libmvec = 1;
+#endif
+}
+
+static int
+create_target_machine(void)
+{
+    LLVMTargetRef target = NULL;
+    char *msg = NULL;
+    jit.triple = LLVMGetDefaultTargetTriple();
+    jit.cpu = LLVMGetHostCPUName();
+    jit.features = LLVMGetHostCPUFeatures();
+    if (LLVMGetTargetFromTriple(jit.triple, &target, &msg)) {
+        return raise_llvm_message(PyExc_RuntimeError, "no LLVM target for the host", msg);
+    }
+    jit.tm = LLVMCreateTargetMachine(target, jit.triple, jit.cpu, jit.features,
+                                     LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                     LLVMCodeModelJITDefault);
+    if (jit.tm == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "LLVM could not create the host target machine");
+        return -1;
+    }
+    jit.passes = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(jit.passes, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(jit.passes, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(jit.passes, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(jit.passes, 1);
+    return 0;
+}
+
+static int
+create_lljit(void)
+{
+    LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+    if (err != NULL) {
+        return raise_llvm_error(PyExc_RuntimeError, "LLVM cannot target the host", err);
+    }
+    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);  /* consumed */
+    err = LLVMOrcCreateLLJIT(&jit.lljit, builder);                  /* consumed */
+    if (err != NULL) {
+        jit.lljit = NULL;
+        return raise_llvm_error(PyExc_RuntimeError, "cannot create the LLVM JIT", err);
+    }
+    LLVMOrcExecutionSessionSetErrorReporter(
+        LLVMOrcLLJITGetExecutionSession(jit.lljit), session_error_reporter, NULL);
+    jit.main = LLVMOrcLLJITGetMainJITDylib(jit.lljit);
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(jit.lljit), NULL, NULL);
+    if (err != NULL) {
+        return raise_llvm_error(PyExc_RuntimeError, "cannot search the process's symbols", err);
+    }
+    LLVMOrcJITDylibAddGenerator(jit.main, gen);                     /* consumed */
+    return 0;
+}
+
+/* Releases what a failed cc_jit_init made, so that it can be retried. */
+static void
+jit_reset(void)
+{
+    if (jit.lljit != NULL) {
+        LLVMErrorRef err = LLVMOrcDisposeLLJIT(jit.lljit);
+        if (err != NULL) {
+            LLVMConsumeError(err);
+        }
+    }
+    if (jit.passes != NULL) {
+        LLVMDisposePassBuilderOptions(jit.passes);
+    }
+    if (jit.tm != NULL) {
+        LLVMDisposeTargetMachine(jit.tm);
+    }
+    LLVMDisposeMessage(jit.cpu);
+    LLVMDisposeMessage(jit.features);
+    LLVMDisposeMessage(jit.triple);
+    jit.lljit = NULL;
+    jit.main = NULL;
+    jit.passes = NULL;
+    jit.tm = NULL;
+    jit.cpu = jit.features = jit.triple = NULL;
+}
+
+int
+cc_jit_init(void)
+{
+    if (jit.ready) {
+        return 0;
+    }
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()
+        || LLVMInitializeNativeAsmParser()) {
+        PyErr_SetString(PyExc_RuntimeError, "LLVM has no native target for this machine");
+        return -1;
+    }
+    enable_libmvec();
+    if (create_target_machine() < 0 || create_lljit() < 0) {
+        jit_reset();
+        return -1;
+    }
+    jit.ready = 1;
+    return 0;
+}
+
+const char *
+cc_host_cpu_name(void)
+{
+    return jit.cpu;
+}
+
+const char *
+cc_host_cpu_features(void)
+{
+    return jit.features;
+}
+
+int
+cc_jit_has_libmvec(void)
+{
+    return jit.libmvec;
+}
+
+Py_ssize_t
+cc_jit_live_codes(void)
+{
+    return jit.live_codes;
+}
+
+/* ---- modules ---- */
+
+int
+cc_module_new(CcModule *m, const char *name)
+{
+    memset(m, 0, sizeof(*m));
+    if (cc_jit_init() < 0) {
+        return -1;
+    }
+    m->tsctx = LLVMOrcCreateNewThreadSafeContext();
+    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsctx);
+    m->mod = LLVMModuleCreateWithNameInContext(name, m->ctx);
+    LLVMSetTarget(m->mod, LLVMOrcLLJITGetTripleString(jit.lljit));
+    /* The JIT refuses modules whose layout differs from its own. */
+    LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(jit.lljit));
+    return 0;
+}
+
+void
+cc_module_dispose(CcModule *m)
+{
+    if (m->mod != NULL) {
+        LLVMDisposeModule(m->mod);
+    }
+    if (m->tsctx != NULL) {
+        LLVMOrcDisposeThreadSafeContext(m->tsctx);
+    }
+    memset(m, 0, sizeof(*m));
+}
+
+/* ---- compilation ---- */
+
+static int
+verify(LLVMModuleRef mod)
+{
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        return raise_llvm_message(PyExc_RuntimeError, "invalid LLVM IR", msg);
+    }
+    LLVMDisposeMessage(msg);
+    return 0;
+}
+
+static int
+optimise(LLVMModuleRef mod)
+{
+    LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", jit.tm, jit.passes);
+    if (err != NULL) {
+        return raise_llvm_error(PyExc_RuntimeError, "LLVM optimisation failed", err);
+    }
+    return 0;
+}
+
+/*
+ * Assembly of IR text, through a fresh context: code generation rewrites
+ * the module it runs on, and the JIT owns the original by then.
+ */
+static PyObject *
+asm_from_ir(const char *ir)
+{
+    PyObject *result = NULL;
+    LLVMModuleRef mod = NULL;
+    LLVMMemoryBufferRef out = NULL;
+    char *msg = NULL;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+        ir, strlen(ir), "numbavec.ir");
+    if (LLVMParseIRInContext(ctx, buf, &mod, &msg)) {   /* consumes buf */
+        mod = NULL;
+        raise_llvm_message(PyExc_RuntimeError, "cannot re-read the optimised IR", msg);
+        goto error;
+    }
+    if (LLVMTargetMachineEmitToMemoryBuffer(jit.tm, mod, LLVMAssemblyFile, &msg, &out)) {
+        out = NULL;
+        raise_llvm_message(PyExc_RuntimeError, "LLVM could not emit assembly", msg);
+        goto error;
+    }
+    result = PyUnicode_FromStringAndSize(LLVMGetBufferStart(out),
+                                         (Py_ssize_t)LLVMGetBufferSize(out));
+error:
+    if (out != NULL) {
+        LLVMDisposeMemoryBuffer(out);
+    }
+    if (mod != NULL) {
+        LLVMDisposeModule(mod);
+    }
+    LLVMContextDispose(ctx);
+    return result;
+}
+
+static void
+dump_asm(const char *module, const char *ir)
+{
+    PyObject *text = asm_from_ir(ir);
+    if (text == NULL) {
+        PyErr_Clear();  /* a dump is best effort */
+        return;
+    }
+    const char *s = PyUnicode_AsUTF8AndSize(text, NULL);
+    if (s != NULL) {
+        dump_text("assembly", module, s);
+    }
+    PyErr_Clear();
+    Py_DECREF(text);
+}
+
+static CcCode *
+code_new(const char *name, size_t len)
+{
+    CcCode *code = PyMem_Calloc(1, sizeof(*code));
+    if (code == NULL || (code->name = PyMem_Malloc(len + 1)) == NULL) {
+        PyMem_Free(code);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(code->name, name, len);
+    code->name[len] = '\0';
+    jit.live_codes++;
+    return code;
+}
+
+/*
+ * Every module lands in the JIT's main JITDylib, where external names must
+ * be unique; callers only keep them unique within a module, so each
+ * requested function gets the suffix ".<id>" (written to unique[i]).
+ */
+static int
+rename_exports(LLVMModuleRef mod, const char *const *names, int n, char (*unique)[128])
+{
+    unsigned long long id = jit.next_id++;
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef fn = LLVMGetNamedFunction(mod, names[i]);
+        if (fn == NULL) {
+            PyErr_Format(PyExc_RuntimeError, "the module defines no function '%s'", names[i]);
+            return -1;
+        }
+        int len = snprintf(unique[i], sizeof(unique[i]), "%s.%llu", names[i], id);
+        if (len < 0 || len >= (int)sizeof(unique[i])) {
+            PyErr_Format(PyExc_ValueError, "function name too long: '%s'", names[i]);
+            return -1;
+        }
+        LLVMSetValueName2(fn, unique[i], (size_t)len);
+    }
+    return 0;
+}
+
+/* Hands m to the JIT under code's own tracker and resolves the names. */
+static int
+add_and_lookup(CcCode *code, CcModule *m, char (*names)[128], void **addrs, int n)
+{
+    code->tracker = LLVMOrcJITDylibCreateResourceTracker(jit.main);
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsctx);
+    LLVMOrcDisposeThreadSafeContext(m->tsctx);  /* tsm holds the context now */
+    m->mod = NULL;
+    m->tsctx = NULL;
+    LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit.lljit, code->tracker, tsm);
+    if (err != NULL) {
+        return raise_llvm_error(PyExc_RuntimeError, "the JIT refused the module", err);
+    }
+    for (int i = 0; i < n; i++) {
+        LLVMOrcExecutorAddress addr = 0;
+        jit.session_error[0] = '\0';
+        err = LLVMOrcLLJITLookup(jit.lljit, &addr, names[i]);
+        if (err != NULL) {
+            return raise_llvm_error(PyExc_RuntimeError, "JIT compilation failed", err);
+        }
+        addrs[i] = (void *)(uintptr_t)addr;
+    }
+    return 0;
+}
+
+CcCode *
+cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n)
+{
+    CcCode *code = NULL;
+    char (*unique)[128] = NULL;
+    int dump = cc_dump_flags();
+    if (cc_jit_init() < 0) {
+        goto error;
+    }
+    unique = PyMem_Malloc(sizeof(*unique) * (size_t)(n > 0 ? n : 1));
+    if (unique == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (rename_exports(m->mod, names, n, unique) < 0) {
+        goto error;
+    }
+    size_t len = 0;
+    const char *name = LLVMGetModuleIdentifier(m->mod, &len);
+    if ((code = code_new(name, len)) == NULL) {
+        goto error;
+    }
+    if (dump & CC_DUMP_LLVM) {
+        char *text = LLVMPrintModuleToString(m->mod);
+        dump_text("LLVM IR before optimisation", code->name, text);
+        LLVMDisposeMessage(text);
+    }
+    if (verify(m->mod) < 0 || optimise(m->mod) < 0) {
+        goto error;
+    }
+    /* Kept for inspect_llvm; printing a loop module takes microseconds. */
+    code->ir = LLVMPrintModuleToString(m->mod);
+    if (dump & CC_DUMP_OPT) {
+        dump_text("LLVM IR after optimisation", code->name, code->ir);
+    }
+    if (dump & CC_DUMP_ASM) {
+        dump_asm(code->name, code->ir);
+    }
+    if (add_and_lookup(code, m, unique, addrs, n) < 0) {
+        goto error;
+    }
+    PyMem_Free(unique);
+    return code;
+error:
+    PyMem_Free(unique);
+    cc_module_dispose(m);
+    cc_code_free(code);
+    return NULL;
+}
+
+void
+cc_code_free(CcCode *code)
+{
+    if (code == NULL) {
+        return;
+    }
+    if (code->tracker != NULL) {
+        /* Nothing can be done about a failure here; the code stays mapped. */
+        LLVMErrorRef err = LLVMOrcResourceTrackerRemove(code->tracker);
+        if (err != NULL) {
+            LLVMConsumeError(err);
+        }
+        LLVMOrcReleaseResourceTracker(code->tracker);
+    }
+    LLVMDisposeMessage(code->ir);
+    PyMem_Free(code->name);
+    PyMem_Free(code);
+    jit.live_codes--;
+}
+
+const char *
+cc_code_llvm(CcCode *code)
+{
+    return code->ir;
+}
+
+PyObject *
+cc_code_asm(CcCode *code)
+{
+    return asm_from_ir(code->ir);
+}
+

@@ -1,0 +1,149 @@
+/*
+ * values.c - the LLVM types of numbavec's scalar kinds, and how a value of
+ * each kind is loaded from and stored to NumPy memory.
+ *
+ * Shared by emit.c (kernel bodies) and the loop wrappers (vectorize/loops.c).
+ * In registers a bool is i1; in memory it is NumPy's one-byte bool (i8), and
+ * any nonzero byte reads as true.  A complex value is the literal struct
+ * { T, T }; in memory it is loaded and stored part by part, so that the loop
+ * vectorizer sees two interleaved scalar streams rather than an aggregate.
+ * Alignment is the element's natural alignment (a complex: its part's),
+ * which NumPy guarantees to ufunc loops (it buffers unaligned operands).
+ */
+#include "compiler/compiler.h"
+
+static LLVMTypeRef
+part_type(LLVMContextRef ctx, TsKind k)
+{
+    return k == TS_COMPLEX64 ? LLVMFloatTypeInContext(ctx)
+                             : LLVMDoubleTypeInContext(ctx);
+}
+
+static LLVMTypeRef
+complex_type(LLVMContextRef ctx, TsKind k)
+{
+    LLVMTypeRef parts[2] = {part_type(ctx, k), part_type(ctx, k)};
+    return LLVMStructTypeInContext(ctx, parts, 2, 0);
+}
+
+LLVMTypeRef
+cc_value_type(LLVMContextRef ctx, TsKind k)
+{
+    switch (k) {
+    case TS_BOOL:
+        return LLVMInt1TypeInContext(ctx);
+    case TS_INT8: case TS_UINT8:
+        return LLVMInt8TypeInContext(ctx);
+    case TS_INT16: case TS_UINT16:
+        return LLVMInt16TypeInContext(ctx);
+    case TS_INT32: case TS_UINT32:
+        return LLVMInt32TypeInContext(ctx);
+    case TS_INT64: case TS_UINT64:
+        return LLVMInt64TypeInContext(ctx);
+    case TS_FLOAT32:
+        return LLVMFloatTypeInContext(ctx);
+    case TS_FLOAT64:
+        return LLVMDoubleTypeInContext(ctx);
+    case TS_COMPLEX64: case TS_COMPLEX128:
+        return complex_type(ctx, k);
+    case TS_VOID:
+        return LLVMVoidTypeInContext(ctx);
+    default:
+        return NULL;
+    }
+}
+
+LLVMTypeRef
+cc_memory_type(LLVMContextRef ctx, TsKind k)
+{
+    if (k == TS_BOOL) {
+        return LLVMInt8TypeInContext(ctx);
+    }
+    return cc_value_type(ctx, k);
+}
+
+/* Natural alignment in bytes: the size of a scalar, of one part of a complex. */
+static unsigned
+natural_align(TsKind k)
+{
+    switch (k) {
+    case TS_BOOL: case TS_INT8: case TS_UINT8:
+        return 1;
+    case TS_INT16: case TS_UINT16:
+        return 2;
+    case TS_INT32: case TS_UINT32: case TS_FLOAT32: case TS_COMPLEX64:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
+static int
+is_complex(TsKind k)
+{
+    return k == TS_COMPLEX64 || k == TS_COMPLEX128;
+}
+
+static LLVMValueRef
+load_scalar(LLVMBuilderRef b, LLVMTypeRef ty, TsKind k, LLVMValueRef ptr,
+            const char *name)
+{
+    LLVMValueRef v = LLVMBuildLoad2(b, ty, ptr, name);
+    LLVMSetAlignment(v, natural_align(k));
+    return v;
+}
+
+static void
+store_scalar(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr)
+{
+    LLVMValueRef st = LLVMBuildStore(b, value, ptr);
+    LLVMSetAlignment(st, natural_align(k));
+}
+
+static LLVMValueRef
+load_complex(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name)
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(ptr));
+    LLVMTypeRef cty = complex_type(ctx, k);
+    LLVMTypeRef pty = part_type(ctx, k);
+    LLVMValueRef re = load_scalar(b, pty, k, LLVMBuildStructGEP2(b, cty, ptr, 0, ""),
+                                  "re");
+    LLVMValueRef im = load_scalar(b, pty, k, LLVMBuildStructGEP2(b, cty, ptr, 1, ""),
+                                  "im");
+    LLVMValueRef v = LLVMGetUndef(cty);
+    v = LLVMBuildInsertValue(b, v, re, 0, "");
+    return LLVMBuildInsertValue(b, v, im, 1, name);
+}
+
+LLVMValueRef
+cc_load(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name)
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(ptr));
+    if (is_complex(k)) {
+        return load_complex(b, k, ptr, name);
+    }
+    if (k == TS_BOOL) {
+        LLVMValueRef byte = load_scalar(b, LLVMInt8TypeInContext(ctx), k, ptr, "");
+        return LLVMBuildICmp(b, LLVMIntNE, byte,
+                             LLVMConstInt(LLVMInt8TypeInContext(ctx), 0, 0), name);
+    }
+    return load_scalar(b, cc_value_type(ctx, k), k, ptr, name);
+}
+
+void
+cc_store(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr)
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(ptr));
+    if (is_complex(k)) {
+        LLVMTypeRef cty = complex_type(ctx, k);
+        store_scalar(b, k, LLVMBuildExtractValue(b, value, 0, ""),
+                     LLVMBuildStructGEP2(b, cty, ptr, 0, ""));
+        store_scalar(b, k, LLVMBuildExtractValue(b, value, 1, ""),
+                     LLVMBuildStructGEP2(b, cty, ptr, 1, ""));
+        return;
+    }
+    if (k == TS_BOOL) {
+        value = LLVMBuildZExt(b, value, LLVMInt8TypeInContext(ctx), "");
+    }
+    store_scalar(b, k, value, ptr);
+}

@@ -1,0 +1,494 @@
+/*
+ * loops.c - the NumPy inner loop wrapped around a compiled kernel.
+ *
+ * Sits between emit.c (which puts an always-inline `kernel` into the
+ * module) and jit.c.  The emitted function has NumPy's loop signature
+ *
+ *     void name(char **args, npy_intp *dims, npy_intp *steps, void *data)
+ *
+ * and dispatches at run time, once per call, between:
+ *
+ *   contig      every operand contiguous: GEP-indexed loads and stores that
+ *               LLVM vectorizes;
+ *   bcast.xI..  the same with inputs of step 0 loaded once before the loop
+ *               (every mask of such inputs for nin <= 3; for more inputs
+ *               only one scalar input at a time, to bound code size);
+ *   strided     anything else: pointer arithmetic, a load per element.
+ *
+ * The fast paths require every step, the output's included, to fit, and
+ * no input overlapping the output unless it is the very same array: NumPy
+ * promises that for ordinary calls, but ufunc.accumulate passes the output
+ * shifted by one element as an input (a loop-carried dependence), so the
+ * overlap is checked at run time and such calls take the strided path.
+ * Because that check was made, the fast loops carry
+ * llvm.loop.parallel_accesses and LLVM vectorizes them without adding alias
+ * checks of its own.  The loop never calls into Python or NumPy.
+ */
+#include "vectorize/vectorize.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/IRReader.h>
+
+/* Item sizes and short names by TsKind (kept here: loops need nothing else
+ * from typesig). */
+static const int item_size[TS_NSCALAR] = {
+    1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16,
+};
+static const char *const short_name[TS_NSCALAR] = {
+    "b1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+    "f32", "f64", "c64", "c128",
+};
+
+/* nin > 3: fast paths for "no scalar" and "input i is the scalar" only. */
+#define ALL_MASKS_MAX_NIN 3
+
+typedef struct LoopGen {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    LLVMValueRef kernel;
+    LLVMTypeRef kernel_ty;
+    LLVMTypeRef intp;               /* npy_intp */
+    LLVMTypeRef ptr;
+    int nin;                        /* operands 0..nin-1 in, nin out */
+    TsKind kind[TS_MAXARGS + 1];
+    LLVMValueRef base[TS_MAXARGS + 1];   /* args[k] */
+    LLVMValueRef step[TS_MAXARGS + 1];   /* steps[k] */
+    LLVMValueRef n;                 /* dims[0] */
+    LLVMBasicBlockRef exit;
+    LLVMValueRef access_group;      /* distinct !{} as a value */
+    unsigned md_loop, md_access_group;
+} LoopGen;
+
+/* ---- small helpers ---- */
+
+static LLVMValueRef
+intp_const(LoopGen *g, long long v)
+{
+    return LLVMConstInt(g->intp, (unsigned long long)v, 1);
+}
+
+static LLVMBasicBlockRef
+new_block(LoopGen *g, const char *name)
+{
+    return LLVMAppendBasicBlockInContext(g->ctx, g->fn, name);
+}
+
+/* "x1.f32", "out.c64": operand names that read like the kernel's. */
+static const char *
+operand_name(LoopGen *g, int k, const char *suffix, char *buf, size_t size)
+{
+    if (k == g->nin) {
+        snprintf(buf, size, "out%s", suffix);
+    }
+    else {
+        snprintf(buf, size, "x%d.%s%s", k, short_name[g->kind[k]], suffix);
+    }
+    return buf;
+}
+
+/* Loads args[k] and steps[k] from NumPy's arrays into the entry block. */
+static void
+load_operands(LoopGen *g, LLVMValueRef args, LLVMValueRef steps)
+{
+    char name[32];
+    for (int k = 0; k <= g->nin; k++) {
+        LLVMValueRef idx = intp_const(g, k);
+        LLVMValueRef slot = LLVMBuildGEP2(g->b, g->ptr, args, &idx, 1, "");
+        g->base[k] = LLVMBuildLoad2(g->b, g->ptr, slot,
+                                    operand_name(g, k, ".ptr", name, sizeof(name)));
+        slot = LLVMBuildGEP2(g->b, g->intp, steps, &idx, 1, "");
+        g->step[k] = LLVMBuildLoad2(g->b, g->intp, slot,
+                                    operand_name(g, k, ".step", name, sizeof(name)));
+    }
+}
+
+/* ---- run-time dispatch ---- */
+
+/* i1: every operand contiguous, or (inputs only) of step 0.  *mask gets the
+ * bit mask of step-0 inputs. */
+static LLVMValueRef
+emit_layout_check(LoopGen *g, LLVMValueRef *mask)
+{
+    LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[g->nin],
+                                    intp_const(g, item_size[g->kind[g->nin]]),
+                                    "out.contig");
+    *mask = LLVMConstInt(LLVMInt32TypeInContext(g->ctx), 0, 0);
+    for (int k = 0; k < g->nin; k++) {
+        LLVMValueRef contig = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k],
+                                            intp_const(g, item_size[g->kind[k]]), "");
+        LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
+        ok = LLVMBuildAnd(g->b, ok, LLVMBuildOr(g->b, contig, zero, ""), "layout.ok");
+        LLVMValueRef bit = LLVMBuildZExt(g->b, zero, LLVMInt32TypeInContext(g->ctx), "");
+        bit = LLVMBuildShl(g->b, bit, LLVMConstInt(LLVMInt32TypeInContext(g->ctx), k, 0), "");
+        *mask = LLVMBuildOr(g->b, *mask, bit, "mask");
+    }
+    return ok;
+}
+
+/* [start, end) of operand k as integers, its steps being 0 or its size. */
+static void
+operand_range(LoopGen *g, int k, LLVMValueRef *start, LLVMValueRef *end)
+{
+    LLVMValueRef last = LLVMBuildSub(g->b, g->n, intp_const(g, 1), "");
+    LLVMValueRef extent = LLVMBuildAdd(
+        g->b, LLVMBuildMul(g->b, last, g->step[k], ""),
+        intp_const(g, item_size[g->kind[k]]), "");
+    *start = LLVMBuildPtrToInt(g->b, g->base[k], g->intp, "");
+    *end = LLVMBuildAdd(g->b, *start, extent, "");
+}
+
+/*
+ * i1: no input overlaps the output, except one that is the output itself
+ * (same address and step), which each iteration reads before writing.
+ */
+static LLVMValueRef
+emit_overlap_check(LoopGen *g)
+{
+    LLVMValueRef out_start, out_end;
+    LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 1, 0);
+    operand_range(g, g->nin, &out_start, &out_end);
+    for (int k = 0; k < g->nin; k++) {
+        LLVMValueRef start, end;
+        operand_range(g, k, &start, &end);
+        LLVMValueRef same = LLVMBuildAnd(
+            g->b, LLVMBuildICmp(g->b, LLVMIntEQ, start, out_start, ""),
+            LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], g->step[g->nin], ""), "");
+        LLVMValueRef before = LLVMBuildICmp(g->b, LLVMIntULE, end, out_start, "");
+        LLVMValueRef after = LLVMBuildICmp(g->b, LLVMIntULE, out_end, start, "");
+        LLVMValueRef safe = LLVMBuildOr(g->b, same, LLVMBuildOr(g->b, before, after, ""), "");
+        ok = LLVMBuildAnd(g->b, ok, safe, "alias.ok");
+    }
+    return ok;
+}
+
+/* The masks of step-0 inputs that get a fast path; returns their number. */
+static int
+fast_masks(int nin, unsigned *masks)
+{
+    int count = 0;
+    if (nin <= ALL_MASKS_MAX_NIN) {
+        for (unsigned m = 0; m < (1u << nin); m++) {
+            masks[count++] = m;
+        }
+        return count;
+    }
+    masks[count++] = 0;
+    for (int k = 0; k < nin; k++) {
+        masks[count++] = 1u << k;
+    }
+    return count;
+}
+
+/* ---- loop bodies ---- */
+
+/*
+ * The loop ID !{!self, !{"llvm.loop.parallel_accesses", group}}: distinct
+ * because it refers to itself, which LLVM-C can only build by replacing a
+ * temporary node.
+ */
+static LLVMValueRef
+parallel_loop_id(LoopGen *g)
+{
+    LLVMMetadataRef temp = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    const char *key = "llvm.loop.parallel_accesses";
+    LLVMMetadataRef prop[2] = {
+        LLVMMDStringInContext2(g->ctx, key, strlen(key)),
+        LLVMValueAsMetadata(g->access_group),
+    };
+    LLVMMetadataRef ops[2] = {temp, LLVMMDNodeInContext2(g->ctx, prop, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(g->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(temp, id);   /* also frees temp */
+    return LLVMMetadataAsValue(g->ctx, id);
+}
+
+/*
+ * The strided loop's ID: left scalar and not unrolled.  Vectorizing it
+ * needs gathers, scatters and alias checks that rarely pay off for strided
+ * NumPy operands, and doubles the optimiser's and code generator's work.
+ */
+static LLVMValueRef
+scalar_loop_id(LoopGen *g)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(g->ctx);
+    static const char *const keys[3] = {
+        "llvm.loop.vectorize.width", "llvm.loop.interleave.count", "llvm.loop.unroll.disable",
+    };
+    LLVMMetadataRef ops[4];
+    ops[0] = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+    for (int k = 0; k < 3; k++) {
+        LLVMMetadataRef prop[2] = {
+            LLVMMDStringInContext2(g->ctx, keys[k], strlen(keys[k])),
+            LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),
+        };
+        ops[k + 1] = LLVMMDNodeInContext2(g->ctx, prop, k < 2 ? 2 : 1);
+    }
+    LLVMMetadataRef id = LLVMMDNodeInContext2(g->ctx, ops, 4);
+    LLVMMetadataReplaceAllUsesWith(ops[0], id);
+    return LLVMMetadataAsValue(g->ctx, id);
+}
+
+/* Puts every memory access (and the kernel call, whose accesses inherit it
+ * when inlined) of block into the parallel access group. */
+static void
+mark_parallel_accesses(LoopGen *g, LLVMBasicBlockRef block)
+{
+    for (LLVMValueRef in = LLVMGetFirstInstruction(block); in != NULL;
+         in = LLVMGetNextInstruction(in)) {
+        LLVMOpcode op = LLVMGetInstructionOpcode(in);
+        if (op == LLVMLoad || op == LLVMStore || op == LLVMCall) {
+            LLVMSetMetadata(in, g->md_access_group, g->access_group);
+        }
+    }
+}
+
+/* Calls the kernel on vals and stores its result through out_ptr. */
+static void
+emit_call_store(LoopGen *g, LLVMValueRef *vals, LLVMValueRef out_ptr)
+{
+    char name[32];
+    TsKind ret = g->kind[g->nin];
+    snprintf(name, sizeof(name), "r.%s", short_name[ret]);
+    LLVMValueRef r = LLVMBuildCall2(g->b, g->kernel_ty, g->kernel, vals,
+                                    (unsigned)g->nin, name);
+    cc_store(g->b, ret, r, out_ptr);
+}
+
+/*
+ * Closes a loop whose body is `body`: i.next = i + 1, back to body until n.
+ * Returns the latch branch.
+ */
+static LLVMValueRef
+emit_latch(LoopGen *g, LLVMValueRef i, LLVMBasicBlockRef pre, LLVMBasicBlockRef body)
+{
+    LLVMValueRef next = LLVMBuildNSWAdd(g->b, i, intp_const(g, 1), "i.next");
+    LLVMValueRef done = LLVMBuildICmp(g->b, LLVMIntEQ, next, g->n, "done");
+    LLVMValueRef br = LLVMBuildCondBr(g->b, done, g->exit, body);
+    LLVMValueRef in_vals[2] = {intp_const(g, 0), next};
+    LLVMBasicBlockRef in_blocks[2] = {pre, LLVMGetInsertBlock(g->b)};
+    LLVMAddIncoming(i, in_vals, in_blocks, 2);
+    return br;
+}
+
+/* The fast loop for one mask of step-0 inputs, starting at block pre. */
+static void
+emit_fast_path(LoopGen *g, unsigned mask, LLVMBasicBlockRef pre)
+{
+    char name[32];
+    LLVMValueRef vals[TS_MAXARGS];
+    LLVMPositionBuilderAtEnd(g->b, pre);
+    for (int k = 0; k < g->nin; k++) {
+        if (mask & (1u << k)) {
+            vals[k] = cc_load(g->b, g->kind[k], g->base[k],
+                              operand_name(g, k, "", name, sizeof(name)));
+        }
+    }
+    LLVMBasicBlockRef body = LLVMInsertBasicBlockInContext(
+        g->ctx, LLVMGetNextBasicBlock(pre), mask == 0 ? "contig.loop" : "bcast.loop");
+    LLVMBuildBr(g->b, body);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef i = LLVMBuildPhi(g->b, g->intp, "i");
+    for (int k = 0; k < g->nin; k++) {
+        if (!(mask & (1u << k))) {
+            LLVMTypeRef ty = cc_memory_type(g->ctx, g->kind[k]);
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, ty, g->base[k], &i, 1, "");
+            vals[k] = cc_load(g->b, g->kind[k], p, operand_name(g, k, "", name, sizeof(name)));
+        }
+    }
+    LLVMTypeRef out_ty = cc_memory_type(g->ctx, g->kind[g->nin]);
+    emit_call_store(g, vals,
+                    LLVMBuildInBoundsGEP2(g->b, out_ty, g->base[g->nin], &i, 1, "out"));
+    LLVMValueRef br = emit_latch(g, i, pre, body);
+    mark_parallel_accesses(g, body);
+    LLVMSetMetadata(br, g->md_loop, parallel_loop_id(g));
+}
+
+/* Address of element i of operand k: base + i * step. */
+static LLVMValueRef
+strided_address(LoopGen *g, int k, LLVMValueRef i)
+{
+    LLVMValueRef offset = LLVMBuildNSWMul(g->b, i, g->step[k], "");
+    return LLVMBuildGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->base[k], &offset, 1, "");
+}
+
+/* The general loop: any steps (0 or negative included), any overlap, in
+ * sequential order (reduce passes in0 == out with both steps 0). */
+static void
+emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
+{
+    char name[32];
+    LLVMValueRef vals[TS_MAXARGS];
+    LLVMBasicBlockRef body = new_block(g, "strided.loop");
+    LLVMPositionBuilderAtEnd(g->b, pre);
+    LLVMBuildBr(g->b, body);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef i = LLVMBuildPhi(g->b, g->intp, "i");
+    for (int k = 0; k < g->nin; k++) {
+        vals[k] = cc_load(g->b, g->kind[k], strided_address(g, k, i),
+                          operand_name(g, k, "", name, sizeof(name)));
+    }
+    emit_call_store(g, vals, strided_address(g, g->nin, i));
+    LLVMValueRef br = emit_latch(g, i, pre, body);
+    LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
+}
+
+/* ---- the function ---- */
+
+/*
+ * A distinct, operand-less node (an access group) cannot be made through
+ * LLVM-C's node constructors, which unique; the IR parser makes one in the
+ * module's context, where it outlives the scratch module it came from.
+ */
+static int
+make_access_group(LoopGen *g)
+{
+    static const char text[] = "!nv.group = !{!0}\n!0 = distinct !{}\n";
+    LLVMModuleRef scratch = NULL;
+    char *msg = NULL;
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+        text, sizeof(text) - 1, "access-group");
+    if (LLVMParseIRInContext(g->ctx, buf, &scratch, &msg)) {
+        PyErr_Format(PyExc_RuntimeError, "cannot make an access group: %s", msg);
+        LLVMDisposeMessage(msg);
+        return -1;
+    }
+    LLVMGetNamedMetadataOperands(scratch, "nv.group", &g->access_group);
+    LLVMDisposeModule(scratch);
+    return 0;
+}
+
+static int
+check_kernel(LoopGen *g, const TsSignature *sig)
+{
+    if (sig->nargs < 0 || sig->nargs > TS_MAXARGS) {
+        PyErr_Format(PyExc_ValueError, "a ufunc loop takes 0 to %d inputs", TS_MAXARGS);
+        return -1;
+    }
+    g->nin = sig->nargs;
+    for (int k = 0; k <= g->nin; k++) {
+        const TsType *t = k < g->nin ? &sig->args[k] : &sig->ret;
+        if (t->kind < 0 || t->kind >= TS_NSCALAR || t->ndim != 0) {
+            PyErr_SetString(PyExc_TypeError, "ufunc loops take and return scalars only");
+            return -1;
+        }
+        g->kind[k] = t->kind;
+    }
+    g->kernel_ty = LLVMGlobalGetValueType(g->kernel);
+    LLVMTypeRef params[TS_MAXARGS];
+    if (LLVMCountParamTypes(g->kernel_ty) != (unsigned)g->nin
+        || LLVMGetReturnType(g->kernel_ty) != cc_value_type(g->ctx, g->kind[g->nin])) {
+        PyErr_SetString(PyExc_TypeError, "the kernel's LLVM type does not match the signature");
+        return -1;
+    }
+    LLVMGetParamTypes(g->kernel_ty, params);
+    for (int k = 0; k < g->nin; k++) {
+        if (params[k] != cc_value_type(g->ctx, g->kind[k])) {
+            PyErr_Format(PyExc_TypeError,
+                         "the kernel's parameter %d does not match the signature", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static LLVMValueRef
+declare_loop(LoopGen *g, const char *name)
+{
+    LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
+    static const char *const pnames[4] = {"args", "dims", "steps", "data"};
+    for (unsigned p = 0; p < 4; p++) {
+        LLVMSetValueName2(LLVMGetParam(fn, p), pnames[p], strlen(pnames[p]));
+    }
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(g->ctx, nounwind, 0));
+    return fn;
+}
+
+/* The switch over masks of step-0 inputs, one fast path per case. */
+/* "contig", "bcast.x0", "bcast.x0.x2": the block of a mask's fast path. */
+static void
+mask_name(int nin, unsigned mask, char *buf, size_t size)
+{
+    int len = snprintf(buf, size, mask == 0 ? "contig" : "bcast");
+    for (int k = 0; k < nin && len < (int)size; k++) {
+        if (mask & (1u << k)) {
+            len += snprintf(buf + len, size - len, ".x%d", k);
+        }
+    }
+}
+
+/* The switch over masks of step-0 inputs, one fast path per case. */
+static void
+emit_fast_paths(LoopGen *g, LLVMValueRef mask, LLVMBasicBlockRef strided)
+{
+    unsigned masks[TS_MAXARGS + 1 > (1 << ALL_MASKS_MAX_NIN) ? TS_MAXARGS + 1
+                                                          : (1 << ALL_MASKS_MAX_NIN)];
+    int count = fast_masks(g->nin, masks);
+    LLVMValueRef sw = LLVMBuildSwitch(g->b, mask, strided, (unsigned)count);
+    for (int c = 0; c < count; c++) {
+        char name[48];
+        mask_name(g->nin, masks[c], name, sizeof(name));
+        LLVMBasicBlockRef pre = LLVMInsertBasicBlockInContext(g->ctx, strided, name);
+        LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(g->ctx), masks[c], 0), pre);
+        emit_fast_path(g, masks[c], pre);
+    }
+}
+
+static void
+emit_body(LoopGen *g)
+{
+    LLVMBasicBlockRef entry = new_block(g, "entry");
+    LLVMBasicBlockRef layout = new_block(g, "check.layout");
+    LLVMBasicBlockRef overlap = new_block(g, "check.overlap");
+    LLVMBasicBlockRef dispatch = new_block(g, "dispatch");
+    LLVMBasicBlockRef strided = new_block(g, "strided");
+    g->exit = new_block(g, "exit");
+
+    LLVMPositionBuilderAtEnd(g->b, entry);
+    g->n = LLVMBuildLoad2(g->b, g->intp, LLVMGetParam(g->fn, 1), "n");
+    load_operands(g, LLVMGetParam(g->fn, 0), LLVMGetParam(g->fn, 2));
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, g->n, intp_const(g, 0), "nonempty"),
+                    layout, g->exit);
+
+    LLVMValueRef mask;
+    LLVMPositionBuilderAtEnd(g->b, layout);
+    LLVMBuildCondBr(g->b, emit_layout_check(g, &mask), overlap, strided);
+    LLVMPositionBuilderAtEnd(g->b, overlap);
+    LLVMBuildCondBr(g->b, emit_overlap_check(g), dispatch, strided);
+    LLVMPositionBuilderAtEnd(g->b, dispatch);
+    emit_fast_paths(g, mask, strided);
+
+    emit_strided_path(g, strided);
+    LLVMMoveBasicBlockAfter(g->exit, LLVMGetLastBasicBlock(g->fn));
+    LLVMPositionBuilderAtEnd(g->b, g->exit);
+    LLVMBuildRetVoid(g->b);
+}
+
+LLVMValueRef
+vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
+             const char *name)
+{
+    LoopGen g = {0};
+    g.mod = mod;
+    g.ctx = LLVMGetModuleContext(mod);
+    g.kernel = kernel;
+    g.intp = LLVMIntTypeInContext(g.ctx, 8 * sizeof(npy_intp));
+    g.ptr = LLVMPointerTypeInContext(g.ctx, 0);
+    g.md_loop = LLVMGetMDKindIDInContext(g.ctx, "llvm.loop", 9);
+    g.md_access_group = LLVMGetMDKindIDInContext(g.ctx, "llvm.access.group", 17);
+    if (check_kernel(&g, sig) < 0 || make_access_group(&g) < 0) {
+        return NULL;
+    }
+    g.b = LLVMCreateBuilderInContext(g.ctx);
+    g.fn = declare_loop(&g, name);
+    emit_body(&g);
+    LLVMDisposeBuilder(g.b);
+    return g.fn;
+}
