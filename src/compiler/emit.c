@@ -1223,7 +1223,7 @@ static int
 for_stmt(Emit *E, CcNode *n)
 {
     LLVMValueRef start = int_const(E, TS_INT64, 0), step = int_const(E, TS_INT64, 1), stop;
-    LLVMValueRef vals[3];
+    LLVMValueRef vals[3] = {NULL, NULL, NULL};
     for (int i = 0; i < n->nargs; i++) {
         if ((vals[i] = expr_as(E, n->args[i], TS_INT64)) == NULL) {
             return -1;
@@ -1397,7 +1397,6 @@ cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, cons
         rc = cc_error(fn, fn->body->loc, "%s can end without returning a value", fn->name);
     }
     if (rc == 0) {
-        LLVMBuildUnreachable(E.b);
         /* blocks left open after a return or jump are unreachable */
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(E.func); bb; bb = LLVMGetNextBasicBlock(bb)) {
             if (LLVMGetBasicBlockTerminator(bb) == NULL) {
