@@ -386,8 +386,9 @@ def test_codes_are_freed():
 
 
 def test_dump_env():
+    ir = binary_ir("float", "fadd")
     code = ("from numbavec import _core\n"
-            f"_core._ufunc_from_ir({binary_ir('float', 'fadd')!r}, 'kernel', 'ff->f', name='dumped')\n")
+            f"_core._ufunc_from_ir({ir!r}, 'kernel', 'ff->f', name='dumped')\n")
     env = dict(os.environ, NUMBAVEC_DUMP="llvm,opt,asm")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
