@@ -23,39 +23,44 @@ PyAPI_FUNC(void *) PyMem_RawMalloc(size_t size);
 PyAPI_FUNC(void) PyMem_RawFree(void *ptr);
 #endif
 
-/* The identity code for PyUFunc_FromFuncAndData...AndIdentity; *value is
- * set (borrowed) for PyUFunc_IdentityValue.  -2 with ValueError. */
+/* Sets *code for PyUFunc_FromFuncAndData...AndIdentity and, for
+ * PyUFunc_IdentityValue, *value (borrowed).  0, or -1 with ValueError.
+ * (NumPy's codes are small negative and positive ints: no sentinel.) */
 static int
-identity_code(PyObject *identity, PyObject **value)
+identity_code(PyObject *identity, int *code, PyObject **value)
 {
     *value = NULL;
+    *code = PyUFunc_None;
     if (identity == NULL || identity == Py_None) {
-        return PyUFunc_None;
+        return 0;
     }
     if (PyUnicode_Check(identity)) {
         const char *s = PyUnicode_AsUTF8AndSize(identity, NULL);
         if (s == NULL) {
-            return -2;
+            return -1;
         }
         if (strcmp(s, "reorderable") == 0) {
-            return PyUFunc_ReorderableNone;
+            *code = PyUFunc_ReorderableNone;
+            return 0;
         }
         PyErr_Format(PyExc_ValueError,
                      "identity must be None, 'reorderable' or a number, not '%s'", s);
-        return -2;
+        return -1;
     }
     if (PyLong_CheckExact(identity)) {
         int overflow = 0;
         long v = PyLong_AsLongAndOverflow(identity, &overflow);
         if (v == -1 && PyErr_Occurred()) {
-            return -2;
+            return -1;
         }
         if (!overflow && v >= -1 && v <= 1) {
-            return v == 0 ? PyUFunc_Zero : v == 1 ? PyUFunc_One : PyUFunc_MinusOne;
+            *code = v == 0 ? PyUFunc_Zero : v == 1 ? PyUFunc_One : PyUFunc_MinusOne;
+            return 0;
         }
     }
+    *code = PyUFunc_IdentityValue;
     *value = identity;
-    return PyUFunc_IdentityValue;
+    return 0;
 }
 
 /*
@@ -95,8 +100,8 @@ vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
     PyUFuncGenericFunction *f;
     void **d;
     char *t, *n, *ds;
-    int code = identity_code(identity, &value);
-    if (code == -2) {
+    int code;
+    if (identity_code(identity, &code, &value) < 0) {
         return NULL;
     }
     void *block = copy_tables(name, doc != NULL ? doc : "", nin + nout, ntypes, funcs,
