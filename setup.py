@@ -54,7 +54,10 @@ def llvm_flags():
         libs = llvm(cfg, "--link-static", "--libs", *LLVM_COMPONENTS)
         system = llvm(cfg, "--link-static", "--system-libs")
         # Hide every LLVM symbol: only PyInit__core leaves the module.
-        link = [f"-L{libdir}", "-Wl,--exclude-libs,ALL", *libs, *system,
+        # --as-needed drops the system libraries LLVM lists but our subset
+        # never calls (libz3, libxml2), so the module needs only libc, libm,
+        # libstdc++ and the compression libraries at run time.
+        link = [f"-L{libdir}", "-Wl,--exclude-libs,ALL", "-Wl,--as-needed", *libs, *system,
                 "-lstdc++"]
     return version, cflags, link
 
