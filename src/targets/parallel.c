@@ -140,8 +140,13 @@ worth_parallel(const ParLoop *pl, npy_intp n, int p)
     return w >= 0.0 && t * (p - 1) >= 2.0 * p * w;
 }
 
-/* Moves the estimate a quarter of the way to what was measured: one odd
- * call (a page fault storm, a preempted core) does not swing it. */
+/*
+ * Moves the estimate towards what was measured: half-way down, but up by
+ * at most an eighth.  The upward surprises are mostly noise (a page fault
+ * storm on a fresh output, a core taken by another process) and one of
+ * them must not make small calls go parallel; a loop that really is
+ * dearer than the compiler guessed gets there in a dozen calls.
+ */
 static void
 refine_cost(ParLoop *pl, double ns, npy_intp n)
 {
@@ -150,8 +155,9 @@ refine_cost(ParLoop *pl, double ns, npy_intp n)
     }
     double measured = ns / (double)n;
     double old = atomic_load_explicit(&pl->cost_ns, memory_order_relaxed);
-    atomic_store_explicit(&pl->cost_ns, old + (measured - old) * 0.25,
-                          memory_order_relaxed);
+    double next = measured < old ? old + (measured - old) * 0.5
+                                 : old + fmin(measured - old, old) * 0.125;
+    atomic_store_explicit(&pl->cost_ns, next, memory_order_relaxed);
 }
 
 /* ---- running ---- */

@@ -83,7 +83,7 @@ typedef struct WorkerArg {
 static struct PoolContext {
     int size;                     /* configured: threads, caller included */
     int configured;
-    int start_failed;
+    _Atomic int start_failed;     /* read outside create_lock */
     _Atomic int force_parallel;
     pthread_mutex_t create_lock;  /* serializes the start of the pool */
     Pool *_Atomic pool;           /* NULL until started in this process */

@@ -8,8 +8,8 @@
  * clear the floating-point flags before each chunk and hand the ones a
  * chunk raised back to the caller, who raises them in its own thread.
  *
- * Every function here may be called without the GIL except
- * tg_pool_configure, and none of them sets a Python exception.
+ * Every tg_pool_ function may be called without the GIL except
+ * tg_pool_configure, and only that one sets a Python exception.
  */
 #ifndef NV_TARGETS_POOL_H
 #define NV_TARGETS_POOL_H
