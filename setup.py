@@ -88,7 +88,8 @@ core = Extension(
                    ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION"),
                    ("NUMBAVEC_LLVM_VERSION_STRING", f'"{version}"')],
     extra_compile_args=cflags,
-    extra_link_args=ldflags + llvm_link,
+    # libm: the test hooks' loops (sin, exp); pthread: the parallel pool.
+    extra_link_args=ldflags + llvm_link + ["-lm", "-lpthread"],
     py_limited_api=True,
 )
 

@@ -18,8 +18,9 @@
 typedef struct TgTarget {
     const char *name;
     /*
-     * serial: the JIT'd loop for sig; cost: an estimate of the kernel's cost
-     * per element (1.0 ~ one add).  Sets *fn and *data (data freed with
+     * serial: the JIT'd loop for sig; cost: an estimate of the serial
+     * loop's nanoseconds per element (rough: the parallel target refines
+     * it by measurement).  Sets *fn and *data (data freed with
      * free_data).  0/-1 with an exception.
      */
     int (*wrap_loop)(PyUFuncGenericFunction serial, const TsSignature *sig,
