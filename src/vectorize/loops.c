@@ -8,11 +8,15 @@
  *
  * and dispatches at run time, once per call, between:
  *
- *   contig      every operand contiguous: GEP-indexed loads and stores that
- *               LLVM vectorizes;
- *   bcast.xI..  the same with inputs of step 0 loaded once before the loop
- *               (every mask of such inputs for nin <= 3; for more inputs
- *               only one scalar input at a time, to bound code size);
+ *   contig      every operand contiguous: a call of `name.contig`, the one
+ *               vectorized loop (GEP-indexed loads and stores), kept out of
+ *               line so that it is optimised and compiled once;
+ *   bcast       inputs of step 0 (scalars, broadcast operands) and the rest
+ *               contiguous: each step-0 value is replicated once into a
+ *               stack buffer of BCAST_BYTES, and `name.contig` runs block by
+ *               block over it.  One vectorized body serves every mix of
+ *               scalar and array inputs, instead of one loop per mix, which
+ *               keeps compile time low (the vectorizer's cost is per loop);
  *   strided     anything else: pointer arithmetic, a load per element.
  *
  * The fast paths require every step, the output's included, to fit, and
@@ -42,8 +46,9 @@ static const char *const short_name[TS_NSCALAR] = {
     "f32", "f64", "c64", "c128",
 };
 
-/* nin > 3: fast paths for "no scalar" and "input i is the scalar" only. */
-#define ALL_MASKS_MAX_NIN 3
+/* Bytes of stack for the replicated step-0 inputs of one call (all inputs
+ * together); a block is at least 16 elements. */
+#define BCAST_BYTES 16384
 
 typedef struct LoopGen {
     LLVMContextRef ctx;
@@ -61,6 +66,10 @@ typedef struct LoopGen {
     LLVMValueRef n;                 /* dims[0] */
     LLVMBasicBlockRef exit;
     LLVMValueRef access_group;      /* distinct !{} as a value */
+    LLVMValueRef contig;            /* name.contig */
+    LLVMTypeRef contig_ty;
+    LLVMValueRef bufs[TS_MAXARGS];  /* bcast: a block of each input */
+    npy_intp block;                 /* bcast: elements per block */
     unsigned md_loop, md_access_group;
 } LoopGen;
 
@@ -166,24 +175,6 @@ emit_overlap_check(LoopGen *g)
     return ok;
 }
 
-/* The masks of step-0 inputs that get a fast path; returns their number. */
-static int
-fast_masks(int nin, unsigned *masks)
-{
-    int count = 0;
-    if (nin <= ALL_MASKS_MAX_NIN) {
-        for (unsigned m = 0; m < (1u << nin); m++) {
-            masks[count++] = m;
-        }
-        return count;
-    }
-    masks[count++] = 0;
-    for (int k = 0; k < nin; k++) {
-        masks[count++] = 1u << k;
-    }
-    return count;
-}
-
 /* ---- loop bodies ---- */
 
 /*
@@ -274,30 +265,53 @@ emit_latch(LoopGen *g, LLVMValueRef i, LLVMBasicBlockRef pre, LLVMBasicBlockRef 
     return br;
 }
 
-/* The fast loop for one mask of step-0 inputs, starting at block pre. */
-static void
-emit_fast_path(LoopGen *g, unsigned mask, LLVMBasicBlockRef pre)
+/*
+ * `name.contig(n, x0, ..., out)`: the vectorizable loop over n > 0
+ * contiguous elements whose inputs are the output or disjoint from it (the
+ * caller checked), hence llvm.loop.parallel_accesses.
+ */
+static LLVMValueRef
+emit_contig_function(LoopGen *g, const char *loop_name)
 {
-    char name[32];
-    LLVMValueRef vals[TS_MAXARGS];
-    LLVMPositionBuilderAtEnd(g->b, pre);
-    for (int k = 0; k < g->nin; k++) {
-        if (mask & (1u << k)) {
-            vals[k] = cc_load(g->b, g->kind[k], g->base[k],
-                              operand_name(g, k, "", name, sizeof(name)));
-        }
+    char name[128];
+    LLVMTypeRef params[TS_MAXARGS + 2];
+    params[0] = g->intp;
+    for (int k = 0; k <= g->nin; k++) {
+        params[k + 1] = g->ptr;
     }
-    LLVMBasicBlockRef body = LLVMInsertBasicBlockInContext(
-        g->ctx, LLVMGetNextBasicBlock(pre), mask == 0 ? "contig.loop" : "bcast.loop");
+    snprintf(name, sizeof(name), "%s.contig", loop_name);
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params,
+                                      (unsigned)g->nin + 2, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    static const char *const attrs[] = {"noinline", "nounwind"};
+    for (int a = 0; a < 2; a++) {
+        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[a], strlen(attrs[a]));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(g->ctx, kind, 0));
+    }
+    /* the body is emitted with g pointing at this function's operands */
+    LoopGen saved = *g;
+    g->fn = fn;
+    g->n = LLVMGetParam(fn, 0);
+    LLVMSetValueName2(g->n, "n", 1);
+    for (int k = 0; k <= g->nin; k++) {
+        g->base[k] = LLVMGetParam(fn, (unsigned)k + 1);
+        operand_name(g, k, ".ptr", name, sizeof(name));
+        LLVMSetValueName2(g->base[k], name, strlen(name));
+    }
+    LLVMBasicBlockRef pre = new_block(g, "entry");
+    LLVMBasicBlockRef body = new_block(g, "contig.loop");
+    g->exit = new_block(g, "exit");
+    LLVMPositionBuilderAtEnd(g->b, pre);
     LLVMBuildBr(g->b, body);
     LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef vals[TS_MAXARGS];
     LLVMValueRef i = LLVMBuildPhi(g->b, g->intp, "i");
     for (int k = 0; k < g->nin; k++) {
-        if (!(mask & (1u << k))) {
-            LLVMTypeRef ty = cc_memory_type(g->ctx, g->kind[k]);
-            LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, ty, g->base[k], &i, 1, "");
-            vals[k] = cc_load(g->b, g->kind[k], p, operand_name(g, k, "", name, sizeof(name)));
-        }
+        LLVMTypeRef et = cc_memory_type(g->ctx, g->kind[k]);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, et, g->base[k], &i, 1, "");
+        vals[k] = cc_load(g->b, g->kind[k], p, operand_name(g, k, "", name, sizeof(name)));
     }
     LLVMTypeRef out_ty = cc_memory_type(g->ctx, g->kind[g->nin]);
     emit_call_store(g, vals,
@@ -305,6 +319,13 @@ emit_fast_path(LoopGen *g, unsigned mask, LLVMBasicBlockRef pre)
     LLVMValueRef br = emit_latch(g, i, pre, body);
     mark_parallel_accesses(g, body);
     LLVMSetMetadata(br, g->md_loop, parallel_loop_id(g));
+    LLVMPositionBuilderAtEnd(g->b, g->exit);
+    LLVMBuildRetVoid(g->b);
+    LLVMTypeRef saved_ty = ty;
+    *g = saved;
+    g->contig = fn;
+    g->contig_ty = saved_ty;
+    return fn;
 }
 
 /* Address of element i of operand k: base + i * step. */
@@ -411,33 +432,131 @@ declare_loop(LoopGen *g, const char *name)
     return fn;
 }
 
-/* The switch over masks of step-0 inputs, one fast path per case. */
-/* "contig", "bcast.x0", "bcast.x0.x2": the block of a mask's fast path. */
+/* Calls name.contig(count, operands...) with operand pointers ptrs. */
 static void
-mask_name(int nin, unsigned mask, char *buf, size_t size)
+call_contig(LoopGen *g, LLVMValueRef count, LLVMValueRef *ptrs)
 {
-    int len = snprintf(buf, size, mask == 0 ? "contig" : "bcast");
-    for (int k = 0; k < nin && len < (int)size; k++) {
-        if (mask & (1u << k)) {
-            len += snprintf(buf + len, size - len, ".x%d", k);
-        }
+    LLVMValueRef args[TS_MAXARGS + 2];
+    args[0] = count;
+    for (int k = 0; k <= g->nin; k++) {
+        args[k + 1] = ptrs[k];
     }
+    LLVMBuildCall2(g->b, g->contig_ty, g->contig, args, (unsigned)g->nin + 2, "");
 }
 
-/* The switch over masks of step-0 inputs, one fast path per case. */
-static void
-emit_fast_paths(LoopGen *g, LLVMValueRef mask, LLVMBasicBlockRef strided)
+static LLVMValueRef
+memcpy_fn(LoopGen *g, LLVMTypeRef *fty)
 {
-    unsigned masks[TS_MAXARGS + 1 > (1 << ALL_MASKS_MAX_NIN) ? TS_MAXARGS + 1
-                                                          : (1 << ALL_MASKS_MAX_NIN)];
-    int count = fast_masks(g->nin, masks);
-    LLVMValueRef sw = LLVMBuildSwitch(g->b, mask, strided, (unsigned)count);
-    for (int c = 0; c < count; c++) {
-        char name[48];
-        mask_name(g->nin, masks[c], name, sizeof(name));
-        LLVMBasicBlockRef pre = LLVMInsertBasicBlockInContext(g->ctx, strided, name);
-        LLVMAddCase(sw, LLVMConstInt(LLVMInt32TypeInContext(g->ctx), masks[c], 0), pre);
-        emit_fast_path(g, masks[c], pre);
+    LLVMTypeRef over[3] = {g->ptr, g->ptr, g->intp};
+    unsigned id = LLVMLookupIntrinsicID("llvm.memcpy", 11);
+    *fty = LLVMIntrinsicGetType(g->ctx, id, over, 3);
+    return LLVMGetIntrinsicDeclaration(g->mod, id, over, 3);
+}
+
+/*
+ * Fills bufs[k][0..count) with the value of input k when its step is 0:
+ * one element, then copies of what is there, doubling (log2 copies).
+ */
+static void
+emit_fill(LoopGen *g, int k, LLVMValueRef count)
+{
+    LLVMBasicBlockRef fill = new_block(g, "bcast.fill"), loop = new_block(g, "bcast.double");
+    LLVMBasicBlockRef done = new_block(g, "bcast.filled");
+    LLVMValueRef is_zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
+    LLVMBuildCondBr(g->b, is_zero, fill, done);
+
+    LLVMPositionBuilderAtEnd(g->b, fill);
+    npy_intp size = item_size[g->kind[k]];
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMArrayType(i8, (unsigned)size), g->base[k], "");
+    LLVMBuildStore(g->b, v, g->bufs[k]);
+    LLVMValueRef total = LLVMBuildMul(g->b, count, intp_const(g, size), "bytes");
+    LLVMBasicBlockRef entry_end = LLVMGetInsertBlock(g->b);
+    LLVMBuildBr(g->b, loop);
+
+    LLVMPositionBuilderAtEnd(g->b, loop);
+    LLVMValueRef have = LLVMBuildPhi(g->b, g->intp, "have");
+    LLVMValueRef room = LLVMBuildSub(g->b, total, have, "");
+    LLVMValueRef less = LLVMBuildICmp(g->b, LLVMIntSLT, room, have, "");
+    LLVMValueRef chunk = LLVMBuildSelect(g->b, less, room, have, "chunk");
+    LLVMValueRef dst = LLVMBuildGEP2(g->b, i8, g->bufs[k], &have, 1, "");
+    LLVMTypeRef fty;
+    LLVMValueRef memcpy = memcpy_fn(g, &fty);
+    LLVMValueRef margs[4] = {dst, g->bufs[k], chunk,
+                             LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 0, 0)};
+    LLVMBuildCall2(g->b, fty, memcpy, margs, 4, "");
+    LLVMValueRef next = LLVMBuildAdd(g->b, have, chunk, "");
+    LLVMValueRef more = LLVMBuildICmp(g->b, LLVMIntSLT, next, total, "");
+    LLVMBuildCondBr(g->b, more, loop, done);
+    LLVMValueRef hv[2] = {intp_const(g, size), next};
+    LLVMBasicBlockRef hb[2] = {entry_end, loop};
+    LLVMAddIncoming(have, hv, hb, 2);
+    LLVMPositionBuilderAtEnd(g->b, done);
+}
+
+/* The fast paths: contig directly, or block by block over the buffers. */
+static void
+emit_fast_paths(LoopGen *g, LLVMValueRef mask)
+{
+    LLVMBasicBlockRef direct = new_block(g, "contig"), bcast = new_block(g, "bcast");
+    LLVMValueRef none = LLVMBuildICmp(g->b, LLVMIntEQ, mask,
+                                      LLVMConstInt(LLVMInt32TypeInContext(g->ctx), 0, 0), "");
+    LLVMBuildCondBr(g->b, none, direct, bcast);
+    LLVMPositionBuilderAtEnd(g->b, direct);
+    call_contig(g, g->n, g->base);
+    LLVMBuildBr(g->b, g->exit);
+
+    LLVMPositionBuilderAtEnd(g->b, bcast);
+    LLVMValueRef block = intp_const(g, g->block);
+    LLVMValueRef small = LLVMBuildICmp(g->b, LLVMIntSLT, g->n, block, "");
+    LLVMValueRef first = LLVMBuildSelect(g->b, small, g->n, block, "fill.n");
+    for (int k = 0; k < g->nin; k++) {
+        emit_fill(g, k, first);
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+    LLVMBasicBlockRef loop = new_block(g, "bcast.block");
+    LLVMBuildBr(g->b, loop);
+    LLVMPositionBuilderAtEnd(g->b, loop);
+    LLVMValueRef j = LLVMBuildPhi(g->b, g->intp, "j");
+    LLVMValueRef left = LLVMBuildSub(g->b, g->n, j, "");
+    LLVMValueRef count = LLVMBuildSelect(
+        g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, block, ""), left, block, "count");
+    LLVMValueRef ptrs[TS_MAXARGS + 1];
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
+    for (int k = 0; k <= g->nin; k++) {
+        LLVMValueRef off = LLVMBuildMul(g->b, j, intp_const(g, item_size[g->kind[k]]), "");
+        ptrs[k] = LLVMBuildGEP2(g->b, i8, g->base[k], &off, 1, "");
+        if (k < g->nin) {
+            LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
+            ptrs[k] = LLVMBuildSelect(g->b, zero, g->bufs[k], ptrs[k], "");
+        }
+    }
+    call_contig(g, count, ptrs);
+    LLVMValueRef next = LLVMBuildAdd(g->b, j, block, "j.next");
+    LLVMValueRef more = LLVMBuildICmp(g->b, LLVMIntSLT, next, g->n, "");
+    LLVMValueRef br = LLVMBuildCondBr(g->b, more, loop, g->exit);
+    LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
+    LLVMValueRef jv[2] = {intp_const(g, 0), next};
+    LLVMBasicBlockRef jb[2] = {pre, loop};
+    LLVMAddIncoming(j, jv, jb, 2);
+}
+
+/* Stack buffers for step-0 inputs, sized so all of them fit BCAST_BYTES. */
+static void
+emit_buffers(LoopGen *g)
+{
+    npy_intp bytes = 0;
+    for (int k = 0; k < g->nin; k++) {
+        bytes += item_size[g->kind[k]];
+    }
+    npy_intp block = bytes ? BCAST_BYTES / bytes : 16;
+    g->block = block < 16 ? 16 : block & ~(npy_intp)15;
+    for (int k = 0; k < g->nin; k++) {
+        char name[32];
+        LLVMTypeRef t = LLVMArrayType(LLVMInt8TypeInContext(g->ctx),
+                                      (unsigned)(g->block * item_size[g->kind[k]]));
+        g->bufs[k] = LLVMBuildAlloca(g->b, t, operand_name(g, k, ".block", name, sizeof(name)));
+        LLVMSetAlignment(g->bufs[k], 64);
     }
 }
 
@@ -452,6 +571,7 @@ emit_body(LoopGen *g)
     g->exit = new_block(g, "exit");
 
     LLVMPositionBuilderAtEnd(g->b, entry);
+    emit_buffers(g);
     g->n = LLVMBuildLoad2(g->b, g->intp, LLVMGetParam(g->fn, 1), "n");
     load_operands(g, LLVMGetParam(g->fn, 0), LLVMGetParam(g->fn, 2));
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, g->n, intp_const(g, 0), "nonempty"),
@@ -463,7 +583,7 @@ emit_body(LoopGen *g)
     LLVMPositionBuilderAtEnd(g->b, overlap);
     LLVMBuildCondBr(g->b, emit_overlap_check(g), dispatch, strided);
     LLVMPositionBuilderAtEnd(g->b, dispatch);
-    emit_fast_paths(g, mask, strided);
+    emit_fast_paths(g, mask);
 
     emit_strided_path(g, strided);
     LLVMMoveBasicBlockAfter(g->exit, LLVMGetLastBasicBlock(g->fn));
@@ -487,6 +607,7 @@ vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
         return NULL;
     }
     g.b = LLVMCreateBuilderInContext(g.ctx);
+    emit_contig_function(&g, name);
     g.fn = declare_loop(&g, name);
     emit_body(&g);
     LLVMDisposeBuilder(g.b);
