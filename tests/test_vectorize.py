@@ -76,7 +76,9 @@ UNARY_FLOAT_SIGS = ["f8(f8)", "f4(f4)"]
 REORDERABLE_BUG = pytest.mark.xfail(
     strict=True, raises=SystemError,
     reason="BUG: vectorize(..., identity='reorderable') raises SystemError "
-           "'<built-in function vectorize> returned NULL without setting an exception'")
+           "'<built-in function vectorize> returned NULL without setting an exception': "
+           "identity_code() in src/vectorize/ufunc.c returns PyUFunc_ReorderableNone, "
+           "which is -2, the same value as its error sentinel")
 
 
 def sig_for(dt, nargs=2):
