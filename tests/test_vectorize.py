@@ -73,12 +73,6 @@ INT_DTYPES = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]
 FLOAT_SIGS = ["f8(f8,f8)", "f4(f4,f4)"]
 UNARY_FLOAT_SIGS = ["f8(f8)", "f4(f4)"]
 
-REORDERABLE_BUG = pytest.mark.xfail(
-    strict=True, raises=SystemError,
-    reason="BUG: vectorize(..., identity='reorderable') raises SystemError "
-           "'<built-in function vectorize> returned NULL without setting an exception': "
-           "identity_code() in src/vectorize/ufunc.c returns PyUFunc_ReorderableNone, "
-           "which is -2, the same value as its error sentinel")
 
 
 def sig_for(dt, nargs=2):
@@ -140,7 +134,7 @@ def test_py_func_is_kept(target):
     (None, None),
     (0, 0),
     (1, 1),
-    pytest.param("reorderable", None, marks=REORDERABLE_BUG),
+    ("reorderable", None),
     (-np.inf, -np.inf),
     (7.5, 7.5),
 ])
@@ -161,7 +155,7 @@ def test_identity_is_the_empty_reduction(target, identity, empty_reduce):
     assert r == empty_reduce and r.dtype == np.float64
 
 
-@pytest.mark.parametrize("identity", [None, pytest.param("reorderable", marks=REORDERABLE_BUG)])
+@pytest.mark.parametrize("identity", [None, "reorderable"])
 def test_no_identity_empty_reduction_raises(target, identity):
     f = compile_ufunc(bigger, ["f8(f8,f8)"], target, identity=identity)
     with pytest.raises(ValueError, match="identity"):
@@ -181,7 +175,7 @@ def test_max_with_minus_inf_identity(target):
 
 @pytest.mark.parametrize("identity,multi_axis_ok", [
     (None, False),           # PyUFunc_None: not reorderable
-    pytest.param("reorderable", True, marks=REORDERABLE_BUG),   # PyUFunc_ReorderableNone
+    ("reorderable", True),   # PyUFunc_ReorderableNone
     (0, True),
 ])
 def test_reduce_over_several_axes_needs_reorderable(target, identity, multi_axis_ok):

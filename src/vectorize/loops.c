@@ -460,7 +460,7 @@ memcpy_fn(LoopGen *g, LLVMTypeRef *fty)
 static void
 emit_fill(LoopGen *g, int k, LLVMValueRef count)
 {
-    LLVMBasicBlockRef fill = new_block(g, "bcast.fill"), loop = new_block(g, "bcast.double");
+    LLVMBasicBlockRef fill = new_block(g, "bcast.fill"), loop = new_block(g, "bcast.grow");
     LLVMBasicBlockRef done = new_block(g, "bcast.filled");
     LLVMValueRef is_zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
     LLVMBuildCondBr(g->b, is_zero, fill, done);
