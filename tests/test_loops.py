@@ -7,11 +7,12 @@ not depend on the kernel compiler.  Every result is checked against NumPy.
 import gc
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from conftest import run_python
 
 from numbavec import _core
 
@@ -394,8 +395,7 @@ def test_dump_env():
     code = ("from numbavec import _core\n"
             f"_core._ufunc_from_ir({ir!r}, 'kernel', 'ff->f', name='dumped')\n")
     env = dict(os.environ, NUMBAVEC_DUMP="llvm,opt,asm")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = run_python(code, env=env)
     assert r.returncode == 0, r.stderr
     for header in ("before optimisation", "after optimisation", "assembly"):
         assert re.search(rf"=== numbavec: .*{header}.* 'dumped' ===", r.stderr), header

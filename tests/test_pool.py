@@ -10,7 +10,6 @@ counter tells whether a call really ran in parallel.
 import os
 import random
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -18,6 +17,8 @@ import time
 
 import numpy as np
 import pytest
+
+from conftest import run_python
 
 from numbavec import _core
 
@@ -126,8 +127,7 @@ def test_other_pool_sizes(nthreads):
         assert _core._pool_stats()["jobs"] > 0
     """)
     env = dict(os.environ, NUMBAVEC_NUM_THREADS=str(nthreads))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = run_python(code, env=env)
     assert r.returncode == 0, r.stderr
 
 
@@ -135,12 +135,10 @@ def test_bad_env_falls_back_with_warning():
     code = ("import warnings, os; warnings.simplefilter('error');\n"
             "from numbavec import _core")
     env = dict(os.environ, NUMBAVEC_NUM_THREADS="lots")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = run_python(code, env=env, timeout=120)
     assert r.returncode != 0 and "NUMBAVEC_NUM_THREADS" in r.stderr
     code = "from numbavec import _core; print(_core.get_pool_size())"
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = run_python(code, env=env, timeout=120)
     assert r.returncode == 0 and int(r.stdout) == len(os.sched_getaffinity(0))
 
 

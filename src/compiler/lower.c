@@ -54,15 +54,15 @@ static const AstClass ast_classes[] = {
     {"Pow", A_OPERATOR, OP_POW, "**"}, {"LShift", A_OPERATOR, OP_LSHIFT, "<<"},
     {"RShift", A_OPERATOR, OP_RSHIFT, ">>"}, {"BitAnd", A_OPERATOR, OP_BITAND, "&"},
     {"BitOr", A_OPERATOR, OP_BITOR, "|"}, {"BitXor", A_OPERATOR, OP_BITXOR, "^"},
-    {"MatMult", A_OPERATOR, -1, "the @ operator"},
+    {"MatMult", A_OPERATOR, -1, "@"},
     {"USub", A_OPERATOR, OP_NEG, "-"}, {"UAdd", A_OPERATOR, OP_POS, "+"},
     {"Invert", A_OPERATOR, OP_INVERT, "~"}, {"Not", A_OPERATOR, OP_NOT, "not"},
     {"And", A_OPERATOR, OP_AND, "and"}, {"Or", A_OPERATOR, OP_OR, "or"},
     {"Eq", A_OPERATOR, OP_EQ, "=="}, {"NotEq", A_OPERATOR, OP_NE, "!="},
     {"Lt", A_OPERATOR, OP_LT, "<"}, {"LtE", A_OPERATOR, OP_LE, "<="},
     {"Gt", A_OPERATOR, OP_GT, ">"}, {"GtE", A_OPERATOR, OP_GE, ">="},
-    {"Is", A_OPERATOR, -1, "'is' comparisons"}, {"IsNot", A_OPERATOR, -1, "'is not' comparisons"},
-    {"In", A_OPERATOR, -1, "'in' tests"}, {"NotIn", A_OPERATOR, -1, "'not in' tests"},
+    {"Is", A_OPERATOR, -1, "is"}, {"IsNot", A_OPERATOR, -1, "is not"},
+    {"In", A_OPERATOR, -1, "in"}, {"NotIn", A_OPERATOR, -1, "not in"},
     /* named so that errors say what the construct is */
     {"List", A_UNSUPPORTED, 0, "list displays"}, {"Dict", A_UNSUPPORTED, 0, "dict displays"},
     {"Set", A_UNSUPPORTED, 0, "set displays"},
@@ -563,12 +563,13 @@ static int
 lower_op(Lower *L, PyObject *op, PyObject *at)
 {
     const AstClass *c = ast_class(op);
-    if (c == NULL || c->kind != A_OPERATOR || c->op < 0) {
-        unsupported(L, c != NULL && c->kind == A_OPERATOR ? at : op, "operator");
-        if (c != NULL && c->what != NULL) {
-            PyErr_Clear();
-            cc_error(L->fn, loc_of(L, at), "%s are not supported in a kernel", c->what);
-        }
+    if (c == NULL || c->kind != A_OPERATOR) {
+        unsupported(L, op, "operator");
+        return -1;
+    }
+    if (c->op < 0) {
+        cc_error(L->fn, loc_of(L, at), "the '%s' operator is not supported in a kernel",
+                 c->what);
         return -1;
     }
     return c->op;
