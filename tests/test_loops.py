@@ -7,7 +7,6 @@ not depend on the kernel compiler.  Every result is checked against NumPy.
 import gc
 import os
 import re
-import sys
 
 import numpy as np
 import pytest

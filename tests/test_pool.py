@@ -10,7 +10,6 @@ counter tells whether a call really ran in parallel.
 import os
 import random
 import signal
-import sys
 import textwrap
 import threading
 import time
