@@ -5,7 +5,6 @@ this module only sorts out the arguments, reads the source and decorates the
 returned ufunc with its introspection methods.
 """
 import inspect
-import io
 import sys
 
 from numbavec import _core
