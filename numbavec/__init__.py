@@ -15,5 +15,7 @@ from numbavec._core import (  # noqa: F401  the types, with Numba's names
 __version__ = "0.1.0"
 
 from numbavec.decorators import vectorize  # noqa: E402
+from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
 
-__all__ = ["vectorize", "TypingError", "Type", "Signature"]
+__all__ = ["vectorize", "TypingError", "Type", "Signature", "get_num_threads",
+           "set_num_threads"]
