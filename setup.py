@@ -40,6 +40,9 @@ def llvm(cfg, *args):
     return subprocess.check_output([cfg, *args], text=True).split()
 
 
+shared = bool(os.environ.get("NUMBAVEC_LLVM_SHARED"))
+
+
 def llvm_flags():
     cfg = find_llvm_config()
     version = llvm(cfg, "--version")[0]
@@ -48,7 +51,7 @@ def llvm_flags():
         sys.exit(f"numbavec: LLVM {version} from {cfg}; LLVM 17-20 is required")
     cflags = [f for f in llvm(cfg, "--cflags") if f.startswith(("-I", "-D"))]
     libdir = llvm(cfg, "--libdir")[0]
-    if os.environ.get("NUMBAVEC_LLVM_SHARED"):
+    if shared:
         link = [f"-L{libdir}", f"-Wl,-rpath,{libdir}", *llvm(cfg, "--link-shared", "--libs")]
     else:
         libs = llvm(cfg, "--link-static", "--libs", *LLVM_COMPONENTS)
@@ -93,4 +96,10 @@ core = Extension(
     py_limited_api=True,
 )
 
-setup(ext_modules=[core], options={"bdist_wheel": {"py_limited_api": "cp310"}})
+# Each way of building gets its own build directory: setuptools reuses object
+# files and the linked module it finds there, so a development build (shared
+# LLVM, or sanitizers) must never be picked up by `pip install .`.
+flavour = ("debug-" if debug else "") + ("llvm-shared" if shared else "llvm-static")
+setup(ext_modules=[core],
+      options={"bdist_wheel": {"py_limited_api": "cp310"},
+               "build": {"build_base": os.path.join("build", flavour)}})
