@@ -31,6 +31,8 @@ typedef struct Emit {
     int depth;                        /* loops we are in */
     LLVMBasicBlockRef break_to[MAX_LOOP_DEPTH], continue_to[MAX_LOOP_DEPTH];
     int broken[MAX_LOOP_DEPTH];       /* a break reaches the loop's exit */
+    LLVMBasicBlockRef inline_end;     /* where the innermost inlined function returns to */
+    int inline_returned;              /* some return of it jumped there */
 } Emit;
 
 /* ---- types and constants ---- */
@@ -1060,6 +1062,36 @@ make_tuple(Emit *E, CcNode *n)
     return t;
 }
 
+static int block(Emit *E, CcNode *n);
+static void jump(Emit *E, LLVMBasicBlockRef to);
+static void continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable);
+
+/* An inlined device function: its body, whose returns store the result
+ * variable and jump to the end, then the result. */
+static LLVMValueRef
+inline_call(Emit *E, CcNode *n)
+{
+    LLVMBasicBlockRef end = new_block(E, "inline.end");
+    LLVMBasicBlockRef outer_end = E->inline_end;
+    int outer_returned = E->inline_returned;
+    E->inline_end = end;
+    E->inline_returned = 0;
+    int rc = block(E, n->then);
+    if (rc == 0 && E->reachable) {
+        rc = cc_error(E->fn, n->then->loc, "the device function can end without returning "
+                      "a value");
+    }
+    int returned = E->inline_returned;
+    E->inline_end = outer_end;
+    E->inline_returned = outer_returned;
+    if (rc < 0) {
+        return NULL;
+    }
+    continue_at(E, end, returned);
+    return LLVMBuildLoad2(E->b, type_of(E, n->var->ty), (LLVMValueRef)n->var->slot,
+                          n->var->name);
+}
+
 static LLVMValueRef
 expr(Emit *E, CcNode *n)
 {
@@ -1087,6 +1119,8 @@ expr(Emit *E, CcNode *n)
         LLVMValueRef t = expr(E, n->lhs);
         return t ? LLVMBuildExtractValue(E->b, t, (unsigned)n->index, "item") : NULL;
     }
+    case ND_INLINE:
+        return inline_call(E, n);
     default:
         cc_error(E->fn, n->loc, "internal error: cannot emit this expression");
         return NULL;
@@ -1304,6 +1338,13 @@ stmt(Emit *E, CcNode *n)
         if ((v = expr(E, n->lhs)) == NULL) {
             return -1;
         }
+        if (n->var != NULL) {
+            /* a return of an inlined device function */
+            store_var(E, n->var, v, n->lhs->ty);
+            E->inline_returned = 1;
+            jump(E, E->inline_end);
+            return 0;
+        }
         LLVMBuildRet(E->b, convert_type(E, v, n->lhs->ty, E->fn->ret));
         E->reachable = 0;
         return 0;
@@ -1372,7 +1413,7 @@ LLVMValueRef
 cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
                  int fastmath)
 {
-    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}};
+    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}, NULL, 0};
     E.func = declare(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
