@@ -133,9 +133,10 @@ libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs)
         f = LLVMAddFunction(E->mod, name, fty);
         add_fn_attr(E, f, "nounwind", 0);
         add_fn_attr(E, f, "willreturn", 0);
-        /* no errno: the C library's math functions are treated as pure */
+        /* no errno: the C library's math functions are treated as pure;
+         * memory(none) ("memory" 0) is LLVM 16+'s spelling: "readnone" on
+         * a function is rejected by the verifier */
         add_fn_attr(E, f, "memory", 0);
-        add_fn_attr(E, f, "readnone", 0);
     }
     return LLVMBuildCall2(E->b, fty, f, args, nargs, name);
 }
@@ -898,7 +899,8 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         [M_COS] = "llvm.cos", [M_FABS] = "llvm.fabs", [M_FLOOR] = "llvm.floor",
         [M_CEIL] = "llvm.ceil", [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
         [M_COPYSIGN] = "llvm.copysign", [M_MINIMUM] = "llvm.minimum",
-        [M_MAXIMUM] = "llvm.maximum", [M_NONE] = NULL,
+        [M_MAXIMUM] = "llvm.maximum", [M_FMIN] = "llvm.minnum", [M_FMAX] = "llvm.maxnum",
+        [M_NONE] = NULL,
     };
     static const char *const libm_names[] = {
         [M_EXPM1] = "expm1", [M_LOG1P] = "log1p", [M_TAN] = "tan", [M_ASIN] = "asin",
@@ -1000,6 +1002,159 @@ complex_part(Emit *E, CcNode *n, CcFlavor flavor)
     return convert(E, LLVMConstNull(cc_value_type(E->ctx, k)), k, out);
 }
 
+/* The complex kind a cmath function computes in for argument type t. */
+static TsKind
+complex_math_kind(const CcType *t)
+{
+    return math_kind(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+}
+
+/* NumPy's isnan/isinf/isfinite of a complex value: of either part. */
+static LLVMValueRef
+complex_pred(Emit *E, CcMathOp op, TsKind k, LLVMValueRef z)
+{
+    TsKind p = part_kind(k);
+    LLVMValueRef re = re_of(E, z), im = im_of(E, z);
+    LLVMValueRef a = math_op(E, op, p, &re), b = math_op(E, op, p, &im);
+    return op == M_ISFINITE ? LLVMBuildAnd(E->b, a, b, "finite") : LLVMBuildOr(E->b, a, b, "");
+}
+
+/* cmath.f(z): the C library's complex function, or phase/polar/rect. */
+static LLVMValueRef
+cmath_call(Emit *E, CcNode *n, CcMathOp op)
+{
+    const CcType *argty = n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty)
+                                        : n->args[0]->ty;
+    TsKind k = complex_math_kind(argty), p = part_kind(k);
+    if (op == M_RECT) {
+        /* r * (cos(phi) + i sin(phi)) */
+        LLVMValueRef r = expr_as(E, n->args[0], p);
+        LLVMValueRef phi = r ? expr_as(E, n->args[1], p) : NULL;
+        if (phi == NULL) {
+            return NULL;
+        }
+        LLVMValueRef c = float_intrinsic(E, "llvm.cos", p, &phi, 1);
+        LLVMValueRef s = float_intrinsic(E, "llvm.sin", p, &phi, 1);
+        return convert(E, make_complex(E, k, LLVMBuildFMul(E->b, r, c, ""),
+                                       LLVMBuildFMul(E->b, r, s, "")), k, cc_storage(n->ty));
+    }
+    LLVMValueRef z = expr_as(E, n->args[0], k);
+    if (z == NULL) {
+        return NULL;
+    }
+    LLVMValueRef yx[2] = {im_of(E, z), re_of(E, z)};
+    switch (op) {
+    case M_PHASE:
+        return libm(E, "atan2", p, yx, 2);
+    case M_POLAR: {
+        LLVMValueRef t = LLVMGetUndef(type_of(E, n->ty));
+        t = LLVMBuildInsertValue(E->b, t, convert(E, complex_abs(E, k, z), p,
+                                                  cc_storage(n->ty->elems[0])), 0, "");
+        return LLVMBuildInsertValue(E->b, t, convert(E, libm(E, "atan2", p, yx, 2), p,
+                                                     cc_storage(n->ty->elems[1])), 1, "polar");
+    }
+    case M_ISNAN: case M_ISINF: case M_ISFINITE:
+        return complex_pred(E, op, k, z);
+    default: {
+        LLVMValueRef r = cc_emit_cmath(E->b, E->mod, op, k, z);
+        return r ? convert(E, r, k, cc_storage(n->ty)) : NULL;
+    }
+    }
+}
+
+/*
+ * round(x): half to even, to an int.  round(x, n): NumPy's np.round, in
+ * x's kind: rint(x * 10**n) / 10**n, or rint(x / 10**-n) * 10**-n for n < 0.
+ */
+static LLVMValueRef
+round_call(Emit *E, CcNode *n)
+{
+    TsKind out = cc_storage(n->ty), xk = cc_storage(n->args[0]->ty);
+    if (n->nargs == 1 && !ts_is_float(xk)) {
+        return expr_as(E, n->args[0], out);
+    }
+    TsKind k = ts_is_float(xk) ? xk : TS_FLOAT64;
+    LLVMValueRef x = expr_as(E, n->args[0], k);
+    if (x == NULL) {
+        return NULL;
+    }
+    if (n->nargs == 1) {
+        return convert(E, float_intrinsic(E, "llvm.roundeven", k, &x, 1), k, out);
+    }
+    LLVMValueRef nd = expr_as(E, n->args[1], TS_INT64);
+    if (nd == NULL) {
+        return NULL;
+    }
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, nd, int_const(E, TS_INT64, 0), "nd.neg");
+    LLVMValueRef mag = LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, nd, ""), nd, "");
+    LLVMValueRef pw[2] = {real_const(E, k, 10.0), convert(E, mag, TS_INT64, k)};
+    LLVMValueRef f = float_intrinsic(E, "llvm.pow", k, pw, 2);
+    LLVMValueRef up = LLVMBuildFMul(E->b, x, f, ""), down = LLVMBuildFDiv(E->b, x, f, "");
+    LLVMValueRef y = LLVMBuildSelect(E->b, neg, down, up, "");
+    y = float_intrinsic(E, "llvm.rint", k, &y, 1);
+    LLVMValueRef r = LLVMBuildSelect(E->b, neg, LLVMBuildFMul(E->b, y, f, ""),
+                                     LLVMBuildFDiv(E->b, y, f, ""), "round");
+    return convert(E, r, k, out);
+}
+
+/* np.sign: -1, 0 or 1 in x's kind; NaN stays NaN. */
+static LLVMValueRef
+sign_call(Emit *E, CcNode *n)
+{
+    TsKind k = cc_storage(n->ty);
+    LLVMValueRef x = expr_as(E, n->args[0], k);
+    if (x == NULL) {
+        return NULL;
+    }
+    if (ts_is_float(k)) {
+        LLVMValueRef zero = real_const(E, k, 0.0);
+        LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, x, zero, ""),
+                                         zero, x, "");
+        r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOLT, x, zero, ""),
+                            real_const(E, k, -1.0), r, "");
+        return LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOGT, x, zero, ""),
+                               real_const(E, k, 1.0), r, "sign");
+    }
+    LLVMValueRef zero = int_const(E, k, 0);
+    LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntNE, x, zero, ""),
+                                     int_const(E, k, 1), zero, "");
+    if (ts_is_signed(k)) {
+        r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, ""),
+                            int_const(E, k, -1), r, "sign");
+    }
+    return r;
+}
+
+/* math.ldexp(x, i): the exponent clamped to int (beyond it the result is
+ * 0 or inf anyway), the libm function of x's float kind. */
+static LLVMValueRef
+ldexp_call(Emit *E, CcNode *n, TsKind out)
+{
+    TsKind k = math_kind(n->args[0]->ty);
+    LLVMValueRef x = expr_as(E, n->args[0], k);
+    LLVMValueRef e = x ? expr_as(E, n->args[1], TS_INT64) : NULL;
+    if (e == NULL) {
+        return NULL;
+    }
+    LLVMValueRef lim = int_const(E, TS_INT64, 1 << 20);
+    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, e, lim, ""), lim, e, "");
+    LLVMValueRef nlim = int_const(E, TS_INT64, -(1 << 20));
+    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, e, nlim, ""), nlim, e, "");
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), t = cc_value_type(E->ctx, k);
+    LLVMTypeRef params[2] = {t, i32};
+    LLVMTypeRef fty = LLVMFunctionType(t, params, 2, 0);
+    const char *name = k == TS_FLOAT32 ? "ldexpf" : "ldexp";
+    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
+    if (f == NULL) {
+        f = LLVMAddFunction(E->mod, name, fty);
+        add_fn_attr(E, f, "nounwind", 0);
+        add_fn_attr(E, f, "willreturn", 0);
+        add_fn_attr(E, f, "memory", 0);
+    }
+    LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "")};
+    return convert(E, LLVMBuildCall2(E->b, fty, f, args, 2, name), k, out);
+}
+
 static LLVMValueRef
 call(Emit *E, CcNode *n)
 {
@@ -1026,12 +1181,25 @@ call(Emit *E, CcNode *n)
         return args[1] ? make_complex(E, TS_COMPLEX128, args[0], args[1]) : NULL;
     case FL_REAL: case FL_IMAG: case FL_CONJ:
         return complex_part(E, n, b->flavor);
+    case FL_CMATH:
+        return cmath_call(E, n, (CcMathOp)b->op);
+    case FL_ROUND:
+        return round_call(E, n);
+    case FL_NP_SIGN:
+        return sign_call(E, n);
     case FL_NP_MINMAX:
         if (!ts_is_float(out)) {
-            return minmax(E, n, out, b->op == M_MAXIMUM);
+            return minmax(E, n, out, b->op == M_MAXIMUM || b->op == M_FMAX);
         }
         /* fall through */
     default: {
+        if (b->op == M_LDEXP) {
+            return ldexp_call(E, n, out);
+        }
+        if ((b->flavor == FL_NP || b->flavor == FL_NP_PRED)
+            && ts_is_complex(cc_storage(n->args[0]->ty))) {
+            return cmath_call(E, n, (CcMathOp)b->op);   /* np.exp(z) ... */
+        }
         /* math and NumPy functions: arguments in the computing float kind */
         const CcType *argty = n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty)
                                             : n->args[0]->ty;
