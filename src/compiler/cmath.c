@@ -54,7 +54,7 @@ declare(LLVMModuleRef mod, const char *name, LLVMTypeRef fty)
     }
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     f = LLVMAddFunction(mod, name, fty);
-    static const char *const attrs[] = {"nounwind", "willreturn", "readnone"};
+    static const char *const attrs[] = {"nounwind", "willreturn", "memory"};
     for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
         unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
         if (kind != 0) {

@@ -899,8 +899,7 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         [M_COS] = "llvm.cos", [M_FABS] = "llvm.fabs", [M_FLOOR] = "llvm.floor",
         [M_CEIL] = "llvm.ceil", [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
         [M_COPYSIGN] = "llvm.copysign", [M_MINIMUM] = "llvm.minimum",
-        [M_MAXIMUM] = "llvm.maximum", [M_FMIN] = "llvm.minnum", [M_FMAX] = "llvm.maxnum",
-        [M_NONE] = NULL,
+        [M_MAXIMUM] = "llvm.maximum", [M_NONE] = NULL,
     };
     static const char *const libm_names[] = {
         [M_EXPM1] = "expm1", [M_LOG1P] = "log1p", [M_TAN] = "tan", [M_ASIN] = "asin",
@@ -1107,13 +1106,13 @@ sign_call(Emit *E, CcNode *n)
         return NULL;
     }
     if (ts_is_float(k)) {
+        /* only quiet predicates (oeq, uno): vector < and > raise the invalid
+         * flag on NaN, which np.sign does not */
         LLVMValueRef zero = real_const(E, k, 0.0);
-        LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, x, zero, ""),
-                                         zero, x, "");
-        r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOLT, x, zero, ""),
-                            real_const(E, k, -1.0), r, "");
-        return LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOGT, x, zero, ""),
-                               real_const(E, k, 1.0), r, "sign");
+        LLVMValueRef r = copysign_of(E, k, real_const(E, k, 1.0), x);
+        r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealUNO, x, x, ""), x, r, "");
+        return LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, x, zero, ""), zero, r,
+                               "sign");
     }
     LLVMValueRef zero = int_const(E, k, 0);
     LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntNE, x, zero, ""),
@@ -1153,6 +1152,23 @@ ldexp_call(Emit *E, CcNode *n, TsKind out)
     }
     LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "")};
     return convert(E, LLVMBuildCall2(E->b, fty, f, args, 2, name), k, out);
+}
+
+/* np.fmin/np.fmax: the non-NaN operand.  NaNs are replaced before
+ * llvm.minnum, whose x86 lowering (minpd) raises the invalid flag on NaN
+ * where NumPy's loops stay quiet. */
+static LLVMValueRef
+fminmax(Emit *E, CcMathOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a, a, "a.nan");
+    LLVMValueRef b_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, b, b, "b.nan");
+    LLVMValueRef zero = real_const(E, k, 0.0);
+    LLVMValueRef a2 = LLVMBuildSelect(E->b, a_nan, LLVMBuildSelect(E->b, b_nan, zero, b, ""), a, "");
+    LLVMValueRef b2 = LLVMBuildSelect(E->b, b_nan, a2, b, "");
+    LLVMValueRef args[2] = {a2, b2};
+    LLVMValueRef r = float_intrinsic(E, op == M_FMIN ? "llvm.minnum" : "llvm.maxnum", k, args, 2);
+    return LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, a_nan, b_nan, ""), a, r,
+                           op == M_FMIN ? "fmin" : "fmax");
 }
 
 static LLVMValueRef
@@ -1209,7 +1225,9 @@ call(Emit *E, CcNode *n)
                 return NULL;
             }
         }
-        LLVMValueRef r = math_op(E, (CcMathOp)b->op, k, args);
+        LLVMValueRef r = b->op == M_FMIN || b->op == M_FMAX
+                             ? fminmax(E, (CcMathOp)b->op, k, args[0], args[1])
+                             : math_op(E, (CcMathOp)b->op, k, args);
         return convert(E, r, (b->flavor == FL_MATH_PRED || b->flavor == FL_NP_PRED) ? TS_BOOL : k,
                        out);
     }
