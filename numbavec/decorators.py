@@ -4,6 +4,7 @@ Everything that compiles, dispatches or moves data is C (``numbavec._core``);
 this module only sorts out the arguments, reads the source and decorates the
 returned ufunc with its introspection methods.
 """
+import functools
 import inspect
 import sys
 
@@ -105,3 +106,52 @@ def _types_printer(lib, pyfunc, src):
             print("=" * 72, file=out)
 
     return inspect_types
+
+
+class DeviceFunction:
+    """A scalar helper that kernels (and other device functions) may call.
+
+    Called from Python it runs the original function; called inside a
+    kernel it is typed from the argument types at that call site and
+    inlined (numbavec._core reads its source through
+    ``_numbavec_device_source``).  Its global names resolve in its own
+    module, when the kernel is compiled.
+    """
+
+    def __init__(self, pyfunc, options):
+        if not _is_function(pyfunc):
+            raise TypeError(f"numbavec.jit decorates a Python function, not {pyfunc!r}")
+        self.py_func = pyfunc
+        self.options = dict(options)
+        self._source = None
+        functools.update_wrapper(self, pyfunc)
+
+    def __call__(self, *args, **kwargs):
+        return self.py_func(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<numbavec device function {self.py_func.__qualname__}>"
+
+    def _numbavec_device_source(self):
+        """(py_func, ast.FunctionDef, location): parsed once, then cached."""
+        if self._source is None:
+            src = KernelSource(self.py_func)
+            self._source = (self.py_func, src.funcdef, src.location)
+        return self._source
+
+
+_JIT_OPTIONS = {"device", "inline", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
+
+
+def jit(func=None, **options):
+    """Mark a scalar helper as a device function: ``@numbavec.jit`` or
+    ``@numbavec.jit(...)``.  Kernels inline it at each call site; from
+    Python it stays an ordinary call of the original function."""
+    unknown = set(options) - _JIT_OPTIONS
+    if unknown:
+        raise TypeError(f"jit() got unexpected option(s): {', '.join(sorted(unknown))}")
+    if options.get("forceobj"):
+        raise ValueError("numbavec always compiles in nopython mode; forceobj=True is not supported")
+    if func is None:
+        return lambda f: DeviceFunction(f, options)
+    return DeviceFunction(func, options)

@@ -21,6 +21,7 @@ static const CcBuiltin builtins[] = {
     {"float", FL_FLOAT, M_NONE, 1, 1},
     {"complex", FL_COMPLEX, M_NONE, 1, 2},
     {"bool", FL_BOOL, M_NONE, 1, 1},
+    {"round", FL_ROUND, M_NONE, 1, 2},
     {".real", FL_REAL, M_NONE, 1, 1},
     {".imag", FL_IMAG, M_NONE, 1, 1},
     {".conjugate", FL_CONJ, M_NONE, 1, 1},
@@ -32,6 +33,9 @@ static const CcBuiltin builtins[] = {
     CAST("numpy.uint32", TS_UINT32), CAST("numpy.uint64", TS_UINT64),
     CAST("numpy.float32", TS_FLOAT32), CAST("numpy.float64", TS_FLOAT64),
     CAST("numpy.complex64", TS_COMPLEX64), CAST("numpy.complex128", TS_COMPLEX128),
+    /* aliases that are distinct type objects on some platforms */
+    CAST("numpy.longlong", TS_INT64), CAST("numpy.ulonglong", TS_UINT64),
+    CAST("numpy.intc", TS_INT32), CAST("numpy.uintc", TS_UINT32),
 #undef CAST
 #define MATH(name, op, n) {"math." name, FL_MATH, op, n, n}
     MATH("exp", M_EXP, 1), MATH("expm1", M_EXPM1, 1), MATH("log", M_LOG, 1),
@@ -44,7 +48,7 @@ static const CcBuiltin builtins[] = {
     MATH("gamma", M_GAMMA, 1), MATH("lgamma", M_LGAMMA, 1), MATH("fabs", M_FABS, 1),
     MATH("degrees", M_DEGREES, 1), MATH("radians", M_RADIANS, 1),
     MATH("pow", M_POW, 2), MATH("atan2", M_ATAN2, 2), MATH("hypot", M_HYPOT, 2),
-    MATH("copysign", M_COPYSIGN, 2), MATH("fmod", M_FMOD, 2),
+    MATH("copysign", M_COPYSIGN, 2), MATH("fmod", M_FMOD, 2), MATH("ldexp", M_LDEXP, 2),
 #undef MATH
     {"math.floor", FL_MATH_INT, M_FLOOR, 1, 1},
     {"math.ceil", FL_MATH_INT, M_CEIL, 1, 1},
@@ -63,14 +67,26 @@ static const CcBuiltin builtins[] = {
     NP("ceil", M_CEIL, 1), NP("trunc", M_TRUNC, 1), NP("degrees", M_DEGREES, 1),
     NP("radians", M_RADIANS, 1), NP("square", M_SQUARE, 1),
     NP("power", M_POW, 2), NP("arctan2", M_ATAN2, 2), NP("hypot", M_HYPOT, 2),
-    NP("copysign", M_COPYSIGN, 2), NP("fmod", M_FMOD, 2),
+    NP("copysign", M_COPYSIGN, 2), NP("fmod", M_FMOD, 2), NP("ldexp", M_LDEXP, 2),
 #undef NP
     {"numpy.isnan", FL_NP_PRED, M_ISNAN, 1, 1},
     {"numpy.isinf", FL_NP_PRED, M_ISINF, 1, 1},
     {"numpy.isfinite", FL_NP_PRED, M_ISFINITE, 1, 1},
     {"numpy.minimum", FL_NP_MINMAX, M_MINIMUM, 2, 2},
     {"numpy.maximum", FL_NP_MINMAX, M_MAXIMUM, 2, 2},
+    {"numpy.fmin", FL_NP_MINMAX, M_FMIN, 2, 2},
+    {"numpy.fmax", FL_NP_MINMAX, M_FMAX, 2, 2},
     {"numpy.absolute", FL_ABS, M_NONE, 1, 1},
+    {"numpy.sign", FL_NP_SIGN, M_NONE, 1, 1},
+#define CMATH(name, op, n) {"cmath." name, FL_CMATH, op, n, n}
+    CMATH("exp", M_EXP, 1), CMATH("log", M_LOG, 1), CMATH("sqrt", M_SQRT, 1),
+    CMATH("sin", M_SIN, 1), CMATH("cos", M_COS, 1), CMATH("tan", M_TAN, 1),
+    CMATH("asin", M_ASIN, 1), CMATH("acos", M_ACOS, 1), CMATH("atan", M_ATAN, 1),
+    CMATH("sinh", M_SINH, 1), CMATH("cosh", M_COSH, 1), CMATH("tanh", M_TANH, 1),
+    CMATH("asinh", M_ASINH, 1), CMATH("acosh", M_ACOSH, 1), CMATH("atanh", M_ATANH, 1),
+    CMATH("phase", M_PHASE, 1), CMATH("polar", M_POLAR, 1), CMATH("rect", M_RECT, 2),
+    CMATH("isnan", M_ISNAN, 1), CMATH("isinf", M_ISINF, 1), CMATH("isfinite", M_ISFINITE, 1),
+#undef CMATH
 };
 
 enum { NBUILTINS = sizeof(builtins) / sizeof(builtins[0]) };
@@ -101,10 +117,34 @@ cc_math_arity(CcMathOp op)
 {
     switch (op) {
     case M_POW: case M_ATAN2: case M_HYPOT: case M_COPYSIGN: case M_FMOD:
-    case M_MINIMUM: case M_MAXIMUM:
+    case M_MINIMUM: case M_MAXIMUM: case M_FMIN: case M_FMAX: case M_LDEXP: case M_RECT:
         return 2;
     default:
         return 1;
+    }
+}
+
+int
+cc_builtin_cast(TsKind k)
+{
+    for (int i = 0; i < NBUILTINS; i++) {
+        if (builtins[i].flavor == FL_CAST && builtins[i].op == (int)k) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int
+cc_math_has_complex(CcMathOp op)
+{
+    switch (op) {
+    case M_EXP: case M_LOG: case M_SQRT: case M_SIN: case M_COS: case M_TAN:
+    case M_ASIN: case M_ACOS: case M_ATAN: case M_SINH: case M_COSH: case M_TANH:
+    case M_ASINH: case M_ACOSH: case M_ATANH:
+        return 1;
+    default:
+        return 0;
     }
 }
 

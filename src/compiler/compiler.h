@@ -12,6 +12,8 @@
  *                variables get the promotion of everything assigned to them
  *   values.c     the LLVM types of scalar kinds; loads and stores of them
  *   emit.c       typed IR -> one LLVM function "ret kernel(args...)"
+ *   cmath.c      complex math functions (cmath.exp ...) as C library calls
+ *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
  *   jit.c        host target machine, O3 + libmvec, ORC LLJIT, dumps
  *
  * The IR is a tree (as chibicc's), not SSA: variables are allocas that
@@ -82,11 +84,13 @@ typedef enum CcNodeKind {
     ND_CALL,       /* builtin, args */
     ND_TUPLE,      /* args */
     ND_GETITEM,    /* lhs[index] with a constant index (tuples) */
+    ND_INLINE,     /* an inlined device function: then (body), var (result) */
     /* statements */
     ND_BLOCK,      /* args: statements */
     ND_ASSIGN,     /* var = rhs */
     ND_UNPACK,     /* vars[...] = rhs (a tuple) */
-    ND_RETURN,     /* lhs (the value) */
+    ND_RETURN,     /* lhs (the value); var: the result variable of the
+                      innermost ND_INLINE when inside a device function */
     ND_IF,         /* cond, then, els (els may be NULL) */
     ND_WHILE,      /* cond, then (body), els (else clause, may be NULL) */
     ND_FOR_RANGE,  /* var = range(args[0..2]): then (body), els (else) */
@@ -111,8 +115,19 @@ typedef struct CcVar {
     void *slot;            /* emit.c: the alloca (LLVMValueRef) */
 } CcVar;
 
+/* Where a device function's source came from (a kernel's own source is
+ * described by CcFunction; its nodes have src NULL). */
+typedef struct CcSource {
+    const char *name;        /* the function's name */
+    const char *filename;
+    PyObject *lines;         /* list of str, kept alive by the arena */
+    int first_line;          /* file line of lines[0] */
+    int line_offset;         /* added to ast line numbers */
+} CcSource;
+
 typedef struct CcLoc {
     int line, col;         /* 1-based line in the file, 0-based column */
+    const CcSource *src;   /* NULL: the kernel's own source */
 } CcLoc;
 
 typedef struct CcNode CcNode;
@@ -145,6 +160,7 @@ typedef struct CcFunction {
     CcVar **vars;
     int nvars, cap_vars;
     int nparams;
+    int ninline;             /* device functions inlined so far (name prefixes) */
     CcNode *body;            /* ND_BLOCK */
     const CcType *ret;       /* declared (scalar) or inferred */
 } CcFunction;
@@ -176,6 +192,9 @@ typedef enum CcFlavor {
     FL_NP_PRED,                  /* np.isnan ...: bool out */
     FL_NP_MINMAX,                /* np.minimum/np.maximum: NaN-propagating */
     FL_REAL, FL_IMAG, FL_CONJ,   /* x.real, x.imag, x.conjugate() */
+    FL_CMATH,                    /* cmath.f: complex in; out by op */
+    FL_ROUND,                    /* round(x[, n]) */
+    FL_NP_SIGN,                  /* np.sign: the argument's kind */
 } CcFlavor;
 
 /* The numeric operation behind FL_MATH* and FL_NP* builtins. */
@@ -187,7 +206,8 @@ typedef enum CcMathOp {
     M_FABS, M_FLOOR, M_CEIL, M_TRUNC, M_DEGREES, M_RADIANS, M_SQUARE,
     M_POW, M_ATAN2, M_HYPOT, M_COPYSIGN, M_FMOD,          /* binary */
     M_ISNAN, M_ISINF, M_ISFINITE,                          /* predicates */
-    M_MINIMUM, M_MAXIMUM,
+    M_MINIMUM, M_MAXIMUM, M_FMIN, M_FMAX, M_LDEXP,         /* binary */
+    M_PHASE, M_POLAR, M_RECT,                              /* cmath only */
     M_NONE,
 } CcMathOp;
 
@@ -206,6 +226,10 @@ const CcBuiltin *cc_builtin(int id);
 int cc_math_arity(CcMathOp op);
 /* The builtin ids of x.real, x.imag, x.conjugate(). */
 int cc_builtin_attr(CcFlavor flavor);
+/* The builtin id of the cast to kind k (np.float32 ...), or -1. */
+int cc_builtin_cast(TsKind k);
+/* 1 when op has a complex form (cmath.op, np.op of a complex value). */
+int cc_math_has_complex(CcMathOp op);
 
 /* ---- typeinfer.c ---- */
 
@@ -229,6 +253,21 @@ void cc_store(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr);
  */
 LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig,
                               LLVMModuleRef mod, const char *name, int fastmath);
+
+/* ---- cmath.c ---- */
+
+/*
+ * Emits op (M_EXP ... M_ATANH: a CcMathOp with a complex form) of the
+ * complex value z of kind k (TS_COMPLEX64/128) at b's insertion point.
+ * NULL with an exception when the host has no ABI-safe way to call it.
+ */
+LLVMValueRef cc_emit_cmath(LLVMBuilderRef b, LLVMModuleRef mod, CcMathOp op, TsKind k,
+                           LLVMValueRef z);
+
+/* ---- dump.c ---- */
+
+/* Prints fn's typed IR to stderr (NUMBAVEC_DUMP=ir); label names it. */
+void cc_dump_ir(const CcFunction *fn, const char *label);
 
 /* ---- jit.c ---- */
 

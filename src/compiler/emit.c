@@ -31,6 +31,8 @@ typedef struct Emit {
     int depth;                        /* loops we are in */
     LLVMBasicBlockRef break_to[MAX_LOOP_DEPTH], continue_to[MAX_LOOP_DEPTH];
     int broken[MAX_LOOP_DEPTH];       /* a break reaches the loop's exit */
+    LLVMBasicBlockRef inline_end;     /* where the innermost inlined function returns to */
+    int inline_returned;              /* some return of it jumped there */
 } Emit;
 
 /* ---- types and constants ---- */
@@ -131,9 +133,10 @@ libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs)
         f = LLVMAddFunction(E->mod, name, fty);
         add_fn_attr(E, f, "nounwind", 0);
         add_fn_attr(E, f, "willreturn", 0);
-        /* no errno: the C library's math functions are treated as pure */
+        /* no errno: the C library's math functions are treated as pure;
+         * memory(none) ("memory" 0) is LLVM 16+'s spelling: "readnone" on
+         * a function is rejected by the verifier */
         add_fn_attr(E, f, "memory", 0);
-        add_fn_attr(E, f, "readnone", 0);
     }
     return LLVMBuildCall2(E->b, fty, f, args, nargs, name);
 }
@@ -998,6 +1001,176 @@ complex_part(Emit *E, CcNode *n, CcFlavor flavor)
     return convert(E, LLVMConstNull(cc_value_type(E->ctx, k)), k, out);
 }
 
+/* The complex kind a cmath function computes in for argument type t. */
+static TsKind
+complex_math_kind(const CcType *t)
+{
+    return math_kind(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+}
+
+/* NumPy's isnan/isinf/isfinite of a complex value: of either part. */
+static LLVMValueRef
+complex_pred(Emit *E, CcMathOp op, TsKind k, LLVMValueRef z)
+{
+    TsKind p = part_kind(k);
+    LLVMValueRef re = re_of(E, z), im = im_of(E, z);
+    LLVMValueRef a = math_op(E, op, p, &re), b = math_op(E, op, p, &im);
+    return op == M_ISFINITE ? LLVMBuildAnd(E->b, a, b, "finite") : LLVMBuildOr(E->b, a, b, "");
+}
+
+/* cmath.f(z): the C library's complex function, or phase/polar/rect. */
+static LLVMValueRef
+cmath_call(Emit *E, CcNode *n, CcMathOp op)
+{
+    const CcType *argty = n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty)
+                                        : n->args[0]->ty;
+    TsKind k = complex_math_kind(argty), p = part_kind(k);
+    if (op == M_RECT) {
+        /* r * (cos(phi) + i sin(phi)) */
+        LLVMValueRef r = expr_as(E, n->args[0], p);
+        LLVMValueRef phi = r ? expr_as(E, n->args[1], p) : NULL;
+        if (phi == NULL) {
+            return NULL;
+        }
+        LLVMValueRef c = float_intrinsic(E, "llvm.cos", p, &phi, 1);
+        LLVMValueRef s = float_intrinsic(E, "llvm.sin", p, &phi, 1);
+        return convert(E, make_complex(E, k, LLVMBuildFMul(E->b, r, c, ""),
+                                       LLVMBuildFMul(E->b, r, s, "")), k, cc_storage(n->ty));
+    }
+    LLVMValueRef z = expr_as(E, n->args[0], k);
+    if (z == NULL) {
+        return NULL;
+    }
+    LLVMValueRef yx[2] = {im_of(E, z), re_of(E, z)};
+    switch (op) {
+    case M_PHASE:
+        return libm(E, "atan2", p, yx, 2);
+    case M_POLAR: {
+        LLVMValueRef t = LLVMGetUndef(type_of(E, n->ty));
+        t = LLVMBuildInsertValue(E->b, t, convert(E, complex_abs(E, k, z), p,
+                                                  cc_storage(n->ty->elems[0])), 0, "");
+        return LLVMBuildInsertValue(E->b, t, convert(E, libm(E, "atan2", p, yx, 2), p,
+                                                     cc_storage(n->ty->elems[1])), 1, "polar");
+    }
+    case M_ISNAN: case M_ISINF: case M_ISFINITE:
+        return complex_pred(E, op, k, z);
+    default: {
+        LLVMValueRef r = cc_emit_cmath(E->b, E->mod, op, k, z);
+        return r ? convert(E, r, k, cc_storage(n->ty)) : NULL;
+    }
+    }
+}
+
+/*
+ * round(x): half to even, to an int.  round(x, n): NumPy's np.round, in
+ * x's kind: rint(x * 10**n) / 10**n, or rint(x / 10**-n) * 10**-n for n < 0.
+ */
+static LLVMValueRef
+round_call(Emit *E, CcNode *n)
+{
+    TsKind out = cc_storage(n->ty), xk = cc_storage(n->args[0]->ty);
+    if (n->nargs == 1 && !ts_is_float(xk)) {
+        return expr_as(E, n->args[0], out);
+    }
+    TsKind k = ts_is_float(xk) ? xk : TS_FLOAT64;
+    LLVMValueRef x = expr_as(E, n->args[0], k);
+    if (x == NULL) {
+        return NULL;
+    }
+    if (n->nargs == 1) {
+        return convert(E, float_intrinsic(E, "llvm.roundeven", k, &x, 1), k, out);
+    }
+    LLVMValueRef nd = expr_as(E, n->args[1], TS_INT64);
+    if (nd == NULL) {
+        return NULL;
+    }
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, nd, int_const(E, TS_INT64, 0), "nd.neg");
+    LLVMValueRef mag = LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, nd, ""), nd, "");
+    LLVMValueRef pw[2] = {real_const(E, k, 10.0), convert(E, mag, TS_INT64, k)};
+    LLVMValueRef f = float_intrinsic(E, "llvm.pow", k, pw, 2);
+    LLVMValueRef up = LLVMBuildFMul(E->b, x, f, ""), down = LLVMBuildFDiv(E->b, x, f, "");
+    LLVMValueRef y = LLVMBuildSelect(E->b, neg, down, up, "");
+    y = float_intrinsic(E, "llvm.rint", k, &y, 1);
+    LLVMValueRef r = LLVMBuildSelect(E->b, neg, LLVMBuildFMul(E->b, y, f, ""),
+                                     LLVMBuildFDiv(E->b, y, f, ""), "round");
+    return convert(E, r, k, out);
+}
+
+/* np.sign: -1, 0 or 1 in x's kind; NaN stays NaN. */
+static LLVMValueRef
+sign_call(Emit *E, CcNode *n)
+{
+    TsKind k = cc_storage(n->ty);
+    LLVMValueRef x = expr_as(E, n->args[0], k);
+    if (x == NULL) {
+        return NULL;
+    }
+    if (ts_is_float(k)) {
+        /* only quiet predicates (oeq, uno): vector < and > raise the invalid
+         * flag on NaN, which np.sign does not */
+        LLVMValueRef zero = real_const(E, k, 0.0);
+        LLVMValueRef r = copysign_of(E, k, real_const(E, k, 1.0), x);
+        r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealUNO, x, x, ""), x, r, "");
+        return LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, x, zero, ""), zero, r,
+                               "sign");
+    }
+    LLVMValueRef zero = int_const(E, k, 0);
+    LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntNE, x, zero, ""),
+                                     int_const(E, k, 1), zero, "");
+    if (ts_is_signed(k)) {
+        r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, ""),
+                            int_const(E, k, -1), r, "sign");
+    }
+    return r;
+}
+
+/* math.ldexp(x, i): the exponent clamped to int (beyond it the result is
+ * 0 or inf anyway), the libm function of x's float kind. */
+static LLVMValueRef
+ldexp_call(Emit *E, CcNode *n, TsKind out)
+{
+    TsKind k = math_kind(n->args[0]->ty);
+    LLVMValueRef x = expr_as(E, n->args[0], k);
+    LLVMValueRef e = x ? expr_as(E, n->args[1], TS_INT64) : NULL;
+    if (e == NULL) {
+        return NULL;
+    }
+    LLVMValueRef lim = int_const(E, TS_INT64, 1 << 20);
+    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, e, lim, ""), lim, e, "");
+    LLVMValueRef nlim = int_const(E, TS_INT64, -(1 << 20));
+    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, e, nlim, ""), nlim, e, "");
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), t = cc_value_type(E->ctx, k);
+    LLVMTypeRef params[2] = {t, i32};
+    LLVMTypeRef fty = LLVMFunctionType(t, params, 2, 0);
+    const char *name = k == TS_FLOAT32 ? "ldexpf" : "ldexp";
+    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
+    if (f == NULL) {
+        f = LLVMAddFunction(E->mod, name, fty);
+        add_fn_attr(E, f, "nounwind", 0);
+        add_fn_attr(E, f, "willreturn", 0);
+        add_fn_attr(E, f, "memory", 0);
+    }
+    LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "")};
+    return convert(E, LLVMBuildCall2(E->b, fty, f, args, 2, name), k, out);
+}
+
+/* np.fmin/np.fmax: the non-NaN operand.  NaNs are replaced before
+ * llvm.minnum, whose x86 lowering (minpd) raises the invalid flag on NaN
+ * where NumPy's loops stay quiet. */
+static LLVMValueRef
+fminmax(Emit *E, CcMathOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a, a, "a.nan");
+    LLVMValueRef b_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, b, b, "b.nan");
+    LLVMValueRef zero = real_const(E, k, 0.0);
+    LLVMValueRef a2 = LLVMBuildSelect(E->b, a_nan, LLVMBuildSelect(E->b, b_nan, zero, b, ""), a, "");
+    LLVMValueRef b2 = LLVMBuildSelect(E->b, b_nan, a2, b, "");
+    LLVMValueRef args[2] = {a2, b2};
+    LLVMValueRef r = float_intrinsic(E, op == M_FMIN ? "llvm.minnum" : "llvm.maxnum", k, args, 2);
+    return LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, a_nan, b_nan, ""), a, r,
+                           op == M_FMIN ? "fmin" : "fmax");
+}
+
 static LLVMValueRef
 call(Emit *E, CcNode *n)
 {
@@ -1024,12 +1197,25 @@ call(Emit *E, CcNode *n)
         return args[1] ? make_complex(E, TS_COMPLEX128, args[0], args[1]) : NULL;
     case FL_REAL: case FL_IMAG: case FL_CONJ:
         return complex_part(E, n, b->flavor);
+    case FL_CMATH:
+        return cmath_call(E, n, (CcMathOp)b->op);
+    case FL_ROUND:
+        return round_call(E, n);
+    case FL_NP_SIGN:
+        return sign_call(E, n);
     case FL_NP_MINMAX:
         if (!ts_is_float(out)) {
-            return minmax(E, n, out, b->op == M_MAXIMUM);
+            return minmax(E, n, out, b->op == M_MAXIMUM || b->op == M_FMAX);
         }
         /* fall through */
     default: {
+        if (b->op == M_LDEXP) {
+            return ldexp_call(E, n, out);
+        }
+        if ((b->flavor == FL_NP || b->flavor == FL_NP_PRED)
+            && ts_is_complex(cc_storage(n->args[0]->ty))) {
+            return cmath_call(E, n, (CcMathOp)b->op);   /* np.exp(z) ... */
+        }
         /* math and NumPy functions: arguments in the computing float kind */
         const CcType *argty = n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty)
                                             : n->args[0]->ty;
@@ -1039,7 +1225,9 @@ call(Emit *E, CcNode *n)
                 return NULL;
             }
         }
-        LLVMValueRef r = math_op(E, (CcMathOp)b->op, k, args);
+        LLVMValueRef r = b->op == M_FMIN || b->op == M_FMAX
+                             ? fminmax(E, (CcMathOp)b->op, k, args[0], args[1])
+                             : math_op(E, (CcMathOp)b->op, k, args);
         return convert(E, r, (b->flavor == FL_MATH_PRED || b->flavor == FL_NP_PRED) ? TS_BOOL : k,
                        out);
     }
@@ -1058,6 +1246,36 @@ make_tuple(Emit *E, CcNode *n)
         t = LLVMBuildInsertValue(E->b, t, v, (unsigned)i, "tuple");
     }
     return t;
+}
+
+static int block(Emit *E, CcNode *n);
+static void jump(Emit *E, LLVMBasicBlockRef to);
+static void continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable);
+
+/* An inlined device function: its body, whose returns store the result
+ * variable and jump to the end, then the result. */
+static LLVMValueRef
+inline_call(Emit *E, CcNode *n)
+{
+    LLVMBasicBlockRef end = new_block(E, "inline.end");
+    LLVMBasicBlockRef outer_end = E->inline_end;
+    int outer_returned = E->inline_returned;
+    E->inline_end = end;
+    E->inline_returned = 0;
+    int rc = block(E, n->then);
+    if (rc == 0 && E->reachable) {
+        rc = cc_error(E->fn, n->then->loc, "the device function can end without returning "
+                      "a value");
+    }
+    int returned = E->inline_returned;
+    E->inline_end = outer_end;
+    E->inline_returned = outer_returned;
+    if (rc < 0) {
+        return NULL;
+    }
+    continue_at(E, end, returned);
+    return LLVMBuildLoad2(E->b, type_of(E, n->var->ty), (LLVMValueRef)n->var->slot,
+                          n->var->name);
 }
 
 static LLVMValueRef
@@ -1087,6 +1305,8 @@ expr(Emit *E, CcNode *n)
         LLVMValueRef t = expr(E, n->lhs);
         return t ? LLVMBuildExtractValue(E->b, t, (unsigned)n->index, "item") : NULL;
     }
+    case ND_INLINE:
+        return inline_call(E, n);
     default:
         cc_error(E->fn, n->loc, "internal error: cannot emit this expression");
         return NULL;
@@ -1304,6 +1524,13 @@ stmt(Emit *E, CcNode *n)
         if ((v = expr(E, n->lhs)) == NULL) {
             return -1;
         }
+        if (n->var != NULL) {
+            /* a return of an inlined device function */
+            store_var(E, n->var, v, n->lhs->ty);
+            E->inline_returned = 1;
+            jump(E, E->inline_end);
+            return 0;
+        }
         LLVMBuildRet(E->b, convert_type(E, v, n->lhs->ty, E->fn->ret));
         E->reachable = 0;
         return 0;
@@ -1372,7 +1599,7 @@ LLVMValueRef
 cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
                  int fastmath)
 {
-    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}};
+    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}, NULL, 0};
     E.func = declare(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));

@@ -144,14 +144,14 @@ ast_kind(PyObject *node)
 /* ---- errors ---- */
 
 static int
-source_line(const CcFunction *fn, int line, char *buf, size_t size)
+source_line(PyObject *lines, int first_line, int line, char *buf, size_t size)
 {
-    Py_ssize_t idx = line - fn->first_line;
-    if (fn->source_lines == NULL || idx < 0 || idx >= PyList_Size(fn->source_lines)) {
+    Py_ssize_t idx = line - first_line;
+    if (lines == NULL || idx < 0 || idx >= PyList_Size(lines)) {
         return -1;
     }
     Py_ssize_t n;
-    const char *text = PyUnicode_AsUTF8AndSize(PyList_GetItem(fn->source_lines, idx), &n);
+    const char *text = PyUnicode_AsUTF8AndSize(PyList_GetItem(lines, idx), &n);
     if (text == NULL) {
         PyErr_Clear();
         return -1;
@@ -174,8 +174,12 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     if (PyErr_Occurred()) {
         return -1;              /* keep the first, more precise error */
     }
-    if (source_line(fn, loc.line, line, sizeof(line)) < 0) {
-        PyErr_Format(nv_TypingError, "%s:%d:%d: %s", fn->filename, loc.line, loc.col + 1, msg);
+    /* a node of an inlined device function points into that function's file */
+    const char *filename = loc.src ? loc.src->filename : fn->filename;
+    PyObject *lines = loc.src ? loc.src->lines : fn->source_lines;
+    int first = loc.src ? loc.src->first_line : fn->first_line;
+    if (source_line(lines, first, loc.line, line, sizeof(line)) < 0) {
+        PyErr_Format(nv_TypingError, "%s:%d:%d: %s", filename, loc.line, loc.col + 1, msg);
         return -1;
     }
     int col = loc.col < (int)sizeof(caret) - 2 ? loc.col : 0;
@@ -184,21 +188,34 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     }
     caret[col] = '^';
     caret[col + 1] = '\0';
-    PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s", fn->filename, loc.line,
+    PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s", filename, loc.line,
                  loc.col + 1, msg, line, caret);
     return -1;
 }
 
 /* ---- the lowering context ---- */
 
+/*
+ * One function being lowered: the kernel, or a device function inlined
+ * into it (then prefix names its variables apart, src points at its own
+ * source, result is the variable its returns assign, and parent is the
+ * caller's context: the chain that recursion is checked against).
+ */
 typedef struct Lower {
     CcFunction *fn;
     PyObject *pyfunc;       /* borrowed */
-    PyObject *globals;      /* borrowed: pyfunc.__globals__ */
+    PyObject *globals;      /* owned: pyfunc.__globals__ */
     PyObject *closure;      /* owned: {free variable name: value} */
     char *assigned;         /* definite assignment, one flag per variable */
+    int nassigned;          /* variables that existed when assigned was made */
     int terminated;         /* the current path ended (return/break/continue) */
     int loop_depth;
+    const char *name;       /* the function's name, for messages */
+    const CcSource *src;    /* NULL for the kernel */
+    const char *prefix;     /* "name@n." for an inlined function, else NULL */
+    CcVar *result;          /* inlined: the variable returns assign */
+    PyObject *device;       /* inlined: the device function object (borrowed) */
+    struct Lower *parent;
 } Lower;
 
 static PyObject *
@@ -213,8 +230,10 @@ loc_of(Lower *L, PyObject *node)
     CcLoc loc = {0, 0};
     PyObject *line = get(node, "lineno"), *col = get(node, "col_offset");
     if (line != NULL && col != NULL) {
-        loc.line = (int)PyLong_AsLong(line) + L->fn->line_offset;
+        loc.line = (int)PyLong_AsLong(line) + (L->src ? L->src->line_offset
+                                                          : L->fn->line_offset);
         loc.col = (int)PyLong_AsLong(col);
+        loc.src = L->src;
     }
     Py_XDECREF(line);
     Py_XDECREF(col);
@@ -290,6 +309,29 @@ add_var(CcFunction *fn, const char *name)
     return v;
 }
 
+/* A local's name as stored: an inlined function's locals carry its prefix
+ * so that they never meet the caller's (or another inlining's). */
+static const char *
+scoped(Lower *L, const char *name)
+{
+    if (L->prefix == NULL || name == NULL) {
+        return name;
+    }
+    size_t n = strlen(L->prefix) + strlen(name) + 1;
+    char *s = cc_alloc(L->fn->arena, n);
+    if (s != NULL) {
+        snprintf(s, n, "%s%s", L->prefix, name);
+    }
+    return s;
+}
+
+static CcVar *
+local_var(Lower *L, const char *name)
+{
+    const char *s = scoped(L, name);
+    return s != NULL ? find_var(L->fn, s) : NULL;
+}
+
 /* A str attribute of node copied into the arena (e.g. Name.id). */
 static const char *
 get_str(Lower *L, PyObject *node, const char *attr)
@@ -321,6 +363,7 @@ collect_locals(Lower *L, PyObject *funcdef)
             }
             else if (ast_kind(ctx) == A_STORE) {
                 const char *name = get_str(L, node, "id");
+                name = scoped(L, name);
                 rc = (name == NULL || add_var(L->fn, name) == NULL) ? -1 : 0;
             }
             Py_XDECREF(ctx);
@@ -341,9 +384,9 @@ collect_locals(Lower *L, PyObject *funcdef)
 static char *
 save_assigned(Lower *L)
 {
-    char *copy = cc_alloc(L->fn->arena, (size_t)L->fn->nvars + 1);
+    char *copy = cc_alloc(L->fn->arena, (size_t)L->nassigned + 1);
     if (copy != NULL) {
-        memcpy(copy, L->assigned, (size_t)L->fn->nvars);
+        memcpy(copy, L->assigned, (size_t)L->nassigned);
     }
     return copy;
 }
@@ -353,7 +396,7 @@ save_assigned(Lower *L)
 static void
 merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term)
 {
-    for (int i = 0; i < L->fn->nvars; i++) {
+    for (int i = 0; i < L->nassigned; i++) {
         L->assigned[i] = a_term ? b[i] : b_term ? a[i] : (char)(a[i] && b[i]);
     }
     L->terminated = a_term && b_term;
@@ -630,7 +673,7 @@ lower_boolop(Lower *L, PyObject *node)
     char *before = save_assigned(L);
     n->args = lower_expr_list(L, node, "values", &n->nargs);
     if (before != NULL) {
-        memcpy(L->assigned, before, (size_t)L->fn->nvars);
+        memcpy(L->assigned, before, (size_t)L->nassigned);
     }
     return n->args ? n : NULL;
 }
@@ -679,7 +722,7 @@ lower_ifexp(Lower *L, PyObject *node)
     if (before == NULL || (n->then = lower_attr_expr(L, node, "body")) == NULL) {
         return NULL;
     }
-    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    memcpy(L->assigned, before, (size_t)L->nassigned);
     n->els = lower_attr_expr(L, node, "orelse");
     return n->els ? n : NULL;
 }
@@ -699,7 +742,7 @@ resolve_object(Lower *L, PyObject *node, int *local)
         if (name == NULL) {
             return NULL;
         }
-        if (find_var(L->fn, name) != NULL) {
+        if (local_var(L, name) != NULL) {
             *local = 1;
             return NULL;
         }
@@ -761,7 +804,7 @@ lower_name(Lower *L, PyObject *node)
     if (name == NULL) {
         return NULL;
     }
-    CcVar *var = find_var(L->fn, name);
+    CcVar *var = local_var(L, name);
     if (var != NULL) {
         if (!L->assigned[var->index] && !L->terminated) {
             cc_error(L->fn, loc_of(L, node), "local variable '%s' may be used before it is "
@@ -832,7 +875,183 @@ lower_attribute(Lower *L, PyObject *node)
     return builtin_call(L, node, cc_builtin_attr(flavor), args, 1);
 }
 
-/* call := func '(' args ')'    func: a builtin, or expr '.conjugate' */
+/* ---- device functions ---- */
+
+static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
+static int lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
+static int collect_locals(Lower *L, PyObject *funcdef);
+static PyObject *closure_values(PyObject *pyfunc);
+
+/* A @numbavec.jit object: it can hand over its parsed source. */
+static int
+is_device_function(PyObject *obj)
+{
+    return !PyType_Check(obj) && PyObject_HasAttrString(obj, "_numbavec_device_source");
+}
+
+/* Recursion cannot be inlined: a TypingError naming the cycle "f -> g -> f". */
+static int
+check_recursion(Lower *L, PyObject *node, PyObject *callee, const char *name)
+{
+    int found = 0;
+    for (Lower *p = L; p != NULL && !found; p = p->parent) {
+        found = p->device == callee;
+    }
+    if (!found) {
+        return 0;
+    }
+    char chain[512] = "";
+    size_t used = 0;
+    const char *names[64];
+    int k = 0;
+    for (Lower *p = L; p != NULL && k < 64; p = p->parent) {
+        names[k++] = p->name;
+        if (p->device == callee) {
+            break;
+        }
+    }
+    for (int i = k - 1; i >= 0 && used < sizeof(chain); i--) {
+        used += (size_t)snprintf(chain + used, sizeof(chain) - used, "%s -> ", names[i]);
+    }
+    if (used < sizeof(chain)) {
+        snprintf(chain + used, sizeof(chain) - used, "%s", name);
+    }
+    return cc_error(L->fn, loc_of(L, node), "recursion is not supported in a kernel "
+                    "(device functions are inlined): %s", chain);
+}
+
+/* The CcSource of a device function from its (pyfunc, funcdef, location). */
+static CcSource *
+device_source(Lower *L, PyObject *info, PyObject **pyfunc, PyObject **funcdef)
+{
+    PyObject *filename, *lines;
+    CcSource *src = cc_alloc(L->fn->arena, sizeof(CcSource));
+    if (src == NULL) {
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(info, "OO(UiO!i)", pyfunc, funcdef, &filename, &src->first_line,
+                          &PyList_Type, &lines, &src->line_offset)) {
+        return NULL;
+    }
+    const char *fname = PyUnicode_AsUTF8AndSize(filename, NULL);
+    PyObject *name = PyObject_GetAttrString(*pyfunc, "__name__");
+    const char *nm = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+    src->filename = fname ? cc_strdup(L->fn->arena, fname) : NULL;
+    src->name = nm ? cc_strdup(L->fn->arena, nm) : NULL;
+    Py_XDECREF(name);
+    src->lines = lines;
+    /* the arena keeps everything the IR points into */
+    if (src->filename == NULL || src->name == NULL || cc_arena_keep(L->fn->arena, info) < 0) {
+        return NULL;
+    }
+    return src;
+}
+
+/* The inlined body: parameters assigned the arguments, then the statements. */
+static CcNode *
+inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int nargs)
+{
+    CcVar *params[TS_MAXARGS];
+    int nparams = 0;
+    if (lower_params(D, funcdef, params, &nparams) < 0) {
+        return NULL;
+    }
+    if (nparams != nargs) {
+        D->src = NULL;      /* the caller's mistake: point at the call */
+        cc_error(D->fn, loc_of(D->parent, node), "%s() takes %d argument(s), %d given",
+                 D->name, nparams, nargs);
+        return NULL;
+    }
+    if (collect_locals(D, funcdef) < 0) {
+        return NULL;
+    }
+    D->nassigned = D->fn->nvars;
+    D->assigned = cc_alloc(D->fn->arena, (size_t)D->nassigned + 1);
+    CcNode *body = D->assigned ? new_node(D, ND_BLOCK, funcdef) : NULL;
+    if (body == NULL || (body->args = cc_alloc(D->fn->arena, sizeof(CcNode *)
+                                               * (size_t)(nparams + 1))) == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < nparams; i++) {
+        CcNode *a = new_node(D->parent, ND_ASSIGN, node);
+        if (a == NULL) {
+            return NULL;
+        }
+        a->var = params[i];
+        a->rhs = args[i];
+        body->args[i] = a;
+        D->assigned[params[i]->index] = 1;
+    }
+    if ((body->args[nparams] = lower_block(D, funcdef, "body")) == NULL) {
+        return NULL;
+    }
+    body->args[nparams]->loc = body->loc;   /* "can end without returning" points at the def */
+    body->nargs = nparams + 1;
+    return body;
+}
+
+/*
+ * call := device_function '(' args ')'
+ *   The device function's body is lowered here, into variables of its own
+ *   ("name@n.var"), as an ND_INLINE expression: its parameters are assigned
+ *   the arguments, each return assigns the result variable and leaves the
+ *   body.  Typing happens where it is inlined, so every call site gets the
+ *   types of its own arguments.  Its names resolve in its own module.
+ */
+static CcNode *
+lower_device_call(Lower *L, PyObject *node, PyObject *callee)
+{
+    Lower D = {0};
+    PyObject *info = NULL, *funcdef = NULL;
+    CcNode *n = NULL;
+    int nargs;
+    CcNode **args = lower_expr_list(L, node, "args", &nargs);
+    if (args == NULL || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
+        goto done;
+    }
+    D.fn = L->fn;
+    D.parent = L;
+    D.device = callee;
+    if ((D.src = device_source(L, info, &D.pyfunc, &funcdef)) == NULL) {
+        goto done;
+    }
+    D.name = D.src->name;
+    if (check_recursion(L, node, callee, D.name) < 0) {
+        goto done;
+    }
+    if (nargs > TS_MAXARGS) {
+        cc_error(L->fn, loc_of(L, node), "too many arguments for %s()", D.name);
+        goto done;
+    }
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
+    D.prefix = cc_strdup(L->fn->arena, prefix);
+    D.result = D.prefix ? add_var(L->fn, scoped(&D, "return")) : NULL;
+    D.globals = get(D.pyfunc, "__globals__");
+    D.closure = closure_values(D.pyfunc);
+    if (D.result == NULL || D.globals == NULL || D.closure == NULL) {
+        goto done;
+    }
+    if (ast_kind(funcdef) != A_FUNCTIONDEF) {
+        PyErr_SetString(PyExc_TypeError, "numbavec: a device function's source must be an "
+                        "ast.FunctionDef");
+        goto done;
+    }
+    n = new_node(L, ND_INLINE, node);
+    if (n != NULL) {
+        n->var = D.result;
+        n->then = inline_body(&D, node, funcdef, args, nargs);
+        n = n->then ? n : NULL;
+    }
+done:
+    Py_XDECREF(D.globals);
+    Py_XDECREF(D.closure);
+    Py_XDECREF(info);
+    return n;
+}
+
+/* call := func '(' args ')'    func: a builtin, a device function, a type
+ *                              (a cast), or expr '.conjugate' */
 static CcNode *
 lower_call(Lower *L, PyObject *node)
 {
@@ -866,12 +1085,23 @@ lower_call(Lower *L, PyObject *node)
         }
         goto done;
     }
+    if (is_device_function(callee)) {
+        n = lower_device_call(L, node, callee);
+        Py_DECREF(callee);
+        goto done;
+    }
     int builtin = cc_builtin_lookup(callee);
+    TsType cast;
+    if (builtin == -1 && ts_type_check(callee, &cast) && cast.ndim == 0
+        && cast.kind < TS_NSCALAR) {
+        builtin = cc_builtin_cast(cast.kind);   /* numbavec.float32(x): a cast */
+    }
     if (builtin < 0) {
         if (builtin == -1) {
             PyObject *r = PyObject_Repr(callee);
             const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
-            cc_error(L->fn, loc_of(L, func), "%s cannot be called in a kernel", s ? s : "this");
+            cc_error(L->fn, loc_of(L, func), "%s cannot be called in a kernel%s", s ? s : "this",
+                     PyObject_HasAttrString(callee, "__code__") ? " (decorate it with @numbavec.jit)" : "");
             Py_XDECREF(r);
         }
         Py_DECREF(callee);
@@ -1013,7 +1243,7 @@ target_var(Lower *L, PyObject *target)
         return NULL;
     }
     const char *name = get_str(L, target, "id");
-    return name != NULL ? find_var(L->fn, name) : NULL;
+    return name != NULL ? local_var(L, name) : NULL;
 }
 
 static void
@@ -1163,10 +1393,12 @@ lower_return(Lower *L, PyObject *node)
     PyObject *value = get(node, "value");
     CcNode *n = NULL;
     if (value == Py_None) {
-        cc_error(L->fn, loc_of(L, node), "a kernel must return a value");
+        cc_error(L->fn, loc_of(L, node), "a %s must return a value",
+                 L->result ? "device function" : "kernel");
     }
     else if (value != NULL && (n = new_node(L, ND_RETURN, node)) != NULL) {
         n->lhs = lower_expr(L, value);
+        n->var = L->result;     /* inlined: assign the result, leave the body */
         n = n->lhs ? n : NULL;
     }
     Py_XDECREF(value);
@@ -1191,7 +1423,7 @@ lower_if(Lower *L, PyObject *node)
     }
     char *after_then = save_assigned(L);
     int then_term = L->terminated;
-    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = term_before;
     if (after_then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
         return NULL;
@@ -1212,7 +1444,7 @@ loop_body(Lower *L, PyObject *node, const char **before_out)
     L->loop_depth++;
     CcNode *body = lower_block(L, node, "body");
     L->loop_depth--;
-    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = 0;
     *before_out = before;
     return body;
@@ -1229,7 +1461,7 @@ lower_while(Lower *L, PyObject *node)
         || (n->els = lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
-    memcpy(L->assigned, before, (size_t)L->fn->nvars);
+    memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = 0;
     return n;
 }
@@ -1281,11 +1513,11 @@ lower_for(Lower *L, PyObject *node)
     }
     mark_assigned(L, n->var);           /* inside the body only */
     n->then = loop_body(L, node, &before);
-    memcpy(L->assigned, saved, (size_t)L->fn->nvars);
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
     if (n->then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
-    memcpy(L->assigned, saved, (size_t)L->fn->nvars);
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
     L->terminated = 0;
     result = n;
 done:
@@ -1394,9 +1626,10 @@ lower_block(Lower *L, PyObject *node, const char *attr)
 
 /* ---- the function ---- */
 
-/* parameters := name (',' name)*     no defaults, *args, **kwargs or keyword-only */
+/* parameters := name (',' name)*     no defaults, *args, **kwargs or keyword-only
+ * params (room for TS_MAXARGS) and *nparams receive the variables if given. */
 static int
-lower_params(Lower *L, PyObject *funcdef)
+lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
 {
     PyObject *args = get(funcdef, "args");
     int rc = -1;
@@ -1426,15 +1659,20 @@ lower_params(Lower *L, PyObject *funcdef)
             PyObject *lists[2] = {posonly, plain};
             for (int j = 0; rc == 0 && j < 2; j++) {
                 for (Py_ssize_t i = 0; rc == 0 && i < PyList_Size(lists[j]); i++) {
-                    const char *name = get_str(L, PyList_GetItem(lists[j], i), "arg");
+                    const char *name = scoped(L, get_str(L, PyList_GetItem(lists[j], i), "arg"));
                     CcVar *v = name ? add_var(L->fn, name) : NULL;
                     rc = v != NULL ? 0 : -1;
-                    if (v != NULL) {
-                        v->is_param = 1;
+                    if (v != NULL && L->prefix == NULL) {
+                        v->is_param = 1;    /* an inlined function's are plain locals */
+                    }
+                    if (params != NULL && v != NULL) {
+                        params[(*nparams)++] = v;
                     }
                 }
             }
-            L->fn->nparams = L->fn->nvars;
+            if (L->prefix == NULL) {
+                L->fn->nparams = L->fn->nvars;
+            }
         }
     }
     Py_XDECREF(kwonly);
@@ -1481,7 +1719,10 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     if (ast_table == NULL && build_ast_table() < 0) {
         return -1;
     }
-    Lower L = {fn, pyfunc, NULL, NULL, NULL, 0, 0};
+    Lower L = {0};
+    L.fn = fn;
+    L.pyfunc = pyfunc;
+    L.name = fn->name;
     int rc = -1;
     fn->body = new_node(&L, ND_BLOCK, funcdef);
     if (fn->body == NULL) {
@@ -1496,9 +1737,10 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
         PyErr_SetString(PyExc_TypeError, "numbavec: expected an ast.FunctionDef");
         goto done;
     }
-    if (lower_params(&L, funcdef) < 0 || collect_locals(&L, funcdef) < 0) {
+    if (lower_params(&L, funcdef, NULL, NULL) < 0 || collect_locals(&L, funcdef) < 0) {
         goto done;
     }
+    L.nassigned = fn->nvars;
     L.assigned = cc_alloc(fn->arena, (size_t)fn->nvars + 1);
     if (L.assigned == NULL) {
         goto done;

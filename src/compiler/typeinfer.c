@@ -428,6 +428,98 @@ check_real(Infer *in, CcNode *n, const CcType *t)
     return 0;
 }
 
+/* The complex kind a cmath function computes in: complex64 for float32
+ * and complex64 arguments, else complex128. */
+static TsKind
+complex_kind_of(const CcType *t)
+{
+    return float_kind_of(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+}
+
+/* cmath results are weak (Python complex/float) unless computed in single
+ * precision, as math.f's are. */
+static const CcType *
+cmath_result(const CcType *arg, int is_complex)
+{
+    if (float_kind_of(arg) == TS_FLOAT32) {
+        return cc_scalar_type(is_complex ? TS_COMPLEX64 : TS_FLOAT32);
+    }
+    return cc_weak_type(is_complex ? CT_WEAK_COMPLEX : CT_WEAK_FLOAT);
+}
+
+static const CcType *
+pair_type(Infer *in, const CcType *a, const CcType *b)
+{
+    CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
+    const CcType **elems = cc_alloc(in->fn->arena, 2 * sizeof(CcType *));
+    if (t == NULL || elems == NULL) {
+        return NULL;
+    }
+    elems[0] = a;
+    elems[1] = b;
+    t->kind = CT_TUPLE;
+    t->n = 2;
+    t->elems = elems;
+    return t;
+}
+
+/*
+ * cmath.f(z) := any number, taken as complex
+ *   exp log sqrt sin ... atanh   complex64 for float32/complex64, else
+ *                                a weak complex
+ *   phase(z)                     float32 or a weak float
+ *   polar(z)                     tuple(abs, phase) of those
+ *   rect(r, phi)                 r, phi real: complex, as exp
+ *   isnan isinf isfinite         bool
+ */
+static int
+cmath_call(Infer *in, CcNode *n, const CcType *t, const CcType **out)
+{
+    CcMathOp op = (CcMathOp)cc_builtin(n->builtin)->op;
+    switch (op) {
+    case M_PHASE:
+        *out = cmath_result(t, 0);
+        return 0;
+    case M_POLAR:
+        *out = pair_type(in, cmath_result(t, 0), cmath_result(t, 0));
+        return *out ? 0 : -1;
+    case M_RECT:
+        if (check_real(in, n, t) < 0) {
+            return -1;
+        }
+        *out = cmath_result(t, 1);
+        return 0;
+    case M_ISNAN: case M_ISINF: case M_ISFINITE:
+        *out = cc_scalar_type(TS_BOOL);
+        return 0;
+    default:
+        *out = cmath_result(t, 1);
+        return 0;
+    }
+}
+
+/*
+ * round(x)     Python's: half to even, an int (x's type if x is integral)
+ * round(x, n)  n integral: NumPy's np.round, x's type
+ */
+static int
+round_call(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *x = n->args[0]->ty;
+    if (check_real(in, n, x) < 0) {
+        return -1;
+    }
+    if (n->nargs == 2) {
+        if (!is_integral(n->args[1]->ty)) {
+            return type_error(in, n->args[1], "round() ndigits", n->args[1]->ty, NULL);
+        }
+        *out = is_bool(x) ? cc_weak_type(CT_WEAK_INT) : x;
+        return 0;
+    }
+    *out = is_integral(x) && !is_bool(x) ? x : cc_weak_type(CT_WEAK_INT);
+    return 0;
+}
+
 /*
  * call := builtin(args)
  *   abs(x)              x's type; complex gives its part's float kind
@@ -455,6 +547,12 @@ call(Infer *in, CcNode *n, const CcType **out)
     if (is_tuple(t)) {
         return check_real(in, n, t);
     }
+    if (b->op == M_LDEXP && !is_integral(n->args[1]->ty)) {
+        return type_error(in, n->args[1], "ldexp() exponent", n->args[1]->ty, NULL);
+    }
+    if (b->op == M_LDEXP) {
+        t = n->args[0]->ty;     /* the exponent does not widen the result */
+    }
     switch (b->flavor) {
     case FL_ABS:
         if (is_complex_type(t)) {
@@ -481,7 +579,8 @@ call(Infer *in, CcNode *n, const CcType **out)
         break;
     case FL_BOOL:
     case FL_MATH_PRED: case FL_NP_PRED:
-        if (b->flavor != FL_BOOL && check_real(in, n, t) < 0) {
+        /* np.isnan(z) is NumPy's: either part */
+        if (b->flavor == FL_MATH_PRED && check_real(in, n, t) < 0) {
             return -1;
         }
         t = cc_scalar_type(TS_BOOL);
@@ -502,7 +601,23 @@ call(Infer *in, CcNode *n, const CcType **out)
         }
         t = cc_weak_type(CT_WEAK_INT);
         break;
-    case FL_NP: case FL_NP_MINMAX:
+    case FL_CMATH:
+        return cmath_call(in, n, t, out);
+    case FL_ROUND:
+        return round_call(in, n, out);
+    case FL_NP_SIGN:
+        if (is_bool(t) || check_real(in, n, t) < 0) {
+            return is_bool(t) ? type_error(in, n, b->name, t, NULL) : -1;
+        }
+        t = t->kind == CT_SCALAR ? t : cc_scalar_type(cc_storage(t));
+        break;
+    case FL_NP:
+        if (is_complex_type(t) && cc_math_has_complex((CcMathOp)b->op)) {
+            t = cc_scalar_type(complex_kind_of(t));   /* np.exp(z): NumPy's complex loop */
+            break;
+        }
+        /* fall through */
+    case FL_NP_MINMAX:
         if (check_real(in, n, t) < 0) {
             return -1;
         }
@@ -578,6 +693,25 @@ make_tuple(Infer *in, CcNode *n, const CcType **out)
     return 0;
 }
 
+static int block(Infer *in, CcNode *n);
+
+/*
+ * inline := device_function(args)    the type of its result variable: the
+ *   promotion of everything its returns give, for these argument types
+ */
+static int
+inline_call(Infer *in, CcNode *n, const CcType **out)
+{
+    if (block(in, n->then) < 0) {
+        return -1;
+    }
+    *out = n->var->ty;
+    if (*out == UNKNOWN && in->final) {
+        return cc_error(in->fn, n->then->loc, "the device function never returns a value");
+    }
+    return 0;
+}
+
 static int
 expr(Infer *in, CcNode *n, const CcType **out)
 {
@@ -623,6 +757,9 @@ expr(Infer *in, CcNode *n, const CcType **out)
         break;
     case ND_GETITEM:
         rc = tuple_getitem(in, n, &t);
+        break;
+    case ND_INLINE:
+        rc = inline_call(in, n, &t);
         break;
     default:
         rc = cc_error(in->fn, n->loc, "internal error: statement in expression position");
@@ -737,6 +874,9 @@ ret(Infer *in, CcNode *n)
     }
     if (t == UNKNOWN) {
         return 0;
+    }
+    if (n->var != NULL) {
+        return assign(in, n, n->var, t);    /* a return of an inlined function */
     }
     if (in->ret == UNKNOWN) {
         in->ret = t;

@@ -288,6 +288,12 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     if (cc_lower(&fn, src->funcdef, src->pyfunc) < 0 || cc_typeinfer(&fn, sig) < 0) {
         goto done;
     }
+    if (cc_dump_flags() & CC_DUMP_IR) {
+        char label[TS_STRSIZE + 64], sigbuf[TS_STRSIZE];
+        snprintf(label, sizeof(label), "%.48s %s", src->name,
+                 ts_signature_str(sig, sigbuf, sizeof(sigbuf)));
+        cc_dump_ir(&fn, label);
+    }
     out->sig = *sig;
     out->sig.ret.kind = cc_storage(fn.ret);
     char kname[96], lname[96];
