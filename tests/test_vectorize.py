@@ -1057,3 +1057,71 @@ def test_ufuncs_are_independent_and_freed(target):
     h = compile_ufunc(add, ["f8(f8,f8)"], target)
     assert_same(h(x, x), x + x)
     assert h.py_func is add and g.py_func is mul
+
+
+# -- NaN inputs raise no invalid flag where NumPy raises none ------------------
+
+def _k_less(x, y):
+    return x < y
+
+
+def _k_less_equal_const(x, y):
+    return x <= 0.5
+
+
+def _k_py_min(x, y):
+    return min(x, y)
+
+
+def _k_np_minimum(x, y):
+    return np.minimum(x, y)
+
+
+def _k_np_maximum(x, y):
+    return np.maximum(x, y)
+
+
+def _k_floordiv(x, y):
+    return x // y
+
+
+def _k_mod(x, y):
+    return x % y
+
+
+@pytest.mark.parametrize("kernel, reference", [
+    (_k_less, np.less),
+    (_k_less_equal_const, lambda x, y: np.less_equal(x, 0.5)),
+    (_k_py_min, None),
+    (_k_np_minimum, np.minimum),
+    (_k_np_maximum, np.maximum),
+    (_k_floordiv, np.floor_divide),
+    (_k_mod, np.remainder),
+])
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+def test_nan_inputs_raise_no_invalid_flag(target, kernel, reference, dtype):
+    """x86 vector compares are signaling: NaN inputs must raise exactly the
+    flags NumPy's own loops raise (none, except for 0/0 or inf % x)."""
+    f = compile_ufunc(kernel, ["f4(f4,f4)", "f8(f8,f8)"], target)
+    x = np.array([1.0, np.nan, 3.0, np.inf, -np.inf, 2.0, np.nan] * 9, dtype)
+    y = np.array([np.nan, 2.0, 1.0, np.nan, 0.5, -0.0, np.nan] * 9, dtype)
+    for i in range(7):              # element by element: each flag, or none
+        xi, yi = x[i::7], y[i::7]
+        if reference is None:
+            with np.errstate(all="raise"):
+                f(xi, yi)
+            continue
+        with np.errstate(all="raise"):
+            try:
+                reference(xi, yi)
+                numpy_error = None
+            except FloatingPointError as exc:
+                numpy_error = str(exc).split(" encountered")[0]
+        with np.errstate(all="raise"):
+            if numpy_error is None:
+                f(xi, yi)
+            else:
+                with pytest.raises(FloatingPointError, match=numpy_error):
+                    f(xi, yi)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(f(xi, yi), np.asarray(reference(xi, yi)))

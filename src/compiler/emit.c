@@ -33,6 +33,7 @@ typedef struct Emit {
     int broken[MAX_LOOP_DEPTH];       /* a break reaches the loop's exit */
     LLVMBasicBlockRef inline_end;     /* where the innermost inlined function returns to */
     int inline_returned;              /* some return of it jumped there */
+    int fastmath;                     /* fast-math flags will be set: no NaNs */
 } Emit;
 
 /* ---- types and constants ---- */
@@ -183,6 +184,68 @@ raise_divbyzero_if(Emit *E, LLVMValueRef cond)
     LLVMPositionBuilderAtEnd(E->b, after);
 }
 
+/*
+ * An ordered relational comparison (<, <=, >, >=) that raises no invalid
+ * flag for a quiet NaN.  x86 implements these predicates with signaling
+ * compares (cmpltps & co.), so a plain `fcmp olt` would make NumPy warn
+ * "invalid value" where its own np.less does not; and LLVM, which assumes
+ * compares never trap, folds away any masking of NaN lanes done with floats.
+ * So the order is computed on integer keys of the bit patterns (monotonic
+ * in the float order, -0 below +0), and only the quiet predicates `ord` and
+ * `oeq` see the floats: a < b is ord(a, b) && key(a) < key(b) && !(a == b).
+ * Under fastmath (no NaNs) the plain compare is used.
+ */
+static LLVMValueRef
+order_key(Emit *E, LLVMValueRef x)
+{
+    LLVMTypeRef ft = LLVMTypeOf(x);
+    int vector = LLVMGetTypeKind(ft) == LLVMVectorTypeKind;
+    LLVMTypeRef scalar = vector ? LLVMGetElementType(ft) : ft;
+    unsigned bits = LLVMGetTypeKind(scalar) == LLVMFloatTypeKind ? 32 : 64;
+    LLVMTypeRef it = LLVMIntTypeInContext(E->ctx, bits);
+    LLVMValueRef bitsv = LLVMBuildBitCast(E->b, x, it, "bits");
+    /* negative values: flip the magnitude bits, so larger magnitudes order lower */
+    LLVMValueRef sign = LLVMBuildAShr(E->b, bitsv, LLVMConstInt(it, bits - 1, 0), "");
+    LLVMValueRef flip = LLVMBuildLShr(E->b, sign, LLVMConstInt(it, 1, 0), "");
+    return LLVMBuildXor(E->b, bitsv, flip, "key");
+}
+
+static LLVMValueRef
+quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, const char *name)
+{
+    LLVMIntPredicate ip;
+    switch (pred) {
+    case LLVMRealOLT:
+        ip = LLVMIntSLT;
+        break;
+    case LLVMRealOLE:
+        ip = LLVMIntSLE;
+        break;
+    case LLVMRealOGT:
+        ip = LLVMIntSGT;
+        break;
+    case LLVMRealOGE:
+        ip = LLVMIntSGE;
+        break;
+    default:
+        return LLVMBuildFCmp(E->b, pred, a, b, name);
+    }
+    if (E->fastmath) {
+        return LLVMBuildFCmp(E->b, pred, a, b, name);
+    }
+    LLVMValueRef ord = LLVMBuildFCmp(E->b, LLVMRealORD, a, b, "ord");
+    LLVMValueRef eq = LLVMBuildFCmp(E->b, LLVMRealOEQ, a, b, "eq");
+    LLVMValueRef order = LLVMBuildICmp(E->b, ip, order_key(E, a), order_key(E, b), "");
+    LLVMValueRef r;
+    if (pred == LLVMRealOLE || pred == LLVMRealOGE) {
+        r = LLVMBuildOr(E->b, order, eq, "");          /* -0 <= +0 and +0 <= -0 */
+    }
+    else {
+        r = LLVMBuildAnd(E->b, order, LLVMBuildNot(E->b, eq, ""), "");
+    }
+    return LLVMBuildAnd(E->b, r, ord, name);
+}
+
 /* ---- conversions ---- */
 
 static LLVMValueRef truthy(Emit *E, LLVMValueRef v, TsKind k);
@@ -196,7 +259,7 @@ float_to_int(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
     LLVMValueRef s = intrinsic(E, "llvm.fptosi.sat", over, 2, &v, 1);
     if (to == TS_UINT64) {
         LLVMValueRef u = intrinsic(E, "llvm.fptoui.sat", over, 2, &v, 1);
-        LLVMValueRef neg = LLVMBuildFCmp(E->b, LLVMRealOLT, v, real_const(E, from, 0.0), "");
+        LLVMValueRef neg = quiet_fcmp(E, LLVMRealOLT, v, real_const(E, from, 0.0), "");
         return LLVMBuildSelect(E->b, neg, s, u, "f2u64");
     }
     /* narrower kinds wrap from int64, as NumPy's casts do on x86-64 */
@@ -439,8 +502,8 @@ float_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef mod = LLVMBuildFRem(E->b, a, b, "fmod");
     LLVMValueRef div = LLVMBuildFDiv(E->b, LLVMBuildFSub(E->b, a, mod, ""), b, "div");
     LLVMValueRef mod_nz = LLVMBuildFCmp(E->b, LLVMRealUNE, mod, zero, "");
-    LLVMValueRef b_neg = LLVMBuildFCmp(E->b, LLVMRealOLT, b, zero, "");
-    LLVMValueRef mod_neg = LLVMBuildFCmp(E->b, LLVMRealOLT, mod, zero, "");
+    LLVMValueRef b_neg = quiet_fcmp(E, LLVMRealOLT, b, zero, "");
+    LLVMValueRef mod_neg = quiet_fcmp(E, LLVMRealOLT, mod, zero, "");
     LLVMValueRef fix = LLVMBuildAnd(E->b, mod_nz, LLVMBuildXor(E->b, b_neg, mod_neg, ""), "fix");
     LLVMValueRef b_zero = LLVMBuildFCmp(E->b, LLVMRealOEQ, b, zero, "b.zero");
     if (op == OP_MOD) {
@@ -450,7 +513,7 @@ float_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     }
     div = LLVMBuildSelect(E->b, fix, LLVMBuildFSub(E->b, div, one, ""), div, "");
     LLVMValueRef fl = floor_of(E, k, div);
-    LLVMValueRef up = LLVMBuildFCmp(E->b, LLVMRealOGT, LLVMBuildFSub(E->b, div, fl, ""),
+    LLVMValueRef up = quiet_fcmp(E, LLVMRealOGT, LLVMBuildFSub(E->b, div, fl, ""),
                                     real_const(E, k, 0.5), "");
     fl = LLVMBuildSelect(E->b, up, LLVMBuildFAdd(E->b, fl, one, ""), fl, "");
     LLVMValueRef quotient = LLVMBuildFDiv(E->b, a, b, "q");
@@ -506,7 +569,7 @@ complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
     LLVMBasicBlockRef bb_re = new_block(E, "cdiv.re"), bb_im = new_block(E, "cdiv.im");
     LLVMBasicBlockRef bb_zero = new_block(E, "cdiv.zero"), bb_smith = new_block(E, "cdiv.smith");
     LLVMBasicBlockRef done = new_block(E, "cdiv.done");
-    LLVMBuildCondBr(E->b, LLVMBuildFCmp(E->b, LLVMRealOGE, ac, ad, ""), bb_re, bb_im);
+    LLVMBuildCondBr(E->b, quiet_fcmp(E, LLVMRealOGE, ac, ad, ""), bb_re, bb_im);
 
     LLVMPositionBuilderAtEnd(E->b, bb_re);
     LLVMValueRef both_zero = LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, ac, zero, ""),
@@ -744,7 +807,7 @@ compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, LLVMValueRef 
         return op == OP_EQ ? LLVMBuildAnd(E->b, re, im, "ceq") : LLVMBuildOr(E->b, re, im, "cne");
     }
     if (ts_is_float(k)) {
-        return LLVMBuildFCmp(E->b, real_pred(op), a, b, "cmp");
+        return quiet_fcmp(E, real_pred(op), a, b, "cmp");
     }
     return LLVMBuildICmp(E->b, int_pred(op, k != TS_BOOL && ts_is_signed(k)), a, b, "cmp");
 }
@@ -898,8 +961,7 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         [M_LOG10] = "llvm.log10", [M_SQRT] = "llvm.sqrt", [M_SIN] = "llvm.sin",
         [M_COS] = "llvm.cos", [M_FABS] = "llvm.fabs", [M_FLOOR] = "llvm.floor",
         [M_CEIL] = "llvm.ceil", [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
-        [M_COPYSIGN] = "llvm.copysign", [M_MINIMUM] = "llvm.minimum",
-        [M_MAXIMUM] = "llvm.maximum", [M_NONE] = NULL,
+        [M_COPYSIGN] = "llvm.copysign", [M_NONE] = NULL,
     };
     static const char *const libm_names[] = {
         [M_EXPM1] = "expm1", [M_LOG1P] = "log1p", [M_TAN] = "tan", [M_ASIN] = "asin",
@@ -919,12 +981,20 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         return LLVMBuildFMul(E->b, a[0], a[0], "square");
     case M_FMOD:
         return LLVMBuildFRem(E->b, a[0], a[1], "fmod");
+    case M_MINIMUM: case M_MAXIMUM: {
+        /* NumPy's definition, (a < b || isnan(a)) ? a : b, with quiet
+         * compares only: a NaN in either operand propagates, no flag */
+        LLVMRealPredicate p = op == M_MINIMUM ? LLVMRealOLT : LLVMRealOGT;
+        LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a[0], a[0], "");
+        LLVMValueRef pick_a = LLVMBuildOr(E->b, quiet_fcmp(E, p, a[0], a[1], ""), a_nan, "");
+        return LLVMBuildSelect(E->b, pick_a, a[0], a[1], op == M_MINIMUM ? "minimum" : "maximum");
+    }
     case M_ISNAN:
         return LLVMBuildFCmp(E->b, LLVMRealUNO, a[0], a[0], "isnan");
     case M_ISINF:
         return LLVMBuildFCmp(E->b, LLVMRealOEQ, fabs_of(E, k, a[0]), inf, "isinf");
     case M_ISFINITE:
-        return LLVMBuildFCmp(E->b, LLVMRealOLT, fabs_of(E, k, a[0]), inf, "isfinite");
+        return LLVMBuildFCmp(E->b, LLVMRealONE, fabs_of(E, k, a[0]), inf, "isfinite");
     default:
         break;
     }
@@ -946,7 +1016,7 @@ minmax(Emit *E, CcNode *n, TsKind k, int is_max)
         }
         LLVMValueRef better;
         if (ts_is_float(k)) {
-            better = LLVMBuildFCmp(E->b, is_max ? LLVMRealOGT : LLVMRealOLT, x, best, "");
+            better = quiet_fcmp(E, is_max ? LLVMRealOGT : LLVMRealOLT, x, best, "");
         }
         else {
             int s = k != TS_BOOL && ts_is_signed(k);
@@ -1599,7 +1669,8 @@ LLVMValueRef
 cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
                  int fastmath)
 {
-    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}, NULL, 0};
+    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}, NULL, 0, 0};
+    E.fastmath = fastmath;
     E.func = declare(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
