@@ -14,6 +14,6 @@ from numbavec._core import (  # noqa: F401  the types, with Numba's names
 
 __version__ = "0.1.0"
 
-from numbavec.decorators import vectorize  # noqa: E402
+from numbavec.decorators import guvectorize, vectorize  # noqa: E402
 
-__all__ = ["vectorize", "TypingError", "Type", "Signature"]
+__all__ = ["vectorize", "guvectorize", "TypingError", "Type", "Signature"]
