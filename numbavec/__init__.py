@@ -14,9 +14,9 @@ from numbavec._core import (  # noqa: F401  the types, with Numba's names
 
 __version__ = "0.1.0"
 
-from numbavec.decorators import DeviceFunction, jit, vectorize  # noqa: E402
+from numbavec.decorators import DeviceFunction, guvectorize, jit, vectorize  # noqa: E402
 from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
 from numbavec import cuda  # noqa: E402,F401
 
-__all__ = ["vectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type", "Signature",
-           "get_num_threads", "set_num_threads"]
+__all__ = ["vectorize", "guvectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type",
+           "Signature", "get_num_threads", "set_num_threads"]

@@ -1,4 +1,4 @@
-"""The decorators users write: ``@vectorize`` (and, later, ``@guvectorize``).
+"""The decorators users write: ``@vectorize`` and ``@guvectorize``.
 
 Everything that compiles, dispatches or moves data is C (``numbavec._core``);
 this module only sorts out the arguments, reads the source and decorates the
@@ -19,10 +19,10 @@ def _is_function(obj):
     return inspect.isfunction(obj)
 
 
-def _check_options(kwargs):
-    unknown = set(kwargs) - _OPTIONS
+def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
+    unknown = set(kwargs) - allowed
     if unknown:
-        raise TypeError(f"vectorize() got unexpected option(s): {', '.join(sorted(unknown))}")
+        raise TypeError(f"{who}() got unexpected option(s): {', '.join(sorted(unknown))}")
     target = kwargs.get("target", "cpu")
     if target not in _TARGETS:
         raise ValueError(f"unknown target {target!r} (choose 'cpu', 'parallel', 'cuda' or 'gpu')")
@@ -155,3 +155,63 @@ def jit(func=None, **options):
     if func is None:
         return lambda f: DeviceFunction(f, options)
     return DeviceFunction(func, options)
+
+
+_GU_OPTIONS = _OPTIONS | {"writable_args"}
+
+
+def guvectorize(*args, **kwargs):
+    """Compile a kernel over arrays into a NumPy generalized ufunc.
+
+    ``@guvectorize(signatures, layout, target='cpu')``: ``signatures`` as for
+    vectorize but returning void (``'void(float64[:], float64, float64[:])'``
+    or the argument tuple ``'(float64[:], float64[:])'``), ``layout`` a NumPy
+    gufunc signature such as ``'(n),()->(n)'``.  A layout without ``->`` has
+    no outputs: the kernel writes into its inputs, and the writes reach the
+    caller's arrays.  Options: ``target`` ('cpu', 'parallel'), ``identity``,
+    ``writable_args`` (indices or names of inputs the kernel writes; inputs
+    it assigns to are writable anyway), ``fastmath``, ``boundscheck``
+    (default True: an index out of bounds raises IndexError), ``nopython``
+    and ``cache`` (accepted).  Returns a real ``numpy.ufunc``.
+    """
+    if len(args) == 1 and "layout" in kwargs:
+        args = (args[0], kwargs.pop("layout"))
+    if len(args) != 2:
+        raise TypeError("guvectorize(signatures, layout, **options) needs signatures and a "
+                        "layout, e.g. guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
+    signatures, layout = args
+    if _is_function(signatures):
+        raise TypeError("guvectorize needs signatures and a layout: "
+                        "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
+    target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
+    if isinstance(signatures, (list, tuple)) and len(signatures) == 0:
+        raise TypeError("guvectorize needs at least one signature in this build")
+
+    def decorate(pyfunc):
+        if not _is_function(pyfunc):
+            raise TypeError(f"guvectorize decorates a Python function, not {pyfunc!r}")
+        src = KernelSource(pyfunc)
+        writable = _writable_indices(pyfunc, kwargs.get("writable_args", ()))
+        ufunc = _core.guvectorize(
+            pyfunc, src.funcdef, src.location, signatures, layout, target=target,
+            identity=kwargs.get("identity"), writable_args=writable,
+            fastmath=bool(kwargs.get("fastmath", False)),
+            boundscheck=bool(kwargs.get("boundscheck", True)),
+            name=pyfunc.__name__, doc=pyfunc.__doc__)
+        _decorate(ufunc, pyfunc, src)
+        return ufunc
+
+    return decorate
+
+
+def _writable_indices(pyfunc, writable):
+    """writable_args as indices: names are looked up among pyfunc's parameters."""
+    params = list(inspect.signature(pyfunc).parameters)
+    out = []
+    for w in writable:
+        if isinstance(w, str):
+            if w not in params:
+                raise ValueError(f"writable_args: {pyfunc.__name__}() has no argument {w!r}")
+            w = params.index(w)
+        out.append(w)
+    return tuple(out)

@@ -52,6 +52,7 @@ typedef enum CcTypeKind {
     CT_SCALAR,
     CT_WEAK_INT, CT_WEAK_FLOAT, CT_WEAK_COMPLEX,
     CT_TUPLE,
+    CT_ARRAY,             /* a gufunc kernel's array argument: scalar, n = ndim */
 } CcTypeKind;
 
 typedef struct CcType CcType;
@@ -64,6 +65,7 @@ struct CcType {
 
 const CcType *cc_scalar_type(TsKind kind);   /* static singletons */
 const CcType *cc_weak_type(CcTypeKind kind);
+const CcType *cc_array_type(TsKind kind, int ndim);   /* static singletons */
 TsKind cc_storage(const CcType *t);          /* the kind a value is held in */
 int cc_is_weak(const CcType *t);
 /* NumPy 2's result_type of two value types (weak rules of NEP 50). */
@@ -97,7 +99,15 @@ typedef enum CcNodeKind {
     ND_BREAK,
     ND_CONTINUE,
     ND_EXPR,       /* lhs evaluated for its effects */
+    /* arrays (gufunc kernels) */
+    ND_INDEX,      /* lhs[args[0], ...]: an element of the array lhs (expression) */
+    ND_ARRAYATTR,  /* lhs.shape / .size / .ndim or len(lhs): index is a CcArrayAttr */
+    ND_SETITEM,    /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it) */
 } CcNodeKind;
+
+typedef enum CcArrayAttr {
+    AA_SHAPE, AA_SIZE, AA_NDIM, AA_LEN,
+} CcArrayAttr;
 
 typedef enum CcOp {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
@@ -162,7 +172,8 @@ typedef struct CcFunction {
     int nparams;
     int ninline;             /* device functions inlined so far (name prefixes) */
     CcNode *body;            /* ND_BLOCK */
-    const CcType *ret;       /* declared (scalar) or inferred */
+    const CcType *ret;       /* declared (scalar) or inferred; NULL: void (gufunc) */
+    int boundscheck;         /* gufunc kernels: check indices (cc_emit_gufunc_kernel) */
 } CcFunction;
 
 /* ---- lower.c ---- */
@@ -268,6 +279,20 @@ LLVMValueRef cc_emit_cmath(LLVMBuilderRef b, LLVMModuleRef mod, CcMathOp op, TsK
 
 /* Prints fn's typed IR to stderr (NUMBAVEC_DUMP=ir); label names it. */
 void cc_dump_ir(const CcFunction *fn, const char *label);
+/*
+ * Emits a gufunc kernel (sig->ret.kind == TS_VOID, cc_typeinfer'd) as an
+ * internal, always-inline function `i32 name(params)`: a scalar argument
+ * is one parameter of its value type, an array argument of ndim d is
+ * (ptr data, i64 shape[d], i64 strides[d]), strides in bytes.  Bit k of
+ * unit_stride says that array argument k's last dimension has unit
+ * element stride (its stride parameter is then ignored, so LLVM sees
+ * consecutive accesses).  Returns 0, or CC_STATUS_INDEX when an index was
+ * out of bounds (fn->boundscheck): the kernel stops there.  NULL with an
+ * exception on failure.
+ */
+enum { CC_STATUS_OK = 0, CC_STATUS_INDEX = 1 };
+LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                                   const char *name, int fastmath, unsigned long long unit_stride);
 
 /* ---- jit.c ---- */
 

@@ -34,7 +34,19 @@ typedef struct Emit {
     LLVMBasicBlockRef inline_end;     /* where the innermost inlined function returns to */
     int inline_returned;              /* some return of it jumped there */
     int fastmath;                     /* fast-math flags will be set: no NaNs */
+    /* gufunc kernels (cc_emit_gufunc_kernel) */
+    int gufunc;                       /* returns an i32 status, not a value */
+    LLVMBasicBlockRef index_error;    /* `ret CC_STATUS_INDEX`, made on first use */
 } Emit;
+
+/* An array parameter: its data pointer, shape and byte strides (SSA values;
+ * an array is never assigned).  var->slot points at one. */
+typedef struct ArrayVal {
+    LLVMValueRef data;
+    LLVMValueRef shape[TS_MAXDIMS];
+    LLVMValueRef stride[TS_MAXDIMS];
+    int unit_last;                    /* last dimension: unit element stride */
+} ArrayVal;
 
 /* ---- types and constants ---- */
 
@@ -1348,10 +1360,118 @@ inline_call(Emit *E, CcNode *n)
                           n->var->name);
 }
 
+/* ---- arrays (gufunc kernels) ---- */
+
+/* The block that ends the kernel with CC_STATUS_INDEX. */
+static LLVMBasicBlockRef
+index_error_block(Emit *E)
+{
+    if (E->index_error == NULL) {
+        LLVMBasicBlockRef here = LLVMGetInsertBlock(E->b);
+        E->index_error = new_block(E, "index.error");
+        LLVMPositionBuilderAtEnd(E->b, E->index_error);
+        LLVMBuildRet(E->b, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_INDEX, 0));
+        LLVMPositionBuilderAtEnd(E->b, here);
+    }
+    return E->index_error;
+}
+
+/*
+ * The address of a[i, j, ...]: data + sum(index_k * stride_k), a negative
+ * index counting from the end (Python).  With boundscheck an index still
+ * outside [0, shape) ends the kernel with CC_STATUS_INDEX; LLVM removes
+ * the check where the loop bounds prove it (for i in range(len(a))).
+ */
+static LLVMValueRef
+element_address(Emit *E, CcNode *n)
+{
+    ArrayVal *a = n->lhs->var->slot;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
+    LLVMValueRef offset = LLVMConstInt(i64, 0, 0);
+    for (int k = 0; k < n->nargs; k++) {
+        LLVMValueRef idx = expr_as(E, n->args[k], TS_INT64);
+        if (idx == NULL) {
+            return NULL;
+        }
+        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, idx, LLVMConstInt(i64, 0, 0), "neg");
+        LLVMValueRef wrapped = LLVMBuildAdd(E->b, idx, a->shape[k], "");
+        idx = LLVMBuildSelect(E->b, neg, wrapped, idx, "idx");
+        if (E->fn->boundscheck) {
+            LLVMValueRef bad = LLVMBuildICmp(E->b, LLVMIntUGE, idx, a->shape[k], "oob");
+            LLVMBasicBlockRef ok = new_block(E, "index.ok");
+            LLVMBuildCondBr(E->b, bad, index_error_block(E), ok);
+            LLVMPositionBuilderAtEnd(E->b, ok);
+        }
+        LLVMValueRef stride = a->stride[k];
+        if (k == n->nargs - 1 && a->unit_last) {
+            stride = LLVMConstInt(i64, (unsigned long long)ts_itemsize(n->lhs->var->ty->scalar), 0);
+        }
+        offset = LLVMBuildNSWAdd(E->b, offset, LLVMBuildNSWMul(E->b, idx, stride, ""), "off");
+    }
+    return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &offset, 1,
+                                 "elem");
+}
+
+static LLVMValueRef
+load_element(Emit *E, CcNode *n)
+{
+    LLVMValueRef p = element_address(E, n);
+    return p ? cc_load(E->b, n->lhs->var->ty->scalar, p, n->lhs->var->name) : NULL;
+}
+
+static LLVMValueRef
+array_attr(Emit *E, CcNode *n)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
+    const CcType *t = n->lhs->kind == ND_VAR ? n->lhs->var->ty : n->lhs->ty;
+    if (t->kind == CT_TUPLE) {
+        return LLVMConstInt(i64, (unsigned long long)t->n, 0);    /* len(tuple) */
+    }
+    ArrayVal *a = n->lhs->var->slot;
+    switch ((CcArrayAttr)n->index) {
+    case AA_LEN:
+        return a->shape[0];
+    case AA_NDIM:
+        return LLVMConstInt(i64, (unsigned long long)t->n, 0);
+    case AA_SIZE: {
+        LLVMValueRef size = LLVMConstInt(i64, 1, 0);
+        for (int k = 0; k < t->n; k++) {
+            size = LLVMBuildNSWMul(E->b, size, a->shape[k], "size");
+        }
+        return size;
+    }
+    case AA_SHAPE: {
+        LLVMValueRef v = LLVMGetUndef(type_of(E, n->ty));
+        for (int k = 0; k < t->n; k++) {
+            v = LLVMBuildInsertValue(E->b, v, a->shape[k], (unsigned)k, "shape");
+        }
+        return v;
+    }
+    }
+    return NULL;
+}
+
+static int
+setitem(Emit *E, CcNode *n)
+{
+    TsKind kind = n->lhs->lhs->var->ty->scalar;
+    LLVMValueRef v = expr(E, n->rhs);
+    LLVMValueRef p = v != NULL ? element_address(E, n->lhs) : NULL;
+    if (p == NULL) {
+        return -1;
+    }
+    cc_store(E->b, kind, convert_type(E, v, n->rhs->ty, cc_scalar_type(kind)), p);
+    return 0;
+}
+
 static LLVMValueRef
 expr(Emit *E, CcNode *n)
 {
     switch (n->kind) {
+    case ND_INDEX:
+        return load_element(E, n);
+    case ND_ARRAYATTR:
+        return array_attr(E, n);
     case ND_CONST:
         return constant(E, n);
     case ND_VAR:
@@ -1591,6 +1711,13 @@ stmt(Emit *E, CcNode *n)
         }
         return 0;
     case ND_RETURN:
+        if (E->gufunc && n->var == NULL) {
+            /* a gufunc kernel's own return (a device function's inlined
+             * return, n->var set, only leaves the inlined body) */
+            LLVMBuildRet(E->b, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_OK, 0));
+            E->reachable = 0;
+            return 0;
+        }
         if ((v = expr(E, n->lhs)) == NULL) {
             return -1;
         }
@@ -1619,6 +1746,8 @@ stmt(Emit *E, CcNode *n)
         return 0;
     case ND_EXPR:
         return expr(E, n->lhs) != NULL ? 0 : -1;
+    case ND_SETITEM:
+        return setitem(E, n);
     default:
         return cc_error(E->fn, n->loc, "internal error: cannot emit this statement");
     }
@@ -1696,6 +1825,116 @@ cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, cons
     }
     if (rc == 0) {
         /* blocks left open after a return or jump are unreachable */
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(E.func); bb; bb = LLVMGetNextBasicBlock(bb)) {
+            if (LLVMGetBasicBlockTerminator(bb) == NULL) {
+                LLVMPositionBuilderAtEnd(E.b, bb);
+                LLVMBuildUnreachable(E.b);
+            }
+        }
+        if (fastmath) {
+            set_fastmath(E.func);
+        }
+    }
+    LLVMDisposeBuilder(E.b);
+    if (rc < 0) {
+        LLVMDeleteFunction(E.func);
+        return NULL;
+    }
+    return E.func;
+}
+
+/* ---- gufunc kernels ---- */
+
+/* i32 name(params): scalars as values; arrays as (ptr, shape..., strides...). */
+static LLVMValueRef
+declare_gufunc(Emit *E, const TsSignature *sig, const char *name)
+{
+    LLVMTypeRef params[TS_MAXARGS * (1 + 2 * TS_MAXDIMS)];
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
+    unsigned np = 0;
+    for (int i = 0; i < sig->nargs; i++) {
+        if (sig->args[i].ndim == 0) {
+            params[np++] = cc_value_type(E->ctx, sig->args[i].kind);
+            continue;
+        }
+        params[np++] = LLVMPointerTypeInContext(E->ctx, 0);
+        for (int k = 0; k < 2 * sig->args[i].ndim; k++) {
+            params[np++] = i64;
+        }
+    }
+    LLVMTypeRef fty = LLVMFunctionType(LLVMInt32TypeInContext(E->ctx), params, np, 0);
+    LLVMValueRef f = LLVMAddFunction(E->mod, name, fty);
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    add_fn_attr(E, f, "alwaysinline", 0);
+    add_fn_attr(E, f, "nounwind", 0);
+    return f;
+}
+
+/* Binds parameter var (argument i, first LLVM parameter *p) to its value. */
+static int
+bind_param(Emit *E, CcVar *var, const TsType *t, unsigned *p, unsigned long long unit_stride,
+           int i)
+{
+    char name[96];
+    if (t->ndim == 0) {
+        LLVMValueRef v = LLVMGetParam(E->func, (*p)++);
+        LLVMSetValueName2(v, var->name, strlen(var->name));
+        var->slot = LLVMBuildAlloca(E->b, type_of(E, var->ty), var->name);
+        store_var(E, var, v, cc_scalar_type(t->kind));
+        return 0;
+    }
+    ArrayVal *a = cc_alloc(E->fn->arena, sizeof(ArrayVal));
+    if (a == NULL) {
+        return -1;
+    }
+    a->data = LLVMGetParam(E->func, (*p)++);
+    snprintf(name, sizeof(name), "%s.data", var->name);
+    LLVMSetValueName2(a->data, name, strlen(name));
+    for (int k = 0; k < t->ndim; k++) {
+        a->shape[k] = LLVMGetParam(E->func, (*p)++);
+        snprintf(name, sizeof(name), "%s.shape%d", var->name, k);
+        LLVMSetValueName2(a->shape[k], name, strlen(name));
+    }
+    for (int k = 0; k < t->ndim; k++) {
+        a->stride[k] = LLVMGetParam(E->func, (*p)++);
+        snprintf(name, sizeof(name), "%s.stride%d", var->name, k);
+        LLVMSetValueName2(a->stride[k], name, strlen(name));
+    }
+    a->unit_last = i < 64 && (unit_stride >> i) & 1;
+    var->slot = a;
+    return 0;
+}
+
+LLVMValueRef
+cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                      const char *name, int fastmath, unsigned long long unit_stride)
+{
+    Emit E = {.fn = fn, .ctx = LLVMGetModuleContext(mod), .mod = mod, .reachable = 1,
+              .gufunc = 1};
+    E.func = declare_gufunc(&E, sig, name);
+    E.b = LLVMCreateBuilderInContext(E.ctx);
+    LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
+    unsigned p = 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < fn->nvars; i++) {
+        CcVar *v = fn->vars[i];
+        if (v->is_param) {
+            rc = bind_param(&E, v, &sig->args[i], &p, unit_stride, i);
+        }
+        else {
+            v->slot = v->ty != NULL ? LLVMBuildAlloca(E.b, type_of(&E, v->ty), v->name) : NULL;
+        }
+    }
+    LLVMBasicBlockRef body = new_block(&E, "body");
+    LLVMBuildBr(E.b, body);
+    continue_at(&E, body, 1);
+    if (rc == 0) {
+        rc = block(&E, fn->body);
+    }
+    if (rc == 0) {
+        if (E.reachable) {
+            LLVMBuildRet(E.b, LLVMConstInt(LLVMInt32TypeInContext(E.ctx), CC_STATUS_OK, 0));
+        }
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(E.func); bb; bb = LLVMGetNextBasicBlock(bb)) {
             if (LLVMGetBasicBlockTerminator(bb) == NULL) {
                 LLVMPositionBuilderAtEnd(E.b, bb);

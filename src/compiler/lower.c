@@ -844,7 +844,61 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
     return n;
 }
 
-/* attribute := expr '.' ('real' | 'imag')  |  module '.' name */
+/* ---- arrays (gufunc kernels) ---- */
+
+/* Nonzero when node is the name of a parameter: only parameters can be
+ * arrays, so only their subscripts are array indexing. */
+static int
+is_param_name(Lower *L, PyObject *node)
+{
+    if (ast_kind(node) != A_NAME) {
+        return 0;
+    }
+    const char *name = get_str(L, node, "id");
+    CcVar *var = name != NULL ? find_var(L->fn, name) : NULL;
+    PyErr_Clear();
+    return var != NULL && var->is_param;
+}
+
+/* index := name '[' expr (',' expr)* ']'     (typeinfer checks it is an array) */
+static CcNode *
+lower_index(Lower *L, PyObject *node)
+{
+    CcNode *n = new_node(L, ND_INDEX, node);
+    PyObject *slice = get(node, "slice");
+    CcNode *result = NULL;
+    if (n == NULL || slice == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
+        goto done;
+    }
+    if (ast_kind(slice) == A_TUPLE) {
+        n->args = lower_expr_list(L, slice, "elts", &n->nargs);
+    }
+    else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
+        n->nargs = 1;
+        n->args[0] = lower_expr(L, slice);
+        if (n->args[0] == NULL) {
+            n->args = NULL;
+        }
+    }
+    result = n->args != NULL ? n : NULL;
+done:
+    Py_XDECREF(slice);
+    return result;
+}
+
+/* The attributes of an array: a.shape, a.size, a.ndim (and len(a)). */
+static CcNode *
+array_attr(Lower *L, PyObject *at, CcArrayAttr which, CcNode *array)
+{
+    CcNode *n = new_node(L, ND_ARRAYATTR, at);
+    if (n != NULL) {
+        n->index = which;
+        n->lhs = array;
+    }
+    return n;
+}
+
+/* attribute := expr '.' ('real' | 'imag' | 'shape' | 'size' | 'ndim')  |  module '.' name */
 static CcNode *
 lower_attribute(Lower *L, PyObject *node)
 {
@@ -861,6 +915,13 @@ lower_attribute(Lower *L, PyObject *node)
     const char *attr = get_str(L, node, "attr");
     if (attr == NULL) {
         return NULL;
+    }
+    static const char *const array_attrs[] = {"shape", "size", "ndim"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(attr, array_attrs[i]) == 0) {
+            CcNode *array = lower_attr_expr(L, node, "value");
+            return array != NULL ? array_attr(L, node, (CcArrayAttr)i, array) : NULL;
+        }
     }
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
@@ -1050,7 +1111,19 @@ done:
     return n;
 }
 
-/* call := func '(' args ')'    func: a builtin, a device function, a type
+static int
+is_builtin_len(PyObject *callee)
+{
+    PyObject *builtins = PyImport_ImportModule("builtins");
+    PyObject *len = builtins != NULL ? PyObject_GetAttrString(builtins, "len") : NULL;
+    int same = len != NULL && callee == len;
+    Py_XDECREF(len);
+    Py_XDECREF(builtins);
+    PyErr_Clear();
+    return same;
+}
+
+/* call := func '(' args ')'    func: a builtin, len, a device function, a type
  *                              (a cast), or expr '.conjugate' */
 static CcNode *
 lower_call(Lower *L, PyObject *node)
@@ -1088,6 +1161,17 @@ lower_call(Lower *L, PyObject *node)
     if (is_device_function(callee)) {
         n = lower_device_call(L, node, callee);
         Py_DECREF(callee);
+        goto done;
+    }
+    if (is_builtin_len(callee)) {
+        Py_DECREF(callee);
+        CcNode **args = lower_expr_list(L, node, "args", &nargs);
+        if (args != NULL && nargs != 1) {
+            cc_error(L->fn, loc_of(L, node), "len() takes 1 argument, %d given", nargs);
+        }
+        else if (args != NULL) {
+            n = array_attr(L, node, AA_LEN, args[0]);
+        }
         goto done;
     }
     int builtin = cc_builtin_lookup(callee);
@@ -1149,10 +1233,17 @@ lower_tuple(Lower *L, PyObject *node)
     return n;
 }
 
-/* subscript := expr '[' integer constant ']'     (tuples) */
+/* subscript := expr '[' integer constant ']'     (tuples)
+ *            | index                             (arrays: a parameter) */
 static CcNode *
 lower_subscript(Lower *L, PyObject *node)
 {
+    PyObject *base = get(node, "value");
+    int array = base != NULL && is_param_name(L, base);
+    Py_XDECREF(base);
+    if (array) {
+        return lower_index(L, node);
+    }
     CcNode *n = new_node(L, ND_GETITEM, node);
     PyObject *slice = get(node, "slice");
     PyObject *value = NULL;
@@ -1252,10 +1343,31 @@ mark_assigned(Lower *L, CcVar *var)
     L->assigned[var->index] = 1;
 }
 
-/* Assigns value (already lowered) to target: a name or a tuple of names. */
+/* setitem := name '[' expr (',' expr)* ']' '=' expr     (arrays) */
+static CcNode *
+lower_setitem(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
+{
+    CcNode *n = new_node(L, ND_SETITEM, stmt);
+    if (n == NULL || (n->lhs = lower_index(L, target)) == NULL) {
+        return NULL;
+    }
+    n->rhs = value;
+    return n;
+}
+
+/* Assigns value (already lowered) to target: a name, a tuple of names, or
+ * an element of an array parameter. */
 static CcNode *
 assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 {
+    if (ast_kind(target) == A_SUBSCRIPT) {
+        PyObject *base = get(target, "value");
+        int array = base != NULL && is_param_name(L, base);
+        Py_XDECREF(base);
+        if (array) {
+            return lower_setitem(L, stmt, target, value);
+        }
+    }
     if (ast_kind(target) == A_TUPLE) {
         PyObject *elts = get(target, "elts");
         if (elts == NULL) {
@@ -1338,7 +1450,7 @@ done:
     return result;
 }
 
-/* augassign := name op '=' expr */
+/* augassign := (name | name '[' exprs ']') op '=' expr */
 static CcNode *
 lower_augassign(Lower *L, PyObject *node)
 {
@@ -1350,6 +1462,16 @@ lower_augassign(Lower *L, PyObject *node)
     CcNode *lhs = lower_expr(L, target);     /* reads the variable: checks assignment */
     CcNode *op = new_node(L, ND_BINOP, node);
     int opcode = node_op(L, node);
+    if (lhs != NULL && op != NULL && opcode >= 0 && lhs->kind == ND_INDEX) {
+        /* a[i] op= v: a[i] = a[i] op v (indices are pure: evaluating them
+         * twice is only a common subexpression for LLVM) */
+        op->op = (CcOp)opcode;
+        op->lhs = lhs;
+        if ((op->rhs = lower_attr_expr(L, node, "value")) != NULL) {
+            result = lower_setitem(L, node, target, op);
+        }
+        goto done;
+    }
     if (lhs == NULL || op == NULL || opcode < 0 || lhs->kind != ND_VAR) {
         if (lhs != NULL && lhs->kind != ND_VAR && !PyErr_Occurred()) {
             cc_error(L->fn, loc_of(L, node), "only local variables can be updated in a kernel");
@@ -1386,15 +1508,20 @@ lower_annassign(Lower *L, PyObject *node)
     return result;
 }
 
-/* return := 'return' expr */
+/* return := 'return' [expr] */
 static CcNode *
 lower_return(Lower *L, PyObject *node)
 {
     PyObject *value = get(node, "value");
     CcNode *n = NULL;
     if (value == Py_None) {
-        cc_error(L->fn, loc_of(L, node), "a %s must return a value",
-                 L->result ? "device function" : "kernel");
+        if (L->result != NULL) {
+            cc_error(L->fn, loc_of(L, node), "a device function must return a value");
+        }
+        else {
+            /* a bare return: typeinfer allows it in gufunc kernels only */
+            n = new_node(L, ND_RETURN, node);
+        }
     }
     else if (value != NULL && (n = new_node(L, ND_RETURN, node)) != NULL) {
         n->lhs = lower_expr(L, value);

@@ -43,6 +43,20 @@ cc_weak_type(CcTypeKind kind)
     return &weak_types[kind - CT_WEAK_INT];
 }
 
+/* Arrays of up to TS_MAXDIMS dimensions, made on first use (with the GIL;
+ * the entries never change once set). */
+static CcType array_types[TS_NSCALAR][TS_MAXDIMS + 1];
+
+const CcType *
+cc_array_type(TsKind kind, int ndim)
+{
+    CcType *t = &array_types[kind][ndim];
+    t->kind = CT_ARRAY;
+    t->scalar = kind;
+    t->n = ndim;
+    return t;
+}
+
 TsKind
 cc_storage(const CcType *t)
 {
@@ -71,6 +85,11 @@ cc_type_name(const CcType *t, char *buf, size_t size)
     case CT_WEAK_COMPLEX:
         snprintf(buf, size, "complex");
         break;
+    case CT_ARRAY: {
+        TsType a = {t->scalar, t->n, 0};
+        ts_type_str(&a, buf, size);
+        break;
+    }
     case CT_TUPLE: {
         size_t used = (size_t)snprintf(buf, size, "tuple(");
         for (int i = 0; i < t->n && used < size; i++) {
@@ -195,6 +214,7 @@ typedef struct Infer {
     int changed;        /* a variable's type grew in this pass */
     int final;          /* last pass: unknown types are errors */
     const CcType *ret;  /* promotion of the returned values */
+    CcNode *bare_return; /* a `return` without a value, if any */
 } Infer;
 
 /* A sentinel for "not known yet" (a variable not typed in this pass). */
@@ -712,6 +732,132 @@ inline_call(Infer *in, CcNode *n, const CcType **out)
     return 0;
 }
 
+/* ---- arrays (gufunc kernels) ---- */
+
+/* The array type of an ND_INDEX/ND_ARRAYATTR operand: a parameter typed
+ * as an array by the signature; else an error (tuples: *tuple set). */
+static int
+array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
+{
+    const CcType *t = lhs->kind == ND_VAR ? lhs->var->ty : UNKNOWN;
+    if (lhs->kind != ND_VAR) {
+        if (expr(in, lhs, &t) < 0) {
+            return -1;
+        }
+    }
+    *out = t;
+    if (t == UNKNOWN || t->kind == CT_ARRAY) {
+        return 0;
+    }
+    char name[96];
+    return cc_error(in->fn, at->loc, "%s is not an array: it cannot be indexed%s",
+                    cc_type_name(t, name, sizeof(name)),
+                    at->kind == ND_ARRAYATTR ? " or asked for its shape" : "");
+}
+
+/*
+ * index := a[i0, ..., i(d-1)]     a: an array of d dimensions
+ *   the element kind of a; one index per dimension (no slices, no partial
+ *   indexing); indices are integers, negative ones count from the end
+ */
+static int
+array_index(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *a;
+    *out = UNKNOWN;
+    if (array_operand(in, n, n->lhs, &a) < 0) {
+        return -1;
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        const CcType *t;
+        if (expr(in, n->args[i], &t) < 0) {
+            return -1;
+        }
+        if (t != UNKNOWN && (!is_integral(t) || is_bool(t))) {
+            char name[96];
+            return cc_error(in->fn, n->args[i]->loc, "array indices must be integers, not %s",
+                            cc_type_name(t, name, sizeof(name)));
+        }
+    }
+    if (a == UNKNOWN) {
+        return 0;
+    }
+    if (n->nargs != a->n) {
+        return cc_error(in->fn, n->loc, "a %d-d array takes %d index(es), not %d "
+                        "(slices and partial indexing are not supported in a kernel)",
+                        a->n, a->n, n->nargs);
+    }
+    *out = cc_scalar_type(a->scalar);
+    return 0;
+}
+
+/*
+ * array_attr := a.shape | a.size | a.ndim | len(a)
+ *   shape: a tuple of d Python ints; size, ndim, len: a Python int (weak,
+ *   so `n * x` keeps x's kind); len of a tuple is its length
+ */
+static int
+array_attr(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *a = UNKNOWN;
+    *out = UNKNOWN;
+    if (n->index == AA_LEN) {
+        /* len(tuple) is a constant; n->lhs->ty tells emit.c which it is */
+        a = n->lhs->kind == ND_VAR ? n->lhs->var->ty : UNKNOWN;
+        if (n->lhs->kind != ND_VAR && expr(in, n->lhs, &a) < 0) {
+            return -1;
+        }
+        n->lhs->ty = a;
+        if (a != UNKNOWN && a->kind == CT_TUPLE) {
+            *out = cc_weak_type(CT_WEAK_INT);
+            return 0;
+        }
+    }
+    if (array_operand(in, n, n->lhs, &a) < 0 || a == UNKNOWN) {
+        return a == UNKNOWN && !PyErr_Occurred() ? 0 : -1;
+    }
+    if (n->index != AA_SHAPE) {
+        *out = cc_weak_type(CT_WEAK_INT);
+        return 0;
+    }
+    CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
+    const CcType **elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(a->n + 1));
+    if (t == NULL || elems == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < a->n; i++) {
+        elems[i] = cc_weak_type(CT_WEAK_INT);
+    }
+    t->kind = CT_TUPLE;
+    t->n = a->n;
+    t->elems = elems;
+    *out = t;
+    return 0;
+}
+
+/*
+ * setitem := a[i, ...] = v
+ *   v is cast to a's element kind (as NumPy's casting='unsafe' assignment
+ *   does), except complex into a real array, which is an error
+ */
+static int
+setitem(Infer *in, CcNode *n)
+{
+    const CcType *elem, *t;
+    if (expr(in, n->lhs, &elem) < 0 || expr(in, n->rhs, &t) < 0) {
+        return -1;
+    }
+    if (elem == UNKNOWN || t == UNKNOWN) {
+        return 0;
+    }
+    if (is_tuple(t) || (is_complex_type(t) && !is_complex_type(elem))) {
+        char a[96], b[96];
+        return cc_error(in->fn, n->loc, "cannot store %s into an array of %s",
+                        cc_type_name(t, a, sizeof(a)), cc_type_name(elem, b, sizeof(b)));
+    }
+    return 0;
+}
+
 static int
 expr(Infer *in, CcNode *n, const CcType **out)
 {
@@ -727,6 +873,16 @@ expr(Infer *in, CcNode *n, const CcType **out)
             rc = cc_error(in->fn, n->loc, "the type of '%s' could not be inferred",
                           n->var->name);
         }
+        if (t != UNKNOWN && t->kind == CT_ARRAY) {
+            rc = cc_error(in->fn, n->loc, "the array '%s' can only be indexed or asked for "
+                          "len(), .shape, .size or .ndim in a kernel", n->var->name);
+        }
+        break;
+    case ND_INDEX:
+        rc = array_index(in, n, &t);
+        break;
+    case ND_ARRAYATTR:
+        rc = array_attr(in, n, &t);
         break;
     case ND_BINOP:
         rc = binop(in, n, &t);
@@ -869,6 +1025,10 @@ static int
 ret(Infer *in, CcNode *n)
 {
     const CcType *t;
+    if (n->lhs == NULL) {
+        in->bare_return = n;     /* check_return decides whether it may */
+        return 0;
+    }
     if (expr(in, n->lhs, &t) < 0) {
         return -1;
     }
@@ -920,6 +1080,8 @@ stmt(Infer *in, CcNode *n)
         return expr(in, n->lhs, &t);
     case ND_BREAK: case ND_CONTINUE:
         return 0;
+    case ND_SETITEM:
+        return setitem(in, n);
     default:
         return cc_error(in->fn, n->loc, "internal error: expression in statement position");
     }
@@ -931,6 +1093,19 @@ check_return(Infer *in, const TsSignature *sig)
 {
     CcFunction *fn = in->fn;
     const CcType *got = in->ret;
+    if (sig->ret.kind == TS_VOID) {
+        /* a gufunc kernel: results go into its arrays */
+        fn->ret = NULL;
+        if (got != UNKNOWN) {
+            return cc_error(fn, fn->body->loc, "a guvectorize kernel returns nothing: it "
+                            "writes its results into its output arrays (res[0] = ... for a "
+                            "() output)");
+        }
+        return 0;
+    }
+    if (in->bare_return) {
+        return cc_error(fn, in->bare_return->loc, "a kernel must return a value");
+    }
     if (got == UNKNOWN) {
         return cc_error(fn, fn->body->loc, "the kernel never returns a value");
     }
@@ -958,13 +1133,18 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
                         sig->nargs, fn->name, fn->nparams);
     }
     for (int i = 0; i < fn->nparams; i++) {
+        if (sig->ret.kind == TS_VOID && sig->args[i].ndim > 0
+            && sig->args[i].kind < TS_NSCALAR) {
+            fn->vars[i]->ty = cc_array_type(sig->args[i].kind, sig->args[i].ndim);
+            continue;
+        }
         if (sig->args[i].ndim != 0 || sig->args[i].kind >= TS_NSCALAR) {
             return cc_error(fn, fn->body->loc, "argument %d of a vectorize signature must be "
                             "a scalar type", i + 1);
         }
         fn->vars[i]->ty = cc_scalar_type(sig->args[i].kind);
     }
-    Infer in = {fn, 1, 0, UNKNOWN};
+    Infer in = {fn, 1, 0, UNKNOWN, NULL};
     for (int pass = 0; in.changed; pass++) {
         if (pass == 64) {
             return cc_error(fn, fn->body->loc, "type inference did not converge");

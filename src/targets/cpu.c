@@ -19,7 +19,13 @@ cpu_free_data(void *data)
 {
 }
 
-const TgTarget tg_cpu = {"cpu", cpu_wrap_loop, cpu_free_data};
+static void
+cpu_run_range(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns)
+{
+    fn(ctx, 0, n);
+}
+
+const TgTarget tg_cpu = {"cpu", cpu_wrap_loop, cpu_free_data, cpu_run_range};
 
 const TgTarget *
 tg_lookup(const char *name)

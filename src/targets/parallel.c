@@ -127,17 +127,22 @@ parallel_safe(const ParLoop *pl, char **args, const npy_intp *steps, npy_intp n)
  * and near the threshold a parallel call is never slower than cpu.
  */
 static int
-worth_parallel(const ParLoop *pl, npy_intp n, int p)
+worth_time(double t, int p)
 {
     if (tg_pool_force_parallel()) {
         return 1;
     }
-    double t = (double)n * atomic_load_explicit(&pl->cost_ns, memory_order_relaxed);
     if (t < MIN_PARALLEL_NS) {
         return 0;
     }
     double w = tg_pool_overhead_ns();
     return w >= 0.0 && t * (p - 1) >= 2.0 * p * w;
+}
+
+static int
+worth_parallel(const ParLoop *pl, npy_intp n, int p)
+{
+    return worth_time((double)n * atomic_load_explicit(&pl->cost_ns, memory_order_relaxed), p);
 }
 
 /*
@@ -254,7 +259,24 @@ par_free_data(void *data)
     free(data);
 }
 
-const TgTarget tg_parallel = {"parallel", par_wrap_loop, par_free_data};
+/*
+ * gufuncs: the outer range (every loop dimension, flattened by NumPy) in
+ * chunks of whole kernel calls, under the same threshold as ufunc loops:
+ * T = n x cost, with cost the estimated time of one kernel call.
+ */
+static void
+par_run_range(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns)
+{
+    int p = tg_pool_in_worker() ? 1 : tg_pool_get_num_threads();
+    if (p > n) {
+        p = (int)n;
+    }
+    if (p < 2 || !worth_time((double)n * cost_ns, p) || tg_pool_run(fn, ctx, n, 1, p) < 0) {
+        fn(ctx, 0, n);
+    }
+}
+
+const TgTarget tg_parallel = {"parallel", par_wrap_loop, par_free_data, par_run_range};
 
 /* ---- _core.set_num_threads & co. ---- */
 

@@ -18,8 +18,7 @@
 
 #define TG_POOL_MAX_THREADS 256
 
-/* Runs the chunk [start, stop) of a job; ctx is the caller's. */
-typedef void (*TgRangeFn)(void *ctx, npy_intp start, npy_intp stop);
+#include "targets/target.h"      /* TgRangeFn */
 
 /*
  * Reads NUMBAVEC_NUM_THREADS (or counts the usable cores) and installs the

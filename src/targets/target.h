@@ -15,6 +15,9 @@
 #include "common.h"
 #include "typesig/typesig.h"
 
+/* Runs the indices [start, stop) of a range; ctx is the caller's. */
+typedef void (*TgRangeFn)(void *ctx, npy_intp start, npy_intp stop);
+
 typedef struct TgTarget {
     const char *name;
     /*
@@ -26,6 +29,13 @@ typedef struct TgTarget {
     int (*wrap_loop)(PyUFuncGenericFunction serial, const TsSignature *sig,
                      double cost, PyUFuncGenericFunction *fn, void **data);
     void (*free_data)(void *data);
+    /*
+     * gufuncs: runs fn(ctx, start, stop) over [0, n) - at once (cpu), or
+     * in chunks on the pool when n x cost_ns (estimated nanoseconds per
+     * index) passes the parallel threshold.  fn must allow disjoint chunks
+     * to run concurrently.  Called without the GIL.
+     */
+    void (*run_range)(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns);
 } TgTarget;
 
 extern const TgTarget tg_cpu;

@@ -95,6 +95,16 @@ vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
               int ntypes, PyUFuncGenericFunction *funcs, void **data,
               const char *types, PyObject *identity, PyObject *keep)
 {
+    return vz_make_gufunc(name, doc, nin, nout, ntypes, funcs, data, types, identity, keep,
+                          NULL);
+}
+
+PyObject *
+vz_make_gufunc(const char *name, const char *doc, int nin, int nout,
+               int ntypes, PyUFuncGenericFunction *funcs, void **data,
+               const char *types, PyObject *identity, PyObject *keep,
+               const char *signature)
+{
     PyObject *ufunc = NULL;
     PyObject *value = NULL;
     PyUFuncGenericFunction *f;
@@ -110,7 +120,7 @@ vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
         return NULL;
     }
     ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
-        f, d, t, ntypes, nin, nout, code, n, ds, 0, NULL, value);
+        f, d, t, ntypes, nin, nout, code, n, ds, 0, signature, value);
     if (ufunc == NULL) {
         PyArray_free(block);
         return NULL;

@@ -17,20 +17,8 @@
 
 /* ---- the Library: compiled code of one ufunc ---- */
 
-typedef struct Compiled {
-    TsSignature sig;        /* with the return type resolved */
-    CcCode *code;
-    void *target_data;
-    PyUFuncGenericFunction fn;
-    PyObject *var_types;    /* {name: type name} of the kernel's variables */
-} Compiled;
-
-typedef struct Library {
-    PyObject_HEAD
-    const TgTarget *target;
-    Py_ssize_t n;
-    Compiled *items;        /* PyMem array of n */
-} Library;
+typedef VzCompiled Compiled;
+typedef VzLibrary Library;
 
 static PyObject *library_type = NULL;
 
@@ -218,15 +206,25 @@ library_new(const TgTarget *target, Py_ssize_t n)
     return lib;
 }
 
+VzLibrary *
+vz_library_new(const TgTarget *target, Py_ssize_t n)
+{
+    return library_new(target, n);
+}
+
 /* ---- compiling one signature ---- */
 
-typedef struct Source {
-    PyObject *pyfunc, *funcdef;     /* borrowed */
-    const char *name, *filename;
-    PyObject *lines;                /* borrowed */
-    int first_line, line_offset;
-    int fastmath;
-} Source;
+typedef VzSource Source;
+
+static PyObject *collect_var_types(CcFunction *fn);
+static double estimate_cost(LLVMValueRef kernel);
+static int parse_source(PyObject *source, Source *src);
+
+PyObject *
+vz_var_types(CcFunction *fn)
+{
+    return collect_var_types(fn);
+}
 
 static PyObject *
 collect_var_types(CcFunction *fn)
@@ -243,7 +241,8 @@ collect_var_types(CcFunction *fn)
         }
         Py_XDECREF(t);
     }
-    PyObject *r = d ? PyUnicode_FromString(cc_type_name(fn->ret, buf, sizeof(buf))) : NULL;
+    const char *ret = fn->ret != NULL ? cc_type_name(fn->ret, buf, sizeof(buf)) : "none";
+    PyObject *r = d ? PyUnicode_FromString(ret) : NULL;
     if (r == NULL || PyDict_SetItemString(d, "<return>", r) < 0) {
         Py_CLEAR(d);
     }
@@ -253,6 +252,12 @@ collect_var_types(CcFunction *fn)
 
 /* A rough serial cost in ns per element: the parallel target's threshold
  * starts from it (calls of math functions dominate). */
+double
+vz_estimate_cost(LLVMValueRef kernel)
+{
+    return estimate_cost(kernel);
+}
+
 static double
 estimate_cost(LLVMValueRef kernel)
 {
@@ -330,6 +335,12 @@ done:
 }
 
 /* ---- _core.vectorize ---- */
+
+int
+vz_parse_source(PyObject *source, VzSource *src)
+{
+    return parse_source(source, src);
+}
 
 static int
 parse_source(PyObject *source, Source *src)

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "compiler/compiler.h"
+#include "targets/target.h"
 
 /* ---- loops.c ---- */
 
@@ -47,8 +48,47 @@ PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
 /* Adds _ufunc_from_ir, _code_llvm, _code_asm and _jit_info (tests); 0/-1. */
 int vz_init_testhooks(PyObject *module);
 
+/* A ufunc with a core signature (gufunc; NULL: a plain ufunc); otherwise
+ * as vz_make_ufunc.  nout may be 0.  Returns a new reference or NULL. */
+PyObject *vz_make_gufunc(const char *name, const char *doc, int nin, int nout,
+                         int ntypes, PyUFuncGenericFunction *funcs, void **data,
+                         const char *types, PyObject *identity, PyObject *keep,
+                         const char *signature);
+
 /* ---- vectorize.c ---- */
 
 int vz_init_module(PyObject *module);
+
+/* The compiled code of one signature (an entry of a Library). */
+typedef struct VzCompiled {
+    TsSignature sig;        /* with the return type resolved */
+    CcCode *code;
+    void *target_data;      /* freed with the Library's target->free_data */
+    PyUFuncGenericFunction fn;
+    PyObject *var_types;    /* {name: type name} of the kernel's variables */
+} VzCompiled;
+
+/* What a ufunc's loops need, kept in its __dict__ as "_numbavec_code";
+ * also answers inspect_llvm/inspect_asm/variable_types.  gufunc.c shares it. */
+typedef struct VzLibrary {
+    PyObject_HEAD
+    const TgTarget *target;
+    Py_ssize_t n;           /* entries made so far: a failure frees them */
+    VzCompiled *items;      /* PyMem array */
+} VzLibrary;
+
+/* Where a kernel's source comes from (the decorator's `source` tuple). */
+typedef struct VzSource {
+    PyObject *pyfunc, *funcdef;     /* borrowed */
+    const char *name, *filename;
+    PyObject *lines;                /* borrowed */
+    int first_line, line_offset;
+    int fastmath;
+} VzSource;
+
+VzLibrary *vz_library_new(const TgTarget *target, Py_ssize_t n);   /* new ref, room for n */
+int vz_parse_source(PyObject *source, VzSource *src);   /* (filename, first, lines, offset) */
+PyObject *vz_var_types(CcFunction *fn);                 /* new ref: {variable: type} */
+double vz_estimate_cost(LLVMValueRef kernel);           /* rough ns per kernel call */
 
 #endif /* NV_VECTORIZE_H */

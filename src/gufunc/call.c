@@ -1,0 +1,317 @@
+/*
+ * call.c - the inner loop NumPy calls for a gufunc, in C.
+ *
+ * NumPy hands over the outer loop (all loop dimensions flattened into
+ * dims[0]) with the core sizes and strides.  This file:
+ *
+ *   - makes declared-contiguous arguments ([::1]) contiguous: when such an
+ *     argument's last core dimension does not have unit stride, the outer
+ *     iterations run one at a time with that argument's core block copied
+ *     into a contiguous buffer (and copied back when it is written), so
+ *     the kernel never reads with the wrong strides;
+ *   - runs the JIT'd body (loops.c) over the outer range through the
+ *     target: serially (cpu) or in chunks on the pool (parallel), with the
+ *     parallel target's work threshold;
+ *   - turns a nonzero status (an index out of bounds) into an exception.
+ *
+ * Legacy ufunc loops cannot report errors (NumPy checks PyErr_Occurred
+ * after a legacy loop only for object dtypes), so each loop is also
+ * registered as an ArrayMethod whose strided loop returns -1 with the
+ * exception set; the legacy tables stay, for ufunc.types and NumPy's type
+ * resolution, which then finds the registered method.
+ */
+#include "gufunc/gufunc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One call: what the chunks share. */
+typedef struct GuCall {
+    const GuLoop *gl;
+    char **args;
+    const npy_intp *dims;
+    const npy_intp *steps;
+    _Atomic int status;
+} GuCall;
+
+static void
+run_chunk(void *ctx, npy_intp start, npy_intp stop)
+{
+    GuCall *c = ctx;
+    if (atomic_load_explicit(&c->status, memory_order_relaxed) != 0) {
+        return;
+    }
+    int s = c->gl->body(c->args, c->dims, c->steps, start, stop);
+    if (s != 0) {
+        int expected = 0;
+        atomic_compare_exchange_strong(&c->status, &expected, s);
+    }
+}
+
+/* Estimated nanoseconds of one outer iteration: the kernel's cost per unit
+ * of core work times the product of the core sizes. */
+static double
+call_cost(const GuLoop *gl, const npy_intp *dims)
+{
+    double work = 1.0;
+    for (int ix = 0; ix < gl->layout.ndimnames; ix++) {
+        work *= dims[1 + ix] > 1 ? (double)dims[1 + ix] : 1.0;
+    }
+    return gl->cost_ns * work;
+}
+
+/* Outer iterations may run at once unless a written argument is the same
+ * block for several of them (an outer step of 0: broadcast). */
+static int
+split_safe(const GuLoop *gl, const npy_intp *steps, npy_intp n)
+{
+    for (int k = 0; n > 1 && k < gl->layout.nargs; k++) {
+        if (gl->written[k] && steps[k] == 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- [::1] arguments ---- */
+
+/* The core stride of argument k's dimension j in NumPy's steps. */
+static npy_intp
+core_stride(const GuLayout *L, const npy_intp *steps, int k, int j)
+{
+    int at = L->nargs;
+    for (int a = 0; a < k; a++) {
+        at += L->ndims[a];
+    }
+    return steps[at + j];
+}
+
+static int
+needs_copy(const GuLoop *gl, const npy_intp *dims, const npy_intp *steps, int k)
+{
+    const GuLayout *L = &gl->layout;
+    int c = L->ndims[k];
+    if (!gl->contig[k] || c == 0) {
+        return 0;
+    }
+    return core_stride(L, steps, k, c - 1) != gl->itemsize[k] && dims[1 + L->dim[k][c - 1]] > 1;
+}
+
+/* Copies the core block at src (strides) to or from the C-ordered dst. */
+static char *
+copy_block(char *contig, char *strided, const npy_intp *size, const npy_intp *stride, int nd,
+           int item, int to_contig)
+{
+    if (nd == 0) {
+        if (to_contig) {
+            memcpy(contig, strided, (size_t)item);
+        }
+        else {
+            memcpy(strided, contig, (size_t)item);
+        }
+        return contig + item;
+    }
+    for (npy_intp i = 0; i < size[0]; i++) {
+        contig = copy_block(contig, strided + i * stride[0], size + 1, stride + 1, nd - 1, item,
+                            to_contig);
+    }
+    return contig;
+}
+
+/*
+ * The outer iterations one at a time, the arguments flagged in `copy`
+ * passed through contiguous buffers.  Returns the status, or -1 when a
+ * buffer cannot be allocated.
+ */
+static int
+run_with_copies(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps,
+                const unsigned char *copy)
+{
+    const GuLayout *L = &gl->layout;
+    char *buf[TS_MAXARGS] = {0};
+    char *local[TS_MAXARGS];
+    npy_intp size[TS_MAXARGS][TS_MAXDIMS], stride[TS_MAXARGS][TS_MAXDIMS];
+    npy_intp lsteps[TS_MAXARGS + GU_MAXCORE];
+    int status = 0, at = L->nargs;
+    memcpy(lsteps, steps, sizeof(npy_intp) * (size_t)L->nargs);
+    for (int k = 0; k < L->nargs; k++) {
+        npy_intp bytes = gl->itemsize[k];
+        for (int j = L->ndims[k] - 1; j >= 0; j--) {
+            size[k][j] = dims[1 + L->dim[k][j]];
+            stride[k][j] = steps[at + j];
+            lsteps[at + j] = copy[k] ? bytes : steps[at + j];
+            bytes *= size[k][j];
+        }
+        at += L->ndims[k];
+        if (copy[k] && (buf[k] = malloc((size_t)(bytes > 0 ? bytes : 1))) == NULL) {
+            status = -1;
+        }
+    }
+    for (npy_intp i = 0; status == 0 && i < dims[0]; i++) {
+        for (int k = 0; k < L->nargs; k++) {
+            local[k] = args[k] + i * steps[k];
+            if (copy[k]) {
+                copy_block(buf[k], local[k], size[k], stride[k], L->ndims[k], gl->itemsize[k], 1);
+            }
+        }
+        char *call_args[TS_MAXARGS];
+        for (int k = 0; k < L->nargs; k++) {
+            call_args[k] = copy[k] ? buf[k] : local[k];
+        }
+        status = gl->body(call_args, dims, lsteps, 0, 1);
+        for (int k = 0; k < L->nargs; k++) {
+            if (copy[k] && gl->written[k]) {
+                copy_block(buf[k], local[k], size[k], stride[k], L->ndims[k], gl->itemsize[k], 0);
+            }
+        }
+    }
+    for (int k = 0; k < L->nargs; k++) {
+        free(buf[k]);
+    }
+    return status;
+}
+
+/* ---- the loop ---- */
+
+static void
+raise_status(const GuLoop *gl, int status)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (status == CC_STATUS_INDEX) {
+        PyErr_SetString(PyExc_IndexError, "index out of bounds in a guvectorize kernel "
+                        "(the check is on by default; boundscheck=False turns it off)");
+    }
+    else {
+        PyErr_NoMemory();
+    }
+    PyGILState_Release(gil);
+}
+
+/* Runs the gufunc loop; 0, or -1 with an exception set (taking the GIL). */
+static int
+run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps)
+{
+    unsigned char copy[TS_MAXARGS] = {0};
+    int any_copy = 0, status;
+    for (int k = 0; k < gl->layout.nargs; k++) {
+        any_copy |= copy[k] = (unsigned char)needs_copy(gl, dims, steps, k);
+    }
+    if (any_copy) {
+        status = run_with_copies(gl, args, dims, steps, copy);
+    }
+    else {
+        GuCall c = {.gl = gl, .args = args, .dims = dims, .steps = steps};
+        atomic_init(&c.status, 0);
+        if (split_safe(gl, steps, dims[0])) {
+            gl->target->run_range(run_chunk, &c, dims[0], call_cost(gl, dims));
+        }
+        else {
+            run_chunk(&c, 0, dims[0]);
+        }
+        status = atomic_load(&c.status);
+    }
+    if (status != 0) {
+        raise_status(gl, status);
+        return -1;
+    }
+    return 0;
+}
+
+void
+gu_legacy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
+{
+    /* only reached if NumPy bypasses the registered ArrayMethod: an error
+     * is then left set for the caller to find */
+    run_loop(data, args, dims, steps);
+}
+
+/* The GuLoop of the loop NumPy resolved: matched by type numbers in the
+ * ufunc's legacy tables (a handful of entries). */
+static const GuLoop *
+find_loop(PyArrayMethod_Context *context)
+{
+    PyUFuncObject *uf = (PyUFuncObject *)context->caller;
+    if (uf == NULL) {
+        return NULL;
+    }
+    for (int t = 0; t < uf->ntypes; t++) {
+        int same = 1;
+        for (int k = 0; same && k < uf->nargs; k++) {
+            same = uf->types[t * uf->nargs + k] == context->descriptors[k]->type_num;
+        }
+        if (same) {
+            return uf->data[t];
+        }
+    }
+    return NULL;
+}
+
+static int
+method_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dims,
+            const npy_intp *strides, NpyAuxData *NV_UNUSED(aux))
+{
+    const GuLoop *gl = find_loop(context);
+    if (gl == NULL) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        PyErr_SetString(PyExc_RuntimeError, "numbavec: no compiled loop for these types");
+        PyGILState_Release(gil);
+        return -1;
+    }
+    return run_loop(gl, (char **)data, dims, strides);
+}
+
+/*
+ * NumPy >= 2.4 wraps a new ufunc's legacy loops into ArrayMethods at once
+ * and lists them in ufunc->_loops (a list of (DType tuple, method)); an
+ * ArrayMethod for the same DTypes cannot be added beside them, so the
+ * wrapper of those DTypes is taken out first.  (Earlier NumPy wraps them
+ * lazily: nothing is listed yet.)
+ */
+static int
+drop_legacy_entry(PyUFuncObject *uf, PyArray_DTypeMeta **dtypes)
+{
+    PyObject *loops = uf->_loops;
+    if (loops == NULL || !PyList_Check(loops)) {
+        return 0;
+    }
+    for (Py_ssize_t i = PyList_Size(loops) - 1; i >= 0; i--) {
+        PyObject *entry = PyList_GetItem(loops, i);
+        PyObject *key = PyTuple_Check(entry) ? PyTuple_GetItem(entry, 0) : NULL;
+        int same = key != NULL && PyTuple_Check(key) && PyTuple_Size(key) == uf->nargs;
+        for (int k = 0; same && k < uf->nargs; k++) {
+            same = PyTuple_GetItem(key, k) == (PyObject *)dtypes[k];
+        }
+        if (same && PySequence_DelItem(loops, i) < 0) {
+            return -1;
+        }
+    }
+    PyErr_Clear();
+    return 0;
+}
+
+int
+gu_register_methods(PyObject *ufunc)
+{
+    PyUFuncObject *uf = (PyUFuncObject *)ufunc;
+    PyArray_DTypeMeta *dtypes[TS_MAXARGS];
+    PyType_Slot slots[] = {{NPY_METH_strided_loop, (void *)method_loop}, {0, NULL}};
+    for (int t = 0; t < uf->ntypes; t++) {
+        for (int k = 0; k < uf->nargs; k++) {
+            PyArray_Descr *d = PyArray_DescrFromType(uf->types[t * uf->nargs + k]);
+            if (d == NULL) {
+                return -1;
+            }
+            dtypes[k] = NPY_DTYPE(d);   /* a static type: outlives the descr */
+            Py_DECREF(d);
+        }
+        PyArrayMethod_Spec spec = {
+            .name = "numbavec_gufunc_loop", .nin = uf->nin, .nout = uf->nout,
+            .casting = NPY_NO_CASTING, .flags = 0, .dtypes = dtypes, .slots = slots,
+        };
+        if (drop_legacy_entry(uf, dtypes) < 0 || PyUFunc_AddLoopFromSpec(ufunc, &spec) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}

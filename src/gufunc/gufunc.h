@@ -1,0 +1,96 @@
+/*
+ * gufunc.h - the gufunc factory: @guvectorize kernels as real gufuncs.
+ *
+ *   layout.c   the layout grammar ("(m,n),(n)->(m)", "(n),(n)"), checked
+ *              against the signatures
+ *   loops.c    emits the body NumPy's gufunc loop runs: the outer loop over
+ *              a range, core dimensions and strides unpacked per argument,
+ *              a contiguous specialisation of the kernel
+ *   call.c     the C inner loop NumPy calls: [::1] checks and copies, the
+ *              target's split of the outer range, errors from the status
+ *   gufunc.c   _core.guvectorize(): compile each signature, build the ufunc
+ *              (writable inputs through the ufunc's op_flags)
+ */
+#ifndef NV_GUFUNC_H
+#define NV_GUFUNC_H
+
+#include "common.h"
+#include "compiler/compiler.h"
+#include "targets/target.h"
+
+/* ---- layout.c ---- */
+
+#define GU_MAXCORE 64      /* core dimensions of all arguments together */
+
+typedef struct GuLayout {
+    int nin, nout;                 /* nout == 0: no '->', the kernel writes its inputs */
+    int nargs;
+    int ndims[TS_MAXARGS];         /* core dimensions of each argument */
+    int dim[TS_MAXARGS][TS_MAXDIMS]; /* their indices among the distinct names */
+    int ndimnames;                 /* distinct dimension names (NumPy's core_num_dim_ix) */
+    char text[1024];               /* the layout, as NumPy parses it */
+} GuLayout;
+
+/* Parses a layout str; 0, or -1 with ValueError pointing at the bad part. */
+int gu_parse_layout(PyObject *obj, GuLayout *out);
+
+/*
+ * Checks sig against the layout (argument counts, array ranks against core
+ * dimensions) and writes the kernel's view of it into *kernel: arrays keep
+ * their rank; a () argument declared as a scalar stays one, declared as a
+ * 1-d array it becomes a 1-element view (Numba's res[0] = ...).  ret is
+ * TS_VOID.  0, or -1 with ValueError/TypeError naming the argument.
+ */
+int gu_check_signature(const GuLayout *layout, const TsSignature *sig,
+                       const unsigned char *written, TsSignature *kernel);
+
+/* ---- loops.c ---- */
+
+/*
+ * The body of a gufunc loop, as emitted by gu_emit_body:
+ *     int32 body(char **args, npy_intp *dims, npy_intp *steps,
+ *                npy_intp start, npy_intp stop)
+ * runs the kernel for outer indices [start, stop) with NumPy's dims and
+ * steps (outer count, core sizes; outer steps, core strides).  Returns 0,
+ * or the first nonzero kernel status (the range stops there).
+ */
+typedef int (*GuBodyFn)(char **args, const npy_intp *dims, const npy_intp *steps,
+                        npy_intp start, npy_intp stop);
+
+/*
+ * Emits `name` (a GuBodyFn) into mod around the two versions of a kernel:
+ * `general` (any strides) and `contig` (unit element stride in the last
+ * dimension of every array; may be NULL).  The body tests the strides
+ * once per call.  Returns the function or NULL with an exception.
+ */
+LLVMValueRef gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig,
+                          const GuLayout *layout, const TsSignature *kernel,
+                          const char *name);
+
+/* ---- call.c ---- */
+
+/* What one compiled signature's loop needs; owned by the Library entry. */
+typedef struct GuLoop {
+    GuBodyFn body;
+    const TgTarget *target;
+    GuLayout layout;
+    TsSignature kernel;            /* the kernel's view of the signature */
+    int itemsize[TS_MAXARGS];
+    unsigned char contig[TS_MAXARGS];  /* declared [::1]: checked per call */
+    unsigned char written[TS_MAXARGS]; /* outputs and writable inputs */
+    double cost_ns;                /* one kernel call per unit of core work */
+} GuLoop;
+
+/* NumPy's gufunc inner loop, legacy signature; data is a GuLoop. */
+void gu_legacy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
+
+/* Registers an ArrayMethod per loop of ufunc (which must have its legacy
+ * loops' data set to GuLoops), so that errors raised inside a loop
+ * (IndexError, non-contiguous [::1]) reach the caller.  0/-1. */
+int gu_register_methods(PyObject *ufunc);
+
+/* ---- gufunc.c ---- */
+
+int gu_init_module(PyObject *module);
+
+#endif /* NV_GUFUNC_H */

@@ -1,0 +1,242 @@
+/*
+ * layout.c - the layout grammar of @guvectorize and its check against the
+ * signatures.
+ *
+ * The grammar is NumPy's gufunc signature (numpy/_core/src/umath/
+ * ufunc_object.c, _parse_signature), with one extension: the '->' part may
+ * be left out, and then every argument is an input that the kernel may
+ * write (Numba's "(n),(n)" STREAM kernels):
+ *
+ *     layout     := arguments ['->' arguments]
+ *     arguments  := argument (',' argument)*
+ *     argument   := '(' [dimension (',' dimension)*] ')'
+ *     dimension  := (name | positive integer) ['?']
+ *
+ * Dimension indices follow NumPy's numbering (first appearance, frozen
+ * sizes matched by value), since the loop receives core sizes in that
+ * order.  Errors are ValueErrors that quote the layout and point at the
+ * offending character; NumPy parses the same text again when the ufunc is
+ * made, which can only agree.
+ */
+#include "gufunc/gufunc.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Parser {
+    const char *s;
+    int pos;
+    GuLayout *out;
+    char names[GU_MAXCORE][64];    /* a name, or the digits of a frozen size */
+    int optional[GU_MAXCORE];
+} Parser;
+
+static int
+fail(Parser *p, const char *what)
+{
+    PyErr_Format(PyExc_ValueError, "invalid gufunc layout '%s': %s at position %d\n"
+                 "    %s\n    %*s^", p->s, what, p->pos, p->s, p->pos, "");
+    return -1;
+}
+
+static void
+skip_space(Parser *p)
+{
+    while (p->s[p->pos] == ' ' || p->s[p->pos] == '\t') {
+        p->pos++;
+    }
+}
+
+/* dimension := (name | positive integer) ['?'] */
+static int
+dimension(Parser *p, int arg)
+{
+    char tok[64];
+    int n = 0, start = p->pos;
+    int frozen = isdigit((unsigned char)p->s[p->pos]);
+    if (!frozen && !(isalpha((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_')) {
+        return fail(p, "expected a dimension name or a size");
+    }
+    while (isalnum((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_') {
+        if (n < 63) {
+            tok[n++] = p->s[p->pos];
+        }
+        p->pos++;
+    }
+    tok[n] = '\0';
+    if (frozen) {
+        char *end;
+        long long v = strtoll(tok, &end, 10);
+        if (*end != '\0' || v <= 0) {
+            p->pos = start;
+            return fail(p, "a fixed size must be a positive integer");
+        }
+        snprintf(tok, sizeof(tok), "%lld", v);     /* (03) and (3) are one size */
+    }
+    int optional = p->s[p->pos] == '?';
+    p->pos += optional;
+    GuLayout *L = p->out;
+    int ix;
+    for (ix = 0; ix < L->ndimnames && strcmp(p->names[ix], tok) != 0; ix++) {
+    }
+    if (ix == L->ndimnames) {
+        if (ix == GU_MAXCORE) {
+            return fail(p, "too many dimension names");
+        }
+        snprintf(p->names[ix], sizeof(p->names[ix]), "%s", tok);
+        p->optional[ix] = optional;
+        L->ndimnames++;
+    }
+    else if (p->optional[ix] != optional) {
+        return fail(p, optional ? "'?' on a dimension already used without it"
+                                : "a dimension used with '?' must always have it");
+    }
+    if (L->ndims[arg] == TS_MAXDIMS) {
+        return fail(p, "too many dimensions");
+    }
+    L->dim[arg][L->ndims[arg]++] = ix;
+    return 0;
+}
+
+/* argument := '(' [dimension (',' dimension)*] ')' */
+static int
+argument(Parser *p)
+{
+    GuLayout *L = p->out;
+    if (L->nargs == TS_MAXARGS) {
+        return fail(p, "too many arguments");
+    }
+    int arg = L->nargs++;
+    skip_space(p);
+    if (p->s[p->pos] != '(') {
+        return fail(p, "expected '('");
+    }
+    p->pos++;
+    skip_space(p);
+    if (p->s[p->pos] == ')') {
+        p->pos++;
+        return 0;
+    }
+    for (;;) {
+        skip_space(p);
+        if (dimension(p, arg) < 0) {
+            return -1;
+        }
+        skip_space(p);
+        if (p->s[p->pos] == ')') {
+            p->pos++;
+            return 0;
+        }
+        if (p->s[p->pos] != ',') {
+            return fail(p, "expected ',' or ')'");
+        }
+        p->pos++;
+    }
+}
+
+/* arguments := argument (',' argument)* */
+static int
+arguments(Parser *p)
+{
+    for (;;) {
+        if (argument(p) < 0) {
+            return -1;
+        }
+        skip_space(p);
+        if (p->s[p->pos] != ',') {
+            return 0;
+        }
+        p->pos++;
+    }
+}
+
+int
+gu_parse_layout(PyObject *obj, GuLayout *out)
+{
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "a gufunc layout is a str such as '(n),(n)->(n)', "
+                     "not %R", obj);
+        return -1;
+    }
+    const char *s = PyUnicode_AsUTF8AndSize(obj, NULL);
+    if (s == NULL) {
+        return -1;
+    }
+    memset(out, 0, sizeof(*out));
+    if (strlen(s) >= sizeof(out->text)) {
+        PyErr_SetString(PyExc_ValueError, "gufunc layout too long");
+        return -1;
+    }
+    Parser p = {s, 0, out};
+    if (arguments(&p) < 0) {
+        return -1;
+    }
+    out->nin = out->nargs;
+    skip_space(&p);
+    if (s[p.pos] == '-' && s[p.pos + 1] == '>') {
+        p.pos += 2;
+        if (arguments(&p) < 0) {
+            return -1;
+        }
+        skip_space(&p);
+    }
+    if (s[p.pos] != '\0') {
+        return fail(&p, "expected ',' or '->'");
+    }
+    out->nout = out->nargs - out->nin;
+    snprintf(out->text, sizeof(out->text), "%s", s);
+    return 0;
+}
+
+/* ---- signatures against the layout ---- */
+
+int
+gu_check_signature(const GuLayout *layout, const TsSignature *sig,
+                   const unsigned char *written, TsSignature *kernel)
+{
+    char buf[TS_STRSIZE], tbuf[128];
+    if (sig->ret.kind != TS_VOID && sig->ret.kind != TS_INFER) {
+        PyErr_Format(PyExc_TypeError, "a guvectorize signature returns void: '%s' returns "
+                     "%s (results are written into output arrays)",
+                     ts_signature_str(sig, buf, sizeof(buf)), ts_kind_name(sig->ret.kind));
+        return -1;
+    }
+    if (sig->nargs != layout->nargs) {
+        PyErr_Format(PyExc_ValueError, "signature '%s' has %d argument(s) but layout '%s' "
+                     "has %d", ts_signature_str(sig, buf, sizeof(buf)), sig->nargs,
+                     layout->text, layout->nargs);
+        return -1;
+    }
+    *kernel = *sig;
+    kernel->ret.kind = TS_VOID;
+    kernel->ret.ndim = 0;
+    for (int i = 0; i < sig->nargs; i++) {
+        const TsType *t = &sig->args[i];
+        int core = layout->ndims[i];
+        if (t->kind >= TS_NSCALAR) {
+            PyErr_Format(PyExc_TypeError, "argument %d of '%s' must be a number type or an "
+                         "array of one", i + 1, ts_signature_str(sig, buf, sizeof(buf)));
+            return -1;
+        }
+        if (t->ndim == core) {
+            if (core == 0 && written[i]) {
+                PyErr_Format(PyExc_ValueError, "argument %d of '%s' is written (an output "
+                             "or a writable input) with layout (): declare it as an array, "
+                             "%s[:], and write res[0] = ...", i + 1,
+                             ts_signature_str(sig, buf, sizeof(buf)), ts_kind_name(t->kind));
+                return -1;
+            }
+            continue;
+        }
+        if (core == 0 && t->ndim == 1) {
+            continue;       /* the 1-element view of a () argument */
+        }
+        PyErr_Format(PyExc_ValueError, "argument %d of '%s' is %s (%d dimension(s)) but its "
+                     "layout in '%s' has %d core dimension(s)", i + 1,
+                     ts_signature_str(sig, buf, sizeof(buf)), ts_type_str(t, tbuf, sizeof(tbuf)),
+                     t->ndim, layout->text, core);
+        return -1;
+    }
+    return 0;
+}
