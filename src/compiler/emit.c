@@ -31,7 +31,11 @@ typedef struct Emit {
     int depth;                        /* loops we are in */
     LLVMBasicBlockRef break_to[MAX_LOOP_DEPTH], continue_to[MAX_LOOP_DEPTH];
     int broken[MAX_LOOP_DEPTH];       /* a break reaches the loop's exit */
+    const CcEmitTarget *target;       /* host or GPU math and flags */
 } Emit;
+
+/* The host: LLVM's math intrinsics and the C library, real FP flags. */
+const CcEmitTarget cc_host_target = {"host", NULL, 1};
 
 /* ---- types and constants ---- */
 
@@ -99,9 +103,19 @@ intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
 }
 
 /* A float intrinsic overloaded on its one float type: llvm.exp.f32 ... */
+static LLVMValueRef libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args,
+                         unsigned nargs);
+
 static LLVMValueRef
 float_intrinsic(Emit *E, const char *name, TsKind k, LLVMValueRef *args, unsigned nargs)
 {
+    char buf[48];
+    /* a target without LLVM's lowering of llvm.exp & co calls its own
+     * library instead (libdevice's __nv_expf on the GPU) */
+    if (E->target->math_name != NULL
+        && E->target->math_name(name + strlen("llvm."), k, buf, sizeof(buf)) != NULL) {
+        return libm(E, name + strlen("llvm."), k, args, nargs);
+    }
     LLVMTypeRef t = cc_value_type(E->ctx, k);
     return intrinsic(E, name, &t, 1, args, nargs);
 }
@@ -121,8 +135,11 @@ add_fn_attr(Emit *E, LLVMValueRef f, const char *name, unsigned long long value)
 static LLVMValueRef
 libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs)
 {
-    char name[32];
-    snprintf(name, sizeof(name), "%s%s", base, k == TS_FLOAT32 ? "f" : "");
+    char name[48];
+    if (E->target->math_name == NULL
+        || E->target->math_name(base, k, name, sizeof(name)) == NULL) {
+        snprintf(name, sizeof(name), "%s%s", base, k == TS_FLOAT32 ? "f" : "");
+    }
     LLVMTypeRef t = cc_value_type(E->ctx, k);
     LLVMTypeRef params[2] = {t, t};
     LLVMTypeRef fty = LLVMFunctionType(t, params, nargs, 0);
@@ -162,6 +179,9 @@ copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef sign)
 static void
 raise_divbyzero_if(Emit *E, LLVMValueRef cond)
 {
+    if (!E->target->fp_flags) {
+        return;             /* a GPU has no flags to raise: the 0 result stays */
+    }
     LLVMBasicBlockRef raise = LLVMAppendBasicBlockInContext(E->ctx, E->func, "divzero");
     LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->ctx, E->func, "divzero.after");
     LLVMBuildCondBr(E->b, cond, raise, after);
@@ -1372,7 +1392,14 @@ LLVMValueRef
 cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
                  int fastmath)
 {
-    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}};
+    return cc_emit_function_for(fn, sig, mod, name, fastmath, &cc_host_target);
+}
+
+LLVMValueRef
+cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                     const char *name, int fastmath, const CcEmitTarget *target)
+{
+    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}, target};
     E.func = declare(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
