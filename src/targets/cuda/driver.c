@@ -32,26 +32,44 @@ unavailable(const char *fmt, const char *detail)
     snprintf(driver.error, sizeof(driver.error), fmt, detail);
 }
 
+/* Names of the errors met before the driver can name them itself. */
+static const struct { CUresult rc; const char *name, *text; } known_errors[] = {
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+};
+
 static const char *
 error_name(CUresult rc)
 {
     const char *name = NULL;
-    if (driver.api.GetErrorName == NULL || driver.api.GetErrorName(rc, &name) != CUDA_SUCCESS
-        || name == NULL) {
-        return "CUDA_ERROR_UNKNOWN";
+    if (driver.api.GetErrorName != NULL && driver.api.GetErrorName(rc, &name) == CUDA_SUCCESS
+        && name != NULL) {
+        return name;
     }
-    return name;
+    for (size_t i = 0; i < sizeof(known_errors) / sizeof(known_errors[0]); i++) {
+        if (known_errors[i].rc == rc) {
+            return known_errors[i].name;
+        }
+    }
+    return "CUDA_ERROR_UNKNOWN";
 }
 
 static const char *
 error_string(CUresult rc)
 {
     const char *s = NULL;
-    if (driver.api.GetErrorString == NULL || driver.api.GetErrorString(rc, &s) != CUDA_SUCCESS
-        || s == NULL) {
-        return "unknown error";
+    if (driver.api.GetErrorString != NULL && driver.api.GetErrorString(rc, &s) == CUDA_SUCCESS
+        && s != NULL) {
+        return s;
     }
-    return s;
+    for (size_t i = 0; i < sizeof(known_errors) / sizeof(known_errors[0]); i++) {
+        if (known_errors[i].rc == rc) {
+            return known_errors[i].text;
+        }
+    }
+    return "unknown error";
 }
 
 static int
