@@ -420,3 +420,23 @@ def test_interop_torch():
     np.testing.assert_array_equal(d.copy_to_host(), np.arange(8, dtype=np.float32))
     u = torch.from_dlpack(cuda.to_device(np.arange(6.0).reshape(2, 3))[:, ::2])
     assert u.shape == (2, 2) and float(u.sum()) == 0 + 2 + 3 + 5
+
+
+@needs_gpu
+def test_compiled_kernel_runs():
+    from numbavec import _core
+
+    def saxpy_like(x, y):
+        return 2 * x + y
+
+    info = _core._cuda_detect()["devices"][0]
+    arch = "sm_%d%d" % info["compute_capability"]
+    ptx = cuda.compile_ptx(saxpy_like, "float32(float32, float32)", arch=arch)
+    mod = _core._cuda_load_ptx(ptx)
+    n = 100_000
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    dx, dy, out = cuda.to_device(x), cuda.to_device(y), cuda.device_array(n, np.float32)
+    _, block = mod.max_block_size("nv_saxpy_like")
+    mod.launch("nv_saxpy_like", 64, block, dx, dy, out, n)
+    np.testing.assert_array_equal(out.copy_to_host(), 2 * x + y)

@@ -9,6 +9,7 @@
  *   toolkit.c      finding libNVVM and libdevice; libNVVM compilation
  *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
  *   ptx.c          kernel modules -> PTX (libNVVM or LLVM's NVPTX back end)
+ *   launch.c       PTX loaded into the context; cuLaunchKernel from C
  *   cudamodule.c   _core's cuda functions and exceptions
  */
 #ifndef NV_CUDA_H
@@ -99,6 +100,10 @@ char *cuda_nvvmir_legacy(LLVMModuleRef mod, LLVMValueRef kernel, size_t *size);
 /* Rewrites intrinsics that LLVM 7 lacks (fptosi.sat, minimum, maximum) into
  * internal functions of plain instructions.  0/-1. */
 int cuda_legalize_llvm7(LLVMModuleRef mod);
+
+/* ---- launch.c ---- */
+
+int cuda_launch_init(PyObject *module);   /* _cuda_load_ptx, CudaModule */
 
 /* ---- ptx.c ---- */
 
