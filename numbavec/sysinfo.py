@@ -148,7 +148,27 @@ def cuda_target():
     ok, err = _call(is_available)
     if err is not None:
         return False, err
-    return bool(ok), "ready" if ok else "no CUDA driver or device"
+    if ok:
+        return True, "ready"
+    reason, _ = _call(cuda.unavailable_reason)
+    return False, reason or "no CUDA driver or device"
+
+
+def cuda_details():
+    """(devices, driver_version, toolkit) as numbavec.cuda sees them: the
+    devices only when a driver is usable; toolkit is what PTX generation
+    uses (libNVVM and libdevice paths, NVVM version)."""
+    try:
+        from numbavec import cuda
+    except Exception:  # noqa: BLE001 - reported by cuda_target()
+        return [], None, {}
+    toolkit, _ = _call(cuda.toolkit_info)
+    devices, version = [], None
+    if cuda.is_available():
+        info, _ = _call(_core._cuda_detect)
+        if info:
+            devices, version = info["devices"], info["driver_version"]
+    return devices, version, toolkit or {}
 
 
 # -- report ------------------------------------------------------------------
@@ -160,6 +180,7 @@ def collect():
     drv_ok, drv_detail = cuda_driver()
     nvvm, libdevice = find_nvvm()
     cuda_ok, cuda_reason = cuda_target()
+    devices, driver_version, toolkit = cuda_details()
     return {
         "numbavec": getattr(numbavec, "__version__", "?"),
         "numbavec_path": os.path.dirname(numbavec.__file__),
@@ -183,6 +204,9 @@ def collect():
         "cuda_driver_error": None if drv_ok else drv_detail,
         "libnvvm": nvvm,
         "libdevice": libdevice,
+        "cuda_devices": devices,
+        "cuda_driver_version": driver_version,
+        "cuda_toolkit": toolkit,
     }
 
 
@@ -219,8 +243,22 @@ def format_sysinfo(s):
     cuda = "available" if s["cuda_available"] else "not available"
     _line(out, "cuda", f"{cuda}: {s['cuda_reason']}")
     _line(out, "  CUDA driver", s["cuda_driver"] or s["cuda_driver_error"])
-    _line(out, "  libNVVM", ", ".join(s["libnvvm"]) or "not found")
-    _line(out, "  libdevice", ", ".join(s["libdevice"]) or "not found")
+    if s.get("cuda_driver_version"):
+        _line(out, "  driver version", "%d.%d" % tuple(s["cuda_driver_version"]))
+    for d in s.get("cuda_devices") or []:
+        cc = d["compute_capability"]
+        _line(out, f"  device {d['index']}",
+              f"{d['name']}, compute capability {cc[0]}.{cc[1]}, "
+              f"{d['multiprocessors']} SMs, {d['total_memory'] / 2**30:.1f} GiB")
+    tk = s.get("cuda_toolkit") or {}
+    nvvm_used = tk.get("libnvvm")
+    if nvvm_used and tk.get("nvvm_version"):
+        nvvm_used += " (NVVM %d.%d)" % tuple(tk["nvvm_version"])
+    _line(out, "  libNVVM", nvvm_used or ", ".join(s["libnvvm"]) or "not found")
+    _line(out, "  libdevice", tk.get("libdevice") or ", ".join(s["libdevice"]) or "not found")
+    backend = os.environ.get("NUMBAVEC_CUDA_BACKEND") or (
+        "nvvm" if nvvm_used and not tk.get("nvvm_error") else "llvm")
+    _line(out, "  PTX back end", f"{backend} (NUMBAVEC_CUDA_BACKEND=nvvm|llvm)")
     out += ["", "Threads"]
     _line(out, "get_num_threads()", s["num_threads"] if s["num_threads"] is not None
           else "n/a")

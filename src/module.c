@@ -9,6 +9,7 @@
 #include "common.h"
 
 #include "gufunc/gufunc.h"
+#include "targets/cuda/cuda.h"
 #include "targets/target.h"
 #include "typesig/typesig.h"
 #include "vectorize/vectorize.h"
@@ -52,7 +53,7 @@ PyInit__core(void)
     }
     if (PyModule_AddStringConstant(m, "llvm_version", NUMBAVEC_LLVM_VERSION_STRING) < 0
         || add_exceptions(m) < 0 || ts_init_module(m) < 0 || vz_init_module(m) < 0
-        || tg_init_module(m) < 0 || gu_init_module(m) < 0) {
+        || tg_init_module(m) < 0 || gu_init_module(m) < 0 || cuda_init_module(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -294,6 +294,30 @@ enum { CC_STATUS_OK = 0, CC_STATUS_INDEX = 1 };
 LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
                                    const char *name, int fastmath, unsigned long long unit_stride);
 
+/*
+ * What the emitted code may rely on in the machine that runs it.  The host
+ * has LLVM's lowering of math intrinsics, the C library and FP status flags;
+ * a GPU has libdevice and no flags.
+ */
+typedef struct CcEmitTarget {
+    const char *name;
+    /*
+     * Writes into buf the external function that computes `base` (C's
+     * double name without "llvm.": "exp", "atan2", "tgamma") on float kind
+     * k, and returns buf; NULL keeps the host's choice (an LLVM intrinsic
+     * or libm).  NULL pointer: the host everywhere.
+     */
+    const char *(*math_name)(const char *base, TsKind k, char *buf, size_t size);
+    int fp_flags;           /* integer division by zero raises FE_DIVBYZERO */
+} CcEmitTarget;
+
+extern const CcEmitTarget cc_host_target;
+
+/* cc_emit_function for another machine (cuda: libdevice, no flags). */
+LLVMValueRef cc_emit_function_for(CcFunction *fn, const TsSignature *sig,
+                                  LLVMModuleRef mod, const char *name, int fastmath,
+                                  const CcEmitTarget *target);
+
 /* ---- jit.c ---- */
 
 /* A module under construction in its own thread-safe context. */

@@ -37,6 +37,7 @@ typedef struct Emit {
     /* gufunc kernels (cc_emit_gufunc_kernel) */
     int gufunc;                       /* returns an i32 status, not a value */
     LLVMBasicBlockRef index_error;    /* `ret CC_STATUS_INDEX`, made on first use */
+    const CcEmitTarget *target;       /* host or GPU math and flags */
 } Emit;
 
 /* An array parameter: its data pointer, shape and byte strides (SSA values;
@@ -47,6 +48,9 @@ typedef struct ArrayVal {
     LLVMValueRef stride[TS_MAXDIMS];
     int unit_last;                    /* last dimension: unit element stride */
 } ArrayVal;
+
+/* The host: LLVM's math intrinsics and the C library, real FP flags. */
+const CcEmitTarget cc_host_target = {"host", NULL, 1};
 
 /* ---- types and constants ---- */
 
@@ -114,9 +118,19 @@ intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
 }
 
 /* A float intrinsic overloaded on its one float type: llvm.exp.f32 ... */
+static LLVMValueRef libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args,
+                         unsigned nargs);
+
 static LLVMValueRef
 float_intrinsic(Emit *E, const char *name, TsKind k, LLVMValueRef *args, unsigned nargs)
 {
+    char buf[48];
+    /* a target without LLVM's lowering of llvm.exp & co calls its own
+     * library instead (libdevice's __nv_expf on the GPU) */
+    if (E->target->math_name != NULL
+        && E->target->math_name(name + strlen("llvm."), k, buf, sizeof(buf)) != NULL) {
+        return libm(E, name + strlen("llvm."), k, args, nargs);
+    }
     LLVMTypeRef t = cc_value_type(E->ctx, k);
     return intrinsic(E, name, &t, 1, args, nargs);
 }
@@ -136,8 +150,11 @@ add_fn_attr(Emit *E, LLVMValueRef f, const char *name, unsigned long long value)
 static LLVMValueRef
 libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs)
 {
-    char name[32];
-    snprintf(name, sizeof(name), "%s%s", base, k == TS_FLOAT32 ? "f" : "");
+    char name[48];
+    if (E->target->math_name == NULL
+        || E->target->math_name(base, k, name, sizeof(name)) == NULL) {
+        snprintf(name, sizeof(name), "%s%s", base, k == TS_FLOAT32 ? "f" : "");
+    }
     LLVMTypeRef t = cc_value_type(E->ctx, k);
     LLVMTypeRef params[2] = {t, t};
     LLVMTypeRef fty = LLVMFunctionType(t, params, nargs, 0);
@@ -178,6 +195,9 @@ copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef sign)
 static void
 raise_divbyzero_if(Emit *E, LLVMValueRef cond)
 {
+    if (!E->target->fp_flags) {
+        return;             /* a GPU has no flags to raise: the 0 result stays */
+    }
     LLVMBasicBlockRef raise = LLVMAppendBasicBlockInContext(E->ctx, E->func, "divzero");
     LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->ctx, E->func, "divzero.after");
     LLVMBuildCondBr(E->b, cond, raise, after);
@@ -1137,6 +1157,12 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
     case M_ISNAN: case M_ISINF: case M_ISFINITE:
         return complex_pred(E, op, k, z);
     default: {
+        if (E->target != &cc_host_target) {
+            /* they call the C library's complex functions, which a GPU lacks */
+            cc_error(E->fn, n->loc, "%s of a complex value is not supported on the %s target yet",
+                     cc_builtin(n->builtin)->name, E->target->name);
+            return NULL;
+        }
         LLVMValueRef r = cc_emit_cmath(E->b, E->mod, op, k, z);
         return r ? convert(E, r, k, cc_storage(n->ty)) : NULL;
     }
@@ -1798,8 +1824,15 @@ LLVMValueRef
 cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
                  int fastmath)
 {
-    Emit E = {fn, LLVMGetModuleContext(mod), mod, NULL, NULL, 1, 0, {0}, {0}, {0}, NULL, 0, 0};
-    E.fastmath = fastmath;
+    return cc_emit_function_for(fn, sig, mod, name, fastmath, &cc_host_target);
+}
+
+LLVMValueRef
+cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                     const char *name, int fastmath, const CcEmitTarget *target)
+{
+    Emit E = {.fn = fn, .ctx = LLVMGetModuleContext(mod), .mod = mod, .reachable = 1,
+              .fastmath = fastmath, .target = target};
     E.func = declare(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
@@ -1910,7 +1943,7 @@ cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
                       const char *name, int fastmath, unsigned long long unit_stride)
 {
     Emit E = {.fn = fn, .ctx = LLVMGetModuleContext(mod), .mod = mod, .reachable = 1,
-              .gufunc = 1};
+              .gufunc = 1, .fastmath = fastmath, .target = &cc_host_target};
     E.func = declare_gufunc(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));

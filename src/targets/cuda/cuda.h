@@ -1,0 +1,114 @@
+/*
+ * cuda.h - numbavec's own GPU runtime and PTX generation (the cuda target's
+ * foundation).  Nothing here needs CUDA to build or import: the driver and
+ * libNVVM are opened with dlopen on first use.
+ *
+ *   driver.c       libcuda.so.1: loading, errors, primary context, detect()
+ *   stream.c       Stream and Event types; `stream=` argument conversion
+ *   devicearray.c  DeviceNDArray: allocation, copies, views, interop protocols
+ *   toolkit.c      finding libNVVM and libdevice; libNVVM compilation
+ *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
+ *   ptx.c          kernel modules -> PTX (libNVVM or LLVM's NVPTX back end)
+ *   launch.c       PTX loaded into the context; cuLaunchKernel from C
+ *   cudamodule.c   _core's cuda functions and exceptions
+ */
+#ifndef NV_CUDA_H
+#define NV_CUDA_H
+
+#include "common.h"
+#include "compiler/compiler.h"
+#include "targets/cuda/driver.h"
+
+/* ---- cudamodule.c: the exceptions (borrowed references) ---- */
+
+extern PyObject *cuda_SupportError;   /* numbavec.cuda.CudaSupportError */
+extern PyObject *cuda_Error;          /* numbavec.cuda.CudaError */
+
+int cuda_init_module(PyObject *module);   /* 0/-1 */
+
+/* ---- driver.c ---- */
+
+/* The loaded driver's entry points; NULL until cuda_driver() succeeds. */
+extern const CudaDriver *cuda_drv;
+
+/*
+ * Loads libcuda.so.1, initialises it and retains device 0's primary context
+ * (made current on the calling thread).  Returns the driver table, or NULL
+ * with CudaSupportError saying what is missing.
+ */
+const CudaDriver *cuda_driver(void);
+/* 1 when cuda_driver() would succeed; never raises. */
+int cuda_is_available(void);
+/* Makes the primary context current on this thread; 0/-1. */
+int cuda_enter(void);
+/*
+ * Turns a failed CUresult into CudaError("NAME: string (what)") or, for
+ * CUDA_ERROR_OUT_OF_MEMORY, MemoryError.  Returns -1; 0 for CUDA_SUCCESS.
+ */
+int cuda_check(CUresult rc, const char *what);
+/* {'driver_version': (12, 4), 'devices': [{...}, ...]}: new reference. */
+PyObject *cuda_detect(void);
+PyObject *cuda_unavailable_reason(void);  /* str, or None when available */
+CUdevice cuda_device(void);               /* the device in use (after cuda_driver) */
+
+/* ---- stream.c ---- */
+
+extern PyObject *cuda_stream_type;   /* numbavec.cuda.Stream */
+extern PyObject *cuda_event_type;    /* numbavec.cuda.Event */
+
+/*
+ * The CUstream a `stream=` argument names: None or 0 (the default stream),
+ * our Stream, an int handle, or an object with __cuda_stream__ (a
+ * (version, handle) tuple).  0/-1.
+ */
+int cuda_stream_arg(PyObject *obj, CUstream *out);
+PyObject *cuda_stream_new(PyObject *module, PyObject *args);    /* stream() */
+PyObject *cuda_event_new(PyObject *module, PyObject *args);     /* event() */
+int cuda_stream_init_types(PyObject *module);
+
+/* ---- devicearray.c ---- */
+
+extern PyObject *cuda_devicearray_type;   /* numbavec.cuda.DeviceNDArray */
+int cuda_devicearray_init(PyObject *module);
+
+/* ---- toolkit.c ---- */
+
+/* Paths found for libNVVM and libdevice (borrowed C strings or NULL). */
+const char *cuda_libnvvm_path(void);
+const char *cuda_libdevice_path(void);
+/* The bytes of libdevice.10.bc, read once; NULL with an exception. */
+const char *cuda_libdevice_bytes(size_t *size);
+int cuda_nvvm_available(void);        /* libNVVM loads; never raises */
+PyObject *cuda_toolkit_info(void);    /* {'libnvvm':..., 'libdevice':..., 'nvvm_version':...} */
+/*
+ * Compiles NVVM IR text (ir, size bytes) with libdevice lazily added into
+ * PTX for `arch` ("compute_90"), with opts (NULL-terminated).  Returns a new
+ * str, or NULL with CudaError/CudaSupportError and libNVVM's log.
+ */
+PyObject *cuda_nvvm_compile(const char *ir, size_t size, const char *arch,
+                            const char *const *opts);
+
+/* ---- nvvmir.c ---- */
+
+/*
+ * Prints mod in the LLVM 7 typed-pointer dialect of NVVM IR (every pointer
+ * an i8* with bitcasts at each use; !nvvmir.version 2.0), with `kernel`
+ * annotated as the entry point.  Returns a PyMem string (free with
+ * PyMem_Free), or NULL with an exception naming an unsupported construct.
+ */
+char *cuda_nvvmir_legacy(LLVMModuleRef mod, LLVMValueRef kernel, size_t *size);
+/* Rewrites intrinsics that LLVM 7 lacks (fptosi.sat, minimum, maximum) into
+ * internal functions of plain instructions.  0/-1. */
+int cuda_legalize_llvm7(LLVMModuleRef mod);
+
+/* ---- launch.c ---- */
+
+int cuda_launch_init(PyObject *module);   /* _cuda_load_ptx, CudaModule */
+
+/* ---- ptx.c ---- */
+
+/* How emit.c lowers math for the GPU: libdevice's __nv_* functions. */
+extern const CcEmitTarget cuda_emit_target;
+PyObject *cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs);
+
+#endif /* NV_CUDA_H */

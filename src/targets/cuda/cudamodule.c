@@ -1,0 +1,123 @@
+/*
+ * cudamodule.c - the cuda functions and exceptions of numbavec._core.
+ *
+ * numbavec/cuda/__init__.py re-exports them under their public names; the
+ * underscore names here are internal.  Importing needs no CUDA: every
+ * function that needs the driver raises CudaSupportError when it is absent.
+ */
+#include "targets/cuda/cuda.h"
+
+PyObject *cuda_SupportError = NULL;
+PyObject *cuda_Error = NULL;
+
+static PyObject *
+is_available(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(cuda_is_available());
+}
+
+static PyObject *
+unavailable_reason(PyObject *module, PyObject *unused)
+{
+    return cuda_unavailable_reason();
+}
+
+static PyObject *
+detect(PyObject *module, PyObject *unused)
+{
+    return cuda_detect();
+}
+
+static PyObject *
+toolkit(PyObject *module, PyObject *unused)
+{
+    return cuda_toolkit_info();
+}
+
+static PyObject *
+synchronize(PyObject *module, PyObject *unused)
+{
+    if (cuda_enter() < 0) {
+        return NULL;
+    }
+    CUresult rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = cuda_drv->CtxSynchronize();
+    Py_END_ALLOW_THREADS
+    if (cuda_check(rc, "cuCtxSynchronize") < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mem_info(PyObject *module, PyObject *unused)
+{
+    size_t free_bytes = 0, total = 0;
+    if (cuda_enter() < 0 || cuda_check(cuda_drv->MemGetInfo(&free_bytes, &total),
+                                       "cuMemGetInfo") < 0) {
+        return NULL;
+    }
+    return Py_BuildValue("(KK)", (unsigned long long)free_bytes, (unsigned long long)total);
+}
+
+/* Test hook: a failing CUresult as the exception cuda_check makes of it. */
+static PyObject *
+check_error(PyObject *module, PyObject *arg)
+{
+    long rc = PyLong_AsLong(arg);
+    if (rc == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (cuda_check((CUresult)rc, "test") < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef cuda_functions[] = {
+    {"_cuda_is_available", is_available, METH_NOARGS,
+     "True when the CUDA driver loads and reports a device."},
+    {"_cuda_unavailable_reason", unavailable_reason, METH_NOARGS,
+     "Why CUDA is unavailable (str), or None."},
+    {"_cuda_detect", detect, METH_NOARGS, "The driver version and the devices."},
+    {"_cuda_toolkit", toolkit, METH_NOARGS, "The libNVVM and libdevice found."},
+    {"_cuda_synchronize", synchronize, METH_NOARGS, "Waits for all work on the device."},
+    {"_cuda_mem_info", mem_info, METH_NOARGS, "(free, total) device memory in bytes."},
+    {"_cuda_stream", cuda_stream_new, METH_NOARGS, "A new CUDA stream."},
+    {"_cuda_event", cuda_event_new, METH_VARARGS, "event(timing=True): a new CUDA event."},
+    {"_cuda_ptx", (PyCFunction)(void (*)(void))cuda_ptx_py, METH_VARARGS | METH_KEYWORDS,
+     "_cuda_ptx(pyfunc, funcdef, source, signature, arch='sm_90', backend=None, "
+     "fastmath=False): PTX of a grid-stride kernel out[i] = f(x0[i], ...)."},
+    {"_cuda_check_error", check_error, METH_O, "Test hook: raise what a CUresult becomes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+add_exception(PyObject *m, const char *name, const char *doc, PyObject *base, PyObject **out)
+{
+    char qualname[96];
+    snprintf(qualname, sizeof(qualname), "numbavec.cuda.%s", name);
+    *out = PyErr_NewExceptionWithDoc(qualname, doc, base, NULL);
+    if (*out == NULL) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(m, name, *out);
+}
+
+int
+cuda_init_module(PyObject *m)
+{
+    if (add_exception(m, "CudaSupportError",
+                      "CUDA cannot be used here: no driver, no device or no toolkit "
+                      "piece (the message says which).", PyExc_RuntimeError,
+                      &cuda_SupportError) < 0
+        || add_exception(m, "CudaError",
+                         "A CUDA driver call failed; .name is the driver's error name.",
+                         PyExc_RuntimeError, &cuda_Error) < 0
+        || PyModule_AddFunctions(m, cuda_functions) < 0 || cuda_stream_init_types(m) < 0
+        || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0) {
+        return -1;
+    }
+    return 0;
+}

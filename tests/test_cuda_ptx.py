@@ -1,0 +1,281 @@
+"""PTX generation for the cuda target, checked without a GPU.
+
+Every kernel below goes through both back ends (libNVVM when found; LLVM's
+NVPTX back end always) for sm_80 and sm_90, and the PTX is assembled by the
+toolkit's ptxas.  Together the kernels use every construct of the kernel
+language and every math function, on float32, float64 and complex.  Float32
+kernels are checked to stay in float32 (no .f64 instruction) except for
+libdevice's sinf/cosf/tanf argument reduction (see FP64_IN_F32_TRIG).
+"""
+import cmath
+import math
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import numbavec
+from numbavec import cuda
+from numbavec import _core
+
+PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+TOOLKIT = cuda.toolkit_info()
+HAVE_PTXAS = os.path.exists(PTXAS)
+HAVE_NVVM = TOOLKIT["libnvvm"] is not None and TOOLKIT["nvvm_error"] is None
+
+pytestmark = pytest.mark.skipif(not HAVE_PTXAS or TOOLKIT["libdevice"] is None,
+                                reason="the CUDA toolkit (ptxas, libdevice) is not installed")
+
+BACKENDS = ["llvm"] + (["nvvm"] if HAVE_NVVM else [])
+ARCHS = ["sm_80", "sm_90"]
+
+# libdevice's __nv_sinf/__nv_cosf/__nv_tanf reduce huge arguments
+# (Payne-Hanek) with one f64 multiply: cvt.rn.f64.s64, mul.rn.f64 (libNVVM
+# writes mul.f64), cvt.rn.f32.f64.  That is libdevice's own code, not ours; every other f64
+# instruction in a float32 kernel is a bug.
+FP64_IN_F32_TRIG = {"cvt.rn.f64.s64", "mul.rn.f64", "mul.f64", "cvt.rn.f32.f64"}
+
+
+# ---- kernels ---------------------------------------------------------------
+
+def arith(a, b):
+    return a * b + a / b - a ** 2 + (a // b) + (a % b) - (-a) + (+b)
+
+
+def control(x, y):
+    acc = x * 0
+    if x > y:
+        acc = x - y
+    elif x == y:
+        acc = x
+    else:
+        acc = y - x
+    i = 0
+    while i < 10:
+        i += 1
+        if i == 3:
+            continue
+        if acc > 100:
+            break
+        acc = acc + i
+    else:
+        acc = acc * 2
+    for k in range(0, 8, 3):
+        acc += k
+    else:
+        acc -= 1
+    for k in range(5, 0, -1):
+        if k == 2:
+            break
+    t = (x, y)
+    p, q = t
+    z = p if (0 < x <= y or not q) and y != 7 else q
+    return acc + z + t[1] + min(x, y, acc) + max(x, y) + abs(x - y)
+
+
+def ints(a, b):
+    r = a // b + a % b + (a << 3) + (a >> 2) + (a & b) + (a | b) + (a ^ b) + (~a)
+    r += a ** 3 + abs(a) + min(a, b) + max(a, b)
+    return r + int(a > b) + (1 if bool(a) else 0)
+
+
+def casts(x, i):
+    return np.float32(np.int32(x)) + np.float32(np.int64(x)) + np.float32(i) + np.float32(np.uint8(x))
+
+
+def pycasts(x, i):
+    # Python's float()/int()/complex() give weak values that promote to float64
+    return float(i) + int(x) + complex(x, 1.0).real
+
+
+def unary_np(x):
+    return (np.exp(x) + np.expm1(x) + np.log(x) + np.log2(x) + np.log10(x) + np.log1p(x)
+            + np.sqrt(x) + np.sin(x) + np.cos(x) + np.tan(x) + np.arcsin(x) + np.arccos(x)
+            + np.arctan(x) + np.sinh(x) + np.cosh(x) + np.tanh(x) + np.arcsinh(x)
+            + np.arccosh(x) + np.arctanh(x) + np.fabs(x) + np.floor(x) + np.ceil(x)
+            + np.trunc(x) + np.degrees(x) + np.radians(x) + np.square(x) + np.absolute(x))
+
+
+def unary_math(x):
+    return (math.exp(x) + math.expm1(x) + math.log(x) + math.log2(x) + math.log10(x)
+            + math.log1p(x) + math.sqrt(x) + math.sin(x) + math.cos(x) + math.tan(x)
+            + math.asin(x) + math.acos(x) + math.atan(x) + math.sinh(x) + math.cosh(x)
+            + math.tanh(x) + math.asinh(x) + math.acosh(x) + math.atanh(x) + math.erf(x)
+            + math.erfc(x) + math.gamma(x) + math.lgamma(x) + math.fabs(x)
+            + math.degrees(x) + math.radians(x) + math.floor(x) + math.ceil(x) + math.trunc(x))
+
+
+def binary(x, y):
+    return (np.power(x, y) + np.arctan2(x, y) + np.hypot(x, y) + np.copysign(x, y)
+            + np.fmod(x, y) + np.minimum(x, y) + np.maximum(x, y) + math.pow(x, y)
+            + math.atan2(x, y) + math.hypot(x, y) + math.copysign(x, y) + math.fmod(x, y))
+
+
+def predicates(x):
+    return np.isnan(x) or math.isinf(x) or not np.isfinite(x) or math.isnan(x)
+
+
+def no_trig(x, y):
+    return np.exp(x) * np.log(y) + np.sqrt(x * y) + np.minimum(x, y) - np.tanh(y) / np.float32(3)
+
+
+def cplx(z, w):
+    # cmath is not in the kernel language yet; ** and abs() reach exp, log,
+    # atan2, sin, cos and hypot
+    r = z * w + z / w - z ** 2 + abs(z) + z.conjugate() * w.real - w.imag
+    return r + (z ** w) + (z != w)
+
+
+def bools(a, b):
+    return (a and not b) or (a != b)
+
+
+CASES = [
+    (arith, "float32(float32, float32)"),
+    (arith, "float64(float64, float64)"),
+    (arith, "int64(int64, int64)"),
+    (control, "float32(float32, float32)"),
+    (control, "float64(float64, float64)"),
+    (control, "int32(int32, int32)"),
+    (ints, "int32(int32, int32)"),
+    (ints, "uint64(uint64, uint64)"),
+    (ints, "int8(int8, int8)"),
+    (casts, "float32(float32, int32)"),
+    (casts, "float64(float64, int64)"),
+    (pycasts, "float64(float64, int64)"),
+    (unary_np, "float32(float32)"),
+    (unary_np, "float64(float64)"),
+    (unary_math, "float32(float32)"),
+    (unary_math, "float64(float64)"),
+    (binary, "float32(float32, float32)"),
+    (binary, "float64(float64, float64)"),
+    (predicates, "bool(float32)"),
+    (predicates, "bool(float64)"),
+    (no_trig, "float32(float32, float32)"),
+    (cplx, "complex64(complex64, complex64)"),
+    (cplx, "complex128(complex128, complex128)"),
+    (bools, "bool(bool, bool)"),
+]
+
+
+def _ids(case):
+    return f"{case[0].__name__}-{case[1].split('(')[0]}"
+
+
+def assemble(ptx, arch, tmp_path):
+    path = tmp_path / f"k_{arch}.ptx"
+    path.write_text(ptx)
+    proc = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, f"ptxas -arch={arch} failed:\n{proc.stderr}\n{ptx[:4000]}"
+
+
+def f64_instructions(ptx):
+    ops = set()
+    for line in ptx.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("//", ".reg", ".param", ".local", ".global")):
+            continue
+        op = line.split()[0]
+        if ".f64" in op:
+            ops.add(op)
+    return ops
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_ptx_assembles(case, backend, arch, tmp_path):
+    func, sig = case
+    ptx = cuda.compile_ptx(func, sig, arch=arch, backend=backend)
+    assert ".entry nv_" + func.__name__ in ptx
+    assert f".target {arch}" in ptx
+    assemble(ptx, arch, tmp_path)
+    if sig.startswith(("float32", "complex64")):
+        ops = f64_instructions(ptx)
+        uses_trig = func in (unary_np, unary_math, cplx)
+        allowed = FP64_IN_F32_TRIG if uses_trig else set()
+        assert ops <= allowed, f"float64 instructions in a float32 kernel: {ops - allowed}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fastmath_ptx(backend, tmp_path):
+    ptx = cuda.compile_ptx(no_trig, "float32(float32, float32)", arch="sm_90",
+                           backend=backend, fastmath=True)
+    assemble(ptx, "sm_90", tmp_path)
+    assert ".ftz" in ptx           # flush-to-zero float32 under fastmath
+    assert "f64" not in "".join(f64_instructions(ptx))
+
+
+def test_float32_stays_float32_without_trig():
+    for backend in BACKENDS:
+        ptx = cuda.compile_ptx(no_trig, "float32(float32, float32)", backend=backend)
+        assert f64_instructions(ptx) == set(), backend
+
+
+def test_grid_stride_loop_reads_special_registers():
+    ptx = cuda.compile_ptx(arith, "float32(float32, float32)", backend="llvm")
+    for reg in ("%tid.x", "%ctaid.x", "%ntid.x", "%nctaid.x"):
+        assert reg in ptx
+    # x0, x1, out and n
+    assert len(re.findall(r"\.param \.u64", ptx)) == 4
+
+
+def test_integer_division_by_zero_raises_no_flag_on_gpu():
+    # the host's feraiseexcept has no GPU counterpart: nothing external is called
+    for backend in BACKENDS:
+        ptx = cuda.compile_ptx(ints, "int32(int32, int32)", backend=backend)
+        assert "feraiseexcept" not in ptx
+        assert "call" not in ptx.replace("// callseq", "")
+
+
+@pytest.mark.skipif(not HAVE_NVVM, reason="libNVVM not found")
+def test_nvvm_modern_dialect_sm100(tmp_path):
+    ptx = cuda.compile_ptx(unary_np, "float32(float32)", arch="sm_100", backend="nvvm")
+    assemble(ptx, "sm_100", tmp_path)
+
+
+def test_llvm_backend_rejects_unknown_arch():
+    if int(_core.llvm_version.split(".")[0]) >= 20:
+        pytest.skip("LLVM 20 knows sm_100")
+    with pytest.raises(cuda.CudaSupportError, match="sm_100"):
+        cuda.compile_ptx(arith, "float32(float32, float32)", arch="sm_100", backend="llvm")
+
+
+def test_bad_arch_and_backend():
+    with pytest.raises(ValueError, match="sm_NN"):
+        cuda.compile_ptx(arith, "float32(float32, float32)", arch="volta")
+    with pytest.raises(ValueError, match="nvvm"):
+        cuda.compile_ptx(arith, "float32(float32, float32)", backend="cuda")
+
+
+def test_backend_from_environment(monkeypatch):
+    monkeypatch.setenv("NUMBAVEC_CUDA_BACKEND", "llvm")
+    ptx = cuda.compile_ptx(arith, "float32(float32, float32)")
+    assert "Generated by LLVM NVPTX Back-End" in ptx
+    if HAVE_NVVM:
+        monkeypatch.setenv("NUMBAVEC_CUDA_BACKEND", "nvvm")
+        ptx = cuda.compile_ptx(arith, "float32(float32, float32)")
+        assert "NVVM" in ptx
+
+
+def test_typing_errors_are_reported():
+    def bad(x):
+        return [x]
+
+    with pytest.raises(TypeError):
+        cuda.compile_ptx(bad, "float32(float32)")
+
+
+def _cmath_exp(z):
+    return cmath.exp(z)
+
+
+def test_cmath_is_a_clear_error_on_the_gpu():
+    """The host's cmath calls the C library's complex functions; a GPU has
+    none, so the kernel must not compile into PTX calling `cexp`."""
+    with pytest.raises(numbavec.TypingError, match="not supported on the cuda target"):
+        cuda.compile_ptx(_cmath_exp, "c16(c16)", arch="sm_90", backend="llvm")
