@@ -1804,6 +1804,34 @@ set_fastmath(LLVMValueRef func)
 #endif
 }
 
+/*
+ * Ends an emitted function: blocks left open after a return or a jump are
+ * unreachable; fast-math flags go on every FP instruction.  On failure
+ * (rc < 0) the half-built function is deleted.  Returns it, or NULL.
+ */
+static LLVMValueRef
+finish_function(Emit *E, int rc)
+{
+    if (rc == 0) {
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(E->func); bb;
+             bb = LLVMGetNextBasicBlock(bb)) {
+            if (LLVMGetBasicBlockTerminator(bb) == NULL) {
+                LLVMPositionBuilderAtEnd(E->b, bb);
+                LLVMBuildUnreachable(E->b);
+            }
+        }
+        if (E->fastmath) {
+            set_fastmath(E->func);
+        }
+    }
+    LLVMDisposeBuilder(E->b);
+    if (rc < 0) {
+        LLVMDeleteFunction(E->func);
+        return NULL;
+    }
+    return E->func;
+}
+
 static LLVMValueRef
 declare(Emit *E, const TsSignature *sig, const char *name)
 {
@@ -1856,24 +1884,7 @@ cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
     if (rc == 0 && E.reachable) {
         rc = cc_error(fn, fn->body->loc, "%s can end without returning a value", fn->name);
     }
-    if (rc == 0) {
-        /* blocks left open after a return or jump are unreachable */
-        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(E.func); bb; bb = LLVMGetNextBasicBlock(bb)) {
-            if (LLVMGetBasicBlockTerminator(bb) == NULL) {
-                LLVMPositionBuilderAtEnd(E.b, bb);
-                LLVMBuildUnreachable(E.b);
-            }
-        }
-        if (fastmath) {
-            set_fastmath(E.func);
-        }
-    }
-    LLVMDisposeBuilder(E.b);
-    if (rc < 0) {
-        LLVMDeleteFunction(E.func);
-        return NULL;
-    }
-    return E.func;
+    return finish_function(&E, rc);
 }
 
 /* ---- gufunc kernels ---- */
@@ -1964,24 +1975,8 @@ cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
     if (rc == 0) {
         rc = block(&E, fn->body);
     }
-    if (rc == 0) {
-        if (E.reachable) {
-            LLVMBuildRet(E.b, LLVMConstInt(LLVMInt32TypeInContext(E.ctx), CC_STATUS_OK, 0));
-        }
-        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(E.func); bb; bb = LLVMGetNextBasicBlock(bb)) {
-            if (LLVMGetBasicBlockTerminator(bb) == NULL) {
-                LLVMPositionBuilderAtEnd(E.b, bb);
-                LLVMBuildUnreachable(E.b);
-            }
-        }
-        if (fastmath) {
-            set_fastmath(E.func);
-        }
+    if (rc == 0 && E.reachable) {
+        LLVMBuildRet(E.b, LLVMConstInt(LLVMInt32TypeInContext(E.ctx), CC_STATUS_OK, 0));
     }
-    LLVMDisposeBuilder(E.b);
-    if (rc < 0) {
-        LLVMDeleteFunction(E.func);
-        return NULL;
-    }
-    return E.func;
+    return finish_function(&E, rc);
 }
