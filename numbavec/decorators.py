@@ -63,12 +63,24 @@ def _lazy_unavailable(pyfunc):
                     "is not available yet")
 
 
+def _function_cache(pyfunc, src, target, kwargs):
+    """A FunctionCache when cache=True, else None."""
+    if not kwargs.get("cache"):
+        return None
+    from numbavec.cache import FunctionCache
+
+    options = {"identity": kwargs.get("identity"),
+               "fastmath": bool(kwargs.get("fastmath", False))}
+    return FunctionCache(pyfunc, src, target, options)
+
+
 def _build(pyfunc, signatures, target, kwargs):
     src = KernelSource(pyfunc)
     ufunc = _core.vectorize(
         pyfunc, src.funcdef, src.location, signatures, target=target,
         identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
-        name=pyfunc.__name__, doc=pyfunc.__doc__)
+        name=pyfunc.__name__, doc=pyfunc.__doc__,
+        cache=_function_cache(pyfunc, src, target, kwargs))
     _decorate(ufunc, pyfunc, src)
     return ufunc
 

@@ -49,6 +49,27 @@ int vz_init_testhooks(PyObject *module);
 
 /* ---- vectorize.c ---- */
 
+/* The compiled code of one ufunc, one entry per signature (a Python object,
+ * numbavec._core.Library, stored in the ufunc's __dict__). */
+typedef struct VzLibrary VzLibrary;
+
+/*
+ * A new, empty library for pyfunc (all borrowed; the library keeps its own
+ * references).  source: (filename, first_line, lines, line_offset); cache:
+ * a numbavec.cache.FunctionCache or None.  New reference or NULL.
+ */
+VzLibrary *vz_library_new(const char *target, PyObject *pyfunc, PyObject *funcdef,
+                          PyObject *source, const char *name, int fastmath, PyObject *cache);
+/* Compiles sig (through the cache, if any), lets the target wrap the loop
+ * and appends it: its index, or -1 with an exception (nothing added). */
+Py_ssize_t vz_library_add(VzLibrary *lib, const TsSignature *sig);
+/* The entry whose argument kinds are args, or -1 (no exception). */
+Py_ssize_t vz_library_find(VzLibrary *lib, const TsKind *args, int nargs);
+/* Entry i's loop, its data and its signature (return type resolved). */
+void vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+                      const TsSignature **sig);
+Py_ssize_t vz_library_size(VzLibrary *lib);
+
 int vz_init_module(PyObject *module);
 
 #endif /* NV_VECTORIZE_H */
