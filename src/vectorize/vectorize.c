@@ -657,7 +657,104 @@ done:
     return ufunc;
 }
 
+/* ---- lazy ufuncs: the Library as a dufunc.c backend ---- */
+
+static Py_ssize_t
+lazy_find(PyObject *compiler, const TsKind *args, int nin)
+{
+    return vz_library_find((Library *)compiler, args, nin);
+}
+
+static Py_ssize_t
+lazy_compile(PyObject *compiler, const TsKind *args, int nin)
+{
+    TsSignature sig;
+    memset(&sig, 0, sizeof(sig));
+    sig.ret.kind = TS_INFER;
+    sig.nargs = nin;
+    for (int k = 0; k < nin; k++) {
+        sig.args[k].kind = args[k];
+    }
+    return vz_library_add((Library *)compiler, &sig);
+}
+
+static void
+lazy_entry(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+           TsKind *kinds)
+{
+    const TsSignature *sig;
+    vz_library_entry((Library *)compiler, i, fn, data, &sig);
+    for (int k = 0; k < sig->nargs; k++) {
+        kinds[k] = sig->args[k].kind;
+    }
+    kinds[sig->nargs] = sig->ret.kind;
+}
+
+static Py_ssize_t
+lazy_size(PyObject *compiler)
+{
+    return vz_library_size((Library *)compiler);
+}
+
+static const VzLazyBackend library_backend = {lazy_find, lazy_compile, lazy_entry, lazy_size};
+
+PyDoc_STRVAR(lazy_vectorize_doc,
+"lazy_vectorize(pyfunc, funcdef, source, nin, target='cpu', identity=None,\n"
+"               fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
+"A real ufunc with no loops yet: each call with new input types compiles\n"
+"one (see vectorize for the arguments).");
+
+static PyObject *
+lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pyfunc", "funcdef", "source", "nin", "target", "identity",
+                             "fastmath", "name", "doc", "cache", NULL};
+    PyObject *pyfunc, *funcdef, *source, *identity = Py_None, *cache = Py_None;
+    const char *target_name = "cpu", *name = NULL, *doc = NULL;
+    int nin, fastmath = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!i|sOpzzO", kwlist, &pyfunc, &funcdef,
+                                     &PyTuple_Type, &source, &nin, &target_name, &identity,
+                                     &fastmath, &name, &doc, &cache)) {
+        return NULL;
+    }
+    if (nin < 1 || nin > TS_MAXARGS) {
+        PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS,
+                     nin);
+        return NULL;
+    }
+    Library *lib = vz_library_new(target_name, pyfunc, funcdef, source, name, fastmath, cache);
+    if (lib == NULL) {
+        return NULL;
+    }
+    PyObject *ufunc = vz_make_lazy_ufunc(lib->src.name, doc, nin, 1, identity, &library_backend,
+                                         (PyObject *)lib, (PyObject *)lib);
+    Py_DECREF(lib);
+    return ufunc;
+}
+
+PyDoc_STRVAR(lazy_add_doc,
+"_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature's\n"
+"argument types now (its return type, if given, is ignored: inferred).");
+
+static PyObject *
+lazy_add(PyObject *module, PyObject *args)
+{
+    PyObject *ufunc, *sigobj;
+    TsSignature sig;
+    TsKind kinds[TS_MAXARGS];
+    if (!PyArg_ParseTuple(args, "OO", &ufunc, &sigobj) || ts_parse_signature(sigobj, &sig) < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < sig.nargs; k++) {
+        kinds[k] = sig.args[k].kind;
+    }
+    return vz_lazy_add(ufunc, kinds, sig.nargs);
+}
+
 static PyMethodDef vectorize_methods[] = {
+    {"lazy_vectorize", (PyCFunction)(void (*)(void))lazy_vectorize,
+     METH_VARARGS | METH_KEYWORDS, lazy_vectorize_doc},
+    {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
     {"vectorize", (PyCFunction)(void (*)(void))vectorize, METH_VARARGS | METH_KEYWORDS,
      vectorize_doc},
     {NULL, NULL, 0, NULL},
@@ -668,7 +765,7 @@ vz_init_module(PyObject *module)
 {
     library_type = PyType_FromSpec(&library_spec);
     if (library_type == NULL || PyModule_AddFunctions(module, vectorize_methods) < 0
-        || vz_init_testhooks(module) < 0) {
+        || vz_init_testhooks(module) < 0 || vz_init_dufunc(module) < 0) {
         return -1;
     }
     Py_INCREF(library_type);

@@ -42,6 +42,41 @@ PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
                         int ntypes, PyUFuncGenericFunction *funcs, void **data,
                         const char *types, PyObject *identity, PyObject *keep);
 
+/* ---- dufunc.c ---- */
+
+#define VZ_MAXOPERANDS (TS_MAXARGS + 8)
+
+/*
+ * What a lazy ufunc compiles with.  `compiler` is the backend's object (a
+ * Library for @vectorize; a gufunc brings its own backend and object, and
+ * then reuses the whole of dufunc.c: the promoter, the lock, registration).
+ * All run with the GIL held.
+ *   find     the entry compiled for input kinds args[nin], or -1 (no exception)
+ *   compile  compiles args[nin] and appends it: its index, or -1 with an exception
+ *   entry    entry i's loop and data, and the kinds of all nin + nout operands
+ *   size     the number of entries
+ */
+typedef struct VzLazyBackend {
+    Py_ssize_t (*find)(PyObject *compiler, const TsKind *args, int nin);
+    Py_ssize_t (*compile)(PyObject *compiler, const TsKind *args, int nin);
+    void (*entry)(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+                  TsKind *kinds);
+    Py_ssize_t (*size)(PyObject *compiler);
+} VzLazyBackend;
+
+/*
+ * A real numpy.ufunc with no loops that compiles one, through backend, for
+ * each new combination of input types it is called with (see dufunc.c).
+ * name, doc, identity, keep: as vz_make_ufunc.  compiler: borrowed.
+ * New reference or NULL.
+ */
+PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
+                             PyObject *identity, const VzLazyBackend *backend,
+                             PyObject *compiler, PyObject *keep);
+/* Compiles and registers input kinds now (ufunc.add(sig)): None or NULL. */
+PyObject *vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin);
+int vz_init_dufunc(PyObject *module);
+
 /* ---- testhooks.c ---- */
 
 /* Adds _ufunc_from_ir, _code_llvm, _code_asm and _jit_info (tests); 0/-1. */
