@@ -139,7 +139,11 @@ def _function_text(pyfunc, seen):
 
 
 def _source_text(pyfunc, src, seen):
-    parts = ["".join(src.lines)]
+    # From the `def` line on: the decorators (and so the signature list,
+    # keyed per entry) are not part of what a signature's code depends on.
+    _, first, lines, offset = src.location
+    start = max(0, getattr(src.funcdef, "lineno", 1) + offset - first)
+    parts = ["".join(lines[start:])]
     names, chains = _referenced_names(src.funcdef)
     local = set(pyfunc.__code__.co_varnames)
     for name in sorted(names - local):
