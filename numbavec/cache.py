@@ -27,7 +27,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 import types
 import warnings
 
@@ -215,6 +214,8 @@ def _entry_ok(entry):
 
 def _write(directory, path, meta, entry):
     """Atomic: a temporary file in the same directory, then os.replace."""
+    import tempfile     # only when writing: a warm start never needs it
+
     payload = marshal.dumps((meta, entry))
     data = MAGIC + hashlib.sha256(payload).digest() + payload
     try:
