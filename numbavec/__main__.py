@@ -2,6 +2,8 @@
 
   python -m numbavec            versions, host CPU, targets, threads, demo
   python -m numbavec --sysinfo  the system part only (like ``numba -s``)
+  python -m numbavec --cache-info / --cache-clear
+                                show / empty the compiled-code cache
 """
 import argparse
 import sys
@@ -16,7 +18,19 @@ def main(argv=None):
                     "numbavec ufuncs on the cpu and parallel targets.")
     parser.add_argument("--sysinfo", action="store_true",
                         help="print the system summary only (no compilation, no demo)")
+    parser.add_argument("--cache-info", action="store_true",
+                        help="show the compiled-code cache (cache=True): where, how many entries")
+    parser.add_argument("--cache-clear", action="store_true",
+                        help="remove every entry of the compiled-code cache")
     args = parser.parse_args(argv)
+    if args.cache_info or args.cache_clear:
+        from numbavec import cache
+
+        if args.cache_clear:
+            print(f"removed {cache.clear()} entries from {cache.cache_dir()}")
+        if args.cache_info:
+            print(cache.format_info(cache.info()))
+        return 0
 
     from numbavec import sysinfo
 

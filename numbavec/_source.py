@@ -7,6 +7,7 @@ to point at a line in an error message.
 """
 import ast
 import inspect
+import linecache
 import textwrap
 
 
@@ -22,6 +23,8 @@ class KernelSource:
     __slots__ = ("funcdef", "location", "lines", "first_line")
 
     def __init__(self, pyfunc):
+        if _from_module_tree(self, pyfunc):
+            return
         try:
             lines, first_line = inspect.getsourcelines(pyfunc)
         except (OSError, TypeError) as exc:
@@ -46,6 +49,47 @@ class KernelSource:
         self.location = (filename, first_line, list(lines), offset)
         self.lines = lines
         self.first_line = first_line
+
+
+# {filename: (the file's lines, {first line: FunctionDef})}: one parse per file
+_module_trees = {}
+
+
+def _from_module_tree(self, pyfunc):
+    """The fast path for a def in a file: parse the whole file once (cached)
+    and pick the def starting at the code's first line, instead of letting
+    inspect tokenize each function (the bulk of a warm-cache import).
+    False when it does not apply (lambdas, no file): inspect then decides."""
+    code = pyfunc.__code__
+    filename = code.co_filename
+    if pyfunc.__name__ == "<lambda>" or filename.startswith("<"):
+        return False
+    linecache.checkcache(filename)      # as inspect does: a file edited since
+    lines = linecache.getlines(filename, pyfunc.__globals__)
+    if not lines:
+        return False
+    cached = _module_trees.get(filename)
+    if cached is None or cached[0] is not lines:
+        try:
+            tree = ast.parse("".join(lines), filename)
+        except (SyntaxError, ValueError):
+            return False
+        defs = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                defs[first] = node
+        cached = _module_trees[filename] = (lines, defs)
+    node = cached[1].get(code.co_firstlineno)
+    if node is None or node.name != pyfunc.__name__ or node.end_lineno is None:
+        return False
+    first = code.co_firstlineno
+    own = list(lines[first - 1:node.end_lineno])
+    self.funcdef = node
+    self.location = (filename, first, own, 0)
+    self.lines = own
+    self.first_line = first
+    return True
 
 
 def _find_function(tree, pyfunc):

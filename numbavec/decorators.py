@@ -37,30 +37,39 @@ def vectorize(ftylist_or_function=(), **kwargs):
     """Compile a scalar function into a NumPy ufunc.
 
     ``@vectorize(['float32(float32, float32)', ...], target='cpu')`` compiles
-    one loop per signature now and returns a real ``numpy.ufunc``.  Options:
-    ``target`` ('cpu', 'parallel'), ``identity`` (0, 1, None, 'reorderable' or
-    any value: enables ``reduce`` on empty input), ``fastmath``, ``nopython``
-    (accepted: compilation is always nopython), ``cache`` (accepted).
+    one loop per signature now and returns a real ``numpy.ufunc``.  Bare
+    ``@vectorize`` (or with options only) returns a real ``numpy.ufunc``
+    that compiles a loop for each new combination of input types on first
+    use.  Options: ``target`` ('cpu', 'parallel'), ``identity`` (0, 1, None,
+    'reorderable' or any value: enables ``reduce`` on empty input),
+    ``fastmath``, ``nopython`` (accepted: compilation is always nopython),
+    ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
     if _is_function(ftylist_or_function):
-        return _lazy_unavailable(ftylist_or_function)
+        return _build_lazy(ftylist_or_function, target, kwargs)
     signatures = ftylist_or_function
-    if isinstance(signatures, (list, tuple)) and len(signatures) == 0:
-        return _lazy_unavailable(None)
+    lazy = isinstance(signatures, (list, tuple)) and len(signatures) == 0
 
     def decorate(pyfunc):
         if not _is_function(pyfunc):
             raise TypeError(f"vectorize decorates a Python function, not {pyfunc!r}")
+        if lazy:
+            return _build_lazy(pyfunc, target, kwargs)
         return _build(pyfunc, signatures, target, kwargs)
 
     return decorate
 
 
-def _lazy_unavailable(pyfunc):
-    raise TypeError("vectorize needs signatures in this build, e.g. "
-                    "@vectorize(['float64(float64, float64)']); compiling on first call "
-                    "is not available yet")
+def _function_cache(pyfunc, src, target, kwargs):
+    """A FunctionCache when cache=True, else None."""
+    if not kwargs.get("cache"):
+        return None
+    from numbavec.cache import FunctionCache
+
+    options = {"identity": kwargs.get("identity"),
+               "fastmath": bool(kwargs.get("fastmath", False))}
+    return FunctionCache(pyfunc, src, target, options)
 
 
 def _build(pyfunc, signatures, target, kwargs):
@@ -68,7 +77,26 @@ def _build(pyfunc, signatures, target, kwargs):
     ufunc = _core.vectorize(
         pyfunc, src.funcdef, src.location, signatures, target=target,
         identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
-        name=pyfunc.__name__, doc=pyfunc.__doc__)
+        name=pyfunc.__name__, doc=pyfunc.__doc__,
+        cache=_function_cache(pyfunc, src, target, kwargs))
+    _decorate(ufunc, pyfunc, src)
+    return ufunc
+
+
+def _build_lazy(pyfunc, target, kwargs):
+    """A real ufunc with no loops: each new input-type combination compiles
+    one inside NumPy's dispatch (src/vectorize/dufunc.c).  guvectorize with
+    only a layout plugs in the same way: its C side passes its own
+    VzLazyBackend to vz_make_lazy_ufunc."""
+    src = KernelSource(pyfunc)
+    code = pyfunc.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        raise TypeError("a ufunc kernel takes a fixed number of arguments (no *args, **kwargs)")
+    ufunc = _core.lazy_vectorize(
+        pyfunc, src.funcdef, src.location, code.co_argcount, target=target,
+        identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
+        name=pyfunc.__name__, doc=pyfunc.__doc__,
+        cache=_function_cache(pyfunc, src, target, kwargs))
     _decorate(ufunc, pyfunc, src)
     return ufunc
 

@@ -14,7 +14,8 @@
  *   emit.c       typed IR -> one LLVM function "ret kernel(args...)"
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
- *   jit.c        host target machine, O3 + libmvec, ORC LLJIT, dumps
+ *   jit.c        host target machine, optimisation + libmvec, object code,
+ *                ORC LLJIT, code shared by cache key, dumps
  *
  * The IR is a tree (as chibicc's), not SSA: variables are allocas that
  * mem2reg promotes.  Everything a compilation allocates lives in its arena
@@ -339,6 +340,8 @@ const char *cc_host_cpu_name(void);          /* after cc_jit_init */
 const char *cc_host_cpu_features(void);
 int cc_jit_has_libmvec(void);                /* 1 when libmvec's vector math is on */
 Py_ssize_t cc_jit_live_codes(void);          /* CcCode objects not yet freed (tests) */
+Py_ssize_t cc_jit_compilations(void);        /* modules optimised + code-generated */
+Py_ssize_t cc_jit_object_loads(void);        /* stored objects linked (cache hits) */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
@@ -352,7 +355,25 @@ void cc_module_dispose(CcModule *m);         /* only when not handed to cc_jit_a
  * (all code shares one JITDylib); every other global of m must be internal.
  */
 CcCode *cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n);
-void cc_code_free(CcCode *code);             /* removes the code from the JIT */
+/*
+ * cc_jit_add for cacheable code.  key (may be NULL: as cc_jit_add) names the
+ * code across processes: the exported names become "<name>.<key>", and code
+ * already live under that key is shared instead of compiled again.  When
+ * object is not NULL it receives the object file (a new bytes) to store, or
+ * NULL when the code was shared.  The key must be a C identifier-like string
+ * (hex digits); names[i] must then be the same in every process.
+ */
+CcCode *cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n,
+                         const char *key, PyObject **object);
+/*
+ * Links a stored object file (bytes[size], as cc_jit_add_keyed returned it
+ * under the same key) without running any LLVM pass, and resolves names as
+ * cc_jit_add_keyed did.  ir: its optimised IR text (copied), for
+ * inspect_llvm.  NULL with an exception on failure.
+ */
+CcCode *cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *ir,
+                          const char *const *names, void **addrs, int n);
+void cc_code_free(CcCode *code);             /* drops one use; the last removes the code */
 const char *cc_code_llvm(CcCode *code);      /* optimised IR text (owned by code) */
 /* The assembly of the optimised module: a new str, or NULL with an exception. */
 PyObject *cc_code_asm(CcCode *code);

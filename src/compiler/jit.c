@@ -2,11 +2,16 @@
  * jit.c - the host JIT: target machine, optimisation pipeline, ORC LLJIT.
  *
  * Last stage of the cpu pipeline: emit.c and vectorize/loops.c fill a
- * CcModule; cc_jit_add verifies it, runs LLVM's O3 pipeline (loop and SLP
- * vectorization, math intrinsics vectorized through glibc's libmvec), hands
- * it to one process-wide LLJIT under its own ResourceTracker and resolves
- * the requested functions.  A CcCode is what keeps that machine code alive;
- * freeing it removes the code from the JIT.
+ * CcModule; cc_jit_add verifies it, runs the optimisation pipeline (loop
+ * vectorization, math intrinsics vectorized through glibc's libmvec),
+ * emits an object file with the host target machine, hands that object to
+ * one process-wide LLJIT under its own ResourceTracker and resolves the
+ * requested functions.  Going through an object file ourselves (rather than
+ * giving ORC the IR) is what makes the compiled-code cache possible: LLVM-C
+ * has no ObjectCache hook for LLJIT, so the object bytes are handed back to
+ * the caller, and cc_jit_add_object links stored bytes without running any
+ * LLVM pass.  A CcCode is what keeps that machine code alive; freeing it
+ * removes the code from the JIT.
  *
  * The JIT is created on first use and never torn down: ufuncs holding code
  * may die at interpreter exit in any order, and a live JIT costs nothing.
@@ -31,7 +36,10 @@
 struct CcCode {
     LLVMOrcResourceTrackerRef tracker;  /* owns the machine code in the JIT */
     char *name;                         /* the module's name (PyMem) */
-    char *ir;                           /* optimised IR (LLVMDisposeMessage) */
+    char *ir;                           /* optimised IR (PyMem) */
+    char *key;                          /* keyed code: its key (PyMem), else NULL */
+    Py_ssize_t refs;                    /* keyed code is shared: see keyed_find */
+    CcCode *next;                       /* in jit.keyed */
 };
 
 /*
@@ -46,7 +54,10 @@ static struct JitContext {
     int libmvec;                      /* libmvec.so.1 loaded: vector math on */
     int dump;                         /* NUMBAVEC_DUMP flags, -1 until read */
     Py_ssize_t live_codes;            /* CcCode objects not yet freed */
+    Py_ssize_t compilations;          /* modules optimised and code-generated */
+    Py_ssize_t object_loads;          /* stored objects linked (cache hits) */
     unsigned long long next_id;       /* makes exported names unique */
+    CcCode *keyed;                    /* live keyed code, to share (list) */
     char *cpu;                        /* LLVMGetHostCPUName */
     char *features;                   /* LLVMGetHostCPUFeatures */
     char *triple;                     /* LLVMGetDefaultTargetTriple */
@@ -289,6 +300,18 @@ cc_jit_live_codes(void)
     return jit.live_codes;
 }
 
+Py_ssize_t
+cc_jit_compilations(void)
+{
+    return jit.compilations;
+}
+
+Py_ssize_t
+cc_jit_object_loads(void)
+{
+    return jit.object_loads;
+}
+
 /* ---- modules ---- */
 
 int
@@ -422,66 +445,185 @@ code_new(const char *name, size_t len)
     }
     memcpy(code->name, name, len);
     code->name[len] = '\0';
+    code->refs = 1;
     jit.live_codes++;
     return code;
+}
+
+static char *
+pymem_strdup(const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *copy = PyMem_Malloc(len);
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return memcpy(copy, s, len);
 }
 
 /*
  * Every module lands in the JIT's main JITDylib, where external names must
  * be unique; callers only keep them unique within a module, so each
- * requested function gets the suffix ".<id>" (written to unique[i]).
+ * requested function gets a suffix: ".<key>" for keyed (cacheable) code,
+ * whose names must be the same in every process that loads it, else
+ * ".<id>" with a process-wide id.  Writes unique[i].
  */
+static int
+unique_names(const char *const *names, int n, const char *key, char (*unique)[128])
+{
+    unsigned long long id = jit.next_id++;
+    for (int i = 0; i < n; i++) {
+        int len = key != NULL ? snprintf(unique[i], sizeof(unique[i]), "%s.%s", names[i], key)
+                              : snprintf(unique[i], sizeof(unique[i]), "%s.%llu", names[i], id);
+        if (len < 0 || len >= (int)sizeof(unique[i])) {
+            PyErr_Format(PyExc_ValueError, "function name too long: '%s'", names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int
 rename_exports(LLVMModuleRef mod, const char *const *names, int n, char (*unique)[128])
 {
-    unsigned long long id = jit.next_id++;
     for (int i = 0; i < n; i++) {
         LLVMValueRef fn = LLVMGetNamedFunction(mod, names[i]);
         if (fn == NULL) {
             PyErr_Format(PyExc_RuntimeError, "the module defines no function '%s'", names[i]);
             return -1;
         }
-        int len = snprintf(unique[i], sizeof(unique[i]), "%s.%llu", names[i], id);
-        if (len < 0 || len >= (int)sizeof(unique[i])) {
-            PyErr_Format(PyExc_ValueError, "function name too long: '%s'", names[i]);
-            return -1;
-        }
-        LLVMSetValueName2(fn, unique[i], (size_t)len);
+        LLVMSetValueName2(fn, unique[i], strlen(unique[i]));
     }
     return 0;
 }
 
-/* Hands m to the JIT under code's own tracker and resolves the names. */
+/* ---- keyed code: one copy per process ---- */
+
+/*
+ * Code added under a key (the cache key of a signature) has the same
+ * exported names in every process, so adding it twice to the one JITDylib
+ * would define them twice: the same function decorated twice, or a module
+ * reloaded.  Live keyed code is therefore shared, with a reference count.
+ */
+static CcCode *
+keyed_find(const char *key)
+{
+    for (CcCode *c = jit.keyed; c != NULL; c = c->next) {
+        if (strcmp(c->key, key) == 0) {
+            c->refs++;
+            return c;
+        }
+    }
+    return NULL;
+}
+
 static int
-add_and_lookup(CcCode *code, CcModule *m, char (*names)[128], void **addrs, int n)
+keyed_register(CcCode *code, const char *key)
+{
+    if ((code->key = pymem_strdup(key)) == NULL) {
+        return -1;
+    }
+    code->next = jit.keyed;
+    jit.keyed = code;
+    return 0;
+}
+
+static void
+keyed_unlink(CcCode *code)
+{
+    for (CcCode **p = &jit.keyed; *p != NULL; p = &(*p)->next) {
+        if (*p == code) {
+            *p = code->next;
+            return;
+        }
+    }
+}
+
+/* ---- object code ---- */
+
+/* Code generation of the optimised module into an in-memory object file. */
+static int
+emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out)
+{
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(jit.tm, mod, LLVMObjectFile, &msg, out)) {
+        *out = NULL;
+        return raise_llvm_message(PyExc_RuntimeError, "LLVM could not emit machine code", msg);
+    }
+    jit.compilations++;
+    return 0;
+}
+
+/* Links obj (consumed) into the JIT under code's own tracker. */
+static int
+add_object(CcCode *code, LLVMMemoryBufferRef obj)
 {
     code->tracker = LLVMOrcJITDylibCreateResourceTracker(jit.main);
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsctx);
-    LLVMOrcDisposeThreadSafeContext(m->tsctx);  /* tsm holds the context now */
-    m->mod = NULL;
-    m->tsctx = NULL;
-    LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit.lljit, code->tracker, tsm);
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit.lljit, code->tracker, obj);
     if (err != NULL) {
-        return raise_llvm_error(PyExc_RuntimeError, "the JIT refused the module", err);
+        return raise_llvm_error(PyExc_RuntimeError, "the JIT refused the object code", err);
     }
+    return 0;
+}
+
+static int
+lookup_all(char (*names)[128], void **addrs, int n)
+{
     for (int i = 0; i < n; i++) {
         LLVMOrcExecutorAddress addr = 0;
         jit.session_error[0] = '\0';
-        err = LLVMOrcLLJITLookup(jit.lljit, &addr, names[i]);
+        LLVMErrorRef err = LLVMOrcLLJITLookup(jit.lljit, &addr, names[i]);
         if (err != NULL) {
-            return raise_llvm_error(PyExc_RuntimeError, "JIT compilation failed", err);
+            return raise_llvm_error(PyExc_RuntimeError, "JIT linking failed", err);
         }
         addrs[i] = (void *)(uintptr_t)addr;
     }
     return 0;
 }
 
+/* Optimises m (dumps as NUMBAVEC_DUMP asks), keeps its IR text in code and
+ * turns it into an object file.  Does not consume m. */
+static int
+compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj)
+{
+    int dump = cc_dump_flags();
+    if (dump & CC_DUMP_LLVM) {
+        char *text = LLVMPrintModuleToString(m->mod);
+        dump_text("LLVM IR before optimisation", code->name, text);
+        LLVMDisposeMessage(text);
+    }
+    if (verify(m->mod) < 0 || optimise(m->mod) < 0) {
+        return -1;
+    }
+    /* Kept for inspect_llvm (and stored in cache entries); printing a loop
+     * module takes microseconds.  Code generation below rewrites the
+     * module, so this is the last moment to print it. */
+    char *ir = LLVMPrintModuleToString(m->mod);
+    code->ir = pymem_strdup(ir);
+    LLVMDisposeMessage(ir);
+    if (code->ir == NULL) {
+        return -1;
+    }
+    if (dump & CC_DUMP_OPT) {
+        dump_text("LLVM IR after optimisation", code->name, code->ir);
+    }
+    if (dump & CC_DUMP_ASM) {
+        dump_asm(code->name, code->ir);
+    }
+    return emit_object(m->mod, obj);
+}
+
 CcCode *
-cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n)
+cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n,
+                 const char *key, PyObject **object)
 {
     CcCode *code = NULL;
+    LLVMMemoryBufferRef obj = NULL;
     char (*unique)[128] = NULL;
-    int dump = cc_dump_flags();
+    if (object != NULL) {
+        *object = NULL;
+    }
     if (cc_jit_init() < 0) {
         goto error;
     }
@@ -490,38 +632,96 @@ cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n)
         PyErr_NoMemory();
         goto error;
     }
+    if (unique_names(names, n, key, unique) < 0) {
+        goto error;
+    }
+    if (key != NULL && (code = keyed_find(key)) != NULL) {
+        cc_module_dispose(m);   /* already in the JIT: nothing to compile */
+        if (lookup_all(unique, addrs, n) < 0) {
+            goto error;
+        }
+        PyMem_Free(unique);
+        return code;
+    }
     if (rename_exports(m->mod, names, n, unique) < 0) {
         goto error;
     }
     size_t len = 0;
     const char *name = LLVMGetModuleIdentifier(m->mod, &len);
-    if ((code = code_new(name, len)) == NULL) {
+    if ((code = code_new(name, len)) == NULL || compile_module(code, m, &obj) < 0) {
         goto error;
     }
-    if (dump & CC_DUMP_LLVM) {
-        char *text = LLVMPrintModuleToString(m->mod);
-        dump_text("LLVM IR before optimisation", code->name, text);
-        LLVMDisposeMessage(text);
-    }
-    if (verify(m->mod) < 0 || optimise(m->mod) < 0) {
+    cc_module_dispose(m);
+    if (object != NULL
+        && (*object = PyBytes_FromStringAndSize(LLVMGetBufferStart(obj),
+                                                (Py_ssize_t)LLVMGetBufferSize(obj))) == NULL) {
         goto error;
     }
-    /* Kept for inspect_llvm; printing a loop module takes microseconds. */
-    code->ir = LLVMPrintModuleToString(m->mod);
-    if (dump & CC_DUMP_OPT) {
-        dump_text("LLVM IR after optimisation", code->name, code->ir);
+    LLVMMemoryBufferRef consumed = obj;
+    obj = NULL;
+    if (add_object(code, consumed) < 0 || lookup_all(unique, addrs, n) < 0
+        || (key != NULL && keyed_register(code, key) < 0)) {
+        goto error;
     }
-    if (dump & CC_DUMP_ASM) {
-        dump_asm(code->name, code->ir);
+    PyMem_Free(unique);
+    return code;
+error:
+    if (object != NULL) {
+        Py_CLEAR(*object);
     }
-    if (add_and_lookup(code, m, unique, addrs, n) < 0) {
+    if (obj != NULL) {
+        LLVMDisposeMemoryBuffer(obj);
+    }
+    PyMem_Free(unique);
+    cc_module_dispose(m);
+    cc_code_free(code);
+    return NULL;
+}
+
+CcCode *
+cc_jit_add(CcModule *m, const char *const *names, void **addrs, int n)
+{
+    return cc_jit_add_keyed(m, names, addrs, n, NULL, NULL);
+}
+
+CcCode *
+cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *ir,
+                  const char *const *names, void **addrs, int n)
+{
+    CcCode *code = NULL;
+    char (*unique)[128] = NULL;
+    if (cc_jit_init() < 0) {
+        return NULL;
+    }
+    unique = PyMem_Malloc(sizeof(*unique) * (size_t)(n > 0 ? n : 1));
+    if (unique == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (unique_names(names, n, key, unique) < 0) {
+        goto error;
+    }
+    if ((code = keyed_find(key)) == NULL) {
+        if ((code = code_new(key, strlen(key))) == NULL || (code->ir = pymem_strdup(ir)) == NULL) {
+            goto error;
+        }
+        LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, size, key);
+        if (add_object(code, obj) < 0) {
+            goto error;
+        }
+        jit.object_loads++;
+        /* Registered before the lookup so that a failure below unlinks it. */
+        if (keyed_register(code, key) < 0) {
+            goto error;
+        }
+    }
+    if (lookup_all(unique, addrs, n) < 0) {
         goto error;
     }
     PyMem_Free(unique);
     return code;
 error:
     PyMem_Free(unique);
-    cc_module_dispose(m);
     cc_code_free(code);
     return NULL;
 }
@@ -529,8 +729,11 @@ error:
 void
 cc_code_free(CcCode *code)
 {
-    if (code == NULL) {
+    if (code == NULL || --code->refs > 0) {
         return;
+    }
+    if (code->key != NULL) {
+        keyed_unlink(code);
     }
     if (code->tracker != NULL) {
         /* Nothing can be done about a failure here; the code stays mapped. */
@@ -540,7 +743,8 @@ cc_code_free(CcCode *code)
         }
         LLVMOrcReleaseResourceTracker(code->tracker);
     }
-    LLVMDisposeMessage(code->ir);
+    PyMem_Free(code->ir);
+    PyMem_Free(code->key);
     PyMem_Free(code->name);
     PyMem_Free(code);
     jit.live_codes--;
@@ -557,4 +761,3 @@ cc_code_asm(CcCode *code)
 {
     return asm_from_ir(code->ir);
 }
-

@@ -307,7 +307,7 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     src.funcdef = funcdef;
     src.name = name ? name : "kernel";
     src.fastmath = fastmath;
-    if ((lib = vz_library_new(&loop_owner, nsigs)) == NULL) {
+    if ((lib = vz_library_alloc(&loop_owner, nsigs)) == NULL) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < nsigs; i++) {

@@ -7,7 +7,8 @@
  *
  *   _core._ufunc_from_ir(ir, kernel, types, name="f", identity=None)
  *   _core._code_llvm(code) / _core._code_asm(code)   code: f._numbavec_code
- *   _core._jit_info()  -> {cpu, features, llvm_version, libmvec, live_codes}
+ *   _core._jit_info()  -> {cpu, features, llvm_version, libmvec, live_codes,
+ *                          compilations, object_loads}
  */
 #include "vectorize/vectorize.h"
 
@@ -176,11 +177,13 @@ jit_info(PyObject *self, PyObject *unused)
     if (cc_jit_init() < 0) {
         return NULL;
     }
-    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n}", "cpu", cc_host_cpu_name(),
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(),
                          "features", cc_host_cpu_features(),
                          "llvm_version", NUMBAVEC_LLVM_VERSION_STRING,
                          "libmvec", cc_jit_has_libmvec() ? Py_True : Py_False,
-                         "live_codes", cc_jit_live_codes());
+                         "live_codes", cc_jit_live_codes(),
+                         "compilations", cc_jit_compilations(),
+                         "object_loads", cc_jit_object_loads());
 }
 
 static PyMethodDef testhook_methods[] = {

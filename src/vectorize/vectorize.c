@@ -8,6 +8,11 @@
  * exactly as long as the ufunc; the Library also answers inspect_llvm,
  * inspect_asm and inspect_types.  A failed compile registers nothing and
  * frees everything it made.
+ *
+ * The Library keeps the function's source, so that a lazy ufunc (dufunc.c)
+ * can compile more signatures later, and optionally a cache object
+ * (numbavec/cache.py): each signature is then first looked up on disk, and
+ * a miss stores the object code, IR and types it compiled.
  */
 #include "vectorize/vectorize.h"
 
@@ -18,6 +23,7 @@
 /* ---- the Library: compiled code of one ufunc ---- */
 
 typedef VzCompiled Compiled;
+typedef VzSource Source;
 typedef VzLibrary Library;
 
 static PyObject *library_type = NULL;
@@ -36,14 +42,42 @@ compiled_clear(Library *lib, Compiled *c)
     Py_CLEAR(c->var_types);
 }
 
+static int
+library_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Library *lib = (Library *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(lib->pyfunc);
+    Py_VISIT(lib->funcdef);
+    Py_VISIT(lib->source);
+    Py_VISIT(lib->cache);
+    return 0;
+}
+
+/* Only the Python references: the compiled code stays until dealloc, since
+ * a ufunc may still run it while a cycle is being broken. */
+static int
+library_clear(PyObject *self)
+{
+    Library *lib = (Library *)self;
+    Py_CLEAR(lib->pyfunc);
+    Py_CLEAR(lib->funcdef);
+    Py_CLEAR(lib->source);
+    Py_CLEAR(lib->cache);
+    return 0;
+}
+
 static void
 library_dealloc(PyObject *self)
 {
     Library *lib = (Library *)self;
+    PyObject_GC_UnTrack(self);
     for (Py_ssize_t i = 0; i < lib->n; i++) {
         compiled_clear(lib, &lib->items[i]);
     }
     PyMem_Free(lib->items);
+    library_clear(self);
+    Py_CLEAR(lib->name);
     PyTypeObject *tp = Py_TYPE(self);
     freefunc free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     free(self);
@@ -178,6 +212,8 @@ static PyGetSetDef library_getset[] = {
 
 static PyType_Slot library_slots[] = {
     {Py_tp_dealloc, library_dealloc},
+    {Py_tp_traverse, library_traverse},
+    {Py_tp_clear, library_clear},
     {Py_tp_methods, library_methods},
     {Py_tp_getset, library_getset},
     {Py_tp_doc, "The compiled code behind a numbavec ufunc (one entry per signature)."},
@@ -185,46 +221,30 @@ static PyType_Slot library_slots[] = {
 };
 
 static PyType_Spec library_spec = {
-    "numbavec._core.Library", sizeof(Library), 0, Py_TPFLAGS_DEFAULT, library_slots,
+    "numbavec._core.Library", sizeof(Library), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    library_slots,
 };
 
-static Library *
-library_new(const TgTarget *target, Py_ssize_t n)
+/* Grows items so that one more fits.  0/-1. */
+static int
+library_reserve(Library *lib)
 {
-    Library *lib = PyObject_New(Library, (PyTypeObject *)library_type);
-    if (lib == NULL) {
-        return NULL;
+    if (lib->n < lib->cap) {
+        return 0;
     }
-    lib->target = target;
-    lib->n = 0;
-    lib->items = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Compiled));
-    if (lib->items == NULL) {
-        Py_DECREF(lib);
+    Py_ssize_t cap = lib->cap ? lib->cap * 2 : 4;
+    Compiled *items = PyMem_Realloc(lib->items, (size_t)cap * sizeof(Compiled));
+    if (items == NULL) {
         PyErr_NoMemory();
-        return NULL;
+        return -1;
     }
-    return lib;
-}
-
-VzLibrary *
-vz_library_new(const TgTarget *target, Py_ssize_t n)
-{
-    return library_new(target, n);
+    memset(items + lib->n, 0, (size_t)(cap - lib->n) * sizeof(Compiled));
+    lib->items = items;
+    lib->cap = cap;
+    return 0;
 }
 
 /* ---- compiling one signature ---- */
-
-typedef VzSource Source;
-
-static PyObject *collect_var_types(CcFunction *fn);
-static double estimate_cost(LLVMValueRef kernel);
-static int parse_source(PyObject *source, Source *src);
-
-PyObject *
-vz_var_types(CcFunction *fn)
-{
-    return collect_var_types(fn);
-}
 
 static PyObject *
 collect_var_types(CcFunction *fn)
@@ -252,12 +272,6 @@ collect_var_types(CcFunction *fn)
 
 /* A rough serial cost in ns per element: the parallel target's threshold
  * starts from it (calls of math functions dominate). */
-double
-vz_estimate_cost(LLVMValueRef kernel)
-{
-    return estimate_cost(kernel);
-}
-
 static double
 estimate_cost(LLVMValueRef kernel)
 {
@@ -275,8 +289,15 @@ estimate_cost(LLVMValueRef kernel)
 
 static unsigned long long symbol_counter = 0;   /* guarded by the GIL */
 
+/*
+ * Lowers, types, emits and JITs src for sig into out.  key (may be NULL):
+ * the signature's cache key, which makes the exported name the same in
+ * every process; *object then receives the object code to store (a new
+ * reference, or NULL when the code was already live).
+ */
 static int
-compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *cost)
+compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *cost,
+            const char *key, PyObject **object)
 {
     CcFunction fn = {0};
     CcModule m = {0};
@@ -304,7 +325,12 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     char kname[96], lname[96];
     unsigned long long id = ++symbol_counter;
     snprintf(kname, sizeof(kname), "nv.%.48s.%llu.kernel", src->name, id);
-    snprintf(lname, sizeof(lname), "nv.%.48s.%llu.loop", src->name, id);
+    if (key != NULL) {
+        snprintf(lname, sizeof(lname), "nv.%.48s.loop", src->name);
+    }
+    else {
+        snprintf(lname, sizeof(lname), "nv.%.48s.%llu.loop", src->name, id);
+    }
     if (cc_module_new(&m, lname) < 0) {
         goto done;
     }
@@ -319,8 +345,8 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     }
     const char *names[1] = {lname};
     void *addrs[1] = {NULL};
-    have_module = 0;        /* cc_jit_add consumes it */
-    out->code = cc_jit_add(&m, names, addrs, 1);
+    have_module = 0;        /* cc_jit_add_keyed consumes it */
+    out->code = cc_jit_add_keyed(&m, names, addrs, 1, key, object);
     if (out->code == NULL) {
         goto done;
     }
@@ -334,13 +360,142 @@ done:
     return rc;
 }
 
-/* ---- _core.vectorize ---- */
+/* ---- the cache ---- */
 
-int
-vz_parse_source(PyObject *source, VzSource *src)
+/*
+ * A cache entry, as numbavec/cache.py stores it: (object bytes, optimised
+ * IR, return type name, cost, {variable: type}).  cache.py checks the
+ * shape and a checksum; this links the object.  0, or -1 with an exception
+ * (the caller then compiles instead).
+ */
+static int
+load_entry(const Source *src, const TsSignature *sig, PyObject *entry, const char *key,
+           Compiled *out, double *cost)
 {
-    return parse_source(source, src);
+    const char *bytes, *ir, *ret;
+    Py_ssize_t size;
+    PyObject *var_types;
+    TsKind kind;
+    char lname[96];
+    if (!PyArg_ParseTuple(entry, "y#ssdO!", &bytes, &size, &ir, &ret, cost, &PyDict_Type,
+                          &var_types)) {
+        return -1;
+    }
+    if (ts_kind_from_name(ret, strlen(ret), &kind) < 0) {
+        PyErr_Format(PyExc_ValueError, "cache entry with an unknown return type '%s'", ret);
+        return -1;
+    }
+    snprintf(lname, sizeof(lname), "nv.%.48s.loop", src->name);
+    const char *names[1] = {lname};
+    void *addrs[1] = {NULL};
+    out->code = cc_jit_add_object(key, bytes, (size_t)size, ir, names, addrs, 1);
+    if (out->code == NULL) {
+        return -1;
+    }
+    out->sig = *sig;
+    out->sig.ret.kind = kind;
+    out->fn = (PyUFuncGenericFunction)addrs[0];
+    Py_INCREF(var_types);
+    out->var_types = var_types;
+    return 0;
 }
+
+static int
+store_entry(PyObject *cache, PyObject *key, PyObject *object, Compiled *c, double cost)
+{
+    PyObject *r = PyObject_CallMethod(cache, "store", "O(OssdO)", key, object,
+                                      cc_code_llvm(c->code), ts_kind_name(c->sig.ret.kind),
+                                      cost, c->var_types);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* compile_one through the library's cache: a hit links stored code and
+ * runs no LLVM pass; a miss compiles and stores.  0/-1. */
+static int
+compile_cached(Library *lib, const TsSignature *sig, Compiled *out, double *cost)
+{
+    char buf[TS_STRSIZE];
+    PyObject *key = NULL, *entry = NULL, *object = NULL;
+    int rc = -1;
+    if (lib->cache == NULL) {
+        return compile_one(&lib->src, sig, out, cost, NULL, NULL);
+    }
+    key = PyObject_CallMethod(lib->cache, "key", "s", ts_signature_str(sig, buf, sizeof(buf)));
+    const char *k = key ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
+    if (k == NULL || (entry = PyObject_CallMethod(lib->cache, "load", "O", key)) == NULL) {
+        goto done;
+    }
+    if (entry != Py_None) {
+        if (load_entry(&lib->src, sig, entry, k, out, cost) == 0) {
+            rc = 0;
+            goto done;
+        }
+        /* An entry that does not link is as good as a corrupt one. */
+        PyErr_Clear();
+        compiled_clear(lib, out);
+        memset(out, 0, sizeof(*out));
+    }
+    if (compile_one(&lib->src, sig, out, cost, k, &object) < 0) {
+        goto done;
+    }
+    rc = object != NULL ? store_entry(lib->cache, key, object, out, *cost) : 0;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    Py_XDECREF(object);
+    return rc;
+}
+
+Py_ssize_t
+vz_library_add(VzLibrary *lib, const TsSignature *sig)
+{
+    if (library_reserve(lib) < 0) {
+        return -1;
+    }
+    Compiled *c = &lib->items[lib->n];
+    double cost = 1.0;
+    memset(c, 0, sizeof(*c));
+    if (compile_cached(lib, sig, c, &cost) < 0
+        || lib->target->wrap_loop(c->fn, &c->sig, cost, &c->fn, &c->target_data) < 0) {
+        compiled_clear(lib, c);
+        return -1;
+    }
+    return lib->n++;
+}
+
+Py_ssize_t
+vz_library_find(VzLibrary *lib, const TsKind *args, int nargs)
+{
+    for (Py_ssize_t i = 0; i < lib->n; i++) {
+        const TsSignature *s = &lib->items[i].sig;
+        int same = s->nargs == nargs;
+        for (int k = 0; same && k < nargs; k++) {
+            same = s->args[k].kind == args[k];
+        }
+        if (same) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+void
+vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+                 const TsSignature **sig)
+{
+    *fn = lib->items[i].fn;
+    *data = lib->items[i].target_data;
+    *sig = &lib->items[i].sig;
+}
+
+Py_ssize_t
+vz_library_size(VzLibrary *lib)
+{
+    return lib->n;
+}
+
+/* ---- _core.vectorize ---- */
 
 static int
 parse_source(PyObject *source, Source *src)
@@ -354,8 +509,38 @@ parse_source(PyObject *source, Source *src)
     return src->filename ? 0 : -1;
 }
 
+VzLibrary *
+vz_library_new(const char *target_name, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
+               const char *name, int fastmath, PyObject *cache)
+{
+    const TgTarget *target = tg_lookup(target_name);
+    if (target == NULL || cc_jit_init() < 0) {
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
+    Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
+    if (lib == NULL) {
+        return NULL;
+    }
+    lib->target = target;
+    lib->pyfunc = Py_NewRef(pyfunc);
+    lib->funcdef = Py_NewRef(funcdef);
+    lib->source = Py_NewRef(source);
+    lib->cache = cache != NULL && cache != Py_None ? Py_NewRef(cache) : NULL;
+    lib->name = PyUnicode_FromString(name ? name : "kernel");
+    if (lib->name == NULL || parse_source(source, &lib->src) < 0) {
+        Py_DECREF(lib);
+        return NULL;
+    }
+    lib->src.pyfunc = pyfunc;
+    lib->src.funcdef = funcdef;
+    lib->src.name = PyUnicode_AsUTF8AndSize(lib->name, NULL);
+    lib->src.fastmath = fastmath;
+    return lib->src.name != NULL ? lib : (Py_DECREF(lib), NULL);
+}
+
 static PyObject *
-make_ufunc(Library *lib, const Source *src, PyObject *identity, const char *doc)
+make_ufunc(Library *lib, PyObject *identity, const char *doc)
 {
     Py_ssize_t n = lib->n;
     int nin = n ? lib->items[0].sig.nargs : 0;
@@ -376,7 +561,7 @@ make_ufunc(Library *lib, const Source *src, PyObject *identity, const char *doc)
         }
         types[i * (nin + 1) + nin] = (char)ts_kind_typenum(c->sig.ret.kind);
     }
-    ufunc = vz_make_ufunc(src->name, doc, nin, 1, (int)n, funcs, data, types, identity,
+    ufunc = vz_make_ufunc(lib->src.name, doc, nin, 1, (int)n, funcs, data, types, identity,
                           (PyObject *)lib);
 done:
     PyMem_Free(funcs);
@@ -409,32 +594,31 @@ check_signatures(const TsSignature *sigs, Py_ssize_t n)
 
 PyDoc_STRVAR(vectorize_doc,
 "vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
-"          fastmath=False, name=None, doc=None) -> numpy.ufunc\n\n"
+"          fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
 "Compiles pyfunc (whose ast.FunctionDef is funcdef; source is (filename,\n"
 "first_line, lines, line_offset)) for each signature into a real ufunc.\n"
+"cache: a numbavec.cache.FunctionCache, or None.\n"
 "The ufunc's __dict__['_numbavec_code'] is the Library owning the code.");
 
 static PyObject *
 vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "target", "identity",
-                             "fastmath", "name", "doc", NULL};
-    PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None;
+                             "fastmath", "name", "doc", "cache", NULL};
+    PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None, *cache = Py_None;
     const char *target_name = "cpu", *name = NULL, *doc = NULL;
     int fastmath = 0;
-    Source src = {0};
     TsSignature *sigs = NULL;
     Py_ssize_t nsigs = 0;
     Library *lib = NULL;
     PyObject *ufunc = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzz", kwlist, &pyfunc, &funcdef,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzzO", kwlist, &pyfunc, &funcdef,
                                      &PyTuple_Type, &source, &sigobj, &target_name, &identity,
-                                     &fastmath, &name, &doc)) {
+                                     &fastmath, &name, &doc, &cache)) {
         return NULL;
     }
-    const TgTarget *target = tg_lookup(target_name);
-    if (target == NULL || parse_source(source, &src) < 0 || cc_jit_init() < 0
-        || ts_parse_signature_list(sigobj, &sigs, &nsigs) < 0) {
+    lib = vz_library_new(target_name, pyfunc, funcdef, source, name, fastmath, cache);
+    if (lib == NULL || ts_parse_signature_list(sigobj, &sigs, &nsigs) < 0) {
         goto done;
     }
     if (nsigs == 0) {
@@ -444,30 +628,154 @@ vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     if (check_signatures(sigs, nsigs) < 0) {
         goto done;
     }
-    src.pyfunc = pyfunc;
-    src.funcdef = funcdef;
-    src.name = name ? name : "kernel";
-    src.fastmath = fastmath;
-    if ((lib = library_new(target, nsigs)) == NULL) {
-        goto done;
-    }
     for (Py_ssize_t i = 0; i < nsigs; i++) {
-        Compiled *c = &lib->items[i];
-        double cost = 1.0;
-        lib->n = i + 1;     /* so that a failure frees what was made */
-        if (compile_one(&src, &sigs[i], c, &cost) < 0
-            || target->wrap_loop(c->fn, &c->sig, cost, &c->fn, &c->target_data) < 0) {
+        if (vz_library_add(lib, &sigs[i]) < 0) {
             goto done;
         }
     }
-    ufunc = make_ufunc(lib, &src, identity, doc);
+    ufunc = make_ufunc(lib, identity, doc);
 done:
     Py_XDECREF(lib);
     PyMem_Free(sigs);
     return ufunc;
 }
 
+/* ---- lazy ufuncs: the Library as a dufunc.c backend ---- */
+
+static Py_ssize_t
+lazy_find(PyObject *compiler, const TsKind *args, int nin)
+{
+    return vz_library_find((Library *)compiler, args, nin);
+}
+
+static Py_ssize_t
+lazy_compile(PyObject *compiler, const TsKind *args, int nin)
+{
+    TsSignature sig;
+    memset(&sig, 0, sizeof(sig));
+    sig.ret.kind = TS_INFER;
+    sig.nargs = nin;
+    for (int k = 0; k < nin; k++) {
+        sig.args[k].kind = args[k];
+    }
+    return vz_library_add((Library *)compiler, &sig);
+}
+
+static void
+lazy_entry(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+           TsKind *kinds)
+{
+    const TsSignature *sig;
+    vz_library_entry((Library *)compiler, i, fn, data, &sig);
+    for (int k = 0; k < sig->nargs; k++) {
+        kinds[k] = sig->args[k].kind;
+    }
+    kinds[sig->nargs] = sig->ret.kind;
+}
+
+static Py_ssize_t
+lazy_size(PyObject *compiler)
+{
+    return vz_library_size((Library *)compiler);
+}
+
+static const VzLazyBackend library_backend = {lazy_find, lazy_compile, lazy_entry, lazy_size};
+
+PyDoc_STRVAR(lazy_vectorize_doc,
+"lazy_vectorize(pyfunc, funcdef, source, nin, target='cpu', identity=None,\n"
+"               fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
+"A real ufunc with no loops yet: each call with new input types compiles\n"
+"one (see vectorize for the arguments).");
+
+static PyObject *
+lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pyfunc", "funcdef", "source", "nin", "target", "identity",
+                             "fastmath", "name", "doc", "cache", NULL};
+    PyObject *pyfunc, *funcdef, *source, *identity = Py_None, *cache = Py_None;
+    const char *target_name = "cpu", *name = NULL, *doc = NULL;
+    int nin, fastmath = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!i|sOpzzO", kwlist, &pyfunc, &funcdef,
+                                     &PyTuple_Type, &source, &nin, &target_name, &identity,
+                                     &fastmath, &name, &doc, &cache)) {
+        return NULL;
+    }
+    if (nin < 1 || nin > TS_MAXARGS) {
+        PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS,
+                     nin);
+        return NULL;
+    }
+    Library *lib = vz_library_new(target_name, pyfunc, funcdef, source, name, fastmath, cache);
+    if (lib == NULL) {
+        return NULL;
+    }
+    PyObject *ufunc = vz_make_lazy_ufunc(lib->src.name, doc, nin, 1, identity, &library_backend,
+                                         (PyObject *)lib, (PyObject *)lib);
+    Py_DECREF(lib);
+    return ufunc;
+}
+
+PyDoc_STRVAR(lazy_add_doc,
+"_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature's\n"
+"argument types now (its return type, if given, is ignored: inferred).");
+
+static PyObject *
+lazy_add(PyObject *module, PyObject *args)
+{
+    PyObject *ufunc, *sigobj;
+    TsSignature sig;
+    TsKind kinds[TS_MAXARGS];
+    if (!PyArg_ParseTuple(args, "OO", &ufunc, &sigobj) || ts_parse_signature(sigobj, &sig) < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < sig.nargs; k++) {
+        kinds[k] = sig.args[k].kind;
+    }
+    return vz_lazy_add(ufunc, kinds, sig.nargs);
+}
+
+/* ---- for gufunc.c ---- */
+
+VzLibrary *
+vz_library_alloc(const TgTarget *target, Py_ssize_t n)
+{
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
+    Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
+    if (lib == NULL) {
+        return NULL;
+    }
+    lib->target = target;
+    while (lib->cap < n) {
+        if (library_reserve(lib) < 0) {
+            Py_DECREF(lib);
+            return NULL;
+        }
+    }
+    return lib;
+}
+
+int
+vz_parse_source(PyObject *source, VzSource *src)
+{
+    return parse_source(source, src);
+}
+
+PyObject *
+vz_var_types(CcFunction *fn)
+{
+    return collect_var_types(fn);
+}
+
+double
+vz_estimate_cost(LLVMValueRef kernel)
+{
+    return estimate_cost(kernel);
+}
+
 static PyMethodDef vectorize_methods[] = {
+    {"lazy_vectorize", (PyCFunction)(void (*)(void))lazy_vectorize,
+     METH_VARARGS | METH_KEYWORDS, lazy_vectorize_doc},
+    {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
     {"vectorize", (PyCFunction)(void (*)(void))vectorize, METH_VARARGS | METH_KEYWORDS,
      vectorize_doc},
     {NULL, NULL, 0, NULL},
@@ -478,7 +786,7 @@ vz_init_module(PyObject *module)
 {
     library_type = PyType_FromSpec(&library_spec);
     if (library_type == NULL || PyModule_AddFunctions(module, vectorize_methods) < 0
-        || vz_init_testhooks(module) < 0) {
+        || vz_init_testhooks(module) < 0 || vz_init_dufunc(module) < 0) {
         return -1;
     }
     Py_INCREF(library_type);

@@ -43,6 +43,41 @@ PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
                         int ntypes, PyUFuncGenericFunction *funcs, void **data,
                         const char *types, PyObject *identity, PyObject *keep);
 
+/* ---- dufunc.c ---- */
+
+#define VZ_MAXOPERANDS (TS_MAXARGS + 8)
+
+/*
+ * What a lazy ufunc compiles with.  `compiler` is the backend's object (a
+ * Library for @vectorize; a gufunc brings its own backend and object, and
+ * then reuses the whole of dufunc.c: the promoter, the lock, registration).
+ * All run with the GIL held.
+ *   find     the entry compiled for input kinds args[nin], or -1 (no exception)
+ *   compile  compiles args[nin] and appends it: its index, or -1 with an exception
+ *   entry    entry i's loop and data, and the kinds of all nin + nout operands
+ *   size     the number of entries
+ */
+typedef struct VzLazyBackend {
+    Py_ssize_t (*find)(PyObject *compiler, const TsKind *args, int nin);
+    Py_ssize_t (*compile)(PyObject *compiler, const TsKind *args, int nin);
+    void (*entry)(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+                  TsKind *kinds);
+    Py_ssize_t (*size)(PyObject *compiler);
+} VzLazyBackend;
+
+/*
+ * A real numpy.ufunc with no loops that compiles one, through backend, for
+ * each new combination of input types it is called with (see dufunc.c).
+ * name, doc, identity, keep: as vz_make_ufunc.  compiler: borrowed.
+ * New reference or NULL.
+ */
+PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
+                             PyObject *identity, const VzLazyBackend *backend,
+                             PyObject *compiler, PyObject *keep);
+/* Compiles and registers input kinds now (ufunc.add(sig)): None or NULL. */
+PyObject *vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin);
+int vz_init_dufunc(PyObject *module);
+
 /* ---- testhooks.c ---- */
 
 /* Adds _ufunc_from_ir, _code_llvm, _code_asm and _jit_info (tests); 0/-1. */
@@ -57,8 +92,6 @@ PyObject *vz_make_gufunc(const char *name, const char *doc, int nin, int nout,
 
 /* ---- vectorize.c ---- */
 
-int vz_init_module(PyObject *module);
-
 /* The compiled code of one signature (an entry of a Library). */
 typedef struct VzCompiled {
     TsSignature sig;        /* with the return type resolved */
@@ -68,27 +101,58 @@ typedef struct VzCompiled {
     PyObject *var_types;    /* {name: type name} of the kernel's variables */
 } VzCompiled;
 
-/* What a ufunc's loops need, kept in its __dict__ as "_numbavec_code";
- * also answers inspect_llvm/inspect_asm/variable_types.  gufunc.c shares it. */
-typedef struct VzLibrary {
-    PyObject_HEAD
-    const TgTarget *target;
-    Py_ssize_t n;           /* entries made so far: a failure frees them */
-    VzCompiled *items;      /* PyMem array */
-} VzLibrary;
-
 /* Where a kernel's source comes from (the decorator's `source` tuple). */
 typedef struct VzSource {
-    PyObject *pyfunc, *funcdef;     /* borrowed */
+    PyObject *pyfunc, *funcdef;     /* borrowed (from the Library when it has them) */
     const char *name, *filename;
     PyObject *lines;                /* borrowed */
     int first_line, line_offset;
     int fastmath;
 } VzSource;
 
-VzLibrary *vz_library_new(const TgTarget *target, Py_ssize_t n);   /* new ref, room for n */
+/*
+ * The compiled code of one ufunc, one entry per signature: a Python object,
+ * numbavec._core.Library, kept in the ufunc's __dict__ as "_numbavec_code";
+ * it answers inspect_llvm/inspect_asm/variable_types.  A Library made by
+ * vz_library_new also keeps the function's source (a lazy ufunc compiles
+ * more signatures later) and an optional cache; gufunc.c fills one made by
+ * vz_library_alloc itself.
+ */
+typedef struct VzLibrary {
+    PyObject_HEAD
+    const TgTarget *target;
+    Py_ssize_t n, cap;
+    VzCompiled *items;      /* PyMem array of cap, n used: a failure frees them */
+    PyObject *pyfunc, *funcdef, *source;   /* owned: what src borrows */
+    PyObject *name;         /* owned str: src.name points into it */
+    PyObject *cache;        /* owned: a numbavec.cache.FunctionCache, or NULL */
+    VzSource src;
+} VzLibrary;
+
+/*
+ * A new, empty library for pyfunc (all borrowed; the library keeps its own
+ * references).  source: (filename, first_line, lines, line_offset); cache:
+ * a numbavec.cache.FunctionCache or None.  New reference or NULL.
+ */
+VzLibrary *vz_library_new(const char *target, PyObject *pyfunc, PyObject *funcdef,
+                          PyObject *source, const char *name, int fastmath, PyObject *cache);
+/* An empty library with room for n entries that its caller fills (gufunc.c):
+ * new reference or NULL. */
+VzLibrary *vz_library_alloc(const TgTarget *target, Py_ssize_t n);
+/* Compiles sig (through the cache, if any), lets the target wrap the loop
+ * and appends it: its index, or -1 with an exception (nothing added). */
+Py_ssize_t vz_library_add(VzLibrary *lib, const TsSignature *sig);
+/* The entry whose argument kinds are args, or -1 (no exception). */
+Py_ssize_t vz_library_find(VzLibrary *lib, const TsKind *args, int nargs);
+/* Entry i's loop, its data and its signature (return type resolved). */
+void vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+                      const TsSignature **sig);
+Py_ssize_t vz_library_size(VzLibrary *lib);
+
 int vz_parse_source(PyObject *source, VzSource *src);   /* (filename, first, lines, offset) */
 PyObject *vz_var_types(CcFunction *fn);                 /* new ref: {variable: type} */
 double vz_estimate_cost(LLVMValueRef kernel);           /* rough ns per kernel call */
+
+int vz_init_module(PyObject *module);
 
 #endif /* NV_VECTORIZE_H */

@@ -1,0 +1,598 @@
+/*
+ * dufunc.c - lazy ufuncs: a real numpy.ufunc that compiles a loop for each
+ * new combination of input types, inside NumPy's own dispatch.
+ *
+ * The ufunc is created with no loops and one *promoter* (NumPy 2's public
+ * DType API, PyUFunc_AddPromoter) registered for every DType, (None, ...).
+ * NumPy's dispatcher prefers an exactly matching loop and consults a
+ * promoter only when none matches; ours then resolves the concrete types
+ * (Python scalars are NumPy 2's weak abstract DTypes, resolved as
+ * np.result_type would against the array arguments), compiles them,
+ * registers the loop as an ArrayMethod (PyUFunc_AddLoopFromSpec) and returns
+ * its DTypes, and NumPy retries with them and caches the result under the
+ * original DTypes.  A later call with those types therefore never reaches
+ * numbavec's code before the loop: it is a plain ufunc call.  Because it
+ * all happens in NumPy's dispatch, __call__, reduce, accumulate, reduceat,
+ * outer, at and __array_ufunc__ containers (dask, xarray: they call the
+ * ufunc back on NumPy chunks) all compile what they need.
+ *
+ * The loops are also published in the legacy tables (functions, data,
+ * types, ntypes), so ufunc.types and ufunc.ntypes list them; the get_loop
+ * of each ArrayMethod finds its function there by type numbers, exactly as
+ * NumPy's own wrapping of legacy loops does.  Replaced tables are kept
+ * until the ufunc dies: a reader may be part way through one.
+ *
+ * What compiles a signature is a VzLazyBackend (vectorize.h): the Library
+ * of vectorize.c for @vectorize; a gufunc supplies its own to reuse this.
+ */
+#include "vectorize/vectorize.h"
+
+#include <numpy/dtype_api.h>
+#include <pythread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATE_ATTR "_numbavec_lazy"
+#define PROMOTER_CAPSULE "numpy._ufunc_promoter"
+
+/* ---- the state of one lazy ufunc ---- */
+
+typedef struct Tables {
+    struct Tables *prev;            /* retired tables, freed with the state */
+    PyUFuncGenericFunction *funcs;
+    void **data;
+    char *types;
+} Tables;
+
+typedef struct LazyState {
+    PyObject_HEAD
+    const VzLazyBackend *backend;
+    PyObject *compiler;             /* owned: the backend's object (a Library) */
+    int nin, nout;
+    int reorderable;                /* identity is not None */
+    PyObject *identity;             /* owned: None or the identity value */
+    PyThread_type_lock lock;        /* one compilation at a time */
+    unsigned long owner;            /* thread holding lock, or 0 */
+    Tables *tables;                 /* current first, then retired ones */
+} LazyState;
+
+static PyObject *state_type = NULL;
+
+static int
+state_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    LazyState *st = (LazyState *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(st->compiler);
+    Py_VISIT(st->identity);
+    return 0;
+}
+
+static int
+state_clear(PyObject *self)
+{
+    LazyState *st = (LazyState *)self;
+    Py_CLEAR(st->compiler);
+    Py_CLEAR(st->identity);
+    return 0;
+}
+
+static void
+state_dealloc(PyObject *self)
+{
+    LazyState *st = (LazyState *)self;
+    PyObject_GC_UnTrack(self);
+    state_clear(self);
+    while (st->tables != NULL) {
+        Tables *t = st->tables;
+        st->tables = t->prev;
+        PyMem_Free(t);
+    }
+    if (st->lock != NULL) {
+        PyThread_free_lock(st->lock);
+    }
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot state_slots[] = {
+    {Py_tp_dealloc, state_dealloc},
+    {Py_tp_traverse, state_traverse},
+    {Py_tp_clear, state_clear},
+    {Py_tp_doc, "What a lazy numbavec ufunc compiles new loops with (internal)."},
+    {0, NULL},
+};
+
+static PyType_Spec state_spec = {
+    "numbavec._core.LazyState", sizeof(LazyState), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, state_slots,
+};
+
+/* ---- the lock ---- */
+
+/*
+ * Taken without the GIL: a thread waiting for it while holding the GIL
+ * would deadlock with the compiling thread, which needs the GIL back (the
+ * cache and the compiler call Python, where the interpreter may switch
+ * threads).  Re-entrant for its owner, so that a compilation reaching the
+ * same ufunc again cannot deadlock itself.  Returns 1 if it was taken here.
+ */
+static int
+state_lock(LazyState *st)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    if (st->owner == me) {
+        return 0;
+    }
+    if (!PyThread_acquire_lock(st->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(st->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+    st->owner = me;
+    return 1;
+}
+
+static void
+state_unlock(LazyState *st, int taken)
+{
+    if (taken) {
+        st->owner = 0;
+        PyThread_release_lock(st->lock);
+    }
+}
+
+/* ---- DTypes and kinds ---- */
+
+static const int builtin_typenums[] = {
+    NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT, NPY_UINT, NPY_LONG,
+    NPY_ULONG, NPY_LONGLONG, NPY_ULONGLONG, NPY_FLOAT, NPY_DOUBLE, NPY_CFLOAT, NPY_CDOUBLE,
+};
+#define N_BUILTIN (sizeof(builtin_typenums) / sizeof(builtin_typenums[0]))
+
+/* The DType class of each builtin type number (borrowed: NumPy keeps them). */
+static PyArray_DTypeMeta *builtin_dtypes[N_BUILTIN];
+static PyArray_DTypeMeta *kind_dtypes[TS_NSCALAR];
+
+static int
+init_dtypes(void)
+{
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        PyArray_Descr *d = PyArray_DescrFromType(builtin_typenums[i]);
+        if (d == NULL) {
+            return -1;
+        }
+        builtin_dtypes[i] = (PyArray_DTypeMeta *)Py_TYPE(d);
+        Py_DECREF(d);
+    }
+    for (int k = 0; k < TS_NSCALAR; k++) {
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum((TsKind)k));
+        if (d == NULL) {
+            return -1;
+        }
+        kind_dtypes[k] = (PyArray_DTypeMeta *)Py_TYPE(d);
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
+/* The kind of a concrete builtin DType: 0, or -1 (no exception). */
+static int
+dtype_kind(PyArray_DTypeMeta *dt, TsKind *kind)
+{
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        if (builtin_dtypes[i] == dt) {
+            return ts_kind_from_typenum(builtin_typenums[i], kind);
+        }
+    }
+    return -1;
+}
+
+static int
+is_python_scalar(PyArray_DTypeMeta *dt)
+{
+    return dt == &PyArray_PyLongDType || dt == &PyArray_PyFloatDType
+           || dt == &PyArray_PyComplexDType;
+}
+
+/* A Python scalar alone is typed as np.asarray types it. */
+static TsKind
+python_scalar_default(PyArray_DTypeMeta *dt)
+{
+    return dt == &PyArray_PyLongDType ? TS_INT64
+           : dt == &PyArray_PyFloatDType ? TS_FLOAT64 : TS_COMPLEX128;
+}
+
+static int
+unsupported_dtype(PyObject *ufunc, PyArray_DTypeMeta *dt)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "ufunc %R: numbavec cannot compile a loop for %R (supported: bool, "
+                 "integers, float32/64, complex64/128)", ufunc, (PyObject *)dt);
+    return -1;
+}
+
+/*
+ * The input kinds to compile for.  Fixed signature DTypes win; then each
+ * concrete input's own kind; a Python scalar (weak, NEP 50) takes the
+ * common DType of itself and the concrete inputs, as np.result_type would;
+ * a missing input (the first operand of a reduction) takes the common
+ * DType of the others.  When only outputs are fixed (dtype=...), the inputs
+ * are computed in that type, as NumPy's own ufuncs do.  0/-1.
+ */
+static int
+resolve_inputs(PyObject *ufunc, int nin, int nargs, PyArray_DTypeMeta *const op[],
+               PyArray_DTypeMeta *const signature[], TsKind *kinds)
+{
+    PyArray_DTypeMeta *concrete[VZ_MAXOPERANDS], *common = NULL, *fixed_out = NULL;
+    int nconcrete = 0, nfixed_in = 0, rc = -1;
+    for (int i = 0; i < nin; i++) {
+        nfixed_in += signature[i] != NULL;
+        PyArray_DTypeMeta *dt = signature[i] ? signature[i] : op[i];
+        if (dt != NULL && !is_python_scalar(dt)) {
+            concrete[nconcrete++] = dt;
+        }
+    }
+    for (int i = nin; i < nargs; i++) {
+        fixed_out = fixed_out ? fixed_out : signature[i];
+    }
+    if (nconcrete > 0 && (common = PyArray_PromoteDTypeSequence(nconcrete, concrete)) == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < nin; i++) {
+        PyArray_DTypeMeta *dt = signature[i] ? signature[i] : op[i], *own = NULL;
+        if (nfixed_in == 0 && fixed_out != NULL) {
+            dt = fixed_out;
+        }
+        else if (dt == NULL) {
+            if (common == NULL) {
+                PyErr_Format(PyExc_TypeError, "ufunc %R: no input type to compile for", ufunc);
+                goto done;
+            }
+            dt = common;
+        }
+        else if (is_python_scalar(dt) && common != NULL) {
+            if ((dt = own = PyArray_CommonDType(common, dt)) == NULL) {
+                goto done;
+            }
+        }
+        else if (is_python_scalar(dt)) {
+            kinds[i] = python_scalar_default(dt);
+            continue;
+        }
+        int bad = dtype_kind(dt, &kinds[i]) < 0;
+        if (bad) {
+            unsupported_dtype(ufunc, dt);
+        }
+        Py_XDECREF(own);
+        if (bad) {
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(common);
+    return rc;
+}
+
+/* ---- the loop NumPy calls ---- */
+
+typedef struct LoopData {
+    NpyAuxData base;
+    PyUFuncGenericFunction fn;
+    void *data;
+} LoopData;
+
+/* libc's allocator: NumPy may free loop data without the GIL. */
+static void
+loopdata_free(NpyAuxData *aux)
+{
+    free(aux);
+}
+
+static NpyAuxData *
+loopdata_clone(NpyAuxData *aux)
+{
+    LoopData *copy = malloc(sizeof(LoopData));
+    if (copy != NULL) {
+        memcpy(copy, aux, sizeof(LoopData));
+    }
+    return (NpyAuxData *)copy;
+}
+
+static int
+strided_loop(PyArrayMethod_Context *context, char *const data[], npy_intp const dims[],
+             npy_intp const strides[], NpyAuxData *aux)
+{
+    LoopData *d = (LoopData *)aux;
+    d->fn((char **)data, (npy_intp *)dims, (npy_intp *)strides, d->data);
+    return 0;
+}
+
+/*
+ * Finds the loop in the ufunc's legacy tables by the operands' type
+ * numbers, as NumPy's wrapping of legacy loops does.  The descriptors are
+ * canonical (the default resolve_descriptors made them so).
+ */
+static int
+get_loop(PyArrayMethod_Context *context, int aligned, int move_references,
+         const npy_intp *strides, PyArrayMethod_StridedLoop **out_loop,
+         NpyAuxData **out_aux, NPY_ARRAYMETHOD_FLAGS *flags)
+{
+    PyUFuncObject *uf = (PyUFuncObject *)context->caller;
+    if (uf == NULL || !PyObject_TypeCheck((PyObject *)uf, &PyUFunc_Type)) {
+        PyErr_SetString(PyExc_RuntimeError, "a numbavec loop needs its ufunc as caller");
+        return -1;
+    }
+    int nargs = uf->nin + uf->nout;
+    for (int i = 0; i < uf->ntypes; i++) {
+        const char *t = uf->types + (size_t)i * (size_t)nargs;
+        int k = 0;
+        while (k < nargs && t[k] == context->descriptors[k]->type_num) {
+            k++;
+        }
+        if (k < nargs) {
+            continue;
+        }
+        LoopData *d = malloc(sizeof(LoopData));
+        if (d == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(&d->base, 0, sizeof(d->base));
+        d->base.free = loopdata_free;
+        d->base.clone = loopdata_clone;
+        d->fn = uf->functions[i];
+        d->data = uf->data[i];
+        *out_loop = strided_loop;
+        *out_aux = &d->base;
+        *flags = 0;     /* no Python in the loop; NumPy checks the FP flags */
+        return 0;
+    }
+    PyErr_Format(PyExc_RuntimeError, "ufunc '%s': its numbavec loop is missing", uf->name);
+    return -1;
+}
+
+/* The ufunc's identity as the reduction's first value (reorderable ones). */
+static int
+reduction_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, void *initial)
+{
+    PyObject *st = PyObject_GetAttrString(context->caller, STATE_ATTR);
+    if (st == NULL) {
+        return -1;
+    }
+    PyObject *identity = ((LazyState *)st)->identity;
+    int rc = identity == Py_None ? 0
+             : PyArray_Pack(context->descriptors[0], initial, identity) < 0 ? -1 : 1;
+    Py_DECREF(st);
+    return rc;
+}
+
+/* ---- registering a compiled signature ---- */
+
+/* Registers the loop of the operand kinds `kinds` with NumPy.  0/-1. */
+static int
+add_array_method(PyObject *ufunc, LazyState *st, const TsKind *kinds)
+{
+    PyArray_DTypeMeta *dtypes[VZ_MAXOPERANDS];
+    char name[256];
+    int nargs = st->nin + st->nout;
+    for (int k = 0; k < nargs; k++) {
+        dtypes[k] = kind_dtypes[kinds[k]];
+    }
+    PyType_Slot slots[] = {
+        {NPY_METH_get_loop, (void *)get_loop},
+        {st->reorderable && st->nin == 2 && st->nout == 1 ? NPY_METH_get_reduction_initial : 0,
+         (void *)reduction_initial},
+        {0, NULL},
+    };
+    snprintf(name, sizeof(name), "numbavec_%s", ((PyUFuncObject *)ufunc)->name);
+    PyArrayMethod_Spec spec = {
+        .name = name,
+        .nin = st->nin,
+        .nout = st->nout,
+        .casting = NPY_NO_CASTING,
+        .flags = st->reorderable ? NPY_METH_IS_REORDERABLE : 0,
+        .dtypes = dtypes,
+        .slots = slots,
+    };
+    return PyUFunc_AddLoopFromSpec(ufunc, &spec);
+}
+
+/* New legacy tables with every compiled entry; the old ones are retired. */
+static int
+publish_tables(PyObject *ufunc, LazyState *st)
+{
+    Py_ssize_t n = st->backend->size(st->compiler);
+    int nargs = st->nin + st->nout;
+    size_t nf = (size_t)n * sizeof(PyUFuncGenericFunction), nd = (size_t)n * sizeof(void *);
+    Tables *t = PyMem_Malloc(sizeof(Tables) + nf + nd + (size_t)n * (size_t)nargs);
+    if (t == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->funcs = (PyUFuncGenericFunction *)(t + 1);
+    t->data = (void **)((char *)t->funcs + nf);
+    t->types = (char *)t->data + nd;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        TsKind kinds[VZ_MAXOPERANDS];
+        st->backend->entry(st->compiler, i, &t->funcs[i], &t->data[i], kinds);
+        for (int k = 0; k < nargs; k++) {
+            t->types[i * nargs + k] = (char)ts_kind_typenum(kinds[k]);
+        }
+    }
+    t->prev = st->tables;
+    st->tables = t;
+    /* No Python runs between these stores: readers hold the GIL. */
+    PyUFuncObject *uf = (PyUFuncObject *)ufunc;
+    uf->functions = t->funcs;
+    uf->data = t->data;
+    uf->types = t->types;
+    uf->ntypes = (int)n;
+    return 0;
+}
+
+/* The entry for kinds, compiled and registered now if it is new. */
+static Py_ssize_t
+ensure_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
+{
+    Py_ssize_t i = st->backend->find(st->compiler, kinds, st->nin);
+    if (i >= 0) {
+        return i;
+    }
+    int taken = state_lock(st);
+    /* Another thread may have compiled it while this one waited. */
+    i = st->backend->find(st->compiler, kinds, st->nin);
+    if (i < 0) {
+        i = st->backend->compile(st->compiler, kinds, st->nin);
+        TsKind all[VZ_MAXOPERANDS];
+        PyUFuncGenericFunction fn;
+        void *data;
+        if (i >= 0) {
+            st->backend->entry(st->compiler, i, &fn, &data, all);
+        }
+        /* Tables first: once NumPy knows the method, get_loop may run. */
+        if (i >= 0 && (publish_tables(ufunc, st) < 0 || add_array_method(ufunc, st, all) < 0)) {
+            i = -1;
+        }
+    }
+    state_unlock(st, taken);
+    return i;
+}
+
+/*
+ * The promoter: NumPy calls it for DTypes no loop matches.  It sets
+ * new_op_dtypes (new references) to the DTypes of the loop compiled for
+ * them, which NumPy then looks up and caches under op_dtypes.
+ */
+static int
+promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+         PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    TsKind kinds[VZ_MAXOPERANDS], all[VZ_MAXOPERANDS];
+    PyObject *obj = PyObject_GetAttrString(ufunc, STATE_ATTR);
+    if (obj == NULL) {
+        return -1;
+    }
+    LazyState *st = (LazyState *)obj;
+    int nargs = st->nin + st->nout, rc = -1, changed = 0;
+    PyUFuncGenericFunction fn;
+    void *data;
+    if (resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
+        goto done;
+    }
+    Py_ssize_t i = ensure_loop(ufunc, st, kinds);
+    if (i < 0) {
+        goto done;
+    }
+    st->backend->entry(st->compiler, i, &fn, &data, all);
+    for (int k = 0; k < nargs; k++) {
+        PyArray_DTypeMeta *dt = k >= st->nin && signature[k] ? signature[k] : kind_dtypes[all[k]];
+        new_op_dtypes[k] = (PyArray_DTypeMeta *)Py_NewRef((PyObject *)dt);
+        changed |= dt != op_dtypes[k];
+    }
+    /*
+     * NumPy gives up if a promoter changes nothing (all types already
+     * concrete, out= given, and this loop is new): unset outputs match any
+     * loop, so leaving them out makes it look the new loop up.
+     */
+    for (int k = st->nin; !changed && k < nargs; k++) {
+        Py_CLEAR(new_op_dtypes[k]);
+    }
+    rc = 0;
+done:
+    Py_DECREF(obj);
+    return rc;
+}
+
+/* ---- creation ---- */
+
+PyObject *
+vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObject *identity,
+                   const VzLazyBackend *backend, PyObject *compiler, PyObject *keep)
+{
+    PyObject *ufunc = NULL, *capsule = NULL, *wildcard = NULL;
+    LazyState *st = NULL;
+    if (kind_dtypes[0] == NULL && init_dtypes() < 0) {
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)state_type, Py_tp_alloc);
+    if ((st = (LazyState *)alloc((PyTypeObject *)state_type, 0)) == NULL) {
+        return NULL;
+    }
+    st->backend = backend;
+    st->compiler = Py_NewRef(compiler);
+    st->nin = nin;
+    st->nout = nout;
+    st->identity = Py_NewRef(identity);
+    st->lock = PyThread_allocate_lock();
+    if (st->lock == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    PyUFuncGenericFunction no_funcs[1] = {NULL};
+    void *no_data[1] = {NULL};
+    ufunc = vz_make_ufunc(name, doc, nin, nout, 0, no_funcs, no_data, "", identity, keep);
+    if (ufunc == NULL) {
+        goto error;
+    }
+    st->reorderable = ((PyUFuncObject *)ufunc)->identity != PyUFunc_None;
+    if (((PyUFuncObject *)ufunc)->identity != PyUFunc_IdentityValue) {
+        /* 0, 1, -1: the value reduction_initial packs. */
+        PyObject *value = PyObject_GetAttrString(ufunc, "identity");
+        if (value == NULL) {
+            goto error;
+        }
+        Py_DECREF(st->identity);
+        st->identity = value;
+    }
+    if (PyObject_SetAttrString(ufunc, STATE_ATTR, (PyObject *)st) < 0) {
+        goto error;
+    }
+    capsule = PyCapsule_New((void *)promoter, PROMOTER_CAPSULE, NULL);
+    wildcard = PyTuple_New(nin + nout);
+    if (capsule == NULL || wildcard == NULL) {
+        goto error;
+    }
+    for (int k = 0; k < nin + nout; k++) {
+        PyTuple_SetItem(wildcard, k, Py_NewRef(Py_None));
+    }
+    if (PyUFunc_AddPromoter(ufunc, wildcard, capsule) < 0) {
+        goto error;
+    }
+    Py_DECREF(capsule);
+    Py_DECREF(wildcard);
+    Py_DECREF(st);
+    return ufunc;
+error:
+    Py_XDECREF(capsule);
+    Py_XDECREF(wildcard);
+    Py_XDECREF(ufunc);
+    Py_XDECREF(st);
+    return NULL;
+}
+
+PyObject *
+vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin)
+{
+    PyObject *obj = PyObject_GetAttrString(ufunc, STATE_ATTR);
+    if (obj == NULL) {
+        return NULL;
+    }
+    LazyState *st = (LazyState *)obj;
+    Py_ssize_t i = nin == st->nin ? ensure_loop(ufunc, st, kinds) : -1;
+    if (nin != st->nin) {
+        PyErr_Format(PyExc_TypeError, "this ufunc takes %d arguments, not %d", st->nin, nin);
+    }
+    Py_DECREF(obj);
+    return i < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+int
+vz_init_dufunc(PyObject *module)
+{
+    state_type = PyType_FromSpec(&state_spec);
+    return state_type != NULL ? 0 : -1;
+}

@@ -1,0 +1,287 @@
+"""The compiled-code cache (cache=True): hits, misses on every key part, damage,
+concurrent writers, an unwritable directory.
+
+Each test writes a kernel module into a temporary directory and imports it in
+a fresh subprocess with NUMBAVEC_CACHE_DIR pointing at its own cache, so that
+"a warm start" is a real new process.  Hits and misses are read from the
+counters of _core._jit_info(): LLVM compilations and stored objects linked.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from numbavec import cache as nvcache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+KERNEL = '''
+import math
+import numpy as np
+from numbavec import vectorize
+
+SCALE = {scale}
+
+def helper(x):
+    return {helper}
+
+helper.py_func = helper      # a device function as numbavec.jit will make them
+
+@vectorize({sigs}, target={target!r}, cache=True)
+def kern(x, y):
+    return math.exp(-x) * SCALE + y
+'''
+
+RUN = '''
+import json, sys, warnings
+import numpy as np
+sys.path.insert(0, {moddir!r})
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import kmod
+from numbavec import _core
+x = np.linspace(0, 1, 5)
+result = kmod.kern(x, x).tolist()       # a lazy ufunc compiles here
+info = _core._jit_info()
+print(json.dumps({{
+    "compilations": info["compilations"], "object_loads": info["object_loads"],
+    "result": result, "types": kmod.kern.types,
+    "llvm": len(kmod.kern.inspect_llvm()),
+    "warnings": [str(w.category.__name__) for w in caught]}}))
+'''
+
+
+def write_module(moddir, scale="2.0", helper="x + 1", sigs="['f8(f8, f8)', 'f4(f4, f4)']",
+                 target="cpu", body=KERNEL):
+    os.makedirs(moddir, exist_ok=True)
+    with open(os.path.join(moddir, "kmod.py"), "w") as fh:
+        fh.write(body.format(scale=scale, helper=helper, sigs=sigs, target=target))
+
+
+def run(moddir, cachedir):
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def expected(scale=2.0):
+    x = np.linspace(0, 1, 5)
+    return (np.exp(-x) * scale + x).tolist()
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return tmp_path / "mod", tmp_path / "cache"
+
+
+def test_cold_then_warm(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    cold = run(moddir, cachedir)
+    assert (cold["compilations"], cold["object_loads"]) == (2, 0)
+    warm = run(moddir, cachedir)
+    assert (warm["compilations"], warm["object_loads"]) == (0, 2)
+    assert warm["result"] == cold["result"]
+    np.testing.assert_allclose(warm["result"], expected())
+    assert warm["types"] == cold["types"] == ["dd->d", "ff->f"]
+    assert warm["llvm"] == 2          # inspect_llvm works from the entry's IR
+    assert nvcache.info(str(cachedir))["entries"] == 2
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel"])
+def test_targets_have_their_own_entries(dirs, target):
+    moddir, cachedir = dirs
+    write_module(moddir, target=target)
+    assert run(moddir, cachedir)["compilations"] == 2
+    warm = run(moddir, cachedir)
+    assert warm["compilations"] == 0
+    np.testing.assert_allclose(warm["result"], expected())
+
+
+@pytest.mark.parametrize("change", [
+    {"scale": "3.0"},                                       # a global's value
+    {"scale": "np.float32(2.0)"},                           # its type
+    {"body": KERNEL.replace("* SCALE + y", "* SCALE + y * 1")},   # the source
+    {"target": "parallel"},                                 # the target
+])
+def test_each_key_part_misses(dirs, change):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    write_module(moddir, **change)
+    again = run(moddir, cachedir)
+    assert again["compilations"] == 2 and again["object_loads"] == 0
+
+
+def test_a_new_signature_misses_only_itself(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    write_module(moddir, sigs="['f8(f8, f8)', 'f4(f4, f4)', 'i8(i8, i8)']")
+    again = run(moddir, cachedir)
+    assert (again["compilations"], again["object_loads"]) == (1, 2)
+
+
+def _kernel_key(moddir, name, helper):
+    """The cache key of kmod.kern's f8 signature, the module written anew."""
+    import importlib.util
+
+    from numbavec._source import KernelSource
+
+    body = KERNEL.replace("math.exp(-x) * SCALE + y", "helper(x) * SCALE + y").replace(
+        "@vectorize({sigs}, target={target!r}, cache=True)\n", "")
+    write_module(moddir, body=body, helper=helper)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(moddir, "kmod.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
+    return fc.key("float64(float64, float64)")
+
+
+def test_a_called_function_changing_misses(tmp_path):
+    # Kernels calling device functions compile once numbavec.jit lands; the
+    # key already follows any object with a .py_func, transitively.
+    moddir = tmp_path / "mod"
+    k1 = _kernel_key(moddir, "kmod_a", "x + 1")
+    assert _kernel_key(moddir, "kmod_b", "x + 1") == k1
+    assert _kernel_key(moddir, "kmod_c", "x + 2") != k1
+
+
+def test_key_text_follows_py_func_transitively():
+    src_ns = {}
+    exec(textwrap.dedent('''
+        def inner(x):
+            return x + K
+        def outer(x):
+            return inner(x) * 2
+        class Jit:
+            def __init__(self, f):
+                self.py_func = f
+        j_inner, j_outer = Jit(inner), Jit(outer)
+        K = 1
+    '''), src_ns)
+    from numbavec.cache import _describe
+    # no source for exec'd code: still a stable text, never an exception
+    assert "no source" in _describe(src_ns["j_outer"], set())
+
+
+def test_corrupt_and_truncated_entries_are_recompiled_and_rewritten(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    paths = sorted(str(cachedir / n) for n in os.listdir(cachedir))
+    with open(paths[0], "r+b") as fh:              # flip a byte of the payload
+        fh.seek(-10, os.SEEK_END)
+        byte = fh.read(1)
+        fh.seek(-10, os.SEEK_END)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with open(paths[1], "r+b") as fh:              # cut it short
+        fh.truncate(40)
+    assert nvcache.info(str(cachedir))["damaged"] == 2
+    again = run(moddir, cachedir)
+    assert (again["compilations"], again["object_loads"]) == (2, 0)
+    np.testing.assert_allclose(again["result"], expected())
+    assert nvcache.info(str(cachedir))["damaged"] == 0
+    assert run(moddir, cachedir)["object_loads"] == 2
+
+
+def test_concurrent_writer_processes(dirs):
+    moddir, cachedir = dirs
+    sigs = repr([f"{t}({t}, {t})" for t in ("f8", "f4", "i8", "i4", "i2", "u8")])
+    write_module(moddir, sigs=sigs)
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs = [subprocess.Popen([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        np.testing.assert_allclose(json.loads(out.strip().splitlines()[-1])["result"],
+                                   expected())
+    stats = nvcache.info(str(cachedir))
+    assert (stats["entries"], stats["damaged"]) == (6, 0)
+    assert not [n for n in os.listdir(cachedir) if n.startswith(".tmp-")]
+    assert run(moddir, cachedir)["compilations"] == 0
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root writes into read-only directories")
+def test_read_only_directory_compiles_with_one_warning(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    os.makedirs(cachedir)
+    os.chmod(cachedir, 0o500)
+    try:
+        out = run(moddir, cachedir)
+    finally:
+        os.chmod(cachedir, 0o700)
+    assert out["compilations"] == 2
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+
+
+def test_unwritable_cache_path_compiles_with_one_warning(dirs, tmp_path):
+    # Works as root too: the cache "directory" is a regular file.
+    moddir, _ = dirs
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    write_module(moddir)
+    out = run(moddir, blocker / "cache")
+    assert out["compilations"] == 2
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+
+
+LAZY = KERNEL.replace("@vectorize({sigs}, target={target!r}, cache=True)",
+                      "@vectorize(target={target!r}, cache=True)")
+
+
+def test_lazy_ufunc_caches_each_compiled_signature(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir, body=LAZY)
+    cold = run(moddir, cachedir)
+    assert (cold["compilations"], cold["object_loads"], cold["types"]) == (1, 0, ["dd->d"])
+    warm = run(moddir, cachedir)
+    assert (warm["compilations"], warm["object_loads"]) == (0, 1)
+    np.testing.assert_allclose(warm["result"], expected())
+
+
+def test_same_function_twice_in_one_process_shares_the_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path / "c"))
+    from numbavec import _core, vectorize
+
+    def twice(x):
+        return x * 3
+
+    live = _core._jit_info()["live_codes"]
+    a = vectorize(["f8(f8)"], cache=True)(twice)
+    b = vectorize(["f8(f8)"], cache=True)(twice)
+    assert _core._jit_info()["live_codes"] == live + 1
+    np.testing.assert_array_equal(a(np.arange(3.0)), b(np.arange(3.0)))
+    del a
+    np.testing.assert_array_equal(b(np.arange(3.0)), [0, 3, 6])
+
+
+def test_clear_and_cli(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    info = subprocess.run([sys.executable, "-m", "numbavec", "--cache-info"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert info.returncode == 0 and "kmod.kern" in info.stdout and "2" in info.stdout
+    cleared = subprocess.run([sys.executable, "-m", "numbavec", "--cache-clear"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert cleared.returncode == 0
+    assert nvcache.info(str(cachedir))["entries"] == 0
+    run(moddir, cachedir)
+    assert nvcache.clear(str(cachedir)) == 2
