@@ -20,7 +20,7 @@ typedef struct Block {
 
 struct CcArena {
     Block *blocks;
-    PyObject *kept;      /* list of references owned by the arena */
+    PyObject *kept; /* list of references owned by the arena */
 };
 
 CcArena *

@@ -13,6 +13,7 @@
 #include <string.h>
 
 /* id order: the enum-free index into `builtins` */
+/* clang-format off: one table row per Python name reads best */
 static const CcBuiltin builtins[] = {
     {"abs", FL_ABS, M_NONE, 1, 1},
     {"min", FL_MIN, M_NONE, 2, 64},
@@ -25,30 +26,65 @@ static const CcBuiltin builtins[] = {
     {".real", FL_REAL, M_NONE, 1, 1},
     {".imag", FL_IMAG, M_NONE, 1, 1},
     {".conjugate", FL_CONJ, M_NONE, 1, 1},
-#define CAST(name, kind) {name, FL_CAST, kind, 1, 1}
+#define CAST(name, kind)                                                                           \
+    {                                                                                              \
+        name, FL_CAST, kind, 1, 1                                                                  \
+    }
     CAST("numpy.bool_", TS_BOOL),
-    CAST("numpy.int8", TS_INT8), CAST("numpy.int16", TS_INT16),
-    CAST("numpy.int32", TS_INT32), CAST("numpy.int64", TS_INT64),
-    CAST("numpy.uint8", TS_UINT8), CAST("numpy.uint16", TS_UINT16),
-    CAST("numpy.uint32", TS_UINT32), CAST("numpy.uint64", TS_UINT64),
-    CAST("numpy.float32", TS_FLOAT32), CAST("numpy.float64", TS_FLOAT64),
-    CAST("numpy.complex64", TS_COMPLEX64), CAST("numpy.complex128", TS_COMPLEX128),
+    CAST("numpy.int8", TS_INT8),
+    CAST("numpy.int16", TS_INT16),
+    CAST("numpy.int32", TS_INT32),
+    CAST("numpy.int64", TS_INT64),
+    CAST("numpy.uint8", TS_UINT8),
+    CAST("numpy.uint16", TS_UINT16),
+    CAST("numpy.uint32", TS_UINT32),
+    CAST("numpy.uint64", TS_UINT64),
+    CAST("numpy.float32", TS_FLOAT32),
+    CAST("numpy.float64", TS_FLOAT64),
+    CAST("numpy.complex64", TS_COMPLEX64),
+    CAST("numpy.complex128", TS_COMPLEX128),
     /* aliases that are distinct type objects on some platforms */
-    CAST("numpy.longlong", TS_INT64), CAST("numpy.ulonglong", TS_UINT64),
-    CAST("numpy.intc", TS_INT32), CAST("numpy.uintc", TS_UINT32),
+    CAST("numpy.longlong", TS_INT64),
+    CAST("numpy.ulonglong", TS_UINT64),
+    CAST("numpy.intc", TS_INT32),
+    CAST("numpy.uintc", TS_UINT32),
 #undef CAST
-#define MATH(name, op, n) {"math." name, FL_MATH, op, n, n}
-    MATH("exp", M_EXP, 1), MATH("expm1", M_EXPM1, 1), MATH("log", M_LOG, 1),
-    MATH("log2", M_LOG2, 1), MATH("log10", M_LOG10, 1), MATH("log1p", M_LOG1P, 1),
-    MATH("sqrt", M_SQRT, 1), MATH("sin", M_SIN, 1), MATH("cos", M_COS, 1),
-    MATH("tan", M_TAN, 1), MATH("asin", M_ASIN, 1), MATH("acos", M_ACOS, 1),
-    MATH("atan", M_ATAN, 1), MATH("sinh", M_SINH, 1), MATH("cosh", M_COSH, 1),
-    MATH("tanh", M_TANH, 1), MATH("asinh", M_ASINH, 1), MATH("acosh", M_ACOSH, 1),
-    MATH("atanh", M_ATANH, 1), MATH("erf", M_ERF, 1), MATH("erfc", M_ERFC, 1),
-    MATH("gamma", M_GAMMA, 1), MATH("lgamma", M_LGAMMA, 1), MATH("fabs", M_FABS, 1),
-    MATH("degrees", M_DEGREES, 1), MATH("radians", M_RADIANS, 1),
-    MATH("pow", M_POW, 2), MATH("atan2", M_ATAN2, 2), MATH("hypot", M_HYPOT, 2),
-    MATH("copysign", M_COPYSIGN, 2), MATH("fmod", M_FMOD, 2), MATH("ldexp", M_LDEXP, 2),
+#define MATH(name, op, n)                                                                          \
+    {                                                                                              \
+        "math." name, FL_MATH, op, n, n                                                            \
+    }
+    MATH("exp", M_EXP, 1),
+    MATH("expm1", M_EXPM1, 1),
+    MATH("log", M_LOG, 1),
+    MATH("log2", M_LOG2, 1),
+    MATH("log10", M_LOG10, 1),
+    MATH("log1p", M_LOG1P, 1),
+    MATH("sqrt", M_SQRT, 1),
+    MATH("sin", M_SIN, 1),
+    MATH("cos", M_COS, 1),
+    MATH("tan", M_TAN, 1),
+    MATH("asin", M_ASIN, 1),
+    MATH("acos", M_ACOS, 1),
+    MATH("atan", M_ATAN, 1),
+    MATH("sinh", M_SINH, 1),
+    MATH("cosh", M_COSH, 1),
+    MATH("tanh", M_TANH, 1),
+    MATH("asinh", M_ASINH, 1),
+    MATH("acosh", M_ACOSH, 1),
+    MATH("atanh", M_ATANH, 1),
+    MATH("erf", M_ERF, 1),
+    MATH("erfc", M_ERFC, 1),
+    MATH("gamma", M_GAMMA, 1),
+    MATH("lgamma", M_LGAMMA, 1),
+    MATH("fabs", M_FABS, 1),
+    MATH("degrees", M_DEGREES, 1),
+    MATH("radians", M_RADIANS, 1),
+    MATH("pow", M_POW, 2),
+    MATH("atan2", M_ATAN2, 2),
+    MATH("hypot", M_HYPOT, 2),
+    MATH("copysign", M_COPYSIGN, 2),
+    MATH("fmod", M_FMOD, 2),
+    MATH("ldexp", M_LDEXP, 2),
 #undef MATH
     {"math.floor", FL_MATH_INT, M_FLOOR, 1, 1},
     {"math.ceil", FL_MATH_INT, M_CEIL, 1, 1},
@@ -56,18 +92,42 @@ static const CcBuiltin builtins[] = {
     {"math.isnan", FL_MATH_PRED, M_ISNAN, 1, 1},
     {"math.isinf", FL_MATH_PRED, M_ISINF, 1, 1},
     {"math.isfinite", FL_MATH_PRED, M_ISFINITE, 1, 1},
-#define NP(name, op, n) {"numpy." name, FL_NP, op, n, n}
-    NP("exp", M_EXP, 1), NP("expm1", M_EXPM1, 1), NP("log", M_LOG, 1),
-    NP("log2", M_LOG2, 1), NP("log10", M_LOG10, 1), NP("log1p", M_LOG1P, 1),
-    NP("sqrt", M_SQRT, 1), NP("sin", M_SIN, 1), NP("cos", M_COS, 1),
-    NP("tan", M_TAN, 1), NP("arcsin", M_ASIN, 1), NP("arccos", M_ACOS, 1),
-    NP("arctan", M_ATAN, 1), NP("sinh", M_SINH, 1), NP("cosh", M_COSH, 1),
-    NP("tanh", M_TANH, 1), NP("arcsinh", M_ASINH, 1), NP("arccosh", M_ACOSH, 1),
-    NP("arctanh", M_ATANH, 1), NP("fabs", M_FABS, 1), NP("floor", M_FLOOR, 1),
-    NP("ceil", M_CEIL, 1), NP("trunc", M_TRUNC, 1), NP("degrees", M_DEGREES, 1),
-    NP("radians", M_RADIANS, 1), NP("square", M_SQUARE, 1),
-    NP("power", M_POW, 2), NP("arctan2", M_ATAN2, 2), NP("hypot", M_HYPOT, 2),
-    NP("copysign", M_COPYSIGN, 2), NP("fmod", M_FMOD, 2), NP("ldexp", M_LDEXP, 2),
+#define NP(name, op, n)                                                                            \
+    {                                                                                              \
+        "numpy." name, FL_NP, op, n, n                                                             \
+    }
+    NP("exp", M_EXP, 1),
+    NP("expm1", M_EXPM1, 1),
+    NP("log", M_LOG, 1),
+    NP("log2", M_LOG2, 1),
+    NP("log10", M_LOG10, 1),
+    NP("log1p", M_LOG1P, 1),
+    NP("sqrt", M_SQRT, 1),
+    NP("sin", M_SIN, 1),
+    NP("cos", M_COS, 1),
+    NP("tan", M_TAN, 1),
+    NP("arcsin", M_ASIN, 1),
+    NP("arccos", M_ACOS, 1),
+    NP("arctan", M_ATAN, 1),
+    NP("sinh", M_SINH, 1),
+    NP("cosh", M_COSH, 1),
+    NP("tanh", M_TANH, 1),
+    NP("arcsinh", M_ASINH, 1),
+    NP("arccosh", M_ACOSH, 1),
+    NP("arctanh", M_ATANH, 1),
+    NP("fabs", M_FABS, 1),
+    NP("floor", M_FLOOR, 1),
+    NP("ceil", M_CEIL, 1),
+    NP("trunc", M_TRUNC, 1),
+    NP("degrees", M_DEGREES, 1),
+    NP("radians", M_RADIANS, 1),
+    NP("square", M_SQUARE, 1),
+    NP("power", M_POW, 2),
+    NP("arctan2", M_ATAN2, 2),
+    NP("hypot", M_HYPOT, 2),
+    NP("copysign", M_COPYSIGN, 2),
+    NP("fmod", M_FMOD, 2),
+    NP("ldexp", M_LDEXP, 2),
 #undef NP
     {"numpy.isnan", FL_NP_PRED, M_ISNAN, 1, 1},
     {"numpy.isinf", FL_NP_PRED, M_ISINF, 1, 1},
@@ -78,16 +138,34 @@ static const CcBuiltin builtins[] = {
     {"numpy.fmax", FL_NP_MINMAX, M_FMAX, 2, 2},
     {"numpy.absolute", FL_ABS, M_NONE, 1, 1},
     {"numpy.sign", FL_NP_SIGN, M_NONE, 1, 1},
-#define CMATH(name, op, n) {"cmath." name, FL_CMATH, op, n, n}
-    CMATH("exp", M_EXP, 1), CMATH("log", M_LOG, 1), CMATH("sqrt", M_SQRT, 1),
-    CMATH("sin", M_SIN, 1), CMATH("cos", M_COS, 1), CMATH("tan", M_TAN, 1),
-    CMATH("asin", M_ASIN, 1), CMATH("acos", M_ACOS, 1), CMATH("atan", M_ATAN, 1),
-    CMATH("sinh", M_SINH, 1), CMATH("cosh", M_COSH, 1), CMATH("tanh", M_TANH, 1),
-    CMATH("asinh", M_ASINH, 1), CMATH("acosh", M_ACOSH, 1), CMATH("atanh", M_ATANH, 1),
-    CMATH("phase", M_PHASE, 1), CMATH("polar", M_POLAR, 1), CMATH("rect", M_RECT, 2),
-    CMATH("isnan", M_ISNAN, 1), CMATH("isinf", M_ISINF, 1), CMATH("isfinite", M_ISFINITE, 1),
+#define CMATH(name, op, n)                                                                         \
+    {                                                                                              \
+        "cmath." name, FL_CMATH, op, n, n                                                          \
+    }
+    CMATH("exp", M_EXP, 1),
+    CMATH("log", M_LOG, 1),
+    CMATH("sqrt", M_SQRT, 1),
+    CMATH("sin", M_SIN, 1),
+    CMATH("cos", M_COS, 1),
+    CMATH("tan", M_TAN, 1),
+    CMATH("asin", M_ASIN, 1),
+    CMATH("acos", M_ACOS, 1),
+    CMATH("atan", M_ATAN, 1),
+    CMATH("sinh", M_SINH, 1),
+    CMATH("cosh", M_COSH, 1),
+    CMATH("tanh", M_TANH, 1),
+    CMATH("asinh", M_ASINH, 1),
+    CMATH("acosh", M_ACOSH, 1),
+    CMATH("atanh", M_ATANH, 1),
+    CMATH("phase", M_PHASE, 1),
+    CMATH("polar", M_POLAR, 1),
+    CMATH("rect", M_RECT, 2),
+    CMATH("isnan", M_ISNAN, 1),
+    CMATH("isinf", M_ISINF, 1),
+    CMATH("isfinite", M_ISFINITE, 1),
 #undef CMATH
 };
+/* clang-format on */
 
 enum { NBUILTINS = sizeof(builtins) / sizeof(builtins[0]) };
 
@@ -116,8 +194,17 @@ int
 cc_math_arity(CcMathOp op)
 {
     switch (op) {
-    case M_POW: case M_ATAN2: case M_HYPOT: case M_COPYSIGN: case M_FMOD:
-    case M_MINIMUM: case M_MAXIMUM: case M_FMIN: case M_FMAX: case M_LDEXP: case M_RECT:
+    case M_POW:
+    case M_ATAN2:
+    case M_HYPOT:
+    case M_COPYSIGN:
+    case M_FMOD:
+    case M_MINIMUM:
+    case M_MAXIMUM:
+    case M_FMIN:
+    case M_FMAX:
+    case M_LDEXP:
+    case M_RECT:
         return 2;
     default:
         return 1;
@@ -139,9 +226,21 @@ int
 cc_math_has_complex(CcMathOp op)
 {
     switch (op) {
-    case M_EXP: case M_LOG: case M_SQRT: case M_SIN: case M_COS: case M_TAN:
-    case M_ASIN: case M_ACOS: case M_ATAN: case M_SINH: case M_COSH: case M_TANH:
-    case M_ASINH: case M_ACOSH: case M_ATANH:
+    case M_EXP:
+    case M_LOG:
+    case M_SQRT:
+    case M_SIN:
+    case M_COS:
+    case M_TAN:
+    case M_ASIN:
+    case M_ACOS:
+    case M_ATAN:
+    case M_SINH:
+    case M_COSH:
+    case M_TANH:
+    case M_ASINH:
+    case M_ACOSH:
+    case M_ATANH:
         return 1;
     default:
         return 0;
@@ -154,7 +253,7 @@ resolve_name(const char *dotted)
 {
     const char *dot = strchr(dotted, '.');
     if (dotted[0] == '.') {
-        return NULL;            /* attribute builtins have no object */
+        return NULL; /* attribute builtins have no object */
     }
     char modname[32] = "builtins";
     const char *attr = dotted;

@@ -22,22 +22,38 @@ static const char *
 c99_name(CcMathOp op)
 {
     switch (op) {
-    case M_EXP: return "cexp";
-    case M_LOG: return "clog";
-    case M_SQRT: return "csqrt";
-    case M_SIN: return "csin";
-    case M_COS: return "ccos";
-    case M_TAN: return "ctan";
-    case M_ASIN: return "casin";
-    case M_ACOS: return "cacos";
-    case M_ATAN: return "catan";
-    case M_SINH: return "csinh";
-    case M_COSH: return "ccosh";
-    case M_TANH: return "ctanh";
-    case M_ASINH: return "casinh";
-    case M_ACOSH: return "cacosh";
-    case M_ATANH: return "catanh";
-    default: return NULL;
+    case M_EXP:
+        return "cexp";
+    case M_LOG:
+        return "clog";
+    case M_SQRT:
+        return "csqrt";
+    case M_SIN:
+        return "csin";
+    case M_COS:
+        return "ccos";
+    case M_TAN:
+        return "ctan";
+    case M_ASIN:
+        return "casin";
+    case M_ACOS:
+        return "cacos";
+    case M_ATAN:
+        return "catan";
+    case M_SINH:
+        return "csinh";
+    case M_COSH:
+        return "ccosh";
+    case M_TANH:
+        return "ctanh";
+    case M_ASINH:
+        return "casinh";
+    case M_ACOSH:
+        return "cacosh";
+    case M_ATANH:
+        return "catanh";
+    default:
+        return NULL;
     }
 }
 
@@ -122,8 +138,10 @@ LLVMValueRef
 cc_emit_cmath(LLVMBuilderRef b, LLVMModuleRef mod, CcMathOp op, TsKind k, LLVMValueRef z)
 {
     (void)b, (void)mod, (void)k, (void)z;
-    PyErr_Format(nv_TypingError, "complex %s() is only available on x86-64 hosts in this "
-                 "build", c99_name(op) ? c99_name(op) + 1 : "math");
+    PyErr_Format(nv_TypingError,
+                 "complex %s() is only available on x86-64 hosts in this "
+                 "build",
+                 c99_name(op) ? c99_name(op) + 1 : "math");
     return NULL;
 }
 

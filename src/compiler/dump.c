@@ -10,21 +10,22 @@
 #include <stdio.h>
 
 static const char *const kind_names[] = {
-    [ND_CONST] = "const", [ND_VAR] = "var", [ND_BINOP] = "binop", [ND_UNARY] = "unary",
-    [ND_COMPARE] = "compare", [ND_BOOLOP] = "boolop", [ND_IFEXP] = "ifexp",
-    [ND_CALL] = "call", [ND_TUPLE] = "tuple", [ND_GETITEM] = "getitem",
-    [ND_INLINE] = "inline", [ND_BLOCK] = "block", [ND_ASSIGN] = "assign",
-    [ND_UNPACK] = "unpack", [ND_RETURN] = "return", [ND_IF] = "if", [ND_WHILE] = "while",
-    [ND_FOR_RANGE] = "for-range", [ND_BREAK] = "break", [ND_CONTINUE] = "continue",
-    [ND_EXPR] = "expr",
+    [ND_CONST] = "const",     [ND_VAR] = "var",           [ND_BINOP] = "binop",
+    [ND_UNARY] = "unary",     [ND_COMPARE] = "compare",   [ND_BOOLOP] = "boolop",
+    [ND_IFEXP] = "ifexp",     [ND_CALL] = "call",         [ND_TUPLE] = "tuple",
+    [ND_GETITEM] = "getitem", [ND_INLINE] = "inline",     [ND_BLOCK] = "block",
+    [ND_ASSIGN] = "assign",   [ND_UNPACK] = "unpack",     [ND_RETURN] = "return",
+    [ND_IF] = "if",           [ND_WHILE] = "while",       [ND_FOR_RANGE] = "for-range",
+    [ND_BREAK] = "break",     [ND_CONTINUE] = "continue", [ND_EXPR] = "expr",
 };
 
 static const char *const op_names[] = {
-    [OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/", [OP_FLOORDIV] = "//",
-    [OP_MOD] = "%", [OP_POW] = "**", [OP_LSHIFT] = "<<", [OP_RSHIFT] = ">>",
-    [OP_BITAND] = "&", [OP_BITOR] = "|", [OP_BITXOR] = "^", [OP_NEG] = "-", [OP_POS] = "+",
-    [OP_INVERT] = "~", [OP_NOT] = "not", [OP_EQ] = "==", [OP_NE] = "!=", [OP_LT] = "<",
-    [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=", [OP_AND] = "and", [OP_OR] = "or",
+    [OP_ADD] = "+",       [OP_SUB] = "-",    [OP_MUL] = "*",    [OP_DIV] = "/",
+    [OP_FLOORDIV] = "//", [OP_MOD] = "%",    [OP_POW] = "**",   [OP_LSHIFT] = "<<",
+    [OP_RSHIFT] = ">>",   [OP_BITAND] = "&", [OP_BITOR] = "|",  [OP_BITXOR] = "^",
+    [OP_NEG] = "-",       [OP_POS] = "+",    [OP_INVERT] = "~", [OP_NOT] = "not",
+    [OP_EQ] = "==",       [OP_NE] = "!=",    [OP_LT] = "<",     [OP_LE] = "<=",
+    [OP_GT] = ">",        [OP_GE] = ">=",    [OP_AND] = "and",  [OP_OR] = "or",
 };
 
 /* What distinguishes a node of its kind: "+", "x", "math.exp", "3". */
@@ -36,15 +37,15 @@ detail(const CcNode *n, char *buf, size_t size)
     case ND_CONST:
         if (n->ty != NULL && ts_is_complex(cc_storage(n->ty))) {
             snprintf(buf, size, "%.17g%+.17gj", n->fval, n->fimag);
-        }
-        else if (n->ty != NULL && ts_is_float(cc_storage(n->ty))) {
+        } else if (n->ty != NULL && ts_is_float(cc_storage(n->ty))) {
             snprintf(buf, size, "%.17g", n->fval);
-        }
-        else {
+        } else {
             snprintf(buf, size, "%lld", n->ival);
         }
         break;
-    case ND_BINOP: case ND_UNARY: case ND_BOOLOP:
+    case ND_BINOP:
+    case ND_UNARY:
+    case ND_BOOLOP:
         snprintf(buf, size, "%s", op_names[n->op]);
         break;
     case ND_COMPARE: {
@@ -64,12 +65,16 @@ detail(const CcNode *n, char *buf, size_t size)
     case ND_UNPACK: {
         size_t used = 0;
         for (int i = 0; i < n->nargs && used < size; i++) {
-            used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
-                                     n->vars[i]->name);
+            used +=
+                (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", n->vars[i]->name);
         }
         break;
     }
-    case ND_VAR: case ND_ASSIGN: case ND_FOR_RANGE: case ND_INLINE: case ND_RETURN:
+    case ND_VAR:
+    case ND_ASSIGN:
+    case ND_FOR_RANGE:
+    case ND_INLINE:
+    case ND_RETURN:
         if (n->var != NULL) {
             snprintf(buf, size, "%s%s", n->kind == ND_RETURN ? "-> " : "", n->var->name);
         }
@@ -90,9 +95,8 @@ dump_node(const CcNode *n, int depth)
     if (n->ty != NULL) {
         char name[200];
         snprintf(ty, sizeof(ty), " : %s", cc_type_name(n->ty, name, sizeof(name)));
-    }
-    else if (n->var != NULL && n->var->ty != NULL
-             && (n->kind == ND_ASSIGN || n->kind == ND_FOR_RANGE)) {
+    } else if (n->var != NULL && n->var->ty != NULL
+               && (n->kind == ND_ASSIGN || n->kind == ND_FOR_RANGE)) {
         char name[200];
         snprintf(ty, sizeof(ty), " : %s", cc_type_name(n->var->ty, name, sizeof(name)));
     }

@@ -34,12 +34,12 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 struct CcCode {
-    LLVMOrcResourceTrackerRef tracker;  /* owns the machine code in the JIT */
-    char *name;                         /* the module's name (PyMem) */
-    char *ir;                           /* optimised IR (PyMem) */
-    char *key;                          /* keyed code: its key (PyMem), else NULL */
-    Py_ssize_t refs;                    /* keyed code is shared: see keyed_find */
-    CcCode *next;                       /* in jit.keyed */
+    LLVMOrcResourceTrackerRef tracker; /* owns the machine code in the JIT */
+    char *name;                        /* the module's name (PyMem) */
+    char *ir;                          /* optimised IR (PyMem) */
+    char *key;                         /* keyed code: its key (PyMem), else NULL */
+    Py_ssize_t refs;                   /* keyed code is shared: see keyed_find */
+    CcCode *next;                      /* in jit.keyed */
 };
 
 /*
@@ -64,8 +64,8 @@ static struct JitContext {
     LLVMTargetMachineRef tm;          /* optimisation (TTI) and assembly */
     LLVMPassBuilderOptionsRef passes; /* O3 with the vectorizers on */
     LLVMOrcLLJITRef lljit;
-    LLVMOrcJITDylibRef main;          /* borrowed from lljit */
-    char session_error[512];          /* last error ORC reported, or "" */
+    LLVMOrcJITDylibRef main; /* borrowed from lljit */
+    char session_error[512]; /* last error ORC reported, or "" */
 } jit = {.dump = -1};
 
 /* ---- errors ---- */
@@ -77,8 +77,7 @@ raise_llvm_error(PyObject *exc, const char *what, LLVMErrorRef err)
     char *msg = LLVMGetErrorMessage(err);
     if (jit.session_error[0] != '\0') {
         PyErr_Format(exc, "%s: %s (%s)", what, msg, jit.session_error);
-    }
-    else {
+    } else {
         PyErr_Format(exc, "%s: %s", what, msg);
     }
     LLVMDisposeErrorMessage(msg);
@@ -112,9 +111,15 @@ session_error_reporter(void *ctx, LLVMErrorRef err)
 static int
 dump_flag(const char *word, size_t len)
 {
-    static const struct { const char *name; int flag; } names[] = {
-        {"ir", CC_DUMP_IR}, {"llvm", CC_DUMP_LLVM}, {"opt", CC_DUMP_OPT},
-        {"asm", CC_DUMP_ASM}, {"ptx", CC_DUMP_PTX},
+    static const struct {
+        const char *name;
+        int flag;
+    } names[] = {
+        {"ir", CC_DUMP_IR},
+        {"llvm", CC_DUMP_LLVM},
+        {"opt", CC_DUMP_OPT},
+        {"asm", CC_DUMP_ASM},
+        {"ptx", CC_DUMP_PTX},
         {"all", CC_DUMP_IR | CC_DUMP_LLVM | CC_DUMP_OPT | CC_DUMP_ASM | CC_DUMP_PTX},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -122,7 +127,7 @@ dump_flag(const char *word, size_t len)
             return names[i].flag;
         }
     }
-    return 0;  /* unknown words are ignored: a dump switch must never fail */
+    return 0; /* unknown words are ignored: a dump switch must never fail */
 }
 
 int
@@ -212,21 +217,21 @@ create_lljit(void)
         return raise_llvm_error(PyExc_RuntimeError, "LLVM cannot target the host", err);
     }
     LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);  /* consumed */
-    err = LLVMOrcCreateLLJIT(&jit.lljit, builder);                  /* consumed */
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb); /* consumed */
+    err = LLVMOrcCreateLLJIT(&jit.lljit, builder);                /* consumed */
     if (err != NULL) {
         jit.lljit = NULL;
         return raise_llvm_error(PyExc_RuntimeError, "cannot create the LLVM JIT", err);
     }
-    LLVMOrcExecutionSessionSetErrorReporter(
-        LLVMOrcLLJITGetExecutionSession(jit.lljit), session_error_reporter, NULL);
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit.lljit),
+                                            session_error_reporter, NULL);
     jit.main = LLVMOrcLLJITGetMainJITDylib(jit.lljit);
     err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
         &gen, LLVMOrcLLJITGetGlobalPrefix(jit.lljit), NULL, NULL);
     if (err != NULL) {
         return raise_llvm_error(PyExc_RuntimeError, "cannot search the process's symbols", err);
     }
-    LLVMOrcJITDylibAddGenerator(jit.main, gen);                     /* consumed */
+    LLVMOrcJITDylibAddGenerator(jit.main, gen); /* consumed */
     return 0;
 }
 
@@ -393,9 +398,9 @@ asm_from_ir(const char *ir)
     LLVMMemoryBufferRef out = NULL;
     char *msg = NULL;
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-        ir, strlen(ir), "numbavec.ir");
-    if (LLVMParseIRInContext(ctx, buf, &mod, &msg)) {   /* consumes buf */
+    LLVMMemoryBufferRef buf =
+        LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), "numbavec.ir");
+    if (LLVMParseIRInContext(ctx, buf, &mod, &msg)) { /* consumes buf */
         mod = NULL;
         raise_llvm_message(PyExc_RuntimeError, "cannot re-read the optimised IR", msg);
         goto error;
@@ -405,8 +410,8 @@ asm_from_ir(const char *ir)
         raise_llvm_message(PyExc_RuntimeError, "LLVM could not emit assembly", msg);
         goto error;
     }
-    result = PyUnicode_FromStringAndSize(LLVMGetBufferStart(out),
-                                         (Py_ssize_t)LLVMGetBufferSize(out));
+    result =
+        PyUnicode_FromStringAndSize(LLVMGetBufferStart(out), (Py_ssize_t)LLVMGetBufferSize(out));
 error:
     if (out != NULL) {
         LLVMDisposeMemoryBuffer(out);
@@ -423,7 +428,7 @@ dump_asm(const char *module, const char *ir)
 {
     PyObject *text = asm_from_ir(ir);
     if (text == NULL) {
-        PyErr_Clear();  /* a dump is best effort */
+        PyErr_Clear(); /* a dump is best effort */
         return;
     }
     const char *s = PyUnicode_AsUTF8AndSize(text, NULL);
@@ -615,12 +620,12 @@ compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj)
 }
 
 CcCode *
-cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n,
-                 const char *key, PyObject **object)
+cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, const char *key,
+                 PyObject **object)
 {
     CcCode *code = NULL;
     LLVMMemoryBufferRef obj = NULL;
-    char (*unique)[128] = NULL;
+    char(*unique)[128] = NULL;
     if (object != NULL) {
         *object = NULL;
     }
@@ -636,7 +641,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n,
         goto error;
     }
     if (key != NULL && (code = keyed_find(key)) != NULL) {
-        cc_module_dispose(m);   /* already in the JIT: nothing to compile */
+        cc_module_dispose(m); /* already in the JIT: nothing to compile */
         if (lookup_all(unique, addrs, n) < 0) {
             goto error;
         }
@@ -654,7 +659,8 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n,
     cc_module_dispose(m);
     if (object != NULL
         && (*object = PyBytes_FromStringAndSize(LLVMGetBufferStart(obj),
-                                                (Py_ssize_t)LLVMGetBufferSize(obj))) == NULL) {
+                                                (Py_ssize_t)LLVMGetBufferSize(obj)))
+               == NULL) {
         goto error;
     }
     LLVMMemoryBufferRef consumed = obj;
@@ -689,7 +695,7 @@ cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *i
                   const char *const *names, void **addrs, int n)
 {
     CcCode *code = NULL;
-    char (*unique)[128] = NULL;
+    char(*unique)[128] = NULL;
     if (cc_jit_init() < 0) {
         return NULL;
     }

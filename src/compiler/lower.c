@@ -21,10 +21,30 @@
 
 typedef enum AstKind {
     A_UNSUPPORTED = 0,
-    A_FUNCTIONDEF, A_RETURN, A_ASSIGN, A_AUGASSIGN, A_ANNASSIGN, A_IF, A_WHILE, A_FOR,
-    A_BREAK, A_CONTINUE, A_PASS, A_EXPR,
-    A_BINOP, A_UNARYOP, A_BOOLOP, A_COMPARE, A_IFEXP, A_CALL, A_CONSTANT, A_NAME,
-    A_ATTRIBUTE, A_TUPLE, A_SUBSCRIPT, A_STORE,
+    A_FUNCTIONDEF,
+    A_RETURN,
+    A_ASSIGN,
+    A_AUGASSIGN,
+    A_ANNASSIGN,
+    A_IF,
+    A_WHILE,
+    A_FOR,
+    A_BREAK,
+    A_CONTINUE,
+    A_PASS,
+    A_EXPR,
+    A_BINOP,
+    A_UNARYOP,
+    A_BOOLOP,
+    A_COMPARE,
+    A_IFEXP,
+    A_CALL,
+    A_CONSTANT,
+    A_NAME,
+    A_ATTRIBUTE,
+    A_TUPLE,
+    A_SUBSCRIPT,
+    A_STORE,
     /* operators: their CcOp follows from the table */
     A_OPERATOR,
 } AstKind;
@@ -32,39 +52,67 @@ typedef enum AstKind {
 typedef struct AstClass {
     const char *name;
     AstKind kind;
-    int op;                 /* CcOp for A_OPERATOR, -1 if the operator is unsupported */
-    const char *what;       /* A_UNSUPPORTED: how the error names it */
+    int op;           /* CcOp for A_OPERATOR, -1 if the operator is unsupported */
+    const char *what; /* A_UNSUPPORTED: how the error names it */
 } AstClass;
 
 static const AstClass ast_classes[] = {
-    {"FunctionDef", A_FUNCTIONDEF, 0, NULL}, {"Return", A_RETURN, 0, NULL},
-    {"Assign", A_ASSIGN, 0, NULL}, {"AugAssign", A_AUGASSIGN, 0, NULL},
-    {"AnnAssign", A_ANNASSIGN, 0, NULL}, {"If", A_IF, 0, NULL}, {"While", A_WHILE, 0, NULL},
-    {"For", A_FOR, 0, NULL}, {"Break", A_BREAK, 0, NULL}, {"Continue", A_CONTINUE, 0, NULL},
-    {"Pass", A_PASS, 0, NULL}, {"Expr", A_EXPR, 0, NULL},
-    {"BinOp", A_BINOP, 0, NULL}, {"UnaryOp", A_UNARYOP, 0, NULL},
-    {"BoolOp", A_BOOLOP, 0, NULL}, {"Compare", A_COMPARE, 0, NULL},
-    {"IfExp", A_IFEXP, 0, NULL}, {"Call", A_CALL, 0, NULL},
-    {"Constant", A_CONSTANT, 0, NULL}, {"Name", A_NAME, 0, NULL},
-    {"Attribute", A_ATTRIBUTE, 0, NULL}, {"Tuple", A_TUPLE, 0, NULL},
-    {"Subscript", A_SUBSCRIPT, 0, NULL}, {"Store", A_STORE, 0, NULL},
-    {"Add", A_OPERATOR, OP_ADD, "+"}, {"Sub", A_OPERATOR, OP_SUB, "-"},
-    {"Mult", A_OPERATOR, OP_MUL, "*"}, {"Div", A_OPERATOR, OP_DIV, "/"},
-    {"FloorDiv", A_OPERATOR, OP_FLOORDIV, "//"}, {"Mod", A_OPERATOR, OP_MOD, "%"},
-    {"Pow", A_OPERATOR, OP_POW, "**"}, {"LShift", A_OPERATOR, OP_LSHIFT, "<<"},
-    {"RShift", A_OPERATOR, OP_RSHIFT, ">>"}, {"BitAnd", A_OPERATOR, OP_BITAND, "&"},
-    {"BitOr", A_OPERATOR, OP_BITOR, "|"}, {"BitXor", A_OPERATOR, OP_BITXOR, "^"},
+    {"FunctionDef", A_FUNCTIONDEF, 0, NULL},
+    {"Return", A_RETURN, 0, NULL},
+    {"Assign", A_ASSIGN, 0, NULL},
+    {"AugAssign", A_AUGASSIGN, 0, NULL},
+    {"AnnAssign", A_ANNASSIGN, 0, NULL},
+    {"If", A_IF, 0, NULL},
+    {"While", A_WHILE, 0, NULL},
+    {"For", A_FOR, 0, NULL},
+    {"Break", A_BREAK, 0, NULL},
+    {"Continue", A_CONTINUE, 0, NULL},
+    {"Pass", A_PASS, 0, NULL},
+    {"Expr", A_EXPR, 0, NULL},
+    {"BinOp", A_BINOP, 0, NULL},
+    {"UnaryOp", A_UNARYOP, 0, NULL},
+    {"BoolOp", A_BOOLOP, 0, NULL},
+    {"Compare", A_COMPARE, 0, NULL},
+    {"IfExp", A_IFEXP, 0, NULL},
+    {"Call", A_CALL, 0, NULL},
+    {"Constant", A_CONSTANT, 0, NULL},
+    {"Name", A_NAME, 0, NULL},
+    {"Attribute", A_ATTRIBUTE, 0, NULL},
+    {"Tuple", A_TUPLE, 0, NULL},
+    {"Subscript", A_SUBSCRIPT, 0, NULL},
+    {"Store", A_STORE, 0, NULL},
+    {"Add", A_OPERATOR, OP_ADD, "+"},
+    {"Sub", A_OPERATOR, OP_SUB, "-"},
+    {"Mult", A_OPERATOR, OP_MUL, "*"},
+    {"Div", A_OPERATOR, OP_DIV, "/"},
+    {"FloorDiv", A_OPERATOR, OP_FLOORDIV, "//"},
+    {"Mod", A_OPERATOR, OP_MOD, "%"},
+    {"Pow", A_OPERATOR, OP_POW, "**"},
+    {"LShift", A_OPERATOR, OP_LSHIFT, "<<"},
+    {"RShift", A_OPERATOR, OP_RSHIFT, ">>"},
+    {"BitAnd", A_OPERATOR, OP_BITAND, "&"},
+    {"BitOr", A_OPERATOR, OP_BITOR, "|"},
+    {"BitXor", A_OPERATOR, OP_BITXOR, "^"},
     {"MatMult", A_OPERATOR, -1, "@"},
-    {"USub", A_OPERATOR, OP_NEG, "-"}, {"UAdd", A_OPERATOR, OP_POS, "+"},
-    {"Invert", A_OPERATOR, OP_INVERT, "~"}, {"Not", A_OPERATOR, OP_NOT, "not"},
-    {"And", A_OPERATOR, OP_AND, "and"}, {"Or", A_OPERATOR, OP_OR, "or"},
-    {"Eq", A_OPERATOR, OP_EQ, "=="}, {"NotEq", A_OPERATOR, OP_NE, "!="},
-    {"Lt", A_OPERATOR, OP_LT, "<"}, {"LtE", A_OPERATOR, OP_LE, "<="},
-    {"Gt", A_OPERATOR, OP_GT, ">"}, {"GtE", A_OPERATOR, OP_GE, ">="},
-    {"Is", A_OPERATOR, -1, "is"}, {"IsNot", A_OPERATOR, -1, "is not"},
-    {"In", A_OPERATOR, -1, "in"}, {"NotIn", A_OPERATOR, -1, "not in"},
+    {"USub", A_OPERATOR, OP_NEG, "-"},
+    {"UAdd", A_OPERATOR, OP_POS, "+"},
+    {"Invert", A_OPERATOR, OP_INVERT, "~"},
+    {"Not", A_OPERATOR, OP_NOT, "not"},
+    {"And", A_OPERATOR, OP_AND, "and"},
+    {"Or", A_OPERATOR, OP_OR, "or"},
+    {"Eq", A_OPERATOR, OP_EQ, "=="},
+    {"NotEq", A_OPERATOR, OP_NE, "!="},
+    {"Lt", A_OPERATOR, OP_LT, "<"},
+    {"LtE", A_OPERATOR, OP_LE, "<="},
+    {"Gt", A_OPERATOR, OP_GT, ">"},
+    {"GtE", A_OPERATOR, OP_GE, ">="},
+    {"Is", A_OPERATOR, -1, "is"},
+    {"IsNot", A_OPERATOR, -1, "is not"},
+    {"In", A_OPERATOR, -1, "in"},
+    {"NotIn", A_OPERATOR, -1, "not in"},
     /* named so that errors say what the construct is */
-    {"List", A_UNSUPPORTED, 0, "list displays"}, {"Dict", A_UNSUPPORTED, 0, "dict displays"},
+    {"List", A_UNSUPPORTED, 0, "list displays"},
+    {"Dict", A_UNSUPPORTED, 0, "dict displays"},
     {"Set", A_UNSUPPORTED, 0, "set displays"},
     {"ListComp", A_UNSUPPORTED, 0, "list comprehensions"},
     {"DictComp", A_UNSUPPORTED, 0, "dict comprehensions"},
@@ -111,7 +159,7 @@ build_ast_table(void)
     for (int i = 0; table != NULL && i < NCLASSES; i++) {
         PyObject *cls = PyObject_GetAttrString(ast, ast_classes[i].name);
         if (cls == NULL) {
-            PyErr_Clear();      /* e.g. TryStar before 3.11 */
+            PyErr_Clear(); /* e.g. TryStar before 3.11 */
             continue;
         }
         PyObject *idx = PyLong_FromLong(i);
@@ -172,7 +220,7 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (PyErr_Occurred()) {
-        return -1;              /* keep the first, more precise error */
+        return -1; /* keep the first, more precise error */
     }
     /* a node of an inlined device function points into that function's file */
     const char *filename = loc.src ? loc.src->filename : fn->filename;
@@ -188,8 +236,8 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     }
     caret[col] = '^';
     caret[col + 1] = '\0';
-    PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s", filename, loc.line,
-                 loc.col + 1, msg, line, caret);
+    PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s", filename, loc.line, loc.col + 1,
+                 msg, line, caret);
     return -1;
 }
 
@@ -203,18 +251,18 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
  */
 typedef struct Lower {
     CcFunction *fn;
-    PyObject *pyfunc;       /* borrowed */
-    PyObject *globals;      /* owned: pyfunc.__globals__ */
-    PyObject *closure;      /* owned: {free variable name: value} */
-    char *assigned;         /* definite assignment, one flag per variable */
-    int nassigned;          /* variables that existed when assigned was made */
-    int terminated;         /* the current path ended (return/break/continue) */
+    PyObject *pyfunc;  /* borrowed */
+    PyObject *globals; /* owned: pyfunc.__globals__ */
+    PyObject *closure; /* owned: {free variable name: value} */
+    char *assigned;    /* definite assignment, one flag per variable */
+    int nassigned;     /* variables that existed when assigned was made */
+    int terminated;    /* the current path ended (return/break/continue) */
     int loop_depth;
-    const char *name;       /* the function's name, for messages */
-    const CcSource *src;    /* NULL for the kernel */
-    const char *prefix;     /* "name@n." for an inlined function, else NULL */
-    CcVar *result;          /* inlined: the variable returns assign */
-    PyObject *device;       /* inlined: the device function object (borrowed) */
+    const char *name;    /* the function's name, for messages */
+    const CcSource *src; /* NULL for the kernel */
+    const char *prefix;  /* "name@n." for an inlined function, else NULL */
+    CcVar *result;       /* inlined: the variable returns assign */
+    PyObject *device;    /* inlined: the device function object (borrowed) */
     struct Lower *parent;
 } Lower;
 
@@ -230,8 +278,7 @@ loc_of(Lower *L, PyObject *node)
     CcLoc loc = {0, 0};
     PyObject *line = get(node, "lineno"), *col = get(node, "col_offset");
     if (line != NULL && col != NULL) {
-        loc.line = (int)PyLong_AsLong(line) + (L->src ? L->src->line_offset
-                                                          : L->fn->line_offset);
+        loc.line = (int)PyLong_AsLong(line) + (L->src ? L->src->line_offset : L->fn->line_offset);
         loc.col = (int)PyLong_AsLong(col);
         loc.src = L->src;
     }
@@ -262,8 +309,8 @@ unsupported(Lower *L, PyObject *node, const char *context)
     }
     PyObject *name = PyObject_GetAttrString((PyObject *)Py_TYPE(node), "__name__");
     const char *s = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
-    int rc = cc_error(L->fn, loc, "%s '%s' is not supported in a kernel", context,
-                      s != NULL ? s : "?");
+    int rc =
+        cc_error(L->fn, loc, "%s '%s' is not supported in a kernel", context, s != NULL ? s : "?");
     Py_XDECREF(name);
     return rc;
 }
@@ -360,8 +407,7 @@ collect_locals(Lower *L, PyObject *funcdef)
             PyObject *ctx = get(node, "ctx");
             if (ctx == NULL) {
                 rc = -1;
-            }
-            else if (ast_kind(ctx) == A_STORE) {
+            } else if (ast_kind(ctx) == A_STORE) {
                 const char *name = get_str(L, node, "id");
                 name = scoped(L, name);
                 rc = (name == NULL || add_var(L->fn, name) == NULL) ? -1 : 0;
@@ -450,8 +496,7 @@ int_const(Lower *L, PyObject *ast, PyObject *value)
         if (PyErr_Occurred()) {
             PyErr_Clear();
             overflow = 2;
-        }
-        else {
+        } else {
             v = (long long)u;
             overflow = 0;
         }
@@ -503,19 +548,17 @@ numpy_const(Lower *L, PyObject *ast, PyObject *value)
         if (get_double(value, "real", &n->fval) < 0 || get_double(value, "imag", &n->fimag) < 0) {
             return NULL;
         }
-    }
-    else if (ts_is_float(kind)) {
+    } else if (ts_is_float(kind)) {
         if (get_double(value, NULL, &n->fval) < 0) {
             return NULL;
         }
-    }
-    else {
+    } else {
         PyObject *i = PyNumber_Index(value);
         if (i == NULL) {
             return NULL;
         }
-        n->ival = kind == TS_UINT64 ? (long long)PyLong_AsUnsignedLongLong(i)
-                                    : PyLong_AsLongLong(i);
+        n->ival =
+            kind == TS_UINT64 ? (long long)PyLong_AsUnsignedLongLong(i) : PyLong_AsLongLong(i);
         Py_DECREF(i);
         if (PyErr_Occurred()) {
             return NULL;
@@ -611,8 +654,7 @@ lower_op(Lower *L, PyObject *op, PyObject *at)
         return -1;
     }
     if (c->op < 0) {
-        cc_error(L->fn, loc_of(L, at), "the '%s' operator is not supported in a kernel",
-                 c->what);
+        cc_error(L->fn, loc_of(L, at), "the '%s' operator is not supported in a kernel", c->what);
         return -1;
     }
     return c->op;
@@ -691,7 +733,8 @@ lower_compare(Lower *L, PyObject *node)
     n->nargs = (int)k + 1;
     n->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(k + 1));
     n->ops = cc_alloc(L->fn->arena, sizeof(CcOp) * (size_t)(k + 1));
-    if (n->args == NULL || n->ops == NULL || (n->args[0] = lower_attr_expr(L, node, "left")) == NULL) {
+    if (n->args == NULL || n->ops == NULL
+        || (n->args[0] = lower_attr_expr(L, node, "left")) == NULL) {
         goto error;
     }
     for (Py_ssize_t i = 0; i < k; i++) {
@@ -769,7 +812,7 @@ resolve_object(Lower *L, PyObject *node, int *local)
         Py_DECREF(base);
         return v;
     }
-    *local = 1;     /* any other expression: its value is computed */
+    *local = 1; /* any other expression: its value is computed */
     return NULL;
 }
 
@@ -784,11 +827,13 @@ lower_frozen(Lower *L, PyObject *node, PyObject *value)
     PyObject *tname = PyObject_GetAttrString((PyObject *)Py_TYPE(value), "__name__");
     const char *s = tname != NULL ? PyUnicode_AsUTF8AndSize(tname, NULL) : NULL;
     if (cc_builtin_lookup(value) >= 0 || PyModule_Check(value)) {
-        cc_error(L->fn, loc_of(L, node), "a %s can only be called or used for its "
-                 "attributes in a kernel", s != NULL ? s : "function");
-    }
-    else {
-        cc_error(L->fn, loc_of(L, node), "a value of type '%s' cannot be used in a kernel "
+        cc_error(L->fn, loc_of(L, node),
+                 "a %s can only be called or used for its "
+                 "attributes in a kernel",
+                 s != NULL ? s : "function");
+    } else {
+        cc_error(L->fn, loc_of(L, node),
+                 "a value of type '%s' cannot be used in a kernel "
                  "(only numbers, NumPy scalars, math/cmath/numpy and their functions)",
                  s != NULL ? s : "?");
     }
@@ -807,8 +852,10 @@ lower_name(Lower *L, PyObject *node)
     CcVar *var = local_var(L, name);
     if (var != NULL) {
         if (!L->assigned[var->index] && !L->terminated) {
-            cc_error(L->fn, loc_of(L, node), "local variable '%s' may be used before it is "
-                     "assigned", name);
+            cc_error(L->fn, loc_of(L, node),
+                     "local variable '%s' may be used before it is "
+                     "assigned",
+                     name);
             return NULL;
         }
         CcNode *n = new_node(L, ND_VAR, node);
@@ -872,8 +919,7 @@ lower_index(Lower *L, PyObject *node)
     }
     if (ast_kind(slice) == A_TUPLE) {
         n->args = lower_expr_list(L, slice, "elts", &n->nargs);
-    }
-    else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
+    } else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
         n->nargs = 1;
         n->args[0] = lower_expr(L, slice);
         if (n->args[0] == NULL) {
@@ -925,8 +971,10 @@ lower_attribute(Lower *L, PyObject *node)
     }
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
-        cc_error(L->fn, loc_of(L, node), "attribute '%s' is not supported on a value in a "
-                 "kernel (only .real and .imag)", attr);
+        cc_error(L->fn, loc_of(L, node),
+                 "attribute '%s' is not supported on a value in a "
+                 "kernel (only .real and .imag)",
+                 attr);
         return NULL;
     }
     CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));
@@ -977,8 +1025,10 @@ check_recursion(Lower *L, PyObject *node, PyObject *callee, const char *name)
     if (used < sizeof(chain)) {
         snprintf(chain + used, sizeof(chain) - used, "%s", name);
     }
-    return cc_error(L->fn, loc_of(L, node), "recursion is not supported in a kernel "
-                    "(device functions are inlined): %s", chain);
+    return cc_error(L->fn, loc_of(L, node),
+                    "recursion is not supported in a kernel "
+                    "(device functions are inlined): %s",
+                    chain);
 }
 
 /* The CcSource of a device function from its (pyfunc, funcdef, location). */
@@ -1018,9 +1068,9 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int narg
         return NULL;
     }
     if (nparams != nargs) {
-        D->src = NULL;      /* the caller's mistake: point at the call */
-        cc_error(D->fn, loc_of(D->parent, node), "%s() takes %d argument(s), %d given",
-                 D->name, nparams, nargs);
+        D->src = NULL; /* the caller's mistake: point at the call */
+        cc_error(D->fn, loc_of(D->parent, node), "%s() takes %d argument(s), %d given", D->name,
+                 nparams, nargs);
         return NULL;
     }
     if (collect_locals(D, funcdef) < 0) {
@@ -1029,8 +1079,9 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int narg
     D->nassigned = D->fn->nvars;
     D->assigned = cc_alloc(D->fn->arena, (size_t)D->nassigned + 1);
     CcNode *body = D->assigned ? new_node(D, ND_BLOCK, funcdef) : NULL;
-    if (body == NULL || (body->args = cc_alloc(D->fn->arena, sizeof(CcNode *)
-                                               * (size_t)(nparams + 1))) == NULL) {
+    if (body == NULL
+        || (body->args = cc_alloc(D->fn->arena, sizeof(CcNode *) * (size_t)(nparams + 1)))
+               == NULL) {
         return NULL;
     }
     for (int i = 0; i < nparams; i++) {
@@ -1046,7 +1097,7 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int narg
     if ((body->args[nparams] = lower_block(D, funcdef, "body")) == NULL) {
         return NULL;
     }
-    body->args[nparams]->loc = body->loc;   /* "can end without returning" points at the def */
+    body->args[nparams]->loc = body->loc; /* "can end without returning" points at the def */
     body->nargs = nparams + 1;
     return body;
 }
@@ -1067,7 +1118,8 @@ lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     CcNode *n = NULL;
     int nargs;
     CcNode **args = lower_expr_list(L, node, "args", &nargs);
-    if (args == NULL || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
+    if (args == NULL
+        || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
         goto done;
     }
     D.fn = L->fn;
@@ -1095,7 +1147,7 @@ lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     }
     if (ast_kind(funcdef) != A_FUNCTIONDEF) {
         PyErr_SetString(PyExc_TypeError, "numbavec: a device function's source must be an "
-                        "ast.FunctionDef");
+                                         "ast.FunctionDef");
         goto done;
     }
     n = new_node(L, ND_INLINE, node);
@@ -1148,7 +1200,8 @@ lower_call(Lower *L, PyObject *node)
             }
             goto done;
         }
-        cc_error(L->fn, loc_of(L, func), "method calls are not supported in a kernel "
+        cc_error(L->fn, loc_of(L, func),
+                 "method calls are not supported in a kernel "
                  "(only .conjugate())");
         goto done;
     }
@@ -1168,24 +1221,24 @@ lower_call(Lower *L, PyObject *node)
         CcNode **args = lower_expr_list(L, node, "args", &nargs);
         if (args != NULL && nargs != 1) {
             cc_error(L->fn, loc_of(L, node), "len() takes 1 argument, %d given", nargs);
-        }
-        else if (args != NULL) {
+        } else if (args != NULL) {
             n = array_attr(L, node, AA_LEN, args[0]);
         }
         goto done;
     }
     int builtin = cc_builtin_lookup(callee);
     TsType cast;
-    if (builtin == -1 && ts_type_check(callee, &cast) && cast.ndim == 0
-        && cast.kind < TS_NSCALAR) {
-        builtin = cc_builtin_cast(cast.kind);   /* numbavec.float32(x): a cast */
+    if (builtin == -1 && ts_type_check(callee, &cast) && cast.ndim == 0 && cast.kind < TS_NSCALAR) {
+        builtin = cc_builtin_cast(cast.kind); /* numbavec.float32(x): a cast */
     }
     if (builtin < 0) {
         if (builtin == -1) {
             PyObject *r = PyObject_Repr(callee);
             const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
             cc_error(L->fn, loc_of(L, func), "%s cannot be called in a kernel%s", s ? s : "this",
-                     PyObject_HasAttrString(callee, "__code__") ? " (decorate it with @numbavec.jit)" : "");
+                     PyObject_HasAttrString(callee, "__code__")
+                         ? " (decorate it with @numbavec.jit)"
+                         : "");
             Py_XDECREF(r);
         }
         Py_DECREF(callee);
@@ -1213,8 +1266,9 @@ lower_constant(Lower *L, PyObject *node)
     CcNode *n = value_const(L, node, value);
     if (n == NULL && !PyErr_Occurred()) {
         const char *what = PyUnicode_Check(value) ? "strings"
-                           : value == Py_None ? "None"
-                           : PyBytes_Check(value) ? "bytes" : "this constant";
+                           : value == Py_None     ? "None"
+                           : PyBytes_Check(value) ? "bytes"
+                                                  : "this constant";
         cc_error(L->fn, loc_of(L, node), "%s %s not supported in a kernel", what,
                  value == Py_None ? "is" : "are");
     }
@@ -1267,7 +1321,8 @@ lower_subscript(Lower *L, PyObject *node)
     if (ast_kind(slice) != A_CONSTANT || (value = get(slice, "value")) == NULL
         || !PyLong_Check(value) || PyBool_Check(value)) {
         PyErr_Clear();
-        cc_error(L->fn, loc_of(L, node), "only tuples indexed by an integer constant are "
+        cc_error(L->fn, loc_of(L, node),
+                 "only tuples indexed by an integer constant are "
                  "supported in a kernel");
         goto error;
     }
@@ -1325,10 +1380,10 @@ target_var(Lower *L, PyObject *target)
 {
     if (ast_kind(target) != A_NAME) {
         if (ast_kind(target) == A_SUBSCRIPT) {
-            cc_error(L->fn, loc_of(L, target), "item assignment is not supported in a "
+            cc_error(L->fn, loc_of(L, target),
+                     "item assignment is not supported in a "
                      "vectorize kernel");
-        }
-        else {
+        } else {
             cc_error(L->fn, loc_of(L, target), "only names can be assigned to in a kernel");
         }
         return NULL;
@@ -1421,7 +1476,8 @@ lower_assign(Lower *L, PyObject *node)
     }
     /* a = b = value: evaluate once into the first target, copy to the rest */
     CcNode *block = new_node(L, ND_BLOCK, node);
-    if (block == NULL || (block->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)k)) == NULL) {
+    if (block == NULL
+        || (block->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)k)) == NULL) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < k; i++) {
@@ -1429,7 +1485,8 @@ lower_assign(Lower *L, PyObject *node)
         CcNode *v = value;
         if (i > 0) {
             if (ast_kind(PyList_GetItem(targets, 0)) != A_NAME) {
-                cc_error(L->fn, loc_of(L, node), "chained assignment to tuples is not "
+                cc_error(L->fn, loc_of(L, node),
+                         "chained assignment to tuples is not "
                          "supported in a kernel");
                 goto done;
             }
@@ -1459,7 +1516,7 @@ lower_augassign(Lower *L, PyObject *node)
     if (target == NULL) {
         return NULL;
     }
-    CcNode *lhs = lower_expr(L, target);     /* reads the variable: checks assignment */
+    CcNode *lhs = lower_expr(L, target); /* reads the variable: checks assignment */
     CcNode *op = new_node(L, ND_BINOP, node);
     int opcode = node_op(L, node);
     if (lhs != NULL && op != NULL && opcode >= 0 && lhs->kind == ND_INDEX) {
@@ -1496,9 +1553,8 @@ lower_annassign(Lower *L, PyObject *node)
     CcNode *result = NULL;
     if (target != NULL && value != NULL) {
         if (value == Py_None) {
-            result = new_node(L, ND_BLOCK, node);   /* a bare declaration */
-        }
-        else {
+            result = new_node(L, ND_BLOCK, node); /* a bare declaration */
+        } else {
             CcNode *v = lower_expr(L, value);
             result = v ? assign_to(L, node, target, v) : NULL;
         }
@@ -1517,15 +1573,13 @@ lower_return(Lower *L, PyObject *node)
     if (value == Py_None) {
         if (L->result != NULL) {
             cc_error(L->fn, loc_of(L, node), "a device function must return a value");
-        }
-        else {
+        } else {
             /* a bare return: typeinfer allows it in gufunc kernels only */
             n = new_node(L, ND_RETURN, node);
         }
-    }
-    else if (value != NULL && (n = new_node(L, ND_RETURN, node)) != NULL) {
+    } else if (value != NULL && (n = new_node(L, ND_RETURN, node)) != NULL) {
         n->lhs = lower_expr(L, value);
-        n->var = L->result;     /* inlined: assign the result, leave the body */
+        n->var = L->result; /* inlined: assign the result, leave the body */
         n = n->lhs ? n : NULL;
     }
     Py_XDECREF(value);
@@ -1619,7 +1673,8 @@ lower_for(Lower *L, PyObject *node)
         }
     }
     if (!ok) {
-        cc_error(L->fn, loc_of(L, iter), "only 'for ... in range(...)' loops are supported "
+        cc_error(L->fn, loc_of(L, iter),
+                 "only 'for ... in range(...)' loops are supported "
                  "in a kernel");
         goto done;
     }
@@ -1638,7 +1693,7 @@ lower_for(Lower *L, PyObject *node)
     if (saved == NULL) {
         goto done;
     }
-    mark_assigned(L, n->var);           /* inside the body only */
+    mark_assigned(L, n->var); /* inside the body only */
     n->then = loop_body(L, node, &before);
     memcpy(L->assigned, saved, (size_t)L->nassigned);
     if (n->then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
@@ -1717,7 +1772,8 @@ lower_stmt(Lower *L, PyObject *node)
         return n;
     }
     case A_FUNCTIONDEF:
-        cc_error(L->fn, loc_of(L, node), "nested functions are not supported in a kernel "
+        cc_error(L->fn, loc_of(L, node),
+                 "nested functions are not supported in a kernel "
                  "(use a module-level @numbavec.jit function)");
         return NULL;
     default:
@@ -1769,7 +1825,8 @@ lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
         int bad = v != NULL && v != Py_None;
         Py_XDECREF(v);
         if (bad) {
-            cc_error(L->fn, loc_of(L, funcdef), "*args and **kwargs are not supported in a "
+            cc_error(L->fn, loc_of(L, funcdef),
+                     "*args and **kwargs are not supported in a "
                      "kernel");
             goto done;
         }
@@ -1778,10 +1835,10 @@ lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
     PyObject *posonly = get(args, "posonlyargs"), *plain = get(args, "args");
     if (kwonly && defaults && posonly && plain) {
         if (PyList_Size(kwonly) > 0 || PyList_Size(defaults) > 0) {
-            cc_error(L->fn, loc_of(L, funcdef), "keyword-only parameters and default values "
+            cc_error(L->fn, loc_of(L, funcdef),
+                     "keyword-only parameters and default values "
                      "are not supported in a kernel");
-        }
-        else {
+        } else {
             rc = 0;
             PyObject *lists[2] = {posonly, plain};
             for (int j = 0; rc == 0 && j < 2; j++) {
@@ -1790,7 +1847,7 @@ lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
                     CcVar *v = name ? add_var(L->fn, name) : NULL;
                     rc = v != NULL ? 0 : -1;
                     if (v != NULL && L->prefix == NULL) {
-                        v->is_param = 1;    /* an inlined function's are plain locals */
+                        v->is_param = 1; /* an inlined function's are plain locals */
                     }
                     if (params != NULL && v != NULL) {
                         params[(*nparams)++] = v;
@@ -1823,7 +1880,7 @@ closure_values(PyObject *pyfunc)
     for (Py_ssize_t i = 0; result != NULL && cells != NULL && cells != Py_None && i < n; i++) {
         PyObject *contents = get(PyTuple_GetItem(cells, i), "cell_contents");
         if (contents == NULL) {
-            PyErr_Clear();      /* an empty cell: the name is simply undefined */
+            PyErr_Clear(); /* an empty cell: the name is simply undefined */
             continue;
         }
         if (PyDict_SetItem(result, PyTuple_GetItem(names, i), contents) < 0) {

@@ -19,9 +19,9 @@
 
 static const CcType scalar_types[TS_NSCALAR] = {
 #define S(k) [k] = {CT_SCALAR, k, 0, NULL}
-    S(TS_BOOL), S(TS_INT8), S(TS_INT16), S(TS_INT32), S(TS_INT64),
-    S(TS_UINT8), S(TS_UINT16), S(TS_UINT32), S(TS_UINT64),
-    S(TS_FLOAT32), S(TS_FLOAT64), S(TS_COMPLEX64), S(TS_COMPLEX128),
+    S(TS_BOOL),    S(TS_INT8),      S(TS_INT16),      S(TS_INT32),  S(TS_INT64),
+    S(TS_UINT8),   S(TS_UINT16),    S(TS_UINT32),     S(TS_UINT64), S(TS_FLOAT32),
+    S(TS_FLOAT64), S(TS_COMPLEX64), S(TS_COMPLEX128),
 #undef S
 };
 
@@ -193,7 +193,7 @@ const CcType *
 cc_promote(const CcType *a, const CcType *b)
 {
     if (a->kind == CT_TUPLE || b->kind == CT_TUPLE) {
-        return same_type(a, b) ? a : NULL;  /* tuples unify only when equal */
+        return same_type(a, b) ? a : NULL; /* tuples unify only when equal */
     }
     if (cc_is_weak(a) && cc_is_weak(b)) {
         return a->kind > b->kind ? a : b;
@@ -211,9 +211,9 @@ cc_promote(const CcType *a, const CcType *b)
 
 typedef struct Infer {
     CcFunction *fn;
-    int changed;        /* a variable's type grew in this pass */
-    int final;          /* last pass: unknown types are errors */
-    const CcType *ret;  /* promotion of the returned values */
+    int changed;         /* a variable's type grew in this pass */
+    int final;           /* last pass: unknown types are errors */
+    const CcType *ret;   /* promotion of the returned values */
     CcNode *bare_return; /* a `return` without a value, if any */
 } Infer;
 
@@ -249,8 +249,8 @@ is_complex_type(const CcType *t)
 static int
 is_integral(const CcType *t)
 {
-    return t->kind == CT_WEAK_INT || (t->kind == CT_SCALAR && !ts_is_float(t->scalar)
-                                      && !ts_is_complex(t->scalar));
+    return t->kind == CT_WEAK_INT
+           || (t->kind == CT_SCALAR && !ts_is_float(t->scalar) && !ts_is_complex(t->scalar));
 }
 
 static int
@@ -262,9 +262,9 @@ is_bool(const CcType *t)
 static const char *
 op_name(CcOp op)
 {
-    static const char *names[] = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>",
-                                  "&", "|", "^", "unary -", "unary +", "~", "not",
-                                  "==", "!=", "<", "<=", ">", ">=", "and", "or"};
+    static const char *names[] = {"+",  "-",  "*", "/",  "//",      "%",       "**",  "<<",
+                                  ">>", "&",  "|", "^",  "unary -", "unary +", "~",   "not",
+                                  "==", "!=", "<", "<=", ">",       ">=",      "and", "or"};
     return names[op];
 }
 
@@ -304,28 +304,32 @@ binop(Infer *in, CcNode *n, const CcType **out)
     const CcType *t = cc_promote(l, r);
     int bools = is_bool(l) && is_bool(r);
     switch (n->op) {
-    case OP_ADD: case OP_MUL:
+    case OP_ADD:
+    case OP_MUL:
         break;
     case OP_SUB:
         if (bools) {
-            return cc_error(in->fn, n->loc, "boolean subtract (-) is not supported; "
+            return cc_error(in->fn, n->loc,
+                            "boolean subtract (-) is not supported; "
                             "use ^ or != instead (as in NumPy)");
         }
         break;
     case OP_DIV:
         if (t->kind == CT_WEAK_INT) {
             t = cc_weak_type(CT_WEAK_FLOAT);
-        }
-        else if (is_integral(t)) {
+        } else if (is_integral(t)) {
             t = cc_scalar_type(TS_FLOAT64);
         }
         break;
-    case OP_FLOORDIV: case OP_MOD:
+    case OP_FLOORDIV:
+    case OP_MOD:
         if (is_complex_type(t)) {
             return type_error(in, n, op_name(n->op), l, r);
         }
         /* fall through */
-    case OP_POW: case OP_LSHIFT: case OP_RSHIFT:
+    case OP_POW:
+    case OP_LSHIFT:
+    case OP_RSHIFT:
         if (bools) {
             t = cc_scalar_type(TS_INT8);
         }
@@ -333,7 +337,9 @@ binop(Infer *in, CcNode *n, const CcType **out)
             return type_error(in, n, op_name(n->op), l, r);
         }
         break;
-    case OP_BITAND: case OP_BITOR: case OP_BITXOR:
+    case OP_BITAND:
+    case OP_BITOR:
+    case OP_BITXOR:
         if (!is_integral(t)) {
             return type_error(in, n, op_name(n->op), l, r);
         }
@@ -366,8 +372,7 @@ unary(Infer *in, CcNode *n, const CcType **out)
         *out = cc_scalar_type(TS_BOOL);
         return is_tuple(t) ? type_error(in, n, "not", t, NULL) : 0;
     }
-    if (is_tuple(t) || (n->op == OP_NEG && is_bool(t))
-        || (n->op == OP_INVERT && !is_integral(t))) {
+    if (is_tuple(t) || (n->op == OP_NEG && is_bool(t)) || (n->op == OP_INVERT && !is_integral(t))) {
         return type_error(in, n, op_name(n->op), t, NULL);
     }
     return 0;
@@ -509,7 +514,9 @@ cmath_call(Infer *in, CcNode *n, const CcType *t, const CcType **out)
         }
         *out = cmath_result(t, 1);
         return 0;
-    case M_ISNAN: case M_ISINF: case M_ISFINITE:
+    case M_ISNAN:
+    case M_ISINF:
+    case M_ISFINITE:
         *out = cc_scalar_type(TS_BOOL);
         return 0;
     default:
@@ -571,7 +578,7 @@ call(Infer *in, CcNode *n, const CcType **out)
         return type_error(in, n->args[1], "ldexp() exponent", n->args[1]->ty, NULL);
     }
     if (b->op == M_LDEXP) {
-        t = n->args[0]->ty;     /* the exponent does not widen the result */
+        t = n->args[0]->ty; /* the exponent does not widen the result */
     }
     switch (b->flavor) {
     case FL_ABS:
@@ -580,12 +587,14 @@ call(Infer *in, CcNode *n, const CcType **out)
                                            : cc_scalar_type(float_kind_of(t));
         }
         break;
-    case FL_MIN: case FL_MAX:
+    case FL_MIN:
+    case FL_MAX:
         if (is_complex_type(t)) {
             return type_error(in, n, b->name, t, NULL);
         }
         break;
-    case FL_INT: case FL_FLOAT:
+    case FL_INT:
+    case FL_FLOAT:
         if (check_real(in, n, t) < 0) {
             return -1;
         }
@@ -598,7 +607,8 @@ call(Infer *in, CcNode *n, const CcType **out)
         t = cc_weak_type(CT_WEAK_COMPLEX);
         break;
     case FL_BOOL:
-    case FL_MATH_PRED: case FL_NP_PRED:
+    case FL_MATH_PRED:
+    case FL_NP_PRED:
         /* np.isnan(z) is NumPy's: either part */
         if (b->flavor == FL_MATH_PRED && check_real(in, n, t) < 0) {
             return -1;
@@ -633,7 +643,7 @@ call(Infer *in, CcNode *n, const CcType **out)
         break;
     case FL_NP:
         if (is_complex_type(t) && cc_math_has_complex((CcMathOp)b->op)) {
-            t = cc_scalar_type(complex_kind_of(t));   /* np.exp(z): NumPy's complex loop */
+            t = cc_scalar_type(complex_kind_of(t)); /* np.exp(z): NumPy's complex loop */
             break;
         }
         /* fall through */
@@ -642,15 +652,15 @@ call(Infer *in, CcNode *n, const CcType **out)
             return -1;
         }
         if (b->flavor == FL_NP_MINMAX && t->kind == CT_SCALAR && !ts_is_float(t->scalar)) {
-            break;      /* np.minimum of integers stays integral */
+            break; /* np.minimum of integers stays integral */
         }
         t = cc_scalar_type(float_kind_of(t));
         break;
-    case FL_REAL: case FL_IMAG:
+    case FL_REAL:
+    case FL_IMAG:
         if (t->kind == CT_WEAK_COMPLEX || t->kind == CT_WEAK_INT) {
             t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT) : t;
-        }
-        else if (ts_is_complex(t->scalar)) {
+        } else if (ts_is_complex(t->scalar)) {
             t = cc_scalar_type(float_kind_of(t));
         }
         break;
@@ -677,8 +687,7 @@ tuple_getitem(Infer *in, CcNode *n, const CcType **out)
     }
     int i = n->index < 0 ? n->index + t->n : n->index;
     if (i < 0 || i >= t->n) {
-        return cc_error(in->fn, n->loc, "tuple index %d out of range (length %d)", n->index,
-                        t->n);
+        return cc_error(in->fn, n->loc, "tuple index %d out of range (length %d)", n->index, t->n);
     }
     n->index = i;
     *out = t->elems[i];
@@ -783,7 +792,8 @@ array_index(Infer *in, CcNode *n, const CcType **out)
         return 0;
     }
     if (n->nargs != a->n) {
-        return cc_error(in->fn, n->loc, "a %d-d array takes %d index(es), not %d "
+        return cc_error(in->fn, n->loc,
+                        "a %d-d array takes %d index(es), not %d "
                         "(slices and partial indexing are not supported in a kernel)",
                         a->n, a->n, n->nargs);
     }
@@ -870,12 +880,13 @@ expr(Infer *in, CcNode *n, const CcType **out)
     case ND_VAR:
         t = n->var->ty;
         if (t == UNKNOWN && in->final) {
-            rc = cc_error(in->fn, n->loc, "the type of '%s' could not be inferred",
-                          n->var->name);
+            rc = cc_error(in->fn, n->loc, "the type of '%s' could not be inferred", n->var->name);
         }
         if (t != UNKNOWN && t->kind == CT_ARRAY) {
-            rc = cc_error(in->fn, n->loc, "the array '%s' can only be indexed or asked for "
-                          "len(), .shape, .size or .ndim in a kernel", n->var->name);
+            rc = cc_error(in->fn, n->loc,
+                          "the array '%s' can only be indexed or asked for "
+                          "len(), .shape, .size or .ndim in a kernel",
+                          n->var->name);
         }
         break;
     case ND_INDEX:
@@ -1013,8 +1024,10 @@ range_args(Infer *in, CcNode *n)
         }
         if (t != UNKNOWN && !is_integral(t)) {
             char name[96];
-            return cc_error(in->fn, n->args[i]->loc, "range() arguments must be integers, "
-                            "not %s", cc_type_name(t, name, sizeof(name)));
+            return cc_error(in->fn, n->args[i]->loc,
+                            "range() arguments must be integers, "
+                            "not %s",
+                            cc_type_name(t, name, sizeof(name)));
         }
     }
     /* range() yields Python ints */
@@ -1026,7 +1039,7 @@ ret(Infer *in, CcNode *n)
 {
     const CcType *t;
     if (n->lhs == NULL) {
-        in->bare_return = n;     /* check_return decides whether it may */
+        in->bare_return = n; /* check_return decides whether it may */
         return 0;
     }
     if (expr(in, n->lhs, &t) < 0) {
@@ -1036,7 +1049,7 @@ ret(Infer *in, CcNode *n)
         return 0;
     }
     if (n->var != NULL) {
-        return assign(in, n, n->var, t);    /* a return of an inlined function */
+        return assign(in, n, n->var, t); /* a return of an inlined function */
     }
     if (in->ret == UNKNOWN) {
         in->ret = t;
@@ -1066,7 +1079,8 @@ stmt(Infer *in, CcNode *n)
         return unpack(in, n);
     case ND_RETURN:
         return ret(in, n);
-    case ND_IF: case ND_WHILE:
+    case ND_IF:
+    case ND_WHILE:
         if (condition(in, n->cond) < 0 || block(in, n->then) < 0) {
             return -1;
         }
@@ -1078,7 +1092,8 @@ stmt(Infer *in, CcNode *n)
         return block(in, n->els);
     case ND_EXPR:
         return expr(in, n->lhs, &t);
-    case ND_BREAK: case ND_CONTINUE:
+    case ND_BREAK:
+    case ND_CONTINUE:
         return 0;
     case ND_SETITEM:
         return setitem(in, n);
@@ -1097,7 +1112,8 @@ check_return(Infer *in, const TsSignature *sig)
         /* a gufunc kernel: results go into its arrays */
         fn->ret = NULL;
         if (got != UNKNOWN) {
-            return cc_error(fn, fn->body->loc, "a guvectorize kernel returns nothing: it "
+            return cc_error(fn, fn->body->loc,
+                            "a guvectorize kernel returns nothing: it "
                             "writes its results into its output arrays (res[0] = ... for a "
                             "() output)");
         }
@@ -1133,14 +1149,15 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
                         sig->nargs, fn->name, fn->nparams);
     }
     for (int i = 0; i < fn->nparams; i++) {
-        if (sig->ret.kind == TS_VOID && sig->args[i].ndim > 0
-            && sig->args[i].kind < TS_NSCALAR) {
+        if (sig->ret.kind == TS_VOID && sig->args[i].ndim > 0 && sig->args[i].kind < TS_NSCALAR) {
             fn->vars[i]->ty = cc_array_type(sig->args[i].kind, sig->args[i].ndim);
             continue;
         }
         if (sig->args[i].ndim != 0 || sig->args[i].kind >= TS_NSCALAR) {
-            return cc_error(fn, fn->body->loc, "argument %d of a vectorize signature must be "
-                            "a scalar type", i + 1);
+            return cc_error(fn, fn->body->loc,
+                            "argument %d of a vectorize signature must be "
+                            "a scalar type",
+                            i + 1);
         }
         fn->vars[i]->ty = cc_scalar_type(sig->args[i].kind);
     }

@@ -15,8 +15,7 @@
 static LLVMTypeRef
 part_type(LLVMContextRef ctx, TsKind k)
 {
-    return k == TS_COMPLEX64 ? LLVMFloatTypeInContext(ctx)
-                             : LLVMDoubleTypeInContext(ctx);
+    return k == TS_COMPLEX64 ? LLVMFloatTypeInContext(ctx) : LLVMDoubleTypeInContext(ctx);
 }
 
 static LLVMTypeRef
@@ -32,19 +31,24 @@ cc_value_type(LLVMContextRef ctx, TsKind k)
     switch (k) {
     case TS_BOOL:
         return LLVMInt1TypeInContext(ctx);
-    case TS_INT8: case TS_UINT8:
+    case TS_INT8:
+    case TS_UINT8:
         return LLVMInt8TypeInContext(ctx);
-    case TS_INT16: case TS_UINT16:
+    case TS_INT16:
+    case TS_UINT16:
         return LLVMInt16TypeInContext(ctx);
-    case TS_INT32: case TS_UINT32:
+    case TS_INT32:
+    case TS_UINT32:
         return LLVMInt32TypeInContext(ctx);
-    case TS_INT64: case TS_UINT64:
+    case TS_INT64:
+    case TS_UINT64:
         return LLVMInt64TypeInContext(ctx);
     case TS_FLOAT32:
         return LLVMFloatTypeInContext(ctx);
     case TS_FLOAT64:
         return LLVMDoubleTypeInContext(ctx);
-    case TS_COMPLEX64: case TS_COMPLEX128:
+    case TS_COMPLEX64:
+    case TS_COMPLEX128:
         return complex_type(ctx, k);
     case TS_VOID:
         return LLVMVoidTypeInContext(ctx);
@@ -67,11 +71,17 @@ static unsigned
 natural_align(TsKind k)
 {
     switch (k) {
-    case TS_BOOL: case TS_INT8: case TS_UINT8:
+    case TS_BOOL:
+    case TS_INT8:
+    case TS_UINT8:
         return 1;
-    case TS_INT16: case TS_UINT16:
+    case TS_INT16:
+    case TS_UINT16:
         return 2;
-    case TS_INT32: case TS_UINT32: case TS_FLOAT32: case TS_COMPLEX64:
+    case TS_INT32:
+    case TS_UINT32:
+    case TS_FLOAT32:
+    case TS_COMPLEX64:
         return 4;
     default:
         return 8;
@@ -85,8 +95,7 @@ is_complex(TsKind k)
 }
 
 static LLVMValueRef
-load_scalar(LLVMBuilderRef b, LLVMTypeRef ty, TsKind k, LLVMValueRef ptr,
-            const char *name)
+load_scalar(LLVMBuilderRef b, LLVMTypeRef ty, TsKind k, LLVMValueRef ptr, const char *name)
 {
     LLVMValueRef v = LLVMBuildLoad2(b, ty, ptr, name);
     LLVMSetAlignment(v, natural_align(k));
@@ -106,10 +115,8 @@ load_complex(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name)
     LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(ptr));
     LLVMTypeRef cty = complex_type(ctx, k);
     LLVMTypeRef pty = part_type(ctx, k);
-    LLVMValueRef re = load_scalar(b, pty, k, LLVMBuildStructGEP2(b, cty, ptr, 0, ""),
-                                  "re");
-    LLVMValueRef im = load_scalar(b, pty, k, LLVMBuildStructGEP2(b, cty, ptr, 1, ""),
-                                  "im");
+    LLVMValueRef re = load_scalar(b, pty, k, LLVMBuildStructGEP2(b, cty, ptr, 0, ""), "re");
+    LLVMValueRef im = load_scalar(b, pty, k, LLVMBuildStructGEP2(b, cty, ptr, 1, ""), "im");
     LLVMValueRef v = LLVMGetUndef(cty);
     v = LLVMBuildInsertValue(b, v, re, 0, "");
     return LLVMBuildInsertValue(b, v, im, 1, name);
@@ -124,8 +131,8 @@ cc_load(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name)
     }
     if (k == TS_BOOL) {
         LLVMValueRef byte = load_scalar(b, LLVMInt8TypeInContext(ctx), k, ptr, "");
-        return LLVMBuildICmp(b, LLVMIntNE, byte,
-                             LLVMConstInt(LLVMInt8TypeInContext(ctx), 0, 0), name);
+        return LLVMBuildICmp(b, LLVMIntNE, byte, LLVMConstInt(LLVMInt8TypeInContext(ctx), 0, 0),
+                             name);
     }
     return load_scalar(b, cc_value_type(ctx, k), k, ptr, name);
 }

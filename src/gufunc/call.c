@@ -106,8 +106,7 @@ copy_block(char *contig, char *strided, const npy_intp *size, const npy_intp *st
     if (nd == 0) {
         if (to_contig) {
             memcpy(contig, strided, (size_t)item);
-        }
-        else {
+        } else {
             memcpy(strided, contig, (size_t)item);
         }
         return contig + item;
@@ -179,10 +178,10 @@ raise_status(const GuLoop *gl, int status)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
     if (status == CC_STATUS_INDEX) {
-        PyErr_SetString(PyExc_IndexError, "index out of bounds in a guvectorize kernel "
+        PyErr_SetString(PyExc_IndexError,
+                        "index out of bounds in a guvectorize kernel "
                         "(the check is on by default; boundscheck=False turns it off)");
-    }
-    else {
+    } else {
         PyErr_NoMemory();
     }
     PyGILState_Release(gil);
@@ -199,14 +198,12 @@ run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *st
     }
     if (any_copy) {
         status = run_with_copies(gl, args, dims, steps, copy);
-    }
-    else {
+    } else {
         GuCall c = {.gl = gl, .args = args, .dims = dims, .steps = steps};
         atomic_init(&c.status, 0);
         if (split_safe(gl, steps, dims[0])) {
             gl->target->run_range(run_chunk, &c, dims[0], call_cost(gl, dims));
-        }
-        else {
+        } else {
             run_chunk(&c, 0, dims[0]);
         }
         status = atomic_load(&c.status);
@@ -302,12 +299,17 @@ gu_register_methods(PyObject *ufunc)
             if (d == NULL) {
                 return -1;
             }
-            dtypes[k] = NPY_DTYPE(d);   /* a static type: outlives the descr */
+            dtypes[k] = NPY_DTYPE(d); /* a static type: outlives the descr */
             Py_DECREF(d);
         }
         PyArrayMethod_Spec spec = {
-            .name = "numbavec_gufunc_loop", .nin = uf->nin, .nout = uf->nout,
-            .casting = NPY_NO_CASTING, .flags = 0, .dtypes = dtypes, .slots = slots,
+            .name = "numbavec_gufunc_loop",
+            .nin = uf->nin,
+            .nout = uf->nout,
+            .casting = NPY_NO_CASTING,
+            .flags = 0,
+            .dtypes = dtypes,
+            .slots = slots,
         };
         if (drop_legacy_entry(uf, dtypes) < 0 || PyUFunc_AddLoopFromSpec(ufunc, &spec) < 0) {
             return -1;

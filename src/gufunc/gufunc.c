@@ -58,10 +58,10 @@ typedef struct Options {
     const GuLayout *layout;
     const TgTarget *target;
     int boundscheck;
-    unsigned char written[TS_MAXARGS];    /* outputs and writable_args; grows */
+    unsigned char written[TS_MAXARGS]; /* outputs and writable_args; grows */
 } Options;
 
-static unsigned long long symbol_counter = 0;   /* guarded by the GIL */
+static unsigned long long symbol_counter = 0; /* guarded by the GIL */
 
 static unsigned long long
 array_mask(const TsSignature *k, int declared_only)
@@ -109,8 +109,7 @@ emit_all(CcFunction *fn, const VzSource *src, const Options *o, const TsSignatur
             declared |= 1ULL << i;
         }
     }
-    LLVMValueRef general = cc_emit_gufunc_kernel(fn, ksig, m->mod, gname, src->fastmath,
-                                                 declared);
+    LLVMValueRef general = cc_emit_gufunc_kernel(fn, ksig, m->mod, gname, src->fastmath, declared);
     LLVMValueRef contig = NULL;
     if (general != NULL && all != declared) {
         contig = cc_emit_gufunc_kernel(fn, ksig, m->mod, cname, src->fastmath, all);
@@ -167,7 +166,7 @@ compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled 
     out->target_data = gl;
     const char *names[1] = {bname};
     void *addrs[1] = {NULL};
-    have_module = 0;        /* cc_jit_add consumes it */
+    have_module = 0; /* cc_jit_add consumes it */
     if ((out->code = cc_jit_add(&m, names, addrs, 1)) == NULL) {
         goto done;
     }
@@ -205,8 +204,8 @@ make_ufunc(VzLibrary *lib, const VzSource *src, const GuLayout *layout, PyObject
             types[i * nargs + k] = (char)ts_kind_typenum(lib->items[i].sig.args[k].kind);
         }
     }
-    ufunc = vz_make_gufunc(src->name, doc, layout->nin, layout->nout, (int)n, funcs, data,
-                           types, identity, (PyObject *)lib, layout->text);
+    ufunc = vz_make_gufunc(src->name, doc, layout->nin, layout->nout, (int)n, funcs, data, types,
+                           identity, (PyObject *)lib, layout->text);
 done:
     PyMem_Free(funcs);
     PyMem_Free(data);
@@ -245,8 +244,10 @@ parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
             return -1;
         }
         if (k < 0 || k >= layout->nargs) {
-            PyErr_Format(PyExc_ValueError, "writable_args: argument index %ld out of range "
-                         "(the layout has %d arguments)", k, layout->nargs);
+            PyErr_Format(PyExc_ValueError,
+                         "writable_args: argument index %ld out of range "
+                         "(the layout has %d arguments)",
+                         k, layout->nargs);
             return -1;
         }
         written[k] = 1;
@@ -255,19 +256,19 @@ parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
 }
 
 PyDoc_STRVAR(guvectorize_doc,
-"guvectorize(pyfunc, funcdef, source, signatures, layout, target='cpu',\n"
-"            identity=None, writable_args=(), fastmath=False, boundscheck=True,\n"
-"            name=None, doc=None) -> numpy.ufunc (a gufunc)\n\n"
-"Compiles pyfunc for each signature into a generalized ufunc with the core\n"
-"signature `layout`; a layout without '->' has no outputs (the kernel\n"
-"writes into its inputs).");
+             "guvectorize(pyfunc, funcdef, source, signatures, layout, target='cpu',\n"
+             "            identity=None, writable_args=(), fastmath=False, boundscheck=True,\n"
+             "            name=None, doc=None) -> numpy.ufunc (a gufunc)\n\n"
+             "Compiles pyfunc for each signature into a generalized ufunc with the core\n"
+             "signature `layout`; a layout without '->' has no outputs (the kernel\n"
+             "writes into its inputs).");
 
 static PyObject *
 guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "layout", "target",
-                             "identity", "writable_args", "fastmath", "boundscheck", "name",
-                             "doc", NULL};
+    static char *kwlist[] = {
+        "pyfunc",        "funcdef",  "source",      "signatures", "layout", "target", "identity",
+        "writable_args", "fastmath", "boundscheck", "name",       "doc",    NULL};
     PyObject *pyfunc, *funcdef, *source, *sigobj, *layout_obj, *identity = Py_None;
     PyObject *writable = NULL;
     const char *target_name = "cpu", *name = NULL, *doc = NULL;
@@ -281,8 +282,7 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     PyObject *ufunc = NULL, *result = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzz", kwlist, &pyfunc, &funcdef,
                                      &PyTuple_Type, &source, &sigobj, &layout_obj, &target_name,
-                                     &identity, &writable, &fastmath, &boundscheck, &name,
-                                     &doc)) {
+                                     &identity, &writable, &fastmath, &boundscheck, &name, &doc)) {
         return NULL;
     }
     o.target = tg_lookup(target_name);
@@ -300,7 +300,8 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     for (int k = layout.nin; k < layout.nargs; k++) {
         o.written[k] = 1;
     }
-    if (writable != NULL && writable != Py_None && parse_writable(writable, &layout, o.written) < 0) {
+    if (writable != NULL && writable != Py_None
+        && parse_writable(writable, &layout, o.written) < 0) {
         goto done;
     }
     src.pyfunc = pyfunc;
@@ -311,7 +312,7 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     }
     for (Py_ssize_t i = 0; i < nsigs; i++) {
-        lib->n = i + 1;     /* so that a failure frees what was made */
+        lib->n = i + 1; /* so that a failure frees what was made */
         if (compile_one(&src, &o, &sigs[i], &lib->items[i]) < 0) {
             goto done;
         }

@@ -20,15 +20,15 @@
 
 /* ---- layout.c ---- */
 
-#define GU_MAXCORE 64      /* core dimensions of all arguments together */
+#define GU_MAXCORE 64 /* core dimensions of all arguments together */
 
 typedef struct GuLayout {
-    int nin, nout;                 /* nout == 0: no '->', the kernel writes its inputs */
+    int nin, nout; /* nout == 0: no '->', the kernel writes its inputs */
     int nargs;
-    int ndims[TS_MAXARGS];         /* core dimensions of each argument */
+    int ndims[TS_MAXARGS];           /* core dimensions of each argument */
     int dim[TS_MAXARGS][TS_MAXDIMS]; /* their indices among the distinct names */
-    int ndimnames;                 /* distinct dimension names (NumPy's core_num_dim_ix) */
-    char text[1024];               /* the layout, as NumPy parses it */
+    int ndimnames;                   /* distinct dimension names (NumPy's core_num_dim_ix) */
+    char text[1024];                 /* the layout, as NumPy parses it */
 } GuLayout;
 
 /* Parses a layout str; 0, or -1 with ValueError pointing at the bad part. */
@@ -41,8 +41,8 @@ int gu_parse_layout(PyObject *obj, GuLayout *out);
  * 1-d array it becomes a 1-element view (Numba's res[0] = ...).  ret is
  * TS_VOID.  0, or -1 with ValueError/TypeError naming the argument.
  */
-int gu_check_signature(const GuLayout *layout, const TsSignature *sig,
-                       const unsigned char *written, TsSignature *kernel);
+int gu_check_signature(const GuLayout *layout, const TsSignature *sig, const unsigned char *written,
+                       TsSignature *kernel);
 
 /* ---- loops.c ---- */
 
@@ -54,8 +54,8 @@ int gu_check_signature(const GuLayout *layout, const TsSignature *sig,
  * steps (outer count, core sizes; outer steps, core strides).  Returns 0,
  * or the first nonzero kernel status (the range stops there).
  */
-typedef int (*GuBodyFn)(char **args, const npy_intp *dims, const npy_intp *steps,
-                        npy_intp start, npy_intp stop);
+typedef int (*GuBodyFn)(char **args, const npy_intp *dims, const npy_intp *steps, npy_intp start,
+                        npy_intp stop);
 
 /*
  * Emits `name` (a GuBodyFn) into mod around the two versions of a kernel:
@@ -64,8 +64,7 @@ typedef int (*GuBodyFn)(char **args, const npy_intp *dims, const npy_intp *steps
  * once per call.  Returns the function or NULL with an exception.
  */
 LLVMValueRef gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig,
-                          const GuLayout *layout, const TsSignature *kernel,
-                          const char *name);
+                          const GuLayout *layout, const TsSignature *kernel, const char *name);
 
 /* ---- call.c ---- */
 
@@ -74,11 +73,11 @@ typedef struct GuLoop {
     GuBodyFn body;
     const TgTarget *target;
     GuLayout layout;
-    TsSignature kernel;            /* the kernel's view of the signature */
+    TsSignature kernel; /* the kernel's view of the signature */
     int itemsize[TS_MAXARGS];
     unsigned char contig[TS_MAXARGS];  /* declared [::1]: checked per call */
     unsigned char written[TS_MAXARGS]; /* outputs and writable inputs */
-    double cost_ns;                /* one kernel call per unit of core work */
+    double cost_ns;                    /* one kernel call per unit of core work */
 } GuLoop;
 
 /* NumPy's gufunc inner loop, legacy signature; data is a GuLoop. */

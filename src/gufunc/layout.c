@@ -28,15 +28,17 @@ typedef struct Parser {
     const char *s;
     int pos;
     GuLayout *out;
-    char names[GU_MAXCORE][64];    /* a name, or the digits of a frozen size */
+    char names[GU_MAXCORE][64]; /* a name, or the digits of a frozen size */
     int optional[GU_MAXCORE];
 } Parser;
 
 static int
 fail(Parser *p, const char *what)
 {
-    PyErr_Format(PyExc_ValueError, "invalid gufunc layout '%s': %s at position %d\n"
-                 "    %s\n    %*s^", p->s, what, p->pos, p->s, p->pos, "");
+    PyErr_Format(PyExc_ValueError,
+                 "invalid gufunc layout '%s': %s at position %d\n"
+                 "    %s\n    %*s^",
+                 p->s, what, p->pos, p->s, p->pos, "");
     return -1;
 }
 
@@ -72,7 +74,7 @@ dimension(Parser *p, int arg)
             p->pos = start;
             return fail(p, "a fixed size must be a positive integer");
         }
-        snprintf(tok, sizeof(tok), "%lld", v);     /* (03) and (3) are one size */
+        snprintf(tok, sizeof(tok), "%lld", v); /* (03) and (3) are one size */
     }
     int optional = p->s[p->pos] == '?';
     p->pos += optional;
@@ -87,8 +89,7 @@ dimension(Parser *p, int arg)
         snprintf(p->names[ix], sizeof(p->names[ix]), "%s", tok);
         p->optional[ix] = optional;
         L->ndimnames++;
-    }
-    else if (p->optional[ix] != optional) {
+    } else if (p->optional[ix] != optional) {
         return fail(p, optional ? "'?' on a dimension already used without it"
                                 : "a dimension used with '?' must always have it");
     }
@@ -155,8 +156,10 @@ int
 gu_parse_layout(PyObject *obj, GuLayout *out)
 {
     if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "a gufunc layout is a str such as '(n),(n)->(n)', "
-                     "not %R", obj);
+        PyErr_Format(PyExc_TypeError,
+                     "a gufunc layout is a str such as '(n),(n)->(n)', "
+                     "not %R",
+                     obj);
         return -1;
     }
     const char *s = PyUnicode_AsUTF8AndSize(obj, NULL);
@@ -192,20 +195,23 @@ gu_parse_layout(PyObject *obj, GuLayout *out)
 /* ---- signatures against the layout ---- */
 
 int
-gu_check_signature(const GuLayout *layout, const TsSignature *sig,
-                   const unsigned char *written, TsSignature *kernel)
+gu_check_signature(const GuLayout *layout, const TsSignature *sig, const unsigned char *written,
+                   TsSignature *kernel)
 {
     char buf[TS_STRSIZE], tbuf[128];
     if (sig->ret.kind != TS_VOID && sig->ret.kind != TS_INFER) {
-        PyErr_Format(PyExc_TypeError, "a guvectorize signature returns void: '%s' returns "
+        PyErr_Format(PyExc_TypeError,
+                     "a guvectorize signature returns void: '%s' returns "
                      "%s (results are written into output arrays)",
                      ts_signature_str(sig, buf, sizeof(buf)), ts_kind_name(sig->ret.kind));
         return -1;
     }
     if (sig->nargs != layout->nargs) {
-        PyErr_Format(PyExc_ValueError, "signature '%s' has %d argument(s) but layout '%s' "
-                     "has %d", ts_signature_str(sig, buf, sizeof(buf)), sig->nargs,
-                     layout->text, layout->nargs);
+        PyErr_Format(PyExc_ValueError,
+                     "signature '%s' has %d argument(s) but layout '%s' "
+                     "has %d",
+                     ts_signature_str(sig, buf, sizeof(buf)), sig->nargs, layout->text,
+                     layout->nargs);
         return -1;
     }
     *kernel = *sig;
@@ -215,27 +221,31 @@ gu_check_signature(const GuLayout *layout, const TsSignature *sig,
         const TsType *t = &sig->args[i];
         int core = layout->ndims[i];
         if (t->kind >= TS_NSCALAR) {
-            PyErr_Format(PyExc_TypeError, "argument %d of '%s' must be a number type or an "
-                         "array of one", i + 1, ts_signature_str(sig, buf, sizeof(buf)));
+            PyErr_Format(PyExc_TypeError,
+                         "argument %d of '%s' must be a number type or an "
+                         "array of one",
+                         i + 1, ts_signature_str(sig, buf, sizeof(buf)));
             return -1;
         }
         if (t->ndim == core) {
             if (core == 0 && written[i]) {
-                PyErr_Format(PyExc_ValueError, "argument %d of '%s' is written (an output "
+                PyErr_Format(PyExc_ValueError,
+                             "argument %d of '%s' is written (an output "
                              "or a writable input) with layout (): declare it as an array, "
-                             "%s[:], and write res[0] = ...", i + 1,
-                             ts_signature_str(sig, buf, sizeof(buf)), ts_kind_name(t->kind));
+                             "%s[:], and write res[0] = ...",
+                             i + 1, ts_signature_str(sig, buf, sizeof(buf)), ts_kind_name(t->kind));
                 return -1;
             }
             continue;
         }
         if (core == 0 && t->ndim == 1) {
-            continue;       /* the 1-element view of a () argument */
+            continue; /* the 1-element view of a () argument */
         }
-        PyErr_Format(PyExc_ValueError, "argument %d of '%s' is %s (%d dimension(s)) but its "
-                     "layout in '%s' has %d core dimension(s)", i + 1,
-                     ts_signature_str(sig, buf, sizeof(buf)), ts_type_str(t, tbuf, sizeof(tbuf)),
-                     t->ndim, layout->text, core);
+        PyErr_Format(PyExc_ValueError,
+                     "argument %d of '%s' is %s (%d dimension(s)) but its "
+                     "layout in '%s' has %d core dimension(s)",
+                     i + 1, ts_signature_str(sig, buf, sizeof(buf)),
+                     ts_type_str(t, tbuf, sizeof(tbuf)), t->ndim, layout->text, core);
         return -1;
     }
     return 0;

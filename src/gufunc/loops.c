@@ -31,9 +31,9 @@ typedef struct BodyGen {
     LLVMTypeRef i64, i32, ptr;
     const GuLayout *layout;
     const TsSignature *kernel;
-    LLVMValueRef base[TS_MAXARGS], outer[TS_MAXARGS];  /* args[k], steps[k] */
-    LLVMValueRef size[GU_MAXCORE];                     /* dims[1 + ix] */
-    LLVMValueRef stride[TS_MAXARGS][TS_MAXDIMS];       /* core strides */
+    LLVMValueRef base[TS_MAXARGS], outer[TS_MAXARGS]; /* args[k], steps[k] */
+    LLVMValueRef size[GU_MAXCORE];                    /* dims[1 + ix] */
+    LLVMValueRef stride[TS_MAXARGS][TS_MAXDIMS];      /* core strides */
     LLVMValueRef start, stop;
 } BodyGen;
 
@@ -79,7 +79,7 @@ contig_check(BodyGen *g)
     for (int k = 0; k < L->nargs; k++) {
         int c = L->ndims[k];
         if (c == 0) {
-            continue;      /* a scalar, or the 1-element view: nothing to check */
+            continue; /* a scalar, or the 1-element view: nothing to check */
         }
         LLVMValueRef s = g->stride[k][c - 1];
         LLVMValueRef unit = LLVMBuildICmp(
@@ -103,14 +103,14 @@ kernel_args(BodyGen *g, LLVMValueRef i, LLVMValueRef *out)
         const TsType *t = &g->kernel->args[k];
         LLVMValueRef off = LLVMBuildNSWMul(g->b, i, g->outer[k], "");
         snprintf(name, sizeof(name), "a%d", k);
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->base[k],
-                                               &off, 1, name);
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->base[k], &off, 1, name);
         if (t->ndim == 0) {
             out[n++] = cc_load(g->b, t->kind, p, name);
             continue;
         }
         out[n++] = p;
-        if (L->ndims[k] == 0) {            /* the 1-element view */
+        if (L->ndims[k] == 0) { /* the 1-element view */
             out[n++] = LLVMConstInt(g->i64, 1, 0);
             out[n++] = LLVMConstInt(g->i64, 0, 0);
             continue;
@@ -144,8 +144,8 @@ outer_loop(BodyGen *g, LLVMValueRef kernel, LLVMBasicBlockRef pre, LLVMBasicBloc
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
     unsigned n = kernel_args(g, i, args);
-    LLVMValueRef status = LLVMBuildCall2(g->b, LLVMGlobalGetValueType(kernel), kernel, args, n,
-                                         "status");
+    LLVMValueRef status =
+        LLVMBuildCall2(g->b, LLVMGlobalGetValueType(kernel), kernel, args, n, "status");
     LLVMValueRef bad = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, 0), "");
     LLVMBuildCondBr(g->b, bad, failed, next);
 
@@ -162,8 +162,8 @@ outer_loop(BodyGen *g, LLVMValueRef kernel, LLVMBasicBlockRef pre, LLVMBasicBloc
 }
 
 LLVMValueRef
-gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig,
-             const GuLayout *layout, const TsSignature *kernel, const char *name)
+gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig, const GuLayout *layout,
+             const TsSignature *kernel, const char *name)
 {
     BodyGen g = {0};
     g.mod = mod;
@@ -195,8 +195,7 @@ gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig,
         LLVMBasicBlockRef pre_c = LLVMAppendBasicBlockInContext(g.ctx, g.fn, "contig");
         LLVMBuildCondBr(g.b, contig_check(&g), pre_c, pre_g);
         outer_loop(&g, contig, pre_c, done, "contig");
-    }
-    else {
+    } else {
         LLVMBuildBr(g.b, pre_g);
     }
     outer_loop(&g, general, pre_g, done, "strided");

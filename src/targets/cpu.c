@@ -36,7 +36,7 @@ tg_lookup(const char *name)
             return all[i];
         }
     }
-    PyErr_Format(PyExc_ValueError,
-                 "unknown target '%s' (choose 'cpu', 'parallel' or 'cuda')", name);
+    PyErr_Format(PyExc_ValueError, "unknown target '%s' (choose 'cpu', 'parallel' or 'cuda')",
+                 name);
     return NULL;
 }

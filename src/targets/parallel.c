@@ -38,9 +38,9 @@
 
 typedef struct ParLoop {
     PyUFuncGenericFunction serial;
-    int nops;                     /* inputs and the output (last) */
+    int nops; /* inputs and the output (last) */
     int itemsize[MAX_OPERANDS];
-    _Atomic double cost_ns;       /* per element; refined by measurement */
+    _Atomic double cost_ns; /* per element; refined by measurement */
 } ParLoop;
 
 /* One call of the trampoline; lives on the caller's stack. */
@@ -48,8 +48,8 @@ typedef struct Call {
     const ParLoop *loop;
     char **args;
     const npy_intp *steps;
-    double caller_ns;             /* time the caller spent in its chunks */
-    npy_intp caller_n;            /* and the elements it did */
+    double caller_ns;  /* time the caller spent in its chunks */
+    npy_intp caller_n; /* and the elements it did */
 } Call;
 
 /* typesig.c has ts_itemsize; the targets keep their own small table. */
@@ -57,16 +57,24 @@ static int
 kind_itemsize(TsKind kind)
 {
     switch (kind) {
-    case TS_BOOL: case TS_INT8: case TS_UINT8:
+    case TS_BOOL:
+    case TS_INT8:
+    case TS_UINT8:
         return 1;
-    case TS_INT16: case TS_UINT16:
+    case TS_INT16:
+    case TS_UINT16:
         return 2;
-    case TS_INT32: case TS_UINT32: case TS_FLOAT32:
+    case TS_INT32:
+    case TS_UINT32:
+    case TS_FLOAT32:
         return 4;
-    case TS_INT64: case TS_UINT64: case TS_FLOAT64: case TS_COMPLEX64:
+    case TS_INT64:
+    case TS_UINT64:
+    case TS_FLOAT64:
+    case TS_COMPLEX64:
         return 8;
     default:
-        return 16;     /* unknown: the widest, so overlap checks err safe */
+        return 16; /* unknown: the widest, so overlap checks err safe */
     }
 }
 
@@ -81,8 +89,7 @@ now_ns(void)
 /* ---- is the loop safe to split? ---- */
 
 static void
-byte_span(const char *p, npy_intp step, npy_intp n, int size,
-          uintptr_t *lo, uintptr_t *hi)
+byte_span(const char *p, npy_intp step, npy_intp n, int size, uintptr_t *lo, uintptr_t *hi)
 {
     intptr_t last = (intptr_t)(n - 1) * (intptr_t)step;
     uintptr_t base = (uintptr_t)p;
@@ -102,7 +109,7 @@ parallel_safe(const ParLoop *pl, char **args, const npy_intp *steps, npy_intp n)
     byte_span(args[out], ostep, n, pl->itemsize[out], &olo, &ohi);
     for (int k = 0; k < out; k++) {
         if (args[k] == args[out] && steps[k] == ostep) {
-            continue;      /* in place: element i reads only what i writes */
+            continue; /* in place: element i reads only what i writes */
         }
         uintptr_t lo, hi;
         byte_span(args[k], steps[k], n, pl->itemsize[k], &lo, &hi);
@@ -160,8 +167,8 @@ refine_cost(ParLoop *pl, double ns, npy_intp n)
     }
     double measured = ns / (double)n;
     double old = atomic_load_explicit(&pl->cost_ns, memory_order_relaxed);
-    double next = measured < old ? old + (measured - old) * 0.5
-                                 : old + fmin(measured - old, old) * 0.125;
+    double next =
+        measured < old ? old + (measured - old) * 0.5 : old + fmin(measured - old, old) * 0.125;
     atomic_store_explicit(&pl->cost_ns, next, memory_order_relaxed);
 }
 
@@ -188,8 +195,7 @@ run_range(void *ctx, npy_intp start, npy_intp stop)
 }
 
 static void
-run_serial(ParLoop *pl, char **args, const npy_intp *dims, const npy_intp *steps,
-           int timed)
+run_serial(ParLoop *pl, char **args, const npy_intp *dims, const npy_intp *steps, int timed)
 {
     if (!timed || dims[0] < MIN_TIMED_ELEMENTS) {
         pl->serial(args, dims, steps, NULL);
@@ -230,8 +236,7 @@ par_wrap_loop(PyUFuncGenericFunction serial, const TsSignature *sig, double cost
               PyUFuncGenericFunction *fn, void **data)
 {
     if (sig->nargs < 0 || sig->nargs + 1 > MAX_OPERANDS) {
-        PyErr_Format(PyExc_ValueError, "parallel target: %d arguments is too many",
-                     sig->nargs);
+        PyErr_Format(PyExc_ValueError, "parallel target: %d arguments is too many", sig->nargs);
         return -1;
     }
     ParLoop *pl = calloc(1, sizeof(*pl));
@@ -292,10 +297,8 @@ set_num_threads(PyObject *self, PyObject *arg)
     if (n == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (overflow || n < 1 || n > tg_pool_size()
-        || tg_pool_set_num_threads((int)n) < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "number of threads must be between 1 and %d (the pool size)",
+    if (overflow || n < 1 || n > tg_pool_size() || tg_pool_set_num_threads((int)n) < 0) {
+        PyErr_Format(PyExc_ValueError, "number of threads must be between 1 and %d (the pool size)",
                      tg_pool_size());
         return NULL;
     }

@@ -17,7 +17,7 @@
  * and runs its loop alone: no queue, no deadlock.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE    /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "targets/pool.h"
 
@@ -38,28 +38,28 @@
 #define CHUNKS_PER_THREAD 4
 
 /* Empty jobs timed at start-up; the median is the overhead. */
-#define OVERHEAD_RUNS 15
+#define OVERHEAD_RUNS   15
 #define OVERHEAD_WARMUP 2
 
 typedef struct Pool {
-    int nworkers;                 /* threads besides the caller */
-    pthread_mutex_t mu;           /* guards generation and the job below */
-    pthread_cond_t wake;          /* workers wait here for a new generation */
-    pthread_cond_t finished;      /* the caller waits here for its chunks */
-    pthread_mutex_t submit;       /* held by the caller whose job runs */
+    int nworkers;            /* threads besides the caller */
+    pthread_mutex_t mu;      /* guards generation and the job below */
+    pthread_cond_t wake;     /* workers wait here for a new generation */
+    pthread_cond_t finished; /* the caller waits here for its chunks */
+    pthread_mutex_t submit;  /* held by the caller whose job runs */
 
     /* The current job, written under mu before generation moves on. */
     uint32_t generation;
-    int nhelpers;                 /* workers with index < nhelpers take part */
+    int nhelpers; /* workers with index < nhelpers take part */
     TgRangeFn fn;
     void *ctx;
     npy_intp n;
     npy_intp chunk;
     uint32_t nchunks;
 
-    _Atomic uint64_t claim;       /* generation << 32 | next chunk */
-    _Atomic uint32_t done;        /* chunks finished */
-    _Atomic int fpflags;          /* FE_* flags raised on workers */
+    _Atomic uint64_t claim; /* generation << 32 | next chunk */
+    _Atomic uint32_t done;  /* chunks finished */
+    _Atomic int fpflags;    /* FE_* flags raised on workers */
     _Atomic unsigned long jobs;
     double overhead_ns;
 } Pool;
@@ -81,15 +81,15 @@ typedef struct WorkerArg {
 
 /* Everything the process knows about its pool, in one place. */
 static struct PoolContext {
-    int size;                     /* configured: threads, caller included */
+    int size; /* configured: threads, caller included */
     int configured;
-    _Atomic int start_failed;     /* read outside create_lock */
+    _Atomic int start_failed; /* read outside create_lock */
     _Atomic int force_parallel;
-    pthread_mutex_t create_lock;  /* serializes the start of the pool */
-    Pool *_Atomic pool;           /* NULL until started in this process */
+    pthread_mutex_t create_lock; /* serializes the start of the pool */
+    Pool *_Atomic pool;          /* NULL until started in this process */
 } pool_ctx = {.size = 1, .create_lock = PTHREAD_MUTEX_INITIALIZER};
 
-static _Thread_local int tls_num_threads;  /* 0: the pool size */
+static _Thread_local int tls_num_threads; /* 0: the pool size */
 static _Thread_local int tls_in_worker;
 
 /* ---- configuration ---- */
@@ -225,8 +225,7 @@ claim_chunk(Pool *p, const Job *j)
         if ((uint32_t)(v >> 32) != j->generation || (uint32_t)v >= j->nchunks) {
             return -1;
         }
-    } while (!atomic_compare_exchange_weak_explicit(&p->claim, &v, v + 1,
-                                                    memory_order_acq_rel,
+    } while (!atomic_compare_exchange_weak_explicit(&p->claim, &v, v + 1, memory_order_acq_rel,
                                                     memory_order_acquire));
     return (int64_t)(uint32_t)v;
 }
@@ -461,7 +460,7 @@ start_pool(int size)
     }
     p->nworkers = spawn_workers(p, size - 1);
     p->overhead_ns = p->nworkers > 0 ? measure_overhead(p) : -1.0;
-    atomic_store(&p->jobs, 0);     /* the timing jobs do not count */
+    atomic_store(&p->jobs, 0); /* the timing jobs do not count */
     return p;
 }
 
@@ -526,7 +525,7 @@ tg_pool_run(TgRangeFn fn, void *ctx, npy_intp n, npy_intp grain, int nthreads)
     }
     npy_intp chunk = choose_chunk(n, grain, nthreads);
     if (chunk >= n) {
-        return -1;     /* one chunk: nothing to share */
+        return -1; /* one chunk: nothing to share */
     }
     if (pthread_mutex_trylock(&p->submit) != 0) {
         return -1;

@@ -18,7 +18,7 @@
 
 #define TG_POOL_MAX_THREADS 256
 
-#include "targets/target.h"      /* TgRangeFn */
+#include "targets/target.h" /* TgRangeFn */
 
 /*
  * Reads NUMBAVEC_NUM_THREADS (or counts the usable cores) and installs the
@@ -63,10 +63,10 @@ int tg_pool_force_parallel(void);
 void tg_pool_set_force_parallel(int on);
 
 typedef struct TgPoolStats {
-    int size;              /* threads, caller included */
-    int started;           /* the workers exist in this process */
-    unsigned long jobs;    /* parallel jobs run since the pool started */
-    double overhead_ns;    /* -1 until started */
+    int size;           /* threads, caller included */
+    int started;        /* the workers exist in this process */
+    unsigned long jobs; /* parallel jobs run since the pool started */
+    double overhead_ns; /* -1 until started */
 } TgPoolStats;
 
 void tg_pool_stats(TgPoolStats *out);

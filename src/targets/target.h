@@ -26,8 +26,8 @@ typedef struct TgTarget {
      * it by measurement).  Sets *fn and *data (data freed with
      * free_data).  0/-1 with an exception.
      */
-    int (*wrap_loop)(PyUFuncGenericFunction serial, const TsSignature *sig,
-                     double cost, PyUFuncGenericFunction *fn, void **data);
+    int (*wrap_loop)(PyUFuncGenericFunction serial, const TsSignature *sig, double cost,
+                     PyUFuncGenericFunction *fn, void **data);
     void (*free_data)(void *data);
     /*
      * gufuncs: runs fn(ctx, start, stop) over [0, n) - at once (cpu), or
@@ -44,6 +44,6 @@ extern const TgTarget tg_parallel;
 /* "cpu", "parallel"; NULL with ValueError naming the choices. */
 const TgTarget *tg_lookup(const char *name);
 
-int tg_init_module(PyObject *module);   /* set_num_threads & co.; 0/-1 */
+int tg_init_module(PyObject *module); /* set_num_threads & co.; 0/-1 */
 
 #endif /* NV_TARGET_H */

@@ -73,9 +73,9 @@ typedef struct HookUfunc {
     const char *name;
     const TgTarget *target;
     PyUFuncGenericFunction loop;
-    double cost;                  /* ns per element, as the compiler guesses */
+    double cost; /* ns per element, as the compiler guesses */
     int nin;
-    TsKind kind;                  /* of every operand */
+    TsKind kind; /* of every operand */
     char types[4];
     /* made on first request, kept for the life of the process */
     int made;
@@ -84,12 +84,21 @@ typedef struct HookUfunc {
 } HookUfunc;
 
 static HookUfunc hook_ufuncs[] = {
-    {"saxpy", &tg_parallel, saxpy_loop, 0.5, 3, TS_FLOAT32,
+    {"saxpy",
+     &tg_parallel,
+     saxpy_loop,
+     0.5,
+     3,
+     TS_FLOAT32,
      {NPY_FLOAT, NPY_FLOAT, NPY_FLOAT, NPY_FLOAT}},
     {"heavy", &tg_parallel, heavy_loop, 20.0, 1, TS_FLOAT64, {NPY_DOUBLE, NPY_DOUBLE}},
-    {"divide", &tg_parallel, divide_loop, 1.0, 2, TS_FLOAT64,
-     {NPY_DOUBLE, NPY_DOUBLE, NPY_DOUBLE}},
-    {"serial", &tg_cpu, saxpy_loop, 0.5, 3, TS_FLOAT32,
+    {"divide", &tg_parallel, divide_loop, 1.0, 2, TS_FLOAT64, {NPY_DOUBLE, NPY_DOUBLE, NPY_DOUBLE}},
+    {"serial",
+     &tg_cpu,
+     saxpy_loop,
+     0.5,
+     3,
+     TS_FLOAT32,
      {NPY_FLOAT, NPY_FLOAT, NPY_FLOAT, NPY_FLOAT}},
     {"heavy_serial", &tg_cpu, heavy_loop, 20.0, 1, TS_FLOAT64, {NPY_DOUBLE, NPY_DOUBLE}},
 };
@@ -132,9 +141,8 @@ parallel_test_ufunc(PyObject *self, PyObject *arg)
         if (make_loop(h) < 0) {
             return NULL;
         }
-        return PyUFunc_FromFuncAndData(h->funcs, h->data, h->types, 1, h->nin, 1,
-                                       PyUFunc_None, h->name,
-                                       "numbavec test ufunc (parallel target)", 0);
+        return PyUFunc_FromFuncAndData(h->funcs, h->data, h->types, 1, h->nin, 1, PyUFunc_None,
+                                       h->name, "numbavec test ufunc (parallel target)", 0);
     }
     PyErr_Format(PyExc_ValueError,
                  "no test ufunc '%s' (saxpy, heavy, divide, serial, heavy_serial)", name);
@@ -148,8 +156,8 @@ pool_stats(PyObject *self, PyObject *unused)
     TgPoolStats st;
     tg_pool_stats(&st);
     return Py_BuildValue("{s:i,s:O,s:k,s:d}", "size", st.size, "started",
-                         st.started ? Py_True : Py_False, "jobs", st.jobs,
-                         "overhead_ns", st.overhead_ns);
+                         st.started ? Py_True : Py_False, "jobs", st.jobs, "overhead_ns",
+                         st.overhead_ns);
 }
 
 /* _pool_force_parallel(on) -> the previous setting (bool) */

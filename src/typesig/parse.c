@@ -20,10 +20,10 @@
 #include <string.h>
 
 typedef struct Parser {
-    const char *text;  /* the whole string, quoted in messages */
-    const char *p;     /* the next character */
+    const char *text; /* the whole string, quoted in messages */
+    const char *p;    /* the next character */
     const char *end;
-    const char *what;  /* "signature" or "type", for messages */
+    const char *what; /* "signature" or "type", for messages */
 } Parser;
 
 /* ---- errors ---- */
@@ -64,8 +64,8 @@ parse_error(Parser *ps, const char *at, const char *fmt, ...)
     if (pad == NULL) {
         return -1;
     }
-    PyErr_Format(PyExc_ValueError, "invalid %s '%s': %s\n    %s\n    %s^", ps->what,
-                 ps->text, msg, ps->text, pad);
+    PyErr_Format(PyExc_ValueError, "invalid %s '%s': %s\n    %s\n    %s^", ps->what, ps->text, msg,
+                 ps->text, pad);
     PyMem_Free(pad);
     return -1;
 }
@@ -146,7 +146,8 @@ parse_dim(Parser *ps, int *contig)
     if (consume(ps, ':')) {
         skip_space(ps);
         if (!consume(ps, '1')) {
-            return parse_error(ps, ps->p, "a dimension must be ':' or '::1' "
+            return parse_error(ps, ps->p,
+                               "a dimension must be ':' or '::1' "
                                "(only a step of 1 is allowed)");
         }
         *contig = 1;
@@ -177,11 +178,13 @@ parse_dims(Parser *ps, TsType *t)
             if (at_end(ps)) {
                 return parse_error(ps, ps->p, "missing ']'");
             }
-            return parse_error(ps, ps->p, "a dimension must be ':' or '::1', "
+            return parse_error(ps, ps->p,
+                               "a dimension must be ':' or '::1', "
                                "separated by ','");
         }
         if (contig) {
-            return parse_error(ps, start, "'::1' (C-contiguous) is allowed only on "
+            return parse_error(ps, start,
+                               "'::1' (C-contiguous) is allowed only on "
                                "the last dimension");
         }
     }
@@ -264,7 +267,8 @@ parse_return(Parser *ps, TsType *ret)
         return -1;
     }
     if (ret->ndim > 0) {
-        return parse_error(ps, start, "an array cannot be a return type: a ufunc "
+        return parse_error(ps, start,
+                           "an array cannot be a return type: a ufunc "
                            "returns scalars and a gufunc returns void, writing its "
                            "outputs into array arguments");
     }
@@ -378,12 +382,15 @@ lone_type_error(const TsType *t)
     ts_type_str(t, name, sizeof name);
     if (t->kind == TS_VOID || t->ndim > 0) {
         const char *arg = t->ndim > 0 ? name : "float64[:]";
-        PyErr_Format(PyExc_TypeError, "%s is a type, not a signature; write void(%s) "
-                     "or 'void(%s)'", name, arg, arg);
-    }
-    else {
-        PyErr_Format(PyExc_TypeError, "%s is a type, not a signature; write %s(%s) "
-                     "or '%s(%s)'", name, name, name, name, name);
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a type, not a signature; write void(%s) "
+                     "or 'void(%s)'",
+                     name, arg, arg);
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a type, not a signature; write %s(%s) "
+                     "or '%s(%s)'",
+                     name, name, name, name, name);
     }
     return -1;
 }
@@ -398,13 +405,14 @@ tuple_item_type(PyObject *item, Py_ssize_t index, TsType *out)
         if (text == NULL || ts_parse_type_str(text, out) < 0) {
             return -1;
         }
-    }
-    else if (!ts_type_check(item, out)) {
+    } else if (!ts_type_check(item, out)) {
         return wrong_object(item, "an argument tuple holds numbavec types or type names");
     }
     if (out->kind == TS_VOID) {
-        PyErr_Format(PyExc_ValueError, "void is not a valid argument type "
-                     "(item %zd of the argument tuple)", index + 1);
+        PyErr_Format(PyExc_ValueError,
+                     "void is not a valid argument type "
+                     "(item %zd of the argument tuple)",
+                     index + 1);
         return -1;
     }
     return 0;
@@ -477,8 +485,7 @@ is_arg_tuple(PyObject *tuple)
             if (memchr(text, '(', (size_t)len) != NULL) {
                 return 0;
             }
-        }
-        else if (!ts_type_check(item, &t)) {
+        } else if (!ts_type_check(item, &t)) {
             return 0;
         }
     }
@@ -503,7 +510,7 @@ ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = !many ? obj
+        PyObject *item = !many               ? obj
                          : PyList_Check(obj) ? PyList_GetItem(obj, i)
                                              : PyTuple_GetItem(obj, i);
         if (item == NULL || ts_parse_signature(item, &sigs[i]) < 0) {

@@ -108,11 +108,20 @@ int_kind(int size, int is_signed, TsKind *out)
     static const TsKind unsigned_kinds[] = {TS_UINT8, TS_UINT16, TS_UINT32, TS_UINT64};
     int i;
     switch (size) {
-    case 1: i = 0; break;
-    case 2: i = 1; break;
-    case 4: i = 2; break;
-    case 8: i = 3; break;
-    default: return -1;
+    case 1:
+        i = 0;
+        break;
+    case 2:
+        i = 1;
+        break;
+    case 4:
+        i = 2;
+        break;
+    case 8:
+        i = 3;
+        break;
+    default:
+        return -1;
     }
     *out = is_signed ? signed_kinds[i] : unsigned_kinds[i];
     return 0;
@@ -127,28 +136,49 @@ int
 ts_kind_from_typenum(int typenum, TsKind *out)
 {
     switch (typenum) {
-    case NPY_BOOL: *out = TS_BOOL; return 0;
-    case NPY_BYTE: return int_kind(1, 1, out);
-    case NPY_UBYTE: return int_kind(1, 0, out);
-    case NPY_SHORT: return int_kind(NPY_SIZEOF_SHORT, 1, out);
-    case NPY_USHORT: return int_kind(NPY_SIZEOF_SHORT, 0, out);
-    case NPY_INT: return int_kind(NPY_SIZEOF_INT, 1, out);
-    case NPY_UINT: return int_kind(NPY_SIZEOF_INT, 0, out);
-    case NPY_LONG: return int_kind(NPY_SIZEOF_LONG, 1, out);
-    case NPY_ULONG: return int_kind(NPY_SIZEOF_LONG, 0, out);
-    case NPY_LONGLONG: return int_kind(NPY_SIZEOF_LONGLONG, 1, out);
-    case NPY_ULONGLONG: return int_kind(NPY_SIZEOF_LONGLONG, 0, out);
-    case NPY_FLOAT: *out = TS_FLOAT32; return 0;
-    case NPY_DOUBLE: *out = TS_FLOAT64; return 0;
-    case NPY_CFLOAT: *out = TS_COMPLEX64; return 0;
-    case NPY_CDOUBLE: *out = TS_COMPLEX128; return 0;
-    default: return -1;
+    case NPY_BOOL:
+        *out = TS_BOOL;
+        return 0;
+    case NPY_BYTE:
+        return int_kind(1, 1, out);
+    case NPY_UBYTE:
+        return int_kind(1, 0, out);
+    case NPY_SHORT:
+        return int_kind(NPY_SIZEOF_SHORT, 1, out);
+    case NPY_USHORT:
+        return int_kind(NPY_SIZEOF_SHORT, 0, out);
+    case NPY_INT:
+        return int_kind(NPY_SIZEOF_INT, 1, out);
+    case NPY_UINT:
+        return int_kind(NPY_SIZEOF_INT, 0, out);
+    case NPY_LONG:
+        return int_kind(NPY_SIZEOF_LONG, 1, out);
+    case NPY_ULONG:
+        return int_kind(NPY_SIZEOF_LONG, 0, out);
+    case NPY_LONGLONG:
+        return int_kind(NPY_SIZEOF_LONGLONG, 1, out);
+    case NPY_ULONGLONG:
+        return int_kind(NPY_SIZEOF_LONGLONG, 0, out);
+    case NPY_FLOAT:
+        *out = TS_FLOAT32;
+        return 0;
+    case NPY_DOUBLE:
+        *out = TS_FLOAT64;
+        return 0;
+    case NPY_CFLOAT:
+        *out = TS_COMPLEX64;
+        return 0;
+    case NPY_CDOUBLE:
+        *out = TS_COMPLEX128;
+        return 0;
+    default:
+        return -1;
     }
 }
 
 /* ---- names ---- */
 
-#define TS_INTP (sizeof(void *) == 8 ? TS_INT64 : TS_INT32)
+#define TS_INTP  (sizeof(void *) == 8 ? TS_INT64 : TS_INT32)
 #define TS_UINTP (sizeof(void *) == 8 ? TS_UINT64 : TS_UINT32)
 
 /*
@@ -161,22 +191,38 @@ static const struct {
     TsKind kind;
     int exported;
 } type_names[] = {
-    {"bool", TS_BOOL, 0},          {"boolean", TS_BOOL, 1},
-    {"bool_", TS_BOOL, 1},         {"b1", TS_BOOL, 1},
-    {"int8", TS_INT8, 1},          {"int16", TS_INT16, 1},
-    {"int32", TS_INT32, 1},        {"int64", TS_INT64, 1},
-    {"i1", TS_INT8, 1},            {"i2", TS_INT16, 1},
-    {"i4", TS_INT32, 1},           {"i8", TS_INT64, 1},
-    {"uint8", TS_UINT8, 1},        {"uint16", TS_UINT16, 1},
-    {"uint32", TS_UINT32, 1},      {"uint64", TS_UINT64, 1},
-    {"u1", TS_UINT8, 1},           {"u2", TS_UINT16, 1},
-    {"u4", TS_UINT32, 1},          {"u8", TS_UINT64, 1},
-    {"byte", TS_UINT8, 1},         {"intp", TS_INTP, 1},
-    {"uintp", TS_UINTP, 1},        {"float32", TS_FLOAT32, 1},
-    {"float64", TS_FLOAT64, 1},    {"f4", TS_FLOAT32, 1},
-    {"f8", TS_FLOAT64, 1},         {"double", TS_FLOAT64, 1},
-    {"complex64", TS_COMPLEX64, 1}, {"complex128", TS_COMPLEX128, 1},
-    {"c8", TS_COMPLEX64, 1},       {"c16", TS_COMPLEX128, 1},
+    {"bool", TS_BOOL, 0},
+    {"boolean", TS_BOOL, 1},
+    {"bool_", TS_BOOL, 1},
+    {"b1", TS_BOOL, 1},
+    {"int8", TS_INT8, 1},
+    {"int16", TS_INT16, 1},
+    {"int32", TS_INT32, 1},
+    {"int64", TS_INT64, 1},
+    {"i1", TS_INT8, 1},
+    {"i2", TS_INT16, 1},
+    {"i4", TS_INT32, 1},
+    {"i8", TS_INT64, 1},
+    {"uint8", TS_UINT8, 1},
+    {"uint16", TS_UINT16, 1},
+    {"uint32", TS_UINT32, 1},
+    {"uint64", TS_UINT64, 1},
+    {"u1", TS_UINT8, 1},
+    {"u2", TS_UINT16, 1},
+    {"u4", TS_UINT32, 1},
+    {"u8", TS_UINT64, 1},
+    {"byte", TS_UINT8, 1},
+    {"intp", TS_INTP, 1},
+    {"uintp", TS_UINTP, 1},
+    {"float32", TS_FLOAT32, 1},
+    {"float64", TS_FLOAT64, 1},
+    {"f4", TS_FLOAT32, 1},
+    {"f8", TS_FLOAT64, 1},
+    {"double", TS_FLOAT64, 1},
+    {"complex64", TS_COMPLEX64, 1},
+    {"complex128", TS_COMPLEX128, 1},
+    {"c8", TS_COMPLEX64, 1},
+    {"c16", TS_COMPLEX128, 1},
     {"void", TS_VOID, 1},
 };
 
@@ -186,8 +232,7 @@ int
 ts_kind_from_name(const char *name, size_t len, TsKind *out)
 {
     for (size_t i = 0; i < N_TYPE_NAMES; i++) {
-        if (strlen(type_names[i].name) == len
-            && memcmp(type_names[i].name, name, len) == 0) {
+        if (strlen(type_names[i].name) == len && memcmp(type_names[i].name, name, len) == 0) {
             *out = type_names[i].kind;
             return 0;
         }
@@ -267,13 +312,11 @@ ts_signature_str(const TsSignature *sig, char *buf, size_t size)
 /* ---- the Python classes ---- */
 
 typedef struct TypeObject {
-    PyObject_HEAD
-    TsType t;
+    PyObject_HEAD TsType t;
 } TypeObject;
 
 typedef struct SignatureObject {
-    PyObject_HEAD
-    TsSignature sig;
+    PyObject_HEAD TsSignature sig;
 } SignatureObject;
 
 /*
@@ -328,8 +371,7 @@ ts_signature_to_object(const TsSignature *sig)
 int
 ts_type_check(PyObject *obj, TsType *out)
 {
-    if (ts_ctx.type_class == NULL
-        || !PyObject_TypeCheck(obj, ts_ctx.type_class)) {
+    if (ts_ctx.type_class == NULL || !PyObject_TypeCheck(obj, ts_ctx.type_class)) {
         return 0;
     }
     *out = ((TypeObject *)obj)->t;
@@ -339,8 +381,7 @@ ts_type_check(PyObject *obj, TsType *out)
 int
 ts_signature_check(PyObject *obj, TsSignature *out)
 {
-    if (ts_ctx.signature_class == NULL
-        || !PyObject_TypeCheck(obj, ts_ctx.signature_class)) {
+    if (ts_ctx.signature_class == NULL || !PyObject_TypeCheck(obj, ts_ctx.signature_class)) {
         return 0;
     }
     *out = ((SignatureObject *)obj)->sig;
@@ -403,17 +444,18 @@ call_argument(PyObject *arg, int index, TsType *out)
         if (text == NULL || ts_parse_type_str(text, out) < 0) {
             return -1;
         }
-    }
-    else if (!ts_type_check(arg, out)) {
+    } else if (!ts_type_check(arg, out)) {
         PyErr_Format(PyExc_TypeError,
                      "argument %d of a signature must be a numbavec type or a type "
-                     "name, not %R", index + 1, arg);
+                     "name, not %R",
+                     index + 1, arg);
         return -1;
     }
     if (out->kind == TS_VOID) {
         PyErr_Format(PyExc_TypeError,
                      "void is not a valid argument type (argument %d): only a "
-                     "return type may be void", index + 1);
+                     "return type may be void",
+                     index + 1);
         return -1;
     }
     return 0;
@@ -483,8 +525,7 @@ slice_layout(PyObject *key)
     if (parts[0] == Py_None && parts[1] == Py_None) {
         if (parts[2] == Py_None) {
             result = 0;
-        }
-        else if (is_int_one(parts[2])) {
+        } else if (is_int_one(parts[2])) {
             result = 1;
         }
     }
@@ -501,8 +542,8 @@ subscript_error(const TsType *t, const char *why)
     char buf[TS_STRSIZE];
     PyErr_Format(PyExc_TypeError,
                  "invalid array type %s[...]: %s; write %s[:], %s[:, :], %s[::1] "
-                 "or %s[:, ::1]", ts_type_str(t, buf, sizeof buf), why,
-                 ts_kind_name(t->kind), ts_kind_name(t->kind),
+                 "or %s[:, ::1]",
+                 ts_type_str(t, buf, sizeof buf), why, ts_kind_name(t->kind), ts_kind_name(t->kind),
                  ts_kind_name(t->kind), ts_kind_name(t->kind));
     return NULL;
 }
@@ -514,8 +555,10 @@ type_subscript(PyObject *self, PyObject *key)
     TsType t = ((TypeObject *)self)->t;
     char buf[TS_STRSIZE];
     if (t.kind == TS_VOID || t.ndim > 0) {
-        PyErr_Format(PyExc_TypeError, "%s cannot be subscripted: only scalar types "
-                     "make array types", ts_type_str(&t, buf, sizeof buf));
+        PyErr_Format(PyExc_TypeError,
+                     "%s cannot be subscripted: only scalar types "
+                     "make array types",
+                     ts_type_str(&t, buf, sizeof buf));
         return NULL;
     }
     int single = !PyTuple_Check(key);
@@ -579,8 +622,10 @@ type_reduce(PyObject *self, PyObject *unused)
 }
 
 static PyGetSetDef type_getset[] = {
-    {"dtype", type_get_dtype, NULL, "The NumPy dtype of the scalar or of the "
-     "array's elements; None for void.", NULL},
+    {"dtype", type_get_dtype, NULL,
+     "The NumPy dtype of the scalar or of the "
+     "array's elements; None for void.",
+     NULL},
     {"ndim", type_get_ndim, NULL, "0 for a scalar, else the array's dimensions.", NULL},
     {"contig", type_get_contig, NULL, "True when the last dimension is '::1'.", NULL},
     {"name", type_get_name, NULL, "The type as written: 'float64[:, ::1]'.", NULL},
@@ -609,8 +654,7 @@ static PyType_Slot type_slots[] = {
 static PyType_Spec type_spec = {
     .name = "numbavec.Type",
     .basicsize = sizeof(TypeObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE
-             | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = type_slots,
 };
 
@@ -620,8 +664,7 @@ static PyObject *
 signature_repr(PyObject *self)
 {
     char buf[TS_STRSIZE];
-    return PyUnicode_FromString(
-        ts_signature_str(&((SignatureObject *)self)->sig, buf, sizeof buf));
+    return PyUnicode_FromString(ts_signature_str(&((SignatureObject *)self)->sig, buf, sizeof buf));
 }
 
 static int
@@ -725,8 +768,7 @@ static PyType_Slot signature_slots[] = {
 static PyType_Spec signature_spec = {
     .name = "numbavec.Signature",
     .basicsize = sizeof(SignatureObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE
-             | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = signature_slots,
 };
 
@@ -828,8 +870,7 @@ make_canonical_types(PyObject *module)
     }
     for (size_t i = 0; i < N_TYPE_NAMES; i++) {
         if (type_names[i].exported
-            && add_object(module, type_names[i].name,
-                          ts_ctx.canonical[type_names[i].kind]) < 0) {
+            && add_object(module, type_names[i].name, ts_ctx.canonical[type_names[i].kind]) < 0) {
             goto error;
         }
     }

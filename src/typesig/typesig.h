@@ -17,44 +17,52 @@
 /* Scalar kinds, in NumPy's promotion order within each family. */
 typedef enum TsKind {
     TS_BOOL,
-    TS_INT8, TS_INT16, TS_INT32, TS_INT64,
-    TS_UINT8, TS_UINT16, TS_UINT32, TS_UINT64,
-    TS_FLOAT32, TS_FLOAT64,
-    TS_COMPLEX64, TS_COMPLEX128,
-    TS_NSCALAR,            /* number of scalar kinds */
-    TS_VOID = TS_NSCALAR,  /* a gufunc's result */
-    TS_INFER,              /* return type left out: inferred by the compiler */
+    TS_INT8,
+    TS_INT16,
+    TS_INT32,
+    TS_INT64,
+    TS_UINT8,
+    TS_UINT16,
+    TS_UINT32,
+    TS_UINT64,
+    TS_FLOAT32,
+    TS_FLOAT64,
+    TS_COMPLEX64,
+    TS_COMPLEX128,
+    TS_NSCALAR,           /* number of scalar kinds */
+    TS_VOID = TS_NSCALAR, /* a gufunc's result */
+    TS_INFER,             /* return type left out: inferred by the compiler */
 } TsKind;
 
-#define TS_MAXARGS 32      /* NPY_MAXARGS is 64; a kernel takes fewer */
+#define TS_MAXARGS 32 /* NPY_MAXARGS is 64; a kernel takes fewer */
 #define TS_MAXDIMS 32
-#define TS_STRSIZE 4096    /* fits any signature written by ts_signature_str */
+#define TS_STRSIZE 4096 /* fits any signature written by ts_signature_str */
 
 /* A scalar (ndim == 0) or an array of scalars (gufunc arguments). */
 typedef struct TsType {
     TsKind kind;
-    int ndim;              /* 0: scalar */
-    int contig;            /* 1: the last dimension was written "::1" */
+    int ndim;   /* 0: scalar */
+    int contig; /* 1: the last dimension was written "::1" */
 } TsType;
 
 typedef struct TsSignature {
-    TsType ret;            /* kind TS_INFER when the return type was left out */
+    TsType ret; /* kind TS_INFER when the return type was left out */
     int nargs;
     TsType args[TS_MAXARGS];
 } TsSignature;
 
 /* ---- types.c ---- */
 
-int ts_init_module(PyObject *module);          /* adds the type objects; 0/-1 */
-const char *ts_kind_name(TsKind kind);         /* "float32" */
-int ts_kind_typenum(TsKind kind);              /* NPY_FLOAT32 ...; -1 for void */
+int ts_init_module(PyObject *module);               /* adds the type objects; 0/-1 */
+const char *ts_kind_name(TsKind kind);              /* "float32" */
+int ts_kind_typenum(TsKind kind);                   /* NPY_FLOAT32 ...; -1 for void */
 int ts_kind_from_typenum(int typenum, TsKind *out); /* 0, or -1 (no exception) */
-int ts_itemsize(TsKind kind);                  /* 0 for void */
-int ts_is_int(TsKind k);                       /* signed or unsigned, not bool */
+int ts_itemsize(TsKind kind);                       /* 0 for void */
+int ts_is_int(TsKind k);                            /* signed or unsigned, not bool */
 int ts_is_signed(TsKind k);
 int ts_is_float(TsKind k);
 int ts_is_complex(TsKind k);
-int ts_bits(TsKind k);                         /* 8..64; complex: of one part */
+int ts_bits(TsKind k); /* 8..64; complex: of one part */
 /* Writes "float32(float32, float64[:, ::1])" into buf; returns buf. */
 const char *ts_signature_str(const TsSignature *sig, char *buf, size_t size);
 /* Writes "float64[:, ::1]" into buf; returns buf. */

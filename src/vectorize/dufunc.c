@@ -32,28 +32,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STATE_ATTR "_numbavec_lazy"
+#define STATE_ATTR       "_numbavec_lazy"
 #define PROMOTER_CAPSULE "numpy._ufunc_promoter"
 
 /* ---- the state of one lazy ufunc ---- */
 
 typedef struct Tables {
-    struct Tables *prev;            /* retired tables, freed with the state */
+    struct Tables *prev; /* retired tables, freed with the state */
     PyUFuncGenericFunction *funcs;
     void **data;
     char *types;
 } Tables;
 
 typedef struct LazyState {
-    PyObject_HEAD
-    const VzLazyBackend *backend;
-    PyObject *compiler;             /* owned: the backend's object (a Library) */
+    PyObject_HEAD const VzLazyBackend *backend;
+    PyObject *compiler; /* owned: the backend's object (a Library) */
     int nin, nout;
-    int reorderable;                /* identity is not None */
-    PyObject *identity;             /* owned: None or the identity value */
-    PyThread_type_lock lock;        /* one compilation at a time */
-    unsigned long owner;            /* thread holding lock, or 0 */
-    Tables *tables;                 /* current first, then retired ones */
+    int reorderable;         /* identity is not None */
+    PyObject *identity;      /* owned: None or the identity value */
+    PyThread_type_lock lock; /* one compilation at a time */
+    unsigned long owner;     /* thread holding lock, or 0 */
+    Tables *tables;          /* current first, then retired ones */
 } LazyState;
 
 static PyObject *state_type = NULL;
@@ -106,8 +105,11 @@ static PyType_Slot state_slots[] = {
 };
 
 static PyType_Spec state_spec = {
-    "numbavec._core.LazyState", sizeof(LazyState), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, state_slots,
+    "numbavec._core.LazyState",
+    sizeof(LazyState),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    state_slots,
 };
 
 /* ---- the lock ---- */
@@ -127,8 +129,7 @@ state_lock(LazyState *st)
         return 0;
     }
     if (!PyThread_acquire_lock(st->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(st->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(st->lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     st->owner = me;
@@ -147,8 +148,9 @@ state_unlock(LazyState *st, int taken)
 /* ---- DTypes and kinds ---- */
 
 static const int builtin_typenums[] = {
-    NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT, NPY_UINT, NPY_LONG,
-    NPY_ULONG, NPY_LONGLONG, NPY_ULONGLONG, NPY_FLOAT, NPY_DOUBLE, NPY_CFLOAT, NPY_CDOUBLE,
+    NPY_BOOL,      NPY_BYTE,  NPY_UBYTE,  NPY_SHORT,  NPY_USHORT,
+    NPY_INT,       NPY_UINT,  NPY_LONG,   NPY_ULONG,  NPY_LONGLONG,
+    NPY_ULONGLONG, NPY_FLOAT, NPY_DOUBLE, NPY_CFLOAT, NPY_CDOUBLE,
 };
 #define N_BUILTIN (sizeof(builtin_typenums) / sizeof(builtin_typenums[0]))
 
@@ -201,8 +203,9 @@ is_python_scalar(PyArray_DTypeMeta *dt)
 static TsKind
 python_scalar_default(PyArray_DTypeMeta *dt)
 {
-    return dt == &PyArray_PyLongDType ? TS_INT64
-           : dt == &PyArray_PyFloatDType ? TS_FLOAT64 : TS_COMPLEX128;
+    return dt == &PyArray_PyLongDType    ? TS_INT64
+           : dt == &PyArray_PyFloatDType ? TS_FLOAT64
+                                         : TS_COMPLEX128;
 }
 
 static int
@@ -210,7 +213,8 @@ unsupported_dtype(PyObject *ufunc, PyArray_DTypeMeta *dt)
 {
     PyErr_Format(PyExc_TypeError,
                  "ufunc %R: numbavec cannot compile a loop for %R (supported: bool, "
-                 "integers, float32/64, complex64/128)", ufunc, (PyObject *)dt);
+                 "integers, float32/64, complex64/128)",
+                 ufunc, (PyObject *)dt);
     return -1;
 }
 
@@ -245,20 +249,17 @@ resolve_inputs(PyObject *ufunc, int nin, int nargs, PyArray_DTypeMeta *const op[
         PyArray_DTypeMeta *dt = signature[i] ? signature[i] : op[i], *own = NULL;
         if (nfixed_in == 0 && fixed_out != NULL) {
             dt = fixed_out;
-        }
-        else if (dt == NULL) {
+        } else if (dt == NULL) {
             if (common == NULL) {
                 PyErr_Format(PyExc_TypeError, "ufunc %R: no input type to compile for", ufunc);
                 goto done;
             }
             dt = common;
-        }
-        else if (is_python_scalar(dt) && common != NULL) {
+        } else if (is_python_scalar(dt) && common != NULL) {
             if ((dt = own = PyArray_CommonDType(common, dt)) == NULL) {
                 goto done;
             }
-        }
-        else if (is_python_scalar(dt)) {
+        } else if (is_python_scalar(dt)) {
             kinds[i] = python_scalar_default(dt);
             continue;
         }
@@ -317,9 +318,8 @@ strided_loop(PyArrayMethod_Context *context, char *const data[], npy_intp const 
  * canonical (the default resolve_descriptors made them so).
  */
 static int
-get_loop(PyArrayMethod_Context *context, int aligned, int move_references,
-         const npy_intp *strides, PyArrayMethod_StridedLoop **out_loop,
-         NpyAuxData **out_aux, NPY_ARRAYMETHOD_FLAGS *flags)
+get_loop(PyArrayMethod_Context *context, int aligned, int move_references, const npy_intp *strides,
+         PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_aux, NPY_ARRAYMETHOD_FLAGS *flags)
 {
     PyUFuncObject *uf = (PyUFuncObject *)context->caller;
     if (uf == NULL || !PyObject_TypeCheck((PyObject *)uf, &PyUFunc_Type)) {
@@ -348,7 +348,7 @@ get_loop(PyArrayMethod_Context *context, int aligned, int move_references,
         d->data = uf->data[i];
         *out_loop = strided_loop;
         *out_aux = &d->base;
-        *flags = 0;     /* no Python in the loop; NumPy checks the FP flags */
+        *flags = 0; /* no Python in the loop; NumPy checks the FP flags */
         return 0;
     }
     PyErr_Format(PyExc_RuntimeError, "ufunc '%s': its numbavec loop is missing", uf->name);
@@ -364,8 +364,9 @@ reduction_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, v
         return -1;
     }
     PyObject *identity = ((LazyState *)st)->identity;
-    int rc = identity == Py_None ? 0
-             : PyArray_Pack(context->descriptors[0], initial, identity) < 0 ? -1 : 1;
+    int rc = identity == Py_None                                            ? 0
+             : PyArray_Pack(context->descriptors[0], initial, identity) < 0 ? -1
+                                                                            : 1;
     Py_DECREF(st);
     return rc;
 }

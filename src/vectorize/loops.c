@@ -42,8 +42,7 @@ static const int item_size[TS_NSCALAR] = {
     1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16,
 };
 static const char *const short_name[TS_NSCALAR] = {
-    "b1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-    "f32", "f64", "c64", "c128",
+    "b1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "c64", "c128",
 };
 
 /* Bytes of stack for the replicated step-0 inputs of one call (all inputs
@@ -57,19 +56,19 @@ typedef struct LoopGen {
     LLVMValueRef fn;
     LLVMValueRef kernel;
     LLVMTypeRef kernel_ty;
-    LLVMTypeRef intp;               /* npy_intp */
+    LLVMTypeRef intp; /* npy_intp */
     LLVMTypeRef ptr;
-    int nin;                        /* operands 0..nin-1 in, nin out */
+    int nin; /* operands 0..nin-1 in, nin out */
     TsKind kind[TS_MAXARGS + 1];
-    LLVMValueRef base[TS_MAXARGS + 1];   /* args[k] */
-    LLVMValueRef step[TS_MAXARGS + 1];   /* steps[k] */
-    LLVMValueRef n;                 /* dims[0] */
+    LLVMValueRef base[TS_MAXARGS + 1]; /* args[k] */
+    LLVMValueRef step[TS_MAXARGS + 1]; /* steps[k] */
+    LLVMValueRef n;                    /* dims[0] */
     LLVMBasicBlockRef exit;
-    LLVMValueRef access_group;      /* distinct !{} as a value */
-    LLVMValueRef contig;            /* name.contig */
+    LLVMValueRef access_group; /* distinct !{} as a value */
+    LLVMValueRef contig;       /* name.contig */
     LLVMTypeRef contig_ty;
-    LLVMValueRef bufs[TS_MAXARGS];  /* bcast: a block of each input */
-    npy_intp block;                 /* bcast: elements per block */
+    LLVMValueRef bufs[TS_MAXARGS]; /* bcast: a block of each input */
+    npy_intp block;                /* bcast: elements per block */
     unsigned md_loop, md_access_group;
 } LoopGen;
 
@@ -93,8 +92,7 @@ operand_name(LoopGen *g, int k, const char *suffix, char *buf, size_t size)
 {
     if (k == g->nin) {
         snprintf(buf, size, "out%s", suffix);
-    }
-    else {
+    } else {
         snprintf(buf, size, "x%d.%s%s", k, short_name[g->kind[k]], suffix);
     }
     return buf;
@@ -108,11 +106,11 @@ load_operands(LoopGen *g, LLVMValueRef args, LLVMValueRef steps)
     for (int k = 0; k <= g->nin; k++) {
         LLVMValueRef idx = intp_const(g, k);
         LLVMValueRef slot = LLVMBuildGEP2(g->b, g->ptr, args, &idx, 1, "");
-        g->base[k] = LLVMBuildLoad2(g->b, g->ptr, slot,
-                                    operand_name(g, k, ".ptr", name, sizeof(name)));
+        g->base[k] =
+            LLVMBuildLoad2(g->b, g->ptr, slot, operand_name(g, k, ".ptr", name, sizeof(name)));
         slot = LLVMBuildGEP2(g->b, g->intp, steps, &idx, 1, "");
-        g->step[k] = LLVMBuildLoad2(g->b, g->intp, slot,
-                                    operand_name(g, k, ".step", name, sizeof(name)));
+        g->step[k] =
+            LLVMBuildLoad2(g->b, g->intp, slot, operand_name(g, k, ".step", name, sizeof(name)));
     }
 }
 
@@ -124,12 +122,11 @@ static LLVMValueRef
 emit_layout_check(LoopGen *g, LLVMValueRef *mask)
 {
     LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[g->nin],
-                                    intp_const(g, item_size[g->kind[g->nin]]),
-                                    "out.contig");
+                                    intp_const(g, item_size[g->kind[g->nin]]), "out.contig");
     *mask = LLVMConstInt(LLVMInt32TypeInContext(g->ctx), 0, 0);
     for (int k = 0; k < g->nin; k++) {
-        LLVMValueRef contig = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k],
-                                            intp_const(g, item_size[g->kind[k]]), "");
+        LLVMValueRef contig =
+            LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, item_size[g->kind[k]]), "");
         LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
         ok = LLVMBuildAnd(g->b, ok, LLVMBuildOr(g->b, contig, zero, ""), "layout.ok");
         LLVMValueRef bit = LLVMBuildZExt(g->b, zero, LLVMInt32TypeInContext(g->ctx), "");
@@ -144,9 +141,8 @@ static void
 operand_range(LoopGen *g, int k, LLVMValueRef *start, LLVMValueRef *end)
 {
     LLVMValueRef last = LLVMBuildSub(g->b, g->n, intp_const(g, 1), "");
-    LLVMValueRef extent = LLVMBuildAdd(
-        g->b, LLVMBuildMul(g->b, last, g->step[k], ""),
-        intp_const(g, item_size[g->kind[k]]), "");
+    LLVMValueRef extent = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, last, g->step[k], ""),
+                                       intp_const(g, item_size[g->kind[k]]), "");
     *start = LLVMBuildPtrToInt(g->b, g->base[k], g->intp, "");
     *end = LLVMBuildAdd(g->b, *start, extent, "");
 }
@@ -164,9 +160,9 @@ emit_overlap_check(LoopGen *g)
     for (int k = 0; k < g->nin; k++) {
         LLVMValueRef start, end;
         operand_range(g, k, &start, &end);
-        LLVMValueRef same = LLVMBuildAnd(
-            g->b, LLVMBuildICmp(g->b, LLVMIntEQ, start, out_start, ""),
-            LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], g->step[g->nin], ""), "");
+        LLVMValueRef same =
+            LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, start, out_start, ""),
+                         LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], g->step[g->nin], ""), "");
         LLVMValueRef before = LLVMBuildICmp(g->b, LLVMIntULE, end, out_start, "");
         LLVMValueRef after = LLVMBuildICmp(g->b, LLVMIntULE, out_end, start, "");
         LLVMValueRef safe = LLVMBuildOr(g->b, same, LLVMBuildOr(g->b, before, after, ""), "");
@@ -193,7 +189,7 @@ parallel_loop_id(LoopGen *g)
     };
     LLVMMetadataRef ops[2] = {temp, LLVMMDNodeInContext2(g->ctx, prop, 2)};
     LLVMMetadataRef id = LLVMMDNodeInContext2(g->ctx, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(temp, id);   /* also frees temp */
+    LLVMMetadataReplaceAllUsesWith(temp, id); /* also frees temp */
     return LLVMMetadataAsValue(g->ctx, id);
 }
 
@@ -207,7 +203,9 @@ scalar_loop_id(LoopGen *g)
 {
     LLVMTypeRef i32 = LLVMInt32TypeInContext(g->ctx);
     static const char *const keys[3] = {
-        "llvm.loop.vectorize.width", "llvm.loop.interleave.count", "llvm.loop.unroll.disable",
+        "llvm.loop.vectorize.width",
+        "llvm.loop.interleave.count",
+        "llvm.loop.unroll.disable",
     };
     LLVMMetadataRef ops[4];
     ops[0] = LLVMTemporaryMDNode(g->ctx, NULL, 0);
@@ -244,8 +242,7 @@ emit_call_store(LoopGen *g, LLVMValueRef *vals, LLVMValueRef out_ptr)
     char name[32];
     TsKind ret = g->kind[g->nin];
     snprintf(name, sizeof(name), "r.%s", short_name[ret]);
-    LLVMValueRef r = LLVMBuildCall2(g->b, g->kernel_ty, g->kernel, vals,
-                                    (unsigned)g->nin, name);
+    LLVMValueRef r = LLVMBuildCall2(g->b, g->kernel_ty, g->kernel, vals, (unsigned)g->nin, name);
     cc_store(g->b, ret, r, out_ptr);
 }
 
@@ -280,8 +277,8 @@ emit_contig_function(LoopGen *g, const char *loop_name)
         params[k + 1] = g->ptr;
     }
     snprintf(name, sizeof(name), "%s.contig", loop_name);
-    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params,
-                                      (unsigned)g->nin + 2, 0);
+    LLVMTypeRef ty =
+        LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)g->nin + 2, 0);
     LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     static const char *const attrs[] = {"noinline", "nounwind"};
@@ -314,8 +311,7 @@ emit_contig_function(LoopGen *g, const char *loop_name)
         vals[k] = cc_load(g->b, g->kind[k], p, operand_name(g, k, "", name, sizeof(name)));
     }
     LLVMTypeRef out_ty = cc_memory_type(g->ctx, g->kind[g->nin]);
-    emit_call_store(g, vals,
-                    LLVMBuildInBoundsGEP2(g->b, out_ty, g->base[g->nin], &i, 1, "out"));
+    emit_call_store(g, vals, LLVMBuildInBoundsGEP2(g->b, out_ty, g->base[g->nin], &i, 1, "out"));
     LLVMValueRef br = emit_latch(g, i, pre, body);
     mark_parallel_accesses(g, body);
     LLVMSetMetadata(br, g->md_loop, parallel_loop_id(g));
@@ -370,8 +366,8 @@ make_access_group(LoopGen *g)
     static const char text[] = "!nv.group = !{!0}\n!0 = distinct !{}\n";
     LLVMModuleRef scratch = NULL;
     char *msg = NULL;
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-        text, sizeof(text) - 1, "access-group");
+    LLVMMemoryBufferRef buf =
+        LLVMCreateMemoryBufferWithMemoryRangeCopy(text, sizeof(text) - 1, "access-group");
     if (LLVMParseIRInContext(g->ctx, buf, &scratch, &msg)) {
         PyErr_Format(PyExc_RuntimeError, "cannot make an access group: %s", msg);
         LLVMDisposeMessage(msg);
@@ -408,8 +404,8 @@ check_kernel(LoopGen *g, const TsSignature *sig)
     LLVMGetParamTypes(g->kernel_ty, params);
     for (int k = 0; k < g->nin; k++) {
         if (params[k] != cc_value_type(g->ctx, g->kind[k])) {
-            PyErr_Format(PyExc_TypeError,
-                         "the kernel's parameter %d does not match the signature", k);
+            PyErr_Format(PyExc_TypeError, "the kernel's parameter %d does not match the signature",
+                         k);
             return -1;
         }
     }
@@ -519,8 +515,8 @@ emit_fast_paths(LoopGen *g, LLVMValueRef mask)
     LLVMPositionBuilderAtEnd(g->b, loop);
     LLVMValueRef j = LLVMBuildPhi(g->b, g->intp, "j");
     LLVMValueRef left = LLVMBuildSub(g->b, g->n, j, "");
-    LLVMValueRef count = LLVMBuildSelect(
-        g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, block, ""), left, block, "count");
+    LLVMValueRef count = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, block, ""),
+                                         left, block, "count");
     LLVMValueRef ptrs[TS_MAXARGS + 1];
     LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
     for (int k = 0; k <= g->nin; k++) {
@@ -592,8 +588,7 @@ emit_body(LoopGen *g)
 }
 
 LLVMValueRef
-vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
-             const char *name)
+vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, const char *name)
 {
     LoopGen g = {0};
     g.mod = mod;

@@ -17,18 +17,22 @@
 #include <llvm-c/IRReader.h>
 
 #define CODE_CAPSULE "numbavec._core.CcCode"
-#define LOOP_NAME "numbavec_loop"
+#define LOOP_NAME    "numbavec_loop"
 
 /* NumPy type characters the hooks accept. */
-static const struct { char c; TsKind kind; int typenum; } type_chars[] = {
-    {'?', TS_BOOL, NPY_BOOL},
-    {'b', TS_INT8, NPY_BYTE}, {'B', TS_UINT8, NPY_UBYTE},
-    {'h', TS_INT16, NPY_SHORT}, {'H', TS_UINT16, NPY_USHORT},
-    {'i', TS_INT32, NPY_INT}, {'I', TS_UINT32, NPY_UINT},
-    {'l', TS_INT64, NPY_LONG}, {'L', TS_UINT64, NPY_ULONG},
-    {'q', TS_INT64, NPY_LONGLONG}, {'Q', TS_UINT64, NPY_ULONGLONG},
-    {'f', TS_FLOAT32, NPY_FLOAT}, {'d', TS_FLOAT64, NPY_DOUBLE},
-    {'F', TS_COMPLEX64, NPY_CFLOAT}, {'D', TS_COMPLEX128, NPY_CDOUBLE},
+static const struct {
+    char c;
+    TsKind kind;
+    int typenum;
+} type_chars[] = {
+    {'?', TS_BOOL, NPY_BOOL},          {'b', TS_INT8, NPY_BYTE},
+    {'B', TS_UINT8, NPY_UBYTE},        {'h', TS_INT16, NPY_SHORT},
+    {'H', TS_UINT16, NPY_USHORT},      {'i', TS_INT32, NPY_INT},
+    {'I', TS_UINT32, NPY_UINT},        {'l', TS_INT64, NPY_LONG},
+    {'L', TS_UINT64, NPY_ULONG},       {'q', TS_INT64, NPY_LONGLONG},
+    {'Q', TS_UINT64, NPY_ULONGLONG},   {'f', TS_FLOAT32, NPY_FLOAT},
+    {'d', TS_FLOAT64, NPY_DOUBLE},     {'F', TS_COMPLEX64, NPY_CFLOAT},
+    {'D', TS_COMPLEX128, NPY_CDOUBLE},
 };
 
 static int
@@ -71,7 +75,7 @@ parse_ir_into(CcModule *m, const char *ir, Py_ssize_t len, const char *name)
     LLVMModuleRef parsed = NULL;
     char *msg = NULL;
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, (size_t)len, name);
-    if (LLVMParseIRInContext(m->ctx, buf, &parsed, &msg)) {   /* consumes buf */
+    if (LLVMParseIRInContext(m->ctx, buf, &parsed, &msg)) { /* consumes buf */
         PyErr_Format(PyExc_ValueError, "invalid LLVM IR: %s", msg);
         LLVMDisposeMessage(msg);
         return -1;
@@ -127,8 +131,8 @@ ufunc_from_ir(PyObject *self, PyObject *args, PyObject *kwds)
     char typenums[TS_MAXARGS + 1];
     CcModule m;
     void *loop = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#ss|sO:_ufunc_from_ir", kwlist, &ir,
-                                     &ir_len, &kernel, &types, &name, &identity)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#ss|sO:_ufunc_from_ir", kwlist, &ir, &ir_len,
+                                     &kernel, &types, &name, &identity)) {
         return NULL;
     }
     if (parse_types(types, &sig, typenums) < 0 || cc_module_new(&m, name) < 0) {
@@ -144,9 +148,8 @@ ufunc_from_ir(PyObject *self, PyObject *args, PyObject *kwds)
     }
     PyUFuncGenericFunction func = (PyUFuncGenericFunction)loop;
     void *data = NULL;
-    PyObject *ufunc = vz_make_ufunc(name, "A ufunc built from LLVM IR (test hook).",
-                                    sig.nargs, 1, 1, &func, &data, typenums, identity,
-                                    capsule);
+    PyObject *ufunc = vz_make_ufunc(name, "A ufunc built from LLVM IR (test hook).", sig.nargs, 1,
+                                    1, &func, &data, typenums, identity, capsule);
     Py_DECREF(capsule);
     return ufunc;
 }
@@ -154,7 +157,7 @@ ufunc_from_ir(PyObject *self, PyObject *args, PyObject *kwds)
 static CcCode *
 code_from_capsule(PyObject *capsule)
 {
-    return PyCapsule_GetPointer(capsule, CODE_CAPSULE);  /* NULL with an exception */
+    return PyCapsule_GetPointer(capsule, CODE_CAPSULE); /* NULL with an exception */
 }
 
 static PyObject *
@@ -177,23 +180,21 @@ jit_info(PyObject *self, PyObject *unused)
     if (cc_jit_init() < 0) {
         return NULL;
     }
-    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(),
-                         "features", cc_host_cpu_features(),
-                         "llvm_version", NUMBAVEC_LLVM_VERSION_STRING,
-                         "libmvec", cc_jit_has_libmvec() ? Py_True : Py_False,
-                         "live_codes", cc_jit_live_codes(),
-                         "compilations", cc_jit_compilations(),
-                         "object_loads", cc_jit_object_loads());
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(), "features",
+                         cc_host_cpu_features(), "llvm_version", NUMBAVEC_LLVM_VERSION_STRING,
+                         "libmvec", cc_jit_has_libmvec() ? Py_True : Py_False, "live_codes",
+                         cc_jit_live_codes(), "compilations", cc_jit_compilations(), "object_loads",
+                         cc_jit_object_loads());
 }
 
 static PyMethodDef testhook_methods[] = {
-    {"_ufunc_from_ir", (PyCFunction)(void (*)(void))ufunc_from_ir,
-     METH_VARARGS | METH_KEYWORDS,
+    {"_ufunc_from_ir", (PyCFunction)(void (*)(void))ufunc_from_ir, METH_VARARGS | METH_KEYWORDS,
      "_ufunc_from_ir(ir, kernel, types, name='f', identity=None)\n"
      "A ufunc whose loop calls the internal function `kernel` of `ir` (tests)."},
     {"_code_llvm", code_llvm, METH_O, "Optimised LLVM IR of a ufunc's _numbavec_code."},
     {"_code_asm", code_asm, METH_O, "Assembly of a ufunc's _numbavec_code."},
-    {"_jit_info", jit_info, METH_NOARGS, "The host JIT: cpu, features, llvm_version, "
+    {"_jit_info", jit_info, METH_NOARGS,
+     "The host JIT: cpu, features, llvm_version, "
      "libmvec, live_codes."},
     {NULL, NULL, 0, NULL},
 };

@@ -43,8 +43,8 @@ identity_code(PyObject *identity, int *code, PyObject **value)
             *code = PyUFunc_ReorderableNone;
             return 0;
         }
-        PyErr_Format(PyExc_ValueError,
-                     "identity must be None, 'reorderable' or a number, not '%s'", s);
+        PyErr_Format(PyExc_ValueError, "identity must be None, 'reorderable' or a number, not '%s'",
+                     s);
         return -1;
     }
     if (PyLong_CheckExact(identity)) {
@@ -68,10 +68,9 @@ identity_code(PyObject *identity, int *code, PyObject **value)
  * The pointer arrays come first so that they are aligned.
  */
 static void *
-copy_tables(const char *name, const char *doc, int nargs, int ntypes,
-            PyUFuncGenericFunction *funcs, void **data, const char *types,
-            PyUFuncGenericFunction **funcs_out, void ***data_out, char **types_out,
-            char **name_out, char **doc_out)
+copy_tables(const char *name, const char *doc, int nargs, int ntypes, PyUFuncGenericFunction *funcs,
+            void **data, const char *types, PyUFuncGenericFunction **funcs_out, void ***data_out,
+            char **types_out, char **name_out, char **doc_out)
 {
     size_t nfuncs = (size_t)ntypes * sizeof(PyUFuncGenericFunction);
     size_t ndata = (size_t)ntypes * sizeof(void *);
@@ -91,19 +90,17 @@ copy_tables(const char *name, const char *doc, int nargs, int ntypes,
 }
 
 PyObject *
-vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
-              int ntypes, PyUFuncGenericFunction *funcs, void **data,
-              const char *types, PyObject *identity, PyObject *keep)
+vz_make_ufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
+              PyUFuncGenericFunction *funcs, void **data, const char *types, PyObject *identity,
+              PyObject *keep)
 {
-    return vz_make_gufunc(name, doc, nin, nout, ntypes, funcs, data, types, identity, keep,
-                          NULL);
+    return vz_make_gufunc(name, doc, nin, nout, ntypes, funcs, data, types, identity, keep, NULL);
 }
 
 PyObject *
-vz_make_gufunc(const char *name, const char *doc, int nin, int nout,
-               int ntypes, PyUFuncGenericFunction *funcs, void **data,
-               const char *types, PyObject *identity, PyObject *keep,
-               const char *signature)
+vz_make_gufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
+               PyUFuncGenericFunction *funcs, void **data, const char *types, PyObject *identity,
+               PyObject *keep, const char *signature)
 {
     PyObject *ufunc = NULL;
     PyObject *value = NULL;
@@ -114,13 +111,13 @@ vz_make_gufunc(const char *name, const char *doc, int nin, int nout,
     if (identity_code(identity, &code, &value) < 0) {
         return NULL;
     }
-    void *block = copy_tables(name, doc != NULL ? doc : "", nin + nout, ntypes, funcs,
-                              data, types, &f, &d, &t, &n, &ds);
+    void *block = copy_tables(name, doc != NULL ? doc : "", nin + nout, ntypes, funcs, data, types,
+                              &f, &d, &t, &n, &ds);
     if (block == NULL) {
         return NULL;
     }
-    ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
-        f, d, t, ntypes, nin, nout, code, n, ds, 0, signature, value);
+    ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(f, d, t, ntypes, nin, nout, code, n, ds,
+                                                           0, signature, value);
     if (ufunc == NULL) {
         PyArray_free(block);
         return NULL;
