@@ -26,8 +26,6 @@ def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
     target = kwargs.get("target", "cpu")
     if target not in _TARGETS:
         raise ValueError(f"unknown target {target!r} (choose 'cpu', 'parallel', 'cuda' or 'gpu')")
-    if _TARGETS[target] == "cuda":
-        raise NotImplementedError("target='cuda' is not available in this build yet")
     if kwargs.get("forceobj"):
         raise ValueError("numbavec always compiles in nopython mode; forceobj=True is not supported")
     return _TARGETS[target]
@@ -46,6 +44,8 @@ def vectorize(ftylist_or_function=(), **kwargs):
     ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
+    if target == "cuda":
+        return _cuda_vectorize(ftylist_or_function, kwargs)
     if _is_function(ftylist_or_function):
         return _build_lazy(ftylist_or_function, target, kwargs)
     signatures = ftylist_or_function
@@ -70,6 +70,27 @@ def _function_cache(pyfunc, src, target, kwargs):
     options = {"identity": kwargs.get("identity"),
                "fastmath": bool(kwargs.get("fastmath", False))}
     return FunctionCache(pyfunc, src, target, options)
+
+
+def _cuda_vectorize(sigs_or_function, kwargs):
+    """target='cuda'/'gpu': PTX per signature now (needs libdevice, not a GPU);
+    the GPU is needed from the first call, which raises CudaSupportError
+    without one.  No signatures: compiled on call for the inputs' dtypes."""
+    def build(pyfunc, signatures):
+        if not _is_function(pyfunc):
+            raise TypeError(f"vectorize decorates a Python function, not {pyfunc!r}")
+        src = KernelSource(pyfunc)
+        return _core._cuda_vectorize(
+            pyfunc, src.funcdef, src.location, list(signatures),
+            identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
+            name=pyfunc.__name__, doc=pyfunc.__doc__,
+            nin=len(inspect.signature(pyfunc).parameters))
+
+    if _is_function(sigs_or_function):
+        return build(sigs_or_function, ())
+    if isinstance(sigs_or_function, str):
+        sigs_or_function = [sigs_or_function]
+    return lambda pyfunc: build(pyfunc, sigs_or_function)
 
 
 def _build(pyfunc, signatures, target, kwargs):

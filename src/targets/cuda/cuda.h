@@ -71,6 +71,21 @@ int cuda_stream_init_types(PyObject *module);
 extern PyObject *cuda_devicearray_type;   /* numbavec.cuda.DeviceNDArray */
 int cuda_devicearray_init(PyObject *module);
 
+/* What cufunc.c reads of a DeviceNDArray (dtype borrowed). */
+typedef struct CudaArrayInfo {
+    CUdeviceptr ptr;
+    int nd, readonly;
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    PyArray_Descr *dtype;
+} CudaArrayInfo;
+int cuda_array_info(PyObject *obj, CudaArrayInfo *info);      /* 0/-1 */
+int cuda_is_device_array(PyObject *obj);
+/* A new C-contiguous device array on stream (steals dtype); new reference. */
+PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape,
+                           PyObject *stream);
+/* as_cuda_array(obj): ours, CAI or DLPack wrapped without a copy; new ref. */
+PyObject *cuda_as_array(PyObject *obj);
+
 /* ---- toolkit.c ---- */
 
 /* Paths found for libNVVM and libdevice (borrowed C strings or NULL). */
@@ -96,7 +111,8 @@ PyObject *cuda_nvvm_compile(const char *ir, size_t size, const char *arch,
  * annotated as the entry point.  Returns a PyMem string (free with
  * PyMem_Free), or NULL with an exception naming an unsupported construct.
  */
-char *cuda_nvvmir_legacy(LLVMModuleRef mod, LLVMValueRef kernel, size_t *size);
+char *cuda_nvvmir_legacy(LLVMModuleRef mod, const LLVMValueRef *kernels, int nkernels,
+                         size_t *size);
 /* Rewrites intrinsics that LLVM 7 lacks (fptosi.sat, minimum, maximum) into
  * internal functions of plain instructions.  0/-1. */
 int cuda_legalize_llvm7(LLVMModuleRef mod);
@@ -105,7 +121,41 @@ int cuda_legalize_llvm7(LLVMModuleRef mod);
 
 int cuda_launch_init(PyObject *module);   /* _cuda_load_ptx, CudaModule */
 
+/* ---- kernels.c ---- */
+
+/* The entries of one signature's module, in this order. */
+enum { CUDA_C32, CUDA_C64, CUDA_S32, CUDA_S64, CUDA_NENTRIES };
+
+/* How many dimensions the strided entries take (the 4 KiB parameter space). */
+int cuda_kernel_dims(int nin, int wide);
+/* Builds <name>_c32, _c64, _s32, _s64 around kernel into mod.  0/-1. */
+int cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
+                       const char *name, LLVMValueRef entries[CUDA_NENTRIES]);
+/* Builds the block reduction <name> of the binary kernel over kind. */
+LLVMValueRef cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind,
+                               const char *name);
+enum { CUDA_REDUCE_DIMS = NPY_MAXDIMS };
+
 /* ---- ptx.c ---- */
+
+/*
+ * One signature's cuda ufunc code: the PTX of the elementwise module
+ * (entries "<name>_c32" ...), its LLVM IR before code generation, and, when
+ * reduce, the PTX of the reduce module ("<name>_r", always through the NVPTX
+ * back end: it needs shared memory, a global the NVVM 7 printer lacks).
+ * sig->ret may be TS_INFER (filled in).  New references, 0/-1.
+ */
+typedef struct CudaCode {
+    PyObject *ptx, *llvm, *reduce_ptx;
+} CudaCode;
+int cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSignature *sig,
+                       const char *arch, PyObject *backend, int fastmath, int reduce,
+                       const char *name, CudaCode *out);
+void cuda_code_clear(CudaCode *c);
+
+/* ---- cufunc.c ---- */
+
+int cuda_cufunc_init(PyObject *module);
 
 /* How emit.c lowers math for the GPU: libdevice's __nv_* functions. */
 extern const CcEmitTarget cuda_emit_target;

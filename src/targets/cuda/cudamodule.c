@@ -116,7 +116,8 @@ cuda_init_module(PyObject *m)
                          "A CUDA driver call failed; .name is the driver's error name.",
                          PyExc_RuntimeError, &cuda_Error) < 0
         || PyModule_AddFunctions(m, cuda_functions) < 0 || cuda_stream_init_types(m) < 0
-        || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0) {
+        || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0
+        || cuda_cufunc_init(m) < 0) {
         return -1;
     }
     return 0;

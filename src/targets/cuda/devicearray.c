@@ -1606,3 +1606,40 @@ cuda_devicearray_init(PyObject *module)
     }
     return 0;
 }
+
+/* ---- for cufunc.c ---- */
+
+int
+cuda_array_info(PyObject *obj, CudaArrayInfo *info)
+{
+    if (!IS_DEVARRAY(obj)) {
+        PyErr_SetString(PyExc_TypeError, "expected a DeviceNDArray");
+        return -1;
+    }
+    DeviceArray *a = (DeviceArray *)obj;
+    info->ptr = a->ptr;
+    info->nd = a->nd;
+    memcpy(info->shape, a->shape, sizeof(Py_ssize_t) * (size_t)a->nd);
+    memcpy(info->strides, a->strides, sizeof(Py_ssize_t) * (size_t)a->nd);
+    info->dtype = a->dtype;
+    info->readonly = a->readonly;
+    return 0;
+}
+
+PyObject *
+cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream)
+{
+    return (PyObject *)allocate(dtype, nd, shape, 'C', stream);
+}
+
+PyObject *
+cuda_as_array(PyObject *obj)
+{
+    return as_cuda_array(NULL, obj);
+}
+
+int
+cuda_is_device_array(PyObject *obj)
+{
+    return IS_DEVARRAY(obj);
+}

@@ -155,9 +155,10 @@ function_ptr_type(Out *o, LLVMTypeRef fty)
 {
     type(o, LLVMGetReturnType(fty));
     unsigned n = LLVMCountParamTypes(fty);
-    LLVMTypeRef params[64];
-    if (n > 64) {
-        fail(o, "a function of more than 64 parameters", NULL);
+    /* the cuda ufunc's strided entries take a few hundred (shape, strides) */
+    LLVMTypeRef params[1024];
+    if (n > 1024) {
+        fail(o, "a function of more than 1024 parameters", NULL);
         return;
     }
     LLVMGetParamTypes(fty, params);
@@ -783,7 +784,7 @@ static const char nvvm_datalayout[] =
     "f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64";
 
 char *
-cuda_nvvmir_legacy(LLVMModuleRef mod, LLVMValueRef kernel, size_t *size)
+cuda_nvvmir_legacy(LLVMModuleRef mod, const LLVMValueRef *kernels, int nkernels, size_t *size)
 {
     Out o = {0};
     if (LLVMGetFirstGlobal(mod) != NULL) {
@@ -795,11 +796,18 @@ cuda_nvvmir_legacy(LLVMModuleRef mod, LLVMValueRef kernel, size_t *size)
         function(&o, f);
     }
     /* the kernel annotation names the function through its typed pointer */
-    put(&o, "!nvvm.annotations = !{!0}\n!0 = !{");
-    function_ptr_type(&o, LLVMGlobalGetValueType(kernel));
-    put(&o, " ");
-    value(&o, kernel);
-    put(&o, ", !\"kernel\", i32 1}\n!nvvmir.version = !{!1}\n!1 = !{i32 2, i32 0}\n");
+    put(&o, "!nvvm.annotations = !{");
+    for (int k = 0; k < nkernels; k++) {
+        put(&o, "%s!%d", k ? ", " : "", k + 1);
+    }
+    put(&o, "}\n!nvvmir.version = !{!0}\n!0 = !{i32 2, i32 0}\n");
+    for (int k = 0; k < nkernels; k++) {
+        put(&o, "!%d = !{", k + 1);
+        function_ptr_type(&o, LLVMGlobalGetValueType(kernels[k]));
+        put(&o, " ");
+        value(&o, kernels[k]);
+        put(&o, ", !\"kernel\", i32 1}\n");
+    }
     if (o.failed) {
         PyMem_Free(o.s);
         return NULL;

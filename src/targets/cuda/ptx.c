@@ -233,7 +233,7 @@ llvm_error(LLVMErrorRef err, const char *what)
 /* ---- back end: libNVVM ---- */
 
 static PyObject *
-ptx_nvvm(LLVMModuleRef mod, LLVMValueRef entry, const PtxJob *job)
+ptx_nvvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const PtxJob *job)
 {
     char *text = NULL, arch[32];
     size_t size = 0;
@@ -263,7 +263,7 @@ ptx_nvvm(LLVMModuleRef mod, LLVMValueRef entry, const PtxJob *job)
         }
     }
     else if (cuda_legalize_llvm7(mod) < 0
-             || (text = cuda_nvvmir_legacy(mod, entry, &size)) == NULL) {
+             || (text = cuda_nvvmir_legacy(mod, entries, nentries, &size)) == NULL) {
         return NULL;
     }
     if (cc_dump_flags() & CC_DUMP_LLVM) {
@@ -310,7 +310,18 @@ ptx_features(int sm)
 
 /* Links libdevice into mod; everything but `keep` becomes internal. */
 static int
-link_libdevice(LLVMModuleRef mod, LLVMValueRef keep, Diag *diag)
+is_entry(LLVMValueRef f, const LLVMValueRef *entries, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (entries[k] == f) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int
+link_libdevice(LLVMModuleRef mod, const LLVMValueRef *keep, int nkeep, Diag *diag)
 {
     size_t size;
     const char *bytes = cuda_libdevice_bytes(&size);
@@ -333,7 +344,7 @@ link_libdevice(LLVMModuleRef mod, LLVMValueRef keep, Diag *diag)
         return -1;
     }
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-        if (f != keep && !LLVMIsDeclaration(f)) {
+        if (!is_entry(f, keep, nkeep) && !LLVMIsDeclaration(f)) {
             LLVMSetLinkage(f, LLVMInternalLinkage);
         }
     }
@@ -416,7 +427,8 @@ set_fast_attrs(LLVMModuleRef mod)
 }
 
 static PyObject *
-ptx_llvm(LLVMModuleRef mod, LLVMValueRef entry, const PtxJob *job, Diag *diag)
+ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const PtxJob *job,
+         Diag *diag)
 {
     LLVMTargetRef target = nvptx_target();
     if (target == NULL) {
@@ -441,8 +453,10 @@ ptx_llvm(LLVMModuleRef mod, LLVMValueRef entry, const PtxJob *job, Diag *diag)
     LLVMSetModuleDataLayout(mod, td);
     LLVMDisposeTargetData(td);
     /* the entry is a kernel by calling convention too (PTX_Kernel = 71) */
-    LLVMSetFunctionCallConv(entry, 71);
-    if (link_libdevice(mod, entry, diag) < 0 || fold_reflect(mod, job) < 0) {
+    for (int k = 0; k < nentries; k++) {
+        LLVMSetFunctionCallConv(entries[k], 71);
+    }
+    if (link_libdevice(mod, entries, nentries, diag) < 0 || fold_reflect(mod, job) < 0) {
         goto error;
     }
     if (job->fastmath) {
@@ -498,10 +512,14 @@ drop_readnone(LLVMModuleRef mod)
     }
 }
 
-/* Lowers, types and emits the kernel and its entry into mod.  0/-1. */
+/* Which entry points emit_kernel builds around the scalar kernel. */
+typedef enum { ENTRY_TEST, ENTRY_UFUNC, ENTRY_REDUCE } EntryKind;
+
+/* Lowers, types and emits the kernel and its entries into mod; *nentries
+ * set.  0/-1. */
 static int
 emit_kernel(const Source *src, TsSignature *sig, LLVMModuleRef mod, const PtxJob *job,
-            const char *name, LLVMValueRef *entry)
+            const char *name, EntryKind what, LLVMValueRef *entries, int *nentries)
 {
     CcFunction fn = {0};
     int rc = -1;
@@ -526,8 +544,23 @@ emit_kernel(const Source *src, TsSignature *sig, LLVMModuleRef mod, const PtxJob
     if (kernel == NULL) {
         goto error;
     }
-    *entry = build_entry(mod, kernel, sig, name);
-    annotate_kernel(mod, *entry);
+    if (what == ENTRY_TEST) {
+        entries[0] = build_entry(mod, kernel, sig, name);
+        *nentries = 1;
+    }
+    else if (what == ENTRY_UFUNC) {
+        cuda_build_entries(mod, kernel, sig, name, entries);
+        *nentries = CUDA_NENTRIES;
+    }
+    else {
+        char rname[200];
+        snprintf(rname, sizeof(rname), "%s_r", name);
+        entries[0] = cuda_build_reduce(mod, kernel, sig->ret.kind, rname);
+        *nentries = 1;
+    }
+    for (int k = 0; k < *nentries; k++) {
+        annotate_kernel(mod, entries[k]);
+    }
     drop_readnone(mod);
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
@@ -603,9 +636,10 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
     LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &diag);
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
     LLVMValueRef entry = NULL;
+    int nentries = 0;
     PyObject *ptx = NULL;
-    if (emit_kernel(&src, &sig, mod, &job, name, &entry) == 0) {
-        ptx = job.use_nvvm ? ptx_nvvm(mod, entry, &job) : ptx_llvm(mod, entry, &job, &diag);
+    if (emit_kernel(&src, &sig, mod, &job, name, ENTRY_TEST, &entry, &nentries) == 0) {
+        ptx = job.use_nvvm ? ptx_nvvm(mod, &entry, 1, &job) : ptx_llvm(mod, &entry, 1, &job, &diag);
     }
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
@@ -614,4 +648,78 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
                 PyUnicode_AsUTF8AndSize(ptx, NULL));
     }
     return ptx;
+}
+
+/* ---- one signature of a cuda ufunc ---- */
+
+void
+cuda_code_clear(CudaCode *c)
+{
+    Py_CLEAR(c->ptx);
+    Py_CLEAR(c->llvm);
+    Py_CLEAR(c->reduce_ptx);
+}
+
+/* One module of `what` compiled to PTX (and its IR text when llvm != NULL). */
+static PyObject *
+compile_module(const Source *src, TsSignature *sig, PtxJob *job, const char *name,
+               EntryKind what, PyObject **llvm)
+{
+    Diag diag = {{0}};
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &diag);
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
+    LLVMValueRef entries[CUDA_NENTRIES];
+    int n = 0;
+    PyObject *ptx = NULL;
+    if (emit_kernel(src, sig, mod, job, name, what, entries, &n) == 0) {
+        if (llvm != NULL) {
+            char *text = LLVMPrintModuleToString(mod);
+            *llvm = PyUnicode_FromString(text);
+            LLVMDisposeMessage(text);
+        }
+        if (llvm == NULL || *llvm != NULL) {
+            ptx = job->use_nvvm ? ptx_nvvm(mod, entries, n, job)
+                                : ptx_llvm(mod, entries, n, job, &diag);
+        }
+    }
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    return ptx;
+}
+
+int
+cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSignature *sig,
+                   const char *arch, PyObject *backend, int fastmath, int reduce,
+                   const char *name, CudaCode *out)
+{
+    Source src = {0};
+    PtxJob job = {0};
+    src.pyfunc = pyfunc;
+    src.funcdef = funcdef;
+    job.fastmath = fastmath;
+    memset(out, 0, sizeof(*out));
+    if (parse_source(location, &src) < 0 || parse_arch(arch, &job) < 0
+        || choose_backend(backend, &job) < 0) {
+        return -1;
+    }
+    out->ptx = compile_module(&src, sig, &job, name, ENTRY_UFUNC, &out->llvm);
+    if (out->ptx != NULL && reduce) {
+        PtxJob rjob = job;
+        rjob.use_nvvm = 0;      /* shared memory: see cuda.h */
+        out->reduce_ptx = compile_module(&src, sig, &rjob, name, ENTRY_REDUCE, NULL);
+    }
+    if (out->ptx == NULL || (reduce && out->reduce_ptx == NULL)) {
+        cuda_code_clear(out);
+        return -1;
+    }
+    if (cc_dump_flags() & CC_DUMP_PTX) {
+        fprintf(stderr, "--- PTX %s (%s, %s) ---\n%s\n", name, arch,
+                job.use_nvvm ? "nvvm" : "llvm", PyUnicode_AsUTF8AndSize(out->ptx, NULL));
+        if (out->reduce_ptx != NULL) {
+            fprintf(stderr, "--- PTX %s_r (%s, llvm) ---\n%s\n", name, arch,
+                    PyUnicode_AsUTF8AndSize(out->reduce_ptx, NULL));
+        }
+    }
+    return 0;
 }

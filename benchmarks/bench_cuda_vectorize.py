@@ -1,0 +1,105 @@
+"""cuda @vectorize against numba-cuda, CuPy's ElementwiseKernel and the
+device's limits (device-to-device copy bandwidth, a bare launch).
+
+GPU only: without one it says so and exits 0.  Goals (issue 8): N=1e8
+device-resident saxpy >= 90% of copy bandwidth; N=1 device call <= 5 us;
+host-array N=1e8 >= 2x numba-cuda.
+"""
+import math
+import sys
+import time
+
+import numpy as np
+
+from numbavec import cuda, vectorize
+
+SQRT_2PI = np.float32((2 * math.pi) ** 0.5)
+
+
+def saxpy(a, x, y):
+    return a * x + y
+
+
+def gaussian_pdf(x, mean, sigma):
+    return math.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * SQRT_2PI)
+
+
+def timeit(fn, sync, reps):
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best
+
+
+def competitors():
+    out = {}
+    try:
+        from numba import vectorize as nvec
+        out["numba-cuda"] = (nvec(["float32(float32, float32, float32)"], target="cuda")(saxpy),
+                             nvec(["float32(float32, float32, float32)"], target="cuda")(gaussian_pdf))
+    except Exception as e:     # noqa: BLE001 - a missing competitor is reported, not fatal
+        print(f"# numba-cuda unavailable: {e}")
+    try:
+        import cupy
+        out["cupy"] = (
+            cupy.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 r", "r = a * x + y",
+                                   "saxpy"),
+            cupy.ElementwiseKernel("float32 x, float32 m, float32 s", "float32 r",
+                                   f"r = expf(-0.5f*((x-m)/s)*((x-m)/s)) / (s*{float(SQRT_2PI)}f)",
+                                   "gpdf"))
+    except Exception as e:     # noqa: BLE001
+        print(f"# cupy unavailable: {e}")
+    return out
+
+
+def main():
+    if not cuda.is_available():
+        print(f"no CUDA GPU: {cuda.unavailable_reason()}; benchmark not run")
+        return 0
+    ours = (vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy),
+            vectorize(["float32(float32, float32, float32)"], target="cuda")(gaussian_pdf))
+    others = competitors()
+    sync = cuda.synchronize
+    print(f"{'N':>10} {'kernel':>8} {'who':>12} {'us/call':>10} {'GB/s':>8}")
+    copy_bw = None
+    for n in [1, 10**3, 10**5, 10**6, 10**7, 10**8]:
+        x = np.random.rand(n).astype(np.float32)
+        dx, dy, dout = cuda.to_device(x), cuda.to_device(x), cuda.device_array(n, np.float32)
+        dcopy = cuda.device_array(n, np.float32)
+        t = timeit(lambda: dcopy.copy_to_device(dx), sync, 20 if n > 10**6 else 200)
+        copy_bw = 2 * 4 * n / t / 1e9
+        print(f"{n:>10} {'d2d copy':>8} {'device':>12} {t * 1e6:>10.2f} {copy_bw:>8.1f}")
+        for name, k in (("saxpy", 0), ("gpdf", 1)):
+            args = (np.float32(2.0), dx, dy) if k == 0 else (dx, np.float32(0), np.float32(1))
+            t = timeit(lambda: ours[k](*args, out=dout), sync, 20 if n > 10**6 else 200)
+            print(f"{n:>10} {name:>8} {'numbavec':>12} {t * 1e6:>10.2f} {3 * 4 * n / t / 1e9:>8.1f}")
+            if "numba-cuda" in others:
+                from numba import cuda as ncuda
+                nx, ny = ncuda.to_device(x), ncuda.to_device(x)
+                nargs = (np.float32(2.0), nx, ny) if k == 0 else (nx, np.float32(0), np.float32(1))
+                t = timeit(lambda: others["numba-cuda"][k](*nargs), ncuda.synchronize, 20)
+                print(f"{n:>10} {name:>8} {'numba-cuda':>12} {t * 1e6:>10.2f}")
+            if "cupy" in others:
+                import cupy
+                cx = cupy.asarray(x)
+                cargs = (np.float32(2.0), cx, cx) if k == 0 else (cx, np.float32(0), np.float32(1))
+                t = timeit(lambda: others["cupy"][k](*cargs),
+                           cupy.cuda.runtime.deviceSynchronize, 20)
+                print(f"{n:>10} {name:>8} {'cupy':>12} {t * 1e6:>10.2f}")
+        if n >= 10**6:
+            t = timeit(lambda: ours[0](np.float32(2.0), x, x), lambda: None, 3)
+            print(f"{n:>10} {'saxpy':>8} {'numbavec host':>12} {t * 1e6:>10.2f}")
+            if "numba-cuda" in others:
+                t = timeit(lambda: others["numba-cuda"][0](np.float32(2.0), x, x), lambda: None, 3)
+                print(f"{n:>10} {'saxpy':>8} {'numba host':>12} {t * 1e6:>10.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

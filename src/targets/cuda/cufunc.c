@@ -1,0 +1,1777 @@
+/*
+ * cufunc.c - numbavec.cuda's ufunc: @vectorize(..., target='cuda').
+ *
+ * A CuFunc holds, per signature, the PTX compiled at decoration time
+ * (kernels.c entries through ptx.c) and, once a call needs it, the loaded
+ * CUmodule with its functions and their occupancy block sizes.  No GPU is
+ * needed until the first call.
+ *
+ * Per call (all C): classify the operands (Python scalar, NumPy scalar or
+ * 0-d, host ndarray, device array through as_cuda_array), pick the loop
+ * (NumPy's own resolve_dtypes on a no-op numpy.ufunc with the same loops,
+ * once per distinct key of dtypes and weak Python scalar types, cached),
+ * broadcast through zero strides, check out=, then plan: coalesce the
+ * dimensions, choose the contiguous or strided entry and 32- or 64-bit
+ * index arithmetic, block size from the occupancy API, grid capped at
+ * CUDA_GRID_PER_SM blocks per SM.  Host operands are copied in and the
+ * result copied back (synchronous); with any device operand the result is
+ * a device array and the call is asynchronous on `stream`.
+ */
+#include "targets/cuda/cuda.h"
+#include "vectorize/vectorize.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { CUDA_GRID_PER_SM = 32 };
+
+typedef struct CuLoop {
+    TsSignature sig;
+    CudaCode code;
+    CUmodule mod, rmod;
+    CUfunction fn[CUDA_NENTRIES], red;
+    int block[CUDA_NENTRIES], red_block;
+} CuLoop;
+
+typedef struct CuFunc {
+    PyObject_HEAD
+    PyObject *name, *doc, *pyfunc, *funcdef, *location, *identity, *backend;
+    PyObject *resolver;     /* numpy.ufunc with our loops and no-op bodies */
+    PyObject *cache;        /* key tuple -> loop index */
+    int nin, fastmath, reorderable;
+    char arch[16];
+    CuLoop *loops;
+    Py_ssize_t nloops;
+} CuFunc;
+
+static PyObject *cufunc_type = NULL;
+
+/* ---- compiling and loading ---- */
+
+static void
+noop_loop(char **args, const npy_intp *dims, const npy_intp *steps, void *data)
+{
+    /* the resolver ufunc is never run: NumPy only resolves its types */
+}
+
+/* Replaces the resolver by one with the current loops; clears the cache. */
+static int
+rebuild_resolver(CuFunc *f)
+{
+    Py_ssize_t n = f->nloops;
+    int nin = f->nin;
+    PyUFuncGenericFunction *funcs = PyMem_Calloc((size_t)n + 1, sizeof(*funcs));
+    void **data = PyMem_Calloc((size_t)n + 1, sizeof(void *));
+    char *types = PyMem_Calloc((size_t)(n * (nin + 1)) + 1, 1);
+    PyObject *r = NULL;
+    if (funcs == NULL || data == NULL || types == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        funcs[i] = noop_loop;
+        for (int k = 0; k < nin; k++) {
+            types[i * (nin + 1) + k] = (char)ts_kind_typenum(f->loops[i].sig.args[k].kind);
+        }
+        types[i * (nin + 1) + nin] = (char)ts_kind_typenum(f->loops[i].sig.ret.kind);
+    }
+    r = vz_make_ufunc(PyUnicode_AsUTF8AndSize(f->name, NULL), NULL, nin, 1, (int)n, funcs,
+                      data, types, f->reorderable ? Py_None : f->identity, NULL);
+done:
+    PyMem_Free(funcs);
+    PyMem_Free(data);
+    PyMem_Free(types);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_XDECREF(f->resolver);
+    f->resolver = r;
+    PyDict_Clear(f->cache);
+    return 0;
+}
+
+static int
+can_reduce(CuFunc *f)
+{
+    return f->nin == 2 && (f->reorderable || f->identity != Py_None);
+}
+
+/* Compiles sig (ret may be TS_INFER) into a new loop.  0/-1. */
+static int
+add_loop(CuFunc *f, TsSignature *sig)
+{
+    CuLoop *loops = PyMem_Realloc(f->loops, sizeof(CuLoop) * (size_t)(f->nloops + 1));
+    if (loops == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    f->loops = loops;
+    CuLoop *l = &loops[f->nloops];
+    memset(l, 0, sizeof(*l));
+    char name[128];
+    const char *pyname = PyUnicode_AsUTF8AndSize(f->name, NULL);
+    snprintf(name, sizeof(name), "nv_%.80s_%d", pyname ? pyname : "ufunc", (int)f->nloops);
+    for (char *p = name; *p; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '_') {
+            *p = '_';
+        }
+    }
+    /* the reduce kernel only for a (T, T) -> T loop */
+    int reduce = can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
+                 && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
+    if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, sig, f->arch, f->backend,
+                           f->fastmath, reduce, name, &l->code) < 0) {
+        return -1;
+    }
+    l->sig = *sig;
+    f->nloops++;
+    return 0;
+}
+
+static size_t
+reduce_smem(int block)
+{
+    return (size_t)block * 16;      /* the widest item: complex128 */
+}
+
+static int
+load_module(PyObject *ptx, CUmodule *mod)
+{
+    const char *text = PyUnicode_AsUTF8AndSize(ptx, NULL);
+    if (text == NULL) {
+        return -1;
+    }
+    CUresult rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = cuda_drv->ModuleLoadDataEx(mod, text, 0, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    return cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
+}
+
+/* Loads loop l's module and resolves its entries (first call only). */
+static int
+ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
+{
+    static const char *const suffix[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
+    if (cuda_driver() == NULL || cuda_enter() < 0) {
+        return -1;
+    }
+    if (l->mod == NULL && load_module(l->code.ptx, &l->mod) < 0) {
+        return -1;
+    }
+    if (l->fn[0] == NULL) {
+        char base[128];
+        const char *pyname = PyUnicode_AsUTF8AndSize(f->name, NULL);
+        snprintf(base, sizeof(base), "nv_%.80s_%d", pyname ? pyname : "ufunc",
+                 (int)(l - f->loops));
+        for (char *p = base; *p; p++) {
+            if (!isalnum((unsigned char)*p) && *p != '_') {
+                *p = '_';
+            }
+        }
+        for (int v = 0; v < CUDA_NENTRIES; v++) {
+            char name[160];
+            int mg = 0;
+            snprintf(name, sizeof(name), "%s%s", base, suffix[v]);
+            if (cuda_check(cuda_drv->ModuleGetFunction(&l->fn[v], l->mod, name),
+                           "cuModuleGetFunction") < 0
+                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &l->block[v],
+                                                                       l->fn[v], NULL, 0, 0),
+                              "cuOccupancyMaxPotentialBlockSize") < 0) {
+                l->fn[0] = NULL;
+                return -1;
+            }
+        }
+        if (l->code.reduce_ptx != NULL) {
+            char name[160];
+            int mg = 0, b = 0;
+            snprintf(name, sizeof(name), "%s_r", base);
+            if (load_module(l->code.reduce_ptx, &l->rmod) < 0
+                || cuda_check(cuda_drv->ModuleGetFunction(&l->red, l->rmod, name),
+                              "cuModuleGetFunction") < 0
+                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &b, l->red,
+                                                                       reduce_smem, 0, 1024),
+                              "cuOccupancyMaxPotentialBlockSize") < 0) {
+                return -1;
+            }
+            int p2 = 32;
+            while (p2 * 2 <= b) {
+                p2 *= 2;
+            }
+            l->red_block = p2;
+        }
+    }
+    if (want_reduce && l->red == NULL) {
+        PyErr_SetString(PyExc_TypeError, "reduce needs a (T, T) -> T loop");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+sm_count(void)
+{
+    static int count = 0;
+    if (count == 0) {
+        int v = 0;
+        if (cuda_check(cuda_drv->DeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                                    cuda_device()),
+                       "cuDeviceGetAttribute") < 0) {
+            return -1;
+        }
+        count = v;
+    }
+    return count;
+}
+
+/* ---- operands ---- */
+
+enum { OP_PYSCALAR, OP_SCALAR, OP_HOST, OP_DEVICE };
+
+typedef struct Operand {
+    int what;
+    PyObject *obj;          /* owned: the ndarray, device array or scalar */
+    PyArray_Descr *dtype;   /* borrowed from obj; NULL for Python scalars */
+    int nd;
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    CUdeviceptr ptr;
+    unsigned long long words[2];
+    PyObject *dev;          /* owned: the device copy of a host array */
+} Operand;
+
+static void
+operands_clear(Operand *ops, int n)
+{
+    for (int k = 0; k < n; k++) {
+        Py_CLEAR(ops[k].obj);
+        Py_CLEAR(ops[k].dev);
+    }
+}
+
+static int
+device_operand(Operand *op, PyObject *dev)
+{
+    CudaArrayInfo info;
+    if (cuda_array_info(dev, &info) < 0) {
+        Py_DECREF(dev);
+        return -1;
+    }
+    op->what = OP_DEVICE;
+    op->obj = dev;
+    op->dtype = info.dtype;
+    op->nd = info.nd;
+    op->ptr = info.ptr;
+    memcpy(op->shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
+    memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
+    return 0;
+}
+
+static int
+host_operand(Operand *op, PyObject *arr)
+{
+    PyArrayObject *a = (PyArrayObject *)arr;
+    op->obj = arr;
+    op->dtype = PyArray_DESCR(a);
+    op->nd = PyArray_NDIM(a);
+    op->what = op->nd == 0 ? OP_SCALAR : OP_HOST;
+    memcpy(op->shape, PyArray_DIMS(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+    memcpy(op->strides, PyArray_STRIDES(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+    return 0;
+}
+
+/* Sorts obj into an operand.  0/-1. */
+static int
+classify(PyObject *obj, Operand *op)
+{
+    memset(op, 0, sizeof(*op));
+    if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
+        || (!PyBool_Check(obj) && (PyLong_Check(obj) || PyFloat_Check(obj)
+                                   || PyComplex_Check(obj)))) {
+        op->what = OP_PYSCALAR;
+        op->obj = Py_NewRef(obj);
+        return 0;
+    }
+    if (cuda_is_device_array(obj)) {
+        return device_operand(op, Py_NewRef(obj));
+    }
+    if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)
+        && (PyObject_HasAttrString(obj, "__cuda_array_interface__")
+            || PyObject_HasAttrString(obj, "__dlpack__"))) {
+        PyObject *dev = cuda_as_array(obj);
+        return dev ? device_operand(op, dev) : -1;
+    }
+    PyObject *arr = PyArray_FROM_O(obj);
+    return arr ? host_operand(op, arr) : -1;
+}
+
+/* The resolution key: each input's dtype, or int/float/complex (weak). */
+static PyObject *
+resolve_key(const Operand *ops, int nin)
+{
+    PyObject *key = PyTuple_New(nin + 1);
+    if (key == NULL) {
+        return NULL;
+    }
+    for (int k = 0; k < nin; k++) {
+        PyObject *item = ops[k].what == OP_PYSCALAR ? (PyObject *)Py_TYPE(ops[k].obj)
+                                                    : (PyObject *)ops[k].dtype;
+        if (ops[k].what == OP_PYSCALAR) {
+            item = PyLong_Check(ops[k].obj) ? (PyObject *)&PyLong_Type
+                   : PyFloat_Check(ops[k].obj) ? (PyObject *)&PyFloat_Type
+                                                : (PyObject *)&PyComplex_Type;
+        }
+        PyTuple_SetItem(key, k, Py_NewRef(item));
+    }
+    PyTuple_SetItem(key, nin, Py_NewRef(Py_None));
+    return key;
+}
+
+/* The loop whose types equal NumPy's resolution, or -1 (no exception). */
+static Py_ssize_t
+loop_of(CuFunc *f, PyObject *dtypes)
+{
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        int same = 1;
+        for (int k = 0; same && k <= f->nin; k++) {
+            TsKind kind = k < f->nin ? f->loops[i].sig.args[k].kind : f->loops[i].sig.ret.kind;
+            PyArray_Descr *d = (PyArray_Descr *)PyTuple_GetItem(dtypes, k);
+            same = d->type_num == ts_kind_typenum(kind);
+        }
+        if (same) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Signature-less: a loop for the inputs' own dtypes (weak scalars: defaults). */
+static int
+compile_for(CuFunc *f, const Operand *ops)
+{
+    TsSignature sig;
+    memset(&sig, 0, sizeof(sig));
+    sig.nargs = f->nin;
+    for (int k = 0; k < f->nin; k++) {
+        int tn = ops[k].what != OP_PYSCALAR ? ops[k].dtype->type_num
+                 : PyLong_Check(ops[k].obj) ? NPY_INT64
+                 : PyFloat_Check(ops[k].obj) ? NPY_FLOAT64 : NPY_COMPLEX128;
+        if (ts_kind_from_typenum(tn, &sig.args[k].kind) < 0) {
+            PyErr_Format(PyExc_TypeError, "ufunc '%U' not supported for the input types: "
+                         "no CUDA kernel for dtype %R", f->name,
+                         ops[k].dtype ? (PyObject *)ops[k].dtype : Py_None);
+            return -1;
+        }
+    }
+    sig.ret.kind = TS_INFER;
+    return add_loop(f, &sig) < 0 ? -1 : rebuild_resolver(f);
+}
+
+/* NumPy's choice of loop for these operands (cached per key).  -1 on error. */
+static Py_ssize_t
+resolve(CuFunc *f, const Operand *ops, int lazy)
+{
+    PyObject *key = resolve_key(ops, f->nin);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *hit = PyDict_GetItemWithError(f->cache, key);
+    if (hit != NULL) {
+        Py_DECREF(key);
+        return PyLong_AsSsize_t(hit);
+    }
+    Py_ssize_t idx = -1;
+    PyObject *dtypes = f->nloops ? PyObject_CallMethod(f->resolver, "resolve_dtypes", "(O)", key)
+                                 : NULL;
+    if (f->nloops == 0) {
+        PyErr_SetString(PyExc_TypeError, "no loop");
+    }
+    if (dtypes == NULL && lazy && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        if (compile_for(f, ops) == 0) {
+            dtypes = PyObject_CallMethod(f->resolver, "resolve_dtypes", "(O)", key);
+        }
+    }
+    if (dtypes != NULL) {
+        idx = loop_of(f, dtypes);
+        PyObject *v = PyLong_FromSsize_t(idx);
+        if (v == NULL || PyDict_SetItem(f->cache, key, v) < 0) {
+            idx = -1;
+        }
+        Py_XDECREF(v);
+        Py_DECREF(dtypes);
+        if (idx < 0 && !PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "internal error: resolved loop not found");
+        }
+    }
+    Py_DECREF(key);
+    return idx;
+}
+
+/* ---- broadcasting and the launch plan ---- */
+
+typedef struct Plan {
+    int variant, ndim, nops;
+    Py_ssize_t n;
+    Py_ssize_t shape[NPY_MAXDIMS];                    /* innermost first */
+    Py_ssize_t strides[TS_MAXARGS + 1][NPY_MAXDIMS];  /* innermost first */
+    int block, grid;
+} Plan;
+
+/* NumPy's broadcast of all array operands (and out) into shape; ValueError. */
+static int
+broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
+{
+    *nd = 0;
+    for (int k = 0; k < nops; k++) {
+        if (ops[k].nd > *nd) {
+            *nd = ops[k].nd;
+        }
+    }
+    for (int d = 0; d < *nd; d++) {
+        shape[d] = 1;
+    }
+    for (int k = 0; k < nops; k++) {
+        const Operand *o = &ops[k];
+        for (int d = 0; d < o->nd; d++) {
+            Py_ssize_t *s = &shape[*nd - o->nd + d], v = o->shape[d];
+            if (v == *s || v == 1) {
+                continue;
+            }
+            if (*s != 1) {
+                PyErr_Format(PyExc_ValueError, "operands could not be broadcast together "
+                             "(dimension %d: %zd vs %zd)", d, v, *s);
+                return -1;
+            }
+            *s = v;
+        }
+    }
+    return 0;
+}
+
+/* Strides of o over (nd, shape), zero where broadcast, innermost first. */
+static void
+broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t *out)
+{
+    for (int d = 0; d < nd; d++) {
+        int od = d - (nd - o->nd);
+        Py_ssize_t s = 0;
+        if (o->what == OP_HOST || o->what == OP_DEVICE) {
+            s = od >= 0 && o->shape[od] != 1 ? o->strides[od] : 0;
+        }
+        out[nd - 1 - d] = shape[d] == 1 ? 0 : s;
+    }
+}
+
+/*
+ * The plan for ops over (nd, shape): drop size-1 dimensions, merge a
+ * dimension into the next outer one where every operand allows, then the
+ * contiguous entry when one dimension is left and every array operand
+ * steps by its item size.  32-bit arithmetic when n plus one grid's worth
+ * and every byte extent stay below 2^31.
+ */
+static int
+make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ssize_t *shape,
+          int sms, int block, int kdims32, int kdims64, Plan *p)
+{
+    Py_ssize_t st[TS_MAXARGS + 1][NPY_MAXDIMS], sh[NPY_MAXDIMS];
+    memset(p, 0, sizeof(*p));
+    p->nops = nops;
+    p->n = 1;
+    for (int k = 0; k < nops; k++) {
+        broadcast_strides(&ops[k], nd, shape, st[k]);
+    }
+    for (int d = 0; d < nd; d++) {
+        sh[d] = shape[nd - 1 - d];
+        p->n *= sh[d];
+    }
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        if (sh[d] == 1) {
+            continue;
+        }
+        int merge = m > 0;
+        for (int k = 0; merge && k < nops; k++) {
+            merge = st[k][d] == p->strides[k][m - 1] * p->shape[m - 1];
+        }
+        if (merge) {
+            p->shape[m - 1] *= sh[d];
+            continue;
+        }
+        p->shape[m] = sh[d];
+        for (int k = 0; k < nops; k++) {
+            p->strides[k][m] = st[k][d];
+        }
+        m++;
+    }
+    p->ndim = m;
+    int contiguous = m <= 1;
+    for (int k = 0; contiguous && k < nops; k++) {
+        int array = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE;
+        contiguous = !array || m == 0 || p->strides[k][0] == itemsize[k];
+    }
+    p->block = block > 0 ? block : 1;
+    Py_ssize_t blocks = (p->n + p->block - 1) / p->block;
+    Py_ssize_t cap = (Py_ssize_t)CUDA_GRID_PER_SM * (sms > 0 ? sms : 1);
+    p->grid = (int)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+    int narrow = p->n + (Py_ssize_t)p->grid * p->block < ((Py_ssize_t)1 << 31);
+    for (int k = 0; narrow && k < nops; k++) {
+        Py_ssize_t ext = 0;
+        for (int d = 0; d < m; d++) {
+            Py_ssize_t s = p->strides[k][d] < 0 ? -p->strides[k][d] : p->strides[k][d];
+            ext += s * (p->shape[d] - 1);
+        }
+        narrow = ext < ((Py_ssize_t)1 << 31) && (Py_ssize_t)itemsize[k] * p->n < ((Py_ssize_t)1 << 31);
+    }
+    if (contiguous) {
+        p->variant = narrow ? CUDA_C32 : CUDA_C64;
+        return 0;
+    }
+    p->variant = narrow ? CUDA_S32 : CUDA_S64;
+    if (m > (narrow ? kdims32 : kdims64)) {
+        PyErr_Format(PyExc_NotImplementedError, "cuda ufunc: %d dimensions that cannot be "
+                     "merged; the strided kernel takes %d", m, narrow ? kdims32 : kdims64);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
+{
+    static const char *const names[] = {"c32", "c64", "s32", "s64"};
+    PyObject *shape = PyTuple_New(p->ndim), *strides = PyTuple_New(p->nops);
+    if (shape == NULL || strides == NULL) {
+        Py_XDECREF(shape);
+        Py_XDECREF(strides);
+        return NULL;
+    }
+    for (int d = 0; d < p->ndim; d++) {
+        PyTuple_SetItem(shape, d, PyLong_FromSsize_t(p->shape[p->ndim - 1 - d]));
+    }
+    for (int k = 0; k < p->nops; k++) {
+        PyObject *t = PyTuple_New(p->ndim);
+        for (int d = 0; t && d < p->ndim; d++) {
+            PyTuple_SetItem(t, d, PyLong_FromSsize_t(p->strides[k][p->ndim - 1 - d]));
+        }
+        PyTuple_SetItem(strides, k, t ? t : Py_NewRef(Py_None));
+    }
+    char sig[TS_STRSIZE];
+    ts_signature_str(&f->loops[loop].sig, sig, sizeof(sig));
+    return Py_BuildValue("{s:s,s:n,s:N,s:N,s:i,s:i,s:s}", "kernel", names[p->variant], "n",
+                         p->n, "shape", shape, "strides", strides, "block", p->block, "grid",
+                         p->grid, "signature", sig);
+}
+
+/* ---- the call ---- */
+
+typedef struct Call {
+    CuFunc *f;
+    int nin;
+    Operand ops[TS_MAXARGS + 1];    /* inputs, then out (when given) */
+    int have_out;
+    PyObject *out_arg;              /* borrowed */
+    PyObject *stream;               /* borrowed */
+    CUstream s;
+    Py_ssize_t loop;
+    int nd;
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int device;                     /* result on the device */
+} Call;
+
+/* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
+static int
+scalar_words(Operand *op, TsKind kind)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *a = d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST,
+                                      NULL)
+                    : NULL;
+    if (a == NULL) {
+        return -1;
+    }
+    memset(op->words, 0, sizeof(op->words));
+    memcpy(op->words, PyArray_DATA((PyArrayObject *)a), (size_t)ts_itemsize(kind));
+    Py_DECREF(a);
+    return 0;
+}
+
+static int
+parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->f = f;
+    c->nin = f->nin;
+    c->out_arg = Py_None;
+    c->stream = Py_None;
+    Py_ssize_t nargs = PyTuple_Size(args);
+    if (nargs != f->nin && nargs != f->nin + 1) {
+        PyErr_Format(PyExc_TypeError, "%U() takes from %d to %d positional arguments but %zd "
+                     "were given", f->name, f->nin, f->nin + 1, nargs);
+        return -1;
+    }
+    if (nargs == f->nin + 1) {
+        c->out_arg = PyTuple_GetItem(args, f->nin);
+    }
+    if (kwargs != NULL) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
+                c->out_arg = value;
+                if (PyTuple_Check(value)) {
+                    if (PyTuple_Size(value) != 1) {
+                        PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly "
+                                        "one entry per ufunc output");
+                        return -1;
+                    }
+                    c->out_arg = PyTuple_GetItem(value, 0);
+                }
+            }
+            else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+                c->stream = value;
+            }
+            else {
+                PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument %R",
+                             f->name, key);
+                return -1;
+            }
+        }
+    }
+    for (int k = 0; k < f->nin; k++) {
+        if (classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
+            operands_clear(c->ops, k);
+            return -1;
+        }
+    }
+    if (c->out_arg != Py_None) {
+        Operand *o = &c->ops[f->nin];
+        int ok = classify(c->out_arg, o) == 0;
+        if (ok && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
+            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
+            ok = 0;
+        }
+        if (ok && o->what == OP_SCALAR) {
+            o->what = OP_HOST;      /* a 0-d out array */
+        }
+        if (!ok) {
+            operands_clear(c->ops, f->nin + 1);
+            return -1;
+        }
+        c->have_out = 1;
+    }
+    return cuda_stream_arg(c->stream, &c->s) < 0 ? (operands_clear(c->ops, f->nin + 1), -1) : 0;
+}
+
+static void
+call_clear(Call *c)
+{
+    operands_clear(c->ops, c->nin + 1);
+}
+
+/* Device inputs with a dtype other than the loop's, without out=, too. */
+static int
+check_device_inputs(Call *c)
+{
+    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    for (int k = 0; k < c->nin; k++) {
+        if (c->ops[k].what == OP_DEVICE
+            && c->ops[k].dtype->type_num != ts_kind_typenum(sig->args[k].kind)) {
+            PyErr_Format(PyExc_NotImplementedError, "cuda ufunc: device input %d of dtype %R "
+                         "needs a cast to %s (not available on the device)", k,
+                         c->ops[k].dtype, ts_kind_name(sig->args[k].kind));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Loop, broadcast shape and out= checks; nothing touches the device. */
+static int
+prepare(Call *c, int lazy)
+{
+    CuFunc *f = c->f;
+    if ((c->loop = resolve(f, c->ops, lazy)) < 0) {
+        return -1;
+    }
+    const TsSignature *sig = &f->loops[c->loop].sig;
+    if (broadcast_shape(c->ops, c->nin + c->have_out, &c->nd, c->shape) < 0) {
+        return -1;
+    }
+    for (int k = 0; k <= c->nin; k++) {
+        c->device |= c->ops[k].what == OP_DEVICE;
+    }
+    if (check_device_inputs(c) < 0) {
+        return -1;
+    }
+    if (!c->have_out) {
+        return 0;
+    }
+    Operand *o = &c->ops[c->nin];
+    int same = o->nd == c->nd;
+    for (int d = 0; same && d < c->nd; d++) {
+        same = o->shape[d] == c->shape[d];
+    }
+    if (!same) {
+        PyErr_SetString(PyExc_ValueError, "non-broadcastable output operand: its shape does "
+                        "not match the broadcast shape of the inputs");
+        return -1;
+    }
+    PyArray_Descr *ret = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+    int castable = ret && PyArray_CanCastTypeTo(ret, o->dtype, NPY_SAME_KIND_CASTING);
+    Py_XDECREF(ret);
+    if (!castable) {
+        PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%U' output from %s to %R with "
+                     "casting rule 'same_kind'", f->name, ts_kind_name(sig->ret.kind), o->dtype);
+        return -1;
+    }
+    if (o->what == OP_DEVICE && o->dtype->type_num != ts_kind_typenum(sig->ret.kind)) {
+        PyErr_Format(PyExc_NotImplementedError, "cuda ufunc: a device out= of dtype %R for a "
+                     "%s loop (a cast on the device is not available)", o->dtype,
+                     ts_kind_name(sig->ret.kind));
+        return -1;
+    }
+    if (o->what == OP_DEVICE) {
+        CudaArrayInfo info;
+        if (cuda_array_info(o->obj, &info) < 0) {
+            return -1;
+        }
+        if (info.readonly) {
+            PyErr_SetString(PyExc_ValueError, "output array is read-only");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Host arrays -> device copies of the loop's dtype (not broadcast). */
+static int
+upload(Call *c, Operand *op, TsKind kind)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *h = d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST,
+                                      NULL)
+                    : NULL;
+    if (h == NULL) {
+        return -1;
+    }
+    PyArray_Descr *dd = PyArray_DESCR((PyArrayObject *)h);
+    Py_INCREF(dd);
+    PyObject *dev = cuda_array_empty(dd, op->nd, op->shape, c->stream);
+    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream) : NULL;
+    Py_DECREF(h);
+    if (r == NULL) {
+        Py_XDECREF(dev);
+        return -1;
+    }
+    Py_DECREF(r);
+    CudaArrayInfo info;
+    cuda_array_info(dev, &info);
+    op->dev = dev;
+    op->ptr = info.ptr;
+    memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+    return 0;
+}
+
+/* Parameter storage for one launch. */
+typedef struct Params {
+    void *ptrs[3 * TS_MAXARGS + 2 + NPY_MAXDIMS * (TS_MAXARGS + 2)];
+    CUdeviceptr dptr[TS_MAXARGS + 1];
+    long long w64[NPY_MAXDIMS * (TS_MAXARGS + 2) + 1];
+    int w32[NPY_MAXDIMS * (TS_MAXARGS + 2) + 1];
+} Params;
+
+static int
+launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstream s)
+{
+    Params *pm = PyMem_Calloc(1, sizeof(Params));
+    if (pm == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int np = 0, wide = p->variant == CUDA_C64 || p->variant == CUDA_S64;
+    for (int k = 0; k < nin; k++) {
+        pm->dptr[k] = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE ? ops[k].ptr : 0;
+        pm->ptrs[np++] = &pm->dptr[k];
+        pm->ptrs[np++] = &ops[k].words[0];
+        pm->ptrs[np++] = &ops[k].words[1];
+    }
+    pm->dptr[nin] = out;
+    pm->ptrs[np++] = &pm->dptr[nin];
+    int nw = 0;
+#define PUSH(v)                                                    \
+    do {                                                           \
+        if (wide) {                                                \
+            pm->w64[nw] = (long long)(v);                          \
+            pm->ptrs[np++] = &pm->w64[nw++];                       \
+        }                                                          \
+        else {                                                     \
+            pm->w32[nw] = (int)(v);                                \
+            pm->ptrs[np++] = &pm->w32[nw++];                       \
+        }                                                          \
+    } while (0)
+    PUSH(p->n);
+    if (p->variant >= CUDA_S32) {
+        int dims = cuda_kernel_dims(nin, wide);
+        for (int d = 0; d < dims; d++) {
+            PUSH(d < p->ndim ? p->shape[d] : 1);
+        }
+        for (int k = 0; k <= nin; k++) {
+            for (int d = 0; d < dims; d++) {
+                PUSH(d < p->ndim ? p->strides[k][d] : 0);
+            }
+        }
+    }
+#undef PUSH
+    CUresult rc = cuda_drv->LaunchKernel(l->fn[p->variant], (unsigned)p->grid, 1, 1,
+                                         (unsigned)p->block, 1, 1, 0, s, pm->ptrs, NULL);
+    PyMem_Free(pm);
+    return cuda_check(rc, "cuLaunchKernel (cuda ufunc)");
+}
+
+static int
+plan_call(Call *c, int sms, int block, Plan *p)
+{
+    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    int itemsize[TS_MAXARGS + 1];
+    for (int k = 0; k < c->nin; k++) {
+        itemsize[k] = ts_itemsize(sig->args[k].kind);
+    }
+    itemsize[c->nin] = ts_itemsize(sig->ret.kind);
+    return make_plan(c->ops, itemsize, c->nin + 1, c->nd, c->shape, sms, block,
+                     cuda_kernel_dims(c->nin, 0), cuda_kernel_dims(c->nin, 1), p);
+}
+
+/* The result array on the device: out= when it is a device array of the
+ * loop dtype, else a new contiguous one. */
+static PyObject *
+device_result(Call *c, Operand *o)
+{
+    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    if (c->have_out && c->ops[c->nin].what == OP_DEVICE) {
+        return Py_NewRef(c->ops[c->nin].obj);
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+    return d ? cuda_array_empty(d, c->nd, c->shape, c->stream) : NULL;
+}
+
+static PyObject *
+run_call(Call *c)
+{
+    CuFunc *f = c->f;
+    CuLoop *l = &f->loops[c->loop];
+    const TsSignature *sig = &l->sig;
+    PyObject *result = NULL, *host = NULL, *res_dev = NULL;
+    if (ensure_loaded(f, l, 0) < 0) {
+        return NULL;
+    }
+    int sms = sm_count();
+    if (sms < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        if ((op->what == OP_SCALAR || op->what == OP_PYSCALAR)
+            && scalar_words(op, sig->args[k].kind) < 0) {
+            return NULL;
+        }
+        if (op->what == OP_HOST && upload(c, op, sig->args[k].kind) < 0) {
+            return NULL;
+        }
+    }
+    /* the output operand: strides of the device array written */
+    Operand *o = &c->ops[c->nin];
+    Operand tmp;
+    if ((res_dev = device_result(c, o)) == NULL) {
+        return NULL;
+    }
+    if (!(c->have_out && o->what == OP_DEVICE)) {
+        Operand keep = *o;
+        memset(&tmp, 0, sizeof(tmp));
+        CudaArrayInfo info;
+        cuda_array_info(res_dev, &info);
+        tmp.what = OP_DEVICE;
+        tmp.nd = info.nd;
+        tmp.ptr = info.ptr;
+        memcpy(tmp.shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
+        memcpy(tmp.strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
+        *o = tmp;
+        Plan p;
+        int rc = plan_call(c, sms, 0, &p);
+        if (rc == 0) {
+            rc = plan_call(c, sms, l->block[p.variant], &p);
+        }
+        if (rc == 0) {
+            rc = launch(l, &p, c->ops, c->nin, tmp.ptr, c->s);
+        }
+        *o = keep;
+        if (rc < 0) {
+            goto error;
+        }
+    }
+    else {
+        Plan p;
+        if (plan_call(c, sms, 0, &p) < 0 || plan_call(c, sms, l->block[p.variant], &p) < 0
+            || launch(l, &p, c->ops, c->nin, o->ptr, c->s) < 0) {
+            goto error;
+        }
+    }
+    if (c->device) {
+        if (c->have_out && o->what == OP_HOST) {
+            /* a host out= in a device call: copy back, synchronously */
+            goto copy_back;
+        }
+        result = res_dev;
+        res_dev = NULL;
+        goto error;
+    }
+copy_back:
+    host = PyObject_CallMethod(res_dev, "copy_to_host", "OO", Py_None, c->stream);
+    if (host == NULL) {
+        goto error;
+    }
+    {
+        CUresult rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = cuda_drv->StreamSynchronize(c->s);
+        Py_END_ALLOW_THREADS
+        if (cuda_check(rc, "cuStreamSynchronize") < 0) {
+            goto error;
+        }
+    }
+    if (c->have_out) {
+        /* same_kind was checked in prepare() */
+        if (PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)host) < 0) {
+            goto error;
+        }
+        result = Py_NewRef(c->out_arg);
+    }
+    else if (c->nd == 0) {
+        result = PyArray_Return((PyArrayObject *)host);
+        host = NULL;
+    }
+    else {
+        result = host;
+        host = NULL;
+    }
+error:
+    Py_XDECREF(host);
+    Py_XDECREF(res_dev);
+    return result;
+}
+
+static PyObject *
+cufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    Call c;
+    if (parse_call(f, args, kwargs, &c) < 0) {
+        return NULL;
+    }
+    PyObject *r = prepare(&c, 1) == 0 ? run_call(&c) : NULL;
+    call_clear(&c);
+    return r;
+}
+
+/* Test hook: _plan(*args, out=None, sm_count=132, block=256) -> dict. */
+static PyObject *
+cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    int sms = 132, block = 256;
+    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    if (kw == NULL) {
+        return NULL;
+    }
+    PyObject *v;
+    if ((v = PyDict_GetItemString(kw, "sm_count")) != NULL) {
+        sms = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "sm_count");
+    }
+    if ((v = PyDict_GetItemString(kw, "block")) != NULL) {
+        block = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "block");
+    }
+    Call c;
+    PyObject *r = NULL;
+    if (parse_call(f, args, kw, &c) == 0) {
+        if (prepare(&c, 0) == 0) {
+            /* host inputs as their contiguous device copies would be */
+            for (int k = 0; k < c.nin; k++) {
+                Operand *op = &c.ops[k];
+                if (op->what == OP_HOST) {
+                    Py_ssize_t s = ts_itemsize(f->loops[c.loop].sig.args[k].kind);
+                    for (int d = op->nd - 1; d >= 0; d--) {
+                        op->strides[d] = s;
+                        s *= op->shape[d];
+                    }
+                }
+            }
+            Operand *o = &c.ops[c.nin];
+            if (!(c.have_out && o->what == OP_DEVICE)) {
+                Py_ssize_t s = ts_itemsize(f->loops[c.loop].sig.ret.kind);
+                o->what = OP_DEVICE;
+                o->nd = c.nd;
+                for (int d = c.nd - 1; d >= 0; d--) {
+                    o->shape[d] = c.shape[d];
+                    o->strides[d] = s;
+                    s *= c.shape[d];
+                }
+            }
+            Plan p;
+            if (plan_call(&c, sms, block, &p) == 0) {
+                r = plan_dict(&p, f, c.loop);
+            }
+        }
+        call_clear(&c);
+    }
+    Py_DECREF(kw);
+    return r;
+}
+
+/* Test hook: _resolve(*args) -> the chosen loop as 'ff->f' (no compiling). */
+static PyObject *
+cufunc_resolve(PyObject *self, PyObject *args)
+{
+    CuFunc *f = (CuFunc *)self;
+    Call c;
+    if (parse_call(f, args, NULL, &c) < 0) {
+        return NULL;
+    }
+    Py_ssize_t i = resolve(f, c.ops, 0);
+    call_clear(&c);
+    if (i < 0) {
+        return NULL;
+    }
+    PyObject *types = PyObject_GetAttrString(f->resolver, "types");
+    PyObject *r = types ? PySequence_GetItem(types, i) : NULL;
+    Py_XDECREF(types);
+    return r;
+}
+
+
+/* ---- attributes ---- */
+
+static PyObject *
+get_nin(PyObject *self, void *c)
+{
+    return PyLong_FromLong(((CuFunc *)self)->nin);
+}
+
+static PyObject *
+get_nout(PyObject *self, void *c)
+{
+    return PyLong_FromLong(1);
+}
+
+static PyObject *
+get_nargs(PyObject *self, void *c)
+{
+    return PyLong_FromLong(((CuFunc *)self)->nin + 1);
+}
+
+static PyObject *
+get_ntypes(PyObject *self, void *c)
+{
+    return PyLong_FromSsize_t(((CuFunc *)self)->nloops);
+}
+
+static PyObject *
+get_types(PyObject *self, void *c)
+{
+    CuFunc *f = (CuFunc *)self;
+    return f->resolver ? PyObject_GetAttrString(f->resolver, "types") : PyList_New(0);
+}
+
+static PyObject *
+get_identity(PyObject *self, void *c)
+{
+    CuFunc *f = (CuFunc *)self;
+    return f->resolver ? PyObject_GetAttrString(f->resolver, "identity") : Py_NewRef(Py_None);
+}
+
+static PyObject *
+get_name(PyObject *self, void *c)
+{
+    return Py_NewRef(((CuFunc *)self)->name);
+}
+
+static PyObject *
+get_doc(PyObject *self, void *c)
+{
+    return Py_NewRef(((CuFunc *)self)->doc);
+}
+
+static PyObject *
+get_pyfunc(PyObject *self, void *c)
+{
+    return Py_NewRef(((CuFunc *)self)->pyfunc);
+}
+
+static PyObject *
+get_signatures(PyObject *self, void *c)
+{
+    CuFunc *f = (CuFunc *)self;
+    PyObject *l = PyList_New(f->nloops);
+    for (Py_ssize_t i = 0; l && i < f->nloops; i++) {
+        PyObject *s = ts_signature_to_object(&f->loops[i].sig);
+        if (s == NULL) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SetItem(l, i, s);
+    }
+    return l;
+}
+
+/* The loop for a signature (its argument types decide); KeyError. */
+static CuLoop *
+loop_for(CuFunc *f, PyObject *which)
+{
+    if (which == NULL || which == Py_None) {
+        if (f->nloops == 1) {
+            return &f->loops[0];
+        }
+        PyErr_SetString(PyExc_TypeError, "this ufunc has several signatures: name one");
+        return NULL;
+    }
+    TsSignature want;
+    if (ts_parse_signature(which, &want) < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        const TsSignature *s = &f->loops[i].sig;
+        int same = s->nargs == want.nargs;
+        for (int k = 0; same && k < s->nargs; k++) {
+            same = s->args[k].kind == want.args[k].kind;
+        }
+        if (same) {
+            return &f->loops[i];
+        }
+    }
+    PyErr_Format(PyExc_KeyError, "no compiled signature matches %R", which);
+    return NULL;
+}
+
+static PyObject *
+inspect_ptx(PyObject *self, PyObject *args)
+{
+    PyObject *which = Py_None;
+    int reduce = 0;
+    if (!PyArg_ParseTuple(args, "|Op", &which, &reduce)) {
+        return NULL;
+    }
+    CuLoop *l = loop_for((CuFunc *)self, which);
+    if (l == NULL) {
+        return NULL;
+    }
+    PyObject *r = reduce ? l->code.reduce_ptx : l->code.ptx;
+    return Py_NewRef(r ? r : Py_None);
+}
+
+static PyObject *
+inspect_llvm(PyObject *self, PyObject *args)
+{
+    PyObject *which = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &which)) {
+        return NULL;
+    }
+    CuLoop *l = loop_for((CuFunc *)self, which);
+    return l ? Py_NewRef(l->code.llvm) : NULL;
+}
+
+static PyObject *
+cufunc_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("<numbavec cuda ufunc '%U'>", ((CuFunc *)self)->name);
+}
+
+static int
+cufunc_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    CuFunc *f = (CuFunc *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(f->pyfunc);
+    Py_VISIT(f->funcdef);
+    Py_VISIT(f->location);
+    Py_VISIT(f->identity);
+    Py_VISIT(f->resolver);
+    Py_VISIT(f->cache);
+    return 0;
+}
+
+static int
+cufunc_clear(PyObject *self)
+{
+    CuFunc *f = (CuFunc *)self;
+    Py_CLEAR(f->pyfunc);
+    Py_CLEAR(f->funcdef);
+    Py_CLEAR(f->location);
+    Py_CLEAR(f->identity);
+    Py_CLEAR(f->resolver);
+    Py_CLEAR(f->cache);
+    return 0;
+}
+
+static void
+cufunc_dealloc(PyObject *self)
+{
+    CuFunc *f = (CuFunc *)self;
+    PyObject *et, *ev, *tb;
+    /* a dealloc may run while an exception is pending (a temporary ufunc) */
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject_GC_UnTrack(self);
+    cufunc_clear(self);
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        CuLoop *l = &f->loops[i];
+        if ((l->mod || l->rmod) && cuda_drv != NULL && cuda_enter() == 0) {
+            if (l->mod) {
+                cuda_drv->ModuleUnload(l->mod);
+            }
+            if (l->rmod) {
+                cuda_drv->ModuleUnload(l->rmod);
+            }
+        }
+        PyErr_Clear();
+        cuda_code_clear(&l->code);
+    }
+    PyErr_Restore(et, ev, tb);
+    PyMem_Free(f->loops);
+    Py_CLEAR(f->name);
+    Py_CLEAR(f->doc);
+    Py_CLEAR(f->backend);
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    free(self);
+    Py_DECREF(tp);
+}
+
+/* ---- reduce ---- */
+
+/* One launch of the reduce entry (see kernels.c). */
+typedef struct RedPass {
+    Py_ssize_t m, kchunk, ktotal, nchunks, rstride;
+    int ndim;
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];     /* innermost first */
+    int grid, block;
+} RedPass;
+
+typedef struct RedPlan {
+    int npasses;
+    RedPass pass[2];
+} RedPlan;
+
+/*
+ * Reducing axis `axis` of (nd, shape, strides): one block per output
+ * element; when there are too few outputs to fill the device, the axis is
+ * cut into chunks of at least 4 blocks' worth, reduced into a scratch array
+ * of m*nchunks partials, which a second pass reduces.
+ */
+static void
+reduce_plan(int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, int axis,
+            Py_ssize_t itemsize, int sms, int block, RedPlan *rp)
+{
+    RedPass *p = &rp->pass[0];
+    memset(rp, 0, sizeof(*rp));
+    p->ktotal = shape[axis];
+    p->rstride = strides[axis];
+    p->m = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        if (d != axis) {
+            p->shape[p->ndim] = shape[d];
+            p->strides[p->ndim++] = strides[d];
+            p->m *= shape[d];
+        }
+    }
+    p->block = block;
+    Py_ssize_t want = (Py_ssize_t)sms * 4, nchunks = 1;
+    if (p->m < want && p->ktotal > (Py_ssize_t)block * 8) {
+        nchunks = (want + p->m - 1) / p->m;
+        Py_ssize_t most = (p->ktotal + (Py_ssize_t)block * 4 - 1) / ((Py_ssize_t)block * 4);
+        nchunks = nchunks < most ? nchunks : most;
+    }
+    p->nchunks = nchunks > 1 ? nchunks : 1;
+    p->kchunk = (p->ktotal + p->nchunks - 1) / p->nchunks;
+    Py_ssize_t total = p->m * p->nchunks, cap = (Py_ssize_t)CUDA_GRID_PER_SM * sms;
+    p->grid = (int)(total < 1 ? 1 : total < cap ? total : cap);
+    rp->npasses = 1;
+    if (p->nchunks > 1) {
+        RedPass *q = &rp->pass[1];
+        q->m = p->m;
+        q->ktotal = q->kchunk = p->nchunks;
+        q->nchunks = 1;
+        q->rstride = itemsize;
+        q->ndim = 1;
+        q->shape[0] = p->m;
+        q->strides[0] = itemsize * p->nchunks;
+        q->block = block;
+        q->grid = (int)(p->m < cap ? p->m : cap);
+        rp->npasses = 2;
+    }
+}
+
+static PyObject *
+red_pass_dict(const RedPass *p)
+{
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i,s:i}", "m", p->m, "kchunk", p->kchunk,
+                         "ktotal", p->ktotal, "nchunks", p->nchunks, "rstride", p->rstride,
+                         "grid", p->grid, "block", p->block);
+}
+
+static int
+red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssize_t itemsize,
+           CUstream s)
+{
+    void *ptrs[7 + 2 * CUDA_REDUCE_DIMS];
+    long long w[5 + 2 * CUDA_REDUCE_DIMS];
+    CUdeviceptr pin = in, pout = out;
+    int np = 0;
+    ptrs[np++] = &pin;
+    ptrs[np++] = &pout;
+    w[0] = p->m;
+    w[1] = p->kchunk;
+    w[2] = p->ktotal;
+    w[3] = p->nchunks;
+    w[4] = p->rstride;
+    for (int d = 0; d < CUDA_REDUCE_DIMS; d++) {
+        w[5 + d] = d < p->ndim ? p->shape[d] : 1;
+        w[5 + CUDA_REDUCE_DIMS + d] = d < p->ndim ? p->strides[d] : 0;
+    }
+    for (int j = 0; j < 5 + 2 * CUDA_REDUCE_DIMS; j++) {
+        ptrs[np++] = &w[j];
+    }
+    (void)itemsize;
+    return cuda_check(cuda_drv->LaunchKernel(l->red, (unsigned)p->grid, 1, 1, (unsigned)p->block,
+                                             1, 1, (unsigned)reduce_smem(p->block), s, ptrs,
+                                             NULL),
+                      "cuLaunchKernel (cuda ufunc reduce)");
+}
+
+typedef struct RedCall {
+    Operand op;
+    Py_ssize_t loop;
+    int axis;               /* -1: all (the array is flattened) */
+    PyObject *stream;
+    CUstream s;
+} RedCall;
+
+/* A host array to reduce -> its contiguous device copy (of the loop type). */
+static int
+upload_reduce(RedCall *rc, TsKind kind)
+{
+    Call c;
+    memset(&c, 0, sizeof(c));
+    c.stream = rc->stream;
+    c.s = rc->s;
+    return upload(&c, &rc->op, kind);
+}
+
+/* Parses reduce's arguments and checks them: nothing touches the device. */
+static int
+red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
+{
+    static char *kwlist[] = {"array", "axis", "stream", NULL};
+    PyObject *array, *axis_o = NULL;
+    memset(rc, 0, sizeof(*rc));
+    rc->stream = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO", kwlist, &array, &axis_o,
+                                     &rc->stream)) {
+        return -1;
+    }
+    if (f->nin != 2) {
+        PyErr_SetString(PyExc_ValueError, "reduce only supported for binary functions");
+        return -1;
+    }
+    if (!can_reduce(f)) {
+        PyErr_Format(PyExc_ValueError, "reduce of '%U' on the GPU needs identity= (a value or "
+                     "'reorderable'): the tree reduction reorders operands", f->name);
+        return -1;
+    }
+    if (cuda_stream_arg(rc->stream, &rc->s) < 0 || classify(array, &rc->op) < 0) {
+        return -1;
+    }
+    if (rc->op.what == OP_PYSCALAR || rc->op.nd == 0) {
+        PyErr_SetString(PyExc_ValueError, "reduce: cannot reduce a 0-d array or a scalar");
+        return -1;
+    }
+    int nd = rc->op.nd;
+    if (axis_o == Py_None) {
+        rc->axis = -1;
+    }
+    else {
+        long ax = axis_o ? PyLong_AsLong(axis_o) : 0;
+        if (ax == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (ax < -nd || ax >= nd) {
+            PyErr_Format(PyExc_IndexError, "axis %ld is out of bounds for array of dimension %d",
+                         ax, nd);
+            return -1;
+        }
+        rc->axis = (int)(ax < 0 ? ax + nd : ax);
+    }
+    Operand pair[2] = {rc->op, rc->op};
+    if ((rc->loop = resolve(f, pair, 0)) < 0) {
+        return -1;
+    }
+    if (f->loops[rc->loop].code.reduce_ptx == NULL) {
+        PyErr_Format(PyExc_TypeError, "reduce: loop %zd of '%U' is not (T, T) -> T",
+                     rc->loop, f->name);
+        return -1;
+    }
+    if (rc->op.what == OP_DEVICE
+        && rc->op.dtype->type_num != ts_kind_typenum(f->loops[rc->loop].sig.ret.kind)) {
+        PyErr_Format(PyExc_NotImplementedError, "reduce: a device array of dtype %R needs a cast",
+                     rc->op.dtype);
+        return -1;
+    }
+    return 0;
+}
+
+/* The (nd, shape, strides, axis) the kernel sees: axis=None flattens. */
+static int
+red_geometry(RedCall *rc, Py_ssize_t itemsize, int *nd, Py_ssize_t *shape, Py_ssize_t *strides,
+             int *axis)
+{
+    Operand *op = &rc->op;
+    if (rc->axis >= 0) {
+        *nd = op->nd;
+        memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)op->nd);
+        memcpy(strides, op->strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+        *axis = rc->axis;
+        return 0;
+    }
+    Py_ssize_t n = 1, expect = itemsize;
+    for (int d = op->nd - 1; d >= 0; d--) {
+        if (op->shape[d] != 1 && op->strides[d] != expect) {
+            PyErr_SetString(PyExc_NotImplementedError, "reduce(axis=None) of a non-contiguous "
+                            "device array: copy it first");
+            return -1;
+        }
+        expect *= op->shape[d];
+        n *= op->shape[d];
+    }
+    *nd = 1;
+    shape[0] = n;
+    strides[0] = itemsize;
+    *axis = 0;
+    return 0;
+}
+
+static PyObject *
+red_shape(RedCall *rc)
+{
+    if (rc->axis < 0) {
+        return PyTuple_New(0);
+    }
+    PyObject *t = PyTuple_New(rc->op.nd - 1);
+    for (int d = 0, j = 0; t && d < rc->op.nd; d++) {
+        if (d != rc->axis) {
+            PyTuple_SetItem(t, j++, PyLong_FromSsize_t(rc->op.shape[d]));
+        }
+    }
+    return t;
+}
+
+static PyObject *
+cufunc_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New(), *v, *r = NULL;
+    int sms = 132, block = 256;
+    if (kw == NULL) {
+        return NULL;
+    }
+    if ((v = PyDict_GetItemString(kw, "sm_count")) != NULL) {
+        sms = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "sm_count");
+    }
+    if ((v = PyDict_GetItemString(kw, "block")) != NULL) {
+        block = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "block");
+    }
+    RedCall rc;
+    if (red_prepare(f, args, kw, &rc) == 0) {
+        Py_ssize_t item = ts_itemsize(f->loops[rc.loop].sig.ret.kind);
+        if (rc.op.what == OP_HOST) {
+            Py_ssize_t s = item;
+            for (int d = rc.op.nd - 1; d >= 0; d--) {
+                rc.op.strides[d] = s;
+                s *= rc.op.shape[d];
+            }
+        }
+        int nd, axis;
+        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+        RedPlan rp;
+        if (red_geometry(&rc, item, &nd, shape, strides, &axis) == 0) {
+            reduce_plan(nd, shape, strides, axis, item, sms, block, &rp);
+            r = PyList_New(rp.npasses);
+            for (int i = 0; r && i < rp.npasses; i++) {
+                PyList_SetItem(r, i, red_pass_dict(&rp.pass[i]));
+            }
+        }
+    }
+    operands_clear(&rc.op, 1);
+    Py_DECREF(kw);
+    return r;
+}
+
+/* An empty reduction: the identity everywhere (NumPy's ValueError without one). */
+static PyObject *
+red_identity(CuFunc *f, RedCall *rc, TsKind kind)
+{
+    PyObject *identity = get_identity((PyObject *)f, NULL), *np = NULL, *r = NULL;
+    PyObject *shape = red_shape(rc);
+    if (identity == NULL || shape == NULL) {
+        goto done;
+    }
+    if (identity == Py_None) {
+        PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %U which has "
+                     "no identity", f->name);
+        goto done;
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    np = PyImport_ImportModule("numpy");
+    r = np ? PyObject_CallMethod(np, "full", "OOO", shape, identity, (PyObject *)d) : NULL;
+    Py_XDECREF(d);
+    if (r != NULL && rc->op.what == OP_DEVICE) {
+        Py_INCREF(PyArray_DESCR((PyArrayObject *)r));
+        PyObject *dev = cuda_array_empty(PyArray_DESCR((PyArrayObject *)r),
+                                         PyArray_NDIM((PyArrayObject *)r),
+                                         PyArray_DIMS((PyArrayObject *)r), rc->stream);
+        PyObject *ok = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", r, rc->stream)
+                           : NULL;
+        Py_XDECREF(ok);
+        Py_DECREF(r);
+        r = ok ? dev : NULL;
+        if (ok == NULL) {
+            Py_XDECREF(dev);
+        }
+    }
+    else if (r != NULL && PyArray_NDIM((PyArrayObject *)r) == 0) {
+        r = PyArray_Return((PyArrayObject *)r);
+    }
+done:
+    Py_XDECREF(identity);
+    Py_XDECREF(shape);
+    Py_XDECREF(np);
+    return r;
+}
+
+static PyObject *
+cufunc_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    RedCall rc;
+    PyObject *result = NULL, *res = NULL, *scratch = NULL, *shape = NULL;
+    if (red_prepare(f, args, kwargs, &rc) < 0) {
+        operands_clear(&rc.op, 1);
+        return NULL;
+    }
+    CuLoop *l = &f->loops[rc.loop];
+    TsKind kind = l->sig.ret.kind;
+    Py_ssize_t item = ts_itemsize(kind);
+    int nd, axis, sms;
+    Py_ssize_t gshape[NPY_MAXDIMS], gstrides[NPY_MAXDIMS], oshape[NPY_MAXDIMS];
+    int ond = 0;
+    if (ensure_loaded(f, l, 1) < 0 || (sms = sm_count()) < 0
+        || (rc.op.what == OP_HOST && upload_reduce(&rc, kind) < 0)
+        || red_geometry(&rc, item, &nd, gshape, gstrides, &axis) < 0) {
+        goto error;
+    }
+    if (gshape[axis] == 0) {
+        result = red_identity(f, &rc, kind);
+        goto error;
+    }
+    for (int d = 0; d < rc.op.nd && rc.axis >= 0; d++) {
+        if (d != rc.axis) {
+            oshape[ond++] = rc.op.shape[d];
+        }
+    }
+    RedPlan rp;
+    reduce_plan(nd, gshape, gstrides, axis, item, sms, l->red_block, &rp);
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    if (d == NULL || (res = cuda_array_empty(d, ond, oshape, rc.stream)) == NULL) {
+        goto error;
+    }
+    CudaArrayInfo ri;
+    cuda_array_info(res, &ri);
+    if (rp.pass[0].m > 0) {
+        if (rp.npasses == 2) {
+            Py_ssize_t n = rp.pass[0].m * rp.pass[0].nchunks;
+            PyArray_Descr *sd = PyArray_DescrFromType(ts_kind_typenum(kind));
+            CudaArrayInfo si;
+            if (sd == NULL || (scratch = cuda_array_empty(sd, 1, &n, rc.stream)) == NULL) {
+                goto error;
+            }
+            cuda_array_info(scratch, &si);
+            if (red_launch(l, &rp.pass[0], rc.op.ptr, si.ptr, item, rc.s) < 0
+                || red_launch(l, &rp.pass[1], si.ptr, ri.ptr, item, rc.s) < 0) {
+                goto error;
+            }
+        }
+        else if (red_launch(l, &rp.pass[0], rc.op.ptr, ri.ptr, item, rc.s) < 0) {
+            goto error;
+        }
+    }
+    if (rc.op.dev == NULL) {            /* device in, device out: asynchronous */
+        result = res;
+        res = NULL;
+        goto error;
+    }
+    PyObject *host = PyObject_CallMethod(res, "copy_to_host", "OO", Py_None, rc.stream);
+    if (host != NULL) {
+        CUresult r;
+        Py_BEGIN_ALLOW_THREADS
+        r = cuda_drv->StreamSynchronize(rc.s);
+        Py_END_ALLOW_THREADS
+        if (cuda_check(r, "cuStreamSynchronize") < 0) {
+            Py_CLEAR(host);
+        }
+    }
+    result = host && PyArray_NDIM((PyArrayObject *)host) == 0
+             ? PyArray_Return((PyArrayObject *)host) : host;
+error:
+    Py_XDECREF(shape);
+    Py_XDECREF(scratch);
+    Py_XDECREF(res);
+    operands_clear(&rc.op, 1);
+    return result;
+}
+
+static PyGetSetDef cufunc_getset[] = {
+    {"nin", get_nin, NULL, NULL, NULL},
+    {"nout", get_nout, NULL, NULL, NULL},
+    {"nargs", get_nargs, NULL, NULL, NULL},
+    {"ntypes", get_ntypes, NULL, NULL, NULL},
+    {"types", get_types, NULL, NULL, NULL},
+    {"identity", get_identity, NULL, NULL, NULL},
+    {"__name__", get_name, NULL, NULL, NULL},
+    {"__doc__", get_doc, NULL, NULL, NULL},
+    {"py_func", get_pyfunc, NULL, NULL, NULL},
+    {"signatures", get_signatures, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyMethodDef cufunc_methods[] = {
+    {"reduce", (PyCFunction)(void (*)(void))cufunc_reduce, METH_VARARGS | METH_KEYWORDS,
+     "reduce(array, axis=0, stream=None): a tree reduction on the device"},
+    {"inspect_ptx", inspect_ptx, METH_VARARGS,
+     "inspect_ptx(signature=None, reduce=False): the PTX of one signature"},
+    {"inspect_llvm", inspect_llvm, METH_VARARGS,
+     "inspect_llvm(signature=None): the LLVM IR handed to the PTX back end"},
+    {"_plan", (PyCFunction)(void (*)(void))cufunc_plan, METH_VARARGS | METH_KEYWORDS,
+     "Test hook: the launch plan of a call, without a GPU."},
+    {"_resolve", cufunc_resolve, METH_VARARGS, "Test hook: the loop a call would use."},
+    {"_reduce_plan", (PyCFunction)(void (*)(void))cufunc_reduce_plan,
+     METH_VARARGS | METH_KEYWORDS, "Test hook: the reduce launches, without a GPU."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot cufunc_slots[] = {
+    {Py_tp_dealloc, cufunc_dealloc},
+    {Py_tp_traverse, cufunc_traverse},
+    {Py_tp_clear, cufunc_clear},
+    {Py_tp_call, cufunc_call},
+    {Py_tp_repr, cufunc_repr},
+    {Py_tp_getset, cufunc_getset},
+    {Py_tp_methods, cufunc_methods},
+    {0, NULL},
+};
+
+static PyType_Spec cufunc_spec = {
+    "numbavec.cuda.CUDAUFunc", sizeof(CuFunc), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cufunc_slots,
+};
+
+/*
+ * _cuda_vectorize(pyfunc, funcdef, source, signatures, identity=None,
+ *                 fastmath=False, name=, doc=, arch='sm_90', backend=None)
+ * signatures may be empty: compiled on call for the inputs' dtypes.
+ */
+static PyObject *
+cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "identity",
+                             "fastmath", "name", "doc", "arch", "backend", "nin", NULL};
+    PyObject *pyfunc, *funcdef, *source, *sigs, *identity = Py_None, *name, *doc = Py_None;
+    PyObject *backend = Py_None;
+    const char *arch = "sm_90";
+    int fastmath = 0, nin = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OpUOsOi", kwlist, &pyfunc, &funcdef,
+                                     &source, &sigs, &identity, &fastmath, &name, &doc, &arch,
+                                     &backend, &nin)) {
+        return NULL;
+    }
+    TsSignature *list = NULL;
+    Py_ssize_t n = 0;
+    if (PySequence_Size(sigs) > 0 && ts_parse_signature_list(sigs, &list, &n) < 0) {
+        return NULL;
+    }
+    PyErr_Clear();
+    CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)cufunc_type);
+    if (f == NULL) {
+        PyMem_Free(list);
+        return NULL;
+    }
+    f->name = Py_NewRef(name);
+    f->doc = Py_NewRef(doc);
+    f->pyfunc = Py_NewRef(pyfunc);
+    f->funcdef = Py_NewRef(funcdef);
+    f->location = Py_NewRef(source);
+    f->backend = Py_NewRef(backend);
+    f->reorderable = PyUnicode_Check(identity)
+                     && PyUnicode_CompareWithASCIIString(identity, "reorderable") == 0;
+    f->identity = Py_NewRef(identity);
+    f->resolver = NULL;
+    f->cache = PyDict_New();
+    f->fastmath = fastmath;
+    f->loops = NULL;
+    f->nloops = 0;
+    f->nin = n > 0 ? list[0].nargs : nin;
+    snprintf(f->arch, sizeof(f->arch), "%s", arch);
+    PyObject_GC_Track((PyObject *)f);
+    if (f->cache == NULL) {
+        goto error;
+    }
+    if (f->nin < 1) {
+        PyErr_SetString(PyExc_TypeError, "a cuda ufunc takes at least one argument");
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (list[i].nargs != f->nin) {
+            PyErr_SetString(PyExc_TypeError, "all signatures must take the same number of "
+                            "arguments");
+            goto error;
+        }
+        if (add_loop(f, &list[i]) < 0) {
+            goto error;
+        }
+    }
+    if (rebuild_resolver(f) < 0) {
+        goto error;
+    }
+    PyMem_Free(list);
+    return (PyObject *)f;
+error:
+    PyMem_Free(list);
+    Py_DECREF(f);
+    return NULL;
+}
+
+static PyMethodDef cufunc_functions[] = {
+    {"_cuda_vectorize", (PyCFunction)(void (*)(void))cuda_vectorize,
+     METH_VARARGS | METH_KEYWORDS, "the cuda target of vectorize"},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+cuda_cufunc_init(PyObject *module)
+{
+    cufunc_type = PyType_FromSpec(&cufunc_spec);
+    if (cufunc_type == NULL || PyModule_AddObjectRef(module, "CUDAUFunc", cufunc_type) < 0
+        || PyModule_AddFunctions(module, cufunc_functions) < 0) {
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,295 @@
+"""The cuda target of @vectorize: host-side logic on every machine (type
+resolution against NumPy, broadcast plans, launch sizes, PTX through ptxas)
+and, where a GPU is present, the calls themselves against NumPy."""
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from numbavec import cuda, float32, vectorize
+from numbavec import _core
+from numbavec._source import KernelSource
+
+PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+have_ptxas = pytest.mark.skipif(not shutil.which(PTXAS) and not __import__("os").path.exists(PTXAS),
+                                reason="no ptxas")
+gpu = pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")
+
+SIGS = ["float64(float64, float64)", "float32(float32, float32)", "int64(int64, int64)",
+        "int32(int32, int32)", "uint8(uint8, uint8)", "complex64(complex64, complex64)"]
+
+
+def add(a, b):
+    return a + b
+
+
+def saxpy(a, x, y):
+    return a * x + y
+
+
+SQRT_2PI = np.float32((2 * math.pi) ** 0.5)
+
+
+def gaussian_pdf(x, mean, sigma):
+    return math.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * SQRT_2PI)
+
+
+@cuda.jit(device=True)
+def polar_to_cartesian(rho, theta):
+    x = rho * math.cos(theta)
+    y = rho * math.sin(theta)
+    return x, y
+
+
+def polar_distance(rho1, theta1, rho2, theta2):
+    x1, y1 = polar_to_cartesian(rho1, theta1)
+    x2, y2 = polar_to_cartesian(rho2, theta2)
+    return ((x1 - x2) ** 2 + (y1 - y2) ** 2) ** 0.5
+
+
+def vmult(a, b):
+    return a * b
+
+
+EXAMPLES = [
+    (saxpy, ["float32(float32, float32, float32)"]),
+    (gaussian_pdf, ["float32(float32, float32, float32)"]),
+    (polar_distance, ["float32(float32, float32, float32, float32)"]),
+    (add, ["float32(float32, float32)"]),
+    (vmult, ["complex64(complex64, complex64)"]),
+]
+
+
+def cu(pyfunc, sigs, arch="sm_90", identity=None):
+    src = KernelSource(pyfunc)
+    return _core._cuda_vectorize(pyfunc, src.funcdef, src.location, sigs, identity=identity,
+                                 name=pyfunc.__name__, doc=pyfunc.__doc__, arch=arch)
+
+
+# ---- on every machine ----
+
+def test_attributes_without_gpu():
+    f = vectorize(SIGS, target="cuda", identity=0)(add)
+    cpu = vectorize(SIGS, identity=0)(add)
+    assert (f.nin, f.nout, f.nargs, f.ntypes) == (2, 1, 3, len(SIGS))
+    assert f.types == cpu.types
+    assert f.identity == cpu.identity == 0
+    assert f.__name__ == "add" and f.py_func is add
+    assert "nv_add_0_c32" in f.inspect_ptx("float64(float64, float64)")
+    assert "define" in f.inspect_llvm("float32(float32, float32)")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return vectorize(SIGS, target="cuda")(add), vectorize(SIGS)(add)
+
+
+VALUES = [np.float64(1), np.float32(1), np.int64(1), np.int32(1), np.uint8(1), np.int8(1),
+          np.uint16(1), np.complex64(1), np.bool_(True), 1, 1.0, 1j, 300, -1]
+
+
+@pytest.mark.parametrize("a", VALUES, ids=repr)
+@pytest.mark.parametrize("b", [np.ones(3, "f4"), np.ones(3, "i4"), np.ones(3, "u1"),
+                               np.ones(3, "i8"), np.ones(3, "c8"), np.ones(3, "f8")],
+                         ids=lambda x: str(x.dtype))
+def test_resolution_matches_numpy(a, b, pair):
+    f, cpu = pair
+    try:
+        want = cpu(a, b).dtype
+    except (TypeError, OverflowError) as e:
+        with pytest.raises(type(e)):
+            f._resolve(a, b)
+            # OverflowError comes from the scalar conversion at call time
+            raise TypeError
+        return
+    got = f._resolve(a, b)
+    assert np.dtype(got[-1]) == want
+    assert got in cpu.types
+
+
+def test_plan_contiguous_and_scalar():
+    f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
+    x = np.ones(1000, "f4")
+    p = f._plan(np.float32(2), x, x, sm_count=132, block=256)
+    assert p["kernel"] == "c32" and p["n"] == 1000
+    assert p["strides"] == ((0,), (4,), (4,), (4,))
+    assert (p["block"], p["grid"]) == (256, 4)
+
+
+def test_plan_grid_capped():
+    f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
+    x = np.ones(10**7, "f4")
+    p = f._plan(1.0, x, x, sm_count=132, block=256)
+    assert p["grid"] == 32 * 132
+
+
+def test_plan_broadcast_zero_strides():
+    f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
+    p = f._plan(np.ones((4, 1), "f4"), np.ones(5, "f4"), 2.0, sm_count=2, block=8)
+    assert p["kernel"] == "s32" and p["shape"] == (4, 5)
+    assert p["strides"][0] == (4, 0) and p["strides"][1] == (0, 4) and p["strides"][2] == (0, 0)
+    assert p["strides"][3] == (20, 4)
+
+
+def test_plan_device_strided_and_64bit():
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    a = _core._cuda_test_array(0x1000, (3, 4), "float32", strides=(40, 8))
+    p = f._plan(a, 1.0)
+    assert p["kernel"] == "s32" and p["strides"][0] == (40, 8)
+    merged = _core._cuda_test_array(0x1000, (3, 4), "float32", strides=(32, 8))
+    assert f._plan(merged, 1.0)["strides"][0] == (8,)
+    big = _core._cuda_test_array(0x1000, (2**31 + 10,), "float32")
+    assert f._plan(big, 1.0)["kernel"] == "c64"
+    neg = _core._cuda_test_array(0x1000, (10,), "float32", strides=(-4,))
+    assert f._plan(neg, 1.0)["kernel"] == "s32"
+
+
+def test_errors_before_launch():
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    with pytest.raises(ValueError):
+        f._plan(np.ones(3, "f4"), np.ones(4, "f4"))
+    with pytest.raises(TypeError):
+        f._plan(np.ones(3, "c16"), np.ones(3, "f4"))
+    with pytest.raises(ValueError):
+        f._plan(np.ones(3, "f4"), np.ones(3, "f4"), out=np.ones(4, "f4"))
+    with pytest.raises(TypeError):
+        f._plan(np.ones(3, "f4"), np.ones(3, "f4"), out=np.ones(3, "i4"))
+
+
+def test_reduce_plan():
+    f = vectorize(["float32(float32, float32)"], target="cuda", identity=0)(add)
+    one = f._reduce_plan(np.ones((30, 40), "f4"), axis=1)
+    assert len(one) == 1 and one[0]["m"] == 30 and one[0]["ktotal"] == 40
+    two = f._reduce_plan(np.ones(10**6, "f4"), axis=None, sm_count=132, block=256)
+    assert len(two) == 2 and two[1]["ktotal"] == two[0]["nchunks"]
+    assert two[0]["kchunk"] * two[0]["nchunks"] >= 10**6
+    with pytest.raises(ValueError):
+        vectorize(["float32(float32, float32)"], target="cuda")(add).reduce(np.ones(3, "f4"))
+
+
+@have_ptxas
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+@pytest.mark.parametrize("pyfunc,sigs", EXAMPLES, ids=lambda v: getattr(v, "__name__", ""))
+def test_example_ptx_assembles(tmp_path, pyfunc, sigs, arch):
+    f = cu(pyfunc, sigs, arch=arch, identity=0 if pyfunc in (add, vmult) else None)
+    ptxs = [f.inspect_ptx()]
+    if pyfunc in (add, vmult):
+        ptxs.append(f.inspect_ptx(None, True))
+    for i, ptx in enumerate(ptxs):
+        for v in ("_c32", "_c64", "_s32", "_s64") if i == 0 else ("_r",):
+            assert f".entry nv_{pyfunc.__name__}_0{v}" in ptx
+        path = tmp_path / f"k{i}.ptx"
+        path.write_text(ptx)
+        r = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", str(tmp_path / "k.o")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+def test_call_without_gpu_is_a_support_error():
+    if cuda.is_available():
+        pytest.skip("a GPU is present")
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    with pytest.raises(cuda.CudaSupportError):
+        f(np.ones(3, "f4"), np.ones(3, "f4"))
+
+
+# ---- on a GPU ----
+
+@gpu
+def test_example_1_saxpy():
+    @vectorize([float32(float32, float32, float32)], target='gpu')
+    def vec_saxpy(a, x, y):
+        return a * x + y
+
+    x = np.arange(1_000_000, dtype='float32'); y = np.arange(1_000_000, dtype='float32')
+    out = vec_saxpy(np.float32(2.0), x, y)
+    np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)
+
+
+@gpu
+def test_example_3_gaussian():
+    f = vectorize(['float32(float32, float32, float32)'], target='cuda')(gaussian_pdf)
+    x = np.random.uniform(-3, 3, size=1_000_000).astype(np.float32)
+    got = f(x, 0.0, 1.0)
+    np.testing.assert_allclose(got, np.exp(-0.5 * x * x) / SQRT_2PI, rtol=1e-5)
+
+
+@gpu
+def test_example_4_polar():
+    f = vectorize(['float32(float32, float32, float32, float32)'], target='cuda')(polar_distance)
+    r = np.random.rand(4, 1000).astype(np.float32)
+    got = f(*r)
+    want = np.vectorize(polar_distance)(*r.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@gpu
+def test_example_5_device_out():
+    @vectorize(['float32(float32, float32)'], target='cuda')
+    def add_ufunc(x, y):
+        return x + y
+
+    n = 100_000
+    x = np.arange(n).astype(np.float32); y = 2 * x
+    x_device = cuda.to_device(x); y_device = cuda.to_device(y)
+    out_device = cuda.device_array(shape=(n,), dtype=np.float32)
+    add_ufunc(x_device, y_device, out=out_device)
+    out_host = out_device.copy_to_host()
+    cuda.synchronize()
+    np.testing.assert_array_equal(out_host, x + y)
+
+
+@gpu
+def test_example_6_inplace_complex():
+    f = vectorize(['complex64(complex64, complex64)'], target='gpu')(vmult)
+    a = (np.random.rand(512) + 1j * np.random.rand(512)).astype(np.complex64)
+    b = (np.random.rand(512) + 1j * np.random.rand(512)).astype(np.complex64)
+    d_image, d_response = cuda.to_device(a), cuda.to_device(b)
+    vmult_r = f(d_image, d_response, out=d_image)
+    assert vmult_r is d_image
+    np.testing.assert_allclose(d_image.copy_to_host(), a * b, rtol=1e-6)
+
+
+@gpu
+@pytest.mark.parametrize("shape_a,shape_b", [((4, 1), (5,)), ((2, 3, 4), (3, 1)), ((7,), ())])
+def test_broadcast_and_strided(shape_a, shape_b):
+    f = vectorize(SIGS, target="cuda")(add)
+    a = np.random.rand(*shape_a)
+    b = np.random.rand(*shape_b) if shape_b else 2.5
+    np.testing.assert_allclose(f(a, b), a + b)
+    big = np.random.rand(6, 8)[::2, ::-3]
+    np.testing.assert_allclose(f(big, 1.0), big + 1.0)
+    d = cuda.to_device(np.random.rand(6, 8))[::2, 1::3]
+    np.testing.assert_allclose(f(d, d).copy_to_host(), 2 * d.copy_to_host())
+
+
+@gpu
+def test_scalars_and_out_host():
+    f = vectorize(SIGS, target="cuda")(add)
+    r = f(1.0, 2.0)
+    assert r == 3.0 and np.isscalar(r)
+    out = np.empty(3, "f8")
+    assert f(np.ones(3, "f4"), np.ones(3, "f4"), out=out) is out
+    np.testing.assert_array_equal(out, 2.0)
+
+
+@gpu
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_reduce(axis):
+    f = vectorize(["float64(float64, float64)"], target="cuda", identity=0)(add)
+    a = np.random.rand(300, 70)
+    np.testing.assert_allclose(f.reduce(a, axis=axis), a.sum(axis=axis))
+    d = cuda.to_device(a)
+    np.testing.assert_allclose(f.reduce(d, axis=axis).copy_to_host() if axis is not None
+                               else f.reduce(d, axis=None).copy_to_host(), a.sum(axis=axis))
+    big = np.random.rand(3_000_000)
+    np.testing.assert_allclose(f.reduce(big, axis=0), big.sum(), rtol=1e-9)
+
+
+@gpu
+def test_lazy():
+    f = vectorize(target="cuda")(add)
+    np.testing.assert_array_equal(f(np.arange(4), np.arange(4)), np.arange(4) * 2)
+    assert f.ntypes == 1
