@@ -51,9 +51,11 @@ int cc_arena_keep(CcArena *arena, PyObject *obj);
  */
 typedef enum CcTypeKind {
     CT_SCALAR,
-    CT_WEAK_INT, CT_WEAK_FLOAT, CT_WEAK_COMPLEX,
+    CT_WEAK_INT,
+    CT_WEAK_FLOAT,
+    CT_WEAK_COMPLEX,
     CT_TUPLE,
-    CT_ARRAY,             /* a gufunc kernel's array argument: scalar, n = ndim */
+    CT_ARRAY, /* a gufunc kernel's array argument: scalar, n = ndim */
 } CcTypeKind;
 
 typedef struct CcType CcType;
@@ -64,10 +66,10 @@ struct CcType {
     const CcType **elems; /* CT_TUPLE */
 };
 
-const CcType *cc_scalar_type(TsKind kind);   /* static singletons */
+const CcType *cc_scalar_type(TsKind kind); /* static singletons */
 const CcType *cc_weak_type(CcTypeKind kind);
-const CcType *cc_array_type(TsKind kind, int ndim);   /* static singletons */
-TsKind cc_storage(const CcType *t);          /* the kind a value is held in */
+const CcType *cc_array_type(TsKind kind, int ndim); /* static singletons */
+TsKind cc_storage(const CcType *t);                 /* the kind a value is held in */
 int cc_is_weak(const CcType *t);
 /* NumPy 2's result_type of two value types (weak rules of NEP 50). */
 const CcType *cc_promote(const CcType *a, const CcType *b);
@@ -77,68 +79,90 @@ const char *cc_type_name(const CcType *t, char *buf, size_t size);
 
 typedef enum CcNodeKind {
     /* expressions */
-    ND_CONST,      /* ival / fval / cval, with a (possibly weak) type */
-    ND_VAR,        /* a local variable or parameter: var */
-    ND_BINOP,      /* op, lhs, rhs */
-    ND_UNARY,      /* op (OP_NEG, OP_POS, OP_INVERT, OP_NOT), lhs */
-    ND_COMPARE,    /* chained: args[0] ops[0] args[1] ops[1] args[2] ... */
-    ND_BOOLOP,     /* op (OP_AND / OP_OR), args: Python's value semantics */
-    ND_IFEXP,      /* cond ? then : els */
-    ND_CALL,       /* builtin, args */
-    ND_TUPLE,      /* args */
-    ND_GETITEM,    /* lhs[index] with a constant index (tuples) */
-    ND_INLINE,     /* an inlined device function: then (body), var (result) */
+    ND_CONST,   /* ival / fval / cval, with a (possibly weak) type */
+    ND_VAR,     /* a local variable or parameter: var */
+    ND_BINOP,   /* op, lhs, rhs */
+    ND_UNARY,   /* op (OP_NEG, OP_POS, OP_INVERT, OP_NOT), lhs */
+    ND_COMPARE, /* chained: args[0] ops[0] args[1] ops[1] args[2] ... */
+    ND_BOOLOP,  /* op (OP_AND / OP_OR), args: Python's value semantics */
+    ND_IFEXP,   /* cond ? then : els */
+    ND_CALL,    /* builtin, args */
+    ND_TUPLE,   /* args */
+    ND_GETITEM, /* lhs[index] with a constant index (tuples) */
+    ND_INLINE,  /* an inlined device function: then (body), var (result) */
     /* statements */
-    ND_BLOCK,      /* args: statements */
-    ND_ASSIGN,     /* var = rhs */
-    ND_UNPACK,     /* vars[...] = rhs (a tuple) */
-    ND_RETURN,     /* lhs (the value); var: the result variable of the
+    ND_BLOCK,     /* args: statements */
+    ND_ASSIGN,    /* var = rhs */
+    ND_UNPACK,    /* vars[...] = rhs (a tuple) */
+    ND_RETURN,    /* lhs (the value); var: the result variable of the
                       innermost ND_INLINE when inside a device function */
-    ND_IF,         /* cond, then, els (els may be NULL) */
-    ND_WHILE,      /* cond, then (body), els (else clause, may be NULL) */
-    ND_FOR_RANGE,  /* var = range(args[0..2]): then (body), els (else) */
+    ND_IF,        /* cond, then, els (els may be NULL) */
+    ND_WHILE,     /* cond, then (body), els (else clause, may be NULL) */
+    ND_FOR_RANGE, /* var = range(args[0..2]): then (body), els (else) */
     ND_BREAK,
     ND_CONTINUE,
-    ND_EXPR,       /* lhs evaluated for its effects */
+    ND_EXPR, /* lhs evaluated for its effects */
     /* arrays (gufunc kernels) */
-    ND_INDEX,      /* lhs[args[0], ...]: an element of the array lhs (expression) */
-    ND_ARRAYATTR,  /* lhs.shape / .size / .ndim or len(lhs): index is a CcArrayAttr */
-    ND_SETITEM,    /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it) */
+    ND_INDEX,     /* lhs[args[0], ...]: an element of the array lhs (expression) */
+    ND_ARRAYATTR, /* lhs.shape / .size / .ndim or len(lhs): index is a CcArrayAttr */
+    ND_SETITEM,   /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it) */
 } CcNodeKind;
 
 typedef enum CcArrayAttr {
-    AA_SHAPE, AA_SIZE, AA_NDIM, AA_LEN,
+    AA_SHAPE,
+    AA_SIZE,
+    AA_NDIM,
+    AA_LEN,
 } CcArrayAttr;
 
 typedef enum CcOp {
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
-    OP_LSHIFT, OP_RSHIFT, OP_BITAND, OP_BITOR, OP_BITXOR,
-    OP_NEG, OP_POS, OP_INVERT, OP_NOT,
-    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
-    OP_AND, OP_OR,
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MOD,
+    OP_POW,
+    OP_LSHIFT,
+    OP_RSHIFT,
+    OP_BITAND,
+    OP_BITOR,
+    OP_BITXOR,
+    OP_NEG,
+    OP_POS,
+    OP_INVERT,
+    OP_NOT,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP_AND,
+    OP_OR,
 } CcOp;
 
 typedef struct CcVar {
     const char *name;
     int index;
     int is_param;
-    const CcType *ty;      /* set by typeinfer */
-    void *slot;            /* emit.c: the alloca (LLVMValueRef) */
+    const CcType *ty; /* set by typeinfer */
+    void *slot;       /* emit.c: the alloca (LLVMValueRef) */
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
  * described by CcFunction; its nodes have src NULL). */
 typedef struct CcSource {
-    const char *name;        /* the function's name */
+    const char *name; /* the function's name */
     const char *filename;
-    PyObject *lines;         /* list of str, kept alive by the arena */
-    int first_line;          /* file line of lines[0] */
-    int line_offset;         /* added to ast line numbers */
+    PyObject *lines; /* list of str, kept alive by the arena */
+    int first_line;  /* file line of lines[0] */
+    int line_offset; /* added to ast line numbers */
 } CcSource;
 
 typedef struct CcLoc {
-    int line, col;         /* 1-based line in the file, 0-based column */
-    const CcSource *src;   /* NULL: the kernel's own source */
+    int line, col;       /* 1-based line in the file, 0-based column */
+    const CcSource *src; /* NULL: the kernel's own source */
 } CcLoc;
 
 typedef struct CcNode CcNode;
@@ -146,18 +170,18 @@ struct CcNode {
     CcNodeKind kind;
     CcOp op;
     CcLoc loc;
-    const CcType *ty;      /* set by typeinfer (expressions) */
+    const CcType *ty; /* set by typeinfer (expressions) */
     CcNode *lhs, *rhs, *cond, *then, *els;
     CcNode **args;
     int nargs;
-    CcOp *ops;             /* ND_COMPARE: nargs - 1 operators */
+    CcOp *ops; /* ND_COMPARE: nargs - 1 operators */
     CcVar *var;
-    CcVar **vars;          /* ND_UNPACK targets */
-    int builtin;           /* ND_CALL: a CcBuiltin */
-    int index;             /* ND_GETITEM */
+    CcVar **vars; /* ND_UNPACK targets */
+    int builtin;  /* ND_CALL: a CcBuiltin */
+    int index;    /* ND_GETITEM */
     /* ND_CONST */
-    long long ival;        /* ints and bools (uint64 bit pattern) */
-    double fval, fimag;    /* floats; complex: fval + fimag j */
+    long long ival;     /* ints and bools (uint64 bit pattern) */
+    double fval, fimag; /* floats; complex: fval + fimag j */
 };
 
 /* One function being compiled for one signature. */
@@ -165,16 +189,16 @@ typedef struct CcFunction {
     CcArena *arena;
     const char *name;
     const char *filename;
-    PyObject *source_lines;  /* borrowed: list of str, for error carets */
-    int line_offset;         /* added to ast line numbers */
-    int first_line;          /* file line of source_lines[0] */
+    PyObject *source_lines; /* borrowed: list of str, for error carets */
+    int line_offset;        /* added to ast line numbers */
+    int first_line;         /* file line of source_lines[0] */
     CcVar **vars;
     int nvars, cap_vars;
     int nparams;
-    int ninline;             /* device functions inlined so far (name prefixes) */
-    CcNode *body;            /* ND_BLOCK */
-    const CcType *ret;       /* declared (scalar) or inferred; NULL: void (gufunc) */
-    int boundscheck;         /* gufunc kernels: check indices (cc_emit_gufunc_kernel) */
+    int ninline;       /* device functions inlined so far (name prefixes) */
+    CcNode *body;      /* ND_BLOCK */
+    const CcType *ret; /* declared (scalar) or inferred; NULL: void (gufunc) */
+    int boundscheck;   /* gufunc kernels: check indices (cc_emit_gufunc_kernel) */
 } CcFunction;
 
 /* ---- lower.c ---- */
@@ -193,40 +217,83 @@ int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);
 
 /* How a builtin is typed and emitted (typeinfer.c and emit.c switch on it). */
 typedef enum CcFlavor {
-    FL_ABS, FL_MIN, FL_MAX,      /* Python's abs/min/max; np.abs */
-    FL_INT, FL_FLOAT, FL_COMPLEX, /* Python casts: weak results */
-    FL_BOOL,                     /* bool(x): truth value */
-    FL_CAST,                     /* np.float32(x) ...: op is the TsKind */
-    FL_MATH,                     /* math.f: float in, Python float out */
-    FL_MATH_INT,                 /* math.floor/ceil/trunc: an int out */
-    FL_MATH_PRED,                /* math.isnan ...: bool out */
-    FL_NP,                       /* np.f: the argument's float kind out */
-    FL_NP_PRED,                  /* np.isnan ...: bool out */
-    FL_NP_MINMAX,                /* np.minimum/np.maximum: NaN-propagating */
-    FL_REAL, FL_IMAG, FL_CONJ,   /* x.real, x.imag, x.conjugate() */
-    FL_CMATH,                    /* cmath.f: complex in; out by op */
-    FL_ROUND,                    /* round(x[, n]) */
-    FL_NP_SIGN,                  /* np.sign: the argument's kind */
+    FL_ABS,
+    FL_MIN,
+    FL_MAX, /* Python's abs/min/max; np.abs */
+    FL_INT,
+    FL_FLOAT,
+    FL_COMPLEX,   /* Python casts: weak results */
+    FL_BOOL,      /* bool(x): truth value */
+    FL_CAST,      /* np.float32(x) ...: op is the TsKind */
+    FL_MATH,      /* math.f: float in, Python float out */
+    FL_MATH_INT,  /* math.floor/ceil/trunc: an int out */
+    FL_MATH_PRED, /* math.isnan ...: bool out */
+    FL_NP,        /* np.f: the argument's float kind out */
+    FL_NP_PRED,   /* np.isnan ...: bool out */
+    FL_NP_MINMAX, /* np.minimum/np.maximum: NaN-propagating */
+    FL_REAL,
+    FL_IMAG,
+    FL_CONJ,    /* x.real, x.imag, x.conjugate() */
+    FL_CMATH,   /* cmath.f: complex in; out by op */
+    FL_ROUND,   /* round(x[, n]) */
+    FL_NP_SIGN, /* np.sign: the argument's kind */
 } CcFlavor;
 
 /* The numeric operation behind FL_MATH* and FL_NP* builtins. */
 typedef enum CcMathOp {
-    M_EXP, M_EXPM1, M_LOG, M_LOG2, M_LOG10, M_LOG1P, M_SQRT,
-    M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN,
-    M_SINH, M_COSH, M_TANH, M_ASINH, M_ACOSH, M_ATANH,
-    M_ERF, M_ERFC, M_GAMMA, M_LGAMMA,
-    M_FABS, M_FLOOR, M_CEIL, M_TRUNC, M_DEGREES, M_RADIANS, M_SQUARE,
-    M_POW, M_ATAN2, M_HYPOT, M_COPYSIGN, M_FMOD,          /* binary */
-    M_ISNAN, M_ISINF, M_ISFINITE,                          /* predicates */
-    M_MINIMUM, M_MAXIMUM, M_FMIN, M_FMAX, M_LDEXP,         /* binary */
-    M_PHASE, M_POLAR, M_RECT,                              /* cmath only */
+    M_EXP,
+    M_EXPM1,
+    M_LOG,
+    M_LOG2,
+    M_LOG10,
+    M_LOG1P,
+    M_SQRT,
+    M_SIN,
+    M_COS,
+    M_TAN,
+    M_ASIN,
+    M_ACOS,
+    M_ATAN,
+    M_SINH,
+    M_COSH,
+    M_TANH,
+    M_ASINH,
+    M_ACOSH,
+    M_ATANH,
+    M_ERF,
+    M_ERFC,
+    M_GAMMA,
+    M_LGAMMA,
+    M_FABS,
+    M_FLOOR,
+    M_CEIL,
+    M_TRUNC,
+    M_DEGREES,
+    M_RADIANS,
+    M_SQUARE,
+    M_POW,
+    M_ATAN2,
+    M_HYPOT,
+    M_COPYSIGN,
+    M_FMOD, /* binary */
+    M_ISNAN,
+    M_ISINF,
+    M_ISFINITE, /* predicates */
+    M_MINIMUM,
+    M_MAXIMUM,
+    M_FMIN,
+    M_FMAX,
+    M_LDEXP, /* binary */
+    M_PHASE,
+    M_POLAR,
+    M_RECT, /* cmath only */
     M_NONE,
 } CcMathOp;
 
 typedef struct CcBuiltin {
-    const char *name;       /* as users write it: "math.exp" */
+    const char *name; /* as users write it: "math.exp" */
     CcFlavor flavor;
-    int op;                 /* CcMathOp, or TsKind for FL_CAST */
+    int op; /* CcMathOp, or TsKind for FL_CAST */
     int min_args, max_args;
 } CcBuiltin;
 
@@ -263,8 +330,8 @@ void cc_store(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr);
  * Emits fn as an internal, always-inline function `name` into mod with the
  * value types of sig (return type fn->ret).  0/-1 with an exception.
  */
-LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig,
-                              LLVMModuleRef mod, const char *name, int fastmath);
+LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                              const char *name, int fastmath);
 
 /* ---- cmath.c ---- */
 
@@ -309,15 +376,14 @@ typedef struct CcEmitTarget {
      * or libm).  NULL pointer: the host everywhere.
      */
     const char *(*math_name)(const char *base, TsKind k, char *buf, size_t size);
-    int fp_flags;           /* integer division by zero raises FE_DIVBYZERO */
+    int fp_flags; /* integer division by zero raises FE_DIVBYZERO */
 } CcEmitTarget;
 
 extern const CcEmitTarget cc_host_target;
 
 /* cc_emit_function for another machine (cuda: libdevice, no flags). */
-LLVMValueRef cc_emit_function_for(CcFunction *fn, const TsSignature *sig,
-                                  LLVMModuleRef mod, const char *name, int fastmath,
-                                  const CcEmitTarget *target);
+LLVMValueRef cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                                  const char *name, int fastmath, const CcEmitTarget *target);
 
 /* ---- jit.c ---- */
 
@@ -331,21 +397,20 @@ typedef struct CcModule {
 /* Compiled code of one CcModule, kept alive by the objects that call it. */
 typedef struct CcCode CcCode;
 
-enum { CC_DUMP_IR = 1, CC_DUMP_LLVM = 2, CC_DUMP_OPT = 4, CC_DUMP_ASM = 8,
-       CC_DUMP_PTX = 16 };
-int cc_dump_flags(void);                     /* from NUMBAVEC_DUMP */
+enum { CC_DUMP_IR = 1, CC_DUMP_LLVM = 2, CC_DUMP_OPT = 4, CC_DUMP_ASM = 8, CC_DUMP_PTX = 16 };
+int cc_dump_flags(void); /* from NUMBAVEC_DUMP */
 
-int cc_jit_init(void);                       /* idempotent; 0/-1 */
-const char *cc_host_cpu_name(void);          /* after cc_jit_init */
+int cc_jit_init(void);              /* idempotent; 0/-1 */
+const char *cc_host_cpu_name(void); /* after cc_jit_init */
 const char *cc_host_cpu_features(void);
-int cc_jit_has_libmvec(void);                /* 1 when libmvec's vector math is on */
-Py_ssize_t cc_jit_live_codes(void);          /* CcCode objects not yet freed (tests) */
-Py_ssize_t cc_jit_compilations(void);        /* modules optimised + code-generated */
-Py_ssize_t cc_jit_object_loads(void);        /* stored objects linked (cache hits) */
+int cc_jit_has_libmvec(void);         /* 1 when libmvec's vector math is on */
+Py_ssize_t cc_jit_live_codes(void);   /* CcCode objects not yet freed (tests) */
+Py_ssize_t cc_jit_compilations(void); /* modules optimised + code-generated */
+Py_ssize_t cc_jit_object_loads(void); /* stored objects linked (cache hits) */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
-void cc_module_dispose(CcModule *m);         /* only when not handed to cc_jit_add */
+void cc_module_dispose(CcModule *m); /* only when not handed to cc_jit_add */
 
 /*
  * Verifies, optimises (O3, loop and SLP vectorization, libmvec) and JIT-
@@ -373,8 +438,8 @@ CcCode *cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, in
  */
 CcCode *cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *ir,
                           const char *const *names, void **addrs, int n);
-void cc_code_free(CcCode *code);             /* drops one use; the last removes the code */
-const char *cc_code_llvm(CcCode *code);      /* optimised IR text (owned by code) */
+void cc_code_free(CcCode *code);        /* drops one use; the last removes the code */
+const char *cc_code_llvm(CcCode *code); /* optimised IR text (owned by code) */
 /* The assembly of the optimised module: a new str, or NULL with an exception. */
 PyObject *cc_code_asm(CcCode *code);
 

@@ -27,17 +27,17 @@ typedef struct Emit {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMValueRef func;
-    int reachable;                    /* the insertion point can be reached */
-    int depth;                        /* loops we are in */
+    int reachable; /* the insertion point can be reached */
+    int depth;     /* loops we are in */
     LLVMBasicBlockRef break_to[MAX_LOOP_DEPTH], continue_to[MAX_LOOP_DEPTH];
-    int broken[MAX_LOOP_DEPTH];       /* a break reaches the loop's exit */
-    LLVMBasicBlockRef inline_end;     /* where the innermost inlined function returns to */
-    int inline_returned;              /* some return of it jumped there */
-    int fastmath;                     /* fast-math flags will be set: no NaNs */
+    int broken[MAX_LOOP_DEPTH];   /* a break reaches the loop's exit */
+    LLVMBasicBlockRef inline_end; /* where the innermost inlined function returns to */
+    int inline_returned;          /* some return of it jumped there */
+    int fastmath;                 /* fast-math flags will be set: no NaNs */
     /* gufunc kernels (cc_emit_gufunc_kernel) */
-    int gufunc;                       /* returns an i32 status, not a value */
-    LLVMBasicBlockRef index_error;    /* `ret CC_STATUS_INDEX`, made on first use */
-    const CcEmitTarget *target;       /* host or GPU math and flags */
+    int gufunc;                    /* returns an i32 status, not a value */
+    LLVMBasicBlockRef index_error; /* `ret CC_STATUS_INDEX`, made on first use */
+    const CcEmitTarget *target;    /* host or GPU math and flags */
 } Emit;
 
 /* An array parameter: its data pointer, shape and byte strides (SSA values;
@@ -46,7 +46,7 @@ typedef struct ArrayVal {
     LLVMValueRef data;
     LLVMValueRef shape[TS_MAXDIMS];
     LLVMValueRef stride[TS_MAXDIMS];
-    int unit_last;                    /* last dimension: unit element stride */
+    int unit_last; /* last dimension: unit element stride */
 } ArrayVal;
 
 /* The host: LLVM's math intrinsics and the C library, real FP flags. */
@@ -108,8 +108,8 @@ im_of(Emit *E, LLVMValueRef z)
 /* ---- calls of intrinsics and libm ---- */
 
 static LLVMValueRef
-intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
-          LLVMValueRef *args, unsigned nargs)
+intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over, LLVMValueRef *args,
+          unsigned nargs)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, overloads, n_over);
@@ -118,8 +118,7 @@ intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
 }
 
 /* A float intrinsic overloaded on its one float type: llvm.exp.f32 ... */
-static LLVMValueRef libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args,
-                         unsigned nargs);
+static LLVMValueRef libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs);
 
 static LLVMValueRef
 float_intrinsic(Emit *E, const char *name, TsKind k, LLVMValueRef *args, unsigned nargs)
@@ -151,8 +150,7 @@ static LLVMValueRef
 libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs)
 {
     char name[48];
-    if (E->target->math_name == NULL
-        || E->target->math_name(base, k, name, sizeof(name)) == NULL) {
+    if (E->target->math_name == NULL || E->target->math_name(base, k, name, sizeof(name)) == NULL) {
         snprintf(name, sizeof(name), "%s%s", base, k == TS_FLOAT32 ? "f" : "");
     }
     LLVMTypeRef t = cc_value_type(E->ctx, k);
@@ -196,7 +194,7 @@ static void
 raise_divbyzero_if(Emit *E, LLVMValueRef cond)
 {
     if (!E->target->fp_flags) {
-        return;             /* a GPU has no flags to raise: the 0 result stays */
+        return; /* a GPU has no flags to raise: the 0 result stays */
     }
     LLVMBasicBlockRef raise = LLVMAppendBasicBlockInContext(E->ctx, E->func, "divzero");
     LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->ctx, E->func, "divzero.after");
@@ -270,9 +268,8 @@ quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, cons
     LLVMValueRef order = LLVMBuildICmp(E->b, ip, order_key(E, a), order_key(E, b), "");
     LLVMValueRef r;
     if (pred == LLVMRealOLE || pred == LLVMRealOGE) {
-        r = LLVMBuildOr(E->b, order, eq, "");          /* -0 <= +0 and +0 <= -0 */
-    }
-    else {
+        r = LLVMBuildOr(E->b, order, eq, ""); /* -0 <= +0 and +0 <= -0 */
+    } else {
         r = LLVMBuildAnd(E->b, order, LLVMBuildNot(E->b, eq, ""), "");
     }
     return LLVMBuildAnd(E->b, r, ord, name);
@@ -330,7 +327,8 @@ convert(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
         return float_to_int(E, v, from, to);
     }
     if (ts_is_float(to)) {
-        return ts_is_signed(from) ? LLVMBuildSIToFP(E->b, v, t, "") : LLVMBuildUIToFP(E->b, v, t, "");
+        return ts_is_signed(from) ? LLVMBuildSIToFP(E->b, v, t, "")
+                                  : LLVMBuildUIToFP(E->b, v, t, "");
     }
     if (ts_bits(to) < ts_bits(from)) {
         return LLVMBuildTrunc(E->b, v, t, "");
@@ -342,7 +340,7 @@ static LLVMValueRef
 convert_type(Emit *E, LLVMValueRef v, const CcType *from, const CcType *to)
 {
     if (from->kind == CT_TUPLE || to->kind == CT_TUPLE) {
-        return v;           /* typeinfer only lets equal tuple types meet */
+        return v; /* typeinfer only lets equal tuple types meet */
     }
     return convert(E, v, cc_storage(from), cc_storage(to));
 }
@@ -459,8 +457,8 @@ int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef a_m1 = LLVMBuildICmp(E->b, LLVMIntEQ, a, int_const(E, k, -1), "");
     LLVMValueRef b_odd = LLVMBuildTrunc(E->b, b, LLVMInt1TypeInContext(E->ctx), "");
     LLVMValueRef m1_pow = LLVMBuildSelect(E->b, b_odd, int_const(E, k, -1), one, "");
-    LLVMValueRef negres = LLVMBuildSelect(E->b, a_one, one,
-                                          LLVMBuildSelect(E->b, a_m1, m1_pow, zero, ""), "");
+    LLVMValueRef negres =
+        LLVMBuildSelect(E->b, a_one, one, LLVMBuildSelect(E->b, a_m1, m1_pow, zero, ""), "");
     return LLVMBuildSelect(E->b, neg, negres, result, "pow");
 }
 
@@ -473,12 +471,12 @@ int_shift(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef in_range = LLVMBuildICmp(E->b, LLVMIntULT, b, width, "sh.ok");
     LLVMValueRef safe = LLVMBuildSelect(E->b, in_range, b, int_const(E, k, 0), "");
     if (op == OP_LSHIFT) {
-        return LLVMBuildSelect(E->b, in_range, LLVMBuildShl(E->b, a, safe, ""),
-                               int_const(E, k, 0), "shl");
+        return LLVMBuildSelect(E->b, in_range, LLVMBuildShl(E->b, a, safe, ""), int_const(E, k, 0),
+                               "shl");
     }
     if (!ts_is_signed(k)) {
-        return LLVMBuildSelect(E->b, in_range, LLVMBuildLShr(E->b, a, safe, ""),
-                               int_const(E, k, 0), "shr");
+        return LLVMBuildSelect(E->b, in_range, LLVMBuildLShr(E->b, a, safe, ""), int_const(E, k, 0),
+                               "shr");
     }
     LLVMValueRef fill = LLVMBuildAShr(E->b, a, int_const(E, k, ts_bits(k) - 1), "");
     return LLVMBuildSelect(E->b, in_range, LLVMBuildAShr(E->b, a, safe, ""), fill, "shr");
@@ -490,9 +488,11 @@ int_binop(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     if (k == TS_BOOL) {
         /* NumPy's bool loops: + is or, * is and */
         switch (op) {
-        case OP_ADD: case OP_BITOR:
+        case OP_ADD:
+        case OP_BITOR:
             return LLVMBuildOr(E->b, a, b, "or");
-        case OP_MUL: case OP_BITAND:
+        case OP_MUL:
+        case OP_BITAND:
             return LLVMBuildAnd(E->b, a, b, "and");
         case OP_BITXOR:
             return LLVMBuildXor(E->b, a, b, "xor");
@@ -507,11 +507,13 @@ int_binop(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
         return LLVMBuildSub(E->b, a, b, "sub");
     case OP_MUL:
         return LLVMBuildMul(E->b, a, b, "mul");
-    case OP_FLOORDIV: case OP_MOD:
+    case OP_FLOORDIV:
+    case OP_MOD:
         return int_divmod(E, op, k, a, b);
     case OP_POW:
         return int_pow(E, k, a, b);
-    case OP_LSHIFT: case OP_RSHIFT:
+    case OP_LSHIFT:
+    case OP_RSHIFT:
         return int_shift(E, op, k, a, b);
     case OP_BITAND:
         return LLVMBuildAnd(E->b, a, b, "and");
@@ -545,8 +547,8 @@ float_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     }
     div = LLVMBuildSelect(E->b, fix, LLVMBuildFSub(E->b, div, one, ""), div, "");
     LLVMValueRef fl = floor_of(E, k, div);
-    LLVMValueRef up = quiet_fcmp(E, LLVMRealOGT, LLVMBuildFSub(E->b, div, fl, ""),
-                                    real_const(E, k, 0.5), "");
+    LLVMValueRef up =
+        quiet_fcmp(E, LLVMRealOGT, LLVMBuildFSub(E->b, div, fl, ""), real_const(E, k, 0.5), "");
     fl = LLVMBuildSelect(E->b, up, LLVMBuildFAdd(E->b, fl, one, ""), fl, "");
     LLVMValueRef quotient = LLVMBuildFDiv(E->b, a, b, "q");
     LLVMValueRef div_nz = LLVMBuildFCmp(E->b, LLVMRealUNE, div, zero, "");
@@ -567,7 +569,8 @@ float_binop(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
         return LLVMBuildFMul(E->b, a, b, "fmul");
     case OP_DIV:
         return LLVMBuildFDiv(E->b, a, b, "fdiv");
-    case OP_FLOORDIV: case OP_MOD:
+    case OP_FLOORDIV:
+    case OP_MOD:
         return float_divmod(E, op, k, a, b);
     case OP_POW:
         return float_intrinsic(E, "llvm.pow", k, args, 2);
@@ -582,10 +585,10 @@ static LLVMValueRef
 complex_mul(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
 {
     LLVMValueRef a = re_of(E, x), b = im_of(E, x), c = re_of(E, y), d = im_of(E, y);
-    LLVMValueRef re = LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, a, c, ""),
-                                    LLVMBuildFMul(E->b, b, d, ""), "");
-    LLVMValueRef im = LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, d, ""),
-                                    LLVMBuildFMul(E->b, b, c, ""), "");
+    LLVMValueRef re =
+        LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, a, c, ""), LLVMBuildFMul(E->b, b, d, ""), "");
+    LLVMValueRef im =
+        LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, d, ""), LLVMBuildFMul(E->b, b, c, ""), "");
     return make_complex(E, k, re, im);
 }
 
@@ -609,25 +612,30 @@ complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
     LLVMBuildCondBr(E->b, both_zero, bb_zero, bb_smith);
 
     LLVMPositionBuilderAtEnd(E->b, bb_zero);
-    LLVMValueRef z = make_complex(E, k, LLVMBuildFDiv(E->b, a, ac, ""),
-                                  LLVMBuildFDiv(E->b, b, ad, ""));
+    LLVMValueRef z =
+        make_complex(E, k, LLVMBuildFDiv(E->b, a, ac, ""), LLVMBuildFDiv(E->b, b, ad, ""));
     LLVMBuildBr(E->b, done);
 
     LLVMPositionBuilderAtEnd(E->b, bb_smith);
     LLVMValueRef rat = LLVMBuildFDiv(E->b, d, c, "rat");
-    LLVMValueRef scl = LLVMBuildFDiv(E->b, one, LLVMBuildFAdd(E->b, c, LLVMBuildFMul(E->b, d, rat, ""), ""), "scl");
+    LLVMValueRef scl = LLVMBuildFDiv(
+        E->b, one, LLVMBuildFAdd(E->b, c, LLVMBuildFMul(E->b, d, rat, ""), ""), "scl");
     LLVMValueRef s1 = make_complex(
-        E, k, LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, b, rat, ""), ""), scl, ""),
+        E, k,
+        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, b, rat, ""), ""), scl, ""),
         LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, b, LLVMBuildFMul(E->b, a, rat, ""), ""), scl, ""));
     LLVMBasicBlockRef smith_end = current_block(E);
     LLVMBuildBr(E->b, done);
 
     LLVMPositionBuilderAtEnd(E->b, bb_im);
     LLVMValueRef rat2 = LLVMBuildFDiv(E->b, c, d, "rat");
-    LLVMValueRef scl2 = LLVMBuildFDiv(E->b, one, LLVMBuildFAdd(E->b, d, LLVMBuildFMul(E->b, c, rat2, ""), ""), "scl");
+    LLVMValueRef scl2 = LLVMBuildFDiv(
+        E->b, one, LLVMBuildFAdd(E->b, d, LLVMBuildFMul(E->b, c, rat2, ""), ""), "scl");
     LLVMValueRef s2 = make_complex(
-        E, k, LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, rat2, ""), b, ""), scl2, ""),
-        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, b, rat2, ""), a, ""), scl2, ""));
+        E, k,
+        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, rat2, ""), b, ""), scl2, ""),
+        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, b, rat2, ""), a, ""), scl2,
+                      ""));
     LLVMBasicBlockRef im_end = current_block(E);
     LLVMBuildBr(E->b, done);
 
@@ -791,7 +799,7 @@ real_pred(CcOp op)
     case OP_EQ:
         return LLVMRealOEQ;
     case OP_NE:
-        return LLVMRealUNE;     /* NaN != NaN */
+        return LLVMRealUNE; /* NaN != NaN */
     case OP_LT:
         return LLVMRealOLT;
     case OP_LE:
@@ -812,15 +820,15 @@ mixed_compare(Emit *E, CcOp op, LLVMValueRef a, TsKind ka, LLVMValueRef b)
     LLVMValueRef cmp = LLVMBuildICmp(E->b, int_pred(op, 0), a, b, "");
     /* a negative signed operand is below every unsigned value */
     int signed_is_lhs = ts_is_signed(ka);
-    int holds_if_neg = op == OP_NE || (signed_is_lhs ? (op == OP_LT || op == OP_LE)
-                                                      : (op == OP_GT || op == OP_GE));
+    int holds_if_neg =
+        op == OP_NE
+        || (signed_is_lhs ? (op == OP_LT || op == OP_LE) : (op == OP_GT || op == OP_GE));
     LLVMValueRef when_neg = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), holds_if_neg, 0);
     return LLVMBuildSelect(E->b, neg, when_neg, cmp, "cmp");
 }
 
 static LLVMValueRef
-compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, LLVMValueRef b,
-               const CcType *tb)
+compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, LLVMValueRef b, const CcType *tb)
 {
     TsKind ka = cc_storage(ta), kb = cc_storage(tb);
     TsKind k = cc_storage(cc_promote(ta, tb));
@@ -832,10 +840,10 @@ compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, LLVMValueRef 
     b = convert(E, b, kb, k);
     if (ts_is_complex(k)) {
         TsKind p = part_kind(k);
-        LLVMValueRef re = compare_values(E, op, re_of(E, a), cc_scalar_type(p), re_of(E, b),
-                                         cc_scalar_type(p));
-        LLVMValueRef im = compare_values(E, op, im_of(E, a), cc_scalar_type(p), im_of(E, b),
-                                         cc_scalar_type(p));
+        LLVMValueRef re =
+            compare_values(E, op, re_of(E, a), cc_scalar_type(p), re_of(E, b), cc_scalar_type(p));
+        LLVMValueRef im =
+            compare_values(E, op, im_of(E, a), cc_scalar_type(p), im_of(E, b), cc_scalar_type(p));
         return op == OP_EQ ? LLVMBuildAnd(E->b, re, im, "ceq") : LLVMBuildOr(E->b, re, im, "cne");
     }
     if (ts_is_float(k)) {
@@ -865,8 +873,8 @@ compare(Emit *E, CcNode *n)
         if (b == NULL) {
             return NULL;
         }
-        LLVMValueRef c = compare_values(E, n->ops[i - 1], prev, n->args[i - 1]->ty, b,
-                                        n->args[i]->ty);
+        LLVMValueRef c =
+            compare_values(E, n->ops[i - 1], prev, n->args[i - 1]->ty, b, n->args[i]->ty);
         if (i == n->nargs - 1 || nphi == 63) {
             phi_vals[nphi] = c;
             phi_from[nphi++] = current_block(E);
@@ -913,8 +921,7 @@ boolop(Emit *E, CcNode *n)
         LLVMBasicBlockRef next = new_block(E, "bool.next");
         if (n->op == OP_AND) {
             LLVMBuildCondBr(E->b, c, next, done);
-        }
-        else {
+        } else {
             LLVMBuildCondBr(E->b, c, done, next);
         }
         LLVMPositionBuilderAtEnd(E->b, next);
@@ -989,17 +996,17 @@ static LLVMValueRef
 math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
 {
     static const char *const intrinsics[] = {
-        [M_EXP] = "llvm.exp", [M_LOG] = "llvm.log", [M_LOG2] = "llvm.log2",
-        [M_LOG10] = "llvm.log10", [M_SQRT] = "llvm.sqrt", [M_SIN] = "llvm.sin",
-        [M_COS] = "llvm.cos", [M_FABS] = "llvm.fabs", [M_FLOOR] = "llvm.floor",
-        [M_CEIL] = "llvm.ceil", [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
+        [M_EXP] = "llvm.exp",           [M_LOG] = "llvm.log",     [M_LOG2] = "llvm.log2",
+        [M_LOG10] = "llvm.log10",       [M_SQRT] = "llvm.sqrt",   [M_SIN] = "llvm.sin",
+        [M_COS] = "llvm.cos",           [M_FABS] = "llvm.fabs",   [M_FLOOR] = "llvm.floor",
+        [M_CEIL] = "llvm.ceil",         [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
         [M_COPYSIGN] = "llvm.copysign", [M_NONE] = NULL,
     };
     static const char *const libm_names[] = {
-        [M_EXPM1] = "expm1", [M_LOG1P] = "log1p", [M_TAN] = "tan", [M_ASIN] = "asin",
-        [M_ACOS] = "acos", [M_ATAN] = "atan", [M_SINH] = "sinh", [M_COSH] = "cosh",
-        [M_TANH] = "tanh", [M_ASINH] = "asinh", [M_ACOSH] = "acosh", [M_ATANH] = "atanh",
-        [M_ERF] = "erf", [M_ERFC] = "erfc", [M_GAMMA] = "tgamma", [M_LGAMMA] = "lgamma",
+        [M_EXPM1] = "expm1", [M_LOG1P] = "log1p", [M_TAN] = "tan",      [M_ASIN] = "asin",
+        [M_ACOS] = "acos",   [M_ATAN] = "atan",   [M_SINH] = "sinh",    [M_COSH] = "cosh",
+        [M_TANH] = "tanh",   [M_ASINH] = "asinh", [M_ACOSH] = "acosh",  [M_ATANH] = "atanh",
+        [M_ERF] = "erf",     [M_ERFC] = "erfc",   [M_GAMMA] = "tgamma", [M_LGAMMA] = "lgamma",
         [M_ATAN2] = "atan2", [M_HYPOT] = "hypot", [M_NONE] = NULL,
     };
     unsigned n = (unsigned)cc_math_arity(op);
@@ -1013,7 +1020,8 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         return LLVMBuildFMul(E->b, a[0], a[0], "square");
     case M_FMOD:
         return LLVMBuildFRem(E->b, a[0], a[1], "fmod");
-    case M_MINIMUM: case M_MAXIMUM: {
+    case M_MINIMUM:
+    case M_MAXIMUM: {
         /* NumPy's definition, (a < b || isnan(a)) ? a : b, with quiet
          * compares only: a NaN in either operand propagates, no flag */
         LLVMRealPredicate p = op == M_MINIMUM ? LLVMRealOLT : LLVMRealOGT;
@@ -1049,8 +1057,7 @@ minmax(Emit *E, CcNode *n, TsKind k, int is_max)
         LLVMValueRef better;
         if (ts_is_float(k)) {
             better = quiet_fcmp(E, is_max ? LLVMRealOGT : LLVMRealOLT, x, best, "");
-        }
-        else {
+        } else {
             int s = k != TS_BOOL && ts_is_signed(k);
             better = LLVMBuildICmp(E->b, int_pred(is_max ? OP_GT : OP_LT, s), x, best, "");
         }
@@ -1124,8 +1131,8 @@ complex_pred(Emit *E, CcMathOp op, TsKind k, LLVMValueRef z)
 static LLVMValueRef
 cmath_call(Emit *E, CcNode *n, CcMathOp op)
 {
-    const CcType *argty = n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty)
-                                        : n->args[0]->ty;
+    const CcType *argty =
+        n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty) : n->args[0]->ty;
     TsKind k = complex_math_kind(argty), p = part_kind(k);
     if (op == M_RECT) {
         /* r * (cos(phi) + i sin(phi)) */
@@ -1136,8 +1143,9 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
         }
         LLVMValueRef c = float_intrinsic(E, "llvm.cos", p, &phi, 1);
         LLVMValueRef s = float_intrinsic(E, "llvm.sin", p, &phi, 1);
-        return convert(E, make_complex(E, k, LLVMBuildFMul(E->b, r, c, ""),
-                                       LLVMBuildFMul(E->b, r, s, "")), k, cc_storage(n->ty));
+        return convert(
+            E, make_complex(E, k, LLVMBuildFMul(E->b, r, c, ""), LLVMBuildFMul(E->b, r, s, "")), k,
+            cc_storage(n->ty));
     }
     LLVMValueRef z = expr_as(E, n->args[0], k);
     if (z == NULL) {
@@ -1149,12 +1157,15 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
         return libm(E, "atan2", p, yx, 2);
     case M_POLAR: {
         LLVMValueRef t = LLVMGetUndef(type_of(E, n->ty));
-        t = LLVMBuildInsertValue(E->b, t, convert(E, complex_abs(E, k, z), p,
-                                                  cc_storage(n->ty->elems[0])), 0, "");
-        return LLVMBuildInsertValue(E->b, t, convert(E, libm(E, "atan2", p, yx, 2), p,
-                                                     cc_storage(n->ty->elems[1])), 1, "polar");
+        t = LLVMBuildInsertValue(
+            E->b, t, convert(E, complex_abs(E, k, z), p, cc_storage(n->ty->elems[0])), 0, "");
+        return LLVMBuildInsertValue(
+            E->b, t, convert(E, libm(E, "atan2", p, yx, 2), p, cc_storage(n->ty->elems[1])), 1,
+            "polar");
     }
-    case M_ISNAN: case M_ISINF: case M_ISFINITE:
+    case M_ISNAN:
+    case M_ISINF:
+    case M_ISFINITE:
         return complex_pred(E, op, k, z);
     default: {
         if (E->target != &cc_host_target) {
@@ -1226,8 +1237,8 @@ sign_call(Emit *E, CcNode *n)
     LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntNE, x, zero, ""),
                                      int_const(E, k, 1), zero, "");
     if (ts_is_signed(k)) {
-        r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, ""),
-                            int_const(E, k, -1), r, "sign");
+        r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, ""), int_const(E, k, -1),
+                            r, "sign");
     }
     return r;
 }
@@ -1271,7 +1282,8 @@ fminmax(Emit *E, CcMathOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a, a, "a.nan");
     LLVMValueRef b_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, b, b, "b.nan");
     LLVMValueRef zero = real_const(E, k, 0.0);
-    LLVMValueRef a2 = LLVMBuildSelect(E->b, a_nan, LLVMBuildSelect(E->b, b_nan, zero, b, ""), a, "");
+    LLVMValueRef a2 =
+        LLVMBuildSelect(E->b, a_nan, LLVMBuildSelect(E->b, b_nan, zero, b, ""), a, "");
     LLVMValueRef b2 = LLVMBuildSelect(E->b, b_nan, a2, b, "");
     LLVMValueRef args[2] = {a2, b2};
     LLVMValueRef r = float_intrinsic(E, op == M_FMIN ? "llvm.minnum" : "llvm.maxnum", k, args, 2);
@@ -1288,9 +1300,12 @@ call(Emit *E, CcNode *n)
     switch (b->flavor) {
     case FL_ABS:
         return abs_value(E, n);
-    case FL_MIN: case FL_MAX:
+    case FL_MIN:
+    case FL_MAX:
         return minmax(E, n, out, b->flavor == FL_MAX);
-    case FL_INT: case FL_FLOAT: case FL_CAST:
+    case FL_INT:
+    case FL_FLOAT:
+    case FL_CAST:
         return expr_as(E, n->args[0], out);
     case FL_BOOL: {
         LLVMValueRef v = expr(E, n->args[0]);
@@ -1303,7 +1318,9 @@ call(Emit *E, CcNode *n)
         args[0] = expr_as(E, n->args[0], TS_FLOAT64);
         args[1] = args[0] ? expr_as(E, n->args[1], TS_FLOAT64) : NULL;
         return args[1] ? make_complex(E, TS_COMPLEX128, args[0], args[1]) : NULL;
-    case FL_REAL: case FL_IMAG: case FL_CONJ:
+    case FL_REAL:
+    case FL_IMAG:
+    case FL_CONJ:
         return complex_part(E, n, b->flavor);
     case FL_CMATH:
         return cmath_call(E, n, (CcMathOp)b->op);
@@ -1322,11 +1339,11 @@ call(Emit *E, CcNode *n)
         }
         if ((b->flavor == FL_NP || b->flavor == FL_NP_PRED)
             && ts_is_complex(cc_storage(n->args[0]->ty))) {
-            return cmath_call(E, n, (CcMathOp)b->op);   /* np.exp(z) ... */
+            return cmath_call(E, n, (CcMathOp)b->op); /* np.exp(z) ... */
         }
         /* math and NumPy functions: arguments in the computing float kind */
-        const CcType *argty = n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty)
-                                            : n->args[0]->ty;
+        const CcType *argty =
+            n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty) : n->args[0]->ty;
         TsKind k = math_kind(argty);
         for (int i = 0; i < n->nargs; i++) {
             if ((args[i] = expr_as(E, n->args[i], k)) == NULL) {
@@ -1372,7 +1389,8 @@ inline_call(Emit *E, CcNode *n)
     E->inline_returned = 0;
     int rc = block(E, n->then);
     if (rc == 0 && E->reachable) {
-        rc = cc_error(E->fn, n->then->loc, "the device function can end without returning "
+        rc = cc_error(E->fn, n->then->loc,
+                      "the device function can end without returning "
                       "a value");
     }
     int returned = E->inline_returned;
@@ -1382,8 +1400,7 @@ inline_call(Emit *E, CcNode *n)
         return NULL;
     }
     continue_at(E, end, returned);
-    return LLVMBuildLoad2(E->b, type_of(E, n->var->ty), (LLVMValueRef)n->var->slot,
-                          n->var->name);
+    return LLVMBuildLoad2(E->b, type_of(E, n->var->ty), (LLVMValueRef)n->var->slot, n->var->name);
 }
 
 /* ---- arrays (gufunc kernels) ---- */
@@ -1434,8 +1451,7 @@ element_address(Emit *E, CcNode *n)
         }
         offset = LLVMBuildNSWAdd(E->b, offset, LLVMBuildNSWMul(E->b, idx, stride, ""), "off");
     }
-    return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &offset, 1,
-                                 "elem");
+    return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &offset, 1, "elem");
 }
 
 static LLVMValueRef
@@ -1451,7 +1467,7 @@ array_attr(Emit *E, CcNode *n)
     LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
     const CcType *t = n->lhs->kind == ND_VAR ? n->lhs->var->ty : n->lhs->ty;
     if (t->kind == CT_TUPLE) {
-        return LLVMConstInt(i64, (unsigned long long)t->n, 0);    /* len(tuple) */
+        return LLVMConstInt(i64, (unsigned long long)t->n, 0); /* len(tuple) */
     }
     ArrayVal *a = n->lhs->var->slot;
     switch ((CcArrayAttr)n->index) {
@@ -1794,12 +1810,12 @@ set_fastmath(LLVMValueRef func)
     }
 #else
     LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(func));
-    static const char *const attrs[] = {"unsafe-fp-math", "no-nans-fp-math",
-                                        "no-infs-fp-math", "no-signed-zeros-fp-math"};
+    static const char *const attrs[] = {"unsafe-fp-math", "no-nans-fp-math", "no-infs-fp-math",
+                                        "no-signed-zeros-fp-math"};
     for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
-        LLVMAddAttributeAtIndex(func, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(ctx, attrs[i], (unsigned)strlen(attrs[i]),
-                                                          "true", 4));
+        LLVMAddAttributeAtIndex(
+            func, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(ctx, attrs[i], (unsigned)strlen(attrs[i]), "true", 4));
     }
 #endif
 }
@@ -1840,8 +1856,8 @@ declare(Emit *E, const TsSignature *sig, const char *name)
         params[i] = cc_value_type(E->ctx, sig->args[i].kind);
     }
     LLVMTypeRef ret = cc_value_type(E->ctx, cc_storage(E->fn->ret));
-    LLVMValueRef f = LLVMAddFunction(E->mod, name, LLVMFunctionType(ret, params,
-                                                                    (unsigned)sig->nargs, 0));
+    LLVMValueRef f =
+        LLVMAddFunction(E->mod, name, LLVMFunctionType(ret, params, (unsigned)sig->nargs, 0));
     LLVMSetLinkage(f, LLVMInternalLinkage);
     add_fn_attr(E, f, "alwaysinline", 0);
     add_fn_attr(E, f, "nounwind", 0);
@@ -1856,18 +1872,22 @@ cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, cons
 }
 
 LLVMValueRef
-cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
-                     const char *name, int fastmath, const CcEmitTarget *target)
+cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
+                     int fastmath, const CcEmitTarget *target)
 {
-    Emit E = {.fn = fn, .ctx = LLVMGetModuleContext(mod), .mod = mod, .reachable = 1,
-              .fastmath = fastmath, .target = target};
+    Emit E = {.fn = fn,
+              .ctx = LLVMGetModuleContext(mod),
+              .mod = mod,
+              .reachable = 1,
+              .fastmath = fastmath,
+              .target = target};
     E.func = declare(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
     for (int i = 0; i < fn->nvars; i++) {
         CcVar *v = fn->vars[i];
         if (v->ty == NULL) {
-            v->slot = NULL;     /* never assigned on a typed path */
+            v->slot = NULL; /* never assigned on a typed path */
             continue;
         }
         v->slot = LLVMBuildAlloca(E.b, type_of(&E, v->ty), v->name);
@@ -1916,8 +1936,7 @@ declare_gufunc(Emit *E, const TsSignature *sig, const char *name)
 
 /* Binds parameter var (argument i, first LLVM parameter *p) to its value. */
 static int
-bind_param(Emit *E, CcVar *var, const TsType *t, unsigned *p, unsigned long long unit_stride,
-           int i)
+bind_param(Emit *E, CcVar *var, const TsType *t, unsigned *p, unsigned long long unit_stride, int i)
 {
     char name[96];
     if (t->ndim == 0) {
@@ -1950,11 +1969,16 @@ bind_param(Emit *E, CcVar *var, const TsType *t, unsigned *p, unsigned long long
 }
 
 LLVMValueRef
-cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
-                      const char *name, int fastmath, unsigned long long unit_stride)
+cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
+                      int fastmath, unsigned long long unit_stride)
 {
-    Emit E = {.fn = fn, .ctx = LLVMGetModuleContext(mod), .mod = mod, .reachable = 1,
-              .gufunc = 1, .fastmath = fastmath, .target = &cc_host_target};
+    Emit E = {.fn = fn,
+              .ctx = LLVMGetModuleContext(mod),
+              .mod = mod,
+              .reachable = 1,
+              .gufunc = 1,
+              .fastmath = fastmath,
+              .target = &cc_host_target};
     E.func = declare_gufunc(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
@@ -1964,8 +1988,7 @@ cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
         CcVar *v = fn->vars[i];
         if (v->is_param) {
             rc = bind_param(&E, v, &sig->args[i], &p, unit_stride, i);
-        }
-        else {
+        } else {
             v->slot = v->ty != NULL ? LLVMBuildAlloca(E.b, type_of(&E, v->ty), v->name) : NULL;
         }
     }

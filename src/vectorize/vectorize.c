@@ -205,8 +205,7 @@ static PyMethodDef library_methods[] = {
 };
 
 static PyGetSetDef library_getset[] = {
-    {"signatures", library_signatures, NULL, "the compiled signatures, in ufunc loop order",
-     NULL},
+    {"signatures", library_signatures, NULL, "the compiled signatures, in ufunc loop order", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -221,7 +220,10 @@ static PyType_Slot library_slots[] = {
 };
 
 static PyType_Spec library_spec = {
-    "numbavec._core.Library", sizeof(Library), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    "numbavec._core.Library",
+    sizeof(Library),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     library_slots,
 };
 
@@ -276,18 +278,19 @@ static double
 estimate_cost(LLVMValueRef kernel)
 {
     double cost = 0.3;
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(kernel); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(kernel); bb;
+         bb = LLVMGetNextBasicBlock(bb)) {
         for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
             LLVMOpcode op = LLVMGetInstructionOpcode(i);
-            cost += op == LLVMCall ? 3.0
+            cost += op == LLVMCall                                                           ? 3.0
                     : (op == LLVMFDiv || op == LLVMSDiv || op == LLVMUDiv || op == LLVMFRem) ? 1.0
-                    : 0.05;
+                                                                                             : 0.05;
         }
     }
     return cost;
 }
 
-static unsigned long long symbol_counter = 0;   /* guarded by the GIL */
+static unsigned long long symbol_counter = 0; /* guarded by the GIL */
 
 /*
  * Lowers, types, emits and JITs src for sig into out.  key (may be NULL):
@@ -296,8 +299,8 @@ static unsigned long long symbol_counter = 0;   /* guarded by the GIL */
  * reference, or NULL when the code was already live).
  */
 static int
-compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *cost,
-            const char *key, PyObject **object)
+compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *cost, const char *key,
+            PyObject **object)
 {
     CcFunction fn = {0};
     CcModule m = {0};
@@ -327,8 +330,7 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     snprintf(kname, sizeof(kname), "nv.%.48s.%llu.kernel", src->name, id);
     if (key != NULL) {
         snprintf(lname, sizeof(lname), "nv.%.48s.loop", src->name);
-    }
-    else {
+    } else {
         snprintf(lname, sizeof(lname), "nv.%.48s.%llu.loop", src->name, id);
     }
     if (cc_module_new(&m, lname) < 0) {
@@ -345,7 +347,7 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     }
     const char *names[1] = {lname};
     void *addrs[1] = {NULL};
-    have_module = 0;        /* cc_jit_add_keyed consumes it */
+    have_module = 0; /* cc_jit_add_keyed consumes it */
     out->code = cc_jit_add_keyed(&m, names, addrs, 1, key, object);
     if (out->code == NULL) {
         goto done;
@@ -403,9 +405,9 @@ load_entry(const Source *src, const TsSignature *sig, PyObject *entry, const cha
 static int
 store_entry(PyObject *cache, PyObject *key, PyObject *object, Compiled *c, double cost)
 {
-    PyObject *r = PyObject_CallMethod(cache, "store", "O(OssdO)", key, object,
-                                      cc_code_llvm(c->code), ts_kind_name(c->sig.ret.kind),
-                                      cost, c->var_types);
+    PyObject *r =
+        PyObject_CallMethod(cache, "store", "O(OssdO)", key, object, cc_code_llvm(c->code),
+                            ts_kind_name(c->sig.ret.kind), cost, c->var_types);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -501,8 +503,8 @@ static int
 parse_source(PyObject *source, Source *src)
 {
     PyObject *filename;
-    if (!PyArg_ParseTuple(source, "UiO!i", &filename, &src->first_line, &PyList_Type,
-                          &src->lines, &src->line_offset)) {
+    if (!PyArg_ParseTuple(source, "UiO!i", &filename, &src->first_line, &PyList_Type, &src->lines,
+                          &src->line_offset)) {
         return -1;
     }
     src->filename = PyUnicode_AsUTF8AndSize(filename, NULL);
@@ -576,7 +578,7 @@ check_signatures(const TsSignature *sigs, Py_ssize_t n)
     for (Py_ssize_t i = 0; i < n; i++) {
         if (sigs[i].nargs != sigs[0].nargs) {
             PyErr_SetString(PyExc_TypeError, "all signatures of a ufunc must take the same "
-                            "number of arguments");
+                                             "number of arguments");
             return -1;
         }
         if (sigs[i].nargs == 0) {
@@ -585,7 +587,7 @@ check_signatures(const TsSignature *sigs, Py_ssize_t n)
         }
         if (sigs[i].ret.kind == TS_VOID) {
             PyErr_SetString(PyExc_TypeError, "a vectorize signature returns a scalar, not void "
-                            "(void signatures are for guvectorize)");
+                                             "(void signatures are for guvectorize)");
             return -1;
         }
     }
@@ -593,18 +595,18 @@ check_signatures(const TsSignature *sigs, Py_ssize_t n)
 }
 
 PyDoc_STRVAR(vectorize_doc,
-"vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
-"          fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
-"Compiles pyfunc (whose ast.FunctionDef is funcdef; source is (filename,\n"
-"first_line, lines, line_offset)) for each signature into a real ufunc.\n"
-"cache: a numbavec.cache.FunctionCache, or None.\n"
-"The ufunc's __dict__['_numbavec_code'] is the Library owning the code.");
+             "vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
+             "          fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
+             "Compiles pyfunc (whose ast.FunctionDef is funcdef; source is (filename,\n"
+             "first_line, lines, line_offset)) for each signature into a real ufunc.\n"
+             "cache: a numbavec.cache.FunctionCache, or None.\n"
+             "The ufunc's __dict__['_numbavec_code'] is the Library owning the code.");
 
 static PyObject *
 vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "target", "identity",
-                             "fastmath", "name", "doc", "cache", NULL};
+    static char *kwlist[] = {"pyfunc",   "funcdef", "source", "signatures", "target", "identity",
+                             "fastmath", "name",    "doc",    "cache",      NULL};
     PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None, *cache = Py_None;
     const char *target_name = "cpu", *name = NULL, *doc = NULL;
     int fastmath = 0;
@@ -662,8 +664,7 @@ lazy_compile(PyObject *compiler, const TsKind *args, int nin)
 }
 
 static void
-lazy_entry(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
-           TsKind *kinds)
+lazy_entry(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data, TsKind *kinds)
 {
     const TsSignature *sig;
     vz_library_entry((Library *)compiler, i, fn, data, &sig);
@@ -682,16 +683,16 @@ lazy_size(PyObject *compiler)
 static const VzLazyBackend library_backend = {lazy_find, lazy_compile, lazy_entry, lazy_size};
 
 PyDoc_STRVAR(lazy_vectorize_doc,
-"lazy_vectorize(pyfunc, funcdef, source, nin, target='cpu', identity=None,\n"
-"               fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
-"A real ufunc with no loops yet: each call with new input types compiles\n"
-"one (see vectorize for the arguments).");
+             "lazy_vectorize(pyfunc, funcdef, source, nin, target='cpu', identity=None,\n"
+             "               fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
+             "A real ufunc with no loops yet: each call with new input types compiles\n"
+             "one (see vectorize for the arguments).");
 
 static PyObject *
 lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "source", "nin", "target", "identity",
-                             "fastmath", "name", "doc", "cache", NULL};
+    static char *kwlist[] = {"pyfunc",   "funcdef", "source", "nin",   "target", "identity",
+                             "fastmath", "name",    "doc",    "cache", NULL};
     PyObject *pyfunc, *funcdef, *source, *identity = Py_None, *cache = Py_None;
     const char *target_name = "cpu", *name = NULL, *doc = NULL;
     int nin, fastmath = 0;
@@ -701,8 +702,7 @@ lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (nin < 1 || nin > TS_MAXARGS) {
-        PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS,
-                     nin);
+        PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS, nin);
         return NULL;
     }
     Library *lib = vz_library_new(target_name, pyfunc, funcdef, source, name, fastmath, cache);
@@ -716,8 +716,8 @@ lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 }
 
 PyDoc_STRVAR(lazy_add_doc,
-"_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature's\n"
-"argument types now (its return type, if given, is ignored: inferred).");
+             "_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature's\n"
+             "argument types now (its return type, if given, is ignored: inferred).");
 
 static PyObject *
 lazy_add(PyObject *module, PyObject *args)
@@ -773,8 +773,8 @@ vz_estimate_cost(LLVMValueRef kernel)
 }
 
 static PyMethodDef vectorize_methods[] = {
-    {"lazy_vectorize", (PyCFunction)(void (*)(void))lazy_vectorize,
-     METH_VARARGS | METH_KEYWORDS, lazy_vectorize_doc},
+    {"lazy_vectorize", (PyCFunction)(void (*)(void))lazy_vectorize, METH_VARARGS | METH_KEYWORDS,
+     lazy_vectorize_doc},
     {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
     {"vectorize", (PyCFunction)(void (*)(void))vectorize, METH_VARARGS | METH_KEYWORDS,
      vectorize_doc},

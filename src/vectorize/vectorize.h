@@ -24,8 +24,8 @@
  * The fast paths are taken only when every step, the output's included,
  * allows them.  Returns the function, or NULL with an exception.
  */
-LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel,
-                          const TsSignature *sig, const char *name);
+LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
+                          const char *name);
 
 /* ---- ufunc.c ---- */
 
@@ -39,9 +39,9 @@ LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel,
  * -1, or any other value (PyUFunc_IdentityValue); another str: ValueError.
  * Returns a new reference or NULL.
  */
-PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout,
-                        int ntypes, PyUFuncGenericFunction *funcs, void **data,
-                        const char *types, PyObject *identity, PyObject *keep);
+PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
+                        PyUFuncGenericFunction *funcs, void **data, const char *types,
+                        PyObject *identity, PyObject *keep);
 
 /* ---- dufunc.c ---- */
 
@@ -72,8 +72,8 @@ typedef struct VzLazyBackend {
  * New reference or NULL.
  */
 PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
-                             PyObject *identity, const VzLazyBackend *backend,
-                             PyObject *compiler, PyObject *keep);
+                             PyObject *identity, const VzLazyBackend *backend, PyObject *compiler,
+                             PyObject *keep);
 /* Compiles and registers input kinds now (ufunc.add(sig)): None or NULL. */
 PyObject *vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin);
 int vz_init_dufunc(PyObject *module);
@@ -85,27 +85,26 @@ int vz_init_testhooks(PyObject *module);
 
 /* A ufunc with a core signature (gufunc; NULL: a plain ufunc); otherwise
  * as vz_make_ufunc.  nout may be 0.  Returns a new reference or NULL. */
-PyObject *vz_make_gufunc(const char *name, const char *doc, int nin, int nout,
-                         int ntypes, PyUFuncGenericFunction *funcs, void **data,
-                         const char *types, PyObject *identity, PyObject *keep,
-                         const char *signature);
+PyObject *vz_make_gufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
+                         PyUFuncGenericFunction *funcs, void **data, const char *types,
+                         PyObject *identity, PyObject *keep, const char *signature);
 
 /* ---- vectorize.c ---- */
 
 /* The compiled code of one signature (an entry of a Library). */
 typedef struct VzCompiled {
-    TsSignature sig;        /* with the return type resolved */
+    TsSignature sig; /* with the return type resolved */
     CcCode *code;
-    void *target_data;      /* freed with the Library's target->free_data */
+    void *target_data; /* freed with the Library's target->free_data */
     PyUFuncGenericFunction fn;
-    PyObject *var_types;    /* {name: type name} of the kernel's variables */
+    PyObject *var_types; /* {name: type name} of the kernel's variables */
 } VzCompiled;
 
 /* Where a kernel's source comes from (the decorator's `source` tuple). */
 typedef struct VzSource {
-    PyObject *pyfunc, *funcdef;     /* borrowed (from the Library when it has them) */
+    PyObject *pyfunc, *funcdef; /* borrowed (from the Library when it has them) */
     const char *name, *filename;
-    PyObject *lines;                /* borrowed */
+    PyObject *lines; /* borrowed */
     int first_line, line_offset;
     int fastmath;
 } VzSource;
@@ -119,13 +118,12 @@ typedef struct VzSource {
  * vz_library_alloc itself.
  */
 typedef struct VzLibrary {
-    PyObject_HEAD
-    const TgTarget *target;
+    PyObject_HEAD const TgTarget *target;
     Py_ssize_t n, cap;
-    VzCompiled *items;      /* PyMem array of cap, n used: a failure frees them */
-    PyObject *pyfunc, *funcdef, *source;   /* owned: what src borrows */
-    PyObject *name;         /* owned str: src.name points into it */
-    PyObject *cache;        /* owned: a numbavec.cache.FunctionCache, or NULL */
+    VzCompiled *items;                   /* PyMem array of cap, n used: a failure frees them */
+    PyObject *pyfunc, *funcdef, *source; /* owned: what src borrows */
+    PyObject *name;                      /* owned str: src.name points into it */
+    PyObject *cache;                     /* owned: a numbavec.cache.FunctionCache, or NULL */
     VzSource src;
 } VzLibrary;
 
@@ -134,8 +132,8 @@ typedef struct VzLibrary {
  * references).  source: (filename, first_line, lines, line_offset); cache:
  * a numbavec.cache.FunctionCache or None.  New reference or NULL.
  */
-VzLibrary *vz_library_new(const char *target, PyObject *pyfunc, PyObject *funcdef,
-                          PyObject *source, const char *name, int fastmath, PyObject *cache);
+VzLibrary *vz_library_new(const char *target, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
+                          const char *name, int fastmath, PyObject *cache);
 /* An empty library with room for n entries that its caller fills (gufunc.c):
  * new reference or NULL. */
 VzLibrary *vz_library_alloc(const TgTarget *target, Py_ssize_t n);
@@ -149,9 +147,9 @@ void vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, 
                       const TsSignature **sig);
 Py_ssize_t vz_library_size(VzLibrary *lib);
 
-int vz_parse_source(PyObject *source, VzSource *src);   /* (filename, first, lines, offset) */
-PyObject *vz_var_types(CcFunction *fn);                 /* new ref: {variable: type} */
-double vz_estimate_cost(LLVMValueRef kernel);           /* rough ns per kernel call */
+int vz_parse_source(PyObject *source, VzSource *src); /* (filename, first, lines, offset) */
+PyObject *vz_var_types(CcFunction *fn);               /* new ref: {variable: type} */
+double vz_estimate_cost(LLVMValueRef kernel);         /* rough ns per kernel call */
 
 int vz_init_module(PyObject *module);
 

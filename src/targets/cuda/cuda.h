@@ -21,10 +21,10 @@
 
 /* ---- cudamodule.c: the exceptions (borrowed references) ---- */
 
-extern PyObject *cuda_SupportError;   /* numbavec.cuda.CudaSupportError */
-extern PyObject *cuda_Error;          /* numbavec.cuda.CudaError */
+extern PyObject *cuda_SupportError; /* numbavec.cuda.CudaSupportError */
+extern PyObject *cuda_Error;        /* numbavec.cuda.CudaError */
 
-int cuda_init_module(PyObject *module);   /* 0/-1 */
+int cuda_init_module(PyObject *module); /* 0/-1 */
 
 /* ---- driver.c ---- */
 
@@ -48,13 +48,13 @@ int cuda_enter(void);
 int cuda_check(CUresult rc, const char *what);
 /* {'driver_version': (12, 4), 'devices': [{...}, ...]}: new reference. */
 PyObject *cuda_detect(void);
-PyObject *cuda_unavailable_reason(void);  /* str, or None when available */
-CUdevice cuda_device(void);               /* the device in use (after cuda_driver) */
+PyObject *cuda_unavailable_reason(void); /* str, or None when available */
+CUdevice cuda_device(void);              /* the device in use (after cuda_driver) */
 
 /* ---- stream.c ---- */
 
-extern PyObject *cuda_stream_type;   /* numbavec.cuda.Stream */
-extern PyObject *cuda_event_type;    /* numbavec.cuda.Event */
+extern PyObject *cuda_stream_type; /* numbavec.cuda.Stream */
+extern PyObject *cuda_event_type;  /* numbavec.cuda.Event */
 
 /*
  * The CUstream a `stream=` argument names: None or 0 (the default stream),
@@ -62,13 +62,13 @@ extern PyObject *cuda_event_type;    /* numbavec.cuda.Event */
  * (version, handle) tuple).  0/-1.
  */
 int cuda_stream_arg(PyObject *obj, CUstream *out);
-PyObject *cuda_stream_new(PyObject *module, PyObject *args);    /* stream() */
-PyObject *cuda_event_new(PyObject *module, PyObject *args);     /* event() */
+PyObject *cuda_stream_new(PyObject *module, PyObject *args); /* stream() */
+PyObject *cuda_event_new(PyObject *module, PyObject *args);  /* event() */
 int cuda_stream_init_types(PyObject *module);
 
 /* ---- devicearray.c ---- */
 
-extern PyObject *cuda_devicearray_type;   /* numbavec.cuda.DeviceNDArray */
+extern PyObject *cuda_devicearray_type; /* numbavec.cuda.DeviceNDArray */
 int cuda_devicearray_init(PyObject *module);
 
 /* What cufunc.c reads of a DeviceNDArray (dtype borrowed). */
@@ -78,11 +78,10 @@ typedef struct CudaArrayInfo {
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
     PyArray_Descr *dtype;
 } CudaArrayInfo;
-int cuda_array_info(PyObject *obj, CudaArrayInfo *info);      /* 0/-1 */
+int cuda_array_info(PyObject *obj, CudaArrayInfo *info); /* 0/-1 */
 int cuda_is_device_array(PyObject *obj);
 /* A new C-contiguous device array on stream (steals dtype); new reference. */
-PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape,
-                           PyObject *stream);
+PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream);
 /* as_cuda_array(obj): ours, CAI or DLPack wrapped without a copy; new ref. */
 PyObject *cuda_as_array(PyObject *obj);
 
@@ -93,15 +92,14 @@ const char *cuda_libnvvm_path(void);
 const char *cuda_libdevice_path(void);
 /* The bytes of libdevice.10.bc, read once; NULL with an exception. */
 const char *cuda_libdevice_bytes(size_t *size);
-int cuda_nvvm_available(void);        /* libNVVM loads; never raises */
-PyObject *cuda_toolkit_info(void);    /* {'libnvvm':..., 'libdevice':..., 'nvvm_version':...} */
+int cuda_nvvm_available(void);     /* libNVVM loads; never raises */
+PyObject *cuda_toolkit_info(void); /* {'libnvvm':..., 'libdevice':..., 'nvvm_version':...} */
 /*
  * Compiles NVVM IR text (ir, size bytes) with libdevice lazily added into
  * PTX for `arch` ("compute_90"), with opts (NULL-terminated).  Returns a new
  * str, or NULL with CudaError/CudaSupportError and libNVVM's log.
  */
-PyObject *cuda_nvvm_compile(const char *ir, size_t size, const char *arch,
-                            const char *const *opts);
+PyObject *cuda_nvvm_compile(const char *ir, size_t size, const char *arch, const char *const *opts);
 
 /* ---- nvvmir.c ---- */
 
@@ -119,7 +117,7 @@ int cuda_legalize_llvm7(LLVMModuleRef mod);
 
 /* ---- launch.c ---- */
 
-int cuda_launch_init(PyObject *module);   /* _cuda_load_ptx, CudaModule */
+int cuda_launch_init(PyObject *module); /* _cuda_load_ptx, CudaModule */
 
 /* ---- kernels.c ---- */
 

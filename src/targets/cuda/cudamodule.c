@@ -41,10 +41,9 @@ synchronize(PyObject *module, PyObject *unused)
         return NULL;
     }
     CUresult rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = cuda_drv->CtxSynchronize();
-    Py_END_ALLOW_THREADS
-    if (cuda_check(rc, "cuCtxSynchronize") < 0) {
+    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->CtxSynchronize();
+    Py_END_ALLOW_THREADS if (cuda_check(rc, "cuCtxSynchronize") < 0)
+    {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -54,8 +53,8 @@ static PyObject *
 mem_info(PyObject *module, PyObject *unused)
 {
     size_t free_bytes = 0, total = 0;
-    if (cuda_enter() < 0 || cuda_check(cuda_drv->MemGetInfo(&free_bytes, &total),
-                                       "cuMemGetInfo") < 0) {
+    if (cuda_enter() < 0
+        || cuda_check(cuda_drv->MemGetInfo(&free_bytes, &total), "cuMemGetInfo") < 0) {
         return NULL;
     }
     return Py_BuildValue("(KK)", (unsigned long long)free_bytes, (unsigned long long)total);
@@ -110,14 +109,15 @@ cuda_init_module(PyObject *m)
 {
     if (add_exception(m, "CudaSupportError",
                       "CUDA cannot be used here: no driver, no device or no toolkit "
-                      "piece (the message says which).", PyExc_RuntimeError,
-                      &cuda_SupportError) < 0
+                      "piece (the message says which).",
+                      PyExc_RuntimeError, &cuda_SupportError)
+            < 0
         || add_exception(m, "CudaError",
                          "A CUDA driver call failed; .name is the driver's error name.",
-                         PyExc_RuntimeError, &cuda_Error) < 0
+                         PyExc_RuntimeError, &cuda_Error)
+               < 0
         || PyModule_AddFunctions(m, cuda_functions) < 0 || cuda_stream_init_types(m) < 0
-        || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0
-        || cuda_cufunc_init(m) < 0) {
+        || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0 || cuda_cufunc_init(m) < 0) {
         return -1;
     }
     return 0;

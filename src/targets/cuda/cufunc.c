@@ -35,10 +35,9 @@ typedef struct CuLoop {
 } CuLoop;
 
 typedef struct CuFunc {
-    PyObject_HEAD
-    PyObject *name, *doc, *pyfunc, *funcdef, *location, *identity, *backend;
-    PyObject *resolver;     /* numpy.ufunc with our loops and no-op bodies */
-    PyObject *cache;        /* key tuple -> loop index */
+    PyObject_HEAD PyObject *name, *doc, *pyfunc, *funcdef, *location, *identity, *backend;
+    PyObject *resolver; /* numpy.ufunc with our loops and no-op bodies */
+    PyObject *cache;    /* key tuple -> loop index */
     int nin, fastmath, reorderable;
     char arch[16];
     CuLoop *loops;
@@ -76,8 +75,8 @@ rebuild_resolver(CuFunc *f)
         }
         types[i * (nin + 1) + nin] = (char)ts_kind_typenum(f->loops[i].sig.ret.kind);
     }
-    r = vz_make_ufunc(PyUnicode_AsUTF8AndSize(f->name, NULL), NULL, nin, 1, (int)n, funcs,
-                      data, types, f->reorderable ? Py_None : f->identity, NULL);
+    r = vz_make_ufunc(PyUnicode_AsUTF8AndSize(f->name, NULL), NULL, nin, 1, (int)n, funcs, data,
+                      types, f->reorderable ? Py_None : f->identity, NULL);
 done:
     PyMem_Free(funcs);
     PyMem_Free(data);
@@ -121,7 +120,8 @@ add_loop(CuFunc *f, TsSignature *sig)
     int reduce = can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
                  && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
     if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, sig, f->arch, f->backend,
-                           f->fastmath, reduce, name, &l->code) < 0) {
+                           f->fastmath, reduce, name, &l->code)
+        < 0) {
         return -1;
     }
     l->sig = *sig;
@@ -132,7 +132,7 @@ add_loop(CuFunc *f, TsSignature *sig)
 static size_t
 reduce_smem(int block)
 {
-    return (size_t)block * 16;      /* the widest item: complex128 */
+    return (size_t)block * 16; /* the widest item: complex128 */
 }
 
 static int
@@ -143,10 +143,8 @@ load_module(PyObject *ptx, CUmodule *mod)
         return -1;
     }
     CUresult rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = cuda_drv->ModuleLoadDataEx(mod, text, 0, NULL, NULL);
-    Py_END_ALLOW_THREADS
-    return cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
+    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->ModuleLoadDataEx(mod, text, 0, NULL, NULL);
+    Py_END_ALLOW_THREADS return cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
 }
 
 /* Loads loop l's module and resolves its entries (first call only). */
@@ -163,8 +161,7 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
     if (l->fn[0] == NULL) {
         char base[128];
         const char *pyname = PyUnicode_AsUTF8AndSize(f->name, NULL);
-        snprintf(base, sizeof(base), "nv_%.80s_%d", pyname ? pyname : "ufunc",
-                 (int)(l - f->loops));
+        snprintf(base, sizeof(base), "nv_%.80s_%d", pyname ? pyname : "ufunc", (int)(l - f->loops));
         for (char *p = base; *p; p++) {
             if (!isalnum((unsigned char)*p) && *p != '_') {
                 *p = '_';
@@ -175,10 +172,12 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
             int mg = 0;
             snprintf(name, sizeof(name), "%s%s", base, suffix[v]);
             if (cuda_check(cuda_drv->ModuleGetFunction(&l->fn[v], l->mod, name),
-                           "cuModuleGetFunction") < 0
-                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &l->block[v],
-                                                                       l->fn[v], NULL, 0, 0),
-                              "cuOccupancyMaxPotentialBlockSize") < 0) {
+                           "cuModuleGetFunction")
+                    < 0
+                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &l->block[v], l->fn[v],
+                                                                       NULL, 0, 0),
+                              "cuOccupancyMaxPotentialBlockSize")
+                       < 0) {
                 l->fn[0] = NULL;
                 return -1;
             }
@@ -189,10 +188,12 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
             snprintf(name, sizeof(name), "%s_r", base);
             if (load_module(l->code.reduce_ptx, &l->rmod) < 0
                 || cuda_check(cuda_drv->ModuleGetFunction(&l->red, l->rmod, name),
-                              "cuModuleGetFunction") < 0
-                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &b, l->red,
-                                                                       reduce_smem, 0, 1024),
-                              "cuOccupancyMaxPotentialBlockSize") < 0) {
+                              "cuModuleGetFunction")
+                       < 0
+                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &b, l->red, reduce_smem,
+                                                                       0, 1024),
+                              "cuOccupancyMaxPotentialBlockSize")
+                       < 0) {
                 return -1;
             }
             int p2 = 32;
@@ -217,7 +218,8 @@ sm_count(void)
         int v = 0;
         if (cuda_check(cuda_drv->DeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                                     cuda_device()),
-                       "cuDeviceGetAttribute") < 0) {
+                       "cuDeviceGetAttribute")
+            < 0) {
             return -1;
         }
         count = v;
@@ -231,13 +233,13 @@ enum { OP_PYSCALAR, OP_SCALAR, OP_HOST, OP_DEVICE };
 
 typedef struct Operand {
     int what;
-    PyObject *obj;          /* owned: the ndarray, device array or scalar */
-    PyArray_Descr *dtype;   /* borrowed from obj; NULL for Python scalars */
+    PyObject *obj;        /* owned: the ndarray, device array or scalar */
+    PyArray_Descr *dtype; /* borrowed from obj; NULL for Python scalars */
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
     CUdeviceptr ptr;
     unsigned long long words[2];
-    PyObject *dev;          /* owned: the device copy of a host array */
+    PyObject *dev; /* owned: the device copy of a host array */
 } Operand;
 
 static void
@@ -286,8 +288,8 @@ classify(PyObject *obj, Operand *op)
 {
     memset(op, 0, sizeof(*op));
     if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
-        || (!PyBool_Check(obj) && (PyLong_Check(obj) || PyFloat_Check(obj)
-                                   || PyComplex_Check(obj)))) {
+        || (!PyBool_Check(obj)
+            && (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)))) {
         op->what = OP_PYSCALAR;
         op->obj = Py_NewRef(obj);
         return 0;
@@ -314,12 +316,12 @@ resolve_key(const Operand *ops, int nin)
         return NULL;
     }
     for (int k = 0; k < nin; k++) {
-        PyObject *item = ops[k].what == OP_PYSCALAR ? (PyObject *)Py_TYPE(ops[k].obj)
-                                                    : (PyObject *)ops[k].dtype;
+        PyObject *item =
+            ops[k].what == OP_PYSCALAR ? (PyObject *)Py_TYPE(ops[k].obj) : (PyObject *)ops[k].dtype;
         if (ops[k].what == OP_PYSCALAR) {
-            item = PyLong_Check(ops[k].obj) ? (PyObject *)&PyLong_Type
+            item = PyLong_Check(ops[k].obj)    ? (PyObject *)&PyLong_Type
                    : PyFloat_Check(ops[k].obj) ? (PyObject *)&PyFloat_Type
-                                                : (PyObject *)&PyComplex_Type;
+                                               : (PyObject *)&PyComplex_Type;
         }
         PyTuple_SetItem(key, k, Py_NewRef(item));
     }
@@ -353,13 +355,15 @@ compile_for(CuFunc *f, const Operand *ops)
     memset(&sig, 0, sizeof(sig));
     sig.nargs = f->nin;
     for (int k = 0; k < f->nin; k++) {
-        int tn = ops[k].what != OP_PYSCALAR ? ops[k].dtype->type_num
-                 : PyLong_Check(ops[k].obj) ? NPY_INT64
-                 : PyFloat_Check(ops[k].obj) ? NPY_FLOAT64 : NPY_COMPLEX128;
+        int tn = ops[k].what != OP_PYSCALAR  ? ops[k].dtype->type_num
+                 : PyLong_Check(ops[k].obj)  ? NPY_INT64
+                 : PyFloat_Check(ops[k].obj) ? NPY_FLOAT64
+                                             : NPY_COMPLEX128;
         if (ts_kind_from_typenum(tn, &sig.args[k].kind) < 0) {
-            PyErr_Format(PyExc_TypeError, "ufunc '%U' not supported for the input types: "
-                         "no CUDA kernel for dtype %R", f->name,
-                         ops[k].dtype ? (PyObject *)ops[k].dtype : Py_None);
+            PyErr_Format(PyExc_TypeError,
+                         "ufunc '%U' not supported for the input types: "
+                         "no CUDA kernel for dtype %R",
+                         f->name, ops[k].dtype ? (PyObject *)ops[k].dtype : Py_None);
             return -1;
         }
     }
@@ -381,8 +385,8 @@ resolve(CuFunc *f, const Operand *ops, int lazy)
         return PyLong_AsSsize_t(hit);
     }
     Py_ssize_t idx = -1;
-    PyObject *dtypes = f->nloops ? PyObject_CallMethod(f->resolver, "resolve_dtypes", "(O)", key)
-                                 : NULL;
+    PyObject *dtypes =
+        f->nloops ? PyObject_CallMethod(f->resolver, "resolve_dtypes", "(O)", key) : NULL;
     if (f->nloops == 0) {
         PyErr_SetString(PyExc_TypeError, "no loop");
     }
@@ -413,8 +417,8 @@ resolve(CuFunc *f, const Operand *ops, int lazy)
 typedef struct Plan {
     int variant, ndim, nops;
     Py_ssize_t n;
-    Py_ssize_t shape[NPY_MAXDIMS];                    /* innermost first */
-    Py_ssize_t strides[TS_MAXARGS + 1][NPY_MAXDIMS];  /* innermost first */
+    Py_ssize_t shape[NPY_MAXDIMS];                   /* innermost first */
+    Py_ssize_t strides[TS_MAXARGS + 1][NPY_MAXDIMS]; /* innermost first */
     int block, grid;
 } Plan;
 
@@ -439,8 +443,10 @@ broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
                 continue;
             }
             if (*s != 1) {
-                PyErr_Format(PyExc_ValueError, "operands could not be broadcast together "
-                             "(dimension %d: %zd vs %zd)", d, v, *s);
+                PyErr_Format(PyExc_ValueError,
+                             "operands could not be broadcast together "
+                             "(dimension %d: %zd vs %zd)",
+                             d, v, *s);
                 return -1;
             }
             *s = v;
@@ -521,7 +527,8 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
             Py_ssize_t s = p->strides[k][d] < 0 ? -p->strides[k][d] : p->strides[k][d];
             ext += s * (p->shape[d] - 1);
         }
-        narrow = ext < ((Py_ssize_t)1 << 31) && (Py_ssize_t)itemsize[k] * p->n < ((Py_ssize_t)1 << 31);
+        narrow =
+            ext < ((Py_ssize_t)1 << 31) && (Py_ssize_t)itemsize[k] * p->n < ((Py_ssize_t)1 << 31);
     }
     if (contiguous) {
         p->variant = narrow ? CUDA_C32 : CUDA_C64;
@@ -529,8 +536,10 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
     }
     p->variant = narrow ? CUDA_S32 : CUDA_S64;
     if (m > (narrow ? kdims32 : kdims64)) {
-        PyErr_Format(PyExc_NotImplementedError, "cuda ufunc: %d dimensions that cannot be "
-                     "merged; the strided kernel takes %d", m, narrow ? kdims32 : kdims64);
+        PyErr_Format(PyExc_NotImplementedError,
+                     "cuda ufunc: %d dimensions that cannot be "
+                     "merged; the strided kernel takes %d",
+                     m, narrow ? kdims32 : kdims64);
         return -1;
     }
     return 0;
@@ -558,9 +567,9 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
     }
     char sig[TS_STRSIZE];
     ts_signature_str(&f->loops[loop].sig, sig, sizeof(sig));
-    return Py_BuildValue("{s:s,s:n,s:N,s:N,s:i,s:i,s:s}", "kernel", names[p->variant], "n",
-                         p->n, "shape", shape, "strides", strides, "block", p->block, "grid",
-                         p->grid, "signature", sig);
+    return Py_BuildValue("{s:s,s:n,s:N,s:N,s:i,s:i,s:s}", "kernel", names[p->variant], "n", p->n,
+                         "shape", shape, "strides", strides, "block", p->block, "grid", p->grid,
+                         "signature", sig);
 }
 
 /* ---- the call ---- */
@@ -568,15 +577,15 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
 typedef struct Call {
     CuFunc *f;
     int nin;
-    Operand ops[TS_MAXARGS + 1];    /* inputs, then out (when given) */
+    Operand ops[TS_MAXARGS + 1]; /* inputs, then out (when given) */
     int have_out;
-    PyObject *out_arg;              /* borrowed */
-    PyObject *stream;               /* borrowed */
+    PyObject *out_arg; /* borrowed */
+    PyObject *stream;  /* borrowed */
     CUstream s;
     Py_ssize_t loop;
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS];
-    int device;                     /* result on the device */
+    int device; /* result on the device */
 } Call;
 
 /* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
@@ -584,9 +593,8 @@ static int
 scalar_words(Operand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *a = d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST,
-                                      NULL)
-                    : NULL;
+    PyObject *a =
+        d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL) : NULL;
     if (a == NULL) {
         return -1;
     }
@@ -606,8 +614,10 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
     c->stream = Py_None;
     Py_ssize_t nargs = PyTuple_Size(args);
     if (nargs != f->nin && nargs != f->nin + 1) {
-        PyErr_Format(PyExc_TypeError, "%U() takes from %d to %d positional arguments but %zd "
-                     "were given", f->name, f->nin, f->nin + 1, nargs);
+        PyErr_Format(PyExc_TypeError,
+                     "%U() takes from %d to %d positional arguments but %zd "
+                     "were given",
+                     f->name, f->nin, f->nin + 1, nargs);
         return -1;
     }
     if (nargs == f->nin + 1) {
@@ -622,18 +632,16 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
                 if (PyTuple_Check(value)) {
                     if (PyTuple_Size(value) != 1) {
                         PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly "
-                                        "one entry per ufunc output");
+                                                          "one entry per ufunc output");
                         return -1;
                     }
                     c->out_arg = PyTuple_GetItem(value, 0);
                 }
-            }
-            else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+            } else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
                 c->stream = value;
-            }
-            else {
-                PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument %R",
-                             f->name, key);
+            } else {
+                PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument %R", f->name,
+                             key);
                 return -1;
             }
         }
@@ -647,12 +655,13 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
     if (c->out_arg != Py_None) {
         Operand *o = &c->ops[f->nin];
         int ok = classify(c->out_arg, o) == 0;
-        if (ok && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
+        if (ok
+            && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
             PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
             ok = 0;
         }
         if (ok && o->what == OP_SCALAR) {
-            o->what = OP_HOST;      /* a 0-d out array */
+            o->what = OP_HOST; /* a 0-d out array */
         }
         if (!ok) {
             operands_clear(c->ops, f->nin + 1);
@@ -677,9 +686,10 @@ check_device_inputs(Call *c)
     for (int k = 0; k < c->nin; k++) {
         if (c->ops[k].what == OP_DEVICE
             && c->ops[k].dtype->type_num != ts_kind_typenum(sig->args[k].kind)) {
-            PyErr_Format(PyExc_NotImplementedError, "cuda ufunc: device input %d of dtype %R "
-                         "needs a cast to %s (not available on the device)", k,
-                         c->ops[k].dtype, ts_kind_name(sig->args[k].kind));
+            PyErr_Format(PyExc_NotImplementedError,
+                         "cuda ufunc: device input %d of dtype %R "
+                         "needs a cast to %s (not available on the device)",
+                         k, c->ops[k].dtype, ts_kind_name(sig->args[k].kind));
             return -1;
         }
     }
@@ -714,21 +724,24 @@ prepare(Call *c, int lazy)
     }
     if (!same) {
         PyErr_SetString(PyExc_ValueError, "non-broadcastable output operand: its shape does "
-                        "not match the broadcast shape of the inputs");
+                                          "not match the broadcast shape of the inputs");
         return -1;
     }
     PyArray_Descr *ret = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
     int castable = ret && PyArray_CanCastTypeTo(ret, o->dtype, NPY_SAME_KIND_CASTING);
     Py_XDECREF(ret);
     if (!castable) {
-        PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%U' output from %s to %R with "
-                     "casting rule 'same_kind'", f->name, ts_kind_name(sig->ret.kind), o->dtype);
+        PyErr_Format(PyExc_TypeError,
+                     "Cannot cast ufunc '%U' output from %s to %R with "
+                     "casting rule 'same_kind'",
+                     f->name, ts_kind_name(sig->ret.kind), o->dtype);
         return -1;
     }
     if (o->what == OP_DEVICE && o->dtype->type_num != ts_kind_typenum(sig->ret.kind)) {
-        PyErr_Format(PyExc_NotImplementedError, "cuda ufunc: a device out= of dtype %R for a "
-                     "%s loop (a cast on the device is not available)", o->dtype,
-                     ts_kind_name(sig->ret.kind));
+        PyErr_Format(PyExc_NotImplementedError,
+                     "cuda ufunc: a device out= of dtype %R for a "
+                     "%s loop (a cast on the device is not available)",
+                     o->dtype, ts_kind_name(sig->ret.kind));
         return -1;
     }
     if (o->what == OP_DEVICE) {
@@ -749,9 +762,9 @@ static int
 upload(Call *c, Operand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *h = d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST,
-                                      NULL)
-                    : NULL;
+    PyObject *h =
+        d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
+          : NULL;
     if (h == NULL) {
         return -1;
     }
@@ -799,16 +812,15 @@ launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstrea
     pm->dptr[nin] = out;
     pm->ptrs[np++] = &pm->dptr[nin];
     int nw = 0;
-#define PUSH(v)                                                    \
-    do {                                                           \
-        if (wide) {                                                \
-            pm->w64[nw] = (long long)(v);                          \
-            pm->ptrs[np++] = &pm->w64[nw++];                       \
-        }                                                          \
-        else {                                                     \
-            pm->w32[nw] = (int)(v);                                \
-            pm->ptrs[np++] = &pm->w32[nw++];                       \
-        }                                                          \
+#define PUSH(v)                                                                                    \
+    do {                                                                                           \
+        if (wide) {                                                                                \
+            pm->w64[nw] = (long long)(v);                                                          \
+            pm->ptrs[np++] = &pm->w64[nw++];                                                       \
+        } else {                                                                                   \
+            pm->w32[nw] = (int)(v);                                                                \
+            pm->ptrs[np++] = &pm->w32[nw++];                                                       \
+        }                                                                                          \
     } while (0)
     PUSH(p->n);
     if (p->variant >= CUDA_S32) {
@@ -908,8 +920,7 @@ run_call(Call *c)
         if (rc < 0) {
             goto error;
         }
-    }
-    else {
+    } else {
         Plan p;
         if (plan_call(c, sms, 0, &p) < 0 || plan_call(c, sms, l->block[p.variant], &p) < 0
             || launch(l, &p, c->ops, c->nin, o->ptr, c->s) < 0) {
@@ -932,10 +943,9 @@ copy_back:
     }
     {
         CUresult rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = cuda_drv->StreamSynchronize(c->s);
-        Py_END_ALLOW_THREADS
-        if (cuda_check(rc, "cuStreamSynchronize") < 0) {
+        Py_BEGIN_ALLOW_THREADS rc = cuda_drv->StreamSynchronize(c->s);
+        Py_END_ALLOW_THREADS if (cuda_check(rc, "cuStreamSynchronize") < 0)
+        {
             goto error;
         }
     }
@@ -945,12 +955,10 @@ copy_back:
             goto error;
         }
         result = Py_NewRef(c->out_arg);
-    }
-    else if (c->nd == 0) {
+    } else if (c->nd == 0) {
         result = PyArray_Return((PyArrayObject *)host);
         host = NULL;
-    }
-    else {
+    } else {
         result = host;
         host = NULL;
     }
@@ -1252,7 +1260,7 @@ cufunc_dealloc(PyObject *self)
 typedef struct RedPass {
     Py_ssize_t m, kchunk, ktotal, nchunks, rstride;
     int ndim;
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];     /* innermost first */
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS]; /* innermost first */
     int grid, block;
 } RedPass;
 
@@ -1313,9 +1321,9 @@ reduce_plan(int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, int axis
 static PyObject *
 red_pass_dict(const RedPass *p)
 {
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i,s:i}", "m", p->m, "kchunk", p->kchunk,
-                         "ktotal", p->ktotal, "nchunks", p->nchunks, "rstride", p->rstride,
-                         "grid", p->grid, "block", p->block);
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i,s:i}", "m", p->m, "kchunk", p->kchunk, "ktotal",
+                         p->ktotal, "nchunks", p->nchunks, "rstride", p->rstride, "grid", p->grid,
+                         "block", p->block);
 }
 
 static int
@@ -1341,16 +1349,15 @@ red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssiz
         ptrs[np++] = &w[j];
     }
     (void)itemsize;
-    return cuda_check(cuda_drv->LaunchKernel(l->red, (unsigned)p->grid, 1, 1, (unsigned)p->block,
-                                             1, 1, (unsigned)reduce_smem(p->block), s, ptrs,
-                                             NULL),
+    return cuda_check(cuda_drv->LaunchKernel(l->red, (unsigned)p->grid, 1, 1, (unsigned)p->block, 1,
+                                             1, (unsigned)reduce_smem(p->block), s, ptrs, NULL),
                       "cuLaunchKernel (cuda ufunc reduce)");
 }
 
 typedef struct RedCall {
     Operand op;
     Py_ssize_t loop;
-    int axis;               /* -1: all (the array is flattened) */
+    int axis; /* -1: all (the array is flattened) */
     PyObject *stream;
     CUstream s;
 } RedCall;
@@ -1374,8 +1381,7 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
     PyObject *array, *axis_o = NULL;
     memset(rc, 0, sizeof(*rc));
     rc->stream = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO", kwlist, &array, &axis_o,
-                                     &rc->stream)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO", kwlist, &array, &axis_o, &rc->stream)) {
         return -1;
     }
     if (f->nin != 2) {
@@ -1383,8 +1389,10 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
         return -1;
     }
     if (!can_reduce(f)) {
-        PyErr_Format(PyExc_ValueError, "reduce of '%U' on the GPU needs identity= (a value or "
-                     "'reorderable'): the tree reduction reorders operands", f->name);
+        PyErr_Format(PyExc_ValueError,
+                     "reduce of '%U' on the GPU needs identity= (a value or "
+                     "'reorderable'): the tree reduction reorders operands",
+                     f->name);
         return -1;
     }
     if (cuda_stream_arg(rc->stream, &rc->s) < 0 || classify(array, &rc->op) < 0) {
@@ -1397,8 +1405,7 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
     int nd = rc->op.nd;
     if (axis_o == Py_None) {
         rc->axis = -1;
-    }
-    else {
+    } else {
         long ax = axis_o ? PyLong_AsLong(axis_o) : 0;
         if (ax == -1 && PyErr_Occurred()) {
             return -1;
@@ -1415,8 +1422,8 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
         return -1;
     }
     if (f->loops[rc->loop].code.reduce_ptx == NULL) {
-        PyErr_Format(PyExc_TypeError, "reduce: loop %zd of '%U' is not (T, T) -> T",
-                     rc->loop, f->name);
+        PyErr_Format(PyExc_TypeError, "reduce: loop %zd of '%U' is not (T, T) -> T", rc->loop,
+                     f->name);
         return -1;
     }
     if (rc->op.what == OP_DEVICE
@@ -1445,7 +1452,7 @@ red_geometry(RedCall *rc, Py_ssize_t itemsize, int *nd, Py_ssize_t *shape, Py_ss
     for (int d = op->nd - 1; d >= 0; d--) {
         if (op->shape[d] != 1 && op->strides[d] != expect) {
             PyErr_SetString(PyExc_NotImplementedError, "reduce(axis=None) of a non-contiguous "
-                            "device array: copy it first");
+                                                       "device array: copy it first");
             return -1;
         }
         expect *= op->shape[d];
@@ -1526,8 +1533,10 @@ red_identity(CuFunc *f, RedCall *rc, TsKind kind)
         goto done;
     }
     if (identity == Py_None) {
-        PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %U which has "
-                     "no identity", f->name);
+        PyErr_Format(PyExc_ValueError,
+                     "zero-size array to reduction operation %U which has "
+                     "no identity",
+                     f->name);
         goto done;
     }
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
@@ -1536,19 +1545,17 @@ red_identity(CuFunc *f, RedCall *rc, TsKind kind)
     Py_XDECREF(d);
     if (r != NULL && rc->op.what == OP_DEVICE) {
         Py_INCREF(PyArray_DESCR((PyArrayObject *)r));
-        PyObject *dev = cuda_array_empty(PyArray_DESCR((PyArrayObject *)r),
-                                         PyArray_NDIM((PyArrayObject *)r),
-                                         PyArray_DIMS((PyArrayObject *)r), rc->stream);
-        PyObject *ok = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", r, rc->stream)
-                           : NULL;
+        PyObject *dev =
+            cuda_array_empty(PyArray_DESCR((PyArrayObject *)r), PyArray_NDIM((PyArrayObject *)r),
+                             PyArray_DIMS((PyArrayObject *)r), rc->stream);
+        PyObject *ok = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", r, rc->stream) : NULL;
         Py_XDECREF(ok);
         Py_DECREF(r);
         r = ok ? dev : NULL;
         if (ok == NULL) {
             Py_XDECREF(dev);
         }
-    }
-    else if (r != NULL && PyArray_NDIM((PyArrayObject *)r) == 0) {
+    } else if (r != NULL && PyArray_NDIM((PyArrayObject *)r) == 0) {
         r = PyArray_Return((PyArrayObject *)r);
     }
 done:
@@ -1609,12 +1616,11 @@ cufunc_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
                 || red_launch(l, &rp.pass[1], si.ptr, ri.ptr, item, rc.s) < 0) {
                 goto error;
             }
-        }
-        else if (red_launch(l, &rp.pass[0], rc.op.ptr, ri.ptr, item, rc.s) < 0) {
+        } else if (red_launch(l, &rp.pass[0], rc.op.ptr, ri.ptr, item, rc.s) < 0) {
             goto error;
         }
     }
-    if (rc.op.dev == NULL) {            /* device in, device out: asynchronous */
+    if (rc.op.dev == NULL) { /* device in, device out: asynchronous */
         result = res;
         res = NULL;
         goto error;
@@ -1622,15 +1628,15 @@ cufunc_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *host = PyObject_CallMethod(res, "copy_to_host", "OO", Py_None, rc.stream);
     if (host != NULL) {
         CUresult r;
-        Py_BEGIN_ALLOW_THREADS
-        r = cuda_drv->StreamSynchronize(rc.s);
-        Py_END_ALLOW_THREADS
-        if (cuda_check(r, "cuStreamSynchronize") < 0) {
+        Py_BEGIN_ALLOW_THREADS r = cuda_drv->StreamSynchronize(rc.s);
+        Py_END_ALLOW_THREADS if (cuda_check(r, "cuStreamSynchronize") < 0)
+        {
             Py_CLEAR(host);
         }
     }
     result = host && PyArray_NDIM((PyArrayObject *)host) == 0
-             ? PyArray_Return((PyArrayObject *)host) : host;
+                 ? PyArray_Return((PyArrayObject *)host)
+                 : host;
 error:
     Py_XDECREF(shape);
     Py_XDECREF(scratch);
@@ -1663,25 +1669,24 @@ static PyMethodDef cufunc_methods[] = {
     {"_plan", (PyCFunction)(void (*)(void))cufunc_plan, METH_VARARGS | METH_KEYWORDS,
      "Test hook: the launch plan of a call, without a GPU."},
     {"_resolve", cufunc_resolve, METH_VARARGS, "Test hook: the loop a call would use."},
-    {"_reduce_plan", (PyCFunction)(void (*)(void))cufunc_reduce_plan,
-     METH_VARARGS | METH_KEYWORDS, "Test hook: the reduce launches, without a GPU."},
+    {"_reduce_plan", (PyCFunction)(void (*)(void))cufunc_reduce_plan, METH_VARARGS | METH_KEYWORDS,
+     "Test hook: the reduce launches, without a GPU."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot cufunc_slots[] = {
-    {Py_tp_dealloc, cufunc_dealloc},
-    {Py_tp_traverse, cufunc_traverse},
-    {Py_tp_clear, cufunc_clear},
-    {Py_tp_call, cufunc_call},
-    {Py_tp_repr, cufunc_repr},
-    {Py_tp_getset, cufunc_getset},
-    {Py_tp_methods, cufunc_methods},
-    {0, NULL},
+    {Py_tp_dealloc, cufunc_dealloc}, {Py_tp_traverse, cufunc_traverse},
+    {Py_tp_clear, cufunc_clear},     {Py_tp_call, cufunc_call},
+    {Py_tp_repr, cufunc_repr},       {Py_tp_getset, cufunc_getset},
+    {Py_tp_methods, cufunc_methods}, {0, NULL},
 };
 
 static PyType_Spec cufunc_spec = {
-    "numbavec.cuda.CUDAUFunc", sizeof(CuFunc), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cufunc_slots,
+    "numbavec.cuda.CUDAUFunc",
+    sizeof(CuFunc),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    cufunc_slots,
 };
 
 /*
@@ -1692,8 +1697,8 @@ static PyType_Spec cufunc_spec = {
 static PyObject *
 cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "identity",
-                             "fastmath", "name", "doc", "arch", "backend", "nin", NULL};
+    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "identity", "fastmath",
+                             "name",   "doc",     "arch",   "backend",    "nin",      NULL};
     PyObject *pyfunc, *funcdef, *source, *sigs, *identity = Py_None, *name, *doc = Py_None;
     PyObject *backend = Py_None;
     const char *arch = "sm_90";
@@ -1720,8 +1725,8 @@ cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     f->funcdef = Py_NewRef(funcdef);
     f->location = Py_NewRef(source);
     f->backend = Py_NewRef(backend);
-    f->reorderable = PyUnicode_Check(identity)
-                     && PyUnicode_CompareWithASCIIString(identity, "reorderable") == 0;
+    f->reorderable =
+        PyUnicode_Check(identity) && PyUnicode_CompareWithASCIIString(identity, "reorderable") == 0;
     f->identity = Py_NewRef(identity);
     f->resolver = NULL;
     f->cache = PyDict_New();
@@ -1741,7 +1746,7 @@ cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     for (Py_ssize_t i = 0; i < n; i++) {
         if (list[i].nargs != f->nin) {
             PyErr_SetString(PyExc_TypeError, "all signatures must take the same number of "
-                            "arguments");
+                                             "arguments");
             goto error;
         }
         if (add_loop(f, &list[i]) < 0) {
@@ -1760,8 +1765,8 @@ error:
 }
 
 static PyMethodDef cufunc_functions[] = {
-    {"_cuda_vectorize", (PyCFunction)(void (*)(void))cuda_vectorize,
-     METH_VARARGS | METH_KEYWORDS, "the cuda target of vectorize"},
+    {"_cuda_vectorize", (PyCFunction)(void (*)(void))cuda_vectorize, METH_VARARGS | METH_KEYWORDS,
+     "the cuda target of vectorize"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,16 +28,15 @@
 PyObject *cuda_devicearray_type = NULL;
 
 typedef struct DeviceArray {
-    PyObject_HEAD
-    CUdeviceptr ptr;                    /* element [0, ..., 0] */
-    CUdeviceptr alloc;                  /* owned allocation, or 0 */
-    int async_alloc;                    /* alloc came from cuMemAllocAsync */
+    PyObject_HEAD CUdeviceptr ptr; /* element [0, ..., 0] */
+    CUdeviceptr alloc;             /* owned allocation, or 0 */
+    int async_alloc;               /* alloc came from cuMemAllocAsync */
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS];
-    Py_ssize_t strides[NPY_MAXDIMS];    /* in bytes */
+    Py_ssize_t strides[NPY_MAXDIMS]; /* in bytes */
     PyArray_Descr *dtype;
-    PyObject *base;                     /* keeps the memory alive (or NULL) */
-    PyObject *stream_obj;               /* keeps a Stream alive (or NULL) */
+    PyObject *base;       /* keeps the memory alive (or NULL) */
+    PyObject *stream_obj; /* keeps a Stream alive (or NULL) */
     CUstream stream;
     int readonly;
 } DeviceArray;
@@ -46,8 +45,13 @@ typedef struct DeviceArray {
 
 /* ---- DLPack (dlpack.h v0.8 ABI, declared here) ---- */
 
-typedef struct { int32_t device_type, device_id; } DLDevice;
-typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    int32_t device_type, device_id;
+} DLDevice;
+typedef struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+} DLDataType;
 typedef struct {
     void *data;
     DLDevice device;
@@ -132,27 +136,25 @@ new_array(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_
     memcpy(a->shape, shape, sizeof(Py_ssize_t) * (size_t)nd);
     if (strides != NULL) {
         memcpy(a->strides, strides, sizeof(Py_ssize_t) * (size_t)nd);
-    }
-    else {
+    } else {
         contiguous_strides(nd, shape, itemsize(a), 'C', a->strides);
     }
     a->ptr = ptr;
     a->base = Py_XNewRef(base);
     a->stream = stream;
     a->stream_obj = stream_obj && stream_obj != Py_None && !PyLong_Check(stream_obj)
-                    ? Py_NewRef(stream_obj) : NULL;
+                        ? Py_NewRef(stream_obj)
+                        : NULL;
     return a;
 }
 
 /* A view of a sharing its memory, stream and read-only flag. */
 static DeviceArray *
-view_of(DeviceArray *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-        CUdeviceptr ptr)
+view_of(DeviceArray *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, CUdeviceptr ptr)
 {
     Py_INCREF(a->dtype);
     PyObject *owner = a->alloc ? (PyObject *)a : a->base;
-    DeviceArray *v = new_array(a->dtype, nd, shape, strides, ptr, owner, a->stream,
-                               a->stream_obj);
+    DeviceArray *v = new_array(a->dtype, nd, shape, strides, ptr, owner, a->stream, a->stream_obj);
     if (v != NULL) {
         v->readonly = a->readonly;
     }
@@ -175,7 +177,7 @@ allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order, PyOb
     int async = 1;
     if (bytes > 0) {
         CUresult rc = cuda_drv->MemAllocAsync(&p, bytes, s);
-        if (rc == 801) {            /* CUDA_ERROR_NOT_SUPPORTED: no memory pools */
+        if (rc == 801) { /* CUDA_ERROR_NOT_SUPPORTED: no memory pools */
             async = 0;
             rc = cuda_drv->MemAlloc(&p, bytes);
         }
@@ -230,8 +232,7 @@ da_dealloc(PyObject *self)
             if (cuda_check(rc, "freeing device memory") < 0) {
                 PyErr_WriteUnraisable(self);
             }
-        }
-        else {
+        } else {
             PyErr_WriteUnraisable(self);
         }
         PyErr_Restore(et, ev, tb);
@@ -265,8 +266,7 @@ parse_shape_ex(PyObject *obj, int *nd, Py_ssize_t *shape, int allow_unknown)
         if (shape[0] == -1 && PyErr_Occurred()) {
             return -1;
         }
-    }
-    else {
+    } else {
         PyObject *seq = PySequence_Tuple(obj);
         if (seq == NULL) {
             return -1;
@@ -358,7 +358,7 @@ make_plan(const DeviceArray *a, Plan *p)
     }
 }
 
-enum { MAX_PITCH = 0x7fffffff };   /* cuMemcpy2D's pitch limit on current GPUs */
+enum { MAX_PITCH = 0x7fffffff }; /* cuMemcpy2D's pitch limit on current GPUs */
 
 /*
  * Moves the elements of the plan between device memory and a C-contiguous
@@ -405,8 +405,7 @@ transfer(const Plan *p, char *host, int to_host, CUstream s)
                 m.dstMemoryType = CU_MEMORYTYPE_HOST;
                 m.dstHost = h;
                 m.dstPitch = (size_t)run;
-            }
-            else {
+            } else {
                 m.srcMemoryType = CU_MEMORYTYPE_HOST;
                 m.srcHost = h;
                 m.srcPitch = (size_t)run;
@@ -415,8 +414,7 @@ transfer(const Plan *p, char *host, int to_host, CUstream s)
                 m.dstPitch = (size_t)p->strides[j];
             }
             rc = cuda_drv->Memcpy2DAsync(&m, s);
-        }
-        else {
+        } else {
             /* overlapping or huge pitches (foreign arrays): row by row */
             for (Py_ssize_t r = 0; r < p->shape[j] && rc == CUDA_SUCCESS; r++) {
                 CUdeviceptr dr = d + (CUdeviceptr)(r * p->strides[j]);
@@ -427,7 +425,7 @@ transfer(const Plan *p, char *host, int to_host, CUstream s)
         if (rc != CUDA_SUCCESS) {
             return rc;
         }
-        for (int k = j - 1; k >= 0; k--) {      /* odometer over the outer index */
+        for (int k = j - 1; k >= 0; k--) { /* odometer over the outer index */
             if (++idx[k] < p->shape[k]) {
                 break;
             }
@@ -441,13 +439,12 @@ static int
 run_transfer(const Plan *p, char *host, int to_host, CUstream s, int sync)
 {
     CUresult rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = transfer(p, host, to_host, s);
+    Py_BEGIN_ALLOW_THREADS rc = transfer(p, host, to_host, s);
     if (rc == CUDA_SUCCESS && sync) {
         rc = cuda_drv->StreamSynchronize(s);
     }
-    Py_END_ALLOW_THREADS
-    return cuda_check(rc, to_host ? "copying device to host" : "copying host to device");
+    Py_END_ALLOW_THREADS return cuda_check(rc, to_host ? "copying device to host"
+                                                       : "copying host to device");
 }
 
 /* arr[::-1] along the plan's flipped axes (a NumPy view; new reference). */
@@ -505,11 +502,11 @@ da_copy_to_host(PyObject *self, PyObject *args, PyObject *kwargs)
         || cuda_stream_arg(stream, &s) < 0) {
         return NULL;
     }
-    if (ary != Py_None && (!PyArray_Check(ary) || !same_shape(a, (PyArrayObject *)ary)
-                           || !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)ary),
-                                                  a->dtype))) {
+    if (ary != Py_None
+        && (!PyArray_Check(ary) || !same_shape(a, (PyArrayObject *)ary)
+            || !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)ary), a->dtype))) {
         PyErr_SetString(PyExc_TypeError, "copy_to_host(ary): ary must be a NumPy array of the "
-                        "device array's shape and dtype");
+                                         "device array's shape and dtype");
         return NULL;
     }
     if (cuda_enter() < 0) {
@@ -517,8 +514,7 @@ da_copy_to_host(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     Plan p;
     make_plan(a, &p);
-    int direct = !p.any_flip && (ary == Py_None
-                                 || PyArray_IS_C_CONTIGUOUS((PyArrayObject *)ary));
+    int direct = !p.any_flip && (ary == Py_None || PyArray_IS_C_CONTIGUOUS((PyArrayObject *)ary));
     host = direct && ary != Py_None ? Py_NewRef(ary) : empty_host(&p, a->dtype);
     if (host == NULL) {
         return NULL;
@@ -538,9 +534,8 @@ da_copy_to_host(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     if (ary == Py_None) {
         result = PyArray_NewCopy((PyArrayObject *)view, NPY_CORDER);
-    }
-    else if (PyArray_CopyInto((PyArrayObject *)ary, (PyArrayObject *)view) == 0) {
-        result = Py_NewRef(ary);   /* only ary's own elements were written */
+    } else if (PyArray_CopyInto((PyArrayObject *)ary, (PyArrayObject *)view) == 0) {
+        result = Py_NewRef(ary); /* only ary's own elements were written */
     }
     Py_DECREF(view);
 error:
@@ -559,13 +554,15 @@ copy_device_to_device(DeviceArray *a, DeviceArray *src, CUstream s)
     int same = memcmp(a->strides, src->strides, sizeof(Py_ssize_t) * (size_t)a->nd) == 0;
     if (!same || !(is_contiguous(a, 'C') || is_contiguous(a, 'F'))) {
         PyErr_SetString(PyExc_NotImplementedError, "device-to-device copies need both arrays "
-                        "contiguous with the same layout");
+                                                   "contiguous with the same layout");
         return NULL;
     }
     size_t bytes = (size_t)(size_of(a->nd, a->shape) * itemsize(a));
-    if (cuda_enter() < 0 || (bytes && cuda_check(cuda_drv->MemcpyDtoDAsync(a->ptr, src->ptr,
-                                                                          bytes, s),
-                                                 "copying device to device") < 0)) {
+    if (cuda_enter() < 0
+        || (bytes
+            && cuda_check(cuda_drv->MemcpyDtoDAsync(a->ptr, src->ptr, bytes, s),
+                          "copying device to device")
+                   < 0)) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -610,7 +607,7 @@ da_copy_to_device(PyObject *self, PyObject *args, PyObject *kwargs)
     if (host == NULL || cuda_enter() < 0) {
         goto error;
     }
-    staged = staged || host != ary;      /* a buffer we free right after */
+    staged = staged || host != ary; /* a buffer we free right after */
     if (run_transfer(&p, PyArray_DATA((PyArrayObject *)host), 0, s, s == NULL || staged) == 0) {
         result = Py_NewRef(Py_None);
     }
@@ -648,8 +645,7 @@ da_getitem(PyObject *self, PyObject *key)
         PyObject *it = PyTuple_GetItem(items, i);
         if (it == Py_Ellipsis) {
             ellipses++;
-        }
-        else if (it != Py_None) {
+        } else if (it != Py_None) {
             specified++;
         }
         all_ints &= it != Py_Ellipsis && it != Py_None && !PySlice_Check(it);
@@ -657,7 +653,8 @@ da_getitem(PyObject *self, PyObject *key)
     if (ellipses > 1 || specified > a->nd) {
         Py_DECREF(items);
         PyErr_SetString(PyExc_IndexError, ellipses > 1 ? "an index can only have a single "
-                        "ellipsis ('...')" : "too many indices for the device array");
+                                                         "ellipsis ('...')"
+                                                       : "too many indices for the device array");
         return NULL;
     }
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
@@ -672,15 +669,13 @@ da_getitem(PyObject *self, PyObject *key)
         if (it == Py_None) {
             shape[out] = 1;
             strides[out++] = 0;
-        }
-        else if (it == Py_Ellipsis) {
+        } else if (it == Py_Ellipsis) {
             Py_ssize_t fill = i < n ? a->nd - specified : a->nd - dim;
             for (Py_ssize_t k = 0; k < fill; k++, dim++) {
                 shape[out] = a->shape[dim];
                 strides[out++] = a->strides[dim];
             }
-        }
-        else if (PySlice_Check(it)) {
+        } else if (PySlice_Check(it)) {
             Py_ssize_t start, stop, step;
             if (PySlice_Unpack(it, &start, &stop, &step) < 0) {
                 goto error;
@@ -692,8 +687,7 @@ da_getitem(PyObject *self, PyObject *key)
             shape[out] = len;
             strides[out++] = a->strides[dim] * step;
             dim++;
-        }
-        else if (PyIndex_Check(it)) {
+        } else if (PyIndex_Check(it)) {
             Py_ssize_t k = PyNumber_AsSsize_t(it, PyExc_IndexError);
             if (k == -1 && PyErr_Occurred()) {
                 goto error;
@@ -702,16 +696,19 @@ da_getitem(PyObject *self, PyObject *key)
                 k += a->shape[dim];
             }
             if (k < 0 || k >= a->shape[dim]) {
-                PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for axis %d with "
-                             "size %zd", k, dim, a->shape[dim]);
+                PyErr_Format(PyExc_IndexError,
+                             "index %zd is out of bounds for axis %d with "
+                             "size %zd",
+                             k, dim, a->shape[dim]);
                 goto error;
             }
             ptr += (CUdeviceptr)(k * a->strides[dim]);
             dim++;
-        }
-        else {
-            PyErr_Format(PyExc_IndexError, "device arrays take basic indexing only (ints, "
-                         "slices, ..., None), not %R", it);
+        } else {
+            PyErr_Format(PyExc_IndexError,
+                         "device arrays take basic indexing only (ints, "
+                         "slices, ..., None), not %R",
+                         it);
             goto error;
         }
     }
@@ -748,12 +745,10 @@ reshape_to(DeviceArray *a, int nd, Py_ssize_t *shape, char order)
     for (int i = 0; i < nd; i++) {
         if (shape[i] == -1 && unknown < 0) {
             unknown = i;
-        }
-        else if (shape[i] < 0) {
+        } else if (shape[i] < 0) {
             PyErr_SetString(PyExc_ValueError, "can only specify one unknown dimension");
             return NULL;
-        }
-        else {
+        } else {
             known *= shape[i];
         }
     }
@@ -762,8 +757,10 @@ reshape_to(DeviceArray *a, int nd, Py_ssize_t *shape, char order)
         known *= shape[unknown];
     }
     if (known != size) {
-        PyErr_Format(PyExc_ValueError, "cannot reshape a device array of size %zd into that "
-                     "shape", size);
+        PyErr_Format(PyExc_ValueError,
+                     "cannot reshape a device array of size %zd into that "
+                     "shape",
+                     size);
         return NULL;
     }
     /* a 1-d contiguous array reads the same in both orders */
@@ -771,7 +768,7 @@ reshape_to(DeviceArray *a, int nd, Py_ssize_t *shape, char order)
     int ok = order == 'C' ? c || (a->nd <= 1 && f) : f || (a->nd <= 1 && c);
     if (!ok) {
         PyErr_SetString(PyExc_NotImplementedError, "this reshape of a non-contiguous device "
-                        "array needs a copy (copy it first)");
+                                                   "array needs a copy (copy it first)");
         return NULL;
     }
     Py_ssize_t strides[NPY_MAXDIMS];
@@ -787,7 +784,7 @@ da_reshape(PyObject *self, PyObject *args, PyObject *kwargs)
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS];
     if (kwargs != NULL) {
-        PyObject *o = PyDict_GetItemString(kwargs, "order");     /* borrowed */
+        PyObject *o = PyDict_GetItemString(kwargs, "order"); /* borrowed */
         if (o == NULL || PyDict_Size(kwargs) != 1) {
             PyErr_SetString(PyExc_TypeError, "reshape() takes only order= as keyword");
             return NULL;
@@ -844,17 +841,15 @@ da_cai(PyObject *self, void *closure)
 {
     DeviceArray *a = (DeviceArray *)self;
     PyObject *shape = ssize_tuple(a->nd, a->shape);
-    PyObject *strides = is_contiguous(a, 'C') ? Py_NewRef(Py_None)
-                                              : ssize_tuple(a->nd, a->strides);
+    PyObject *strides = is_contiguous(a, 'C') ? Py_NewRef(Py_None) : ssize_tuple(a->nd, a->strides);
     PyObject *typestr = PyObject_GetAttrString((PyObject *)a->dtype, "str");
     PyObject *stream = cai_stream(a);
     PyObject *result = NULL;
     unsigned long long ptr = size_of(a->nd, a->shape) ? (unsigned long long)a->ptr : 0;
     if (shape && strides && typestr && stream) {
-        result = Py_BuildValue("{s:O,s:O,s:O,s:(KO),s:i,s:O}", "shape", shape, "strides",
-                               strides, "typestr", typestr, "data", ptr,
-                               a->readonly ? Py_True : Py_False, "version", 3, "stream",
-                               stream);
+        result = Py_BuildValue("{s:O,s:O,s:O,s:(KO),s:i,s:O}", "shape", shape, "strides", strides,
+                               "typestr", typestr, "data", ptr, a->readonly ? Py_True : Py_False,
+                               "version", 3, "stream", stream);
     }
     Py_XDECREF(shape);
     Py_XDECREF(strides);
@@ -901,20 +896,15 @@ dl_dtype(PyArray_Descr *d, DLDataType *out)
     }
     if (num == NPY_BOOL) {
         code = kDLBool;
-    }
-    else if (PyTypeNum_ISSIGNED(num)) {
+    } else if (PyTypeNum_ISSIGNED(num)) {
         code = kDLInt;
-    }
-    else if (PyTypeNum_ISUNSIGNED(num)) {
+    } else if (PyTypeNum_ISUNSIGNED(num)) {
         code = kDLUInt;
-    }
-    else if (PyTypeNum_ISFLOAT(num)) {
+    } else if (PyTypeNum_ISFLOAT(num)) {
         code = kDLFloat;
-    }
-    else if (PyTypeNum_ISCOMPLEX(num)) {
+    } else if (PyTypeNum_ISCOMPLEX(num)) {
         code = kDLComplex;
-    }
-    else {
+    } else {
         PyErr_SetString(PyExc_BufferError, "this dtype has no DLPack equivalent");
         return -1;
     }
@@ -949,10 +939,8 @@ sync_for_consumer(DeviceArray *a, PyObject *stream)
         return -1;
     }
     CUresult rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = cuda_drv->StreamSynchronize(a->stream);
-    Py_END_ALLOW_THREADS
-    return cuda_check(rc, "cuStreamSynchronize");
+    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->StreamSynchronize(a->stream);
+    Py_END_ALLOW_THREADS return cuda_check(rc, "cuStreamSynchronize");
 }
 
 static PyObject *
@@ -976,7 +964,7 @@ da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
         }
         if (type != kDLCUDA || id != device_ordinal()) {
             PyErr_SetString(PyExc_BufferError, "__dlpack__: the array lives on CUDA device "
-                            "memory and cannot be exported to another device");
+                                               "memory and cannot be exported to another device");
             return NULL;
         }
     }
@@ -993,7 +981,7 @@ da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
         if (a->strides[i] % item != 0) {
             free(e);
             PyErr_SetString(PyExc_BufferError, "DLPack strides are in elements; this view's "
-                            "are not a multiple of the item size");
+                                               "are not a multiple of the item size");
             return NULL;
         }
         e->shape[i] = a->shape[i];
@@ -1103,18 +1091,18 @@ da_repr(PyObject *self)
     char ptr[32];
     snprintf(ptr, sizeof(ptr), "0x%llx", (unsigned long long)a->ptr);
     PyObject *r = shape ? PyUnicode_FromFormat("<numbavec.cuda.DeviceNDArray shape=%R "
-                                               "dtype=%R ptr=%s>", shape, a->dtype, ptr)
+                                               "dtype=%R ptr=%s>",
+                                               shape, a->dtype, ptr)
                         : NULL;
     Py_XDECREF(shape);
     return r;
 }
 
 static PyMethodDef da_methods[] = {
-    {"copy_to_host", (PyCFunction)(void (*)(void))da_copy_to_host,
-     METH_VARARGS | METH_KEYWORDS,
+    {"copy_to_host", (PyCFunction)(void (*)(void))da_copy_to_host, METH_VARARGS | METH_KEYWORDS,
      "copy_to_host(ary=None, stream=None): a host copy (into ary: only its elements)."},
-    {"copy_to_device", (PyCFunction)(void (*)(void))da_copy_to_device,
-     METH_VARARGS | METH_KEYWORDS, "copy_to_device(ary, stream=None): fills from ary."},
+    {"copy_to_device", (PyCFunction)(void (*)(void))da_copy_to_device, METH_VARARGS | METH_KEYWORDS,
+     "copy_to_device(ary, stream=None): fills from ary."},
     {"reshape", (PyCFunction)(void (*)(void))da_reshape, METH_VARARGS | METH_KEYWORDS,
      "reshape(*shape, order='C'): a view (NotImplementedError when a copy is needed)."},
     {"ravel", (PyCFunction)(void (*)(void))da_ravel, METH_VARARGS | METH_KEYWORDS,
@@ -1156,8 +1144,11 @@ static PyType_Slot da_slots[] = {
 };
 
 static PyType_Spec da_spec = {
-    "numbavec.cuda.DeviceNDArray", sizeof(DeviceArray), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, da_slots,
+    "numbavec.cuda.DeviceNDArray",
+    sizeof(DeviceArray),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    da_slots,
 };
 
 /* ---- module functions ---- */
@@ -1182,8 +1173,8 @@ device_array(PyObject *m, PyObject *args, PyObject *kwargs)
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS];
     PyArray_Descr *dtype;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OsO", kwlist, &shape_o, &dtype_o,
-                                     &order_s, &stream)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OsO", kwlist, &shape_o, &dtype_o, &order_s,
+                                     &stream)
         || parse_order(order_s, &order) < 0 || parse_shape(shape_o, &nd, shape) < 0
         || dtype_arg(dtype_o, &dtype) < 0) {
         return NULL;
@@ -1195,8 +1186,8 @@ device_array(PyObject *m, PyObject *args, PyObject *kwargs)
 static char
 host_order(PyArrayObject *h)
 {
-    return PyArray_NDIM(h) > 1 && PyArray_IS_F_CONTIGUOUS(h) && !PyArray_IS_C_CONTIGUOUS(h)
-           ? 'F' : 'C';
+    return PyArray_NDIM(h) > 1 && PyArray_IS_F_CONTIGUOUS(h) && !PyArray_IS_C_CONTIGUOUS(h) ? 'F'
+                                                                                            : 'C';
 }
 
 static DeviceArray *
@@ -1259,8 +1250,7 @@ to_device(PyObject *m, PyObject *args, PyObject *kwargs)
             goto error;
         }
         d = (DeviceArray *)Py_NewRef(to);
-    }
-    else if ((d = like((PyArrayObject *)h, stream)) == NULL) {
+    } else if ((d = like((PyArrayObject *)h, stream)) == NULL) {
         goto error;
     }
     if (copy) {
@@ -1298,8 +1288,7 @@ pinned_array(PyObject *m, PyObject *args, PyObject *kwargs)
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS];
     PyArray_Descr *dtype;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Os", kwlist, &shape_o, &dtype_o,
-                                     &order_s)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Os", kwlist, &shape_o, &dtype_o, &order_s)
         || parse_order(order_s, &order) < 0 || parse_shape(shape_o, &nd, shape) < 0
         || dtype_arg(dtype_o, &dtype) < 0) {
         return NULL;
@@ -1308,7 +1297,8 @@ pinned_array(PyObject *m, PyObject *args, PyObject *kwargs)
     size_t bytes = (size_t)size_of(nd, shape) * (size_t)PyDataType_ELSIZE(dtype);
     if (cuda_enter() < 0
         || cuda_check(cuda_drv->MemHostAlloc(&p, bytes ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE),
-                      "cuMemHostAlloc") < 0) {
+                      "cuMemHostAlloc")
+               < 0) {
         Py_DECREF(dtype);
         return NULL;
     }
@@ -1322,9 +1312,9 @@ pinned_array(PyObject *m, PyObject *args, PyObject *kwargs)
     for (int i = 0; i < nd; i++) {
         dims[i] = shape[i];
     }
-    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, dtype, nd, dims, NULL, p,
-                                         NPY_ARRAY_WRITEABLE
-                                         | (order == 'F' ? NPY_ARRAY_F_CONTIGUOUS : 0), NULL);
+    PyObject *arr = PyArray_NewFromDescr(
+        &PyArray_Type, dtype, nd, dims, NULL, p,
+        NPY_ARRAY_WRITEABLE | (order == 'F' ? NPY_ARRAY_F_CONTIGUOUS : 0), NULL);
     if (arr == NULL || PyArray_SetBaseObject((PyArrayObject *)arr, owner) < 0) {
         Py_XDECREF(arr);
         Py_DECREF(owner);
@@ -1345,8 +1335,7 @@ seq_to_ssize(PyObject *seq, int *n, Py_ssize_t *out, const char *what)
     Py_ssize_t len = PyTuple_Size(t);
     if (*n >= 0 && len != *n) {
         Py_DECREF(t);
-        PyErr_Format(PyExc_ValueError, "__cuda_array_interface__: %s has the wrong length",
-                     what);
+        PyErr_Format(PyExc_ValueError, "__cuda_array_interface__: %s has the wrong length", what);
         return -1;
     }
     if (len > NPY_MAXDIMS) {
@@ -1373,7 +1362,7 @@ from_cai(PyObject *obj, PyObject *cai)
         PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
         return NULL;
     }
-    PyObject *shape_o = PyDict_GetItemString(cai, "shape");       /* borrowed */
+    PyObject *shape_o = PyDict_GetItemString(cai, "shape"); /* borrowed */
     PyObject *typestr = PyDict_GetItemString(cai, "typestr");
     PyObject *data = PyDict_GetItemString(cai, "data");
     PyObject *strides_o = PyDict_GetItemString(cai, "strides");
@@ -1381,7 +1370,7 @@ from_cai(PyObject *obj, PyObject *cai)
     PyObject *stream = PyDict_GetItemString(cai, "stream");
     if (shape_o == NULL || typestr == NULL || data == NULL) {
         PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ lacks shape, typestr or "
-                        "data");
+                                          "data");
         return NULL;
     }
     if (mask != NULL && mask != Py_None) {
@@ -1409,14 +1398,15 @@ from_cai(PyObject *obj, PyObject *cai)
         unsigned long long h = PyLong_AsUnsignedLongLong(stream);
         if (PyErr_Occurred() || cuda_enter() < 0
             || cuda_check(cuda_drv->StreamSynchronize(h <= 2 ? NULL : (CUstream)(size_t)h),
-                          "synchronizing the producer's stream") < 0) {
+                          "synchronizing the producer's stream")
+                   < 0) {
             Py_DECREF(dtype);
             return NULL;
         }
     }
     int has_strides = strides_o != NULL && strides_o != Py_None;
-    DeviceArray *a = new_array(dtype, nd, shape, has_strides ? strides : NULL,
-                               (CUdeviceptr)ptr, obj, NULL, NULL);
+    DeviceArray *a = new_array(dtype, nd, shape, has_strides ? strides : NULL, (CUdeviceptr)ptr,
+                               obj, NULL, NULL);
     if (a != NULL) {
         a->readonly = readonly;
     }
@@ -1440,27 +1430,30 @@ descr_of_dl(DLDataType dt)
     int bytes = dt.bits / 8;
     if (dt.lanes != 1) {
         num = -1;
-    }
-    else if (dt.code == kDLBool && bytes == 1) {
+    } else if (dt.code == kDLBool && bytes == 1) {
         num = NPY_BOOL;
-    }
-    else if (dt.code == kDLInt) {
-        num = bytes == 1 ? NPY_INT8 : bytes == 2 ? NPY_INT16 : bytes == 4 ? NPY_INT32
-              : bytes == 8 ? NPY_INT64 : -1;
-    }
-    else if (dt.code == kDLUInt) {
-        num = bytes == 1 ? NPY_UINT8 : bytes == 2 ? NPY_UINT16 : bytes == 4 ? NPY_UINT32
-              : bytes == 8 ? NPY_UINT64 : -1;
-    }
-    else if (dt.code == kDLFloat) {
+    } else if (dt.code == kDLInt) {
+        num = bytes == 1   ? NPY_INT8
+              : bytes == 2 ? NPY_INT16
+              : bytes == 4 ? NPY_INT32
+              : bytes == 8 ? NPY_INT64
+                           : -1;
+    } else if (dt.code == kDLUInt) {
+        num = bytes == 1   ? NPY_UINT8
+              : bytes == 2 ? NPY_UINT16
+              : bytes == 4 ? NPY_UINT32
+              : bytes == 8 ? NPY_UINT64
+                           : -1;
+    } else if (dt.code == kDLFloat) {
         num = bytes == 2 ? NPY_FLOAT16 : bytes == 4 ? NPY_FLOAT32 : bytes == 8 ? NPY_FLOAT64 : -1;
-    }
-    else if (dt.code == kDLComplex) {
+    } else if (dt.code == kDLComplex) {
         num = bytes == 8 ? NPY_COMPLEX64 : bytes == 16 ? NPY_COMPLEX128 : -1;
     }
     if (num < 0) {
-        PyErr_Format(PyExc_TypeError, "DLPack dtype (code %d, %d bits, %d lanes) has no NumPy "
-                     "equivalent", dt.code, dt.bits, dt.lanes);
+        PyErr_Format(PyExc_TypeError,
+                     "DLPack dtype (code %d, %d bits, %d lanes) has no NumPy "
+                     "equivalent",
+                     dt.code, dt.bits, dt.lanes);
         return NULL;
     }
     return PyArray_DescrFromType(num);
@@ -1473,8 +1466,7 @@ from_dlpack(PyObject *obj)
     int type = kDLCUDA, id = 0;
     if (dev == NULL) {
         PyErr_Clear();
-    }
-    else {
+    } else {
         int ok = PyArg_ParseTuple(dev, "ii", &type, &id);
         Py_DECREF(dev);
         if (!ok) {
@@ -1482,8 +1474,10 @@ from_dlpack(PyObject *obj)
         }
     }
     if (type != kDLCUDA && type != kDLCUDAManaged) {
-        PyErr_Format(PyExc_TypeError, "as_cuda_array: %R is not in CUDA device memory "
-                     "(DLPack device type %d); use to_device() to copy it", obj, type);
+        PyErr_Format(PyExc_TypeError,
+                     "as_cuda_array: %R is not in CUDA device memory "
+                     "(DLPack device type %d); use to_device() to copy it",
+                     obj, type);
         return NULL;
     }
     /* we consume on the legacy default stream (the protocol's 1) */
@@ -1501,7 +1495,7 @@ from_dlpack(PyObject *obj)
         Py_DECREF(cap);
         return NULL;
     }
-    Py_DECREF(cap);     /* renamed: its destructor no longer frees t */
+    Py_DECREF(cap); /* renamed: its destructor no longer frees t */
     PyObject *owner = PyCapsule_New(t, "numbavec.dlpack_owner", dl_owner_free);
     if (owner == NULL) {
         t->deleter(t);
@@ -1519,8 +1513,8 @@ from_dlpack(PyObject *obj)
             }
         }
         CUdeviceptr p = (CUdeviceptr)(uintptr_t)x->data + x->byte_offset;
-        result = (PyObject *)new_array(dtype, x->ndim, shape, x->strides ? strides : NULL, p,
-                                       owner, NULL, NULL);
+        result = (PyObject *)new_array(dtype, x->ndim, shape, x->strides ? strides : NULL, p, owner,
+                                       NULL, NULL);
     }
     Py_DECREF(owner);
     return result;
@@ -1545,8 +1539,10 @@ as_cuda_array(PyObject *m, PyObject *obj)
     if (PyObject_HasAttrString(obj, "__dlpack__")) {
         return from_dlpack(obj);
     }
-    PyErr_Format(PyExc_TypeError, "as_cuda_array: %R exports neither "
-                 "__cuda_array_interface__ nor __dlpack__", obj);
+    PyErr_Format(PyExc_TypeError,
+                 "as_cuda_array: %R exports neither "
+                 "__cuda_array_interface__ nor __dlpack__",
+                 obj);
     return NULL;
 }
 
@@ -1583,12 +1579,12 @@ test_array(PyObject *m, PyObject *args, PyObject *kwargs)
 static PyMethodDef da_functions[] = {
     {"_cuda_to_device", (PyCFunction)(void (*)(void))to_device, METH_VARARGS | METH_KEYWORDS,
      "to_device(obj, stream=None, copy=True, to=None)"},
-    {"_cuda_device_array", (PyCFunction)(void (*)(void))device_array,
-     METH_VARARGS | METH_KEYWORDS, "device_array(shape, dtype=float64, order='C', stream=None)"},
+    {"_cuda_device_array", (PyCFunction)(void (*)(void))device_array, METH_VARARGS | METH_KEYWORDS,
+     "device_array(shape, dtype=float64, order='C', stream=None)"},
     {"_cuda_device_array_like", (PyCFunction)(void (*)(void))device_array_like,
      METH_VARARGS | METH_KEYWORDS, "device_array_like(ary, stream=None)"},
-    {"_cuda_pinned_array", (PyCFunction)(void (*)(void))pinned_array,
-     METH_VARARGS | METH_KEYWORDS, "pinned_array(shape, dtype=float64, order='C')"},
+    {"_cuda_pinned_array", (PyCFunction)(void (*)(void))pinned_array, METH_VARARGS | METH_KEYWORDS,
+     "pinned_array(shape, dtype=float64, order='C')"},
     {"_cuda_as_cuda_array", as_cuda_array, METH_O, "as_cuda_array(obj): wraps, no copy"},
     {"_cuda_test_array", (PyCFunction)(void (*)(void))test_array, METH_VARARGS | METH_KEYWORDS,
      "Test hook: _cuda_test_array(ptr, shape, dtype, strides=None, readonly=False)."},

@@ -21,7 +21,7 @@ static struct {
     CudaDriver api;
     CUdevice device;
     CUcontext context;
-    char error[512];        /* why it is unavailable */
+    char error[512]; /* why it is unavailable */
 } driver;
 
 const CudaDriver *cuda_drv = NULL;
@@ -33,7 +33,10 @@ unavailable(const char *fmt, const char *detail)
 }
 
 /* Names of the errors met before the driver can name them itself. */
-static const struct { CUresult rc; const char *name, *text; } known_errors[] = {
+static const struct {
+    CUresult rc;
+    const char *name, *text;
+} known_errors[] = {
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
@@ -75,10 +78,10 @@ error_string(CUresult rc)
 static int
 resolve(void *h)
 {
-#define CUDA_RESOLVE(field, symbol, params)                                        \
-    if ((*(void **)&driver.api.field = dlsym(h, symbol)) == NULL) {                \
-        unavailable("libcuda.so.1 lacks %s (a driver older than CUDA 11.2?)", symbol); \
-        return -1;                                                                 \
+#define CUDA_RESOLVE(field, symbol, params)                                                        \
+    if ((*(void **)&driver.api.field = dlsym(h, symbol)) == NULL) {                                \
+        unavailable("libcuda.so.1 lacks %s (a driver older than CUDA 11.2?)", symbol);             \
+        return -1;                                                                                 \
     }
     CUDA_DRIVER_ENTRY_POINTS(CUDA_RESOLVE)
 #undef CUDA_RESOLVE
@@ -89,8 +92,7 @@ static void
 init_failed(const char *what, CUresult rc)
 {
     char detail[400];
-    snprintf(detail, sizeof(detail), "%s failed: %s: %s", what, error_name(rc),
-             error_string(rc));
+    snprintf(detail, sizeof(detail), "%s failed: %s: %s", what, error_name(rc), error_string(rc));
     unavailable("the CUDA driver is installed but unusable: %s", detail);
 }
 
@@ -105,7 +107,8 @@ load(void)
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         unavailable("no CUDA driver: libcuda.so.1 cannot be loaded (%s); install the NVIDIA "
-                    "driver on a machine with an NVIDIA GPU", dlerror());
+                    "driver on a machine with an NVIDIA GPU",
+                    dlerror());
         return -1;
     }
     if (resolve(h) < 0) {
@@ -127,8 +130,7 @@ load(void)
         init_failed("cuDeviceGet", rc);
         return -1;
     }
-    if ((rc = driver.api.DevicePrimaryCtxRetain(&driver.context, driver.device))
-        != CUDA_SUCCESS) {
+    if ((rc = driver.api.DevicePrimaryCtxRetain(&driver.context, driver.device)) != CUDA_SUCCESS) {
         init_failed("cuDevicePrimaryCtxRetain", rc);
         return -1;
     }
@@ -207,21 +209,25 @@ device_info(int ordinal)
     const CudaDriver *d = cuda_drv;
     if (cuda_check(d->DeviceGet(&dev, ordinal), "cuDeviceGet") < 0
         || cuda_check(d->DeviceGetName(name, sizeof(name), dev), "cuDeviceGetName") < 0
-        || cuda_check(d->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                            dev), "cuDeviceGetAttribute") < 0
-        || cuda_check(d->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                            dev), "cuDeviceGetAttribute") < 0
+        || cuda_check(
+               d->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+               "cuDeviceGetAttribute")
+               < 0
+        || cuda_check(
+               d->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+               "cuDeviceGetAttribute")
+               < 0
         || cuda_check(d->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-                      "cuDeviceGetAttribute") < 0
+                      "cuDeviceGetAttribute")
+               < 0
         || cuda_check(d->DeviceTotalMem(&total, dev), "cuDeviceTotalMem") < 0) {
         return NULL;
     }
     d->DeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev);
     d->DeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev);
-    PyObject *info = Py_BuildValue("{s:i,s:s,s:(ii),s:i,s:K,s:i,s:O}", "index", ordinal,
-                                   "name", name, "compute_capability", major, minor,
-                                   "multiprocessors", sms, "total_memory",
-                                   (unsigned long long)total, "pci_bus_id", bus,
+    PyObject *info = Py_BuildValue("{s:i,s:s,s:(ii),s:i,s:K,s:i,s:O}", "index", ordinal, "name",
+                                   name, "compute_capability", major, minor, "multiprocessors", sms,
+                                   "total_memory", (unsigned long long)total, "pci_bus_id", bus,
                                    "memory_pools", pools ? Py_True : Py_False);
     return info;
 }

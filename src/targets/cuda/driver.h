@@ -61,58 +61,56 @@ typedef struct CUDA_MEMCPY2D {
 } CUDA_MEMCPY2D;
 
 /* One field per entry point; X(name, symbol, return, params). */
-#define CUDA_DRIVER_ENTRY_POINTS(X)                                                     \
-    X(Init, "cuInit", (unsigned flags))                                                \
-    X(DriverGetVersion, "cuDriverGetVersion", (int *version))                          \
-    X(DeviceGetCount, "cuDeviceGetCount", (int *count))                                \
-    X(DeviceGet, "cuDeviceGet", (CUdevice *dev, int ordinal))                          \
-    X(DeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))           \
-    X(DeviceGetAttribute, "cuDeviceGetAttribute", (int *v, int attr, CUdevice dev))    \
-    X(DeviceTotalMem, "cuDeviceTotalMem_v2", (size_t *bytes, CUdevice dev))            \
-    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *ctx, CUdevice d)) \
-    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))         \
-    X(CtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                               \
-    X(CtxGetCurrent, "cuCtxGetCurrent", (CUcontext *ctx))                              \
-    X(CtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext ctx))                          \
-    X(CtxPopCurrent, "cuCtxPopCurrent_v2", (CUcontext *ctx))                           \
-    X(CtxSynchronize, "cuCtxSynchronize", (void))                                      \
-    X(MemAllocAsync, "cuMemAllocAsync", (CUdeviceptr *p, size_t n, CUstream s))        \
-    X(MemFreeAsync, "cuMemFreeAsync", (CUdeviceptr p, CUstream s))                     \
-    X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr *p, size_t n))                           \
-    X(MemFree, "cuMemFree_v2", (CUdeviceptr p))                                        \
-    X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                         \
-      (CUdeviceptr dst, const void *src, size_t n, CUstream s))                        \
-    X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                         \
-      (void *dst, CUdeviceptr src, size_t n, CUstream s))                              \
-    X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                         \
-      (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                        \
-    X(Memcpy2DAsync, "cuMemcpy2DAsync_v2", (const CUDA_MEMCPY2D *p, CUstream s))       \
-    X(MemHostAlloc, "cuMemHostAlloc", (void **p, size_t n, unsigned flags))            \
-    X(MemFreeHost, "cuMemFreeHost", (void *p))                                         \
-    X(MemGetInfo, "cuMemGetInfo_v2", (size_t *free_bytes, size_t *total))             \
-    X(StreamCreate, "cuStreamCreate", (CUstream *s, unsigned flags))                   \
-    X(StreamSynchronize, "cuStreamSynchronize", (CUstream s))                          \
-    X(StreamDestroy, "cuStreamDestroy_v2", (CUstream s))                               \
-    X(EventCreate, "cuEventCreate", (CUevent *e, unsigned flags))                      \
-    X(EventRecord, "cuEventRecord", (CUevent e, CUstream s))                           \
-    X(EventSynchronize, "cuEventSynchronize", (CUevent e))                             \
-    X(EventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent a, CUevent b))       \
-    X(EventDestroy, "cuEventDestroy_v2", (CUevent e))                                  \
-    X(ModuleLoadDataEx, "cuModuleLoadDataEx",                                          \
-      (CUmodule *m, const void *image, unsigned n, int *opts, void **vals))            \
-    X(ModuleUnload, "cuModuleUnload", (CUmodule m))                                    \
-    X(ModuleGetFunction, "cuModuleGetFunction", (CUfunction *f, CUmodule m, const char *n)) \
-    X(LaunchKernel, "cuLaunchKernel",                                                  \
-      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,  \
-       unsigned bz, unsigned shmem, CUstream s, void **params, void **extra))          \
-    X(OccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize",              \
-      (int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize fn, size_t shmem,   \
-       int limit))                                                                     \
-    X(GetErrorName, "cuGetErrorName", (CUresult rc, const char **s))                   \
+#define CUDA_DRIVER_ENTRY_POINTS(X)                                                                \
+    X(Init, "cuInit", (unsigned flags))                                                            \
+    X(DriverGetVersion, "cuDriverGetVersion", (int *version))                                      \
+    X(DeviceGetCount, "cuDeviceGetCount", (int *count))                                            \
+    X(DeviceGet, "cuDeviceGet", (CUdevice * dev, int ordinal))                                     \
+    X(DeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))                       \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute", (int *v, int attr, CUdevice dev))                \
+    X(DeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, CUdevice dev))                       \
+    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * ctx, CUdevice d))           \
+    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                     \
+    X(CtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                                           \
+    X(CtxGetCurrent, "cuCtxGetCurrent", (CUcontext * ctx))                                         \
+    X(CtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext ctx))                                      \
+    X(CtxPopCurrent, "cuCtxPopCurrent_v2", (CUcontext * ctx))                                      \
+    X(CtxSynchronize, "cuCtxSynchronize", (void))                                                  \
+    X(MemAllocAsync, "cuMemAllocAsync", (CUdeviceptr * p, size_t n, CUstream s))                   \
+    X(MemFreeAsync, "cuMemFreeAsync", (CUdeviceptr p, CUstream s))                                 \
+    X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr * p, size_t n))                                      \
+    X(MemFree, "cuMemFree_v2", (CUdeviceptr p))                                                    \
+    X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                     \
+      (CUdeviceptr dst, const void *src, size_t n, CUstream s))                                    \
+    X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", (void *dst, CUdeviceptr src, size_t n, CUstream s)) \
+    X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                     \
+      (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                                    \
+    X(Memcpy2DAsync, "cuMemcpy2DAsync_v2", (const CUDA_MEMCPY2D *p, CUstream s))                   \
+    X(MemHostAlloc, "cuMemHostAlloc", (void **p, size_t n, unsigned flags))                        \
+    X(MemFreeHost, "cuMemFreeHost", (void *p))                                                     \
+    X(MemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total))                        \
+    X(StreamCreate, "cuStreamCreate", (CUstream * s, unsigned flags))                              \
+    X(StreamSynchronize, "cuStreamSynchronize", (CUstream s))                                      \
+    X(StreamDestroy, "cuStreamDestroy_v2", (CUstream s))                                           \
+    X(EventCreate, "cuEventCreate", (CUevent * e, unsigned flags))                                 \
+    X(EventRecord, "cuEventRecord", (CUevent e, CUstream s))                                       \
+    X(EventSynchronize, "cuEventSynchronize", (CUevent e))                                         \
+    X(EventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent a, CUevent b))                   \
+    X(EventDestroy, "cuEventDestroy_v2", (CUevent e))                                              \
+    X(ModuleLoadDataEx, "cuModuleLoadDataEx",                                                      \
+      (CUmodule * m, const void *image, unsigned n, int *opts, void **vals))                       \
+    X(ModuleUnload, "cuModuleUnload", (CUmodule m))                                                \
+    X(ModuleGetFunction, "cuModuleGetFunction", (CUfunction * f, CUmodule m, const char *n))       \
+    X(LaunchKernel, "cuLaunchKernel",                                                              \
+      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
+       unsigned shmem, CUstream s, void **params, void **extra))                                   \
+    X(OccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize",                          \
+      (int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize fn, size_t shmem, int limit))   \
+    X(GetErrorName, "cuGetErrorName", (CUresult rc, const char **s))                               \
     X(GetErrorString, "cuGetErrorString", (CUresult rc, const char **s))
 
 typedef struct CudaDriver {
-#define CUDA_FIELD(field, symbol, params) CUresult (*field) params;
+#define CUDA_FIELD(field, symbol, params) CUresult(*field) params;
     CUDA_DRIVER_ENTRY_POINTS(CUDA_FIELD)
 #undef CUDA_FIELD
 } CudaDriver;

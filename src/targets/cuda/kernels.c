@@ -117,8 +117,7 @@ operand(Kb *k, LLVMValueRef f, int j, TsKind kind, LLVMValueRef idx, int by_offs
     LLVMValueRef p;
     if (by_offset) {
         p = byte_gep(k, x, idx, "x.p");
-    }
-    else {
+    } else {
         LLVMValueRef i64i = LLVMTypeOf(idx) == k->i64 ? idx : LLVMBuildZExt(k->b, idx, k->i64, "");
         p = LLVMBuildInBoundsGEP2(k->b, cc_memory_type(k->ctx, kind), x, &i64i, 1, "x.p");
     }
@@ -175,8 +174,8 @@ static void
 loop_start(Kb *k, Loop *l)
 {
     LLVMValueRef ntid = sreg(k, "ntid.x", k->iw);
-    LLVMValueRef start = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, sreg(k, "ctaid.x", k->iw), ntid,
-                                                         ""), sreg(k, "tid.x", k->iw), "start");
+    LLVMValueRef start = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, sreg(k, "ctaid.x", k->iw), ntid, ""),
+                                      sreg(k, "tid.x", k->iw), "start");
     l->stride = LLVMBuildMul(k->b, ntid, sreg(k, "nctaid.x", k->iw), "stride");
     LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntULT, start, l->n, ""), l->body, l->done);
     LLVMPositionBuilderAtEnd(k->b, l->body);
@@ -228,9 +227,9 @@ build_contiguous(Kb *k, LLVMValueRef kernel, const TsSignature *sig, const char 
     }
     LLVMValueRef r = call_kernel(k, kernel, args, nin);
     LLVMValueRef i64i = k->iw == k->i64 ? l.i : LLVMBuildZExt(k->b, l.i, k->i64, "");
-    LLVMValueRef op = LLVMBuildInBoundsGEP2(k->b, cc_memory_type(k->ctx, sig->ret.kind),
-                                            LLVMGetParam(f, (unsigned)(3 * nin)), &i64i, 1,
-                                            "out.p");
+    LLVMValueRef op =
+        LLVMBuildInBoundsGEP2(k->b, cc_memory_type(k->ctx, sig->ret.kind),
+                              LLVMGetParam(f, (unsigned)(3 * nin)), &i64i, 1, "out.p");
     cc_store(k->b, sig->ret.kind, r, op);
     loop_close(k, &l);
     return f;
@@ -242,8 +241,7 @@ build_contiguous(Kb *k, LLVMValueRef kernel, const TsSignature *sig, const char 
  * leaving as soon as rem is 0.
  */
 static void
-decompose(Kb *k, LLVMValueRef f, int first, int dims, int nops, LLVMValueRef i,
-          LLVMValueRef *offs)
+decompose(Kb *k, LLVMValueRef f, int first, int dims, int nops, LLVMValueRef i, LLVMValueRef *offs)
 {
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, f, "idx.done");
     LLVMValueRef zero = LLVMConstInt(k->iw, 0, 0);
@@ -307,8 +305,8 @@ build_strided(Kb *k, LLVMValueRef kernel, const TsSignature *sig, const char *na
 }
 
 int
-cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
-                   const char *name, LLVMValueRef entries[CUDA_NENTRIES])
+cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, const char *name,
+                   LLVMValueRef entries[CUDA_NENTRIES])
 {
     static const char *const suffix[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
     for (int v = 0; v < CUDA_NENTRIES; v++) {
@@ -393,14 +391,13 @@ cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const cha
     LLVMValueRef c = LLVMBuildURem(k.b, o, nchunks, "chunk");
     LLVMValueRef lo = LLVMBuildMul(k.b, c, kchunk, "lo");
     LLVMValueRef left = LLVMBuildSub(k.b, ktotal, lo, "");
-    LLVMValueRef len = LLVMBuildSelect(k.b, LLVMBuildICmp(k.b, LLVMIntULT, left, kchunk, ""),
-                                       left, kchunk, "len");
+    LLVMValueRef len =
+        LLVMBuildSelect(k.b, LLVMBuildICmp(k.b, LLVMIntULT, left, kchunk, ""), left, kchunk, "len");
     LLVMValueRef offs[1];
     decompose(&k, f, 7, dims, 1, LLVMBuildUDiv(k.b, o, nchunks, "row"), offs);
     /* decompose's parameters are shape[d] at 7+d and istride[d] at 7+dims+d */
-    LLVMValueRef base = byte_gep(&k, in, LLVMBuildAdd(k.b, offs[0],
-                                                      LLVMBuildMul(k.b, lo, rstride, ""), ""),
-                                 "base");
+    LLVMValueRef base = byte_gep(
+        &k, in, LLVMBuildAdd(k.b, offs[0], LLVMBuildMul(k.b, lo, rstride, ""), ""), "base");
 
     /* each thread folds elements tid, tid+ntid, ... of the chunk */
     LLVMBasicBlockRef has = LLVMAppendBasicBlockInContext(k.ctx, f, "fold.first");
@@ -409,15 +406,16 @@ cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const cha
     LLVMBasicBlockRef tree = LLVMAppendBasicBlockInContext(k.ctx, f, "tree");
     LLVMBuildCondBr(k.b, LLVMBuildICmp(k.b, LLVMIntULT, tid, len, ""), has, tree);
     LLVMPositionBuilderAtEnd(k.b, has);
-    LLVMValueRef acc0 = cc_load(k.b, kind, byte_gep(&k, base, LLVMBuildMul(k.b, tid, rstride, ""),
-                                                    "e.p"), "e");
+    LLVMValueRef acc0 =
+        cc_load(k.b, kind, byte_gep(&k, base, LLVMBuildMul(k.b, tid, rstride, ""), "e.p"), "e");
     LLVMValueRef j0 = LLVMBuildAdd(k.b, tid, ntid, "j");
     LLVMBasicBlockRef has_end = LLVMGetInsertBlock(k.b);
     LLVMBuildCondBr(k.b, LLVMBuildICmp(k.b, LLVMIntULT, j0, len, ""), fold, folded);
     LLVMPositionBuilderAtEnd(k.b, fold);
-    LLVMValueRef j = LLVMBuildPhi(k.b, k.i64, "j"), acc = LLVMBuildPhi(k.b, LLVMTypeOf(acc0), "acc");
-    LLVMValueRef e = cc_load(k.b, kind, byte_gep(&k, base, LLVMBuildMul(k.b, j, rstride, ""), "e.p"),
-                             "e");
+    LLVMValueRef j = LLVMBuildPhi(k.b, k.i64, "j"),
+                 acc = LLVMBuildPhi(k.b, LLVMTypeOf(acc0), "acc");
+    LLVMValueRef e =
+        cc_load(k.b, kind, byte_gep(&k, base, LLVMBuildMul(k.b, j, rstride, ""), "e.p"), "e");
     LLVMValueRef pair[2] = {acc, e};
     LLVMValueRef acc_next = call_kernel(&k, kernel, pair, 2);
     LLVMValueRef j_next = LLVMBuildAdd(k.b, j, ntid, "j.next");
@@ -438,8 +436,8 @@ cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const cha
     /* tree: p = min(ntid, len); s = pow2 >= p, halved: combine [tid] and [tid+s] */
     LLVMPositionBuilderAtEnd(k.b, tree);
     barrier(&k);
-    LLVMValueRef p = LLVMBuildSelect(k.b, LLVMBuildICmp(k.b, LLVMIntULT, len, ntid, ""), len,
-                                     ntid, "p");
+    LLVMValueRef p =
+        LLVMBuildSelect(k.b, LLVMBuildICmp(k.b, LLVMIntULT, len, ntid, ""), len, ntid, "p");
     LLVMBasicBlockRef lvl = LLVMAppendBasicBlockInContext(k.ctx, f, "tree.level");
     LLVMBasicBlockRef comb = LLVMAppendBasicBlockInContext(k.ctx, f, "tree.combine");
     LLVMBasicBlockRef sync = LLVMAppendBasicBlockInContext(k.ctx, f, "tree.sync");
@@ -455,9 +453,8 @@ cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const cha
     LLVMBuildCondBr(k.b, LLVMBuildICmp(k.b, LLVMIntEQ, s, zero, ""), write, comb);
     LLVMPositionBuilderAtEnd(k.b, comb);
     LLVMValueRef partner = LLVMBuildAdd(k.b, tid, s, "partner");
-    LLVMValueRef active = LLVMBuildAnd(
-        k.b, LLVMBuildICmp(k.b, LLVMIntULT, tid, s, ""),
-        LLVMBuildICmp(k.b, LLVMIntULT, partner, p, ""), "active");
+    LLVMValueRef active = LLVMBuildAnd(k.b, LLVMBuildICmp(k.b, LLVMIntULT, tid, s, ""),
+                                       LLVMBuildICmp(k.b, LLVMIntULT, partner, p, ""), "active");
     LLVMBasicBlockRef act = LLVMAppendBasicBlockInContext(k.ctx, f, "tree.act");
     LLVMBuildCondBr(k.b, active, act, sync);
     LLVMPositionBuilderAtEnd(k.b, act);

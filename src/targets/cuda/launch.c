@@ -10,8 +10,7 @@
 #include "targets/cuda/cuda.h"
 
 typedef struct Module {
-    PyObject_HEAD
-    CUmodule handle;
+    PyObject_HEAD CUmodule handle;
 } Module;
 
 static PyObject *module_type = NULL;
@@ -36,8 +35,7 @@ static int
 get_function(Module *m, PyObject *name, CUfunction *f)
 {
     const char *s = PyUnicode_AsUTF8AndSize(name, NULL);
-    return s ? cuda_check(cuda_drv->ModuleGetFunction(f, m->handle, s), "cuModuleGetFunction")
-             : -1;
+    return s ? cuda_check(cuda_drv->ModuleGetFunction(f, m->handle, s), "cuModuleGetFunction") : -1;
 }
 
 /* One parameter: its storage and the pointer cuLaunchKernel reads. */
@@ -54,11 +52,9 @@ pack(PyObject *arg, Param *p)
         PyObject *ptr = PyObject_GetAttrString(arg, "device_pointer");
         p->u = ptr ? PyLong_AsUnsignedLongLong(ptr) : 0;
         Py_XDECREF(ptr);
-    }
-    else if (PyFloat_Check(arg)) {
+    } else if (PyFloat_Check(arg)) {
         p->d = PyFloat_AsDouble(arg);
-    }
-    else {
+    } else {
         p->i = PyLong_AsLongLong(arg);
     }
     return PyErr_Occurred() ? -1 : 0;
@@ -77,7 +73,7 @@ module_launch(PyObject *self, PyObject *args, PyObject *kwargs)
     void *ptrs[MAX_PARAMS];
     if (n < 3 || n - 3 > MAX_PARAMS) {
         PyErr_SetString(PyExc_TypeError, "launch(name, grid, block, *args, stream=None, "
-                        "repeat=1)");
+                                         "repeat=1)");
         return NULL;
     }
     grid = (unsigned)PyLong_AsUnsignedLong(PyTuple_GetItem(args, 1));
@@ -86,7 +82,7 @@ module_launch(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (kwargs != NULL) {
-        PyObject *st = PyDict_GetItemString(kwargs, "stream");     /* borrowed */
+        PyObject *st = PyDict_GetItemString(kwargs, "stream"); /* borrowed */
         PyObject *rp = PyDict_GetItemString(kwargs, "repeat");
         if ((st && cuda_stream_arg(st, &s) < 0) || (rp && (repeat = PyLong_AsLong(rp)) < 0)) {
             return NULL;
@@ -119,7 +115,8 @@ module_max_block_size(PyObject *self, PyObject *name)
     int min_grid = 0, block = 0;
     if (cuda_enter() < 0 || get_function((Module *)self, name, &f) < 0
         || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&min_grid, &block, f, NULL, 0, 0),
-                      "cuOccupancyMaxPotentialBlockSize") < 0) {
+                      "cuOccupancyMaxPotentialBlockSize")
+               < 0) {
         return NULL;
     }
     return Py_BuildValue("(ii)", min_grid, block);
@@ -157,8 +154,8 @@ load_ptx(PyObject *unused, PyObject *text)
         return NULL;
     }
     m->handle = NULL;
-    if (cuda_check(cuda_drv->ModuleLoadDataEx(&m->handle, ptx, 0, NULL, NULL),
-                   "cuModuleLoadDataEx") < 0) {
+    if (cuda_check(cuda_drv->ModuleLoadDataEx(&m->handle, ptx, 0, NULL, NULL), "cuModuleLoadDataEx")
+        < 0) {
         Py_DECREF(m);
         return NULL;
     }

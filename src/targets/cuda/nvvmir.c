@@ -29,8 +29,8 @@
 typedef struct Out {
     char *s;
     size_t len, cap;
-    int failed;             /* an exception is set */
-    unsigned tmp;           /* counter of the printer's own temporaries */
+    int failed;   /* an exception is set */
+    unsigned tmp; /* counter of the printer's own temporaries */
 } Out;
 
 static void
@@ -68,8 +68,8 @@ fail(Out *o, const char *what, LLVMValueRef v)
     }
     char *text = v ? LLVMPrintValueToString(v) : NULL;
     PyErr_Format(PyExc_NotImplementedError,
-                 "NVVM IR (LLVM 7 dialect) export: %s is not supported%s%s", what,
-                 text ? ": " : "", text ? text : "");
+                 "NVVM IR (LLVM 7 dialect) export: %s is not supported%s%s", what, text ? ": " : "",
+                 text ? text : "");
     if (text) {
         LLVMDisposeMessage(text);
     }
@@ -218,40 +218,30 @@ value(Out *o, LLVMValueRef v)
 {
     if (LLVMIsAArgument(v) || LLVMIsAInstruction(v) || LLVMValueIsBasicBlock(v)) {
         local_name(o, v);
-    }
-    else if (LLVMIsAConstantInt(v)) {
+    } else if (LLVMIsAConstantInt(v)) {
         LLVMTypeRef t = LLVMTypeOf(v);
         if (LLVMGetIntTypeWidth(t) == 1) {
             put(o, LLVMConstIntGetZExtValue(v) ? "true" : "false");
-        }
-        else if (LLVMGetIntTypeWidth(t) > 64) {
+        } else if (LLVMGetIntTypeWidth(t) > 64) {
             fail(o, "an integer constant wider than 64 bits", v);
-        }
-        else {
+        } else {
             put(o, "%lld", LLVMConstIntGetSExtValue(v));
         }
-    }
-    else if (LLVMIsAConstantFP(v)) {
+    } else if (LLVMIsAConstantFP(v)) {
         const_fp(o, v);
-    }
-    else if (LLVMIsAUndefValue(v)) {       /* poison included: LLVM 7 has undef only */
+    } else if (LLVMIsAUndefValue(v)) { /* poison included: LLVM 7 has undef only */
         put(o, "undef");
-    }
-    else if (LLVMIsAConstantPointerNull(v)) {
+    } else if (LLVMIsAConstantPointerNull(v)) {
         put(o, "null");
-    }
-    else if (LLVMIsAConstantAggregateZero(v)) {
+    } else if (LLVMIsAConstantAggregateZero(v)) {
         put(o, "zeroinitializer");
-    }
-    else if (LLVMIsAConstantStruct(v)) {
+    } else if (LLVMIsAConstantStruct(v)) {
         const_aggregate(o, v);
-    }
-    else if (LLVMIsAFunction(v)) {
+    } else if (LLVMIsAFunction(v)) {
         size_t len;
         const char *name = LLVMGetValueName2(v, &len);
         put(o, "@\"%.*s\"", (int)len, name);
-    }
-    else {
+    } else {
         fail(o, "this operand (a global, a constant expression or array)", v);
     }
 }
@@ -287,8 +277,7 @@ lhs(Out *o, LLVMValueRef i)
         put(o, "  ");
         local_name(o, i);
         put(o, " = ");
-    }
-    else {
+    } else {
         put(o, "  ");
     }
 }
@@ -305,9 +294,12 @@ fast_math(Out *o, LLVMValueRef i)
         put(o, "fast ");
         return;
     }
-    static const struct { LLVMFastMathFlags flag; const char *text; } names[] = {
+    static const struct {
+        LLVMFastMathFlags flag;
+        const char *text;
+    } names[] = {
         {LLVMFastMathAllowReassoc, "reassoc "}, {LLVMFastMathNoNaNs, "nnan "},
-        {LLVMFastMathNoInfs, "ninf "}, {LLVMFastMathNoSignedZeros, "nsz "},
+        {LLVMFastMathNoInfs, "ninf "},          {LLVMFastMathNoSignedZeros, "nsz "},
         {LLVMFastMathAllowReciprocal, "arcp "}, {LLVMFastMathAllowContract, "contract "},
         {LLVMFastMathApproxFunc, "afn "},
     };
@@ -323,25 +315,44 @@ static const char *
 binop_name(LLVMOpcode op)
 {
     switch (op) {
-    case LLVMAdd: return "add";
-    case LLVMFAdd: return "fadd";
-    case LLVMSub: return "sub";
-    case LLVMFSub: return "fsub";
-    case LLVMMul: return "mul";
-    case LLVMFMul: return "fmul";
-    case LLVMUDiv: return "udiv";
-    case LLVMSDiv: return "sdiv";
-    case LLVMFDiv: return "fdiv";
-    case LLVMURem: return "urem";
-    case LLVMSRem: return "srem";
-    case LLVMFRem: return "frem";
-    case LLVMShl: return "shl";
-    case LLVMLShr: return "lshr";
-    case LLVMAShr: return "ashr";
-    case LLVMAnd: return "and";
-    case LLVMOr: return "or";
-    case LLVMXor: return "xor";
-    default: return NULL;
+    case LLVMAdd:
+        return "add";
+    case LLVMFAdd:
+        return "fadd";
+    case LLVMSub:
+        return "sub";
+    case LLVMFSub:
+        return "fsub";
+    case LLVMMul:
+        return "mul";
+    case LLVMFMul:
+        return "fmul";
+    case LLVMUDiv:
+        return "udiv";
+    case LLVMSDiv:
+        return "sdiv";
+    case LLVMFDiv:
+        return "fdiv";
+    case LLVMURem:
+        return "urem";
+    case LLVMSRem:
+        return "srem";
+    case LLVMFRem:
+        return "frem";
+    case LLVMShl:
+        return "shl";
+    case LLVMLShr:
+        return "lshr";
+    case LLVMAShr:
+        return "ashr";
+    case LLVMAnd:
+        return "and";
+    case LLVMOr:
+        return "or";
+    case LLVMXor:
+        return "xor";
+    default:
+        return NULL;
     }
 }
 
@@ -349,37 +360,50 @@ static const char *
 cast_name(LLVMOpcode op)
 {
     switch (op) {
-    case LLVMTrunc: return "trunc";
-    case LLVMZExt: return "zext";
-    case LLVMSExt: return "sext";
-    case LLVMFPToUI: return "fptoui";
-    case LLVMFPToSI: return "fptosi";
-    case LLVMUIToFP: return "uitofp";
-    case LLVMSIToFP: return "sitofp";
-    case LLVMFPTrunc: return "fptrunc";
-    case LLVMFPExt: return "fpext";
-    case LLVMPtrToInt: return "ptrtoint";
-    case LLVMIntToPtr: return "inttoptr";
-    case LLVMBitCast: return "bitcast";
-    case LLVMAddrSpaceCast: return "addrspacecast";
-    default: return NULL;
+    case LLVMTrunc:
+        return "trunc";
+    case LLVMZExt:
+        return "zext";
+    case LLVMSExt:
+        return "sext";
+    case LLVMFPToUI:
+        return "fptoui";
+    case LLVMFPToSI:
+        return "fptosi";
+    case LLVMUIToFP:
+        return "uitofp";
+    case LLVMSIToFP:
+        return "sitofp";
+    case LLVMFPTrunc:
+        return "fptrunc";
+    case LLVMFPExt:
+        return "fpext";
+    case LLVMPtrToInt:
+        return "ptrtoint";
+    case LLVMIntToPtr:
+        return "inttoptr";
+    case LLVMBitCast:
+        return "bitcast";
+    case LLVMAddrSpaceCast:
+        return "addrspacecast";
+    default:
+        return NULL;
     }
 }
 
 static const char *
 icmp_name(LLVMIntPredicate p)
 {
-    static const char *const names[] = {"eq", "ne", "ugt", "uge", "ult", "ule",
-                                        "sgt", "sge", "slt", "sle"};
+    static const char *const names[] = {"eq",  "ne",  "ugt", "uge", "ult",
+                                        "ule", "sgt", "sge", "slt", "sle"};
     return names[p - LLVMIntEQ];
 }
 
 static const char *
 fcmp_name(LLVMRealPredicate p)
 {
-    static const char *const names[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one",
-                                        "ord", "uno", "ueq", "ugt", "uge", "ult", "ule",
-                                        "une", "true"};
+    static const char *const names[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                                        "uno",   "ueq", "ugt", "uge", "ult", "ule", "une", "true"};
     return names[p];
 }
 
@@ -547,8 +571,7 @@ print_br(Out *o, LLVMValueRef i)
         local_name(o, LLVMBasicBlockAsValue(LLVMGetSuccessor(i, 0)));
         put(o, ", label ");
         local_name(o, LLVMBasicBlockAsValue(LLVMGetSuccessor(i, 1)));
-    }
-    else {
+    } else {
         put(o, "  br label ");
         local_name(o, LLVMBasicBlockAsValue(LLVMGetSuccessor(i, 0)));
     }
@@ -589,13 +612,11 @@ instruction(Out *o, LLVMValueRef i)
     const char *name;
     if ((name = binop_name(op)) != NULL) {
         print_binop(o, i, name);
-    }
-    else if ((name = cast_name(op)) != NULL) {
+    } else if ((name = cast_name(op)) != NULL) {
         print_cast(o, i, name);
-    }
-    else {
+    } else {
         switch (op) {
-        case LLVMFNeg:              /* LLVM 7 has no fneg: -0.0 - x */
+        case LLVMFNeg: /* LLVM 7 has no fneg: -0.0 - x */
             lhs(o, i);
             put(o, "fsub ");
             fast_math(o, i);
@@ -627,7 +648,7 @@ instruction(Out *o, LLVMValueRef i)
                 operand(o, LLVMGetOperand(i, k));
             }
             break;
-        case LLVMFreeze:            /* LLVM 7 has no freeze: the value itself */
+        case LLVMFreeze: /* LLVM 7 has no freeze: the value itself */
             lhs(o, i);
             put(o, "select i1 true, ");
             operand(o, LLVMGetOperand(i, 0));
@@ -675,8 +696,7 @@ instruction(Out *o, LLVMValueRef i)
         case LLVMRet:
             if (LLVMGetNumOperands(i) == 0) {
                 put(o, "  ret void");
-            }
-            else {
+            } else {
                 put(o, "  ret ");
                 operand(o, LLVMGetOperand(i, 0));
             }
@@ -732,8 +752,7 @@ function(Out *o, LLVMValueRef f)
 {
     int is_decl = LLVMIsDeclaration(f);
     LLVMLinkage link = LLVMGetLinkage(f);
-    if (link != LLVMExternalLinkage && link != LLVMInternalLinkage
-        && link != LLVMPrivateLinkage) {
+    if (link != LLVMExternalLinkage && link != LLVMInternalLinkage && link != LLVMPrivateLinkage) {
         fail(o, "this linkage", f);
         return;
     }
@@ -834,10 +853,11 @@ build_sat(LLVMBuilderRef b, LLVMValueRef f, int is_signed)
     LLVMTypeRef it = LLVMGetReturnType(LLVMGlobalGetValueType(f)), ft = LLVMTypeOf(x);
     unsigned w = LLVMGetIntTypeWidth(it);
     double hi = is_signed ? ldexp(1.0, (int)w - 1) : ldexp(1.0, (int)w);
-    LLVMValueRef maxv = is_signed ? LLVMConstInt(it, (1ULL << (w - 1)) - 1, 0)
-                                  : LLVMConstAllOnes(it);
+    LLVMValueRef maxv =
+        is_signed ? LLVMConstInt(it, (1ULL << (w - 1)) - 1, 0) : LLVMConstAllOnes(it);
     LLVMValueRef minv = is_signed ? LLVMConstInt(it, 1ULL << (w - 1), 0) : LLVMConstNull(it);
-    LLVMValueRef r = is_signed ? LLVMBuildFPToSI(b, x, it, "conv") : LLVMBuildFPToUI(b, x, it, "conv");
+    LLVMValueRef r =
+        is_signed ? LLVMBuildFPToSI(b, x, it, "conv") : LLVMBuildFPToUI(b, x, it, "conv");
     LLVMValueRef big = LLVMBuildFCmp(b, LLVMRealOGE, x, fconst(ft, hi), "big");
     r = LLVMBuildSelect(b, big, maxv, r, "hi");
     LLVMValueRef low = is_signed ? LLVMBuildFCmp(b, LLVMRealOLT, x, fconst(ft, -hi), "low")
@@ -869,9 +889,14 @@ build_minmax(LLVMBuilderRef b, LLVMValueRef f, int is_max)
 static int
 rewrite_of(const char *name, Rewrite *how)
 {
-    static const struct { const char *prefix; Rewrite how; } table[] = {
-        {"llvm.fptosi.sat.", SAT_SIGNED}, {"llvm.fptoui.sat.", SAT_UNSIGNED},
-        {"llvm.minimum.", FMINIMUM}, {"llvm.maximum.", FMAXIMUM},
+    static const struct {
+        const char *prefix;
+        Rewrite how;
+    } table[] = {
+        {"llvm.fptosi.sat.", SAT_SIGNED},
+        {"llvm.fptoui.sat.", SAT_UNSIGNED},
+        {"llvm.minimum.", FMINIMUM},
+        {"llvm.maximum.", FMAXIMUM},
     };
     for (size_t k = 0; k < sizeof(table) / sizeof(table[0]); k++) {
         if (strncmp(name, table[k].prefix, strlen(table[k].prefix)) == 0) {
@@ -901,8 +926,7 @@ cuda_legalize_llvm7(LLVMModuleRef mod)
             LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, g, "entry"));
             if (how == SAT_SIGNED || how == SAT_UNSIGNED) {
                 build_sat(b, g, how == SAT_SIGNED);
-            }
-            else {
+            } else {
                 build_minmax(b, g, how == FMAXIMUM);
             }
             LLVMReplaceAllUsesWith(f, g);

@@ -55,8 +55,8 @@ const CcEmitTarget cuda_emit_target = {"cuda", gpu_math_name, 0};
 /* ---- the options of one compilation ---- */
 
 typedef struct PtxJob {
-    int sm;                 /* 90 for sm_90 */
-    char suffix[4];         /* "a" for sm_90a, else "" */
+    int sm;         /* 90 for sm_90 */
+    char suffix[4]; /* "a" for sm_90a, else "" */
     int fastmath;
     int use_nvvm;
 } PtxJob;
@@ -68,8 +68,7 @@ parse_arch(const char *arch, PtxJob *job)
     const char *p = arch;
     if (strncmp(p, "sm_", 3) == 0) {
         p += 3;
-    }
-    else if (strncmp(p, "compute_", 8) == 0) {
+    } else if (strncmp(p, "compute_", 8) == 0) {
         p += 8;
     }
     char *end;
@@ -91,8 +90,7 @@ choose_backend(PyObject *backend, PtxJob *job)
         if ((name = PyUnicode_AsUTF8AndSize(backend, NULL)) == NULL) {
             return -1;
         }
-    }
-    else {
+    } else {
         name = getenv("NUMBAVEC_CUDA_BACKEND");
     }
     if (name == NULL || name[0] == '\0') {
@@ -107,8 +105,10 @@ choose_backend(PyObject *backend, PtxJob *job)
         job->use_nvvm = 0;
         return 0;
     }
-    PyErr_Format(PyExc_ValueError, "CUDA back end %s: choose 'nvvm' or 'llvm' "
-                 "(NUMBAVEC_CUDA_BACKEND)", name);
+    PyErr_Format(PyExc_ValueError,
+                 "CUDA back end %s: choose 'nvvm' or 'llvm' "
+                 "(NUMBAVEC_CUDA_BACKEND)",
+                 name);
     return -1;
 }
 
@@ -142,8 +142,7 @@ build_entry(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, cons
         params[k] = ptr;
     }
     params[np + 1] = i64;
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params,
-                                       (unsigned)np + 2, 0);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)np + 2, 0);
     LLVMValueRef f = LLVMAddFunction(mod, name, fty);
     LLVMValueRef n = LLVMGetParam(f, (unsigned)np + 1);
     LLVMSetValueName2(n, "n", 1);
@@ -168,8 +167,8 @@ build_entry(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, cons
         LLVMValueRef p = LLVMBuildInBoundsGEP2(b, cc_memory_type(ctx, kind), base, &i, 1, "x.p");
         args[k] = cc_load(b, kind, p, "x");
     }
-    LLVMValueRef r = LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args,
-                                    (unsigned)np, "r");
+    LLVMValueRef r =
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, (unsigned)np, "r");
     LLVMValueRef op = LLVMBuildInBoundsGEP2(b, cc_memory_type(ctx, sig->ret.kind),
                                             LLVMGetParam(f, (unsigned)np), &i, 1, "out.p");
     cc_store(b, sig->ret.kind, r, op);
@@ -211,7 +210,7 @@ on_diagnostic(LLVMDiagnosticInfoRef info, void *opaque)
 {
     Diag *d = opaque;
     if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || d->message[0] != '\0') {
-        return;             /* warnings (libdevice's data layout) are expected */
+        return; /* warnings (libdevice's data layout) are expected */
     }
     char *text = LLVMGetDiagInfoDescription(info);
     snprintf(d->message, sizeof(d->message), "%s", text);
@@ -261,17 +260,16 @@ ptx_nvvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
         if (text == NULL) {
             return PyErr_NoMemory();
         }
-    }
-    else if (cuda_legalize_llvm7(mod) < 0
-             || (text = cuda_nvvmir_legacy(mod, entries, nentries, &size)) == NULL) {
+    } else if (cuda_legalize_llvm7(mod) < 0
+               || (text = cuda_nvvmir_legacy(mod, entries, nentries, &size)) == NULL) {
         return NULL;
     }
     if (cc_dump_flags() & CC_DUMP_LLVM) {
         fprintf(stderr, "--- NVVM IR (%s) ---\n%s\n", arch, text);
     }
     static const char *const precise[] = {"-opt=3", NULL};
-    static const char *const fast[] = {"-opt=3", "-ftz=1", "-prec-div=0", "-prec-sqrt=0",
-                                       "-fma=1", NULL};
+    static const char *const fast[] = {"-opt=3",       "-ftz=1", "-prec-div=0",
+                                       "-prec-sqrt=0", "-fma=1", NULL};
     ptx = cuda_nvvm_compile(text, size, arch, job->fastmath ? fast : precise);
     PyMem_Free(text);
     return ptx;
@@ -304,8 +302,11 @@ nvptx_target(void)
 static const char *
 ptx_features(int sm)
 {
-    return sm >= 90 ? "+ptx78" : sm >= 89 ? "+ptx78" : sm >= 86 ? "+ptx71" : sm >= 80 ? "+ptx70"
-           : "+ptx64";
+    return sm >= 90   ? "+ptx78"
+           : sm >= 89 ? "+ptx78"
+           : sm >= 86 ? "+ptx71"
+           : sm >= 80 ? "+ptx70"
+                      : "+ptx64";
 }
 
 /* Links libdevice into mod; everything but `keep` becomes internal. */
@@ -339,7 +340,7 @@ link_libdevice(LLVMModuleRef mod, const LLVMValueRef *keep, int nkeep, Diag *dia
     }
     LLVMSetTarget(ld, LLVMGetTarget(mod));
     LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(mod));
-    if (LLVMLinkModules2(mod, ld)) {          /* ld is consumed in any case */
+    if (LLVMLinkModules2(mod, ld)) { /* ld is consumed in any case */
         PyErr_Format(cuda_Error, "linking libdevice failed: %s", diag->message);
         return -1;
     }
@@ -361,7 +362,7 @@ static const char *
 reflect_key(LLVMValueRef arg)
 {
     while (arg != NULL && LLVMIsAConstantExpr(arg)) {
-        arg = LLVMGetOperand(arg, 0);       /* GEPs and address-space casts */
+        arg = LLVMGetOperand(arg, 0); /* GEPs and address-space casts */
     }
     if (arg == NULL || !LLVMIsAGlobalVariable(arg) || LLVMGetInitializer(arg) == NULL) {
         return NULL;
@@ -395,11 +396,9 @@ fold_reflect(LLVMModuleRef mod, const PtxJob *job)
         int value = 0;
         if (key != NULL && strcmp(key, "__CUDA_FTZ") == 0) {
             value = job->fastmath;
-        }
-        else if (key != NULL && strcmp(key, "__CUDA_ARCH") == 0) {
+        } else if (key != NULL && strcmp(key, "__CUDA_ARCH") == 0) {
             value = job->sm * 10;
-        }
-        else if (key != NULL && strcmp(key, "__CUDA_PREC_SQRT") == 0) {
+        } else if (key != NULL && strcmp(key, "__CUDA_PREC_SQRT") == 0) {
             value = !job->fastmath;
         }
         LLVMReplaceAllUsesWith(call, LLVMConstInt(i32, (unsigned long long)value, 0));
@@ -437,13 +436,15 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     char cpu[32];
     snprintf(cpu, sizeof(cpu), "sm_%d%s", job->sm, job->suffix);
     if (job->sm > (LLVM_VERSION_MAJOR >= 20 ? 120 : 90)) {
-        PyErr_Format(cuda_SupportError, "LLVM %d's NVPTX back end does not know %s: use "
-                     "libNVVM (backend='nvvm') or a lower arch", LLVM_VERSION_MAJOR, cpu);
+        PyErr_Format(cuda_SupportError,
+                     "LLVM %d's NVPTX back end does not know %s: use "
+                     "libNVVM (backend='nvvm') or a lower arch",
+                     LLVM_VERSION_MAJOR, cpu);
         return NULL;
     }
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-        target, "nvptx64-nvidia-cuda", cpu, ptx_features(job->sm), LLVMCodeGenLevelAggressive,
-        LLVMRelocDefault, LLVMCodeModelDefault);
+    LLVMTargetMachineRef tm =
+        LLVMCreateTargetMachine(target, "nvptx64-nvidia-cuda", cpu, ptx_features(job->sm),
+                                LLVMCodeGenLevelAggressive, LLVMRelocDefault, LLVMCodeModelDefault);
     LLVMPassBuilderOptionsRef opts = NULL;
     LLVMMemoryBufferRef asm_buf = NULL;
     PyObject *ptx = NULL;
@@ -492,7 +493,7 @@ error:
 /* ---- _core._cuda_ptx ---- */
 
 typedef struct Source {
-    PyObject *pyfunc, *funcdef, *lines;     /* borrowed */
+    PyObject *pyfunc, *funcdef, *lines; /* borrowed */
     const char *filename;
     int first_line, line_offset;
 } Source;
@@ -539,20 +540,18 @@ emit_kernel(const Source *src, TsSignature *sig, LLVMModuleRef mod, const PtxJob
     }
     char kname[160];
     snprintf(kname, sizeof(kname), "%.100s.impl", name);
-    LLVMValueRef kernel = cc_emit_function_for(&fn, sig, mod, kname, job->fastmath,
-                                               &cuda_emit_target);
+    LLVMValueRef kernel =
+        cc_emit_function_for(&fn, sig, mod, kname, job->fastmath, &cuda_emit_target);
     if (kernel == NULL) {
         goto error;
     }
     if (what == ENTRY_TEST) {
         entries[0] = build_entry(mod, kernel, sig, name);
         *nentries = 1;
-    }
-    else if (what == ENTRY_UFUNC) {
+    } else if (what == ENTRY_UFUNC) {
         cuda_build_entries(mod, kernel, sig, name, entries);
         *nentries = CUDA_NENTRIES;
-    }
-    else {
+    } else {
         char rname[200];
         snprintf(rname, sizeof(rname), "%s_r", name);
         entries[0] = cuda_build_reduce(mod, kernel, sig->ret.kind, rname);
@@ -579,8 +578,8 @@ static int
 parse_source(PyObject *location, Source *src)
 {
     PyObject *filename;
-    if (!PyArg_ParseTuple(location, "UiO!i", &filename, &src->first_line, &PyList_Type,
-                          &src->lines, &src->line_offset)) {
+    if (!PyArg_ParseTuple(location, "UiO!i", &filename, &src->first_line, &PyList_Type, &src->lines,
+                          &src->line_offset)) {
         return -1;
     }
     src->filename = PyUnicode_AsUTF8AndSize(filename, NULL);
@@ -606,15 +605,14 @@ entry_name(PyObject *pyfunc, char *buf, size_t size)
 PyObject *
 cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signature", "arch", "backend",
-                             "fastmath", NULL};
+    static char *kwlist[] = {"pyfunc", "funcdef", "source",   "signature",
+                             "arch",   "backend", "fastmath", NULL};
     Source src = {0};
     PyObject *location, *signature, *backend = Py_None;
     const char *arch = "sm_90";
     int fastmath = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|sOp", kwlist, &src.pyfunc,
-                                     &src.funcdef, &location, &signature, &arch, &backend,
-                                     &fastmath)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|sOp", kwlist, &src.pyfunc, &src.funcdef,
+                                     &location, &signature, &arch, &backend, &fastmath)) {
         return NULL;
     }
     PtxJob job = {0};
@@ -626,7 +624,7 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (sig.nargs == 0 || sig.ret.kind == TS_VOID) {
         PyErr_SetString(PyExc_TypeError, "a CUDA ufunc kernel takes arguments and returns "
-                        "a scalar");
+                                         "a scalar");
         return NULL;
     }
     char name[128];
@@ -662,8 +660,8 @@ cuda_code_clear(CudaCode *c)
 
 /* One module of `what` compiled to PTX (and its IR text when llvm != NULL). */
 static PyObject *
-compile_module(const Source *src, TsSignature *sig, PtxJob *job, const char *name,
-               EntryKind what, PyObject **llvm)
+compile_module(const Source *src, TsSignature *sig, PtxJob *job, const char *name, EntryKind what,
+               PyObject **llvm)
 {
     Diag diag = {{0}};
     LLVMContextRef ctx = LLVMContextCreate();
@@ -690,8 +688,8 @@ compile_module(const Source *src, TsSignature *sig, PtxJob *job, const char *nam
 
 int
 cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSignature *sig,
-                   const char *arch, PyObject *backend, int fastmath, int reduce,
-                   const char *name, CudaCode *out)
+                   const char *arch, PyObject *backend, int fastmath, int reduce, const char *name,
+                   CudaCode *out)
 {
     Source src = {0};
     PtxJob job = {0};
@@ -706,7 +704,7 @@ cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSi
     out->ptx = compile_module(&src, sig, &job, name, ENTRY_UFUNC, &out->llvm);
     if (out->ptx != NULL && reduce) {
         PtxJob rjob = job;
-        rjob.use_nvvm = 0;      /* shared memory: see cuda.h */
+        rjob.use_nvvm = 0; /* shared memory: see cuda.h */
         out->reduce_ptx = compile_module(&src, sig, &rjob, name, ENTRY_REDUCE, NULL);
     }
     if (out->ptx == NULL || (reduce && out->reduce_ptx == NULL)) {
@@ -714,8 +712,8 @@ cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSi
         return -1;
     }
     if (cc_dump_flags() & CC_DUMP_PTX) {
-        fprintf(stderr, "--- PTX %s (%s, %s) ---\n%s\n", name, arch,
-                job.use_nvvm ? "nvvm" : "llvm", PyUnicode_AsUTF8AndSize(out->ptx, NULL));
+        fprintf(stderr, "--- PTX %s (%s, %s) ---\n%s\n", name, arch, job.use_nvvm ? "nvvm" : "llvm",
+                PyUnicode_AsUTF8AndSize(out->ptx, NULL));
         if (out->reduce_ptx != NULL) {
             fprintf(stderr, "--- PTX %s_r (%s, llvm) ---\n%s\n", name, arch,
                     PyUnicode_AsUTF8AndSize(out->reduce_ptx, NULL));

@@ -15,14 +15,12 @@ PyObject *cuda_stream_type = NULL;
 PyObject *cuda_event_type = NULL;
 
 typedef struct Stream {
-    PyObject_HEAD
-    CUstream handle;
+    PyObject_HEAD CUstream handle;
     int owned;
 } Stream;
 
 typedef struct Event {
-    PyObject_HEAD
-    CUevent handle;
+    PyObject_HEAD CUevent handle;
 } Event;
 
 static void
@@ -41,7 +39,7 @@ stream_dealloc(PyObject *self)
 {
     Stream *s = (Stream *)self;
     if (s->owned && s->handle != NULL && cuda_drv != NULL && cuda_enter() == 0) {
-        cuda_drv->StreamDestroy(s->handle);   /* pending work still completes */
+        cuda_drv->StreamDestroy(s->handle); /* pending work still completes */
     }
     PyErr_Clear();
     generic_free(self);
@@ -54,10 +52,9 @@ stream_synchronize(PyObject *self, PyObject *unused)
         return NULL;
     }
     CUresult rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = cuda_drv->StreamSynchronize(((Stream *)self)->handle);
-    Py_END_ALLOW_THREADS
-    if (cuda_check(rc, "cuStreamSynchronize") < 0) {
+    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->StreamSynchronize(((Stream *)self)->handle);
+    Py_END_ALLOW_THREADS if (cuda_check(rc, "cuStreamSynchronize") < 0)
+    {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -83,8 +80,7 @@ stream_repr(PyObject *self)
 
 static PyMethodDef stream_methods[] = {
     {"synchronize", stream_synchronize, METH_NOARGS, "Waits until the stream's work is done."},
-    {"__cuda_stream__", stream_cuda_stream, METH_NOARGS,
-     "(0, handle): the CUDA stream protocol."},
+    {"__cuda_stream__", stream_cuda_stream, METH_NOARGS, "(0, handle): the CUDA stream protocol."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -148,8 +144,10 @@ cuda_stream_arg(PyObject *obj, CUstream *out)
     PyObject *proto = PyObject_GetAttrString(obj, "__cuda_stream__");
     if (proto == NULL) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "stream= takes a numbavec Stream, an int handle or an "
-                     "object with __cuda_stream__, not %R", obj);
+        PyErr_Format(PyExc_TypeError,
+                     "stream= takes a numbavec Stream, an int handle or an "
+                     "object with __cuda_stream__, not %R",
+                     obj);
         return -1;
     }
     PyObject *pair = PyCallable_Check(proto) ? PyObject_CallNoArgs(proto) : Py_NewRef(proto);
@@ -162,8 +160,7 @@ cuda_stream_arg(PyObject *obj, CUstream *out)
     if (PyArg_ParseTuple(pair, "iK", &version, &h)) {
         *out = (CUstream)(size_t)h;
         rc = 0;
-    }
-    else {
+    } else {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "__cuda_stream__ must return (version, handle), got %R",
                      pair);
@@ -205,10 +202,9 @@ event_synchronize(PyObject *self, PyObject *unused)
         return NULL;
     }
     CUresult rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = cuda_drv->EventSynchronize(((Event *)self)->handle);
-    Py_END_ALLOW_THREADS
-    if (cuda_check(rc, "cuEventSynchronize") < 0) {
+    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->EventSynchronize(((Event *)self)->handle);
+    Py_END_ALLOW_THREADS if (cuda_check(rc, "cuEventSynchronize") < 0)
+    {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -223,9 +219,10 @@ event_elapsed_time(PyObject *self, PyObject *other)
     }
     float ms = 0.0f;
     if (cuda_enter() < 0
-        || cuda_check(cuda_drv->EventElapsedTime(&ms, ((Event *)self)->handle,
-                                                 ((Event *)other)->handle),
-                      "cuEventElapsedTime") < 0) {
+        || cuda_check(
+               cuda_drv->EventElapsedTime(&ms, ((Event *)self)->handle, ((Event *)other)->handle),
+               "cuEventElapsedTime")
+               < 0) {
         return NULL;
     }
     return PyFloat_FromDouble(ms);
@@ -263,9 +260,10 @@ cuda_event_new(PyObject *module, PyObject *args)
         return NULL;
     }
     e->handle = NULL;
-    if (cuda_check(cuda_drv->EventCreate(&e->handle, timing ? CU_EVENT_DEFAULT
-                                                            : CU_EVENT_DISABLE_TIMING),
-                   "cuEventCreate") < 0) {
+    if (cuda_check(
+            cuda_drv->EventCreate(&e->handle, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+            "cuEventCreate")
+        < 0) {
         Py_DECREF(e);
         return NULL;
     }

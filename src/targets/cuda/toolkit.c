@@ -23,8 +23,7 @@ typedef struct Nvvm {
     nvvmResult (*IRVersion)(int *ir_major, int *ir_minor, int *dbg_major, int *dbg_minor);
     nvvmResult (*CreateProgram)(nvvmProgram *p);
     nvvmResult (*DestroyProgram)(nvvmProgram *p);
-    nvvmResult (*AddModuleToProgram)(nvvmProgram p, const char *buf, size_t size,
-                                     const char *name);
+    nvvmResult (*AddModuleToProgram)(nvvmProgram p, const char *buf, size_t size, const char *name);
     nvvmResult (*LazyAddModuleToProgram)(nvvmProgram p, const char *buf, size_t size,
                                          const char *name);
     nvvmResult (*CompileProgram)(nvvmProgram p, int nopts, const char **opts);
@@ -69,10 +68,12 @@ first_match(const char *root, const char *const *patterns, char *out, size_t siz
 
 static const char *const nvvm_patterns[] = {
     "nvvm/lib64/libnvvm.so*", "nvvm/lib/libnvvm.so*", "nvvm/bin/libnvvm.so*",
-    "lib64/libnvvm.so*", "lib/libnvvm.so*", NULL,
+    "lib64/libnvvm.so*",      "lib/libnvvm.so*",      NULL,
 };
 static const char *const libdevice_patterns[] = {
-    "nvvm/libdevice/libdevice.10.bc", "nvvm/libdevice/libdevice*.bc", NULL,
+    "nvvm/libdevice/libdevice.10.bc",
+    "nvvm/libdevice/libdevice*.bc",
+    NULL,
 };
 
 static void
@@ -93,12 +94,11 @@ search_root(const char *root)
 static void
 search_wheels(void)
 {
-    PyObject *path = PySys_GetObject("path");      /* borrowed */
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
     if (path == NULL || !PyList_Check(path)) {
         return;
     }
-    static const char *const subdirs[] = {"nvidia/cuda_nvcc", "nvidia/cu13", "nvidia/cu12",
-                                          NULL};
+    static const char *const subdirs[] = {"nvidia/cuda_nvcc", "nvidia/cu13", "nvidia/cu12", NULL};
     for (Py_ssize_t i = 0; i < PyList_Size(path); i++) {
         PyObject *item = PyList_GetItem(path, i);
         const char *dir = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, NULL) : NULL;
@@ -126,7 +126,7 @@ search(void)
     search_root("/usr/local/cuda");
     glob_t g;
     if (glob("/usr/local/cuda-*", 0, NULL, &g) == 0) {
-        for (size_t k = g.gl_pathc; k-- > 0;) {       /* newest version first */
+        for (size_t k = g.gl_pathc; k-- > 0;) { /* newest version first */
             search_root(g.gl_pathv[k]);
         }
     }
@@ -208,16 +208,23 @@ load_nvvm(void)
         return -1;
     }
     static const char *const names[] = {
-        "nvvmVersion", "nvvmIRVersion", "nvvmCreateProgram", "nvvmDestroyProgram",
-        "nvvmAddModuleToProgram", "nvvmLazyAddModuleToProgram", "nvvmCompileProgram",
-        "nvvmGetCompiledResultSize", "nvvmGetCompiledResult", "nvvmGetProgramLogSize",
-        "nvvmGetProgramLog", "nvvmGetErrorString",
+        "nvvmVersion",
+        "nvvmIRVersion",
+        "nvvmCreateProgram",
+        "nvvmDestroyProgram",
+        "nvvmAddModuleToProgram",
+        "nvvmLazyAddModuleToProgram",
+        "nvvmCompileProgram",
+        "nvvmGetCompiledResultSize",
+        "nvvmGetCompiledResult",
+        "nvvmGetProgramLogSize",
+        "nvvmGetProgramLog",
+        "nvvmGetErrorString",
     };
     void **slots = (void **)&toolkit.nvvm;
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         if ((slots[k] = dlsym(h, names[k])) == NULL) {
-            snprintf(toolkit.nvvm_error, sizeof(toolkit.nvvm_error), "%s lacks %s", path,
-                     names[k]);
+            snprintf(toolkit.nvvm_error, sizeof(toolkit.nvvm_error), "%s lacks %s", path, names[k]);
             dlclose(h);
             return -1;
         }
@@ -244,8 +251,8 @@ nvvm_check(nvvmResult r, nvvmProgram prog, const char *what)
         && (log = PyMem_Malloc(size)) != NULL && toolkit.nvvm.GetProgramLog(prog, log) != 0) {
         log[0] = '\0';
     }
-    PyErr_Format(cuda_Error, "libNVVM %s failed: %s%s%s", what,
-                 toolkit.nvvm.GetErrorString(r), log && log[0] ? "\n" : "", log ? log : "");
+    PyErr_Format(cuda_Error, "libNVVM %s failed: %s%s%s", what, toolkit.nvvm.GetErrorString(r),
+                 log && log[0] ? "\n" : "", log ? log : "");
     PyMem_Free(log);
     return -1;
 }
@@ -278,20 +285,22 @@ cuda_nvvm_compile(const char *ir, size_t size, const char *arch, const char *con
         return NULL;
     }
     if (nvvm_check(toolkit.nvvm.AddModuleToProgram(prog, ir, size, "kernel"), prog,
-                   "adding the kernel module") < 0
-        || nvvm_check(toolkit.nvvm.LazyAddModuleToProgram(prog, ld, ld_size, "libdevice"),
-                      prog, "adding libdevice") < 0
+                   "adding the kernel module")
+            < 0
+        || nvvm_check(toolkit.nvvm.LazyAddModuleToProgram(prog, ld, ld_size, "libdevice"), prog,
+                      "adding libdevice")
+               < 0
         || nvvm_check(toolkit.nvvm.CompileProgram(prog, argc, argv), prog, "compilation") < 0
         || nvvm_check(toolkit.nvvm.GetCompiledResultSize(prog, &ptx_size), prog,
-                      "nvvmGetCompiledResultSize") < 0) {
+                      "nvvmGetCompiledResultSize")
+               < 0) {
         goto error;
     }
     if ((ptx = PyMem_Malloc(ptx_size + 1)) == NULL) {
         PyErr_NoMemory();
         goto error;
     }
-    if (nvvm_check(toolkit.nvvm.GetCompiledResult(prog, ptx), prog,
-                   "nvvmGetCompiledResult") < 0) {
+    if (nvvm_check(toolkit.nvvm.GetCompiledResult(prog, ptx), prog, "nvvmGetCompiledResult") < 0) {
         goto error;
     }
     ptx[ptx_size] = '\0';
@@ -324,8 +333,8 @@ cuda_toolkit_info(void)
     }
     PyObject *nvvm_s = nvvm ? PyUnicode_FromString(nvvm) : Py_NewRef(Py_None);
     PyObject *ld_s = ld ? PyUnicode_FromString(ld) : Py_NewRef(Py_None);
-    PyObject *err = toolkit.nvvm_handle ? Py_NewRef(Py_None)
-                                        : PyUnicode_FromString(toolkit.nvvm_error);
+    PyObject *err =
+        toolkit.nvvm_handle ? Py_NewRef(Py_None) : PyUnicode_FromString(toolkit.nvvm_error);
     if (version == NULL || ir_version == NULL || nvvm_s == NULL || ld_s == NULL || err == NULL
         || PyDict_SetItemString(d, "libnvvm", nvvm_s) < 0
         || PyDict_SetItemString(d, "libdevice", ld_s) < 0
