@@ -24,7 +24,6 @@ import importlib.util
 import itertools
 import math
 import os
-import sys
 import types
 import warnings
 

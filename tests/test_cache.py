@@ -17,7 +17,7 @@ import pytest
 
 from numbavec import cache as nvcache
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import NUMBAVEC_ROOT as ROOT  # noqa: E402  where the tested numbavec lives
 
 KERNEL = '''
 import math

@@ -283,16 +283,11 @@ static LLVMValueRef truthy(Emit *E, LLVMValueRef v, TsKind k);
 static LLVMValueRef
 float_to_int(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
 {
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
-    LLVMTypeRef over[2] = {i64, cc_value_type(E->ctx, from)};
-    LLVMValueRef s = intrinsic(E, "llvm.fptosi.sat", over, 2, &v, 1);
-    if (to == TS_UINT64) {
-        LLVMValueRef u = intrinsic(E, "llvm.fptoui.sat", over, 2, &v, 1);
-        LLVMValueRef neg = quiet_fcmp(E, LLVMRealOLT, v, real_const(E, from, 0.0), "");
-        return LLVMBuildSelect(E->b, neg, s, u, "f2u64");
-    }
-    /* narrower kinds wrap from int64, as NumPy's casts do on x86-64 */
-    return LLVMBuildTrunc(E->b, s, cc_value_type(E->ctx, to), "f2i");
+    /* saturating at the target's own range, NaN -> 0: defined for every
+     * input (a C or LLVM cast is not), e.g. int8(300.0) == 127 */
+    LLVMTypeRef over[2] = {cc_value_type(E->ctx, to), cc_value_type(E->ctx, from)};
+    const char *name = ts_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat";
+    return intrinsic(E, name, over, 2, &v, 1);
 }
 
 static LLVMValueRef
@@ -674,20 +669,121 @@ complex_log(Emit *E, TsKind k, LLVMValueRef z)
     return make_complex(E, k, float_intrinsic(E, "llvm.log", p, &r, 1), libm(E, "atan2", p, yx, 2));
 }
 
-/* z ** w = exp(w log z); 0 ** w is 1 for w == 0, else 0. */
+/* An alloca in the function's entry block (a loop's variables). */
+static LLVMValueRef
+entry_alloca(Emit *E, LLVMTypeRef t, const char *name)
+{
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->func);
+    LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
+    LLVMPositionBuilder(at, entry, LLVMGetFirstInstruction(entry));
+    LLVMValueRef slot = LLVMBuildAlloca(at, t, name);
+    LLVMDisposeBuilder(at);
+    return slot;
+}
+
+/* z ** n for an integer |n| < 100 by squaring; a negative n divides 1 by it. */
+static LLVMValueRef
+complex_powi(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef n)
+{
+    TsKind p = part_kind(k);
+    LLVMTypeRef ct = cc_value_type(E->ctx, k), i64 = LLVMInt64TypeInContext(E->ctx);
+    LLVMValueRef zero64 = LLVMConstInt(i64, 0, 0);
+    LLVMValueRef one = make_complex(E, k, real_const(E, p, 1.0), real_const(E, p, 0.0));
+    LLVMValueRef r_slot = entry_alloca(E, ct, "cpow.r"), p_slot = entry_alloca(E, ct, "cpow.p");
+    LLVMValueRef m_slot = entry_alloca(E, i64, "cpow.m");
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, n, zero64, "");
+    LLVMBuildStore(E->b, one, r_slot);
+    LLVMBuildStore(E->b, z, p_slot);
+    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, n, ""), n, "m"), m_slot);
+    LLVMBasicBlockRef loop = new_block(E, "cpow.loop"), done = new_block(E, "cpow.done");
+    LLVMBuildBr(E->b, loop);
+    LLVMPositionBuilderAtEnd(E->b, loop);
+    LLVMValueRef m = LLVMBuildLoad2(E->b, i64, m_slot, "");
+    LLVMValueRef r = LLVMBuildLoad2(E->b, ct, r_slot, ""), pw = LLVMBuildLoad2(E->b, ct, p_slot, "");
+    LLVMValueRef odd = LLVMBuildTrunc(E->b, m, LLVMInt1TypeInContext(E->ctx), "");
+    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, odd, complex_mul(E, k, r, pw), r, ""), r_slot);
+    LLVMBuildStore(E->b, complex_mul(E, k, pw, pw), p_slot);
+    LLVMValueRef m2 = LLVMBuildLShr(E->b, m, LLVMConstInt(i64, 1, 0), "");
+    LLVMBuildStore(E->b, m2, m_slot);
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m2, zero64, ""), loop, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    LLVMValueRef result = LLVMBuildLoad2(E->b, ct, r_slot, "cpow.int");
+    LLVMBasicBlockRef inv = new_block(E, "cpow.inv"), out = new_block(E, "cpow.out");
+    LLVMBasicBlockRef from = current_block(E);
+    LLVMBuildCondBr(E->b, neg, inv, out);
+    LLVMPositionBuilderAtEnd(E->b, inv);
+    LLVMValueRef recip = complex_div(E, k, one, result);
+    LLVMBasicBlockRef inv_end = current_block(E);
+    LLVMBuildBr(E->b, out);
+    LLVMPositionBuilderAtEnd(E->b, out);
+    LLVMValueRef phi = LLVMBuildPhi(E->b, ct, "cpow.n");
+    LLVMValueRef vals[2] = {result, recip};
+    LLVMBasicBlockRef blocks[2] = {from, inv_end};
+    LLVMAddIncoming(phi, vals, blocks, 2);
+    /* NumPy's npy_cpow: n = 1, 2, 3 multiply directly */
+    LLVMValueRef sq = complex_mul(E, k, z, z), cube = complex_mul(E, k, sq, z);
+    LLVMValueRef small = LLVMBuildSelect(
+        E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 3, 0), ""), cube, phi, "");
+    small = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 2, 0), ""),
+                            sq, small, "");
+    return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 1, 0), ""), z,
+                           small, "cpow.small");
+}
+
+/*
+ * z ** w as NumPy computes it (npy_cpow): w == 0 gives 1; z == 0 gives 0
+ * for a positive real w, else NaN; an integer real w with |w| < 100 is
+ * repeated multiplication (so (1j)**2 is exactly -1; n = 1, 2, 3 are z, z*z,
+ * z*z*z, never 1*z, whose 0*inf would make NaNs); otherwise exp(w log z).
+ */
 static LLVMValueRef
 complex_pow(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef w)
 {
     TsKind p = part_kind(k);
     LLVMValueRef zero = real_const(E, p, 0.0);
-    LLVMValueRef z_zero = LLVMBuildNot(E->b, truthy(E, z, k), "z.zero");
+    LLVMValueRef wr = re_of(E, w), wi = im_of(E, w);
     LLVMValueRef w_zero = LLVMBuildNot(E->b, truthy(E, w, k), "w.zero");
-    LLVMValueRef general = complex_exp(E, k, complex_mul(E, k, w, complex_log(E, k, z)));
+    LLVMValueRef z_zero = LLVMBuildNot(E->b, truthy(E, z, k), "z.zero");
+    LLVMValueRef wi_zero = LLVMBuildFCmp(E->b, LLVMRealOEQ, wi, zero, "");
+    LLVMValueRef trunc = float_intrinsic(E, "llvm.trunc", p, &wr, 1);
+    LLVMValueRef small = quiet_fcmp(E, LLVMRealOLT, fabs_of(E, p, wr), real_const(E, p, 100.0), "");
+    LLVMValueRef is_int = LLVMBuildAnd(
+        E->b, LLVMBuildAnd(E->b, wi_zero, LLVMBuildFCmp(E->b, LLVMRealOEQ, wr, trunc, ""), ""),
+        small, "w.int");
+    LLVMBasicBlockRef b_int = new_block(E, "cpow.int"), b_gen = new_block(E, "cpow.gen");
+    LLVMBasicBlockRef done = new_block(E, "cpow.done");
+    /* the special cases: w == 0 gives 1; z == 0 gives 0 for a positive real w */
+    LLVMValueRef nanv = real_const(E, p, NAN);
     LLVMValueRef one = make_complex(E, k, real_const(E, p, 1.0), zero);
-    LLVMValueRef zz = make_complex(E, k, zero, zero);
-    LLVMValueRef at_zero = LLVMBuildSelect(E->b, w_zero, one, zz, "");
-    LLVMValueRef r = LLVMBuildSelect(E->b, z_zero, at_zero, general, "");
-    return LLVMBuildSelect(E->b, w_zero, one, r, "cpow");
+    LLVMValueRef pos_real = quiet_fcmp(E, LLVMRealOGT, wr, zero, "");
+    LLVMValueRef at_zero = LLVMBuildSelect(E->b, pos_real, make_complex(E, k, zero, zero),
+                                           make_complex(E, k, nanv, nanv), "");
+    LLVMValueRef r_special = LLVMBuildSelect(E->b, w_zero, one, at_zero, "cpow.special");
+    LLVMBasicBlockRef start = current_block(E);
+    LLVMValueRef special = LLVMBuildOr(E->b, w_zero, z_zero, "");
+    LLVMBasicBlockRef b_rest = new_block(E, "cpow.rest");
+    LLVMBuildCondBr(E->b, special, done, b_rest);
+    LLVMPositionBuilderAtEnd(E->b, b_rest);
+    LLVMBuildCondBr(E->b, is_int, b_int, b_gen);
+
+    LLVMPositionBuilderAtEnd(E->b, b_int);
+    LLVMValueRef n = LLVMBuildFPToSI(E->b, wr, LLVMInt64TypeInContext(E->ctx), "n");
+    LLVMValueRef r_int = complex_powi(E, k, z, n);
+    LLVMBasicBlockRef int_end = current_block(E);
+    LLVMBuildBr(E->b, done);
+
+    LLVMPositionBuilderAtEnd(E->b, b_gen);
+    LLVMValueRef r_gen = complex_exp(E, k, complex_mul(E, k, w, complex_log(E, k, z)));
+    LLVMBasicBlockRef gen_end = current_block(E);
+    LLVMBuildBr(E->b, done);
+
+    LLVMMoveBasicBlockAfter(done, gen_end);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    LLVMValueRef phi = LLVMBuildPhi(E->b, cc_value_type(E->ctx, k), "cpow");
+    LLVMValueRef vals[3] = {r_special, r_int, r_gen};
+    LLVMBasicBlockRef from[3] = {start, int_end, gen_end};
+    LLVMAddIncoming(phi, vals, from, 3);
+    return phi;
 }
 
 static LLVMValueRef
@@ -832,6 +928,14 @@ compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, LLVMValueRef 
 {
     TsKind ka = cc_storage(ta), kb = cc_storage(tb);
     TsKind k = cc_storage(cc_promote(ta, tb));
+    if ((ta->kind == CT_WEAK_INT) != (tb->kind == CT_WEAK_INT) && ts_is_int(k)) {
+        /* a Python int against a typed integer compares by value (NumPy 2):
+         * uint8 x > -1 is true, not x > 255 */
+        if (k == TS_UINT64) {
+            return mixed_compare(E, op, a, ka, b);
+        }
+        k = TS_INT64;
+    }
     if (!cc_is_weak(ta) && !cc_is_weak(tb) && ts_is_int(ka) && ts_is_int(kb)
         && ts_is_signed(ka) != ts_is_signed(kb) && k == TS_FLOAT64) {
         return mixed_compare(E, op, a, ka, b);
@@ -1045,23 +1149,67 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
 }
 
 /* Python's min/max: the first operand that no later one beats. */
+static int
+has_weak_int(const CcNode *n)
+{
+    for (int i = 0; i < n->nargs; i++) {
+        if (n->args[i]->ty->kind == CT_WEAK_INT) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A min/max operand as the value it is compared by.  Python ints meeting
+ * typed integers compare by value (NumPy 2): in int64, or in i128 when the
+ * result is uint64 (both a uint64 and a negative Python int are exact there).
+ */
+static LLVMValueRef
+minmax_key(Emit *E, LLVMValueRef v, TsKind from, TsKind k, int weak)
+{
+    if (!weak || !ts_is_int(k) || k == TS_INT64) {
+        return convert(E, v, from, k);
+    }
+    if (k != TS_UINT64) {
+        return convert(E, v, from, TS_INT64);
+    }
+    LLVMTypeRef i128 = LLVMIntTypeInContext(E->ctx, 128);
+    if (from == TS_BOOL || (ts_is_int(from) && !ts_is_signed(from))) {
+        return LLVMBuildZExt(E->b, convert(E, v, from, TS_UINT64), i128, "");
+    }
+    return LLVMBuildSExt(E->b, convert(E, v, from, TS_INT64), i128, "");
+}
+
+/* Python's min/max: the first operand that no later one beats. */
 static LLVMValueRef
 minmax(Emit *E, CcNode *n, TsKind k, int is_max)
 {
-    LLVMValueRef best = expr_as(E, n->args[0], k);
-    for (int i = 1; best != NULL && i < n->nargs; i++) {
-        LLVMValueRef x = expr_as(E, n->args[i], k);
-        if (x == NULL) {
+    int weak = has_weak_int(n);
+    LLVMValueRef best = NULL, best_key = NULL;
+    for (int i = 0; i < n->nargs; i++) {
+        LLVMValueRef v = expr(E, n->args[i]);
+        if (v == NULL) {
             return NULL;
+        }
+        TsKind from = cc_storage(n->args[i]->ty);
+        LLVMValueRef x = convert(E, v, from, k);
+        LLVMValueRef key = minmax_key(E, v, from, k, weak);
+        if (i == 0) {
+            best = x;
+            best_key = key;
+            continue;
         }
         LLVMValueRef better;
         if (ts_is_float(k)) {
-            better = quiet_fcmp(E, is_max ? LLVMRealOGT : LLVMRealOLT, x, best, "");
+            better = quiet_fcmp(E, is_max ? LLVMRealOGT : LLVMRealOLT, key, best_key, "");
         } else {
-            int s = k != TS_BOOL && ts_is_signed(k);
-            better = LLVMBuildICmp(E->b, int_pred(is_max ? OP_GT : OP_LT, s), x, best, "");
+            /* keys of integers compared with Python ints are signed */
+            int s = (weak && ts_is_int(k)) || (k != TS_BOOL && ts_is_signed(k));
+            better = LLVMBuildICmp(E->b, int_pred(is_max ? OP_GT : OP_LT, s), key, best_key, "");
         }
         best = LLVMBuildSelect(E->b, better, x, best, is_max ? "max" : "min");
+        best_key = LLVMBuildSelect(E->b, better, key, best_key, "");
     }
     return best;
 }
@@ -1291,6 +1439,22 @@ fminmax(Emit *E, CcMathOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
                            op == M_FMIN ? "fmin" : "fmax");
 }
 
+/* np.square, np.power, np.floor/ceil/trunc of integers (typeinfer gave an
+ * integer result): integer arithmetic, wrapping, as NumPy's integer loops. */
+static LLVMValueRef
+np_integer_call(Emit *E, CcNode *n, CcMathOp op, TsKind k)
+{
+    LLVMValueRef a = expr_as(E, n->args[0], k);
+    if (a == NULL || op == M_FLOOR || op == M_CEIL || op == M_TRUNC) {
+        return a;
+    }
+    if (op == M_SQUARE) {
+        return LLVMBuildMul(E->b, a, a, "square");
+    }
+    LLVMValueRef b = expr_as(E, n->args[1], k);
+    return b ? int_pow(E, k, a, b) : NULL;
+}
+
 static LLVMValueRef
 call(Emit *E, CcNode *n)
 {
@@ -1340,6 +1504,9 @@ call(Emit *E, CcNode *n)
         if ((b->flavor == FL_NP || b->flavor == FL_NP_PRED)
             && ts_is_complex(cc_storage(n->args[0]->ty))) {
             return cmath_call(E, n, (CcMathOp)b->op); /* np.exp(z) ... */
+        }
+        if (b->flavor == FL_NP && !ts_is_float(out) && !ts_is_complex(out)) {
+            return np_integer_call(E, n, (CcMathOp)b->op, out);
         }
         /* math and NumPy functions: arguments in the computing float kind */
         const CcType *argty =
@@ -1668,6 +1835,21 @@ while_stmt(Emit *E, CcNode *n)
     return 0;
 }
 
+/* range() with no step, or a constant step of 1 or -1. */
+static int
+unit_step(const CcNode *n)
+{
+    if (n->nargs < 3) {
+        return 1;
+    }
+    const CcNode *s = n->args[2];
+    if (s->kind == ND_UNARY && s->op == OP_NEG && s->lhs->kind == ND_CONST) {
+        s = s->lhs;     /* -1 is written as a negated constant */
+    }
+    return s->kind == ND_CONST && !ts_is_float(cc_storage(s->ty))
+           && !ts_is_complex(cc_storage(s->ty)) && s->ival == 1;
+}
+
 /* for v in range(start, stop, step): a hidden counter drives the loop, so
  * assigning to v in the body does not change the iteration (Python).  A
  * zero step runs no iteration (Python raises ValueError). */
@@ -1717,8 +1899,21 @@ for_stmt(Emit *E, CcNode *n)
     }
     continue_at(E, latch, 1);
     LLVMValueRef i2 = LLVMBuildLoad2(E->b, i64, counter, "");
-    LLVMBuildStore(E->b, LLVMBuildAdd(E->b, i2, step, "i.next"), counter);
-    jump(E, cond);
+    if (unit_step(n)) {
+        /* i < stop <= INT64_MAX (or i > stop >= INT64_MIN): i + 1 cannot
+         * wrap, and saying so (nsw) lets LLVM count and vectorize the loop */
+        LLVMBuildStore(E->b, LLVMBuildNSWAdd(E->b, i2, step, "i.next"), counter);
+        jump(E, cond);
+    } else {
+        /* a step that carries i past INT64's range ends the loop (Python's
+         * range has no overflow: the next value would be past stop anyway) */
+        LLVMTypeRef over = i64;
+        LLVMValueRef add_args[2] = {i2, step};
+        LLVMValueRef sum = intrinsic(E, "llvm.sadd.with.overflow", &over, 1, add_args, 2);
+        LLVMBuildStore(E->b, LLVMBuildExtractValue(E->b, sum, 0, "i.next"), counter);
+        LLVMBuildCondBr(E->b, LLVMBuildExtractValue(E->b, sum, 1, "i.overflow"), els, cond);
+        E->reachable = 0;
+    }
     continue_at(E, els, 1);
     if (block(E, n->els) < 0) {
         return -1;

@@ -215,6 +215,7 @@ typedef struct Infer {
     int final;           /* last pass: unknown types are errors */
     const CcType *ret;   /* promotion of the returned values */
     CcNode *bare_return; /* a `return` without a value, if any */
+    CcNode *last_return; /* the kernel's last `return value`: where errors point */
 } Infer;
 
 /* A sentinel for "not known yet" (a variable not typed in this pass). */
@@ -547,6 +548,18 @@ round_call(Infer *in, CcNode *n, const CcType **out)
     return 0;
 }
 
+/* The NumPy functions with integer loops: an integral argument (bool
+ * computes in int8) keeps an integer result. */
+static int
+np_integer_op(const CcBuiltin *b, const CcType *t)
+{
+    int integral = t->kind == CT_WEAK_INT || (t->kind == CT_SCALAR && !ts_is_float(t->scalar)
+                                              && !ts_is_complex(t->scalar));
+    return b->flavor == FL_NP && integral
+           && (b->op == M_SQUARE || b->op == M_POW || b->op == M_FLOOR || b->op == M_CEIL
+               || b->op == M_TRUNC);
+}
+
 /*
  * call := builtin(args)
  *   abs(x)              x's type; complex gives its part's float kind
@@ -653,6 +666,12 @@ call(Infer *in, CcNode *n, const CcType **out)
         }
         if (b->flavor == FL_NP_MINMAX && t->kind == CT_SCALAR && !ts_is_float(t->scalar)) {
             break; /* np.minimum of integers stays integral */
+        }
+        if (np_integer_op(b, t)) {
+            /* np.square/np.power wrap in the integer kind; np.floor/ceil/trunc
+             * return an integer unchanged (NumPy 2's integer loops) */
+            t = cc_scalar_type(cc_storage(t) == TS_BOOL ? TS_INT8 : cc_storage(t));
+            break;
         }
         t = cc_scalar_type(float_kind_of(t));
         break;
@@ -1051,6 +1070,7 @@ ret(Infer *in, CcNode *n)
     if (n->var != NULL) {
         return assign(in, n, n->var, t); /* a return of an inlined function */
     }
+    in->last_return = n;
     if (in->ret == UNKNOWN) {
         in->ret = t;
         return 0;
@@ -1126,7 +1146,8 @@ check_return(Infer *in, const TsSignature *sig)
         return cc_error(fn, fn->body->loc, "the kernel never returns a value");
     }
     if (is_tuple(got)) {
-        return cc_error(fn, fn->body->loc, "a kernel returns one scalar, not a tuple");
+        return cc_error(fn, in->last_return ? in->last_return->loc : fn->body->loc,
+                        "a kernel returns one scalar, not a tuple");
     }
     if (sig->ret.kind == TS_INFER) {
         fn->ret = cc_scalar_type(cc_storage(got));
@@ -1135,7 +1156,8 @@ check_return(Infer *in, const TsSignature *sig)
     fn->ret = cc_scalar_type(sig->ret.kind);
     if (is_complex_type(got) && !ts_is_complex(sig->ret.kind)) {
         char name[96];
-        return cc_error(fn, fn->body->loc, "the kernel returns %s, which %s cannot hold",
+        return cc_error(fn, in->last_return ? in->last_return->loc : fn->body->loc,
+                        "the kernel returns %s, which %s cannot hold",
                         cc_type_name(got, name, sizeof(name)), ts_kind_name(sig->ret.kind));
     }
     return 0;
