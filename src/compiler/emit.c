@@ -699,7 +699,8 @@ complex_powi(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef n)
     LLVMBuildBr(E->b, loop);
     LLVMPositionBuilderAtEnd(E->b, loop);
     LLVMValueRef m = LLVMBuildLoad2(E->b, i64, m_slot, "");
-    LLVMValueRef r = LLVMBuildLoad2(E->b, ct, r_slot, ""), pw = LLVMBuildLoad2(E->b, ct, p_slot, "");
+    LLVMValueRef r = LLVMBuildLoad2(E->b, ct, r_slot, ""),
+                 pw = LLVMBuildLoad2(E->b, ct, p_slot, "");
     LLVMValueRef odd = LLVMBuildTrunc(E->b, m, LLVMInt1TypeInContext(E->ctx), "");
     LLVMBuildStore(E->b, LLVMBuildSelect(E->b, odd, complex_mul(E, k, r, pw), r, ""), r_slot);
     LLVMBuildStore(E->b, complex_mul(E, k, pw, pw), p_slot);
@@ -1844,7 +1845,7 @@ unit_step(const CcNode *n)
     }
     const CcNode *s = n->args[2];
     if (s->kind == ND_UNARY && s->op == OP_NEG && s->lhs->kind == ND_CONST) {
-        s = s->lhs;     /* -1 is written as a negated constant */
+        s = s->lhs; /* -1 is written as a negated constant */
     }
     return s->kind == ND_CONST && !ts_is_float(cc_storage(s->ty))
            && !ts_is_complex(cc_storage(s->ty)) && s->ival == 1;

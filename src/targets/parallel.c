@@ -52,32 +52,6 @@ typedef struct Call {
     npy_intp caller_n; /* and the elements it did */
 } Call;
 
-/* typesig.c has ts_itemsize; the targets keep their own small table. */
-static int
-kind_itemsize(TsKind kind)
-{
-    switch (kind) {
-    case TS_BOOL:
-    case TS_INT8:
-    case TS_UINT8:
-        return 1;
-    case TS_INT16:
-    case TS_UINT16:
-        return 2;
-    case TS_INT32:
-    case TS_UINT32:
-    case TS_FLOAT32:
-        return 4;
-    case TS_INT64:
-    case TS_UINT64:
-    case TS_FLOAT64:
-    case TS_COMPLEX64:
-        return 8;
-    default:
-        return 16; /* unknown: the widest, so overlap checks err safe */
-    }
-}
-
 static double
 now_ns(void)
 {
@@ -247,9 +221,9 @@ par_wrap_loop(PyUFuncGenericFunction serial, const TsSignature *sig, double cost
     pl->serial = serial;
     pl->nops = sig->nargs + 1;
     for (int k = 0; k < sig->nargs; k++) {
-        pl->itemsize[k] = kind_itemsize(sig->args[k].kind);
+        pl->itemsize[k] = ts_itemsize(sig->args[k].kind);
     }
-    pl->itemsize[sig->nargs] = kind_itemsize(sig->ret.kind);
+    pl->itemsize[sig->nargs] = ts_itemsize(sig->ret.kind);
     atomic_init(&pl->cost_ns, isfinite(cost) && cost > 0.0 ? cost : 1.0);
     *fn = par_loop;
     *data = pl;

@@ -36,11 +36,7 @@
 #include <llvm-c/DebugInfo.h>
 #include <llvm-c/IRReader.h>
 
-/* Item sizes and short names by TsKind (kept here: loops need nothing else
- * from typesig). */
-static const int item_size[TS_NSCALAR] = {
-    1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16,
-};
+/* Short names by TsKind, for readable IR value names. */
 static const char *const short_name[TS_NSCALAR] = {
     "b1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "c64", "c128",
 };
@@ -122,11 +118,11 @@ static LLVMValueRef
 emit_layout_check(LoopGen *g, LLVMValueRef *mask)
 {
     LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[g->nin],
-                                    intp_const(g, item_size[g->kind[g->nin]]), "out.contig");
+                                    intp_const(g, ts_itemsize(g->kind[g->nin])), "out.contig");
     *mask = LLVMConstInt(LLVMInt32TypeInContext(g->ctx), 0, 0);
     for (int k = 0; k < g->nin; k++) {
         LLVMValueRef contig =
-            LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, item_size[g->kind[k]]), "");
+            LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, ts_itemsize(g->kind[k])), "");
         LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
         ok = LLVMBuildAnd(g->b, ok, LLVMBuildOr(g->b, contig, zero, ""), "layout.ok");
         LLVMValueRef bit = LLVMBuildZExt(g->b, zero, LLVMInt32TypeInContext(g->ctx), "");
@@ -142,7 +138,7 @@ operand_range(LoopGen *g, int k, LLVMValueRef *start, LLVMValueRef *end)
 {
     LLVMValueRef last = LLVMBuildSub(g->b, g->n, intp_const(g, 1), "");
     LLVMValueRef extent = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, last, g->step[k], ""),
-                                       intp_const(g, item_size[g->kind[k]]), "");
+                                       intp_const(g, ts_itemsize(g->kind[k])), "");
     *start = LLVMBuildPtrToInt(g->b, g->base[k], g->intp, "");
     *end = LLVMBuildAdd(g->b, *start, extent, "");
 }
@@ -462,7 +458,7 @@ emit_fill(LoopGen *g, int k, LLVMValueRef count)
     LLVMBuildCondBr(g->b, is_zero, fill, done);
 
     LLVMPositionBuilderAtEnd(g->b, fill);
-    npy_intp size = item_size[g->kind[k]];
+    npy_intp size = ts_itemsize(g->kind[k]);
     LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
     LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMArrayType(i8, (unsigned)size), g->base[k], "");
     LLVMBuildStore(g->b, v, g->bufs[k]);
@@ -520,7 +516,7 @@ emit_fast_paths(LoopGen *g, LLVMValueRef mask)
     LLVMValueRef ptrs[TS_MAXARGS + 1];
     LLVMTypeRef i8 = LLVMInt8TypeInContext(g->ctx);
     for (int k = 0; k <= g->nin; k++) {
-        LLVMValueRef off = LLVMBuildMul(g->b, j, intp_const(g, item_size[g->kind[k]]), "");
+        LLVMValueRef off = LLVMBuildMul(g->b, j, intp_const(g, ts_itemsize(g->kind[k])), "");
         ptrs[k] = LLVMBuildGEP2(g->b, i8, g->base[k], &off, 1, "");
         if (k < g->nin) {
             LLVMValueRef zero = LLVMBuildICmp(g->b, LLVMIntEQ, g->step[k], intp_const(g, 0), "");
@@ -543,14 +539,14 @@ emit_buffers(LoopGen *g)
 {
     npy_intp bytes = 0;
     for (int k = 0; k < g->nin; k++) {
-        bytes += item_size[g->kind[k]];
+        bytes += ts_itemsize(g->kind[k]);
     }
     npy_intp block = bytes ? BCAST_BYTES / bytes : 16;
     g->block = block < 16 ? 16 : block & ~(npy_intp)15;
     for (int k = 0; k < g->nin; k++) {
         char name[32];
         LLVMTypeRef t = LLVMArrayType(LLVMInt8TypeInContext(g->ctx),
-                                      (unsigned)(g->block * item_size[g->kind[k]]));
+                                      (unsigned)(g->block * ts_itemsize(g->kind[k])));
         g->bufs[k] = LLVMBuildAlloca(g->b, t, operand_name(g, k, ".block", name, sizeof(name)));
         LLVMSetAlignment(g->bufs[k], 64);
     }
