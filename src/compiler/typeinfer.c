@@ -553,8 +553,9 @@ round_call(Infer *in, CcNode *n, const CcType **out)
 static int
 np_integer_op(const CcBuiltin *b, const CcType *t)
 {
-    int integral = t->kind == CT_WEAK_INT || (t->kind == CT_SCALAR && !ts_is_float(t->scalar)
-                                              && !ts_is_complex(t->scalar));
+    int integral =
+        t->kind == CT_WEAK_INT
+        || (t->kind == CT_SCALAR && !ts_is_float(t->scalar) && !ts_is_complex(t->scalar));
     return b->flavor == FL_NP && integral
            && (b->op == M_SQUARE || b->op == M_POW || b->op == M_FLOOR || b->op == M_CEIL
                || b->op == M_TRUNC);
