@@ -264,8 +264,10 @@ device_operand(Operand *op, PyObject *dev)
     op->dtype = info.dtype;
     op->nd = info.nd;
     op->ptr = info.ptr;
-    memcpy(op->shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
-    memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
+    if (info.nd > 0) { /* a 0-d array may have no shape array at all */
+        memcpy(op->shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
+        memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
+    }
     return 0;
 }
 
@@ -277,8 +279,10 @@ host_operand(Operand *op, PyObject *arr)
     op->dtype = PyArray_DESCR(a);
     op->nd = PyArray_NDIM(a);
     op->what = op->nd == 0 ? OP_SCALAR : OP_HOST;
-    memcpy(op->shape, PyArray_DIMS(a), sizeof(Py_ssize_t) * (size_t)op->nd);
-    memcpy(op->strides, PyArray_STRIDES(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+    if (op->nd > 0) { /* NumPy gives 0-d arrays NULL dims and strides */
+        memcpy(op->shape, PyArray_DIMS(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+        memcpy(op->strides, PyArray_STRIDES(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+    }
     return 0;
 }
 
