@@ -486,21 +486,27 @@ pymem_strdup(const char *s)
  * be unique; callers only keep them unique within a module, so each
  * requested function gets a suffix: ".<key>" for keyed (cacheable) code,
  * whose names must be the same in every process that loads it, else
- * ".<id>" with a process-wide id.  Writes unique[i].
+ * ".<id>" with a process-wide id.  Returns the n names in a new PyMem
+ * array, or NULL with an exception.
  */
-static int
-unique_names(const char *const *names, int n, const char *key, char (*unique)[128])
+static char (*unique_names(const char *const *names, int n, const char *key))[128]
 {
+    char(*unique)[128] = PyMem_Malloc(sizeof(*unique) * (size_t)(n > 0 ? n : 1));
+    if (unique == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
     unsigned long long id = jit.next_id++;
     for (int i = 0; i < n; i++) {
         int len = key != NULL ? snprintf(unique[i], sizeof(unique[i]), "%s.%s", names[i], key)
                               : snprintf(unique[i], sizeof(unique[i]), "%s.%llu", names[i], id);
         if (len < 0 || len >= (int)sizeof(unique[i])) {
             PyErr_Format(PyExc_ValueError, "function name too long: '%s'", names[i]);
-            return -1;
+            PyMem_Free(unique);
+            return NULL;
         }
     }
-    return 0;
+    return unique;
 }
 
 static int
@@ -646,12 +652,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
     if (cc_jit_init() < 0) {
         goto error;
     }
-    unique = PyMem_Malloc(sizeof(*unique) * (size_t)(n > 0 ? n : 1));
-    if (unique == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    if (unique_names(names, n, key, unique) < 0) {
+    if ((unique = unique_names(names, n, key)) == NULL) {
         goto error;
     }
     if (key != NULL && (code = keyed_find(key)) != NULL) {
@@ -713,12 +714,7 @@ cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *i
     if (cc_jit_init() < 0) {
         return NULL;
     }
-    unique = PyMem_Malloc(sizeof(*unique) * (size_t)(n > 0 ? n : 1));
-    if (unique == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    if (unique_names(names, n, key, unique) < 0) {
+    if ((unique = unique_names(names, n, key)) == NULL) {
         goto error;
     }
     if ((code = keyed_find(key)) == NULL) {
