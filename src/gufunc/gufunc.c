@@ -133,14 +133,9 @@ compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled 
     if (gu_check_signature(o->layout, sig, o->written, &ksig) < 0) {
         return -1;
     }
-    if ((fn.arena = cc_arena_new()) == NULL) {
+    if (vz_function_init(&fn, src) < 0) {
         return -1;
     }
-    fn.name = src->name;
-    fn.filename = src->filename;
-    fn.source_lines = src->lines;
-    fn.first_line = src->first_line;
-    fn.line_offset = src->line_offset;
     fn.boundscheck = o->boundscheck;
     if (cc_lower(&fn, src->funcdef, src->pyfunc) < 0 || cc_typeinfer(&fn, &ksig) < 0) {
         goto done;

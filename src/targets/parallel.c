@@ -52,14 +52,6 @@ typedef struct Call {
     npy_intp caller_n; /* and the elements it did */
 } Call;
 
-static double
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 /* ---- is the loop safe to split? ---- */
 
 static void
@@ -162,9 +154,9 @@ run_range(void *ctx, npy_intp start, npy_intp stop)
         pl->serial(args, &len, c->steps, NULL);
         return;
     }
-    double t0 = now_ns();
+    double t0 = tg_now_ns();
     pl->serial(args, &len, c->steps, NULL);
-    c->caller_ns += now_ns() - t0;
+    c->caller_ns += tg_now_ns() - t0;
     c->caller_n += len;
 }
 
@@ -175,9 +167,9 @@ run_serial(ParLoop *pl, char **args, const npy_intp *dims, const npy_intp *steps
         pl->serial(args, dims, steps, NULL);
         return;
     }
-    double t0 = now_ns();
+    double t0 = tg_now_ns();
     pl->serial(args, dims, steps, NULL);
-    refine_cost(pl, now_ns() - t0, dims[0]);
+    refine_cost(pl, tg_now_ns() - t0, dims[0]);
 }
 
 /* What NumPy calls (maybe from several threads at once, GIL released). */

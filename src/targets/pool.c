@@ -362,8 +362,8 @@ typedef struct Rendezvous {
     int expected;
 } Rendezvous;
 
-static double
-now_ns(void)
+double
+tg_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -376,8 +376,8 @@ rendezvous_chunk(void *ctx, npy_intp start, npy_intp stop)
     Rendezvous *r = ctx;
     atomic_fetch_add(&r->arrived, 1);
     /* Bounded: a thread that never comes cannot hang the start-up. */
-    double give_up = now_ns() + 50e6;
-    while (atomic_load(&r->arrived) < r->expected && now_ns() < give_up) {
+    double give_up = tg_now_ns() + 50e6;
+    while (atomic_load(&r->arrived) < r->expected && tg_now_ns() < give_up) {
         sched_yield();
     }
 }
@@ -396,10 +396,10 @@ measure_overhead(Pool *p)
     double t[OVERHEAD_RUNS];
     for (int i = 0; i < OVERHEAD_WARMUP + OVERHEAD_RUNS; i++) {
         Rendezvous r = {.expected = nthreads};
-        double t0 = now_ns();
+        double t0 = tg_now_ns();
         run_job(p, rendezvous_chunk, &r, nthreads, 1, nthreads);
         if (i >= OVERHEAD_WARMUP) {
-            t[i - OVERHEAD_WARMUP] = now_ns() - t0;
+            t[i - OVERHEAD_WARMUP] = tg_now_ns() - t0;
         }
     }
     qsort(t, OVERHEAD_RUNS, sizeof(double), compare_doubles);

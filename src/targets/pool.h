@@ -26,6 +26,8 @@
  * tg_init_module.  0, or -1 with an exception.
  */
 int tg_pool_configure(void);
+/* A monotonic clock in nanoseconds (the pool's and the trampoline's timings). */
+double tg_now_ns(void);
 
 /* The number of threads the pool has (or will have), caller included. */
 int tg_pool_size(void);

@@ -305,15 +305,9 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     CcFunction fn = {0};
     CcModule m = {0};
     int have_module = 0, rc = -1;
-    fn.arena = cc_arena_new();
-    if (fn.arena == NULL) {
+    if (vz_function_init(&fn, src) < 0) {
         return -1;
     }
-    fn.name = src->name;
-    fn.filename = src->filename;
-    fn.source_lines = src->lines;
-    fn.first_line = src->first_line;
-    fn.line_offset = src->line_offset;
     if (cc_lower(&fn, src->funcdef, src->pyfunc) < 0 || cc_typeinfer(&fn, sig) < 0) {
         goto done;
     }
@@ -752,6 +746,21 @@ vz_library_alloc(const TgTarget *target, Py_ssize_t n)
         }
     }
     return lib;
+}
+
+int
+vz_function_init(CcFunction *fn, const VzSource *src)
+{
+    memset(fn, 0, sizeof(*fn));
+    if ((fn->arena = cc_arena_new()) == NULL) {
+        return -1;
+    }
+    fn->name = src->name;
+    fn->filename = src->filename;
+    fn->source_lines = src->lines;
+    fn->first_line = src->first_line;
+    fn->line_offset = src->line_offset;
+    return 0;
 }
 
 int

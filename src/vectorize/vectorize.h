@@ -148,8 +148,11 @@ void vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, 
 Py_ssize_t vz_library_size(VzLibrary *lib);
 
 int vz_parse_source(PyObject *source, VzSource *src); /* (filename, first, lines, offset) */
-PyObject *vz_var_types(CcFunction *fn);               /* new ref: {variable: type} */
-double vz_estimate_cost(LLVMValueRef kernel);         /* rough ns per kernel call */
+/* Starts compiling src: zeroes fn, gives it an arena (freed by the caller
+ * with cc_arena_free) and src's name and location.  0/-1. */
+int vz_function_init(CcFunction *fn, const VzSource *src);
+PyObject *vz_var_types(CcFunction *fn);       /* new ref: {variable: type} */
+double vz_estimate_cost(LLVMValueRef kernel); /* rough ns per kernel call */
 
 int vz_init_module(PyObject *module);
 
