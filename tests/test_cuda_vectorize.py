@@ -1,7 +1,6 @@
 """The cuda target of @vectorize: host-side logic on every machine (type
 resolution against NumPy, broadcast plans, launch sizes, PTX through ptxas)
 and, where a GPU is present, the calls themselves against NumPy."""
-import math
 import shutil
 import subprocess
 
@@ -11,6 +10,8 @@ import pytest
 from numbavec import cuda, float32, vectorize
 from numbavec import _core
 from numbavec._source import KernelSource
+
+from examples import SQRT_2PI, gaussian_pdf, polar_distance, vmult
 
 PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 have_ptxas = pytest.mark.skipif(not shutil.which(PTXAS) and not __import__("os").path.exists(PTXAS),
@@ -29,28 +30,7 @@ def saxpy(a, x, y):
     return a * x + y
 
 
-SQRT_2PI = np.float32((2 * math.pi) ** 0.5)
-
-
-def gaussian_pdf(x, mean, sigma):
-    return math.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * SQRT_2PI)
-
-
-@cuda.jit(device=True)
-def polar_to_cartesian(rho, theta):
-    x = rho * math.cos(theta)
-    y = rho * math.sin(theta)
-    return x, y
-
-
-def polar_distance(rho1, theta1, rho2, theta2):
-    x1, y1 = polar_to_cartesian(rho1, theta1)
-    x2, y2 = polar_to_cartesian(rho2, theta2)
-    return ((x1 - x2) ** 2 + (y1 - y2) ** 2) ** 0.5
-
-
-def vmult(a, b):
-    return a * b
+# gaussian_pdf, polar_distance, vmult: tests/examples.py (EXAMPLES.md as written)
 
 
 EXAMPLES = [

@@ -1,6 +1,5 @@
 """Device functions (@numbavec.jit, cuda.jit(device=True)): inlined into
 kernels, typed at each call site, callable from Python; EXAMPLES.md section 4."""
-import math
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import numbavec
 from numbavec import TypingError, cuda, float32
 
 import _devhelpers
+from examples import polar_distance, polar_to_cartesian
 from conftest import compile_ufunc
 
 OFFSET = -1.0           # must not leak into _devhelpers.shifted
@@ -20,18 +20,7 @@ OFFSET = -1.0           # must not leak into _devhelpers.shifted
 
 # ---- EXAMPLES.md section 4 ----
 
-@cuda.jit(device=True)
-def polar_to_cartesian(rho, theta):
-    x = rho * math.cos(theta)
-    y = rho * math.sin(theta)
-    return x, y
-
-
-def polar_distance(rho1, theta1, rho2, theta2):
-    x1, y1 = polar_to_cartesian(rho1, theta1)
-    x2, y2 = polar_to_cartesian(rho2, theta2)
-    return ((x1 - x2) ** 2 + (y1 - y2) ** 2) ** 0.5
-
+# polar_to_cartesian and polar_distance: tests/examples.py, as EXAMPLES.md writes them
 
 def numpy_polar_distance(rho1, theta1, rho2, theta2):
     x1, y1 = rho1 * np.cos(theta1), rho1 * np.sin(theta1)

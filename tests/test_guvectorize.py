@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import numbavec
+from examples import add, copy, scale, triad
 from numbavec import _core, guvectorize
 
 
@@ -29,27 +30,7 @@ def kernel_from_source(text):
     return ns["k"]
 
 
-# ---- the STREAM kernels of EXAMPLES.md section 7, exactly as written ----
-
-def copy(lhs, rhs):
-    for i in range(len(lhs)):
-        lhs[i] = rhs[i]
-
-
-def scale(lhs, rhs, alpha):
-    for i in range(len(lhs)):
-        lhs[i] = alpha * rhs[i]
-
-
-def add(lhs, rhs1, rhs2):
-    for i in range(len(lhs)):
-        lhs[i] = rhs1[i] + rhs2[i]
-
-
-def triad(lhs, rhs1, rhs2, alpha):
-    for i in range(len(lhs)):
-        lhs[i] = rhs1[i] + alpha * rhs2[i]
-
+# ---- the STREAM kernels of EXAMPLES.md section 7 (tests/examples.py) ----
 
 STREAM = {
     "copy": (copy, '(float64[:], float64[:])', '(n),(n)', lambda b, c, a: b),
