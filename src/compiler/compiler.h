@@ -376,7 +376,8 @@ typedef struct CcEmitTarget {
      * or libm).  NULL pointer: the host everywhere.
      */
     const char *(*math_name)(const char *base, TsKind k, char *buf, size_t size);
-    int fp_flags; /* integer division by zero raises FE_DIVBYZERO */
+    int fp_flags;  /* integer division by zero raises FE_DIVBYZERO */
+    int c_complex; /* the C library's complex functions (cexp ...) can be called */
 } CcEmitTarget;
 
 extern const CcEmitTarget cc_host_target;

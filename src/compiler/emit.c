@@ -50,7 +50,7 @@ typedef struct ArrayVal {
 } ArrayVal;
 
 /* The host: LLVM's math intrinsics and the C library, real FP flags. */
-const CcEmitTarget cc_host_target = {"host", NULL, 1};
+const CcEmitTarget cc_host_target = {"host", NULL, 1, 1};
 
 /* ---- types and constants ---- */
 
@@ -1317,7 +1317,7 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
     case M_ISFINITE:
         return complex_pred(E, op, k, z);
     default: {
-        if (E->target != &cc_host_target) {
+        if (!E->target->c_complex) {
             /* they call the C library's complex functions, which a GPU lacks */
             cc_error(E->fn, n->loc, "%s of a complex value is not supported on the %s target yet",
                      cc_builtin(n->builtin)->name, E->target->name);

@@ -50,7 +50,7 @@ gpu_math_name(const char *base, TsKind k, char *buf, size_t size)
     return buf;
 }
 
-const CcEmitTarget cuda_emit_target = {"cuda", gpu_math_name, 0};
+const CcEmitTarget cuda_emit_target = {"cuda", gpu_math_name, 0, 0};
 
 /* ---- the options of one compilation ---- */
 
