@@ -167,6 +167,108 @@ def test_example_ptx_assembles(tmp_path, pyfunc, sigs, arch):
         assert r.returncode == 0, r.stderr
 
 
+def test_plan_stages_large_host_calls():
+    f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
+    x = np.ones(10**7, "f4")
+    # 8 MiB of the widest operand per chunk, a multiple of 256 elements
+    assert f._plan(np.float32(2), x, x)["staged"] == 2 * 2**20
+    assert f._plan(2.0, x, x, out=np.empty_like(x))["staged"] == 2 * 2**20
+    assert f._plan(2.0, x.astype("i2"), x[::-1])["staged"] == 2 * 2**20  # converted first
+    assert f._plan(2.0, x[:1000], x[:1000])["staged"] == 0                # one chunk
+    assert f._plan(2.0, x.reshape(10, -1), x[:10**6])["staged"] == 0     # broadcast
+    dev = _core._cuda_test_array(0x1000, (10**7,), "float32")
+    assert f._plan(2.0, x, dev)["staged"] == 0                            # device call
+    was = _core._cuda_staging(False)
+    try:
+        assert f._plan(2.0, x, x)["staged"] == 0
+    finally:
+        _core._cuda_staging(was)
+    assert _core._cuda_staging() is was
+    wide = vectorize(["complex128(complex128, float32)"], target="cuda")(add)
+    assert wide._plan(x.astype("c16"), x)["staged"] == 2**19              # 8 MiB of complex128
+
+
+def _dev(ptr, n, dtype="float32", step=None):
+    itemsize = np.dtype(dtype).itemsize
+    return _core._cuda_test_array(ptr, (n,), dtype, strides=(step or itemsize,))
+
+
+@pytest.mark.parametrize("out,inputs,where", [
+    (_dev(0x1000, 10), (_dev(0x1000, 10), 1.0), "direct"),            # out= an input
+    (_dev(0x1000, 10), (_dev(0x9000, 10), _dev(0x1000, 10)), "direct"),
+    (_dev(0x1004, 10), (_dev(0x1000, 10), 1.0), "temporary"),         # shifted by one
+    (_dev(0x1000 + 36, 10, step=-4), (_dev(0x1000, 10), 1.0), "temporary"),  # reversed
+    (_dev(0x1000, 10), (_dev(0x1000, 1), _dev(0x9000, 10)), "temporary"),    # broadcast
+    (_dev(0x1000, 10, "float64"), (_dev(0x9000, 10), 1.0), "temporary"),     # other dtype
+    (_dev(0x1000, 10), (_dev(0x1000, 10, "int16"), np.float32(1)), "direct"),  # cast first
+    (_dev(0x1000, 0), (_dev(0x1000, 1), 1.0), "direct"),               # nothing written
+], ids=["same", "disjoint", "shifted", "reversed", "broadcast", "dtype", "cast-input", "empty"])
+def test_device_out_overlap(out, inputs, where):
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    assert f._plan(*inputs, out=out)["out"] == where
+
+
+def test_device_casts_checked_before_launch():
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    plan = f._plan(_dev(0x1000, 10, "int16"), np.float32(1))
+    assert plan["signature"] == "float32(float32, float32)"
+    with pytest.raises(TypeError, match="no cast"):
+        f._plan(_dev(0x1000, 10, "float16"), 1.0)       # safe for NumPy, not one of our types
+    with pytest.raises(TypeError, match="same_kind"):
+        f._plan(np.float32(1), np.float32(1), out=_dev(0x1000, 1, "int32"))
+    readonly = _core._cuda_test_array(0x1000, (3,), "float32", readonly=True)
+    with pytest.raises(ValueError, match="read-only"):
+        f._plan(np.ones(3, "f4"), np.float32(1), out=readonly)
+    frozen = np.ones(3, "f4")
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        f._plan(np.ones(3, "f4"), np.float32(1), out=frozen)
+
+
+def test_eager_signatures_do_not_compile_new_loops():
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    with pytest.raises(TypeError):
+        f(np.ones(3, "c16"), np.ones(3, "f4"))
+    assert f.ntypes == 1
+
+
+SAME_KIND = [(s, d) for s in ("bool", "int8", "uint16", "int32", "int64", "uint64", "float32",
+                              "float64", "complex64", "complex128")
+             for d in ("bool", "int8", "uint8", "int16", "int32", "int64", "uint64", "float32",
+                       "float64", "complex64", "complex128")
+             if s != d and np.can_cast(s, d, "same_kind")]
+
+
+@pytest.mark.parametrize("src,dst", SAME_KIND, ids=lambda v: v)
+def test_cast_kernel_semantics_on_cpu(src, dst):
+    """The device casts are the identity function compiled for dst(src): the
+    same compiler, checked here on the cpu target against NumPy's astype."""
+    g = vectorize([f"{dst}({src})"])(cuda._identity)
+    edge = [0, 1, -1, 2, 127, 128, 255, 256, -129, 65535, 2**31, -2**31 - 1, 2**40, 1e10, -3.75,
+            0.5, 1e-30, 3.4e38, 1e300, np.inf, -np.inf, np.nan]
+    with np.errstate(all="ignore"):
+        x = np.array([v for v in edge if np.isfinite(v) or np.dtype(src).kind in "fc"])
+        x = (x * (1 + 1j) if np.dtype(src).kind == "c" else x).astype(src)
+        want = x.astype(dst)
+        got = g(x)
+    np.testing.assert_array_equal(got, want)
+
+
+@have_ptxas
+def test_cast_kernels_assemble(tmp_path):
+    pairs = [("int16", "float32"), ("float64", "float32"), ("complex128", "complex64"),
+             ("int64", "uint8"), ("bool", "float64"), ("float32", "float32")]
+    for src, dst in pairs:
+        ptx = cuda._cast_ufunc(np.dtype(src), np.dtype(dst)).inspect_ptx()
+        path = tmp_path / f"{src}_{dst}.ptx"
+        path.write_text(ptx)
+        r = subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.o")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, (src, dst, r.stderr)
+    assert cuda._cast_ufunc(np.dtype("f8"), np.dtype("f4")) is \
+        cuda._cast_ufunc(np.dtype("f8"), np.dtype("f4"))
+
+
 def test_call_without_gpu_is_a_support_error():
     if cuda.is_available():
         pytest.skip("a GPU is present")
@@ -273,3 +375,77 @@ def test_lazy():
     f = vectorize(target="cuda")(add)
     np.testing.assert_array_equal(f(np.arange(4), np.arange(4)), np.arange(4) * 2)
     assert f.ntypes == 1
+
+
+@gpu
+def test_eager_type_error_on_gpu():
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    with pytest.raises(TypeError):
+        f(cuda.to_device(np.ones(3, "c16")), np.ones(3, "f4"))
+    assert f.ntypes == 1
+
+
+@gpu
+@pytest.mark.parametrize("n", [5_000_000, 2 * 2**20 + 3])
+def test_staged_host_calls(n):
+    f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
+    rng = np.random.default_rng(n)
+    x, y = rng.random(n, "f4"), rng.random(n, "f4")
+    a = np.float32(2)
+    assert f._plan(a, x, y)["staged"] > 0
+    want = a * x + y
+    np.testing.assert_array_equal(f(a, x, y), want)
+    out = np.empty(n, "f4")
+    assert f(a, x, y, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    out64 = np.empty(n, "f8")
+    assert f(a, x, y, out=out64) is out64
+    np.testing.assert_array_equal(out64, want.astype("f8"))
+    inplace = y.copy()
+    f(a, x, inplace, out=inplace)
+    np.testing.assert_array_equal(inplace, want)
+    shifted = y.copy()
+    f(a, x[1:], shifted[:-1], out=shifted[1:])          # overlapping: through a temporary
+    np.testing.assert_array_equal(shifted[1:], a * x[1:] + y[:-1])
+    xi = (np.arange(2 * n) % 1000).astype("i2")[::2]   # converted and made contiguous first
+    np.testing.assert_array_equal(f(a, xi, y[::-1]), a * xi.astype("f4") + y[::-1])
+    was = _core._cuda_staging(False)
+    try:
+        np.testing.assert_array_equal(f(a, x, y), want)
+    finally:
+        _core._cuda_staging(was)
+
+
+@gpu
+def test_device_casts_and_overlapping_out():
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    a = np.arange(10, dtype="i2")
+    r = f(cuda.to_device(a), np.float32(0.5))
+    np.testing.assert_array_equal(r.copy_to_host(), a + np.float32(0.5))
+    out = cuda.device_array(10, "f8")
+    assert f(cuda.to_device(a.astype("f4")), np.float32(1), out=out) is out
+    np.testing.assert_array_equal(out.copy_to_host(), a + 1.0)
+    v = cuda.to_device(np.arange(10, dtype="f4"))
+    f(v[:-1], np.float32(10), out=v[1:])
+    np.testing.assert_array_equal(v.copy_to_host(), np.r_[0, np.arange(9) + 10].astype("f4"))
+    back = cuda.to_device(np.arange(10, dtype="f4"))
+    f(back[::-1], np.float32(0), out=back)
+    np.testing.assert_array_equal(back.copy_to_host(), np.arange(10, dtype="f4")[::-1])
+
+
+@gpu
+def test_foreign_out_is_returned_itself():
+    cupy = pytest.importorskip("cupy")
+    f = vectorize(["float32(float32, float32)"], target="cuda")(add)
+    a = cupy.arange(5, dtype=cupy.float32)
+    out = cupy.empty(5, cupy.float32)
+    assert f(a, a, out=out) is out
+    np.testing.assert_array_equal(out.get(), 2 * np.arange(5))
+
+
+@gpu
+def test_ptx_for_a_newer_arch_is_compiled_again():
+    if not cuda.toolkit_info()["libnvvm"]:
+        pytest.skip("sm_100 PTX needs libNVVM")
+    f = cu(add, ["float32(float32, float32)"], arch="sm_100")
+    np.testing.assert_array_equal(f(np.ones(3, "f4"), np.ones(3, "f4")), 2)

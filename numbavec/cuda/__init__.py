@@ -7,6 +7,10 @@ needs the GPU raises :class:`CudaSupportError` saying what is missing.  PTX
 generation (:func:`compile_ptx`) needs only the CUDA toolkit's libdevice
 (and libNVVM, if present), not a GPU.
 """
+import functools
+
+import numpy as np
+
 from numbavec import _core
 from numbavec._source import KernelSource
 from numbavec.decorators import jit as _device_jit
@@ -114,3 +118,19 @@ def compile_ptx(pyfunc, signature, arch="sm_90", backend=None, fastmath=False):
     src = KernelSource(pyfunc)
     return _core._cuda_ptx(pyfunc, src.funcdef, src.location, signature, arch=arch,
                            backend=backend, fastmath=fastmath)
+
+
+def _identity(x):
+    return x
+
+
+@functools.lru_cache(maxsize=None)
+def _cast_ufunc(src, dst):
+    """The cuda ufunc ``dst(src)`` returning its argument: NumPy's conversion
+    from dtype src to dst, any shape and strides.  cuda ufunc calls use it
+    for device operands of another dtype than the loop's (compiled on first
+    use, then kept)."""
+    from numbavec.decorators import vectorize
+
+    sig = f"{np.dtype(dst).name}({np.dtype(src).name})"
+    return vectorize([sig], target="cuda")(_identity)

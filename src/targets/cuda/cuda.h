@@ -10,6 +10,9 @@
  *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
  *   ptx.c          kernel modules -> PTX (libNVVM or LLVM's NVPTX back end)
  *   launch.c       PTX loaded into the context; cuLaunchKernel from C
+ *   kernels.c      a cuda ufunc's entry points (grid-stride loops) in LLVM IR
+ *   cufunc.c       the cuda ufunc object and its calls
+ *   staging.c      host arrays in chunks through pinned buffers, two streams
  *   cudamodule.c   _core's cuda functions and exceptions
  */
 #ifndef NV_CUDA_H
@@ -50,6 +53,10 @@ int cuda_check(CUresult rc, const char *what);
 PyObject *cuda_detect(void);
 PyObject *cuda_unavailable_reason(void); /* str, or None when available */
 CUdevice cuda_device(void);              /* the device in use (after cuda_driver) */
+/* Synchronises the context and hands the memory the default pool keeps
+ * (its release threshold is set to keep everything) back to the system;
+ * allocations call it once before raising MemoryError. */
+void cuda_mem_trim(void);
 
 /* ---- stream.c ---- */
 
@@ -150,6 +157,35 @@ int cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, 
                        const char *arch, PyObject *backend, int fastmath, int reduce,
                        const char *name, CudaCode *out);
 void cuda_code_clear(CudaCode *c);
+
+/* ---- staging.c ---- */
+
+/* One chunk's kernel: inputs at dev_in (0 for a scalar input), n results to
+ * dev_out, queued on s.  Called without the GIL; returns the CUresult. */
+typedef CUresult (*CudaChunkFn)(void *ctx, const CUdeviceptr *dev_in, CUdeviceptr dev_out,
+                                Py_ssize_t n, CUstream s);
+
+/* A host call of n elements: every array operand C-contiguous in the loop's
+ * dtype (in[k] NULL: input k is a scalar the launch passes by value). */
+typedef struct CudaStaged {
+    int nin;
+    const char *in[TS_MAXARGS];
+    int in_size[TS_MAXARGS];
+    char *out;
+    int out_size;
+    Py_ssize_t n;
+    CudaChunkFn launch;
+    void *ctx;
+} CudaStaged;
+
+/* Elements per chunk for the job's item sizes. */
+Py_ssize_t cuda_stage_chunk(const CudaStaged *job);
+/* 1 when the job is worth staging (more than one chunk, staging enabled). */
+int cuda_stage_worth(const CudaStaged *job);
+/* Runs the job through the staging slots; returns when out is written.  0/-1. */
+int cuda_stage_run(const CudaStaged *job);
+/* _cuda_staging(on=None) -> the previous setting (benchmarks compare). */
+PyObject *cuda_staging_py(PyObject *module, PyObject *args);
 
 /* ---- cufunc.c ---- */
 

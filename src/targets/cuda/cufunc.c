@@ -22,6 +22,7 @@
 
 #include <ctype.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { CUDA_GRID_PER_SM = 32 };
@@ -39,6 +40,7 @@ typedef struct CuFunc {
     PyObject *resolver; /* numpy.ufunc with our loops and no-op bodies */
     PyObject *cache;    /* key tuple -> loop index */
     int nin, fastmath, reorderable;
+    int lazy; /* no signatures given: new input types compile new loops */
     char arch[16];
     CuLoop *loops;
     Py_ssize_t nloops;
@@ -96,6 +98,19 @@ can_reduce(CuFunc *f)
     return f->nin == 2 && (f->reorderable || f->identity != Py_None);
 }
 
+/* The symbol prefix of loop i's entries: nv_<name>_<i>, name made an identifier. */
+static void
+loop_name(CuFunc *f, Py_ssize_t i, char *buf, size_t size)
+{
+    const char *pyname = PyUnicode_AsUTF8AndSize(f->name, NULL);
+    snprintf(buf, size, "nv_%.80s_%d", pyname ? pyname : "ufunc", (int)i);
+    for (char *p = buf; *p; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '_') {
+            *p = '_';
+        }
+    }
+}
+
 /* Compiles sig (ret may be TS_INFER) into a new loop.  0/-1. */
 static int
 add_loop(CuFunc *f, TsSignature *sig)
@@ -109,13 +124,7 @@ add_loop(CuFunc *f, TsSignature *sig)
     CuLoop *l = &loops[f->nloops];
     memset(l, 0, sizeof(*l));
     char name[128];
-    const char *pyname = PyUnicode_AsUTF8AndSize(f->name, NULL);
-    snprintf(name, sizeof(name), "nv_%.80s_%d", pyname ? pyname : "ufunc", (int)f->nloops);
-    for (char *p = name; *p; p++) {
-        if (!isalnum((unsigned char)*p) && *p != '_') {
-            *p = '_';
-        }
-    }
+    loop_name(f, f->nloops, name, sizeof(name));
     /* the reduce kernel only for a (T, T) -> T loop */
     int reduce = can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
                  && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
@@ -129,14 +138,56 @@ add_loop(CuFunc *f, TsSignature *sig)
     return 0;
 }
 
+/* Loop l compiled again for arch (and backend, when not NULL).  0/-1. */
+static int
+recompile(CuFunc *f, CuLoop *l, const char *arch, PyObject *backend)
+{
+    char name[128];
+    TsSignature sig = l->sig;
+    CudaCode code;
+    loop_name(f, l - f->loops, name, sizeof(name));
+    if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, &sig, arch,
+                           backend ? backend : f->backend, f->fastmath, l->code.reduce_ptx != NULL,
+                           name, &code)
+        < 0) {
+        return -1;
+    }
+    cuda_code_clear(&l->code);
+    l->code = code;
+    return 0;
+}
+
+/* The device's compute capability as sm_NN's NN; -1 with an exception. */
+static int
+device_sm(void)
+{
+    static int sm = 0;
+    int major = 0, minor = 0;
+    if (sm == 0) {
+        if (cuda_check(cuda_drv->DeviceGetAttribute(
+                           &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cuda_device()),
+                       "cuDeviceGetAttribute")
+                < 0
+            || cuda_check(cuda_drv->DeviceGetAttribute(
+                              &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cuda_device()),
+                          "cuDeviceGetAttribute")
+                   < 0) {
+            return -1;
+        }
+        sm = major * 10 + minor;
+    }
+    return sm;
+}
+
 static size_t
 reduce_smem(int block)
 {
     return (size_t)block * 16; /* the widest item: complex128 */
 }
 
-static int
-load_module(PyObject *ptx, CUmodule *mod)
+/* The CUresult of loading ptx (no exception), or -1 with one. */
+static CUresult
+load_ptx(PyObject *ptx, CUmodule *mod)
 {
     const char *text = PyUnicode_AsUTF8AndSize(ptx, NULL);
     if (text == NULL) {
@@ -144,7 +195,50 @@ load_module(PyObject *ptx, CUmodule *mod)
     }
     CUresult rc;
     Py_BEGIN_ALLOW_THREADS rc = cuda_drv->ModuleLoadDataEx(mod, text, 0, NULL, NULL);
-    Py_END_ALLOW_THREADS return cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
+    Py_END_ALLOW_THREADS return rc;
+}
+
+static int
+load_module(PyObject *ptx, CUmodule *mod)
+{
+    CUresult rc = load_ptx(ptx, mod);
+    return rc == -1 ? -1 : cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
+}
+
+/*
+ * Loads loop l's elementwise module.  PTX is compiled at decoration for
+ * f->arch (no GPU needed then); a device of a lower compute capability gets
+ * the loop compiled again for its own, and a driver too old for the PTX
+ * ISA libNVVM wrote (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) gets LLVM's NVPTX
+ * back end, whose PTX ISA is older.
+ */
+static int
+load_loop(CuFunc *f, CuLoop *l)
+{
+    int sm = device_sm(), compiled = atoi(f->arch + 3);
+    if (sm < 0) {
+        return -1;
+    }
+    if (sm < compiled) {
+        char arch[16];
+        snprintf(arch, sizeof(arch), "sm_%d", sm);
+        if (recompile(f, l, arch, NULL) < 0) {
+            return -1;
+        }
+    }
+    CUresult rc = load_ptx(l->code.ptx, &l->mod);
+    if (rc == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+        PyObject *llvm = PyUnicode_FromString("llvm");
+        char arch[16];
+        snprintf(arch, sizeof(arch), "sm_%d", sm < compiled ? sm : compiled);
+        int ok = llvm != NULL && recompile(f, l, arch, llvm) == 0;
+        Py_XDECREF(llvm);
+        if (!ok) {
+            return -1;
+        }
+        rc = load_ptx(l->code.ptx, &l->mod);
+    }
+    return rc == -1 ? -1 : cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
 }
 
 /* Loads loop l's module and resolves its entries (first call only). */
@@ -155,18 +249,12 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
     if (cuda_driver() == NULL || cuda_enter() < 0) {
         return -1;
     }
-    if (l->mod == NULL && load_module(l->code.ptx, &l->mod) < 0) {
+    if (l->mod == NULL && load_loop(f, l) < 0) {
         return -1;
     }
     if (l->fn[0] == NULL) {
         char base[128];
-        const char *pyname = PyUnicode_AsUTF8AndSize(f->name, NULL);
-        snprintf(base, sizeof(base), "nv_%.80s_%d", pyname ? pyname : "ufunc", (int)(l - f->loops));
-        for (char *p = base; *p; p++) {
-            if (!isalnum((unsigned char)*p) && *p != '_') {
-                *p = '_';
-            }
-        }
+        loop_name(f, l - f->loops, base, sizeof(base));
         for (int v = 0; v < CUDA_NENTRIES; v++) {
             char name[160];
             int mg = 0;
@@ -473,6 +561,16 @@ broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t 
     }
 }
 
+/* Blocks for n elements: enough for one element each, at most
+ * CUDA_GRID_PER_SM per SM (the grid-stride loop does the rest). */
+static Py_ssize_t
+grid_for(Py_ssize_t n, int block, int sms)
+{
+    Py_ssize_t blocks = (n + block - 1) / block;
+    Py_ssize_t cap = (Py_ssize_t)CUDA_GRID_PER_SM * (sms > 0 ? sms : 1);
+    return blocks < 1 ? 1 : blocks > cap ? cap : blocks;
+}
+
 /*
  * The plan for ops over (nd, shape): drop size-1 dimensions, merge a
  * dimension into the next outer one where every operand allows, then the
@@ -521,9 +619,7 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
         contiguous = !array || m == 0 || p->strides[k][0] == itemsize[k];
     }
     p->block = block > 0 ? block : 1;
-    Py_ssize_t blocks = (p->n + p->block - 1) / p->block;
-    Py_ssize_t cap = (Py_ssize_t)CUDA_GRID_PER_SM * (sms > 0 ? sms : 1);
-    p->grid = (int)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+    p->grid = (int)grid_for(p->n, p->block, sms);
     int narrow = p->n + (Py_ssize_t)p->grid * p->block < ((Py_ssize_t)1 << 31);
     for (int k = 0; narrow && k < nops; k++) {
         Py_ssize_t ext = 0;
@@ -682,18 +778,22 @@ call_clear(Call *c)
     operands_clear(c->ops, c->nin + 1);
 }
 
-/* Device inputs with a dtype other than the loop's, without out=, too. */
+/* Device operands of a dtype other than the loop's are cast on the device,
+ * by the identity cuda ufunc of that pair: its dtype must be one of ours. */
 static int
-check_device_inputs(Call *c)
+check_casts(Call *c)
 {
     const TsSignature *sig = &c->f->loops[c->loop].sig;
-    for (int k = 0; k < c->nin; k++) {
-        if (c->ops[k].what == OP_DEVICE
-            && c->ops[k].dtype->type_num != ts_kind_typenum(sig->args[k].kind)) {
-            PyErr_Format(PyExc_NotImplementedError,
-                         "cuda ufunc: device input %d of dtype %R "
-                         "needs a cast to %s (not available on the device)",
-                         k, c->ops[k].dtype, ts_kind_name(sig->args[k].kind));
+    for (int k = 0; k < c->nin + c->have_out; k++) {
+        const Operand *op = &c->ops[k];
+        TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
+        if (op->what == OP_DEVICE && op->dtype->type_num != ts_kind_typenum(want)
+            && ts_kind_from_typenum(op->dtype->type_num, &kind) < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "cuda ufunc '%U': %s %d has dtype %R, which has no cast to %s on the "
+                         "device",
+                         c->f->name, k < c->nin ? "input" : "output", k, op->dtype,
+                         ts_kind_name(want));
             return -1;
         }
     }
@@ -715,11 +815,8 @@ prepare(Call *c, int lazy)
     for (int k = 0; k <= c->nin; k++) {
         c->device |= c->ops[k].what == OP_DEVICE;
     }
-    if (check_device_inputs(c) < 0) {
-        return -1;
-    }
     if (!c->have_out) {
-        return 0;
+        return check_casts(c);
     }
     Operand *o = &c->ops[c->nin];
     int same = o->nd == c->nd;
@@ -741,13 +838,6 @@ prepare(Call *c, int lazy)
                      f->name, ts_kind_name(sig->ret.kind), o->dtype);
         return -1;
     }
-    if (o->what == OP_DEVICE && o->dtype->type_num != ts_kind_typenum(sig->ret.kind)) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "cuda ufunc: a device out= of dtype %R for a "
-                     "%s loop (a cast on the device is not available)",
-                     o->dtype, ts_kind_name(sig->ret.kind));
-        return -1;
-    }
     if (o->what == OP_DEVICE) {
         CudaArrayInfo info;
         if (cuda_array_info(o->obj, &info) < 0) {
@@ -757,7 +847,133 @@ prepare(Call *c, int lazy)
             PyErr_SetString(PyExc_ValueError, "output array is read-only");
             return -1;
         }
+    } else if (PyArray_FailUnlessWriteable((PyArrayObject *)o->obj, "output array") < 0) {
+        return -1;
     }
+    return check_casts(c);
+}
+
+/* ---- memory overlap ---- */
+
+/* The bytes [lo, hi) the elements of op at ptr span (empty for size 0). */
+static void
+extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
+{
+    Py_ssize_t a = 0, b = (Py_ssize_t)PyDataType_ELSIZE(op->dtype);
+    for (int d = 0; d < op->nd; d++) {
+        if (op->shape[d] == 0) {
+            *lo = *hi = ptr;
+            return;
+        }
+        Py_ssize_t step = op->strides[d] * (op->shape[d] - 1);
+        *(step < 0 ? &a : &b) += step;
+    }
+    *lo = ptr + (uintptr_t)a;
+    *hi = ptr + (uintptr_t)b;
+}
+
+/*
+ * 1 when writing the output `out` (at pout) may change an element of input
+ * `in` (at pin) before another element reads it: their bytes intersect and
+ * they are not the same elements in the same order (out= an input exactly
+ * is safe: each element is read, then written, by one thread).
+ */
+static int
+overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, uintptr_t pout)
+{
+    uintptr_t ilo, ihi, olo, ohi;
+    extent(in, pin, &ilo, &ihi);
+    extent(out, pout, &olo, &ohi);
+    if (ilo >= ohi || olo >= ihi) {
+        return 0;
+    }
+    if (pin != pout || PyDataType_ELSIZE(in->dtype) != PyDataType_ELSIZE(out->dtype)) {
+        return 1;
+    }
+    Py_ssize_t si[NPY_MAXDIMS], so[NPY_MAXDIMS];
+    broadcast_strides(in, c->nd, c->shape, si);
+    broadcast_strides(out, c->nd, c->shape, so);
+    for (int d = 0; d < c->nd; d++) {
+        if (si[d] != so[d]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * 1 when the kernel writes into out= itself: a device array of the loop's
+ * dtype that no input read in place (a device input of the loop's dtype)
+ * overlaps other than element for element.  Else it writes a temporary,
+ * converted or copied into out= after the kernel.
+ */
+static int
+writes_out(const Call *c)
+{
+    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    const Operand *o = &c->ops[c->nin];
+    if (!c->have_out || o->what != OP_DEVICE
+        || o->dtype->type_num != ts_kind_typenum(sig->ret.kind)) {
+        return 0;
+    }
+    for (int k = 0; k < c->nin; k++) {
+        const Operand *op = &c->ops[k];
+        if (op->what == OP_DEVICE && op->dtype->type_num == ts_kind_typenum(sig->args[k].kind)
+            && overlaps(c, op, op->ptr, o, o->ptr)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- device casts ---- */
+
+/* dst[...] = src[...] converted (device arrays), queued on the call's stream
+ * by numbavec.cuda._cast_ufunc(src.dtype, dst.dtype). */
+static int
+device_cast(Call *c, PyObject *src, PyObject *dst)
+{
+    CudaArrayInfo si, di;
+    if (cuda_array_info(src, &si) < 0 || cuda_array_info(dst, &di) < 0) {
+        return -1;
+    }
+    PyObject *mod = PyImport_ImportModule("numbavec.cuda");
+    PyObject *fn = mod ? PyObject_CallMethod(mod, "_cast_ufunc", "OO", si.dtype, di.dtype) : NULL;
+    PyObject *args = fn ? PyTuple_Pack(1, src) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:O,s:O}", "out", dst, "stream", c->stream) : NULL;
+    PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(mod);
+    Py_XDECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* Points op at a device copy (op->dev) of its shape and strides. */
+static void
+use_copy(Operand *op, PyObject *dev)
+{
+    CudaArrayInfo info;
+    cuda_array_info(dev, &info);
+    op->dev = dev;
+    op->ptr = info.ptr;
+    if (op->nd > 0) {
+        memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+    }
+}
+
+/* A device input of another dtype -> a device copy in the loop's. */
+static int
+cast_input(Call *c, Operand *op, TsKind kind)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *tmp = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
+    if (tmp == NULL || device_cast(c, op->obj, tmp) < 0) {
+        Py_XDECREF(tmp);
+        return -1;
+    }
+    use_copy(op, tmp);
     return 0;
 }
 
@@ -782,13 +998,11 @@ upload(Call *c, Operand *op, TsKind kind)
         return -1;
     }
     Py_DECREF(r);
-    CudaArrayInfo info;
-    cuda_array_info(dev, &info);
-    op->dev = dev;
-    op->ptr = info.ptr;
-    memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+    use_copy(op, dev);
     return 0;
 }
+
+/* ---- launching ---- */
 
 /* Parameter storage for one launch. */
 typedef struct Params {
@@ -798,20 +1012,18 @@ typedef struct Params {
     int w32[NPY_MAXDIMS * (TS_MAXARGS + 2) + 1];
 } Params;
 
-static int
-launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstream s)
+/* Launches plan p of loop l: input k at din[k] (0: ops[k]'s scalar words).
+ * No Python calls (the staged pipeline runs it without the GIL). */
+static CUresult
+launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops, int nin,
+           CUdeviceptr out, CUstream s, Params *pm)
 {
-    Params *pm = PyMem_Calloc(1, sizeof(Params));
-    if (pm == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
     int np = 0, wide = p->variant == CUDA_C64 || p->variant == CUDA_S64;
     for (int k = 0; k < nin; k++) {
-        pm->dptr[k] = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE ? ops[k].ptr : 0;
+        pm->dptr[k] = din[k];
         pm->ptrs[np++] = &pm->dptr[k];
-        pm->ptrs[np++] = &ops[k].words[0];
-        pm->ptrs[np++] = &ops[k].words[1];
+        pm->ptrs[np++] = (void *)&ops[k].words[0];
+        pm->ptrs[np++] = (void *)&ops[k].words[1];
     }
     pm->dptr[nin] = out;
     pm->ptrs[np++] = &pm->dptr[nin];
@@ -839,8 +1051,23 @@ launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstrea
         }
     }
 #undef PUSH
-    CUresult rc = cuda_drv->LaunchKernel(l->fn[p->variant], (unsigned)p->grid, 1, 1,
-                                         (unsigned)p->block, 1, 1, 0, s, pm->ptrs, NULL);
+    return cuda_drv->LaunchKernel(l->fn[p->variant], (unsigned)p->grid, 1, 1, (unsigned)p->block, 1,
+                                  1, 0, s, pm->ptrs, NULL);
+}
+
+static int
+launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstream s)
+{
+    Params *pm = PyMem_Calloc(1, sizeof(Params));
+    if (pm == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    CUdeviceptr din[TS_MAXARGS];
+    for (int k = 0; k < nin; k++) {
+        din[k] = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE ? ops[k].ptr : 0;
+    }
+    CUresult rc = launch_raw(l, p, din, ops, nin, out, s, pm);
     PyMem_Free(pm);
     return cuda_check(rc, "cuLaunchKernel (cuda ufunc)");
 }
@@ -858,18 +1085,146 @@ plan_call(Call *c, int sms, int block, Plan *p)
                      cuda_kernel_dims(c->nin, 0), cuda_kernel_dims(c->nin, 1), p);
 }
 
-/* The result array on the device: out= when it is a device array of the
- * loop dtype, else a new contiguous one. */
-static PyObject *
-device_result(Call *c, Operand *o)
+/* Plans with the occupancy block of the chosen entry and launches into the
+ * device memory of `out` (an operand whose ptr and strides are device's). */
+static int
+plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
+{
+    Operand *o = &c->ops[c->nin], keep = *o;
+    *o = *out;
+    Plan p;
+    int rc = plan_call(c, sms, 0, &p);
+    if (rc == 0) {
+        rc = plan_call(c, sms, l->block[p.variant], &p);
+    }
+    if (rc == 0) {
+        rc = launch(l, &p, c->ops, c->nin, out->ptr, c->s);
+    }
+    *o = keep;
+    return rc;
+}
+
+/* ---- host calls in chunks (staging.c) ---- */
+
+/*
+ * The staging job of a host call whose array operands all have the call's
+ * shape (no broadcasting: a chunk of the output is a chunk of each input),
+ * with the host data as it is now; 0 when the call is not of that kind.
+ */
+static int
+stage_job(Call *c, CudaStaged *job)
 {
     const TsSignature *sig = &c->f->loops[c->loop].sig;
-    if (c->have_out && c->ops[c->nin].what == OP_DEVICE) {
-        return Py_NewRef(c->ops[c->nin].obj);
+    if (c->device || c->nd == 0) {
+        return 0;
     }
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
-    return d ? cuda_array_empty(d, c->nd, c->shape, c->stream) : NULL;
+    memset(job, 0, sizeof(*job));
+    job->nin = c->nin;
+    job->n = 1;
+    for (int d = 0; d < c->nd; d++) {
+        job->n *= c->shape[d];
+    }
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        if (op->what != OP_HOST) {
+            continue;
+        }
+        int same = op->nd == c->nd;
+        for (int d = 0; same && d < c->nd; d++) {
+            same = op->shape[d] == c->shape[d];
+        }
+        if (!same) {
+            return 0;
+        }
+        job->in[k] = PyArray_DATA((PyArrayObject *)op->obj);
+        job->in_size[k] = ts_itemsize(sig->args[k].kind);
+    }
+    job->out_size = ts_itemsize(sig->ret.kind);
+    return 1;
 }
+
+typedef struct StageCtx {
+    CuLoop *l;
+    const Operand *ops;
+    int nin, sms;
+    Params *pm;
+} StageCtx;
+
+/* One chunk: the contiguous 32-bit entry (a chunk is far below 2^31 bytes). */
+static CUresult
+stage_launch(void *ctx, const CUdeviceptr *din, CUdeviceptr dout, Py_ssize_t n, CUstream s)
+{
+    StageCtx *x = ctx;
+    Plan p;
+    p.variant = CUDA_C32;
+    p.ndim = 1;
+    p.n = n;
+    p.block = x->l->block[CUDA_C32];
+    p.grid = (int)grid_for(n, p.block, x->sms);
+    return launch_raw(x->l, &p, din, x->ops, x->nin, dout, s, x->pm);
+}
+
+static PyObject *
+staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job)
+{
+    const TsSignature *sig = &l->sig;
+    Operand *o = &c->ops[c->nin];
+    PyObject *res = NULL, *result = NULL;
+    StageCtx x = {l, c->ops, c->nin, sms, NULL};
+    int direct = c->have_out && o->what == OP_HOST;
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        if (op->what != OP_HOST) {
+            continue;
+        }
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+        op->dev =
+            d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
+              : NULL;
+        if (op->dev == NULL) {
+            return NULL;
+        }
+        job->in[k] = PyArray_DATA((PyArrayObject *)op->dev);
+        if (direct && op->dev == op->obj) {
+            direct = !overlaps(c, op, (uintptr_t)job->in[k], o,
+                               (uintptr_t)PyArray_DATA((PyArrayObject *)o->obj));
+        }
+    }
+    if (direct) {
+        PyArrayObject *out = (PyArrayObject *)o->obj;
+        direct = PyArray_ISCARRAY(out) && PyArray_ISNOTSWAPPED(out)
+                 && PyArray_TYPE(out) == ts_kind_typenum(sig->ret.kind);
+    }
+    if (direct) {
+        res = Py_NewRef(o->obj);
+    } else {
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+        res = d ? PyArray_Empty(c->nd, c->shape, d, 0) : NULL;
+    }
+    if (res == NULL || (x.pm = calloc(1, sizeof(Params))) == NULL) {
+        if (res != NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    job->out = PyArray_DATA((PyArrayObject *)res);
+    job->launch = stage_launch;
+    job->ctx = &x;
+    if (cuda_stage_run(job) < 0) {
+        goto done;
+    }
+    if (!c->have_out) {
+        result = Py_NewRef(res);
+    } else if (direct || PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)res) == 0) {
+        result = Py_NewRef(c->out_arg);
+    }
+done:
+    free(x.pm);
+    Py_XDECREF(res);
+    return result;
+}
+
+/* ---- the call ---- */
 
 static PyObject *
 run_call(Call *c)
@@ -891,65 +1246,73 @@ run_call(Call *c)
             && scalar_words(op, sig->args[k].kind) < 0) {
             return NULL;
         }
-        if (op->what == OP_HOST && upload(c, op, sig->args[k].kind) < 0) {
+    }
+    CudaStaged job;
+    if (stage_job(c, &job) && cuda_stage_worth(&job)) {
+        return staged_call(c, l, sms, &job);
+    }
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        TsKind kind = sig->args[k].kind;
+        if (op->what == OP_HOST && upload(c, op, kind) < 0) {
+            return NULL;
+        }
+        if (op->what == OP_DEVICE && op->dev == NULL && op->dtype->type_num != ts_kind_typenum(kind)
+            && cast_input(c, op, kind) < 0) {
             return NULL;
         }
     }
-    /* the output operand: strides of the device array written */
     Operand *o = &c->ops[c->nin];
-    Operand tmp;
-    if ((res_dev = device_result(c, o)) == NULL) {
+    int out_dev = c->have_out && o->what == OP_DEVICE;
+    if (writes_out(c)) {
+        if (plan_and_launch(c, l, sms, o) < 0) {
+            return NULL;
+        }
+        return Py_NewRef(c->out_arg);
+    }
+    PyArray_Descr *rd = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+    if ((res_dev = rd ? cuda_array_empty(rd, c->nd, c->shape, c->stream) : NULL) == NULL) {
         return NULL;
     }
-    if (!(c->have_out && o->what == OP_DEVICE)) {
-        Operand keep = *o;
-        memset(&tmp, 0, sizeof(tmp));
+    {
         CudaArrayInfo info;
+        Operand tmp;
+        memset(&tmp, 0, sizeof(tmp));
         cuda_array_info(res_dev, &info);
         tmp.what = OP_DEVICE;
+        tmp.obj = res_dev;
+        tmp.dtype = info.dtype;
         tmp.nd = info.nd;
         tmp.ptr = info.ptr;
         memcpy(tmp.shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
         memcpy(tmp.strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
-        *o = tmp;
-        Plan p;
-        int rc = plan_call(c, sms, 0, &p);
-        if (rc == 0) {
-            rc = plan_call(c, sms, l->block[p.variant], &p);
-        }
-        if (rc == 0) {
-            rc = launch(l, &p, c->ops, c->nin, tmp.ptr, c->s);
-        }
-        *o = keep;
-        if (rc < 0) {
-            goto error;
-        }
-    } else {
-        Plan p;
-        if (plan_call(c, sms, 0, &p) < 0 || plan_call(c, sms, l->block[p.variant], &p) < 0
-            || launch(l, &p, c->ops, c->nin, o->ptr, c->s) < 0) {
+        if (plan_and_launch(c, l, sms, &tmp) < 0) {
             goto error;
         }
     }
-    if (c->device) {
-        if (c->have_out && o->what == OP_HOST) {
-            /* a host out= in a device call: copy back, synchronously */
-            goto copy_back;
+    if (out_dev) {
+        /* another dtype, or memory an input reads: converted/copied in */
+        if (device_cast(c, res_dev, o->obj) == 0) {
+            result = Py_NewRef(c->out_arg);
         }
+        goto error;
+    }
+    if (c->device && !c->have_out) {
         result = res_dev;
         res_dev = NULL;
         goto error;
     }
-copy_back:
+    /* host result (a host out= in a device call too): copy back, synchronously */
     host = PyObject_CallMethod(res_dev, "copy_to_host", "OO", Py_None, c->stream);
     if (host == NULL) {
         goto error;
     }
     {
         CUresult rc;
-        Py_BEGIN_ALLOW_THREADS rc = cuda_drv->StreamSynchronize(c->s);
-        Py_END_ALLOW_THREADS if (cuda_check(rc, "cuStreamSynchronize") < 0)
-        {
+        PyThreadState *ts = PyEval_SaveThread();
+        rc = cuda_drv->StreamSynchronize(c->s);
+        PyEval_RestoreThread(ts);
+        if (cuda_check(rc, "cuStreamSynchronize") < 0) {
             goto error;
         }
     }
@@ -980,12 +1343,14 @@ cufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
     if (parse_call(f, args, kwargs, &c) < 0) {
         return NULL;
     }
-    PyObject *r = prepare(&c, 1) == 0 ? run_call(&c) : NULL;
+    PyObject *r = prepare(&c, f->lazy) == 0 ? run_call(&c) : NULL;
     call_clear(&c);
     return r;
 }
 
-/* Test hook: _plan(*args, out=None, sm_count=132, block=256) -> dict. */
+/* Test hook: _plan(*args, out=None, sm_count=132, block=256) -> dict (the
+ * launch plan; 'staged': elements per chunk of a staged host call, or 0;
+ * 'out': where the kernel writes, 'new', 'direct' (out=) or 'temporary'). */
 static PyObject *
 cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -1008,6 +1373,12 @@ cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *r = NULL;
     if (parse_call(f, args, kw, &c) == 0) {
         if (prepare(&c, 0) == 0) {
+            CudaStaged job;
+            Py_ssize_t staged =
+                stage_job(&c, &job) && cuda_stage_worth(&job) ? cuda_stage_chunk(&job) : 0;
+            const char *out = !c.have_out || c.ops[c.nin].what != OP_DEVICE ? "new"
+                              : writes_out(&c)                              ? "direct"
+                                                                            : "temporary";
             /* host inputs as their contiguous device copies would be */
             for (int k = 0; k < c.nin; k++) {
                 Operand *op = &c.ops[k];
@@ -1034,6 +1405,11 @@ cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
             if (plan_call(&c, sms, block, &p) == 0) {
                 r = plan_dict(&p, f, c.loop);
             }
+            PyObject *v = r ? Py_BuildValue("{s:n,s:s}", "staged", staged, "out", out) : NULL;
+            if (r != NULL && (v == NULL || PyDict_Update(r, v) < 0)) {
+                Py_CLEAR(r);
+            }
+            Py_XDECREF(v);
         }
         call_clear(&c);
     }
@@ -1738,6 +2114,7 @@ cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     f->loops = NULL;
     f->nloops = 0;
     f->nin = n > 0 ? list[0].nargs : nin;
+    f->lazy = n == 0;
     snprintf(f->arch, sizeof(f->arch), "%s", arch);
     PyObject_GC_Track((PyObject *)f);
     if (f->cache == NULL) {
@@ -1771,6 +2148,8 @@ error:
 static PyMethodDef cufunc_functions[] = {
     {"_cuda_vectorize", (PyCFunction)(void (*)(void))cuda_vectorize, METH_VARARGS | METH_KEYWORDS,
      "the cuda target of vectorize"},
+    {"_cuda_staging", cuda_staging_py, METH_VARARGS,
+     "_cuda_staging(on=None): whether large host calls are staged (the previous setting)"},
     {NULL, NULL, 0, NULL},
 };
 

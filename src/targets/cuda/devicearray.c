@@ -181,6 +181,10 @@ allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order, PyOb
             async = 0;
             rc = cuda_drv->MemAlloc(&p, bytes);
         }
+        if (rc == CUDA_ERROR_OUT_OF_MEMORY) { /* the pool may keep it in smaller pieces */
+            cuda_mem_trim();
+            rc = async ? cuda_drv->MemAllocAsync(&p, bytes, s) : cuda_drv->MemAlloc(&p, bytes);
+        }
         if (cuda_check(rc, "allocating device memory") < 0) {
             Py_DECREF(dtype);
             return NULL;

@@ -21,7 +21,8 @@ static struct {
     CudaDriver api;
     CUdevice device;
     CUcontext context;
-    char error[512]; /* why it is unavailable */
+    CUmemoryPool pool; /* the device's default pool, or NULL without pools */
+    char error[512];   /* why it is unavailable */
 } driver;
 
 const CudaDriver *cuda_drv = NULL;
@@ -134,8 +135,30 @@ load(void)
         init_failed("cuDevicePrimaryCtxRetain", rc);
         return -1;
     }
+    /* cuMemFreeAsync'd memory stays in the default pool for the next
+     * allocation instead of going back to the system at every
+     * synchronisation (the pool's default); cuda_mem_trim gives it back */
+    int pools = 0;
+    unsigned long long keep = ~0ULL;
+    if (driver.api.DeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                                      driver.device)
+            == CUDA_SUCCESS
+        && pools && driver.api.DeviceGetDefaultMemPool(&driver.pool, driver.device) == CUDA_SUCCESS
+        && driver.api.MemPoolSetAttribute(driver.pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep)
+               != CUDA_SUCCESS) {
+        driver.pool = NULL;
+    }
     cuda_drv = &driver.api;
     return 0;
+}
+
+void
+cuda_mem_trim(void)
+{
+    if (cuda_drv != NULL && driver.pool != NULL) {
+        cuda_drv->CtxSynchronize();
+        cuda_drv->MemPoolTrimTo(driver.pool, 0);
+    }
 }
 
 int

@@ -18,6 +18,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUarray_st *CUarray;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef size_t (*CUoccupancyB2DSize)(int block_size);
 
 enum {
@@ -26,6 +27,7 @@ enum {
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
 };
 
 /* CUdevice_attribute values */
@@ -43,6 +45,7 @@ enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 };
 enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 2 };
 enum { CU_MEMHOSTALLOC_PORTABLE = 1 };
+enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 };
 
 typedef struct CUDA_MEMCPY2D {
     size_t srcXInBytes, srcY;
@@ -78,6 +81,9 @@ typedef struct CUDA_MEMCPY2D {
     X(CtxSynchronize, "cuCtxSynchronize", (void))                                                  \
     X(MemAllocAsync, "cuMemAllocAsync", (CUdeviceptr * p, size_t n, CUstream s))                   \
     X(MemFreeAsync, "cuMemFreeAsync", (CUdeviceptr p, CUstream s))                                 \
+    X(DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool, CUdevice dev))   \
+    X(MemPoolSetAttribute, "cuMemPoolSetAttribute", (CUmemoryPool pool, int attr, void *value))    \
+    X(MemPoolTrimTo, "cuMemPoolTrimTo", (CUmemoryPool pool, size_t keep))                          \
     X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr * p, size_t n))                                      \
     X(MemFree, "cuMemFree_v2", (CUdeviceptr p))                                                    \
     X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                     \

@@ -1,0 +1,295 @@
+/*
+ * staging.c - host arrays through a cuda ufunc in chunks: pinned staging
+ * buffers on two streams, so that copies in, kernels and copies out of
+ * consecutive chunks overlap.
+ *
+ * A copy from pageable memory is synchronous and runs through the driver's
+ * own small staging buffer, one memcpy at a time; a call on host arrays
+ * then costs copy-in + kernel + copy-out in sequence, plus the device
+ * allocations.  Here each of two slots owns a stream, an event and, per
+ * operand, a pinned host buffer and a device buffer of one chunk.  Chunk i
+ * goes to slot i % 2: wait for the slot's previous chunk (its event), copy
+ * that chunk's results out of the pinned buffer into the result array, copy
+ * chunk i's inputs into the pinned buffers, then queue H2D copies, the
+ * kernel and the D2H copy on the slot's stream.  The CPU copies of one slot
+ * run while the GPU works on the other; H2D of one slot and D2H of the
+ * other use the two copy engines at once.  The CPU copies are split across
+ * the parallel target's thread pool (one thread cannot keep up with PCIe).
+ *
+ * The slots are process-wide, grown on demand and kept (a second call pays
+ * no cuMemHostAlloc), and used by one call at a time (a mutex, taken
+ * without the GIL).  Everything between the first copy and the last wait
+ * runs without the GIL; errors travel back as a CUresult and the name of
+ * what failed, and become exceptions once the GIL is held again.
+ */
+#include "targets/cuda/cuda.h"
+#include "targets/pool.h"
+
+#include <pthread.h>
+#include <string.h>
+
+enum { STAGE_SLOTS = 2, STAGE_ALIGN = 256 };
+#define STAGE_OPERAND_BYTES ((size_t)8 << 20)  /* one operand's buffer */
+#define STAGE_SLOT_BYTES    ((size_t)64 << 20) /* all operands of one slot */
+#define STAGE_PAR_BYTES     ((size_t)1 << 20)  /* CPU copies split from here */
+
+typedef struct Slot {
+    CUstream s;
+    CUevent done; /* after the slot's last D2H copy */
+    char *host;   /* pinned: one buffer per operand */
+    CUdeviceptr dev;
+    Py_ssize_t off, n; /* the chunk whose results wait in host (n 0: none) */
+} Slot;
+
+static struct {
+    pthread_mutex_t lock;
+    int ready;   /* streams and events exist */
+    size_t size; /* bytes of each slot's host and device memory */
+    Slot slot[STAGE_SLOTS];
+    int disabled; /* _cuda_staging(False): benchmarks compare */
+} stage = {PTHREAD_MUTEX_INITIALIZER};
+
+Py_ssize_t
+cuda_stage_chunk(const CudaStaged *job)
+{
+    size_t widest = (size_t)job->out_size, total = (size_t)job->out_size;
+    for (int k = 0; k < job->nin; k++) {
+        if (job->in[k] != NULL) {
+            widest = (size_t)job->in_size[k] > widest ? (size_t)job->in_size[k] : widest;
+            total += (size_t)job->in_size[k];
+        }
+    }
+    size_t chunk = STAGE_OPERAND_BYTES / widest;
+    if (chunk > STAGE_SLOT_BYTES / total) {
+        chunk = STAGE_SLOT_BYTES / total;
+    }
+    return (Py_ssize_t)(chunk / STAGE_ALIGN * STAGE_ALIGN);
+}
+
+int
+cuda_stage_worth(const CudaStaged *job)
+{
+    return !stage.disabled && job->n > cuda_stage_chunk(job);
+}
+
+/* Byte offset of operand k's buffer in a slot (k == nin: the output). */
+static size_t
+buffer_offset(const CudaStaged *job, Py_ssize_t chunk, int k)
+{
+    size_t off = 0;
+    for (int j = 0; j < k; j++) {
+        if (job->in[j] != NULL) {
+            size_t b = (size_t)chunk * (size_t)job->in_size[j];
+            off += (b + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+        }
+    }
+    return off;
+}
+
+/* Streams, events and buffers of `size` bytes per slot.  0/-1 (GIL held). */
+static int
+ensure_slots(size_t size)
+{
+    if (!stage.ready) {
+        for (int i = 0; i < STAGE_SLOTS; i++) {
+            Slot *sl = &stage.slot[i];
+            if (cuda_check(cuda_drv->StreamCreate(&sl->s, CU_STREAM_NON_BLOCKING),
+                           "cuStreamCreate (staging)")
+                    < 0
+                || cuda_check(cuda_drv->EventCreate(&sl->done, CU_EVENT_DISABLE_TIMING),
+                              "cuEventCreate (staging)")
+                       < 0) {
+                return -1;
+            }
+        }
+        stage.ready = 1;
+    }
+    if (stage.size >= size) {
+        return 0;
+    }
+    for (int i = 0; i < STAGE_SLOTS; i++) { /* idle: every call drains both */
+        Slot *sl = &stage.slot[i];
+        if (sl->host != NULL) {
+            cuda_drv->MemFreeHost(sl->host);
+            sl->host = NULL;
+        }
+        if (sl->dev != 0) {
+            cuda_drv->MemFree(sl->dev);
+            sl->dev = 0;
+        }
+    }
+    stage.size = 0;
+    for (int i = 0; i < STAGE_SLOTS; i++) {
+        Slot *sl = &stage.slot[i];
+        void *h = NULL;
+        CUresult rc = cuda_drv->MemHostAlloc(&h, size, CU_MEMHOSTALLOC_PORTABLE);
+        if (cuda_check(rc, "cuMemHostAlloc (staging)") < 0) {
+            return -1;
+        }
+        sl->host = h;
+        rc = cuda_drv->MemAlloc(&sl->dev, size);
+        if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+            cuda_mem_trim();
+            rc = cuda_drv->MemAlloc(&sl->dev, size);
+        }
+        if (cuda_check(rc, "cuMemAlloc (staging)") < 0) {
+            sl->dev = 0;
+            return -1;
+        }
+    }
+    stage.size = size;
+    return 0;
+}
+
+/* ---- the CPU copies, split across the pool ---- */
+
+typedef struct Copy {
+    char *dst;
+    const char *src;
+} Copy;
+
+static void
+copy_range(void *ctx, npy_intp start, npy_intp stop)
+{
+    Copy *c = ctx;
+    memcpy(c->dst + start, c->src + start, (size_t)(stop - start));
+}
+
+static void
+copy(char *dst, const char *src, size_t bytes)
+{
+    Copy c = {dst, src};
+    if (bytes < STAGE_PAR_BYTES || tg_pool_in_worker()
+        || tg_pool_run(copy_range, &c, (npy_intp)bytes, 64 << 10, tg_pool_get_num_threads()) < 0) {
+        memcpy(dst, src, bytes);
+    }
+}
+
+/* ---- the pipeline (no GIL) ---- */
+
+typedef struct Failure {
+    CUresult rc;
+    const char *what;
+} Failure;
+
+static int
+failed(Failure *e, CUresult rc, const char *what)
+{
+    if (rc != CUDA_SUCCESS && e->rc == CUDA_SUCCESS) {
+        e->rc = rc;
+        e->what = what;
+    }
+    return rc != CUDA_SUCCESS;
+}
+
+/* Waits for the slot's chunk and copies its results into the output. */
+static int
+drain(const CudaStaged *job, Slot *sl, size_t out_off, Failure *e)
+{
+    if (sl->n == 0) {
+        return 0;
+    }
+    Py_ssize_t n = sl->n;
+    sl->n = 0;
+    if (failed(e, cuda_drv->EventSynchronize(sl->done), "cuEventSynchronize (staging)")) {
+        return -1;
+    }
+    copy(job->out + (size_t)sl->off * (size_t)job->out_size, sl->host + out_off,
+         (size_t)n * (size_t)job->out_size);
+    return 0;
+}
+
+static void
+pipeline(const CudaStaged *job, Py_ssize_t chunk, Failure *e)
+{
+    size_t offs[TS_MAXARGS + 1];
+    for (int k = 0; k <= job->nin; k++) {
+        offs[k] = buffer_offset(job, chunk, k);
+    }
+    CUdeviceptr din[TS_MAXARGS];
+    Py_ssize_t off = 0;
+    int i = 0;
+    for (; off < job->n; i++) {
+        Slot *sl = &stage.slot[i % STAGE_SLOTS];
+        Py_ssize_t m = job->n - off < chunk ? job->n - off : chunk;
+        if (drain(job, sl, offs[job->nin], e) < 0) {
+            break;
+        }
+        int bad = 0;
+        for (int k = 0; k < job->nin && !bad; k++) {
+            din[k] = 0;
+            if (job->in[k] == NULL) {
+                continue;
+            }
+            size_t bytes = (size_t)m * (size_t)job->in_size[k];
+            copy(sl->host + offs[k], job->in[k] + (size_t)off * (size_t)job->in_size[k], bytes);
+            din[k] = sl->dev + offs[k];
+            bad = failed(e, cuda_drv->MemcpyHtoDAsync(din[k], sl->host + offs[k], bytes, sl->s),
+                         "cuMemcpyHtoDAsync (staging)");
+        }
+        CUdeviceptr dout = sl->dev + offs[job->nin];
+        if (bad || failed(e, job->launch(job->ctx, din, dout, m, sl->s), "cuLaunchKernel (staging)")
+            || failed(e,
+                      cuda_drv->MemcpyDtoHAsync(sl->host + offs[job->nin], dout,
+                                                (size_t)m * (size_t)job->out_size, sl->s),
+                      "cuMemcpyDtoHAsync (staging)")
+            || failed(e, cuda_drv->EventRecord(sl->done, sl->s), "cuEventRecord (staging)")) {
+            break;
+        }
+        sl->off = off;
+        sl->n = m;
+        off += m;
+    }
+    /* the chunks still in flight, oldest first; after a failure only waited
+     * for, so that nothing writes into the buffers once the call returns */
+    for (int j = 0; j < STAGE_SLOTS; j++) {
+        Slot *sl = &stage.slot[(i + j) % STAGE_SLOTS];
+        if (e->rc == CUDA_SUCCESS) {
+            drain(job, sl, offs[job->nin], e);
+        } else {
+            cuda_drv->StreamSynchronize(sl->s);
+            sl->n = 0;
+        }
+    }
+}
+
+int
+cuda_stage_run(const CudaStaged *job)
+{
+    Py_ssize_t chunk = cuda_stage_chunk(job);
+    size_t size =
+        buffer_offset(job, chunk, job->nin)
+        + ((size_t)chunk * (size_t)job->out_size + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    PyThreadState *ts = PyEval_SaveThread(); /* never wait for the lock holding the GIL */
+    pthread_mutex_lock(&stage.lock);
+    PyEval_RestoreThread(ts);
+    if (ensure_slots(size) < 0) {
+        pthread_mutex_unlock(&stage.lock);
+        return -1;
+    }
+    Failure e = {CUDA_SUCCESS, NULL};
+    ts = PyEval_SaveThread();
+    pipeline(job, chunk, &e);
+    PyEval_RestoreThread(ts);
+    pthread_mutex_unlock(&stage.lock);
+    return cuda_check(e.rc, e.what ? e.what : "staging");
+}
+
+/* _cuda_staging(on=None) -> bool: whether large host calls are staged. */
+PyObject *
+cuda_staging_py(PyObject *module, PyObject *args)
+{
+    PyObject *on = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_cuda_staging", &on)) {
+        return NULL;
+    }
+    int was = !stage.disabled;
+    if (on != Py_None) {
+        int v = PyObject_IsTrue(on);
+        if (v < 0) {
+            return NULL;
+        }
+        stage.disabled = !v;
+    }
+    return PyBool_FromLong(was);
+}
