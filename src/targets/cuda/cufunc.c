@@ -374,11 +374,24 @@ host_operand(Operand *op, PyObject *arr)
     return 0;
 }
 
+/* An empty operand (shape and strides are left: nd is 0).  The structs are
+ * large (NPY_MAXDIMS of each), and a call is microseconds. */
+static void
+operand_reset(Operand *op)
+{
+    op->what = OP_PYSCALAR;
+    op->obj = op->dev = NULL;
+    op->dtype = NULL;
+    op->nd = 0;
+    op->ptr = 0;
+    op->words[0] = op->words[1] = 0;
+}
+
 /* Sorts obj into an operand.  0/-1. */
 static int
 classify(PyObject *obj, Operand *op)
 {
-    memset(op, 0, sizeof(*op));
+    operand_reset(op);
     if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
         || (!PyBool_Check(obj)
             && (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)))) {
@@ -583,7 +596,8 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
           int sms, int block, int kdims32, int kdims64, Plan *p)
 {
     Py_ssize_t st[TS_MAXARGS + 1][NPY_MAXDIMS], sh[NPY_MAXDIMS];
-    memset(p, 0, sizeof(*p));
+    p->variant = CUDA_C32;
+    p->ndim = 0;
     p->nops = nops;
     p->n = 1;
     for (int k = 0; k < nops; k++) {
@@ -707,11 +721,16 @@ scalar_words(Operand *op, TsKind kind)
 static int
 parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
 {
-    memset(c, 0, sizeof(*c));
-    c->f = f;
+    c->f = f; /* every field but the large arrays, which are filled as used */
     c->nin = f->nin;
+    c->have_out = 0;
     c->out_arg = Py_None;
     c->stream = Py_None;
+    c->s = NULL;
+    c->loop = -1;
+    c->nd = 0;
+    c->device = 0;
+    operand_reset(&c->ops[f->nin]);
     Py_ssize_t nargs = PyTuple_Size(args);
     if (nargs != f->nin && nargs != f->nin + 1) {
         PyErr_Format(PyExc_TypeError,
@@ -1277,7 +1296,7 @@ run_call(Call *c)
     {
         CudaArrayInfo info;
         Operand tmp;
-        memset(&tmp, 0, sizeof(tmp));
+        operand_reset(&tmp);
         cuda_array_info(res_dev, &info);
         tmp.what = OP_DEVICE;
         tmp.obj = res_dev;
