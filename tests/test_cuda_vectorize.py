@@ -208,6 +208,31 @@ def test_device_out_overlap(out, inputs, where):
     assert f._plan(*inputs, out=out)["out"] == where
 
 
+def test_every_numpy_name_of_a_type_is_that_type():
+    """int64 is NPY_LONG and NPY_LONGLONG: neither needs a cast (a cast to
+    itself would never end), and out= of either is written directly."""
+    f = vectorize(["int64(int64, int64)"], target="cuda")(add)
+    for code in "lq":
+        d = _dev(0x1000, 10, np.dtype(code))
+        assert f._plan(d, d, out=d)["out"] == "direct"
+    swapped = _core._cuda_test_array(0x1000, (3,), np.dtype(">i8"))
+    with pytest.raises(TypeError, match="no cast"):
+        f._plan(swapped, 1)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "compute_80", "90", "sm_90a"])
+def test_arch_spellings(arch):
+    src = KernelSource(add)
+    f = _core._cuda_vectorize(add, src.funcdef, src.location, [], name="add", nin=2, arch=arch)
+    assert f.ntypes == 0
+
+
+def test_bad_arch_fails_at_decoration():
+    src = KernelSource(add)
+    with pytest.raises(ValueError, match="arch"):
+        _core._cuda_vectorize(add, src.funcdef, src.location, [], name="add", nin=2, arch="volta")
+
+
 def test_device_casts_checked_before_launch():
     f = vectorize(["float32(float32, float32)"], target="cuda")(add)
     plan = f._plan(_dev(0x1000, 10, "int16"), np.float32(1))

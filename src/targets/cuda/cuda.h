@@ -55,7 +55,8 @@ PyObject *cuda_unavailable_reason(void); /* str, or None when available */
 CUdevice cuda_device(void);              /* the device in use (after cuda_driver) */
 /* Synchronises the context and hands the memory the default pool keeps
  * (its release threshold is set to keep everything) back to the system;
- * allocations call it once before raising MemoryError. */
+ * allocations call it once before raising MemoryError.  Called with the
+ * GIL, which it releases while it waits. */
 void cuda_mem_trim(void);
 
 /* ---- stream.c ---- */
@@ -150,6 +151,9 @@ enum { CUDA_REDUCE_DIMS = NPY_MAXDIMS };
  * back end: it needs shared memory, a global the NVVM 7 printer lacks).
  * sig->ret may be TS_INFER (filled in).  New references, 0/-1.
  */
+/* "sm_90", "compute_90", "sm_90a", "90" -> 90 and "" or "a".  0, or -1
+ * with ValueError. */
+int cuda_parse_arch(const char *arch, int *sm, char suffix[4]);
 typedef struct CudaCode {
     PyObject *ptx, *llvm, *reduce_ptx;
 } CudaCode;
@@ -182,7 +186,9 @@ typedef struct CudaStaged {
 Py_ssize_t cuda_stage_chunk(const CudaStaged *job);
 /* 1 when the job is worth staging (more than one chunk, staging enabled). */
 int cuda_stage_worth(const CudaStaged *job);
-/* Runs the job through the staging slots; returns when out is written.  0/-1. */
+/* Runs the job through the staging slots; returns when out is written.
+ * 0; 1 (no exception) when the slots could not be allocated (the caller
+ * copies whole arrays instead); -1 with an exception. */
 int cuda_stage_run(const CudaStaged *job);
 /* _cuda_staging(on=None) -> the previous setting (benchmarks compare). */
 PyObject *cuda_staging_py(PyObject *module, PyObject *args);

@@ -28,6 +28,7 @@
 enum { CUDA_GRID_PER_SM = 32 };
 
 typedef struct CuLoop {
+    int index; /* in f->loops: the symbol names' suffix */
     TsSignature sig;
     CudaCode code;
     CUmodule mod, rmod;
@@ -42,7 +43,10 @@ typedef struct CuFunc {
     int nin, fastmath, reorderable;
     int lazy; /* no signatures given: new input types compile new loops */
     char arch[16];
-    CuLoop *loops;
+    int sm;              /* arch's number (90 for sm_90) */
+    char arch_suffix[4]; /* "a" for sm_90a: that PTX loads on sm_90 alone */
+    CuLoop **loops;      /* each its own allocation: a loop never moves (calls keep
+                     * pointers across code that can add loops, or without the GIL) */
     Py_ssize_t nloops;
 } CuFunc;
 
@@ -73,9 +77,9 @@ rebuild_resolver(CuFunc *f)
     for (Py_ssize_t i = 0; i < n; i++) {
         funcs[i] = noop_loop;
         for (int k = 0; k < nin; k++) {
-            types[i * (nin + 1) + k] = (char)ts_kind_typenum(f->loops[i].sig.args[k].kind);
+            types[i * (nin + 1) + k] = (char)ts_kind_typenum(f->loops[i]->sig.args[k].kind);
         }
-        types[i * (nin + 1) + nin] = (char)ts_kind_typenum(f->loops[i].sig.ret.kind);
+        types[i * (nin + 1) + nin] = (char)ts_kind_typenum(f->loops[i]->sig.ret.kind);
     }
     r = vz_make_ufunc(PyUnicode_AsUTF8AndSize(f->name, NULL), NULL, nin, 1, (int)n, funcs, data,
                       types, f->reorderable ? Py_None : f->identity, NULL);
@@ -115,14 +119,18 @@ loop_name(CuFunc *f, Py_ssize_t i, char *buf, size_t size)
 static int
 add_loop(CuFunc *f, TsSignature *sig)
 {
-    CuLoop *loops = PyMem_Realloc(f->loops, sizeof(CuLoop) * (size_t)(f->nloops + 1));
+    CuLoop **loops = PyMem_Realloc(f->loops, sizeof(CuLoop *) * (size_t)(f->nloops + 1));
     if (loops == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     f->loops = loops;
-    CuLoop *l = &loops[f->nloops];
-    memset(l, 0, sizeof(*l));
+    CuLoop *l = PyMem_Calloc(1, sizeof(CuLoop));
+    if (l == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    l->index = (int)f->nloops;
     char name[128];
     loop_name(f, f->nloops, name, sizeof(name));
     /* the reduce kernel only for a (T, T) -> T loop */
@@ -131,10 +139,11 @@ add_loop(CuFunc *f, TsSignature *sig)
     if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, sig, f->arch, f->backend,
                            f->fastmath, reduce, name, &l->code)
         < 0) {
+        PyMem_Free(l);
         return -1;
     }
     l->sig = *sig;
-    f->nloops++;
+    loops[f->nloops++] = l;
     return 0;
 }
 
@@ -145,7 +154,7 @@ recompile(CuFunc *f, CuLoop *l, const char *arch, PyObject *backend)
     char name[128];
     TsSignature sig = l->sig;
     CudaCode code;
-    loop_name(f, l - f->loops, name, sizeof(name));
+    loop_name(f, l->index, name, sizeof(name));
     if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, &sig, arch,
                            backend ? backend : f->backend, f->fastmath, l->code.reduce_ptx != NULL,
                            name, &code)
@@ -215,30 +224,40 @@ load_module(PyObject *ptx, CUmodule *mod)
 static int
 load_loop(CuFunc *f, CuLoop *l)
 {
-    int sm = device_sm(), compiled = atoi(f->arch + 3);
+    int sm = device_sm();
     if (sm < 0) {
         return -1;
     }
-    if (sm < compiled) {
-        char arch[16];
+    char arch[16];
+    if (sm < f->sm || (f->arch_suffix[0] && sm != f->sm)) {
         snprintf(arch, sizeof(arch), "sm_%d", sm);
         if (recompile(f, l, arch, NULL) < 0) {
             return -1;
         }
     }
-    CUresult rc = load_ptx(l->code.ptx, &l->mod);
+    CUmodule mod = NULL; /* loaded without the GIL: stored only once it is back */
+    CUresult rc = load_ptx(l->code.ptx, &mod);
     if (rc == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+        /* LLVM 19's NVPTX knows targets up to sm_90, whose PTX newer devices load */
+        int target = sm < f->sm ? sm : f->sm;
+        snprintf(arch, sizeof(arch), "sm_%d", target < 90 ? target : 90);
         PyObject *llvm = PyUnicode_FromString("llvm");
-        char arch[16];
-        snprintf(arch, sizeof(arch), "sm_%d", sm < compiled ? sm : compiled);
         int ok = llvm != NULL && recompile(f, l, arch, llvm) == 0;
         Py_XDECREF(llvm);
         if (!ok) {
             return -1;
         }
-        rc = load_ptx(l->code.ptx, &l->mod);
+        rc = load_ptx(l->code.ptx, &mod);
     }
-    return rc == -1 ? -1 : cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)");
+    if (rc == -1 || cuda_check(rc, "cuModuleLoadDataEx (cuda ufunc)") < 0) {
+        return -1;
+    }
+    if (l->mod != NULL) { /* another thread loaded it meanwhile */
+        cuda_drv->ModuleUnload(mod);
+    } else {
+        l->mod = mod;
+    }
+    return 0;
 }
 
 /* Loads loop l's module and resolves its entries (first call only). */
@@ -254,7 +273,7 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
     }
     if (l->fn[0] == NULL) {
         char base[128];
-        loop_name(f, l - f->loops, base, sizeof(base));
+        loop_name(f, l->index, base, sizeof(base));
         for (int v = 0; v < CUDA_NENTRIES; v++) {
             char name[160];
             int mg = 0;
@@ -441,7 +460,7 @@ loop_of(CuFunc *f, PyObject *dtypes)
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
         int same = 1;
         for (int k = 0; same && k <= f->nin; k++) {
-            TsKind kind = k < f->nin ? f->loops[i].sig.args[k].kind : f->loops[i].sig.ret.kind;
+            TsKind kind = k < f->nin ? f->loops[i]->sig.args[k].kind : f->loops[i]->sig.ret.kind;
             PyArray_Descr *d = (PyArray_Descr *)PyTuple_GetItem(dtypes, k);
             same = d->type_num == ts_kind_typenum(kind);
         }
@@ -680,7 +699,7 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
         PyTuple_SetItem(strides, k, t ? t : Py_NewRef(Py_None));
     }
     char sig[TS_STRSIZE];
-    ts_signature_str(&f->loops[loop].sig, sig, sizeof(sig));
+    ts_signature_str(&f->loops[loop]->sig, sig, sizeof(sig));
     return Py_BuildValue("{s:s,s:n,s:N,s:N,s:i,s:i,s:s}", "kernel", names[p->variant], "n", p->n,
                          "shape", shape, "strides", strides, "block", p->block, "grid", p->grid,
                          "signature", sig);
@@ -797,17 +816,28 @@ call_clear(Call *c)
     operands_clear(c->ops, c->nin + 1);
 }
 
+/* 1 when dtype d holds values of kind k as the kernels read them: native
+ * byte order, any of NumPy's names for the type (int64 is NPY_LONG and
+ * NPY_LONGLONG alike on Linux). */
+static int
+is_kind(PyArray_Descr *d, TsKind k)
+{
+    TsKind dk;
+    return PyArray_ISNBO(d->byteorder) && ts_kind_from_typenum(d->type_num, &dk) == 0 && dk == k;
+}
+
 /* Device operands of a dtype other than the loop's are cast on the device,
  * by the identity cuda ufunc of that pair: its dtype must be one of ours. */
 static int
 check_casts(Call *c)
 {
-    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
     for (int k = 0; k < c->nin + c->have_out; k++) {
         const Operand *op = &c->ops[k];
         TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
-        if (op->what == OP_DEVICE && op->dtype->type_num != ts_kind_typenum(want)
-            && ts_kind_from_typenum(op->dtype->type_num, &kind) < 0) {
+        if (op->what == OP_DEVICE && !is_kind(op->dtype, want)
+            && (ts_kind_from_typenum(op->dtype->type_num, &kind) < 0
+                || !PyArray_ISNBO(op->dtype->byteorder))) {
             PyErr_Format(PyExc_TypeError,
                          "cuda ufunc '%U': %s %d has dtype %R, which has no cast to %s on the "
                          "device",
@@ -827,7 +857,7 @@ prepare(Call *c, int lazy)
     if ((c->loop = resolve(f, c->ops, lazy)) < 0) {
         return -1;
     }
-    const TsSignature *sig = &f->loops[c->loop].sig;
+    const TsSignature *sig = &f->loops[c->loop]->sig;
     if (broadcast_shape(c->ops, c->nin + c->have_out, &c->nd, c->shape) < 0) {
         return -1;
     }
@@ -929,15 +959,14 @@ overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, ui
 static int
 writes_out(const Call *c)
 {
-    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
     const Operand *o = &c->ops[c->nin];
-    if (!c->have_out || o->what != OP_DEVICE
-        || o->dtype->type_num != ts_kind_typenum(sig->ret.kind)) {
+    if (!c->have_out || o->what != OP_DEVICE || !is_kind(o->dtype, sig->ret.kind)) {
         return 0;
     }
     for (int k = 0; k < c->nin; k++) {
         const Operand *op = &c->ops[k];
-        if (op->what == OP_DEVICE && op->dtype->type_num == ts_kind_typenum(sig->args[k].kind)
+        if (op->what == OP_DEVICE && is_kind(op->dtype, sig->args[k].kind)
             && overlaps(c, op, op->ptr, o, o->ptr)) {
             return 0;
         }
@@ -1094,7 +1123,7 @@ launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstrea
 static int
 plan_call(Call *c, int sms, int block, Plan *p)
 {
-    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
     int itemsize[TS_MAXARGS + 1];
     for (int k = 0; k < c->nin; k++) {
         itemsize[k] = ts_itemsize(sig->args[k].kind);
@@ -1133,7 +1162,7 @@ plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
 static int
 stage_job(Call *c, CudaStaged *job)
 {
-    const TsSignature *sig = &c->f->loops[c->loop].sig;
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
     if (c->device || c->nd == 0) {
         return 0;
     }
@@ -1183,8 +1212,10 @@ stage_launch(void *ctx, const CUdeviceptr *din, CUdeviceptr dout, Py_ssize_t n, 
     return launch_raw(x->l, &p, din, x->ops, x->nin, dout, s, x->pm);
 }
 
+/* The staged call's result; NULL with an exception, or with *fallback set
+ * (and none) when the staging slots could not be allocated. */
 static PyObject *
-staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job)
+staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
 {
     const TsSignature *sig = &l->sig;
     Operand *o = &c->ops[c->nin];
@@ -1212,7 +1243,7 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job)
     if (direct) {
         PyArrayObject *out = (PyArrayObject *)o->obj;
         direct = PyArray_ISCARRAY(out) && PyArray_ISNOTSWAPPED(out)
-                 && PyArray_TYPE(out) == ts_kind_typenum(sig->ret.kind);
+                 && is_kind(PyArray_DESCR(out), sig->ret.kind);
     }
     if (direct) {
         res = Py_NewRef(o->obj);
@@ -1229,7 +1260,14 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job)
     job->out = PyArray_DATA((PyArrayObject *)res);
     job->launch = stage_launch;
     job->ctx = &x;
-    if (cuda_stage_run(job) < 0) {
+    int rc = cuda_stage_run(job);
+    if (rc == 1) { /* no memory for staging: whole arrays, as small calls */
+        for (int k = 0; k < c->nin; k++) {
+            Py_CLEAR(c->ops[k].dev);
+        }
+        *fallback = 1;
+    }
+    if (rc != 0) {
         goto done;
     }
     if (!c->have_out) {
@@ -1249,7 +1287,7 @@ static PyObject *
 run_call(Call *c)
 {
     CuFunc *f = c->f;
-    CuLoop *l = &f->loops[c->loop];
+    CuLoop *l = f->loops[c->loop];
     const TsSignature *sig = &l->sig;
     PyObject *result = NULL, *host = NULL, *res_dev = NULL;
     if (ensure_loaded(f, l, 0) < 0) {
@@ -1268,7 +1306,11 @@ run_call(Call *c)
     }
     CudaStaged job;
     if (stage_job(c, &job) && cuda_stage_worth(&job)) {
-        return staged_call(c, l, sms, &job);
+        int fallback = 0;
+        PyObject *r = staged_call(c, l, sms, &job, &fallback);
+        if (!fallback) {
+            return r;
+        }
     }
     for (int k = 0; k < c->nin; k++) {
         Operand *op = &c->ops[k];
@@ -1276,7 +1318,7 @@ run_call(Call *c)
         if (op->what == OP_HOST && upload(c, op, kind) < 0) {
             return NULL;
         }
-        if (op->what == OP_DEVICE && op->dev == NULL && op->dtype->type_num != ts_kind_typenum(kind)
+        if (op->what == OP_DEVICE && op->dev == NULL && !is_kind(op->dtype, kind)
             && cast_input(c, op, kind) < 0) {
             return NULL;
         }
@@ -1402,7 +1444,7 @@ cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
             for (int k = 0; k < c.nin; k++) {
                 Operand *op = &c.ops[k];
                 if (op->what == OP_HOST) {
-                    Py_ssize_t s = ts_itemsize(f->loops[c.loop].sig.args[k].kind);
+                    Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.args[k].kind);
                     for (int d = op->nd - 1; d >= 0; d--) {
                         op->strides[d] = s;
                         s *= op->shape[d];
@@ -1411,7 +1453,7 @@ cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             Operand *o = &c.ops[c.nin];
             if (!(c.have_out && o->what == OP_DEVICE)) {
-                Py_ssize_t s = ts_itemsize(f->loops[c.loop].sig.ret.kind);
+                Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.ret.kind);
                 o->what = OP_DEVICE;
                 o->nd = c.nd;
                 for (int d = c.nd - 1; d >= 0; d--) {
@@ -1521,7 +1563,7 @@ get_signatures(PyObject *self, void *c)
     CuFunc *f = (CuFunc *)self;
     PyObject *l = PyList_New(f->nloops);
     for (Py_ssize_t i = 0; l && i < f->nloops; i++) {
-        PyObject *s = ts_signature_to_object(&f->loops[i].sig);
+        PyObject *s = ts_signature_to_object(&f->loops[i]->sig);
         if (s == NULL) {
             Py_CLEAR(l);
             break;
@@ -1537,7 +1579,7 @@ loop_for(CuFunc *f, PyObject *which)
 {
     if (which == NULL || which == Py_None) {
         if (f->nloops == 1) {
-            return &f->loops[0];
+            return f->loops[0];
         }
         PyErr_SetString(PyExc_TypeError, "this ufunc has several signatures: name one");
         return NULL;
@@ -1547,13 +1589,13 @@ loop_for(CuFunc *f, PyObject *which)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
-        const TsSignature *s = &f->loops[i].sig;
+        const TsSignature *s = &f->loops[i]->sig;
         int same = s->nargs == want.nargs;
         for (int k = 0; same && k < s->nargs; k++) {
             same = s->args[k].kind == want.args[k].kind;
         }
         if (same) {
-            return &f->loops[i];
+            return f->loops[i];
         }
     }
     PyErr_Format(PyExc_KeyError, "no compiled signature matches %R", which);
@@ -1630,7 +1672,7 @@ cufunc_dealloc(PyObject *self)
     PyObject_GC_UnTrack(self);
     cufunc_clear(self);
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
-        CuLoop *l = &f->loops[i];
+        CuLoop *l = f->loops[i];
         if ((l->mod || l->rmod) && cuda_drv != NULL && cuda_enter() == 0) {
             if (l->mod) {
                 cuda_drv->ModuleUnload(l->mod);
@@ -1641,6 +1683,7 @@ cufunc_dealloc(PyObject *self)
         }
         PyErr_Clear();
         cuda_code_clear(&l->code);
+        PyMem_Free(l);
     }
     PyErr_Restore(et, ev, tb);
     PyMem_Free(f->loops);
@@ -1761,15 +1804,19 @@ typedef struct RedCall {
     CUstream s;
 } RedCall;
 
-/* A host array to reduce -> its contiguous device copy (of the loop type). */
+/* The array to reduce in the loop type on the device: a host array's
+ * contiguous copy, a device array of another dtype cast. */
 static int
-upload_reduce(RedCall *rc, TsKind kind)
+reduce_operand(RedCall *rc, TsKind kind)
 {
     Call c;
-    memset(&c, 0, sizeof(c));
     c.stream = rc->stream;
     c.s = rc->s;
-    return upload(&c, &rc->op, kind);
+    if (rc->op.what == OP_HOST) {
+        return upload(&c, &rc->op, kind);
+    }
+    return rc->op.what == OP_DEVICE && !is_kind(rc->op.dtype, kind) ? cast_input(&c, &rc->op, kind)
+                                                                    : 0;
 }
 
 /* Parses reduce's arguments and checks them: nothing touches the device. */
@@ -1820,15 +1867,17 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
     if ((rc->loop = resolve(f, pair, 0)) < 0) {
         return -1;
     }
-    if (f->loops[rc->loop].code.reduce_ptx == NULL) {
+    if (f->loops[rc->loop]->code.reduce_ptx == NULL) {
         PyErr_Format(PyExc_TypeError, "reduce: loop %zd of '%U' is not (T, T) -> T", rc->loop,
                      f->name);
         return -1;
     }
-    if (rc->op.what == OP_DEVICE
-        && rc->op.dtype->type_num != ts_kind_typenum(f->loops[rc->loop].sig.ret.kind)) {
-        PyErr_Format(PyExc_NotImplementedError, "reduce: a device array of dtype %R needs a cast",
-                     rc->op.dtype);
+    TsKind kind;
+    if (rc->op.what == OP_DEVICE && !is_kind(rc->op.dtype, f->loops[rc->loop]->sig.ret.kind)
+        && (ts_kind_from_typenum(rc->op.dtype->type_num, &kind) < 0
+            || !PyArray_ISNBO(rc->op.dtype->byteorder))) {
+        PyErr_Format(PyExc_TypeError, "reduce: a device array of dtype %R has no cast to %s",
+                     rc->op.dtype, ts_kind_name(f->loops[rc->loop]->sig.ret.kind));
         return -1;
     }
     return 0;
@@ -1898,7 +1947,7 @@ cufunc_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     RedCall rc;
     if (red_prepare(f, args, kw, &rc) == 0) {
-        Py_ssize_t item = ts_itemsize(f->loops[rc.loop].sig.ret.kind);
+        Py_ssize_t item = ts_itemsize(f->loops[rc.loop]->sig.ret.kind);
         if (rc.op.what == OP_HOST) {
             Py_ssize_t s = item;
             for (int d = rc.op.nd - 1; d >= 0; d--) {
@@ -1974,14 +2023,13 @@ cufunc_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
         operands_clear(&rc.op, 1);
         return NULL;
     }
-    CuLoop *l = &f->loops[rc.loop];
+    CuLoop *l = f->loops[rc.loop];
     TsKind kind = l->sig.ret.kind;
     Py_ssize_t item = ts_itemsize(kind);
     int nd, axis, sms;
     Py_ssize_t gshape[NPY_MAXDIMS], gstrides[NPY_MAXDIMS], oshape[NPY_MAXDIMS];
     int ond = 0;
-    if (ensure_loaded(f, l, 1) < 0 || (sms = sm_count()) < 0
-        || (rc.op.what == OP_HOST && upload_reduce(&rc, kind) < 0)
+    if (ensure_loaded(f, l, 1) < 0 || (sms = sm_count()) < 0 || reduce_operand(&rc, kind) < 0
         || red_geometry(&rc, item, &nd, gshape, gstrides, &axis) < 0) {
         goto error;
     }
@@ -2136,7 +2184,7 @@ cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     f->lazy = n == 0;
     snprintf(f->arch, sizeof(f->arch), "%s", arch);
     PyObject_GC_Track((PyObject *)f);
-    if (f->cache == NULL) {
+    if (f->cache == NULL || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
     if (f->nin < 1) {

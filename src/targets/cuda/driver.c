@@ -156,8 +156,12 @@ void
 cuda_mem_trim(void)
 {
     if (cuda_drv != NULL && driver.pool != NULL) {
+        /* the context is shared (CuPy, PyTorch): their host callbacks may
+         * want the GIL while it drains */
+        PyThreadState *ts = PyEval_SaveThread();
         cuda_drv->CtxSynchronize();
         cuda_drv->MemPoolTrimTo(driver.pool, 0);
+        PyEval_RestoreThread(ts);
     }
 }
 

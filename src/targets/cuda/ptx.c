@@ -61,9 +61,8 @@ typedef struct PtxJob {
     int use_nvvm;
 } PtxJob;
 
-/* "sm_90", "compute_90", "sm_90a", "90" -> sm, suffix.  0/-1. */
-static int
-parse_arch(const char *arch, PtxJob *job)
+int
+cuda_parse_arch(const char *arch, int *sm_out, char suffix[4])
 {
     const char *p = arch;
     if (strncmp(p, "sm_", 3) == 0) {
@@ -77,9 +76,15 @@ parse_arch(const char *arch, PtxJob *job)
         PyErr_Format(PyExc_ValueError, "arch='%s': expected 'sm_NN' such as 'sm_90'", arch);
         return -1;
     }
-    job->sm = (int)sm;
-    snprintf(job->suffix, sizeof(job->suffix), "%s", end);
+    *sm_out = (int)sm;
+    snprintf(suffix, 4, "%s", end);
     return 0;
+}
+
+static int
+parse_arch(const char *arch, PtxJob *job)
+{
+    return cuda_parse_arch(arch, &job->sm, job->suffix);
 }
 
 static int

@@ -90,15 +90,17 @@ buffer_offset(const CudaStaged *job, Py_ssize_t chunk, int k)
 static int
 ensure_slots(size_t size)
 {
-    if (!stage.ready) {
+    if (!stage.ready) { /* what a failed attempt made is kept for the next */
         for (int i = 0; i < STAGE_SLOTS; i++) {
             Slot *sl = &stage.slot[i];
-            if (cuda_check(cuda_drv->StreamCreate(&sl->s, CU_STREAM_NON_BLOCKING),
-                           "cuStreamCreate (staging)")
-                    < 0
-                || cuda_check(cuda_drv->EventCreate(&sl->done, CU_EVENT_DISABLE_TIMING),
-                              "cuEventCreate (staging)")
-                       < 0) {
+            if ((sl->s == NULL
+                 && cuda_check(cuda_drv->StreamCreate(&sl->s, CU_STREAM_NON_BLOCKING),
+                               "cuStreamCreate (staging)")
+                        < 0)
+                || (sl->done == NULL
+                    && cuda_check(cuda_drv->EventCreate(&sl->done, CU_EVENT_DISABLE_TIMING),
+                                  "cuEventCreate (staging)")
+                           < 0)) {
                 return -1;
             }
         }
@@ -265,6 +267,10 @@ cuda_stage_run(const CudaStaged *job)
     PyEval_RestoreThread(ts);
     if (ensure_slots(size) < 0) {
         pthread_mutex_unlock(&stage.lock);
+        if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            PyErr_Clear(); /* no pinned or device memory for the slots */
+            return 1;
+        }
         return -1;
     }
     Failure e = {CUDA_SUCCESS, NULL};
