@@ -14,41 +14,19 @@
  * dimensions, choose the contiguous or strided entry and 32- or 64-bit
  * index arithmetic, block size from the occupancy API, grid capped at
  * CUDA_GRID_PER_SM blocks per SM.  Host operands are copied in and the
- * result copied back (synchronous); with any device operand the result is
- * a device array and the call is asynchronous on `stream`.
+ * result copied back (synchronous; large unbroadcast calls in chunks through
+ * staging.c); with any device operand the result is a device array and the
+ * call is asynchronous on `stream`.  Device operands of another dtype are
+ * converted by cast kernels; an out= that overlaps an input is written
+ * through a temporary.  reduce: cureduce.c.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/cufunc.h"
 #include "vectorize/vectorize.h"
 
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { CUDA_GRID_PER_SM = 32 };
-
-typedef struct CuLoop {
-    int index; /* in f->loops: the symbol names' suffix */
-    TsSignature sig;
-    CudaCode code;
-    CUmodule mod, rmod;
-    CUfunction fn[CUDA_NENTRIES], red;
-    int block[CUDA_NENTRIES], red_block;
-} CuLoop;
-
-typedef struct CuFunc {
-    PyObject_HEAD PyObject *name, *doc, *pyfunc, *funcdef, *location, *identity, *backend;
-    PyObject *resolver; /* numpy.ufunc with our loops and no-op bodies */
-    PyObject *cache;    /* key tuple -> loop index */
-    int nin, fastmath, reorderable;
-    int lazy; /* no signatures given: new input types compile new loops */
-    char arch[16];
-    int sm;              /* arch's number (90 for sm_90) */
-    char arch_suffix[4]; /* "a" for sm_90a: that PTX loads on sm_90 alone */
-    CuLoop **loops;      /* each its own allocation: a loop never moves (calls keep
-                     * pointers across code that can add loops, or without the GIL) */
-    Py_ssize_t nloops;
-} CuFunc;
 
 static PyObject *cufunc_type = NULL;
 
@@ -96,8 +74,8 @@ done:
     return 0;
 }
 
-static int
-can_reduce(CuFunc *f)
+int
+cf_can_reduce(CuFunc *f)
 {
     return f->nin == 2 && (f->reorderable || f->identity != Py_None);
 }
@@ -134,7 +112,7 @@ add_loop(CuFunc *f, TsSignature *sig)
     char name[128];
     loop_name(f, f->nloops, name, sizeof(name));
     /* the reduce kernel only for a (T, T) -> T loop */
-    int reduce = can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
+    int reduce = cf_can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
                  && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
     if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, sig, f->arch, f->backend,
                            f->fastmath, reduce, name, &l->code)
@@ -188,8 +166,8 @@ device_sm(void)
     return sm;
 }
 
-static size_t
-reduce_smem(int block)
+size_t
+cf_reduce_smem(int block)
 {
     return (size_t)block * 16; /* the widest item: complex128 */
 }
@@ -261,8 +239,8 @@ load_loop(CuFunc *f, CuLoop *l)
 }
 
 /* Loads loop l's module and resolves its entries (first call only). */
-static int
-ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
+int
+cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
 {
     static const char *const suffix[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
     if (cuda_driver() == NULL || cuda_enter() < 0) {
@@ -297,8 +275,8 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
                 || cuda_check(cuda_drv->ModuleGetFunction(&l->red, l->rmod, name),
                               "cuModuleGetFunction")
                        < 0
-                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &b, l->red, reduce_smem,
-                                                                       0, 1024),
+                || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &b, l->red,
+                                                                       cf_reduce_smem, 0, 1024),
                               "cuOccupancyMaxPotentialBlockSize")
                        < 0) {
                 return -1;
@@ -317,8 +295,8 @@ ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
     return 0;
 }
 
-static int
-sm_count(void)
+int
+cf_sm_count(void)
 {
     static int count = 0;
     if (count == 0) {
@@ -336,21 +314,9 @@ sm_count(void)
 
 /* ---- operands ---- */
 
-enum { OP_PYSCALAR, OP_SCALAR, OP_HOST, OP_DEVICE };
 
-typedef struct Operand {
-    int what;
-    PyObject *obj;        /* owned: the ndarray, device array or scalar */
-    PyArray_Descr *dtype; /* borrowed from obj; NULL for Python scalars */
-    int nd;
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-    CUdeviceptr ptr;
-    unsigned long long words[2];
-    PyObject *dev; /* owned: the device copy of a host array */
-} Operand;
-
-static void
-operands_clear(Operand *ops, int n)
+void
+cf_operands_clear(Operand *ops, int n)
 {
     for (int k = 0; k < n; k++) {
         Py_CLEAR(ops[k].obj);
@@ -407,8 +373,8 @@ operand_reset(Operand *op)
 }
 
 /* Sorts obj into an operand.  0/-1. */
-static int
-classify(PyObject *obj, Operand *op)
+int
+cf_classify(PyObject *obj, Operand *op)
 {
     operand_reset(op);
     if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
@@ -496,8 +462,8 @@ compile_for(CuFunc *f, const Operand *ops)
 }
 
 /* NumPy's choice of loop for these operands (cached per key).  -1 on error. */
-static Py_ssize_t
-resolve(CuFunc *f, const Operand *ops, int lazy)
+Py_ssize_t
+cf_resolve(CuFunc *f, const Operand *ops, int lazy)
 {
     PyObject *key = resolve_key(ops, f->nin);
     if (key == NULL) {
@@ -707,19 +673,6 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
 
 /* ---- the call ---- */
 
-typedef struct Call {
-    CuFunc *f;
-    int nin;
-    Operand ops[TS_MAXARGS + 1]; /* inputs, then out (when given) */
-    int have_out;
-    PyObject *out_arg; /* borrowed */
-    PyObject *stream;  /* borrowed */
-    CUstream s;
-    Py_ssize_t loop;
-    int nd;
-    Py_ssize_t shape[NPY_MAXDIMS];
-    int device; /* result on the device */
-} Call;
 
 /* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
 static int
@@ -785,14 +738,14 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
         }
     }
     for (int k = 0; k < f->nin; k++) {
-        if (classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
-            operands_clear(c->ops, k);
+        if (cf_classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
+            cf_operands_clear(c->ops, k);
             return -1;
         }
     }
     if (c->out_arg != Py_None) {
         Operand *o = &c->ops[f->nin];
-        int ok = classify(c->out_arg, o) == 0;
+        int ok = cf_classify(c->out_arg, o) == 0;
         if (ok
             && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
             PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
@@ -802,25 +755,25 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
             o->what = OP_HOST; /* a 0-d out array */
         }
         if (!ok) {
-            operands_clear(c->ops, f->nin + 1);
+            cf_operands_clear(c->ops, f->nin + 1);
             return -1;
         }
         c->have_out = 1;
     }
-    return cuda_stream_arg(c->stream, &c->s) < 0 ? (operands_clear(c->ops, f->nin + 1), -1) : 0;
+    return cuda_stream_arg(c->stream, &c->s) < 0 ? (cf_operands_clear(c->ops, f->nin + 1), -1) : 0;
 }
 
 static void
 call_clear(Call *c)
 {
-    operands_clear(c->ops, c->nin + 1);
+    cf_operands_clear(c->ops, c->nin + 1);
 }
 
 /* 1 when dtype d holds values of kind k as the kernels read them: native
  * byte order, any of NumPy's names for the type (int64 is NPY_LONG and
  * NPY_LONGLONG alike on Linux). */
-static int
-is_kind(PyArray_Descr *d, TsKind k)
+int
+cf_is_kind(PyArray_Descr *d, TsKind k)
 {
     TsKind dk;
     return PyArray_ISNBO(d->byteorder) && ts_kind_from_typenum(d->type_num, &dk) == 0 && dk == k;
@@ -835,7 +788,7 @@ check_casts(Call *c)
     for (int k = 0; k < c->nin + c->have_out; k++) {
         const Operand *op = &c->ops[k];
         TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
-        if (op->what == OP_DEVICE && !is_kind(op->dtype, want)
+        if (op->what == OP_DEVICE && !cf_is_kind(op->dtype, want)
             && (ts_kind_from_typenum(op->dtype->type_num, &kind) < 0
                 || !PyArray_ISNBO(op->dtype->byteorder))) {
             PyErr_Format(PyExc_TypeError,
@@ -854,7 +807,7 @@ static int
 prepare(Call *c, int lazy)
 {
     CuFunc *f = c->f;
-    if ((c->loop = resolve(f, c->ops, lazy)) < 0) {
+    if ((c->loop = cf_resolve(f, c->ops, lazy)) < 0) {
         return -1;
     }
     const TsSignature *sig = &f->loops[c->loop]->sig;
@@ -961,12 +914,12 @@ writes_out(const Call *c)
 {
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     const Operand *o = &c->ops[c->nin];
-    if (!c->have_out || o->what != OP_DEVICE || !is_kind(o->dtype, sig->ret.kind)) {
+    if (!c->have_out || o->what != OP_DEVICE || !cf_is_kind(o->dtype, sig->ret.kind)) {
         return 0;
     }
     for (int k = 0; k < c->nin; k++) {
         const Operand *op = &c->ops[k];
-        if (op->what == OP_DEVICE && is_kind(op->dtype, sig->args[k].kind)
+        if (op->what == OP_DEVICE && cf_is_kind(op->dtype, sig->args[k].kind)
             && overlaps(c, op, op->ptr, o, o->ptr)) {
             return 0;
         }
@@ -1012,8 +965,8 @@ use_copy(Operand *op, PyObject *dev)
 }
 
 /* A device input of another dtype -> a device copy in the loop's. */
-static int
-cast_input(Call *c, Operand *op, TsKind kind)
+int
+cf_cast_input(Call *c, Operand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     PyObject *tmp = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
@@ -1026,8 +979,8 @@ cast_input(Call *c, Operand *op, TsKind kind)
 }
 
 /* Host arrays -> device copies of the loop's dtype (not broadcast). */
-static int
-upload(Call *c, Operand *op, TsKind kind)
+int
+cf_upload(Call *c, Operand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     PyObject *h =
@@ -1243,7 +1196,7 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
     if (direct) {
         PyArrayObject *out = (PyArrayObject *)o->obj;
         direct = PyArray_ISCARRAY(out) && PyArray_ISNOTSWAPPED(out)
-                 && is_kind(PyArray_DESCR(out), sig->ret.kind);
+                 && cf_is_kind(PyArray_DESCR(out), sig->ret.kind);
     }
     if (direct) {
         res = Py_NewRef(o->obj);
@@ -1290,10 +1243,10 @@ run_call(Call *c)
     CuLoop *l = f->loops[c->loop];
     const TsSignature *sig = &l->sig;
     PyObject *result = NULL, *host = NULL, *res_dev = NULL;
-    if (ensure_loaded(f, l, 0) < 0) {
+    if (cf_ensure_loaded(f, l, 0) < 0) {
         return NULL;
     }
-    int sms = sm_count();
+    int sms = cf_sm_count();
     if (sms < 0) {
         return NULL;
     }
@@ -1315,11 +1268,11 @@ run_call(Call *c)
     for (int k = 0; k < c->nin; k++) {
         Operand *op = &c->ops[k];
         TsKind kind = sig->args[k].kind;
-        if (op->what == OP_HOST && upload(c, op, kind) < 0) {
+        if (op->what == OP_HOST && cf_upload(c, op, kind) < 0) {
             return NULL;
         }
-        if (op->what == OP_DEVICE && op->dev == NULL && !is_kind(op->dtype, kind)
-            && cast_input(c, op, kind) < 0) {
+        if (op->what == OP_DEVICE && op->dev == NULL && !cf_is_kind(op->dtype, kind)
+            && cf_cast_input(c, op, kind) < 0) {
             return NULL;
         }
     }
@@ -1409,6 +1362,23 @@ cufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
     return r;
 }
 
+PyObject *
+cf_hook_kwargs(PyObject *kwargs, int *sms, int *block)
+{
+    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New(), *v;
+    *sms = 132;
+    *block = 256;
+    if (kw != NULL && (v = PyDict_GetItemString(kw, "sm_count")) != NULL) {
+        *sms = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "sm_count");
+    }
+    if (kw != NULL && (v = PyDict_GetItemString(kw, "block")) != NULL) {
+        *block = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "block");
+    }
+    return kw;
+}
+
 /* Test hook: _plan(*args, out=None, sm_count=132, block=256) -> dict (the
  * launch plan; 'staged': elements per chunk of a staged host call, or 0;
  * 'out': where the kernel writes, 'new', 'direct' (out=) or 'temporary'). */
@@ -1416,19 +1386,10 @@ static PyObject *
 cufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
-    int sms = 132, block = 256;
-    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    int sms, block;
+    PyObject *kw = cf_hook_kwargs(kwargs, &sms, &block);
     if (kw == NULL) {
         return NULL;
-    }
-    PyObject *v;
-    if ((v = PyDict_GetItemString(kw, "sm_count")) != NULL) {
-        sms = (int)PyLong_AsLong(v);
-        PyDict_DelItemString(kw, "sm_count");
-    }
-    if ((v = PyDict_GetItemString(kw, "block")) != NULL) {
-        block = (int)PyLong_AsLong(v);
-        PyDict_DelItemString(kw, "block");
     }
     Call c;
     PyObject *r = NULL;
@@ -1487,7 +1448,7 @@ cufunc_resolve(PyObject *self, PyObject *args)
     if (parse_call(f, args, NULL, &c) < 0) {
         return NULL;
     }
-    Py_ssize_t i = resolve(f, c.ops, 0);
+    Py_ssize_t i = cf_resolve(f, c.ops, 0);
     call_clear(&c);
     if (i < 0) {
         return NULL;
@@ -1696,402 +1657,6 @@ cufunc_dealloc(PyObject *self)
     Py_DECREF(tp);
 }
 
-/* ---- reduce ---- */
-
-/* One launch of the reduce entry (see kernels.c). */
-typedef struct RedPass {
-    Py_ssize_t m, kchunk, ktotal, nchunks, rstride;
-    int ndim;
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS]; /* innermost first */
-    int grid, block;
-} RedPass;
-
-typedef struct RedPlan {
-    int npasses;
-    RedPass pass[2];
-} RedPlan;
-
-/*
- * Reducing axis `axis` of (nd, shape, strides): one block per output
- * element; when there are too few outputs to fill the device, the axis is
- * cut into chunks of at least 4 blocks' worth, reduced into a scratch array
- * of m*nchunks partials, which a second pass reduces.
- */
-static void
-reduce_plan(int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, int axis,
-            Py_ssize_t itemsize, int sms, int block, RedPlan *rp)
-{
-    RedPass *p = &rp->pass[0];
-    memset(rp, 0, sizeof(*rp));
-    p->ktotal = shape[axis];
-    p->rstride = strides[axis];
-    p->m = 1;
-    for (int d = nd - 1; d >= 0; d--) {
-        if (d != axis) {
-            p->shape[p->ndim] = shape[d];
-            p->strides[p->ndim++] = strides[d];
-            p->m *= shape[d];
-        }
-    }
-    p->block = block;
-    Py_ssize_t want = (Py_ssize_t)sms * 4, nchunks = 1;
-    if (p->m < want && p->ktotal > (Py_ssize_t)block * 8) {
-        nchunks = (want + p->m - 1) / p->m;
-        Py_ssize_t most = (p->ktotal + (Py_ssize_t)block * 4 - 1) / ((Py_ssize_t)block * 4);
-        nchunks = nchunks < most ? nchunks : most;
-    }
-    p->nchunks = nchunks > 1 ? nchunks : 1;
-    p->kchunk = (p->ktotal + p->nchunks - 1) / p->nchunks;
-    Py_ssize_t total = p->m * p->nchunks, cap = (Py_ssize_t)CUDA_GRID_PER_SM * sms;
-    p->grid = (int)(total < 1 ? 1 : total < cap ? total : cap);
-    rp->npasses = 1;
-    if (p->nchunks > 1) {
-        RedPass *q = &rp->pass[1];
-        q->m = p->m;
-        q->ktotal = q->kchunk = p->nchunks;
-        q->nchunks = 1;
-        q->rstride = itemsize;
-        q->ndim = 1;
-        q->shape[0] = p->m;
-        q->strides[0] = itemsize * p->nchunks;
-        q->block = block;
-        q->grid = (int)(p->m < cap ? p->m : cap);
-        rp->npasses = 2;
-    }
-}
-
-static PyObject *
-red_pass_dict(const RedPass *p)
-{
-    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:i,s:i}", "m", p->m, "kchunk", p->kchunk, "ktotal",
-                         p->ktotal, "nchunks", p->nchunks, "rstride", p->rstride, "grid", p->grid,
-                         "block", p->block);
-}
-
-static int
-red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssize_t itemsize,
-           CUstream s)
-{
-    void *ptrs[7 + 2 * CUDA_REDUCE_DIMS];
-    long long w[5 + 2 * CUDA_REDUCE_DIMS];
-    CUdeviceptr pin = in, pout = out;
-    int np = 0;
-    ptrs[np++] = &pin;
-    ptrs[np++] = &pout;
-    w[0] = p->m;
-    w[1] = p->kchunk;
-    w[2] = p->ktotal;
-    w[3] = p->nchunks;
-    w[4] = p->rstride;
-    for (int d = 0; d < CUDA_REDUCE_DIMS; d++) {
-        w[5 + d] = d < p->ndim ? p->shape[d] : 1;
-        w[5 + CUDA_REDUCE_DIMS + d] = d < p->ndim ? p->strides[d] : 0;
-    }
-    for (int j = 0; j < 5 + 2 * CUDA_REDUCE_DIMS; j++) {
-        ptrs[np++] = &w[j];
-    }
-    (void)itemsize;
-    return cuda_check(cuda_drv->LaunchKernel(l->red, (unsigned)p->grid, 1, 1, (unsigned)p->block, 1,
-                                             1, (unsigned)reduce_smem(p->block), s, ptrs, NULL),
-                      "cuLaunchKernel (cuda ufunc reduce)");
-}
-
-typedef struct RedCall {
-    Operand op;
-    Py_ssize_t loop;
-    int axis; /* -1: all (the array is flattened) */
-    PyObject *stream;
-    CUstream s;
-} RedCall;
-
-/* The array to reduce in the loop type on the device: a host array's
- * contiguous copy, a device array of another dtype cast. */
-static int
-reduce_operand(RedCall *rc, TsKind kind)
-{
-    Call c;
-    c.stream = rc->stream;
-    c.s = rc->s;
-    if (rc->op.what == OP_HOST) {
-        return upload(&c, &rc->op, kind);
-    }
-    return rc->op.what == OP_DEVICE && !is_kind(rc->op.dtype, kind) ? cast_input(&c, &rc->op, kind)
-                                                                    : 0;
-}
-
-/* Parses reduce's arguments and checks them: nothing touches the device. */
-static int
-red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
-{
-    static char *kwlist[] = {"array", "axis", "stream", NULL};
-    PyObject *array, *axis_o = NULL;
-    memset(rc, 0, sizeof(*rc));
-    rc->stream = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO", kwlist, &array, &axis_o, &rc->stream)) {
-        return -1;
-    }
-    if (f->nin != 2) {
-        PyErr_SetString(PyExc_ValueError, "reduce only supported for binary functions");
-        return -1;
-    }
-    if (!can_reduce(f)) {
-        PyErr_Format(PyExc_ValueError,
-                     "reduce of '%U' on the GPU needs identity= (a value or "
-                     "'reorderable'): the tree reduction reorders operands",
-                     f->name);
-        return -1;
-    }
-    if (cuda_stream_arg(rc->stream, &rc->s) < 0 || classify(array, &rc->op) < 0) {
-        return -1;
-    }
-    if (rc->op.what == OP_PYSCALAR || rc->op.nd == 0) {
-        PyErr_SetString(PyExc_ValueError, "reduce: cannot reduce a 0-d array or a scalar");
-        return -1;
-    }
-    int nd = rc->op.nd;
-    if (axis_o == Py_None) {
-        rc->axis = -1;
-    } else {
-        long ax = axis_o ? PyLong_AsLong(axis_o) : 0;
-        if (ax == -1 && PyErr_Occurred()) {
-            return -1;
-        }
-        if (ax < -nd || ax >= nd) {
-            PyErr_Format(PyExc_IndexError, "axis %ld is out of bounds for array of dimension %d",
-                         ax, nd);
-            return -1;
-        }
-        rc->axis = (int)(ax < 0 ? ax + nd : ax);
-    }
-    Operand pair[2] = {rc->op, rc->op};
-    if ((rc->loop = resolve(f, pair, 0)) < 0) {
-        return -1;
-    }
-    if (f->loops[rc->loop]->code.reduce_ptx == NULL) {
-        PyErr_Format(PyExc_TypeError, "reduce: loop %zd of '%U' is not (T, T) -> T", rc->loop,
-                     f->name);
-        return -1;
-    }
-    TsKind kind;
-    if (rc->op.what == OP_DEVICE && !is_kind(rc->op.dtype, f->loops[rc->loop]->sig.ret.kind)
-        && (ts_kind_from_typenum(rc->op.dtype->type_num, &kind) < 0
-            || !PyArray_ISNBO(rc->op.dtype->byteorder))) {
-        PyErr_Format(PyExc_TypeError, "reduce: a device array of dtype %R has no cast to %s",
-                     rc->op.dtype, ts_kind_name(f->loops[rc->loop]->sig.ret.kind));
-        return -1;
-    }
-    return 0;
-}
-
-/* The (nd, shape, strides, axis) the kernel sees: axis=None flattens. */
-static int
-red_geometry(RedCall *rc, Py_ssize_t itemsize, int *nd, Py_ssize_t *shape, Py_ssize_t *strides,
-             int *axis)
-{
-    Operand *op = &rc->op;
-    if (rc->axis >= 0) {
-        *nd = op->nd;
-        memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)op->nd);
-        memcpy(strides, op->strides, sizeof(Py_ssize_t) * (size_t)op->nd);
-        *axis = rc->axis;
-        return 0;
-    }
-    Py_ssize_t n = 1, expect = itemsize;
-    for (int d = op->nd - 1; d >= 0; d--) {
-        if (op->shape[d] != 1 && op->strides[d] != expect) {
-            PyErr_SetString(PyExc_NotImplementedError, "reduce(axis=None) of a non-contiguous "
-                                                       "device array: copy it first");
-            return -1;
-        }
-        expect *= op->shape[d];
-        n *= op->shape[d];
-    }
-    *nd = 1;
-    shape[0] = n;
-    strides[0] = itemsize;
-    *axis = 0;
-    return 0;
-}
-
-static PyObject *
-red_shape(RedCall *rc)
-{
-    if (rc->axis < 0) {
-        return PyTuple_New(0);
-    }
-    PyObject *t = PyTuple_New(rc->op.nd - 1);
-    for (int d = 0, j = 0; t && d < rc->op.nd; d++) {
-        if (d != rc->axis) {
-            PyTuple_SetItem(t, j++, PyLong_FromSsize_t(rc->op.shape[d]));
-        }
-    }
-    return t;
-}
-
-static PyObject *
-cufunc_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    CuFunc *f = (CuFunc *)self;
-    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New(), *v, *r = NULL;
-    int sms = 132, block = 256;
-    if (kw == NULL) {
-        return NULL;
-    }
-    if ((v = PyDict_GetItemString(kw, "sm_count")) != NULL) {
-        sms = (int)PyLong_AsLong(v);
-        PyDict_DelItemString(kw, "sm_count");
-    }
-    if ((v = PyDict_GetItemString(kw, "block")) != NULL) {
-        block = (int)PyLong_AsLong(v);
-        PyDict_DelItemString(kw, "block");
-    }
-    RedCall rc;
-    if (red_prepare(f, args, kw, &rc) == 0) {
-        Py_ssize_t item = ts_itemsize(f->loops[rc.loop]->sig.ret.kind);
-        if (rc.op.what == OP_HOST) {
-            Py_ssize_t s = item;
-            for (int d = rc.op.nd - 1; d >= 0; d--) {
-                rc.op.strides[d] = s;
-                s *= rc.op.shape[d];
-            }
-        }
-        int nd, axis;
-        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-        RedPlan rp;
-        if (red_geometry(&rc, item, &nd, shape, strides, &axis) == 0) {
-            reduce_plan(nd, shape, strides, axis, item, sms, block, &rp);
-            r = PyList_New(rp.npasses);
-            for (int i = 0; r && i < rp.npasses; i++) {
-                PyList_SetItem(r, i, red_pass_dict(&rp.pass[i]));
-            }
-        }
-    }
-    operands_clear(&rc.op, 1);
-    Py_DECREF(kw);
-    return r;
-}
-
-/* An empty reduction: the identity everywhere (NumPy's ValueError without one). */
-static PyObject *
-red_identity(CuFunc *f, RedCall *rc, TsKind kind)
-{
-    PyObject *identity = get_identity((PyObject *)f, NULL), *np = NULL, *r = NULL;
-    PyObject *shape = red_shape(rc);
-    if (identity == NULL || shape == NULL) {
-        goto done;
-    }
-    if (identity == Py_None) {
-        PyErr_Format(PyExc_ValueError,
-                     "zero-size array to reduction operation %U which has "
-                     "no identity",
-                     f->name);
-        goto done;
-    }
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    np = PyImport_ImportModule("numpy");
-    r = np ? PyObject_CallMethod(np, "full", "OOO", shape, identity, (PyObject *)d) : NULL;
-    Py_XDECREF(d);
-    if (r != NULL && rc->op.what == OP_DEVICE) {
-        Py_INCREF(PyArray_DESCR((PyArrayObject *)r));
-        PyObject *dev =
-            cuda_array_empty(PyArray_DESCR((PyArrayObject *)r), PyArray_NDIM((PyArrayObject *)r),
-                             PyArray_DIMS((PyArrayObject *)r), rc->stream);
-        PyObject *ok = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", r, rc->stream) : NULL;
-        Py_XDECREF(ok);
-        Py_DECREF(r);
-        r = ok ? dev : NULL;
-        if (ok == NULL) {
-            Py_XDECREF(dev);
-        }
-    } else if (r != NULL && PyArray_NDIM((PyArrayObject *)r) == 0) {
-        r = PyArray_Return((PyArrayObject *)r);
-    }
-done:
-    Py_XDECREF(identity);
-    Py_XDECREF(shape);
-    Py_XDECREF(np);
-    return r;
-}
-
-static PyObject *
-cufunc_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    CuFunc *f = (CuFunc *)self;
-    RedCall rc;
-    PyObject *result = NULL, *res = NULL, *scratch = NULL, *shape = NULL;
-    if (red_prepare(f, args, kwargs, &rc) < 0) {
-        operands_clear(&rc.op, 1);
-        return NULL;
-    }
-    CuLoop *l = f->loops[rc.loop];
-    TsKind kind = l->sig.ret.kind;
-    Py_ssize_t item = ts_itemsize(kind);
-    int nd, axis, sms;
-    Py_ssize_t gshape[NPY_MAXDIMS], gstrides[NPY_MAXDIMS], oshape[NPY_MAXDIMS];
-    int ond = 0;
-    if (ensure_loaded(f, l, 1) < 0 || (sms = sm_count()) < 0 || reduce_operand(&rc, kind) < 0
-        || red_geometry(&rc, item, &nd, gshape, gstrides, &axis) < 0) {
-        goto error;
-    }
-    if (gshape[axis] == 0) {
-        result = red_identity(f, &rc, kind);
-        goto error;
-    }
-    for (int d = 0; d < rc.op.nd && rc.axis >= 0; d++) {
-        if (d != rc.axis) {
-            oshape[ond++] = rc.op.shape[d];
-        }
-    }
-    RedPlan rp;
-    reduce_plan(nd, gshape, gstrides, axis, item, sms, l->red_block, &rp);
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    if (d == NULL || (res = cuda_array_empty(d, ond, oshape, rc.stream)) == NULL) {
-        goto error;
-    }
-    CudaArrayInfo ri;
-    cuda_array_info(res, &ri);
-    if (rp.pass[0].m > 0) {
-        if (rp.npasses == 2) {
-            Py_ssize_t n = rp.pass[0].m * rp.pass[0].nchunks;
-            PyArray_Descr *sd = PyArray_DescrFromType(ts_kind_typenum(kind));
-            CudaArrayInfo si;
-            if (sd == NULL || (scratch = cuda_array_empty(sd, 1, &n, rc.stream)) == NULL) {
-                goto error;
-            }
-            cuda_array_info(scratch, &si);
-            if (red_launch(l, &rp.pass[0], rc.op.ptr, si.ptr, item, rc.s) < 0
-                || red_launch(l, &rp.pass[1], si.ptr, ri.ptr, item, rc.s) < 0) {
-                goto error;
-            }
-        } else if (red_launch(l, &rp.pass[0], rc.op.ptr, ri.ptr, item, rc.s) < 0) {
-            goto error;
-        }
-    }
-    if (rc.op.dev == NULL) { /* device in, device out: asynchronous */
-        result = res;
-        res = NULL;
-        goto error;
-    }
-    PyObject *host = PyObject_CallMethod(res, "copy_to_host", "OO", Py_None, rc.stream);
-    if (host != NULL) {
-        CUresult r;
-        Py_BEGIN_ALLOW_THREADS r = cuda_drv->StreamSynchronize(rc.s);
-        Py_END_ALLOW_THREADS if (cuda_check(r, "cuStreamSynchronize") < 0)
-        {
-            Py_CLEAR(host);
-        }
-    }
-    result = host && PyArray_NDIM((PyArrayObject *)host) == 0
-                 ? PyArray_Return((PyArrayObject *)host)
-                 : host;
-error:
-    Py_XDECREF(shape);
-    Py_XDECREF(scratch);
-    Py_XDECREF(res);
-    operands_clear(&rc.op, 1);
-    return result;
-}
-
 static PyGetSetDef cufunc_getset[] = {
     {"nin", get_nin, NULL, NULL, NULL},
     {"nout", get_nout, NULL, NULL, NULL},
@@ -2107,7 +1672,7 @@ static PyGetSetDef cufunc_getset[] = {
 };
 
 static PyMethodDef cufunc_methods[] = {
-    {"reduce", (PyCFunction)(void (*)(void))cufunc_reduce, METH_VARARGS | METH_KEYWORDS,
+    {"reduce", (PyCFunction)(void (*)(void))cf_reduce, METH_VARARGS | METH_KEYWORDS,
      "reduce(array, axis=0, stream=None): a tree reduction on the device"},
     {"inspect_ptx", inspect_ptx, METH_VARARGS,
      "inspect_ptx(signature=None, reduce=False): the PTX of one signature"},
@@ -2116,7 +1681,7 @@ static PyMethodDef cufunc_methods[] = {
     {"_plan", (PyCFunction)(void (*)(void))cufunc_plan, METH_VARARGS | METH_KEYWORDS,
      "Test hook: the launch plan of a call, without a GPU."},
     {"_resolve", cufunc_resolve, METH_VARARGS, "Test hook: the loop a call would use."},
-    {"_reduce_plan", (PyCFunction)(void (*)(void))cufunc_reduce_plan, METH_VARARGS | METH_KEYWORDS,
+    {"_reduce_plan", (PyCFunction)(void (*)(void))cf_reduce_plan, METH_VARARGS | METH_KEYWORDS,
      "Test hook: the reduce launches, without a GPU."},
     {NULL, NULL, 0, NULL},
 };

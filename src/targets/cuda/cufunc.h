@@ -1,0 +1,94 @@
+/*
+ * cufunc.h - what the files of the cuda ufunc share (private to cufunc.c,
+ * the object and its elementwise calls, and cureduce.c, its reduce).
+ */
+#ifndef NV_CUDA_CUFUNC_H
+#define NV_CUDA_CUFUNC_H
+
+#include "targets/cuda/cuda.h"
+
+enum { CUDA_GRID_PER_SM = 32 };
+
+typedef struct CuLoop {
+    int index; /* in f->loops: the symbol names' suffix */
+    TsSignature sig;
+    CudaCode code;
+    CUmodule mod, rmod;
+    CUfunction fn[CUDA_NENTRIES], red;
+    int block[CUDA_NENTRIES], red_block;
+} CuLoop;
+
+typedef struct CuFunc {
+    PyObject_HEAD PyObject *name, *doc, *pyfunc, *funcdef, *location, *identity, *backend;
+    PyObject *resolver; /* numpy.ufunc with our loops and no-op bodies */
+    PyObject *cache;    /* key tuple -> loop index */
+    int nin, fastmath, reorderable;
+    int lazy; /* no signatures given: new input types compile new loops */
+    char arch[16];
+    int sm;              /* arch's number (90 for sm_90) */
+    char arch_suffix[4]; /* "a" for sm_90a: that PTX loads on sm_90 alone */
+    CuLoop **loops;      /* each its own allocation: a loop never moves (calls keep
+                     * pointers across code that can add loops, or without the GIL) */
+    Py_ssize_t nloops;
+} CuFunc;
+
+/* ---- operands ---- */
+
+enum { OP_PYSCALAR, OP_SCALAR, OP_HOST, OP_DEVICE };
+
+typedef struct Operand {
+    int what;
+    PyObject *obj;        /* owned: the ndarray, device array or scalar */
+    PyArray_Descr *dtype; /* borrowed from obj; NULL for Python scalars */
+    int nd;
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    CUdeviceptr ptr;
+    unsigned long long words[2];
+    PyObject *dev; /* owned: the device copy of a host array */
+} Operand;
+
+/* ---- a call ---- */
+
+typedef struct Call {
+    CuFunc *f;
+    int nin;
+    Operand ops[TS_MAXARGS + 1]; /* inputs, then out (when given) */
+    int have_out;
+    PyObject *out_arg; /* borrowed */
+    PyObject *stream;  /* borrowed */
+    CUstream s;
+    Py_ssize_t loop;
+    int nd;
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int device; /* result on the device */
+} Call;
+
+/* ---- cufunc.c, for cureduce.c ---- */
+
+int cf_can_reduce(CuFunc *f);     /* binary, with an identity or reorderable */
+size_t cf_reduce_smem(int block); /* dynamic shared memory of a reduce block */
+int cf_sm_count(void);            /* the device's SMs; -1 with an exception */
+/* Loads loop l (and its reduce entry when want_reduce).  0/-1. */
+int cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce);
+void cf_operands_clear(Operand *ops, int n);
+int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
+/* NumPy's choice of loop for ops (lazy: may compile one); -1 on error. */
+Py_ssize_t cf_resolve(CuFunc *f, const Operand *ops, int lazy);
+int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */
+/* Device copies in kind k: a device operand cast, a host operand uploaded.
+ * Both use c->stream alone. 0/-1. */
+int cf_cast_input(Call *c, Operand *op, TsKind kind);
+int cf_upload(Call *c, Operand *op, TsKind kind);
+
+/* The test hooks' keywords without sm_count= and block= (default 132, 256),
+ * which go to *sms and *block: a new dict, or NULL with an exception. */
+PyObject *cf_hook_kwargs(PyObject *kwargs, int *sms, int *block);
+
+/* ---- cureduce.c ---- */
+
+/* f.reduce(array, axis=0, stream=None) */
+PyObject *cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Test hook: f._reduce_plan(array, axis=0, sm_count=132, block=256). */
+PyObject *cf_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+
+#endif /* NV_CUDA_CUFUNC_H */
