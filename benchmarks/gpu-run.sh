@@ -1,0 +1,24 @@
+#!/bin/bash
+# The GPU checks, on a machine with an NVIDIA GPU and Python >= 3.10 + NumPy
+# (numba-cuda and CuPy, where present, are compared in the benchmarks).
+#
+#   make wheel                    # here: the abi3 wheel, LLVM static, in .whl/
+#   bash benchmarks/gpu-run.sh    # there, from the checkout's root, .whl/ beside it
+#
+# Installs the wheel into a private folder (nothing system-wide), runs the
+# CUDA tests against it, then the two CUDA benchmarks.  Logs go to $OUT (or
+# ./gpu-results) as tests.log, transfer.txt and vectorize.txt.
+set -o pipefail
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+site=$(mktemp -d)
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/numbavec-*.whl \
+    || { echo "no wheel in .whl/ (run 'make wheel' where LLVM is installed)"; exit 2; }
+export PYTHONPATH=$site PYTHONUNBUFFERED=1
+python3 -c "import numbavec.cuda as c; c.detect()" | tee "$out/detect.txt"
+(cd tests && python3 -m pytest -q -p no:cacheprovider -rs test_cuda_runtime.py test_cuda_ptx.py \
+    test_cuda_vectorize.py) 2>&1 | tee "$out/tests.log"
+status=$?
+python3 benchmarks/bench_cuda_transfer.py 2>&1 | tee "$out/transfer.txt"
+python3 benchmarks/bench_cuda_vectorize.py 2>&1 | tee "$out/vectorize.txt"
+exit $status
