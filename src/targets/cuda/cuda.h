@@ -54,10 +54,16 @@ int cuda_check(CUresult rc, const char *what);
 PyObject *cuda_detect(void);
 PyObject *cuda_unavailable_reason(void); /* str, or None when available */
 CUdevice cuda_device(void);              /* the device in use (after cuda_driver) */
-/* Synchronises the context and hands the memory the default pool keeps
- * (its release threshold is set to keep everything) back to the system;
- * allocations call it once before raising MemoryError.  Called with the
- * GIL, which it releases while it waits. */
+/*
+ * Stream-ordered device memory (free it with cuMemFreeAsync when *async,
+ * else cuMemFree): from numbavec's own pool, which keeps freed memory for
+ * the next allocation, trimmed and tried again once when it runs out;
+ * without one, from the device's current pool, or cuMemAlloc where
+ * stream-ordered allocation is not supported.  Returns the CUresult.
+ */
+CUresult cuda_mem_alloc(CUdeviceptr *p, size_t bytes, CUstream s, int *async);
+/* Synchronises the context and hands the memory our pool keeps back to the
+ * system.  Called with the GIL, which it releases while it waits. */
 void cuda_mem_trim(void);
 
 /* ---- stream.c ---- */

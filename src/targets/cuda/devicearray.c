@@ -4,7 +4,7 @@
  *
  * An array is (pointer to element [0,...,0], shape, byte strides, dtype)
  * plus what keeps the memory alive: a root array owns its allocation
- * (stream-ordered: cuMemAllocAsync/cuMemFreeAsync on the default pool, so
+ * (stream-ordered: cuda_mem_alloc/cuMemFreeAsync on numbavec's pool, so
  * repeated allocations do not pay cuMemAlloc), a view holds its root in
  * `base`, a wrapped foreign array holds the foreign owner.  Views never
  * copy; strides may be negative.
@@ -30,7 +30,7 @@ PyObject *cuda_devicearray_type = NULL;
 typedef struct DeviceArray {
     PyObject_HEAD CUdeviceptr ptr; /* element [0, ..., 0] */
     CUdeviceptr alloc;             /* owned allocation, or 0 */
-    int async_alloc;               /* alloc came from cuMemAllocAsync */
+    int async_alloc;               /* alloc is stream-ordered (cuMemFreeAsync) */
     int nd;
     Py_ssize_t shape[NPY_MAXDIMS];
     Py_ssize_t strides[NPY_MAXDIMS]; /* in bytes */
@@ -176,15 +176,7 @@ allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order, PyOb
     CUdeviceptr p = 0;
     int async = 1;
     if (bytes > 0) {
-        CUresult rc = cuda_drv->MemAllocAsync(&p, bytes, s);
-        if (rc == 801) { /* CUDA_ERROR_NOT_SUPPORTED: no memory pools */
-            async = 0;
-            rc = cuda_drv->MemAlloc(&p, bytes);
-        }
-        if (rc == CUDA_ERROR_OUT_OF_MEMORY) { /* the pool may keep it in smaller pieces */
-            cuda_mem_trim();
-            rc = async ? cuda_drv->MemAllocAsync(&p, bytes, s) : cuda_drv->MemAlloc(&p, bytes);
-        }
+        CUresult rc = cuda_mem_alloc(&p, bytes, s, &async);
         if (cuda_check(rc, "allocating device memory") < 0) {
             Py_DECREF(dtype);
             return NULL;

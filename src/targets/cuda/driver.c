@@ -21,7 +21,7 @@ static struct {
     CudaDriver api;
     CUdevice device;
     CUcontext context;
-    CUmemoryPool pool; /* the device's default pool, or NULL without pools */
+    CUmemoryPool pool; /* ours (see load), or NULL: the device's current pool */
     char error[512];   /* why it is unavailable */
 } driver;
 
@@ -135,21 +135,51 @@ load(void)
         init_failed("cuDevicePrimaryCtxRetain", rc);
         return -1;
     }
-    /* cuMemFreeAsync'd memory stays in the default pool for the next
-     * allocation instead of going back to the system at every
-     * synchronisation (the pool's default); cuda_mem_trim gives it back */
+    /* Our own pool, which keeps what cuMemFreeAsync releases for the next
+     * allocation (a pool's default threshold of 0 hands it back to the
+     * system at every synchronisation, and the next call pays for it
+     * again).  Our own, so that other libraries' pools keep their settings;
+     * without one, allocations come from the device's current pool. */
     int pools = 0;
     unsigned long long keep = ~0ULL;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = driver.device;
     if (driver.api.DeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
                                       driver.device)
-            == CUDA_SUCCESS
-        && pools && driver.api.DeviceGetDefaultMemPool(&driver.pool, driver.device) == CUDA_SUCCESS
-        && driver.api.MemPoolSetAttribute(driver.pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep)
-               != CUDA_SUCCESS) {
+            != CUDA_SUCCESS
+        || !pools || driver.api.MemPoolCreate(&driver.pool, &props) != CUDA_SUCCESS) {
         driver.pool = NULL;
+    } else {
+        driver.api.MemPoolSetAttribute(driver.pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
     }
     cuda_drv = &driver.api;
     return 0;
+}
+
+CUresult
+cuda_mem_alloc(CUdeviceptr *p, size_t bytes, CUstream s, int *async)
+{
+    CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+    *async = 1;
+    if (driver.pool != NULL) {
+        rc = cuda_drv->MemAllocFromPoolAsync(p, bytes, driver.pool, s);
+        if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+            cuda_mem_trim();
+            rc = cuda_drv->MemAllocFromPoolAsync(p, bytes, driver.pool, s);
+        }
+        if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY) {
+            return rc;
+        }
+    }
+    rc = cuda_drv->MemAllocAsync(p, bytes, s);
+    if (rc == CUDA_ERROR_NOT_SUPPORTED) { /* no stream-ordered allocation here */
+        *async = 0;
+        rc = cuda_drv->MemAlloc(p, bytes);
+    }
+    return rc;
 }
 
 void

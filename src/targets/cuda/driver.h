@@ -28,6 +28,7 @@ enum {
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
 /* CUdevice_attribute values */
@@ -46,6 +47,20 @@ enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 2 };
 enum { CU_MEMHOSTALLOC_PORTABLE = 1 };
 enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 };
+enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+
+/* CUmemPoolProps (v1): the fields we set, the rest zero.  reserved is
+ * larger than the driver's own 54 bytes: what it reads is ours and zero. */
+typedef struct CUmemPoolProps {
+    int allocType, handleTypes;
+    struct {
+        int type, id;
+    } location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[64];
+} CUmemPoolProps;
 
 typedef struct CUDA_MEMCPY2D {
     size_t srcXInBytes, srcY;
@@ -81,7 +96,9 @@ typedef struct CUDA_MEMCPY2D {
     X(CtxSynchronize, "cuCtxSynchronize", (void))                                                  \
     X(MemAllocAsync, "cuMemAllocAsync", (CUdeviceptr * p, size_t n, CUstream s))                   \
     X(MemFreeAsync, "cuMemFreeAsync", (CUdeviceptr p, CUstream s))                                 \
-    X(DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool, CUdevice dev))   \
+    X(MemPoolCreate, "cuMemPoolCreate", (CUmemoryPool * pool, const CUmemPoolProps *props))        \
+    X(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync",                                            \
+      (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s))                                  \
     X(MemPoolSetAttribute, "cuMemPoolSetAttribute", (CUmemoryPool pool, int attr, void *value))    \
     X(MemPoolTrimTo, "cuMemPoolTrimTo", (CUmemoryPool pool, size_t keep))                          \
     X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr * p, size_t n))                                      \
