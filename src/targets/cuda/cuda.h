@@ -77,6 +77,8 @@ extern PyObject *cuda_event_type;  /* numbavec.cuda.Event */
  * (version, handle) tuple).  0/-1.
  */
 int cuda_stream_arg(PyObject *obj, CUstream *out);
+/* Waits for s's work without the GIL (context current); 0/-1. */
+int cuda_stream_wait(CUstream s);
 PyObject *cuda_stream_new(PyObject *module, PyObject *args); /* stream() */
 PyObject *cuda_event_new(PyObject *module, PyObject *args);  /* event() */
 int cuda_stream_init_types(PyObject *module);

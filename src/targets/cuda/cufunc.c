@@ -674,13 +674,21 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
 /* ---- the call ---- */
 
 
+/* A host operand (array, scalar, Python number) as a C-contiguous array of
+ * kind, converted by NumPy (op->obj itself when it is one already). */
+static PyObject *
+host_as(const Operand *op, TsKind kind)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    return d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
+             : NULL;
+}
+
 /* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
 static int
 scalar_words(Operand *op, TsKind kind)
 {
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *a =
-        d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL) : NULL;
+    PyObject *a = host_as(op, kind);
     if (a == NULL) {
         return -1;
     }
@@ -982,10 +990,7 @@ cf_cast_input(Call *c, Operand *op, TsKind kind)
 int
 cf_upload(Call *c, Operand *op, TsKind kind)
 {
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *h =
-        d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
-          : NULL;
+    PyObject *h = host_as(op, kind);
     if (h == NULL) {
         return -1;
     }
@@ -1180,11 +1185,7 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
         if (op->what != OP_HOST) {
             continue;
         }
-        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
-        op->dev =
-            d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
-              : NULL;
-        if (op->dev == NULL) {
+        if ((op->dev = host_as(op, sig->args[k].kind)) == NULL) {
             return NULL;
         }
         job->in[k] = PyArray_DATA((PyArrayObject *)op->dev);
@@ -1289,18 +1290,14 @@ run_call(Call *c)
         return NULL;
     }
     {
-        CudaArrayInfo info;
-        Operand tmp;
+        Operand tmp; /* the new array as the kernel's output */
         operand_reset(&tmp);
-        cuda_array_info(res_dev, &info);
-        tmp.what = OP_DEVICE;
-        tmp.obj = res_dev;
-        tmp.dtype = info.dtype;
-        tmp.nd = info.nd;
-        tmp.ptr = info.ptr;
-        memcpy(tmp.shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
-        memcpy(tmp.strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
-        if (plan_and_launch(c, l, sms, &tmp) < 0) {
+        if (device_operand(&tmp, Py_NewRef(res_dev)) < 0) {
+            goto error;
+        }
+        int rc = plan_and_launch(c, l, sms, &tmp);
+        Py_DECREF(tmp.obj);
+        if (rc < 0) {
             goto error;
         }
     }
@@ -1321,14 +1318,8 @@ run_call(Call *c)
     if (host == NULL) {
         goto error;
     }
-    {
-        CUresult rc;
-        PyThreadState *ts = PyEval_SaveThread();
-        rc = cuda_drv->StreamSynchronize(c->s);
-        PyEval_RestoreThread(ts);
-        if (cuda_check(rc, "cuStreamSynchronize") < 0) {
-            goto error;
-        }
+    if (cuda_stream_wait(c->s) < 0) {
+        goto error;
     }
     if (c->have_out) {
         /* same_kind was checked in prepare() */

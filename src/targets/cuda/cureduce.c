@@ -378,13 +378,8 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
         goto error;
     }
     PyObject *host = PyObject_CallMethod(res, "copy_to_host", "OO", Py_None, rc.stream);
-    if (host != NULL) {
-        CUresult r;
-        Py_BEGIN_ALLOW_THREADS r = cuda_drv->StreamSynchronize(rc.s);
-        Py_END_ALLOW_THREADS if (cuda_check(r, "cuStreamSynchronize") < 0)
-        {
-            Py_CLEAR(host);
-        }
+    if (host != NULL && cuda_stream_wait(rc.s) < 0) {
+        Py_CLEAR(host);
     }
     result = host && PyArray_NDIM((PyArrayObject *)host) == 0
                  ? PyArray_Return((PyArrayObject *)host)

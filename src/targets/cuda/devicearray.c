@@ -931,12 +931,7 @@ sync_for_consumer(DeviceArray *a, PyObject *stream)
     if (stream != Py_None && PyLong_Check(stream) && PyLong_AsLongLong(stream) == -1) {
         return 0;
     }
-    if (cuda_enter() < 0) {
-        return -1;
-    }
-    CUresult rc;
-    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->StreamSynchronize(a->stream);
-    Py_END_ALLOW_THREADS return cuda_check(rc, "cuStreamSynchronize");
+    return cuda_enter() < 0 ? -1 : cuda_stream_wait(a->stream);
 }
 
 static PyObject *

@@ -44,36 +44,24 @@ static const struct {
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 };
 
-static const char *
-error_name(CUresult rc)
+/* The driver's name and text for rc, or ours for the errors met before the
+ * driver can name them. */
+static void
+describe(CUresult rc, const char **name, const char **text)
 {
-    const char *name = NULL;
-    if (driver.api.GetErrorName != NULL && driver.api.GetErrorName(rc, &name) == CUDA_SUCCESS
-        && name != NULL) {
-        return name;
+    *name = *text = NULL;
+    if (driver.api.GetErrorName != NULL) {
+        driver.api.GetErrorName(rc, name);
+        driver.api.GetErrorString(rc, text);
     }
     for (size_t i = 0; i < sizeof(known_errors) / sizeof(known_errors[0]); i++) {
         if (known_errors[i].rc == rc) {
-            return known_errors[i].name;
+            *name = *name ? *name : known_errors[i].name;
+            *text = *text ? *text : known_errors[i].text;
         }
     }
-    return "CUDA_ERROR_UNKNOWN";
-}
-
-static const char *
-error_string(CUresult rc)
-{
-    const char *s = NULL;
-    if (driver.api.GetErrorString != NULL && driver.api.GetErrorString(rc, &s) == CUDA_SUCCESS
-        && s != NULL) {
-        return s;
-    }
-    for (size_t i = 0; i < sizeof(known_errors) / sizeof(known_errors[0]); i++) {
-        if (known_errors[i].rc == rc) {
-            return known_errors[i].text;
-        }
-    }
-    return "unknown error";
+    *name = *name ? *name : "CUDA_ERROR_UNKNOWN";
+    *text = *text ? *text : "unknown error";
 }
 
 static int
@@ -93,7 +81,9 @@ static void
 init_failed(const char *what, CUresult rc)
 {
     char detail[400];
-    snprintf(detail, sizeof(detail), "%s failed: %s: %s", what, error_name(rc), error_string(rc));
+    const char *name, *text;
+    describe(rc, &name, &text);
+    snprintf(detail, sizeof(detail), "%s failed: %s: %s", what, name, text);
     unavailable("the CUDA driver is installed but unusable: %s", detail);
 }
 
@@ -230,12 +220,14 @@ cuda_check(CUresult rc, const char *what)
     if (rc == CUDA_SUCCESS) {
         return 0;
     }
+    const char *cname, *ctext;
+    describe(rc, &cname, &ctext);
     if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
-        PyErr_Format(PyExc_MemoryError, "%s: %s: %s", what, error_name(rc), error_string(rc));
+        PyErr_Format(PyExc_MemoryError, "%s: %s: %s", what, cname, ctext);
         return -1;
     }
-    PyObject *name = PyUnicode_FromString(error_name(rc));
-    PyObject *text = PyUnicode_FromFormat("%s: %s (%s)", error_name(rc), error_string(rc), what);
+    PyObject *name = PyUnicode_FromString(cname);
+    PyObject *text = PyUnicode_FromFormat("%s: %s (%s)", cname, ctext, what);
     PyObject *exc = (name && text) ? PyObject_CallFunction(cuda_Error, "O", text) : NULL;
     if (exc != NULL) {
         /* the driver's name and code, for callers that test them */

@@ -45,16 +45,19 @@ stream_dealloc(PyObject *self)
     generic_free(self);
 }
 
+int
+cuda_stream_wait(CUstream s)
+{
+    PyThreadState *ts = PyEval_SaveThread();
+    CUresult rc = cuda_drv->StreamSynchronize(s);
+    PyEval_RestoreThread(ts);
+    return cuda_check(rc, "cuStreamSynchronize");
+}
+
 static PyObject *
 stream_synchronize(PyObject *self, PyObject *unused)
 {
-    if (cuda_enter() < 0) {
-        return NULL;
-    }
-    CUresult rc;
-    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->StreamSynchronize(((Stream *)self)->handle);
-    Py_END_ALLOW_THREADS if (cuda_check(rc, "cuStreamSynchronize") < 0)
-    {
+    if (cuda_enter() < 0 || cuda_stream_wait(((Stream *)self)->handle) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
