@@ -3,12 +3,11 @@
 Every kernel is checked against NumPy (or against its py_func run by the
 interpreter) on every target.
 """
-import linecache
-
 import numpy as np
 import pytest
 
 import numbavec
+from conftest import kernel_from_source
 from examples import add, copy, scale, triad
 from numbavec import _core, guvectorize
 
@@ -19,15 +18,6 @@ def force_parallel():
     _core._pool_force_parallel(True)
     yield
     _core._pool_force_parallel(False)
-
-
-def kernel_from_source(text):
-    """A function defined by text, with its source registered for numbavec."""
-    filename = f"<guvectorize-test-{abs(hash(text))}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    ns = {}
-    exec(compile(text, filename, "exec"), ns)
-    return ns["k"]
 
 
 # ---- the STREAM kernels of EXAMPLES.md section 7 (tests/examples.py) ----

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import numbavec
+from conftest import kernel_from_source
 from numbavec import vectorize
 
 import difftest as dt
@@ -753,6 +754,29 @@ def test_range_huge_step(target):
     b = np.array([-100, 10, 2 ** 63 - 2], dtype=np.int64)
     c = np.array([-(2 ** 63 - 1), 2 ** 63 - 2, 2 ** 63 - 1], dtype=np.int64)
     assert uf(a, b, c).tolist() == [k_range_big_step(*v) for v in zip(a, b, c)] == [1, 1, 1]
+
+
+# Operand lists longer than any fixed array in the emitter (64 once): a
+# comparison chain whose one false link is near its end, an `or` decided by
+# its last operand, a tuple read at its last element.
+LONG = 70
+LONG_KERNELS = {
+    "chain": ("def k(x):\n    return " + " < ".join(
+        ["x"] + [f"x + {i}" for i in range(1, LONG - 2)] + ["x", f"x + {LONG}"]) + "\n"),
+    "or": "def k(x):\n    return " + " or ".join(["0"] * (LONG - 1) + ["x"]) + "\n",
+    "tuple": ("def k(x):\n    t = (" + ", ".join(f"x + {i}" for i in range(LONG))
+              + f")\n    return t[{LONG - 1}]\n"),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", LONG_KERNELS)
+def test_long_operand_lists(name, target):
+    k = kernel_from_source(LONG_KERNELS[name])
+    uf = vectorize(["int64(int64)"], target=target)(k)
+    x = np.array([-3, 0, 1, 5], dtype=np.int64)
+    want = [int(k(v)) for v in x.tolist()]
+    assert uf(x).tolist() == want
 
 
 _HANG_SCRIPT = """

@@ -60,9 +60,14 @@ type_of(Emit *E, const CcType *t)
     if (t->kind != CT_TUPLE) {
         return cc_value_type(E->ctx, cc_storage(t));
     }
-    LLVMTypeRef elems[64];
-    for (int i = 0; i < t->n && i < 64; i++) {
-        elems[i] = type_of(E, t->elems[i]);
+    LLVMTypeRef *elems = cc_alloc(E->fn->arena, sizeof(LLVMTypeRef) * (size_t)(t->n + 1));
+    if (elems == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < t->n; i++) {
+        if ((elems[i] = type_of(E, t->elems[i])) == NULL) {
+            return NULL;
+        }
     }
     return LLVMStructTypeInContext(E->ctx, elems, (unsigned)t->n, 0);
 }
@@ -970,8 +975,12 @@ compare(Emit *E, CcNode *n)
         return b ? compare_values(E, n->ops[0], prev, n->args[0]->ty, b, n->args[1]->ty) : NULL;
     }
     LLVMBasicBlockRef done = new_block(E, "cmp.done");
-    LLVMValueRef phi_vals[64];
-    LLVMBasicBlockRef phi_from[64];
+    LLVMValueRef *phi_vals = cc_alloc(E->fn->arena, sizeof(LLVMValueRef) * (size_t)n->nargs);
+    LLVMBasicBlockRef *phi_from =
+        cc_alloc(E->fn->arena, sizeof(LLVMBasicBlockRef) * (size_t)n->nargs);
+    if (phi_vals == NULL || phi_from == NULL) {
+        return NULL;
+    }
     int nphi = 0;
     for (int i = 1; i < n->nargs; i++) {
         LLVMValueRef b = expr(E, n->args[i]);
@@ -980,7 +989,7 @@ compare(Emit *E, CcNode *n)
         }
         LLVMValueRef c =
             compare_values(E, n->ops[i - 1], prev, n->args[i - 1]->ty, b, n->args[i]->ty);
-        if (i == n->nargs - 1 || nphi == 63) {
+        if (i == n->nargs - 1) {
             phi_vals[nphi] = c;
             phi_from[nphi++] = current_block(E);
             LLVMBuildBr(E->b, done);
@@ -1006,9 +1015,12 @@ boolop(Emit *E, CcNode *n)
 {
     LLVMTypeRef t = type_of(E, n->ty);
     LLVMBasicBlockRef done = new_block(E, n->op == OP_AND ? "and.done" : "or.done");
-    LLVMValueRef vals[64];
-    LLVMBasicBlockRef from[64];
-    int count = n->nargs < 64 ? n->nargs : 64;
+    int count = n->nargs;
+    LLVMValueRef *vals = cc_alloc(E->fn->arena, sizeof(LLVMValueRef) * (size_t)count);
+    LLVMBasicBlockRef *from = cc_alloc(E->fn->arena, sizeof(LLVMBasicBlockRef) * (size_t)count);
+    if (vals == NULL || from == NULL) {
+        return NULL;
+    }
     for (int i = 0; i < count; i++) {
         LLVMValueRef v = expr(E, n->args[i]);
         if (v == NULL) {
