@@ -13,7 +13,7 @@ from numbavec import TypingError, cuda, float32
 
 import _devhelpers
 from examples import polar_distance, polar_to_cartesian
-from conftest import compile_ufunc
+from conftest import compile_ufunc, kernel_from_source
 
 OFFSET = -1.0           # must not leak into _devhelpers.shifted
 
@@ -269,3 +269,15 @@ def test_dump_ir(tmp_path):
     assert "inline twice@1.return : float32" in err
     assert "return -> twice@1.return" in err
     assert "binop + : float32" in err
+
+
+def test_too_many_device_parameters_is_an_error():
+    """More parameters than a call can pass (TS_MAXARGS) is a TypingError,
+    not a write past the parameter table."""
+    names = ", ".join(f"p{i}" for i in range(40))
+    kernel = kernel_from_source(
+        "import numbavec\n"
+        f"@numbavec.jit\ndef wide({names}):\n    return p0\n"
+        f"def k(x):\n    return wide({', '.join(['x'] * 30)})\n")
+    with pytest.raises(TypingError, match="at most 32 parameters"):
+        numbavec.vectorize(["float64(float64)"])(kernel)

@@ -1849,7 +1849,11 @@ lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
                     if (v != NULL && L->prefix == NULL) {
                         v->is_param = 1; /* an inlined function's are plain locals */
                     }
-                    if (params != NULL && v != NULL) {
+                    if (params != NULL && v != NULL && *nparams == TS_MAXARGS) {
+                        cc_error(L->fn, loc_of(L, funcdef),
+                                 "a device function takes at most %d parameters", TS_MAXARGS);
+                        rc = -1;
+                    } else if (params != NULL && v != NULL) {
                         params[(*nparams)++] = v;
                     }
                 }
