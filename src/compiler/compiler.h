@@ -345,6 +345,8 @@ LLVMValueRef cc_emit_cmath(LLVMBuilderRef b, LLVMModuleRef mod, CcMathOp op, TsK
 
 /* ---- dump.c ---- */
 
+/* The operator as Python writes it: "+", "<=", "not", "and". */
+const char *cc_op_name(CcOp op);
 /* Prints fn's typed IR to stderr (NUMBAVEC_DUMP=ir); label names it. */
 void cc_dump_ir(const CcFunction *fn, const char *label);
 /*

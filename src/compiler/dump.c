@@ -10,14 +10,21 @@
 #include <stdio.h>
 
 static const char *const kind_names[] = {
-    [ND_CONST] = "const",     [ND_VAR] = "var",           [ND_BINOP] = "binop",
-    [ND_UNARY] = "unary",     [ND_COMPARE] = "compare",   [ND_BOOLOP] = "boolop",
-    [ND_IFEXP] = "ifexp",     [ND_CALL] = "call",         [ND_TUPLE] = "tuple",
-    [ND_GETITEM] = "getitem", [ND_INLINE] = "inline",     [ND_BLOCK] = "block",
-    [ND_ASSIGN] = "assign",   [ND_UNPACK] = "unpack",     [ND_RETURN] = "return",
-    [ND_IF] = "if",           [ND_WHILE] = "while",       [ND_FOR_RANGE] = "for-range",
-    [ND_BREAK] = "break",     [ND_CONTINUE] = "continue", [ND_EXPR] = "expr",
+    [ND_CONST] = "const",         [ND_VAR] = "var",
+    [ND_BINOP] = "binop",         [ND_UNARY] = "unary",
+    [ND_COMPARE] = "compare",     [ND_BOOLOP] = "boolop",
+    [ND_IFEXP] = "ifexp",         [ND_CALL] = "call",
+    [ND_TUPLE] = "tuple",         [ND_GETITEM] = "getitem",
+    [ND_INLINE] = "inline",       [ND_BLOCK] = "block",
+    [ND_ASSIGN] = "assign",       [ND_UNPACK] = "unpack",
+    [ND_RETURN] = "return",       [ND_IF] = "if",
+    [ND_WHILE] = "while",         [ND_FOR_RANGE] = "for-range",
+    [ND_BREAK] = "break",         [ND_CONTINUE] = "continue",
+    [ND_EXPR] = "expr",           [ND_INDEX] = "index",
+    [ND_ARRAYATTR] = "arrayattr", [ND_SETITEM] = "setitem",
 };
+_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) == ND_SETITEM + 1,
+               "a name for every node kind");
 
 static const char *const op_names[] = {
     [OP_ADD] = "+",       [OP_SUB] = "-",    [OP_MUL] = "*",    [OP_DIV] = "/",
@@ -27,6 +34,12 @@ static const char *const op_names[] = {
     [OP_EQ] = "==",       [OP_NE] = "!=",    [OP_LT] = "<",     [OP_LE] = "<=",
     [OP_GT] = ">",        [OP_GE] = ">=",    [OP_AND] = "and",  [OP_OR] = "or",
 };
+
+const char *
+cc_op_name(CcOp op)
+{
+    return op_names[op];
+}
 
 /* What distinguishes a node of its kind: "+", "x", "math.exp", "3". */
 static void

@@ -260,15 +260,6 @@ is_bool(const CcType *t)
     return t->kind == CT_SCALAR && t->scalar == TS_BOOL;
 }
 
-static const char *
-op_name(CcOp op)
-{
-    static const char *names[] = {"+",  "-",  "*", "/",  "//",      "%",       "**",  "<<",
-                                  ">>", "&",  "|", "^",  "unary -", "unary +", "~",   "not",
-                                  "==", "!=", "<", "<=", ">",       ">=",      "and", "or"};
-    return names[op];
-}
-
 /* Types the operands of a binary node; *out is UNKNOWN if either is. */
 static int
 operands(Infer *in, CcNode *n, const CcType **l, const CcType **r)
@@ -300,7 +291,7 @@ binop(Infer *in, CcNode *n, const CcType **out)
         return 0;
     }
     if (is_tuple(l) || is_tuple(r)) {
-        return type_error(in, n, op_name(n->op), l, r);
+        return type_error(in, n, cc_op_name(n->op), l, r);
     }
     const CcType *t = cc_promote(l, r);
     int bools = is_bool(l) && is_bool(r);
@@ -325,7 +316,7 @@ binop(Infer *in, CcNode *n, const CcType **out)
     case OP_FLOORDIV:
     case OP_MOD:
         if (is_complex_type(t)) {
-            return type_error(in, n, op_name(n->op), l, r);
+            return type_error(in, n, cc_op_name(n->op), l, r);
         }
         /* fall through */
     case OP_POW:
@@ -335,14 +326,14 @@ binop(Infer *in, CcNode *n, const CcType **out)
             t = cc_scalar_type(TS_INT8);
         }
         if (n->op >= OP_LSHIFT && !is_integral(t)) {
-            return type_error(in, n, op_name(n->op), l, r);
+            return type_error(in, n, cc_op_name(n->op), l, r);
         }
         break;
     case OP_BITAND:
     case OP_BITOR:
     case OP_BITXOR:
         if (!is_integral(t)) {
-            return type_error(in, n, op_name(n->op), l, r);
+            return type_error(in, n, cc_op_name(n->op), l, r);
         }
         break;
     default:
@@ -374,7 +365,9 @@ unary(Infer *in, CcNode *n, const CcType **out)
         return is_tuple(t) ? type_error(in, n, "not", t, NULL) : 0;
     }
     if (is_tuple(t) || (n->op == OP_NEG && is_bool(t)) || (n->op == OP_INVERT && !is_integral(t))) {
-        return type_error(in, n, op_name(n->op), t, NULL);
+        char what[16]; /* "unary -", "unary +", "~" */
+        snprintf(what, sizeof(what), n->op == OP_INVERT ? "%s" : "unary %s", cc_op_name(n->op));
+        return type_error(in, n, what, t, NULL);
     }
     return 0;
 }
@@ -399,7 +392,7 @@ compare(Infer *in, CcNode *n, const CcType **out)
         if (i > 0 && prev != UNKNOWN && t != UNKNOWN) {
             CcOp op = n->ops[i - 1];
             if ((is_complex_type(prev) || is_complex_type(t)) && op != OP_EQ && op != OP_NE) {
-                return type_error(in, n->args[i], op_name(op), prev, t);
+                return type_error(in, n->args[i], cc_op_name(op), prev, t);
             }
         }
         prev = t;
