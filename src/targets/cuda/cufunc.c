@@ -377,8 +377,10 @@ int
 cf_classify(PyObject *obj, Operand *op)
 {
     operand_reset(op);
+    /* weak (NEP 50): Python numbers and their subclasses, but not bool and
+     * not NumPy's float64/complex128 scalars, which subclass float/complex */
     if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
-        || (!PyBool_Check(obj)
+        || (!PyBool_Check(obj) && !PyArray_IsScalar(obj, Generic)
             && (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)))) {
         op->what = OP_PYSCALAR;
         op->obj = Py_NewRef(obj);
