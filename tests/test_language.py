@@ -1044,6 +1044,16 @@ def test_compile_error(name, body, names, line, col, tmp_path):
                 len(src_line) - len(src_line.lstrip())), msg
 
 
+def test_error_caret_counts_characters_not_bytes(tmp_path):
+    """The caret sits under the error on a line with non-ASCII names (the
+    AST's column is a byte offset)."""
+    fn, _, _ = _error_kernel(str(tmp_path), "utf8", 'é = a\nreturn é + "s"')
+    with pytest.raises(numbavec.TypingError) as info:
+        vectorize(["float64(float64, float64)"])(fn)
+    _, line, caret = str(info.value).split("\n")[:3]
+    assert caret.index("^") == line.index('"s"'), str(info.value)
+
+
 def test_error_complex_to_float_return(tmp_path):
     fn, path, _ = _error_kernel(str(tmp_path), "c2f", "return a * 1j")
     with pytest.raises(numbavec.TypingError) as info:

@@ -214,7 +214,7 @@ source_line(PyObject *lines, int first_line, int line, char *buf, size_t size)
 int
 cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
 {
-    char msg[512], line[512], caret[520];
+    char msg[512], line[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -230,14 +230,14 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
         PyErr_Format(nv_TypingError, "%s:%d:%d: %s", filename, loc.line, loc.col + 1, msg);
         return -1;
     }
-    int col = loc.col < (int)sizeof(caret) - 2 ? loc.col : 0;
-    for (int i = 0; i < col; i++) {
-        caret[i] = line[i] == '\t' ? '\t' : ' ';
+    /* col is a byte offset (Python's col_offset) */
+    size_t col = loc.col >= 0 && (size_t)loc.col <= strlen(line) ? (size_t)loc.col : 0;
+    char *pad = ts_caret_padding(line, line + col);
+    if (pad != NULL) {
+        PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s^", filename, loc.line,
+                     loc.col + 1, msg, line, pad);
+        PyMem_Free(pad);
     }
-    caret[col] = '^';
-    caret[col + 1] = '\0';
-    PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s", filename, loc.line, loc.col + 1,
-                 msg, line, caret);
     return -1;
 }
 

@@ -28,13 +28,8 @@ typedef struct Parser {
 
 /* ---- errors ---- */
 
-/*
- * The caret line: one blank per character before `at`, tabs kept so that
- * the caret lines up, UTF-8 continuation bytes skipped (one column per
- * code point).  New PyMem string, or NULL with MemoryError.
- */
-static char *
-caret_padding(const char *text, const char *at)
+char *
+ts_caret_padding(const char *text, const char *at)
 {
     char *pad = PyMem_Malloc((size_t)(at - text) + 1);
     size_t n = 0;
@@ -60,7 +55,7 @@ parse_error(Parser *ps, const char *at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    char *pad = caret_padding(ps->text, at);
+    char *pad = ts_caret_padding(ps->text, at);
     if (pad == NULL) {
         return -1;
     }

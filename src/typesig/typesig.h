@@ -57,8 +57,14 @@ int ts_init_module(PyObject *module);               /* adds the type objects; 0/
 const char *ts_kind_name(TsKind kind);              /* "float32" */
 int ts_kind_typenum(TsKind kind);                   /* NPY_FLOAT32 ...; -1 for void */
 int ts_kind_from_typenum(int typenum, TsKind *out); /* 0, or -1 (no exception) */
-int ts_itemsize(TsKind kind);                       /* 0 for void */
-int ts_is_int(TsKind k);                            /* signed or unsigned, not bool */
+/*
+ * The blanks of a caret line under `text` up to `at`: one per character,
+ * tabs kept so that the caret lines up, UTF-8 continuation bytes skipped
+ * (one column per code point).  New PyMem string, or NULL with MemoryError.
+ */
+char *ts_caret_padding(const char *text, const char *at);
+int ts_itemsize(TsKind kind); /* 0 for void */
+int ts_is_int(TsKind k);      /* signed or unsigned, not bool */
 int ts_is_signed(TsKind k);
 int ts_is_float(TsKind k);
 int ts_is_complex(TsKind k);
