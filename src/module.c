@@ -34,12 +34,7 @@ add_exceptions(PyObject *m)
     if (nv_TypingError == NULL) {
         return -1;
     }
-    Py_INCREF(nv_TypingError);
-    if (PyModule_AddObject(m, "TypingError", nv_TypingError) < 0) {
-        Py_DECREF(nv_TypingError);
-        return -1;
-    }
-    return 0;
+    return PyModule_AddObjectRef(m, "TypingError", nv_TypingError);
 }
 
 __attribute__((visibility("default"))) PyMODINIT_FUNC

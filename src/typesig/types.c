@@ -838,18 +838,6 @@ static PyMethodDef ts_functions[] = {
 
 /* ---- registration ---- */
 
-/* Adds obj under name; steals nothing.  0/-1. */
-static int
-add_object(PyObject *module, const char *name, PyObject *obj)
-{
-    Py_INCREF(obj);
-    if (PyModule_AddObject(module, name, obj) < 0) {
-        Py_DECREF(obj);
-        return -1;
-    }
-    return 0;
-}
-
 static int
 make_canonical_types(PyObject *module)
 {
@@ -870,7 +858,9 @@ make_canonical_types(PyObject *module)
     }
     for (size_t i = 0; i < N_TYPE_NAMES; i++) {
         if (type_names[i].exported
-            && add_object(module, type_names[i].name, ts_ctx.canonical[type_names[i].kind]) < 0) {
+            && PyModule_AddObjectRef(module, type_names[i].name,
+                                     ts_ctx.canonical[type_names[i].kind])
+                   < 0) {
             goto error;
         }
     }
@@ -888,12 +878,12 @@ ts_init_module(PyObject *module)
 {
     ts_ctx.type_class = (PyTypeObject *)PyType_FromSpec(&type_spec);
     if (ts_ctx.type_class == NULL
-        || add_object(module, "Type", (PyObject *)ts_ctx.type_class) < 0) {
+        || PyModule_AddObjectRef(module, "Type", (PyObject *)ts_ctx.type_class) < 0) {
         return -1;
     }
     ts_ctx.signature_class = (PyTypeObject *)PyType_FromSpec(&signature_spec);
     if (ts_ctx.signature_class == NULL
-        || add_object(module, "Signature", (PyObject *)ts_ctx.signature_class) < 0) {
+        || PyModule_AddObjectRef(module, "Signature", (PyObject *)ts_ctx.signature_class) < 0) {
         return -1;
     }
     if (PyModule_AddFunctions(module, ts_functions) < 0) {

@@ -798,10 +798,5 @@ vz_init_module(PyObject *module)
         || vz_init_testhooks(module) < 0 || vz_init_dufunc(module) < 0) {
         return -1;
     }
-    Py_INCREF(library_type);
-    if (PyModule_AddObject(module, "Library", library_type) < 0) {
-        Py_DECREF(library_type);
-        return -1;
-    }
-    return 0;
+    return PyModule_AddObjectRef(module, "Library", library_type);
 }
