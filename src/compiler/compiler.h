@@ -413,12 +413,13 @@ Py_ssize_t cc_jit_object_loads(void); /* stored objects linked (cache hits) */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
-void cc_module_dispose(CcModule *m); /* only when not handed to cc_jit_add */
+/* Frees what m holds and zeroes it: again, or after cc_jit_add*, does nothing. */
+void cc_module_dispose(CcModule *m);
 
 /*
  * Verifies, optimises (O3, loop and SLP vectorization, libmvec) and JIT-
- * compiles m, then resolves names[i] into addrs[i].  Consumes m in every
- * case.  Returns NULL with an exception on failure.  names need only be
+ * compiles m, then resolves names[i] into addrs[i].  Consumes m (zeroed)
+ * in every case.  Returns NULL with an exception on failure.  names need only be
  * unique within m: each is renamed "<name>.<id>" with a process-wide id
  * (all code shares one JITDylib); every other global of m must be internal.
  */

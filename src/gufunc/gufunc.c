@@ -129,7 +129,7 @@ compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled 
     CcFunction fn = {0};
     CcModule m = {0};
     TsSignature ksig;
-    int have_module = 0, rc = -1;
+    int rc = -1;
     if (gu_check_signature(o->layout, sig, o->written, &ksig) < 0) {
         return -1;
     }
@@ -149,7 +149,6 @@ compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled 
     if (cc_module_new(&m, bname) < 0) {
         goto done;
     }
-    have_module = 1;
     LLVMValueRef general = emit_all(&fn, src, o, &ksig, &m, bname);
     if (general == NULL || (out->var_types = vz_var_types(&fn)) == NULL) {
         goto done;
@@ -161,7 +160,6 @@ compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled 
     out->target_data = gl;
     const char *names[1] = {bname};
     void *addrs[1] = {NULL};
-    have_module = 0; /* cc_jit_add consumes it */
     if ((out->code = cc_jit_add(&m, names, addrs, 1)) == NULL) {
         goto done;
     }
@@ -169,9 +167,7 @@ compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled 
     out->fn = gu_legacy_loop;
     rc = 0;
 done:
-    if (have_module) {
-        cc_module_dispose(&m);
-    }
+    cc_module_dispose(&m);
     cc_arena_free(fn.arena);
     return rc;
 }

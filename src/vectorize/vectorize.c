@@ -292,6 +292,18 @@ estimate_cost(LLVMValueRef kernel)
 
 static unsigned long long symbol_counter = 0; /* guarded by the GIL */
 
+/* The loop's symbol: "nv.<name>.loop" for cacheable code (a cached object
+ * links by it, so compile and load must agree), else with a unique id. */
+static void
+loop_symbol(const Source *src, unsigned long long id, char *buf, size_t size)
+{
+    if (id == 0) {
+        snprintf(buf, size, "nv.%.48s.loop", src->name);
+    } else {
+        snprintf(buf, size, "nv.%.48s.%llu.loop", src->name, id);
+    }
+}
+
 /*
  * Lowers, types, emits and JITs src for sig into out.  key (may be NULL):
  * the signature's cache key, which makes the exported name the same in
@@ -304,7 +316,7 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
 {
     CcFunction fn = {0};
     CcModule m = {0};
-    int have_module = 0, rc = -1;
+    int rc = -1;
     if (vz_function_init(&fn, src) < 0) {
         return -1;
     }
@@ -322,15 +334,10 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     char kname[96], lname[96];
     unsigned long long id = ++symbol_counter;
     snprintf(kname, sizeof(kname), "nv.%.48s.%llu.kernel", src->name, id);
-    if (key != NULL) {
-        snprintf(lname, sizeof(lname), "nv.%.48s.loop", src->name);
-    } else {
-        snprintf(lname, sizeof(lname), "nv.%.48s.%llu.loop", src->name, id);
-    }
+    loop_symbol(src, key != NULL ? 0 : id, lname, sizeof(lname));
     if (cc_module_new(&m, lname) < 0) {
         goto done;
     }
-    have_module = 1;
     LLVMValueRef kernel = cc_emit_function(&fn, &out->sig, m.mod, kname, src->fastmath);
     if (kernel == NULL || vz_emit_loop(m.mod, kernel, &out->sig, lname) == NULL) {
         goto done;
@@ -341,7 +348,6 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     }
     const char *names[1] = {lname};
     void *addrs[1] = {NULL};
-    have_module = 0; /* cc_jit_add_keyed consumes it */
     out->code = cc_jit_add_keyed(&m, names, addrs, 1, key, object);
     if (out->code == NULL) {
         goto done;
@@ -349,9 +355,7 @@ compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *co
     out->fn = (PyUFuncGenericFunction)addrs[0];
     rc = 0;
 done:
-    if (have_module) {
-        cc_module_dispose(&m);
-    }
+    cc_module_dispose(&m);
     cc_arena_free(fn.arena);
     return rc;
 }
@@ -381,7 +385,7 @@ load_entry(const Source *src, const TsSignature *sig, PyObject *entry, const cha
         PyErr_Format(PyExc_ValueError, "cache entry with an unknown return type '%s'", ret);
         return -1;
     }
-    snprintf(lname, sizeof(lname), "nv.%.48s.loop", src->name);
+    loop_symbol(src, 0, lname, sizeof(lname));
     const char *names[1] = {lname};
     void *addrs[1] = {NULL};
     out->code = cc_jit_add_object(key, bytes, (size_t)size, ir, names, addrs, 1);
