@@ -160,10 +160,11 @@ run_range(void *ctx, npy_intp start, npy_intp stop)
     c->caller_n += len;
 }
 
+/* The serial loop, timed (to refine the cost) when long enough to measure. */
 static void
-run_serial(ParLoop *pl, char **args, const npy_intp *dims, const npy_intp *steps, int timed)
+run_serial(ParLoop *pl, char **args, const npy_intp *dims, const npy_intp *steps)
 {
-    if (!timed || dims[0] < MIN_TIMED_ELEMENTS) {
+    if (dims[0] < MIN_TIMED_ELEMENTS) {
         pl->serial(args, dims, steps, NULL);
         return;
     }
@@ -178,18 +179,18 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 {
     ParLoop *pl = data;
     npy_intp n = dims[0];
-    int p = tg_pool_in_worker() ? 1 : tg_pool_get_num_threads();
+    int p = tg_pool_threads_here();
     if (p < 2 || n < 2 * GRAIN || !parallel_safe(pl, args, steps, n)) {
         pl->serial(args, dims, steps, NULL);
         return;
     }
     if (!worth_parallel(pl, n, p)) {
-        run_serial(pl, args, dims, steps, 1);
+        run_serial(pl, args, dims, steps);
         return;
     }
     Call c = {.loop = pl, .args = args, .steps = steps};
     if (tg_pool_run(run_range, &c, n, GRAIN, p) < 0) {
-        run_serial(pl, args, dims, steps, 1);
+        run_serial(pl, args, dims, steps);
         return;
     }
     refine_cost(pl, c.caller_ns, c.caller_n);
@@ -238,7 +239,7 @@ par_free_data(void *data)
 static void
 par_run_range(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns)
 {
-    int p = tg_pool_in_worker() ? 1 : tg_pool_get_num_threads();
+    int p = tg_pool_threads_here();
     if (p > n) {
         p = (int)n;
     }

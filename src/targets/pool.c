@@ -186,6 +186,12 @@ tg_pool_get_num_threads(void)
 }
 
 int
+tg_pool_threads_here(void)
+{
+    return tg_pool_in_worker() ? 1 : tg_pool_get_num_threads();
+}
+
+int
 tg_pool_set_num_threads(int n)
 {
     if (n < 1 || n > pool_ctx.size) {

@@ -40,6 +40,9 @@ int tg_pool_set_num_threads(int n);
 
 /* Nonzero on a pool worker: a call made from there must run serially. */
 int tg_pool_in_worker(void);
+/* The threads a job started here may use: 1 on a worker, else the calling
+ * thread's count. */
+int tg_pool_threads_here(void);
 
 /*
  * The measured cost of one empty job on every thread (wake the workers,

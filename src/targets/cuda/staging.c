@@ -161,8 +161,9 @@ static void
 copy(char *dst, const char *src, size_t bytes)
 {
     Copy c = {dst, src};
-    if (bytes < STAGE_PAR_BYTES || tg_pool_in_worker()
-        || tg_pool_run(copy_range, &c, (npy_intp)bytes, 64 << 10, tg_pool_get_num_threads()) < 0) {
+    int p = tg_pool_threads_here();
+    if (bytes < STAGE_PAR_BYTES || p < 2
+        || tg_pool_run(copy_range, &c, (npy_intp)bytes, 64 << 10, p) < 0) {
         memcpy(dst, src, bytes);
     }
 }
