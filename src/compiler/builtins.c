@@ -222,31 +222,6 @@ cc_builtin_cast(TsKind k)
     return -1;
 }
 
-int
-cc_math_has_complex(CcMathOp op)
-{
-    switch (op) {
-    case M_EXP:
-    case M_LOG:
-    case M_SQRT:
-    case M_SIN:
-    case M_COS:
-    case M_TAN:
-    case M_ASIN:
-    case M_ACOS:
-    case M_ATAN:
-    case M_SINH:
-    case M_COSH:
-    case M_TANH:
-    case M_ASINH:
-    case M_ACOSH:
-    case M_ATANH:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* Resolves "module.attr" (module "builtins" when there is no dot). */
 static PyObject *
 resolve_name(const char *dotted)

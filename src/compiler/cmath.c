@@ -57,6 +57,12 @@ c99_name(CcMathOp op)
     }
 }
 
+int
+cc_math_has_complex(CcMathOp op)
+{
+    return c99_name(op) != NULL;
+}
+
 #if defined(__x86_64__) && !defined(_WIN32)
 
 /* Declares the function pure (no errno: glibc's complex functions only

@@ -307,9 +307,6 @@ int cc_math_arity(CcMathOp op);
 int cc_builtin_attr(CcFlavor flavor);
 /* The builtin id of the cast to kind k (np.float32 ...), or -1. */
 int cc_builtin_cast(TsKind k);
-/* 1 when op has a complex form (cmath.op, np.op of a complex value). */
-int cc_math_has_complex(CcMathOp op);
-
 /* ---- typeinfer.c ---- */
 
 /* Types every node of fn, parameters typed by sig; sets fn->ret.  0/-1. */
@@ -334,6 +331,10 @@ LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModule
                               const char *name, int fastmath);
 
 /* ---- cmath.c ---- */
+
+/* 1 when op has a complex form (cmath.op, np.op of a complex value): one
+ * of C99's complex functions. */
+int cc_math_has_complex(CcMathOp op);
 
 /*
  * Emits op (M_EXP ... M_ATANH: a CcMathOp with a complex form) of the

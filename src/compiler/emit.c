@@ -1884,11 +1884,7 @@ for_stmt(Emit *E, CcNode *n)
         step = vals[2];
     }
     LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
-    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->func);
-    LLVMBuilderRef at_entry = LLVMCreateBuilderInContext(E->ctx);
-    LLVMPositionBuilder(at_entry, entry, LLVMGetFirstInstruction(entry));
-    LLVMValueRef counter = LLVMBuildAlloca(at_entry, i64, "range.i");
-    LLVMDisposeBuilder(at_entry);
+    LLVMValueRef counter = entry_alloca(E, i64, "range.i");
     LLVMBuildStore(E->b, start, counter);
 
     LLVMBasicBlockRef cond = new_block(E, "for.cond"), body = new_block(E, "for.body");

@@ -66,39 +66,11 @@ cc_memory_type(LLVMContextRef ctx, TsKind k)
     return cc_value_type(ctx, k);
 }
 
-/* Natural alignment in bytes: the size of a scalar, of one part of a complex. */
-static unsigned
-natural_align(TsKind k)
-{
-    switch (k) {
-    case TS_BOOL:
-    case TS_INT8:
-    case TS_UINT8:
-        return 1;
-    case TS_INT16:
-    case TS_UINT16:
-        return 2;
-    case TS_INT32:
-    case TS_UINT32:
-    case TS_FLOAT32:
-    case TS_COMPLEX64:
-        return 4;
-    default:
-        return 8;
-    }
-}
-
-static int
-is_complex(TsKind k)
-{
-    return k == TS_COMPLEX64 || k == TS_COMPLEX128;
-}
-
 static LLVMValueRef
 load_scalar(LLVMBuilderRef b, LLVMTypeRef ty, TsKind k, LLVMValueRef ptr, const char *name)
 {
     LLVMValueRef v = LLVMBuildLoad2(b, ty, ptr, name);
-    LLVMSetAlignment(v, natural_align(k));
+    LLVMSetAlignment(v, (unsigned)(ts_bits(k) / 8) /* natural: a scalar, a complex part */);
     return v;
 }
 
@@ -106,7 +78,7 @@ static void
 store_scalar(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr)
 {
     LLVMValueRef st = LLVMBuildStore(b, value, ptr);
-    LLVMSetAlignment(st, natural_align(k));
+    LLVMSetAlignment(st, (unsigned)(ts_bits(k) / 8));
 }
 
 static LLVMValueRef
@@ -126,7 +98,7 @@ LLVMValueRef
 cc_load(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name)
 {
     LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(ptr));
-    if (is_complex(k)) {
+    if (ts_is_complex(k)) {
         return load_complex(b, k, ptr, name);
     }
     if (k == TS_BOOL) {
@@ -141,7 +113,7 @@ void
 cc_store(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr)
 {
     LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(ptr));
-    if (is_complex(k)) {
+    if (ts_is_complex(k)) {
         LLVMTypeRef cty = complex_type(ctx, k);
         store_scalar(b, k, LLVMBuildExtractValue(b, value, 0, ""),
                      LLVMBuildStructGEP2(b, cty, ptr, 0, ""));

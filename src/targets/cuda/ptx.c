@@ -503,21 +503,6 @@ typedef struct Source {
     int first_line, line_offset;
 } Source;
 
-/*
- * emit.c's libm() puts `readnone` on math declarations besides memory(none);
- * since LLVM 16 that is a parameter attribute only, and the verifier rejects
- * it on a function (the host path never runs the verifier).  Reported;
- * removed here so the GPU module verifies.
- */
-static void
-drop_readnone(LLVMModuleRef mod)
-{
-    unsigned kind = LLVMGetEnumAttributeKindForName("readnone", 8);
-    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f && kind; f = LLVMGetNextFunction(f)) {
-        LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, kind);
-    }
-}
-
 /* Which entry points emit_kernel builds around the scalar kernel. */
 typedef enum { ENTRY_TEST, ENTRY_UFUNC, ENTRY_REDUCE } EntryKind;
 
@@ -565,7 +550,6 @@ emit_kernel(const Source *src, TsSignature *sig, LLVMModuleRef mod, const PtxJob
     for (int k = 0; k < *nentries; k++) {
         annotate_kernel(mod, entries[k]);
     }
-    drop_readnone(mod);
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         PyErr_Format(cuda_Error, "internal error: invalid kernel module: %s", msg);
