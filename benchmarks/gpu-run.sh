@@ -16,8 +16,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .wh
     || { echo "no wheel in .whl/ (run 'make wheel' where LLVM is installed)"; exit 2; }
 export PYTHONPATH=$site PYTHONUNBUFFERED=1
 python3 -c "import numbavec.cuda as c; c.detect()" | tee "$out/detect.txt"
-(cd tests && python3 -m pytest -q -p no:cacheprovider -rs test_cuda_runtime.py test_cuda_ptx.py \
-    test_cuda_vectorize.py) 2>&1 | tee "$out/tests.log"
+(cd tests && python3 -m pytest -q -p no:cacheprovider -rs test_cuda_*.py) 2>&1 \
+    | tee "$out/tests.log"
 status=$?
 python3 benchmarks/bench_cuda_transfer.py 2>&1 | tee "$out/transfer.txt"
 python3 benchmarks/bench_cuda_vectorize.py 2>&1 | tee "$out/vectorize.txt"

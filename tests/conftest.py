@@ -5,6 +5,7 @@ skipping itself in ``target`` when the machine lacks it).
 """
 import linecache
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,11 +22,40 @@ NUMBAVEC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(numbavec.__file_
 
 TARGETS = ["cpu", "parallel"]
 
+# The CUDA pieces a test may need: a GPU (with its driver), or ptxas alone,
+# which checks the PTX we generate on every machine with the toolkit.
+GPU = numbavec.cuda.is_available()
+needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA driver or device")
+PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+HAVE_PTXAS = os.path.exists(PTXAS)
+needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
+
+
+def assemble(ptx, arch, tmp_path):
+    """Assembles ptx with ptxas for arch; fails the test with ptxas's message."""
+    path = tmp_path / f"k_{arch}.ptx"
+    path.write_text(ptx)
+    proc = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, f"ptxas -arch={arch} failed:\n{proc.stderr}\n{ptx[:4000]}"
+
 
 @pytest.fixture(params=TARGETS)
 def target(request):
     """The name of a target; every ufunc test takes it."""
     return request.param
+
+
+@pytest.fixture
+def forced():
+    """The parallel target splits even small calls (its work threshold is
+    ignored), so that its chunks are tested; the old setting is restored."""
+    from numbavec import _core
+    old = _core._pool_force_parallel(True)
+    try:
+        yield
+    finally:
+        _core._pool_force_parallel(old)
 
 
 def compile_ufunc(pyfunc, signatures, target, **options):

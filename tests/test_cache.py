@@ -96,7 +96,6 @@ def test_cold_then_warm(dirs):
     assert nvcache.info(str(cachedir))["entries"] == 2
 
 
-@pytest.mark.parametrize("target", ["cpu", "parallel"])
 def test_targets_have_their_own_entries(dirs, target):
     moddir, cachedir = dirs
     write_module(moddir, target=target)

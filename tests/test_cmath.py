@@ -79,7 +79,7 @@ def test_cmath_function(cmath_ufuncs, target, name):
         assert ulps_from(got[keep], np.array(ref)) <= COMPLEX_ULPS
 
 
-def test_numpy_forms_on_complex(target, cmath_ufuncs):
+def test_numpy_forms_on_complex(target):
     def kernel(z):
         return np.exp(z) + np.sqrt(z) * np.log(z) + np.arctanh(z)
 

@@ -9,10 +9,7 @@ libdevice's sinf/cosf/tanf argument reduction (see FP64_IN_F32_TRIG).
 """
 import cmath
 import math
-import os
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -20,10 +17,9 @@ import pytest
 import numbavec
 from numbavec import cuda
 from numbavec import _core
+from conftest import HAVE_PTXAS, assemble
 
-PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 TOOLKIT = cuda.toolkit_info()
-HAVE_PTXAS = os.path.exists(PTXAS)
 HAVE_NVVM = TOOLKIT["libnvvm"] is not None and TOOLKIT["nvvm_error"] is None
 
 pytestmark = pytest.mark.skipif(not HAVE_PTXAS or TOOLKIT["libdevice"] is None,
@@ -163,14 +159,6 @@ CASES = [
 
 def _ids(case):
     return f"{case[0].__name__}-{case[1].split('(')[0]}"
-
-
-def assemble(ptx, arch, tmp_path):
-    path = tmp_path / f"k_{arch}.ptx"
-    path.write_text(ptx)
-    proc = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, f"ptxas -arch={arch} failed:\n{proc.stderr}\n{ptx[:4000]}"
 
 
 def f64_instructions(ptx):

@@ -10,11 +10,10 @@ import pytest
 
 from numbavec import cuda
 from numbavec import _core
+from conftest import GPU, needs_gpu
 
 fake = _core._cuda_test_array
 BASE = 0x7F0000000000
-GPU = cuda.is_available()
-needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA driver or device")
 no_gpu = pytest.mark.skipif(GPU, reason="checks the behaviour without a driver")
 
 

@@ -1,8 +1,6 @@
 """The cuda target of @vectorize: host-side logic on every machine (type
 resolution against NumPy, broadcast plans, launch sizes, PTX through ptxas)
 and, where a GPU is present, the calls themselves against NumPy."""
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -11,12 +9,9 @@ from numbavec import cuda, float32, vectorize
 from numbavec import _core
 from numbavec._source import KernelSource
 
-from examples import SQRT_2PI, gaussian_pdf, polar_distance, vmult
+from conftest import assemble, needs_gpu, needs_ptxas
+from examples import SQRT_2PI, gaussian_pdf, polar_distance, saxpy, vmult
 
-PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-have_ptxas = pytest.mark.skipif(not shutil.which(PTXAS) and not __import__("os").path.exists(PTXAS),
-                                reason="no ptxas")
-gpu = pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")
 
 SIGS = ["float64(float64, float64)", "float32(float32, float32)", "int64(int64, int64)",
         "int32(int32, int32)", "uint8(uint8, uint8)", "complex64(complex64, complex64)"]
@@ -24,10 +19,6 @@ SIGS = ["float64(float64, float64)", "float32(float32, float32)", "int64(int64, 
 
 def add(a, b):
     return a + b
-
-
-def saxpy(a, x, y):
-    return a * x + y
 
 
 # gaussian_pdf, polar_distance, vmult: tests/examples.py (EXAMPLES.md as written)
@@ -50,8 +41,9 @@ def cu(pyfunc, sigs, arch="sm_90", identity=None):
 
 # ---- on every machine ----
 
-def test_attributes_without_gpu():
-    f = vectorize(SIGS, target="cuda", identity=0)(add)
+@pytest.mark.parametrize("alias", ["cuda", "gpu"])
+def test_attributes_without_gpu(alias):
+    f = vectorize(SIGS, target=alias, identity=0)(add)
     cpu = vectorize(SIGS, identity=0)(add)
     assert (f.nin, f.nout, f.nargs, f.ntypes) == (2, 1, 3, len(SIGS))
     assert f.types == cpu.types
@@ -59,6 +51,8 @@ def test_attributes_without_gpu():
     assert f.__name__ == "add" and f.py_func is add
     assert "nv_add_0_c32" in f.inspect_ptx("float64(float64, float64)")
     assert "define" in f.inspect_llvm("float32(float32, float32)")
+    typed = vectorize([float32(float32, float32, float32)], target=alias)(saxpy)  # EXAMPLES 1
+    assert typed.types == ["fff->f"]
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +145,7 @@ def test_reduce_plan():
         vectorize(["float32(float32, float32)"], target="cuda")(add).reduce(np.ones(3, "f4"))
 
 
-@have_ptxas
+@needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 @pytest.mark.parametrize("pyfunc,sigs", EXAMPLES, ids=lambda v: getattr(v, "__name__", ""))
 def test_example_ptx_assembles(tmp_path, pyfunc, sigs, arch):
@@ -162,11 +156,7 @@ def test_example_ptx_assembles(tmp_path, pyfunc, sigs, arch):
     for i, ptx in enumerate(ptxs):
         for v in ("_c32", "_c64", "_s32", "_s64") if i == 0 else ("_r",):
             assert f".entry nv_{pyfunc.__name__}_0{v}" in ptx
-        path = tmp_path / f"k{i}.ptx"
-        path.write_text(ptx)
-        r = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", str(tmp_path / "k.o")],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        assemble(ptx, arch, tmp_path)
 
 
 def test_plan_stages_large_host_calls():
@@ -281,17 +271,12 @@ def test_cast_kernel_semantics_on_cpu(src, dst):
     np.testing.assert_array_equal(got, want)
 
 
-@have_ptxas
+@needs_ptxas
 def test_cast_kernels_assemble(tmp_path):
     pairs = [("int16", "float32"), ("float64", "float32"), ("complex128", "complex64"),
              ("int64", "uint8"), ("bool", "float64"), ("float32", "float32")]
     for src, dst in pairs:
-        ptx = cuda._cast_ufunc(np.dtype(src), np.dtype(dst)).inspect_ptx()
-        path = tmp_path / f"{src}_{dst}.ptx"
-        path.write_text(ptx)
-        r = subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.o")],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, (src, dst, r.stderr)
+        assemble(cuda._cast_ufunc(np.dtype(src), np.dtype(dst)).inspect_ptx(), "sm_90", tmp_path)
     assert cuda._cast_ufunc(np.dtype("f8"), np.dtype("f4")) is \
         cuda._cast_ufunc(np.dtype("f8"), np.dtype("f4"))
 
@@ -306,7 +291,7 @@ def test_call_without_gpu_is_a_support_error():
 
 # ---- on a GPU ----
 
-@gpu
+@needs_gpu
 def test_example_1_saxpy():
     @vectorize([float32(float32, float32, float32)], target='gpu')
     def vec_saxpy(a, x, y):
@@ -317,7 +302,7 @@ def test_example_1_saxpy():
     np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)
 
 
-@gpu
+@needs_gpu
 def test_example_3_gaussian():
     f = vectorize(['float32(float32, float32, float32)'], target='cuda')(gaussian_pdf)
     x = np.random.uniform(-3, 3, size=1_000_000).astype(np.float32)
@@ -325,7 +310,7 @@ def test_example_3_gaussian():
     np.testing.assert_allclose(got, np.exp(-0.5 * x * x) / SQRT_2PI, rtol=1e-5)
 
 
-@gpu
+@needs_gpu
 def test_example_4_polar():
     f = vectorize(['float32(float32, float32, float32, float32)'], target='cuda')(polar_distance)
     r = np.random.rand(4, 1000).astype(np.float32)
@@ -334,7 +319,7 @@ def test_example_4_polar():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-@gpu
+@needs_gpu
 def test_example_5_device_out():
     @vectorize(['float32(float32, float32)'], target='cuda')
     def add_ufunc(x, y):
@@ -350,7 +335,7 @@ def test_example_5_device_out():
     np.testing.assert_array_equal(out_host, x + y)
 
 
-@gpu
+@needs_gpu
 def test_example_6_inplace_complex():
     f = vectorize(['complex64(complex64, complex64)'], target='gpu')(vmult)
     a = (np.random.rand(512) + 1j * np.random.rand(512)).astype(np.complex64)
@@ -361,7 +346,7 @@ def test_example_6_inplace_complex():
     np.testing.assert_allclose(d_image.copy_to_host(), a * b, rtol=1e-6)
 
 
-@gpu
+@needs_gpu
 @pytest.mark.parametrize("shape_a,shape_b", [((4, 1), (5,)), ((2, 3, 4), (3, 1)), ((7,), ())])
 def test_broadcast_and_strided(shape_a, shape_b):
     f = vectorize(SIGS, target="cuda")(add)
@@ -374,7 +359,7 @@ def test_broadcast_and_strided(shape_a, shape_b):
     np.testing.assert_allclose(f(d, d).copy_to_host(), 2 * d.copy_to_host())
 
 
-@gpu
+@needs_gpu
 def test_scalars_and_out_host():
     f = vectorize(SIGS, target="cuda")(add)
     r = f(1.0, 2.0)
@@ -384,27 +369,26 @@ def test_scalars_and_out_host():
     np.testing.assert_array_equal(out, 2.0)
 
 
-@gpu
+@needs_gpu
 @pytest.mark.parametrize("axis", [0, 1, None])
 def test_reduce(axis):
     f = vectorize(["float64(float64, float64)"], target="cuda", identity=0)(add)
     a = np.random.rand(300, 70)
     np.testing.assert_allclose(f.reduce(a, axis=axis), a.sum(axis=axis))
     d = cuda.to_device(a)
-    np.testing.assert_allclose(f.reduce(d, axis=axis).copy_to_host() if axis is not None
-                               else f.reduce(d, axis=None).copy_to_host(), a.sum(axis=axis))
+    np.testing.assert_allclose(f.reduce(d, axis=axis).copy_to_host(), a.sum(axis=axis))
     big = np.random.rand(3_000_000)
     np.testing.assert_allclose(f.reduce(big, axis=0), big.sum(), rtol=1e-9)
 
 
-@gpu
+@needs_gpu
 def test_lazy():
     f = vectorize(target="cuda")(add)
     np.testing.assert_array_equal(f(np.arange(4), np.arange(4)), np.arange(4) * 2)
     assert f.ntypes == 1
 
 
-@gpu
+@needs_gpu
 def test_eager_type_error_on_gpu():
     f = vectorize(["float32(float32, float32)"], target="cuda")(add)
     with pytest.raises(TypeError):
@@ -412,7 +396,7 @@ def test_eager_type_error_on_gpu():
     assert f.ntypes == 1
 
 
-@gpu
+@needs_gpu
 @pytest.mark.parametrize("n", [5_000_000, 2 * 2**20 + 3])
 def test_staged_host_calls(n):
     f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
@@ -443,7 +427,7 @@ def test_staged_host_calls(n):
         _core._cuda_staging(was)
 
 
-@gpu
+@needs_gpu
 def test_device_casts_and_overlapping_out():
     f = vectorize(["float32(float32, float32)"], target="cuda")(add)
     a = np.arange(10, dtype="i2")
@@ -460,7 +444,7 @@ def test_device_casts_and_overlapping_out():
     np.testing.assert_array_equal(back.copy_to_host(), np.arange(10, dtype="f4")[::-1])
 
 
-@gpu
+@needs_gpu
 def test_foreign_out_is_returned_itself():
     cupy = pytest.importorskip("cupy")
     f = vectorize(["float32(float32, float32)"], target="cuda")(add)
@@ -470,7 +454,7 @@ def test_foreign_out_is_returned_itself():
     np.testing.assert_array_equal(out.get(), 2 * np.arange(5))
 
 
-@gpu
+@needs_gpu
 def test_ptx_for_a_newer_arch_is_compiled_again():
     if not cuda.toolkit_info()["libnvvm"]:
         pytest.skip("sm_100 PTX needs libNVVM")

@@ -9,15 +9,12 @@ import pytest
 import numbavec
 from conftest import kernel_from_source
 from examples import add, copy, scale, triad
-from numbavec import _core, guvectorize
+from numbavec import guvectorize
 
 
 @pytest.fixture(autouse=True)
-def force_parallel():
-    """The parallel target splits even small calls, so its chunks are tested."""
-    _core._pool_force_parallel(True)
-    yield
-    _core._pool_force_parallel(False)
+def force_parallel(forced):
+    """Every test here: the parallel target splits even small calls."""
 
 
 # ---- the STREAM kernels of EXAMPLES.md section 7 (tests/examples.py) ----

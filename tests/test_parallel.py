@@ -29,15 +29,6 @@ SIGS = ["f4(f4,f4,f4)", "f8(f8,f8,f8)", "i8(i8,i8,i8)", "u2(u2,u2,u2)", "c16(c16
 SIZES = [1, 15, 16, 17, 31, 33, 100, 257, 1000, 4099]
 
 
-@pytest.fixture
-def forced():
-    _core._pool_force_parallel(True)
-    try:
-        yield
-    finally:
-        _core._pool_force_parallel(False)
-
-
 @pytest.fixture(scope="module")
 def mixed_ufuncs():
     return (vectorize(SIGS, target="cpu")(mixed), vectorize(SIGS, target="parallel")(mixed))
@@ -88,8 +79,10 @@ def test_add_reduce_and_accumulate_stay_sequential(forced):
         return x + y
     par = vectorize(["f8(f8,f8)"], target="parallel", identity=0)(add)
     x = np.random.default_rng(2).standard_normal(10_000)
+    jobs = _core._pool_stats()["jobs"]
     np.testing.assert_array_equal(par.accumulate(x), np.add.accumulate(x))
     assert par.reduce(x) == pytest.approx(np.add.reduce(x), rel=1e-12)
+    assert _core._pool_stats()["jobs"] == jobs       # never split: each step needs the last
 
 
 def test_integer_division_flag_from_workers(forced):

@@ -31,13 +31,6 @@ needs_pool = pytest.mark.skipif(POOL < 2, reason="a pool of one thread never spl
 
 
 @pytest.fixture
-def forced():
-    old = _core._pool_force_parallel(True)
-    yield
-    _core._pool_force_parallel(old)
-
-
-@pytest.fixture
 def threads_reset():
     n = _core.get_num_threads()
     yield

@@ -14,6 +14,7 @@ import numbavec
 from numbavec import (complex64, complex128, float32, float64, int8, int16, int32, int64,
                       uint8, uint16, uint32, uint64, boolean, vectorize)
 
+import examples
 from conftest import assert_same, compile_ufunc, type_string
 
 
@@ -935,20 +936,14 @@ def test_example_2_hypot(target, capsys):
     assert_same(hypot(np.float32(-3.0), np.float32(4.0)), np.float32(5.0))
 
 
-SQRT_2PI = np.float32((2*math.pi)**0.5)      # frozen into the kernel as a float32 constant
-
-
 def test_example_3_gaussian_pdf(target):
-    @vectorize(['float32(float32, float32, float32)'], target=target)
-    def gaussian_pdf(x, mean, sigma):
-        '''Compute the value of a Gaussian probability density function at x with given mean and sigma.'''
-        return math.exp(-0.5 * ((x - mean) / sigma)**2) / (sigma * SQRT_2PI)
-
+    gaussian_pdf = vectorize(['float32(float32, float32, float32)'],
+                             target=target)(examples.gaussian_pdf)
     x = np.random.uniform(-3, 3, size=1_000_000).astype(np.float32)
     r = gaussian_pdf(x, 0.0, 1.0)      # Python floats broadcast as scalars
     assert r.dtype == np.float32
     assert "Gaussian probability density" in gaussian_pdf.__doc__
-    expected = np.exp(np.float32(-0.5) * x**2) / SQRT_2PI
+    expected = np.exp(np.float32(-0.5) * x**2) / examples.SQRT_2PI
     # expf from libmvec: a few float32 ulp
     np.testing.assert_allclose(r, expected, rtol=1e-6, atol=0)
     exact = np.exp(-0.5 * x.astype("f8")**2) / math.sqrt(2 * math.pi)
@@ -957,10 +952,7 @@ def test_example_3_gaussian_pdf(target):
 
 
 def test_example_6_complex64_in_place(target):
-    @vectorize(['complex64(complex64, complex64)'], target=target)
-    def vmult(a, b):
-        """Element complex64 multiplication"""
-        return a * b
+    vmult = vectorize(['complex64(complex64, complex64)'], target=target)(examples.vmult)
 
     rng = np.random.default_rng(6)
     d_image = np.fft.fft2(rng.standard_normal((64, 64))).astype(np.complex64)
