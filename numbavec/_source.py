@@ -20,7 +20,7 @@ class KernelSource:
     ``node.lineno + line_offset`` and ``lines[0]`` is file line ``first_line``.
     """
 
-    __slots__ = ("funcdef", "location", "lines", "first_line")
+    __slots__ = ("funcdef", "location")
 
     def __init__(self, pyfunc):
         if _from_module_tree(self, pyfunc):
@@ -47,8 +47,6 @@ class KernelSource:
             offset = first_line - 1
         self.funcdef = _find_function(tree, pyfunc)
         self.location = (filename, first_line, list(lines), offset)
-        self.lines = lines
-        self.first_line = first_line
 
 
 # {filename: (the file's lines, {first line: FunctionDef})}: one parse per file
@@ -87,8 +85,6 @@ def _from_module_tree(self, pyfunc):
     own = list(lines[first - 1:node.end_lineno])
     self.funcdef = node
     self.location = (filename, first, own, 0)
-    self.lines = own
-    self.first_line = first
     return True
 
 

@@ -15,8 +15,21 @@ _TARGETS = {"cpu": "cpu", "parallel": "parallel", "cuda": "cuda", "gpu": "cuda"}
 _OPTIONS = {"target", "identity", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
 
 
-def _is_function(obj):
-    return inspect.isfunction(obj)
+def _kernel(pyfunc, kwargs, who="vectorize"):
+    """The parsed source of pyfunc and the options every compile takes."""
+    if not inspect.isfunction(pyfunc):
+        raise TypeError(f"{who} decorates a Python function, not {pyfunc!r}")
+    common = {"identity": kwargs.get("identity"), "fastmath": bool(kwargs.get("fastmath", False)),
+              "name": pyfunc.__name__, "doc": pyfunc.__doc__}
+    return KernelSource(pyfunc), common
+
+
+def _arity(pyfunc):
+    """The number of arguments a ufunc kernel takes (fixed: no *args, **kwargs)."""
+    code = pyfunc.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        raise TypeError("a ufunc kernel takes a fixed number of arguments (no *args, **kwargs)")
+    return code.co_argcount
 
 
 def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
@@ -46,14 +59,12 @@ def vectorize(ftylist_or_function=(), **kwargs):
     target = _check_options(kwargs)
     if target == "cuda":
         return _cuda_vectorize(ftylist_or_function, kwargs)
-    if _is_function(ftylist_or_function):
+    if inspect.isfunction(ftylist_or_function):
         return _build_lazy(ftylist_or_function, target, kwargs)
     signatures = ftylist_or_function
     lazy = isinstance(signatures, (list, tuple)) and len(signatures) == 0
 
     def decorate(pyfunc):
-        if not _is_function(pyfunc):
-            raise TypeError(f"vectorize decorates a Python function, not {pyfunc!r}")
         if lazy:
             return _build_lazy(pyfunc, target, kwargs)
         return _build(pyfunc, signatures, target, kwargs)
@@ -77,16 +88,11 @@ def _cuda_vectorize(sigs_or_function, kwargs):
     the GPU is needed from the first call, which raises CudaSupportError
     without one.  No signatures: compiled on call for the inputs' dtypes."""
     def build(pyfunc, signatures):
-        if not _is_function(pyfunc):
-            raise TypeError(f"vectorize decorates a Python function, not {pyfunc!r}")
-        src = KernelSource(pyfunc)
-        return _core._cuda_vectorize(
-            pyfunc, src.funcdef, src.location, list(signatures),
-            identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
-            name=pyfunc.__name__, doc=pyfunc.__doc__,
-            nin=len(inspect.signature(pyfunc).parameters))
+        src, common = _kernel(pyfunc, kwargs)
+        return _core._cuda_vectorize(pyfunc, src.funcdef, src.location, list(signatures),
+                                     nin=_arity(pyfunc), **common)
 
-    if _is_function(sigs_or_function):
+    if inspect.isfunction(sigs_or_function):
         return build(sigs_or_function, ())
     if isinstance(sigs_or_function, str):
         sigs_or_function = [sigs_or_function]
@@ -94,12 +100,9 @@ def _cuda_vectorize(sigs_or_function, kwargs):
 
 
 def _build(pyfunc, signatures, target, kwargs):
-    src = KernelSource(pyfunc)
-    ufunc = _core.vectorize(
-        pyfunc, src.funcdef, src.location, signatures, target=target,
-        identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
-        name=pyfunc.__name__, doc=pyfunc.__doc__,
-        cache=_function_cache(pyfunc, src, target, kwargs))
+    src, common = _kernel(pyfunc, kwargs)
+    ufunc = _core.vectorize(pyfunc, src.funcdef, src.location, signatures, target=target,
+                            cache=_function_cache(pyfunc, src, target, kwargs), **common)
     _decorate(ufunc, pyfunc, src)
     return ufunc
 
@@ -109,15 +112,10 @@ def _build_lazy(pyfunc, target, kwargs):
     one inside NumPy's dispatch (src/vectorize/dufunc.c).  guvectorize with
     only a layout plugs in the same way: its C side passes its own
     VzLazyBackend to vz_make_lazy_ufunc."""
-    src = KernelSource(pyfunc)
-    code = pyfunc.__code__
-    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        raise TypeError("a ufunc kernel takes a fixed number of arguments (no *args, **kwargs)")
-    ufunc = _core.lazy_vectorize(
-        pyfunc, src.funcdef, src.location, code.co_argcount, target=target,
-        identity=kwargs.get("identity"), fastmath=bool(kwargs.get("fastmath", False)),
-        name=pyfunc.__name__, doc=pyfunc.__doc__,
-        cache=_function_cache(pyfunc, src, target, kwargs))
+    src, common = _kernel(pyfunc, kwargs)
+    ufunc = _core.lazy_vectorize(pyfunc, src.funcdef, src.location, _arity(pyfunc),
+                                 target=target,
+                                 cache=_function_cache(pyfunc, src, target, kwargs), **common)
     _decorate(ufunc, pyfunc, src)
     return ufunc
 
@@ -133,10 +131,10 @@ def _decorate(ufunc, pyfunc, src):
 
 def _types_printer(lib, pyfunc, src):
     funcdef, (_, first, lines, offset) = src.funcdef, src.location
-    by_line = names_by_line(funcdef, offset)
 
     def inspect_types(file=None, signature=None):
         """Print the source with the inferred type of every variable, per signature."""
+        by_line = names_by_line(funcdef, offset)   # here, not at decoration
         out = file if file is not None else sys.stdout
         types = lib.variable_types() if signature is None else {
             str(signature): lib.variable_types(signature)}
@@ -167,11 +165,10 @@ class DeviceFunction:
     module, when the kernel is compiled.
     """
 
-    def __init__(self, pyfunc, options):
-        if not _is_function(pyfunc):
+    def __init__(self, pyfunc):
+        if not inspect.isfunction(pyfunc):
             raise TypeError(f"numbavec.jit decorates a Python function, not {pyfunc!r}")
         self.py_func = pyfunc
-        self.options = dict(options)
         self._source = None
         functools.update_wrapper(self, pyfunc)
 
@@ -196,14 +193,10 @@ def jit(func=None, **options):
     """Mark a scalar helper as a device function: ``@numbavec.jit`` or
     ``@numbavec.jit(...)``.  Kernels inline it at each call site; from
     Python it stays an ordinary call of the original function."""
-    unknown = set(options) - _JIT_OPTIONS
-    if unknown:
-        raise TypeError(f"jit() got unexpected option(s): {', '.join(sorted(unknown))}")
-    if options.get("forceobj"):
-        raise ValueError("numbavec always compiles in nopython mode; forceobj=True is not supported")
+    _check_options(options, _JIT_OPTIONS, "jit")   # all accepted, none changes inlining
     if func is None:
-        return lambda f: DeviceFunction(f, options)
-    return DeviceFunction(func, options)
+        return DeviceFunction
+    return DeviceFunction(func)
 
 
 _GU_OPTIONS = _OPTIONS | {"writable_args"}
@@ -229,7 +222,7 @@ def guvectorize(*args, **kwargs):
         raise TypeError("guvectorize(signatures, layout, **options) needs signatures and a "
                         "layout, e.g. guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
     signatures, layout = args
-    if _is_function(signatures):
+    if inspect.isfunction(signatures):
         raise TypeError("guvectorize needs signatures and a layout: "
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
     target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
@@ -237,16 +230,11 @@ def guvectorize(*args, **kwargs):
         raise TypeError("guvectorize needs at least one signature in this build")
 
     def decorate(pyfunc):
-        if not _is_function(pyfunc):
-            raise TypeError(f"guvectorize decorates a Python function, not {pyfunc!r}")
-        src = KernelSource(pyfunc)
+        src, common = _kernel(pyfunc, kwargs, "guvectorize")
         writable = _writable_indices(pyfunc, kwargs.get("writable_args", ()))
         ufunc = _core.guvectorize(
             pyfunc, src.funcdef, src.location, signatures, layout, target=target,
-            identity=kwargs.get("identity"), writable_args=writable,
-            fastmath=bool(kwargs.get("fastmath", False)),
-            boundscheck=bool(kwargs.get("boundscheck", True)),
-            name=pyfunc.__name__, doc=pyfunc.__doc__)
+            writable_args=writable, boundscheck=bool(kwargs.get("boundscheck", True)), **common)
         _decorate(ufunc, pyfunc, src)
         return ufunc
 
