@@ -65,28 +65,6 @@ cc_math_has_complex(CcMathOp op)
 
 #if defined(__x86_64__) && !defined(_WIN32)
 
-/* Declares the function pure (no errno: glibc's complex functions only
- * raise floating-point flags), as emit.c's libm calls are. */
-static LLVMValueRef
-declare(LLVMModuleRef mod, const char *name, LLVMTypeRef fty)
-{
-    LLVMValueRef f = LLVMGetNamedFunction(mod, name);
-    if (f != NULL) {
-        return f;
-    }
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    f = LLVMAddFunction(mod, name, fty);
-    static const char *const attrs[] = {"nounwind", "willreturn", "memory"};
-    for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
-        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-        if (kind != 0) {
-            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                    LLVMCreateEnumAttribute(ctx, kind, 0));
-        }
-    }
-    return f;
-}
-
 /* double complex f(double complex): {double, double} f(double, double) */
 static LLVMValueRef
 call_c128(LLVMBuilderRef b, LLVMModuleRef mod, const char *name, LLVMValueRef z)
@@ -98,7 +76,7 @@ call_c128(LLVMBuilderRef b, LLVMModuleRef mod, const char *name, LLVMValueRef z)
     LLVMTypeRef fty = LLVMFunctionType(ret, params, 2, 0);
     LLVMValueRef args[2] = {LLVMBuildExtractValue(b, z, 0, "z.re"),
                             LLVMBuildExtractValue(b, z, 1, "z.im")};
-    LLVMValueRef r = LLVMBuildCall2(b, fty, declare(mod, name, fty), args, 2, name);
+    LLVMValueRef r = LLVMBuildCall2(b, fty, cc_declare_pure(mod, name, fty), args, 2, name);
     /* the value type of complex128 is that same literal struct */
     return r;
 }
@@ -118,7 +96,7 @@ call_c64(LLVMBuilderRef b, LLVMModuleRef mod, const char *base, LLVMValueRef z)
                                LLVMConstInt(i32, 0, 0), "");
     v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, z, 1, "z.im"),
                                LLVMConstInt(i32, 1, 0), "z.vec");
-    LLVMValueRef r = LLVMBuildCall2(b, fty, declare(mod, name, fty), &v, 1, name);
+    LLVMValueRef r = LLVMBuildCall2(b, fty, cc_declare_pure(mod, name, fty), &v, 1, name);
     LLVMTypeRef parts[2] = {f32, f32};
     LLVMValueRef out = LLVMGetUndef(LLVMStructTypeInContext(ctx, parts, 2, 0));
     out = LLVMBuildInsertValue(b, out, LLVMBuildExtractElement(b, r, LLVMConstInt(i32, 0, 0), ""),

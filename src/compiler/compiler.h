@@ -314,6 +314,16 @@ int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
 
 /* ---- values.c ---- */
 
+/* Adds the enum attribute `name` (value 0: nounwind, alwaysinline ...) to
+ * function f; an attribute this LLVM does not know is left out. */
+void cc_add_fn_attr(LLVMValueRef f, const char *name);
+/*
+ * The C function `name` of type fty in mod, declared pure (nounwind,
+ * willreturn, memory(none): no errno) when it is new, so that calls
+ * vectorize and hoist.  LLVM 16+ rejects `readnone` on a function.
+ */
+LLVMValueRef cc_declare_pure(LLVMModuleRef mod, const char *name, LLVMTypeRef fty);
+
 /* The LLVM type a value of kind k has in registers (bool: i1) and in
  * memory (bool: i8); complex: { T, T }. */
 LLVMTypeRef cc_value_type(LLVMContextRef ctx, TsKind k);

@@ -139,16 +139,6 @@ float_intrinsic(Emit *E, const char *name, TsKind k, LLVMValueRef *args, unsigne
     return intrinsic(E, name, &t, 1, args, nargs);
 }
 
-static void
-add_fn_attr(Emit *E, LLVMValueRef f, const char *name, unsigned long long value)
-{
-    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-    if (kind != 0) {
-        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(E->ctx, kind, value));
-    }
-}
-
 /* A libm function of float kind k (sinf for float32, sin for float64),
  * declared pure so that calls vectorize (through libmvec) and hoist. */
 static LLVMValueRef
@@ -161,16 +151,7 @@ libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs)
     LLVMTypeRef t = cc_value_type(E->ctx, k);
     LLVMTypeRef params[2] = {t, t};
     LLVMTypeRef fty = LLVMFunctionType(t, params, nargs, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
-    if (f == NULL) {
-        f = LLVMAddFunction(E->mod, name, fty);
-        add_fn_attr(E, f, "nounwind", 0);
-        add_fn_attr(E, f, "willreturn", 0);
-        /* no errno: the C library's math functions are treated as pure;
-         * memory(none) ("memory" 0) is LLVM 16+'s spelling: "readnone" on
-         * a function is rejected by the verifier */
-        add_fn_attr(E, f, "memory", 0);
-    }
+    LLVMValueRef f = cc_declare_pure(E->mod, name, fty);
     return LLVMBuildCall2(E->b, fty, f, args, nargs, name);
 }
 
@@ -210,8 +191,8 @@ raise_divbyzero_if(Emit *E, LLVMValueRef cond)
     LLVMValueRef f = LLVMGetNamedFunction(E->mod, "feraiseexcept");
     if (f == NULL) {
         f = LLVMAddFunction(E->mod, "feraiseexcept", fty);
-        add_fn_attr(E, f, "nounwind", 0);
-        add_fn_attr(E, f, "cold", 0);
+        cc_add_fn_attr(f, "nounwind");
+        cc_add_fn_attr(f, "cold");
     }
     LLVMValueRef flag = LLVMConstInt(i32, FE_DIVBYZERO, 0);
     LLVMBuildCall2(E->b, fty, f, &flag, 1, "");
@@ -1423,13 +1404,7 @@ ldexp_call(Emit *E, CcNode *n, TsKind out)
     LLVMTypeRef params[2] = {t, i32};
     LLVMTypeRef fty = LLVMFunctionType(t, params, 2, 0);
     const char *name = k == TS_FLOAT32 ? "ldexpf" : "ldexp";
-    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
-    if (f == NULL) {
-        f = LLVMAddFunction(E->mod, name, fty);
-        add_fn_attr(E, f, "nounwind", 0);
-        add_fn_attr(E, f, "willreturn", 0);
-        add_fn_attr(E, f, "memory", 0);
-    }
+    LLVMValueRef f = cc_declare_pure(E->mod, name, fty);
     LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "")};
     return convert(E, LLVMBuildCall2(E->b, fty, f, args, 2, name), k, out);
 }
@@ -2063,8 +2038,8 @@ declare(Emit *E, const TsSignature *sig, const char *name)
     LLVMValueRef f =
         LLVMAddFunction(E->mod, name, LLVMFunctionType(ret, params, (unsigned)sig->nargs, 0));
     LLVMSetLinkage(f, LLVMInternalLinkage);
-    add_fn_attr(E, f, "alwaysinline", 0);
-    add_fn_attr(E, f, "nounwind", 0);
+    cc_add_fn_attr(f, "alwaysinline");
+    cc_add_fn_attr(f, "nounwind");
     return f;
 }
 
@@ -2133,8 +2108,8 @@ declare_gufunc(Emit *E, const TsSignature *sig, const char *name)
     LLVMTypeRef fty = LLVMFunctionType(LLVMInt32TypeInContext(E->ctx), params, np, 0);
     LLVMValueRef f = LLVMAddFunction(E->mod, name, fty);
     LLVMSetLinkage(f, LLVMInternalLinkage);
-    add_fn_attr(E, f, "alwaysinline", 0);
-    add_fn_attr(E, f, "nounwind", 0);
+    cc_add_fn_attr(f, "alwaysinline");
+    cc_add_fn_attr(f, "nounwind");
     return f;
 }
 

@@ -12,6 +12,32 @@
  */
 #include "compiler/compiler.h"
 
+#include <string.h>
+
+void
+cc_add_fn_attr(LLVMValueRef f, const char *name)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    if (kind != 0) {
+        LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(f));
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(ctx, kind, 0));
+    }
+}
+
+LLVMValueRef
+cc_declare_pure(LLVMModuleRef mod, const char *name, LLVMTypeRef fty)
+{
+    LLVMValueRef f = LLVMGetNamedFunction(mod, name);
+    if (f == NULL) {
+        f = LLVMAddFunction(mod, name, fty);
+        cc_add_fn_attr(f, "nounwind");
+        cc_add_fn_attr(f, "willreturn");
+        cc_add_fn_attr(f, "memory"); /* 0: memory(none) */
+    }
+    return f;
+}
+
 static LLVMTypeRef
 part_type(LLVMContextRef ctx, TsKind k)
 {

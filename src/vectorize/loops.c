@@ -277,12 +277,8 @@ emit_contig_function(LoopGen *g, const char *loop_name)
         LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)g->nin + 2, 0);
     LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
-    static const char *const attrs[] = {"noinline", "nounwind"};
-    for (int a = 0; a < 2; a++) {
-        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[a], strlen(attrs[a]));
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(g->ctx, kind, 0));
-    }
+    cc_add_fn_attr(fn, "noinline");
+    cc_add_fn_attr(fn, "nounwind");
     /* the body is emitted with g pointing at this function's operands */
     LoopGen saved = *g;
     g->fn = fn;
@@ -418,9 +414,7 @@ declare_loop(LoopGen *g, const char *name)
     for (unsigned p = 0; p < 4; p++) {
         LLVMSetValueName2(LLVMGetParam(fn, p), pnames[p], strlen(pnames[p]));
     }
-    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(g->ctx, nounwind, 0));
+    cc_add_fn_attr(fn, "nounwind");
     return fn;
 }
 
