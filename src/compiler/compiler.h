@@ -310,6 +310,9 @@ int cc_builtin_cast(TsKind k);
 /* ---- typeinfer.c ---- */
 
 /* Types every node of fn, parameters typed by sig; sets fn->ret.  0/-1. */
+/* The float kind math on a value of type t runs in: float32 for float32 and
+ * complex64 (and their parts), else float64. */
+TsKind cc_math_kind(const CcType *t);
 int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
 
 /* ---- values.c ---- */

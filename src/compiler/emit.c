@@ -1082,14 +1082,6 @@ constant(Emit *E, CcNode *n)
 
 /* ---- builtins ---- */
 
-/* The float kind a math builtin computes in for argument type t. */
-static TsKind
-math_kind(const CcType *t)
-{
-    TsKind k = cc_storage(t);
-    return (k == TS_FLOAT32 || k == TS_COMPLEX64) ? TS_FLOAT32 : TS_FLOAT64;
-}
-
 static LLVMValueRef
 math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
 {
@@ -1256,7 +1248,7 @@ complex_part(Emit *E, CcNode *n, CcFlavor flavor)
 static TsKind
 complex_math_kind(const CcType *t)
 {
-    return math_kind(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+    return cc_math_kind(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
 }
 
 /* NumPy's isnan/isinf/isfinite of a complex value: of either part. */
@@ -1390,7 +1382,7 @@ sign_call(Emit *E, CcNode *n)
 static LLVMValueRef
 ldexp_call(Emit *E, CcNode *n, TsKind out)
 {
-    TsKind k = math_kind(n->args[0]->ty);
+    TsKind k = cc_math_kind(n->args[0]->ty);
     LLVMValueRef x = expr_as(E, n->args[0], k);
     LLVMValueRef e = x ? expr_as(E, n->args[1], TS_INT64) : NULL;
     if (e == NULL) {
@@ -1499,7 +1491,7 @@ call(Emit *E, CcNode *n)
         /* math and NumPy functions: arguments in the computing float kind */
         const CcType *argty =
             n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty) : n->args[0]->ty;
-        TsKind k = math_kind(argty);
+        TsKind k = cc_math_kind(argty);
         for (int i = 0; i < n->nargs; i++) {
             if ((args[i] = expr_as(E, n->args[i], k)) == NULL) {
                 return NULL;

@@ -426,8 +426,8 @@ promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
 }
 
 /* The float kind a math function computes in: float32 stays float32. */
-static TsKind
-float_kind_of(const CcType *t)
+TsKind
+cc_math_kind(const CcType *t)
 {
     if (t->kind == CT_SCALAR && (t->scalar == TS_FLOAT32 || t->scalar == TS_COMPLEX64)) {
         return TS_FLOAT32;
@@ -452,7 +452,7 @@ check_real(Infer *in, CcNode *n, const CcType *t)
 static TsKind
 complex_kind_of(const CcType *t)
 {
-    return float_kind_of(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+    return cc_math_kind(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
 }
 
 /* cmath results are weak (Python complex/float) unless computed in single
@@ -460,7 +460,7 @@ complex_kind_of(const CcType *t)
 static const CcType *
 cmath_result(const CcType *arg, int is_complex)
 {
-    if (float_kind_of(arg) == TS_FLOAT32) {
+    if (cc_math_kind(arg) == TS_FLOAT32) {
         return cc_scalar_type(is_complex ? TS_COMPLEX64 : TS_FLOAT32);
     }
     return cc_weak_type(is_complex ? CT_WEAK_COMPLEX : CT_WEAK_FLOAT);
@@ -591,7 +591,7 @@ call(Infer *in, CcNode *n, const CcType **out)
     case FL_ABS:
         if (is_complex_type(t)) {
             t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT)
-                                           : cc_scalar_type(float_kind_of(t));
+                                           : cc_scalar_type(cc_math_kind(t));
         }
         break;
     case FL_MIN:
@@ -629,8 +629,8 @@ call(Infer *in, CcNode *n, const CcType **out)
         if (check_real(in, n, t) < 0) {
             return -1;
         }
-        t = float_kind_of(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32)
-                                           : cc_weak_type(CT_WEAK_FLOAT);
+        t = cc_math_kind(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32)
+                                          : cc_weak_type(CT_WEAK_FLOAT);
         break;
     case FL_MATH_INT:
         if (check_real(in, n, t) < 0) {
@@ -667,14 +667,14 @@ call(Infer *in, CcNode *n, const CcType **out)
             t = cc_scalar_type(cc_storage(t) == TS_BOOL ? TS_INT8 : cc_storage(t));
             break;
         }
-        t = cc_scalar_type(float_kind_of(t));
+        t = cc_scalar_type(cc_math_kind(t));
         break;
     case FL_REAL:
     case FL_IMAG:
         if (t->kind == CT_WEAK_COMPLEX || t->kind == CT_WEAK_INT) {
             t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT) : t;
         } else if (ts_is_complex(t->scalar)) {
-            t = cc_scalar_type(float_kind_of(t));
+            t = cc_scalar_type(cc_math_kind(t));
         }
         break;
     case FL_CONJ:
