@@ -431,7 +431,7 @@ int cc_module_new(CcModule *m, const char *name);
 void cc_module_dispose(CcModule *m);
 
 /*
- * Verifies, optimises (O3, loop and SLP vectorization, libmvec) and JIT-
+ * Verifies, optimises (kernel_pipeline in jit.c: inlining, loop vectorization, libmvec) and JIT-
  * compiles m, then resolves names[i] into addrs[i].  Consumes m (zeroed)
  * in every case.  Returns NULL with an exception on failure.  names need only be
  * unique within m: each is renamed "<name>.<id>" with a process-wide id

@@ -64,7 +64,7 @@ static struct JitContext {
     char *features;                   /* LLVMGetHostCPUFeatures */
     char *triple;                     /* LLVMGetDefaultTargetTriple */
     LLVMTargetMachineRef tm;          /* optimisation (TTI) and assembly */
-    LLVMPassBuilderOptionsRef passes; /* O3 with the vectorizers on */
+    LLVMPassBuilderOptionsRef passes; /* for LLVMRunPasses (kernel_pipeline) */
     LLVMOrcLLJITRef lljit;
     LLVMOrcJITDylibRef main; /* borrowed from lljit */
     char session_error[512]; /* last error ORC reported, or "" */
@@ -201,11 +201,9 @@ create_target_machine(void)
         PyErr_SetString(PyExc_RuntimeError, "LLVM could not create the host target machine");
         return -1;
     }
+    /* LLVMRunPasses needs one; its tuning options apply to default<On>
+     * pipelines only, and kernel_pipeline names its passes itself */
     jit.passes = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(jit.passes, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(jit.passes, 1);
-    LLVMPassBuilderOptionsSetLoopUnrolling(jit.passes, 1);
-    LLVMPassBuilderOptionsSetLoopInterleaving(jit.passes, 1);
     return 0;
 }
 
