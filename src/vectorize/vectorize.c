@@ -97,21 +97,19 @@ static Compiled *
 find_compiled(Library *lib, PyObject *which)
 {
     TsSignature want;
+    TsKind kinds[TS_MAXARGS];
     if (ts_parse_signature(which, &want) < 0) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < lib->n; i++) {
-        const TsSignature *s = &lib->items[i].sig;
-        int same = s->nargs == want.nargs;
-        for (int k = 0; same && k < s->nargs; k++) {
-            same = s->args[k].kind == want.args[k].kind;
-        }
-        if (same) {
-            return &lib->items[i];
-        }
+    for (int k = 0; k < want.nargs; k++) {
+        kinds[k] = want.args[k].kind;
     }
-    PyErr_Format(PyExc_KeyError, "no compiled signature matches %R", which);
-    return NULL;
+    Py_ssize_t i = vz_library_find(lib, kinds, want.nargs);
+    if (i < 0) {
+        PyErr_Format(PyExc_KeyError, "no compiled signature matches %R", which);
+        return NULL;
+    }
+    return &lib->items[i];
 }
 
 typedef PyObject *(*CompiledGetter)(Compiled *c);
@@ -517,12 +515,10 @@ vz_library_new(const char *target_name, PyObject *pyfunc, PyObject *funcdef, PyO
     if (target == NULL || cc_jit_init() < 0) {
         return NULL;
     }
-    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
-    Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
+    Library *lib = vz_library_alloc(target, 0);
     if (lib == NULL) {
         return NULL;
     }
-    lib->target = target;
     lib->pyfunc = Py_NewRef(pyfunc);
     lib->funcdef = Py_NewRef(funcdef);
     lib->source = Py_NewRef(source);
