@@ -121,7 +121,7 @@ def _build_lazy(pyfunc, target, kwargs):
 
 
 def _decorate(ufunc, pyfunc, src):
-    lib = ufunc._numbavec_code
+    lib = _core._code_of(ufunc)
     ufunc.py_func = pyfunc
     ufunc.inspect_llvm = lib.inspect_llvm
     ufunc.inspect_asm = lib.inspect_asm

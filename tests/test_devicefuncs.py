@@ -109,7 +109,7 @@ def test_typing_per_call_site():
         return square(x) + square(i)
 
     ufunc = compile_ufunc(kernel, ['float64(float32, int64)'], "cpu")
-    types = ufunc._numbavec_code.variable_types('float64(float32, int64)')
+    types = numbavec._core._code_of(ufunc).variable_types('float64(float32, int64)')
     inlined = {name: t for name, t in types.items() if name.startswith("square@")}
     assert sorted(inlined.values()) == ["float32", "float32", "int64", "int64"]
     big = np.int64(3_000_000_000)      # int64 square wraps like NumPy's, no float rounding

@@ -434,3 +434,35 @@ def test_device_function_returns_do_not_end_the_kernel(target):
                       target=target)(_clamp_all)
     y = np.linspace(-3, 3, 25).reshape(5, 5)
     np.testing.assert_array_equal(gu2(y, -1.0, 2.0), np.clip(y, -1.0, 2.0))
+
+
+# ---- outputs NumPy must cast keep what the kernel does not write ----
+
+def _writes_odd(x, out):
+    for i in range(1, x.shape[0], 2):
+        out[i] = x[i]
+
+
+@pytest.mark.parametrize("loop, out_dtype", [("uint8", "int8"), ("float64", "float32"),
+                                             ("int64", "float64"), ("float32", "float64")])
+def test_cast_output_keeps_the_callers_values(target, loop, out_dtype):
+    """Where the kernel does not write, the caller's values stay (as in Numba);
+    NumPy's cast copy used to start uninitialised, leaking old heap memory."""
+    gu = guvectorize([f"void({loop}[:], {loop}[:])"], "(n)->(n)", target=target)(_writes_odd)
+    x = np.arange(1, 9, dtype=loop).reshape(2, 4)
+    out = np.full((2, 4), 7, dtype=out_dtype)
+    with np.errstate(all="ignore"):
+        gu(x, out=out, casting="unsafe")
+    expected = np.full((2, 4), 7, dtype=out_dtype)
+    expected[:, 1::2] = x[:, 1::2].astype(out_dtype)
+    np.testing.assert_array_equal(out, expected, strict=True)
+
+
+def test_cast_output_of_a_strided_view(target):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(_writes_odd)
+    base = np.full((3, 10), -1.0, dtype=np.float32)
+    view = base[::2, ::2]
+    gu(np.ones((2, 5)), out=view)
+    expected = np.full((3, 10), -1.0, dtype=np.float32)
+    expected[::2, 2::4] = 1.0
+    np.testing.assert_array_equal(base, expected, strict=True)

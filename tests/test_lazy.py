@@ -322,3 +322,128 @@ def test_xarray_dataarray(target):
     assert isinstance(got, xr.DataArray) and got.dims == ("a", "b")
     assert_same(got.values, muladd(data.values, data.values))
     assert f.types == ["ii->i"]
+
+
+# ---- what Python code can and cannot do to a ufunc's state ----
+
+def test_no_attribute_can_free_or_corrupt_the_code(target):
+    """The loops own what they run: replacing or deleting any attribute
+    leaves the ufunc working (it used to crash, or run freed code)."""
+    import gc
+
+    f = lazy(muladd, target)
+    g = vectorize(["f8(f8, f8)"], target=target)(muladd)
+    for u in (f, g):
+        u(np.float64([1.0]), 2.0)
+        for name in list(vars(u)):
+            delattr(u, name)
+        for name in ("_numbavec_lazy", "_numbavec_code", "py_func", "inspect_llvm"):
+            setattr(u, name, 42)
+        gc.collect()
+        assert_same(u(np.float64([1.0, 2.0]), 3.0), np.float64([4.0, 7.0]))
+    assert_same(f(np.int32([2]), np.int32(3)), np.int32([7]))     # compiles after tampering
+
+
+def test_code_of_only_answers_for_numbavec_ufuncs():
+    with pytest.raises(TypeError, match="not a numbavec ufunc"):
+        _core._code_of(np.add)
+    with pytest.raises(TypeError, match="not a numbavec ufunc"):
+        _core._code_of(np.frompyfunc(lambda x: x, 1, 1))
+    with pytest.raises(TypeError, match="not a lazy numbavec ufunc"):
+        _core._lazy_add(np.add, "f8(f8, f8)")
+
+
+class _CallsBack:
+    """A global whose attribute, read while a kernel compiles, calls that
+    kernel's ufunc (`ufunc(*args)`, once, or on every read with `every`)."""
+
+    def __init__(self, every=False):
+        self.ufunc, self.args, self.every, self.calls, self.results = None, (), every, 0, []
+
+    @property
+    def value(self):
+        if self.ufunc is not None and (self.every or self.calls == 0):
+            self.calls += 1
+            self.results.append(self.ufunc(*self.args))
+        return 2.0
+
+
+_callback = _CallsBack()
+_callback_every = _CallsBack(every=True)
+
+
+def _calls_itself(x):
+    return x * _callback.value
+
+
+def _calls_itself_always(x):
+    return x * _callback_every.value
+
+
+def test_compiling_a_loop_may_call_the_ufunc_with_other_types(target):
+    """The float32 loop compiles inside the float64 one; both land intact
+    (the inner compilation used to write over the outer one's entry)."""
+    f = lazy(_calls_itself, target)
+    _callback.ufunc, _callback.args, _callback.calls = f, (np.float32([3.0]),), 0
+    _callback.results = []
+    assert_same(f(np.float64([1.0, 5.0])), np.float64([2.0, 10.0]))
+    assert_same(_callback.results[0], np.float32([6.0]))
+    assert sorted(f.types) == ["d->d", "f->f"]
+    assert_same(f(np.float32([4.0])), np.float32([8.0]))
+    assert sorted(_core._code_of(f).signatures) == ["float32(float32)", "float64(float64)"]
+
+
+def test_compiling_a_loop_that_needs_itself_is_an_error(target):
+    f = lazy(_calls_itself_always, target)
+    _callback_every.ufunc, _callback_every.args = f, (np.float64([3.0]),)
+    with pytest.raises(numbavec.TypingError, match="reading attribute 'value' raised") as info:
+        f(np.float64([1.0]))
+    assert isinstance(info.value.__cause__, RecursionError)
+    assert "while compiling its loop for them" in str(info.value.__cause__)
+    assert f.types == []
+    _callback_every.ufunc = None
+    assert_same(f(np.float64([1.0])), np.float64([2.0]))
+
+
+def test_fork_while_another_thread_compiles(target, tmp_path):
+    """A child forked while a thread holds the ufunc's compile lock can
+    still compile (it used to deadlock on the lock of a thread it lacks)."""
+    from conftest import run_python
+    script = tmp_path / "fork_compile.py"
+    script.write_text(f"""
+import os, sys, threading
+import numpy as np
+from numbavec import vectorize
+
+inside, release = threading.Event(), threading.Event()
+
+class Slow:
+    @property
+    def value(self):
+        inside.set()
+        release.wait(30)
+        return 2.0
+
+slow = Slow()
+
+def k(x):
+    return x * slow.value
+
+f = vectorize(target={target!r})(k)
+t = threading.Thread(target=lambda: f(np.float64([1.0])))
+t.start()
+inside.wait(30)
+pid = os.fork()
+if pid == 0:
+    release.set()          # the child's copy: no thread is waiting on it
+    ok = f(np.int32([4]))[0] == 8 and f(np.float64([1.5]))[0] == 3.0
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+release.set()
+t.join()
+assert f(np.float64([2.0]))[0] == 4.0
+sys.exit(os.waitstatus_to_exitcode(status))
+""")
+    proc = run_python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
+                      timeout=120)
+    assert proc.returncode == 0, proc.stderr

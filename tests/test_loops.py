@@ -30,7 +30,7 @@ def make(ir, types, **kw):
 
 
 def llvm_of(ufunc):
-    return _core._code_llvm(ufunc._numbavec_code)
+    return _core._code_llvm(_core._code_of(ufunc))
 
 
 FMA3_IR = """
@@ -335,7 +335,7 @@ def test_exp_through_libmvec():
 
 def test_asm_and_info():
     f = make(binary_ir("double", "fadd"), "dd->d")
-    asm = _core._code_asm(f._numbavec_code)
+    asm = _core._code_asm(_core._code_of(f))
     assert "numbavec_loop" in asm and "ret" in asm
     info = _core._jit_info()
     assert info["cpu"] and info["features"]

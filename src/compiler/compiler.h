@@ -212,6 +212,11 @@ int cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc);
 
 /* Raises TypingError "file:line:col: msg" + source line + caret; returns -1. */
 int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);
+/* The same, for Python code the compiler ran (a property of a global) that
+ * raised: the TypingError says what raised it, and the exception is its
+ * __cause__.  BaseExceptions that are not Exceptions (KeyboardInterrupt)
+ * are left to propagate.  Returns -1. */
+int cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what);
 
 /* ---- builtins.c ---- */
 

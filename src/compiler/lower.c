@@ -241,6 +241,39 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     return -1;
 }
 
+int
+cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what)
+{
+    PyObject *type, *value, *tb;
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        return -1;
+    }
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    PyObject *text = PyObject_Str(value), *name = PyObject_GetAttrString(type, "__name__");
+    const char *msg = text != NULL ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+    const char *tname = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+    PyErr_Clear();
+    cc_error(fn, loc, "%s raised %s: %.200s", what, tname != NULL ? tname : "an exception",
+             msg != NULL ? msg : "?");
+    Py_XDECREF(text);
+    Py_XDECREF(name);
+    PyObject *etype, *err, *etb;
+    PyErr_Fetch(&etype, &err, &etb);
+    PyErr_NormalizeException(&etype, &err, &etb);
+    if (err != NULL) {
+        PyException_SetCause(err, Py_NewRef(value)); /* steals the reference */
+    }
+    PyErr_Restore(etype, err, etb);
+    Py_DECREF(type);
+    Py_DECREF(value);
+    Py_XDECREF(tb);
+    return -1;
+}
+
 /* ---- the lowering context ---- */
 
 /*
@@ -272,10 +305,14 @@ get(PyObject *node, const char *attr)
     return PyObject_GetAttrString(node, attr);
 }
 
+/* Where node is; {0, 0} when it says nothing.  An exception pending when
+ * it is called stays pending (callers report errors at a location). */
 static CcLoc
 loc_of(Lower *L, PyObject *node)
 {
     CcLoc loc = {0, 0};
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
     PyObject *line = get(node, "lineno"), *col = get(node, "col_offset");
     if (line != NULL && col != NULL) {
         loc.line = (int)PyLong_AsLong(line) + (L->src ? L->src->line_offset : L->fn->line_offset);
@@ -285,6 +322,7 @@ loc_of(Lower *L, PyObject *node)
     Py_XDECREF(line);
     Py_XDECREF(col);
     PyErr_Clear();
+    PyErr_Restore(type, value, tb);
     return loc;
 }
 
@@ -804,10 +842,14 @@ resolve_object(Lower *L, PyObject *node, int *local)
             return NULL;
         }
         PyObject *v = PyObject_GetAttrString(base, attr);
-        if (v == NULL) {
+        if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
             PyErr_Clear();
             cc_error(L->fn, loc_of(L, node), "'%s' has no attribute '%s'",
                      PyModule_Check(base) ? PyModule_GetName(base) : "object", attr);
+        } else if (v == NULL) {
+            char what[128];
+            snprintf(what, sizeof(what), "reading attribute '%.64s'", attr);
+            cc_error_raised(L->fn, loc_of(L, node), what);
         }
         Py_DECREF(base);
         return v;

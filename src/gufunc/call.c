@@ -15,12 +15,15 @@
  *   - turns a nonzero status (an index out of bounds) into an exception.
  *
  * Legacy ufunc loops cannot report errors (NumPy checks PyErr_Occurred
- * after a legacy loop only for object dtypes), so each loop is also
- * registered as an ArrayMethod whose strided loop returns -1 with the
- * exception set; the legacy tables stay, for ufunc.types and NumPy's type
- * resolution, which then finds the registered method.
+ * after a legacy loop only for object dtypes), so each loop is registered
+ * as an ArrayMethod whose strided loop returns -1 with the exception set.
+ * The legacy tables are published only after that (vectorize.h,
+ * VzUfuncSpec.methods), for ufunc.types and NumPy's type resolution, which
+ * then finds the registered method.
  */
 #include "gufunc/gufunc.h"
+
+#include "vectorize/vectorize.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -258,42 +261,13 @@ method_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *d
     return run_loop(gl, (char **)data, dims, strides);
 }
 
-/*
- * NumPy >= 2.4 wraps a new ufunc's legacy loops into ArrayMethods at once
- * and lists them in ufunc->_loops (a list of (DType tuple, method)); an
- * ArrayMethod for the same DTypes cannot be added beside them, so the
- * wrapper of those DTypes is taken out first.  (Earlier NumPy wraps them
- * lazily: nothing is listed yet.)
- */
-static int
-drop_legacy_entry(PyUFuncObject *uf, PyArray_DTypeMeta **dtypes)
-{
-    PyObject *loops = uf->_loops;
-    if (loops == NULL || !PyList_Check(loops)) {
-        return 0;
-    }
-    for (Py_ssize_t i = PyList_Size(loops) - 1; i >= 0; i--) {
-        PyObject *entry = PyList_GetItem(loops, i);
-        PyObject *key = PyTuple_Check(entry) ? PyTuple_GetItem(entry, 0) : NULL;
-        int same = key != NULL && PyTuple_Check(key) && PyTuple_Size(key) == uf->nargs;
-        for (int k = 0; same && k < uf->nargs; k++) {
-            same = PyTuple_GetItem(key, k) == (PyObject *)dtypes[k];
-        }
-        if (same && PySequence_DelItem(loops, i) < 0) {
-            return -1;
-        }
-    }
-    PyErr_Clear();
-    return 0;
-}
-
 int
-gu_register_methods(PyObject *ufunc)
+gu_register_methods(PyObject *ufunc, int ntypes)
 {
     PyUFuncObject *uf = (PyUFuncObject *)ufunc;
     PyArray_DTypeMeta *dtypes[TS_MAXARGS];
     PyType_Slot slots[] = {{NPY_METH_strided_loop, (void *)method_loop}, {0, NULL}};
-    for (int t = 0; t < uf->ntypes; t++) {
+    for (int t = 0; t < ntypes; t++) {
         for (int k = 0; k < uf->nargs; k++) {
             PyArray_Descr *d = PyArray_DescrFromType(uf->types[t * uf->nargs + k]);
             if (d == NULL) {
@@ -311,9 +285,10 @@ gu_register_methods(PyObject *ufunc)
             .dtypes = dtypes,
             .slots = slots,
         };
-        if (drop_legacy_entry(uf, dtypes) < 0 || PyUFunc_AddLoopFromSpec(ufunc, &spec) < 0) {
+        if (PyUFunc_AddLoopFromSpec(ufunc, &spec) < 0) {
             return -1;
         }
     }
+    vz_publish_types(ufunc, ntypes);
     return 0;
 }

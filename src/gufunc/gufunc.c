@@ -5,14 +5,18 @@
  * kernel with array arguments, emit it twice (general strides; unit
  * stride in every array's last dimension), emit the body around both
  * (loops.c), JIT it, and describe the loop in a GuLoop for call.c.  The
- * code is owned by a Library (vectorize.h) in the ufunc's __dict__, so
+ * code is owned by a Library (vectorize.h), the ufunc's owner, so
  * inspect_llvm/inspect_asm/variable_types work as for vectorize.
  *
- * Written inputs (layouts without '->', writable_args, and any input the
- * kernel assigns to) get NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY in the
- * ufunc's op_flags: NumPy's iterator then writes a cast or copied operand
- * back into the caller's array (WRITEBACKIFCOPY), so writes are never
- * lost, whatever the dtype or the strides of what was passed.
+ * Written operands (outputs; inputs of layouts without '->',
+ * writable_args, and any input the kernel assigns to) get
+ * NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY in the ufunc's op_flags:
+ * when NumPy must cast or copy one, its iterator fills the copy from the
+ * caller's array first and writes it back afterwards (WRITEBACKIFCOPY), so
+ * writes are never lost and what the kernel leaves alone keeps the
+ * caller's values, whatever the dtype or the strides of what was passed.
+ * (NumPy's default for outputs is write-only: the copy would start as
+ * uninitialised memory, and that would reach the caller.)
  */
 #include "gufunc/gufunc.h"
 
@@ -189,14 +193,25 @@ make_ufunc(VzLibrary *lib, const VzSource *src, const GuLayout *layout, PyObject
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        funcs[i] = lib->items[i].fn;
-        data[i] = lib->items[i].target_data;
+        funcs[i] = lib->items[i]->fn;
+        data[i] = lib->items[i]->target_data;
         for (int k = 0; k < nargs; k++) {
-            types[i * nargs + k] = (char)ts_kind_typenum(lib->items[i].sig.args[k].kind);
+            types[i * nargs + k] = (char)ts_kind_typenum(lib->items[i]->sig.args[k].kind);
         }
     }
-    ufunc = vz_make_gufunc(src->name, doc, layout->nin, layout->nout, (int)n, funcs, data, types,
-                           identity, (PyObject *)lib, layout->text);
+    VzUfuncSpec spec = {.name = src->name,
+                        .doc = doc,
+                        .nin = layout->nin,
+                        .nout = layout->nout,
+                        .ntypes = (int)n,
+                        .funcs = funcs,
+                        .data = data,
+                        .types = types,
+                        .identity = identity,
+                        .owner = (PyObject *)lib,
+                        .signature = layout->text,
+                        .methods = 1};
+    ufunc = vz_make_ufunc(&spec);
 done:
     PyMem_Free(funcs);
     PyMem_Free(data);
@@ -204,14 +219,22 @@ done:
     return ufunc;
 }
 
-/* Written inputs: read, written, and copied back when NumPy had to cast or
- * copy them (see the file comment). */
+/*
+ * Written operands: read, written, and copied back when NumPy had to cast
+ * or copy them (see the file comment).  NumPy adds its input flags to an
+ * input's; an output's replace NumPy's defaults, which are kept but for
+ * write-only.
+ */
 static void
 set_writable(PyObject *ufunc, const GuLayout *layout, const unsigned char *written)
 {
     PyUFuncObject *uf = (PyUFuncObject *)ufunc;
-    for (int k = 0; k < layout->nin; k++) {
-        if (written[k]) {
+    for (int k = 0; k < layout->nargs; k++) {
+        if (k >= layout->nin) {
+            uf->op_flags[k] = NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY | NPY_ITER_ALIGNED
+                              | NPY_ITER_ALLOCATE | NPY_ITER_NO_BROADCAST | NPY_ITER_NO_SUBTYPE
+                              | NPY_ITER_OVERLAP_ASSUME_ELEMENTWISE;
+        } else if (written[k]) {
             uf->op_flags[k] = NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY;
         }
     }
@@ -299,25 +322,31 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     src.funcdef = funcdef;
     src.name = name ? name : "kernel";
     src.fastmath = fastmath;
-    if ((lib = vz_library_alloc(&loop_owner, nsigs)) == NULL) {
+    if ((lib = vz_library_alloc(&loop_owner)) == NULL) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < nsigs; i++) {
-        lib->n = i + 1; /* so that a failure frees what was made */
-        if (compile_one(&src, &o, &sigs[i], &lib->items[i]) < 0) {
+        VzCompiled *c = PyMem_Calloc(1, sizeof(VzCompiled));
+        if (c == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        /* appended even when it fails: the library frees what was made */
+        int failed = compile_one(&src, &o, &sigs[i], c) < 0;
+        if (vz_library_append(lib, c) < 0 || failed) {
             goto done;
         }
     }
     /* every loop writes what any of them writes (the same source) */
     for (Py_ssize_t i = 0; i < nsigs; i++) {
-        memcpy(((GuLoop *)lib->items[i].target_data)->written, o.written, sizeof(o.written));
+        memcpy(((GuLoop *)lib->items[i]->target_data)->written, o.written, sizeof(o.written));
     }
     ufunc = make_ufunc(lib, &src, &layout, identity, doc);
     if (ufunc == NULL) {
         goto done;
     }
     set_writable(ufunc, &layout, o.written);
-    if (gu_register_methods(ufunc) < 0) {
+    if (gu_register_methods(ufunc, (int)nsigs) < 0) {
         goto done;
     }
     result = ufunc;

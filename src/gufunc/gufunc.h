@@ -83,10 +83,11 @@ typedef struct GuLoop {
 /* NumPy's gufunc inner loop, legacy signature; data is a GuLoop. */
 void gu_legacy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
-/* Registers an ArrayMethod per loop of ufunc (which must have its legacy
- * loops' data set to GuLoops), so that errors raised inside a loop
- * (IndexError, non-contiguous [::1]) reach the caller.  0/-1. */
-int gu_register_methods(PyObject *ufunc);
+/* Registers an ArrayMethod for each of the first ntypes entries of ufunc's
+ * legacy tables (made with VzUfuncSpec.methods; their data are GuLoops), so
+ * that errors raised inside a loop (IndexError) reach the caller, then
+ * publishes the tables.  0/-1. */
+int gu_register_methods(PyObject *ufunc, int ntypes);
 
 /* ---- gufunc.c ---- */
 

@@ -24,6 +24,14 @@
  *
  * What compiles a signature is a VzLazyBackend (vectorize.h): the Library
  * of vectorize.c for @vectorize; a gufunc supplies its own to reuse this.
+ *
+ * The state is the ufunc's owner (ufunc.c), out of reach of Python code.
+ * One compilation runs at a time per ufunc.  A compilation runs Python
+ * (the cache, attributes of globals), which may call the same ufunc again:
+ * with other types, that compiles them first (the lock is re-entrant for
+ * its thread); with the types being compiled, it is an error, not endless
+ * recursion.  A child forked while another thread held the lock finds it
+ * held by a thread that does not exist there, and starts a fresh one.
  */
 #include "vectorize/vectorize.h"
 
@@ -31,8 +39,8 @@
 #include <pythread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#define STATE_ATTR       "_numbavec_lazy"
 #define PROMOTER_CAPSULE "numpy._ufunc_promoter"
 
 /* ---- the state of one lazy ufunc ---- */
@@ -44,6 +52,12 @@ typedef struct Tables {
     char *types;
 } Tables;
 
+/* A compilation under way (on the C stack of the thread holding the lock). */
+typedef struct Compiling {
+    const TsKind *kinds;
+    struct Compiling *outer;
+} Compiling;
+
 typedef struct LazyState {
     PyObject_HEAD const VzLazyBackend *backend;
     PyObject *compiler; /* owned: the backend's object (a Library) */
@@ -52,6 +66,8 @@ typedef struct LazyState {
     PyObject *identity;      /* owned: None or the identity value */
     PyThread_type_lock lock; /* one compilation at a time */
     unsigned long owner;     /* thread holding lock, or 0 */
+    pid_t owner_pid;         /* the process in which owner took it */
+    Compiling *compiling;    /* the owner's compilations, innermost first */
     Tables *tables;          /* current first, then retired ones */
 } LazyState;
 
@@ -115,16 +131,44 @@ static PyType_Spec state_spec = {
 /* ---- the lock ---- */
 
 /*
+ * A lock held when this process was forked belongs to a thread the child
+ * does not have: the child takes a new one (the old one is left, held,
+ * forever) and forgets the compilations of that thread, whose entries were
+ * never added.  owner and owner_pid change only with the GIL held.  0/-1.
+ */
+static int
+renew_after_fork(LazyState *st)
+{
+    if (st->owner == 0 || st->owner_pid == getpid()) {
+        return 0;
+    }
+    PyThread_type_lock lock = PyThread_allocate_lock();
+    if (lock == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    st->lock = lock;
+    st->owner = 0;
+    st->compiling = NULL;
+    return 0;
+}
+
+/*
  * Taken without the GIL: a thread waiting for it while holding the GIL
  * would deadlock with the compiling thread, which needs the GIL back (the
  * cache and the compiler call Python, where the interpreter may switch
  * threads).  Re-entrant for its owner, so that a compilation reaching the
- * same ufunc again cannot deadlock itself.  Returns 1 if it was taken here.
+ * same ufunc again cannot deadlock itself.  *taken: 1 if it was taken
+ * here.  0/-1.
  */
 static int
-state_lock(LazyState *st)
+state_lock(LazyState *st, int *taken)
 {
     unsigned long me = PyThread_get_thread_ident();
+    *taken = 0;
+    if (renew_after_fork(st) < 0) {
+        return -1;
+    }
     if (st->owner == me) {
         return 0;
     }
@@ -133,7 +177,9 @@ state_lock(LazyState *st)
         Py_END_ALLOW_THREADS
     }
     st->owner = me;
-    return 1;
+    st->owner_pid = getpid();
+    *taken = 1;
+    return 0;
 }
 
 static void
@@ -143,6 +189,27 @@ state_unlock(LazyState *st, int taken)
         st->owner = 0;
         PyThread_release_lock(st->lock);
     }
+}
+
+/* The state behind a lazy ufunc (borrowed), or NULL with TypeError. */
+static LazyState *
+state_of(PyObject *ufunc)
+{
+    PyObject *owner = vz_ufunc_owner(ufunc);
+    if (owner == NULL || Py_TYPE(owner) != (PyTypeObject *)state_type) {
+        PyErr_Format(PyExc_TypeError, "%R is not a lazy numbavec ufunc", ufunc);
+        return NULL;
+    }
+    return (LazyState *)owner;
+}
+
+PyObject *
+vz_lazy_compiler(PyObject *owner)
+{
+    if (owner == NULL || state_type == NULL || Py_TYPE(owner) != (PyTypeObject *)state_type) {
+        return NULL;
+    }
+    return ((LazyState *)owner)->compiler;
 }
 
 /* ---- DTypes and kinds ---- */
@@ -359,16 +426,14 @@ get_loop(PyArrayMethod_Context *context, int aligned, int move_references, const
 static int
 reduction_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, void *initial)
 {
-    PyObject *st = PyObject_GetAttrString(context->caller, STATE_ATTR);
+    LazyState *st = state_of(context->caller);
     if (st == NULL) {
         return -1;
     }
-    PyObject *identity = ((LazyState *)st)->identity;
-    int rc = identity == Py_None                                            ? 0
-             : PyArray_Pack(context->descriptors[0], initial, identity) < 0 ? -1
-                                                                            : 1;
-    Py_DECREF(st);
-    return rc;
+    PyObject *identity = st->identity;
+    return identity == Py_None                                            ? 0
+           : PyArray_Pack(context->descriptors[0], initial, identity) < 0 ? -1
+                                                                          : 1;
 }
 
 /* ---- registering a compiled signature ---- */
@@ -435,19 +500,63 @@ publish_tables(PyObject *ufunc, LazyState *st)
     return 0;
 }
 
+/* Whether the lock's owner is compiling kinds already (0/1). */
+static int
+compiling_now(const LazyState *st, const TsKind *kinds)
+{
+    for (const Compiling *c = st->compiling; c != NULL; c = c->outer) {
+        if (memcmp(c->kinds, kinds, (size_t)st->nin * sizeof(TsKind)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void
+recursion_error(PyObject *ufunc, const LazyState *st, const TsKind *kinds)
+{
+    char buf[TS_STRSIZE] = "";
+    size_t at = 0;
+    for (int k = 0; k < st->nin && at < sizeof(buf); k++) {
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s", k ? ", " : "",
+                               ts_kind_name(kinds[k]));
+    }
+    PyErr_Format(PyExc_RecursionError,
+                 "ufunc %R was called with the types (%s) while compiling its loop for them", ufunc,
+                 buf);
+}
+
+/* Compiles kinds (the lock held), then publishes and registers the loop. */
+static Py_ssize_t
+compile_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
+{
+    if (compiling_now(st, kinds)) {
+        recursion_error(ufunc, st, kinds);
+        return -1;
+    }
+    Compiling frame = {kinds, st->compiling};
+    st->compiling = &frame;
+    Py_ssize_t i = st->backend->compile(st->compiler, kinds, st->nin);
+    st->compiling = frame.outer;
+    return i;
+}
+
 /* The entry for kinds, compiled and registered now if it is new. */
 static Py_ssize_t
 ensure_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
 {
+    int taken;
     Py_ssize_t i = st->backend->find(st->compiler, kinds, st->nin);
     if (i >= 0) {
         return i;
     }
-    int taken = state_lock(st);
+    if (state_lock(st, &taken) < 0) {
+        return -1;
+    }
     /* Another thread may have compiled it while this one waited. */
     i = st->backend->find(st->compiler, kinds, st->nin);
     if (i < 0) {
-        i = st->backend->compile(st->compiler, kinds, st->nin);
+        i = compile_loop(ufunc, st, kinds);
         TsKind all[VZ_MAXOPERANDS];
         PyUFuncGenericFunction fn;
         void *data;
@@ -473,20 +582,19 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
          PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
 {
     TsKind kinds[VZ_MAXOPERANDS], all[VZ_MAXOPERANDS];
-    PyObject *obj = PyObject_GetAttrString(ufunc, STATE_ATTR);
-    if (obj == NULL) {
+    LazyState *st = state_of(ufunc);
+    if (st == NULL) {
         return -1;
     }
-    LazyState *st = (LazyState *)obj;
-    int nargs = st->nin + st->nout, rc = -1, changed = 0;
+    int nargs = st->nin + st->nout, changed = 0;
     PyUFuncGenericFunction fn;
     void *data;
     if (resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
-        goto done;
+        return -1;
     }
     Py_ssize_t i = ensure_loop(ufunc, st, kinds);
     if (i < 0) {
-        goto done;
+        return -1;
     }
     st->backend->entry(st->compiler, i, &fn, &data, all);
     for (int k = 0; k < nargs; k++) {
@@ -502,17 +610,14 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
     for (int k = st->nin; !changed && k < nargs; k++) {
         Py_CLEAR(new_op_dtypes[k]);
     }
-    rc = 0;
-done:
-    Py_DECREF(obj);
-    return rc;
+    return 0;
 }
 
 /* ---- creation ---- */
 
 PyObject *
 vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObject *identity,
-                   const VzLazyBackend *backend, PyObject *compiler, PyObject *keep)
+                   const VzLazyBackend *backend, PyObject *compiler)
 {
     PyObject *ufunc = NULL, *capsule = NULL, *wildcard = NULL;
     LazyState *st = NULL;
@@ -533,9 +638,13 @@ vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObjec
         PyErr_NoMemory();
         goto error;
     }
-    PyUFuncGenericFunction no_funcs[1] = {NULL};
-    void *no_data[1] = {NULL};
-    ufunc = vz_make_ufunc(name, doc, nin, nout, 0, no_funcs, no_data, "", identity, keep);
+    VzUfuncSpec spec = {.name = name,
+                        .doc = doc,
+                        .nin = nin,
+                        .nout = nout,
+                        .identity = identity,
+                        .owner = (PyObject *)st};
+    ufunc = vz_make_ufunc(&spec);
     if (ufunc == NULL) {
         goto error;
     }
@@ -548,9 +657,6 @@ vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObjec
         }
         Py_DECREF(st->identity);
         st->identity = value;
-    }
-    if (PyObject_SetAttrString(ufunc, STATE_ATTR, (PyObject *)st) < 0) {
-        goto error;
     }
     capsule = PyCapsule_New((void *)promoter, PROMOTER_CAPSULE, NULL);
     wildcard = PyTuple_New(nin + nout);
@@ -578,17 +684,15 @@ error:
 PyObject *
 vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin)
 {
-    PyObject *obj = PyObject_GetAttrString(ufunc, STATE_ATTR);
-    if (obj == NULL) {
+    LazyState *st = state_of(ufunc);
+    if (st == NULL) {
         return NULL;
     }
-    LazyState *st = (LazyState *)obj;
-    Py_ssize_t i = nin == st->nin ? ensure_loop(ufunc, st, kinds) : -1;
     if (nin != st->nin) {
         PyErr_Format(PyExc_TypeError, "this ufunc takes %d arguments, not %d", st->nin, nin);
+        return NULL;
     }
-    Py_DECREF(obj);
-    return i < 0 ? NULL : Py_NewRef(Py_None);
+    return ensure_loop(ufunc, st, kinds) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 int

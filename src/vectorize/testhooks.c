@@ -6,7 +6,7 @@
  * and ufunc creation (ufunc.c) are tested on their own:
  *
  *   _core._ufunc_from_ir(ir, kernel, types, name="f", identity=None)
- *   _core._code_llvm(code) / _core._code_asm(code)   code: f._numbavec_code
+ *   _core._code_llvm(code) / _core._code_asm(code)   code: _core._code_of(f)
  *   _core._jit_info()  -> {cpu, features, llvm_version, libmvec, live_codes,
  *                          compilations, object_loads}
  */
@@ -148,8 +148,17 @@ ufunc_from_ir(PyObject *self, PyObject *args, PyObject *kwds)
     }
     PyUFuncGenericFunction func = (PyUFuncGenericFunction)loop;
     void *data = NULL;
-    PyObject *ufunc = vz_make_ufunc(name, "A ufunc built from LLVM IR (test hook).", sig.nargs, 1,
-                                    1, &func, &data, typenums, identity, capsule);
+    VzUfuncSpec spec = {.name = name,
+                        .doc = "A ufunc built from LLVM IR (test hook).",
+                        .nin = sig.nargs,
+                        .nout = 1,
+                        .ntypes = 1,
+                        .funcs = &func,
+                        .data = &data,
+                        .types = typenums,
+                        .identity = identity,
+                        .owner = capsule};
+    PyObject *ufunc = vz_make_ufunc(&spec);
     Py_DECREF(capsule);
     return ufunc;
 }
@@ -191,8 +200,8 @@ static PyMethodDef testhook_methods[] = {
     {"_ufunc_from_ir", (PyCFunction)(void (*)(void))ufunc_from_ir, METH_VARARGS | METH_KEYWORDS,
      "_ufunc_from_ir(ir, kernel, types, name='f', identity=None)\n"
      "A ufunc whose loop calls the internal function `kernel` of `ir` (tests)."},
-    {"_code_llvm", code_llvm, METH_O, "Optimised LLVM IR of a ufunc's _numbavec_code."},
-    {"_code_asm", code_asm, METH_O, "Assembly of a ufunc's _numbavec_code."},
+    {"_code_llvm", code_llvm, METH_O, "Optimised LLVM IR of _code_of(ufunc) (a test hook's)."},
+    {"_code_asm", code_asm, METH_O, "Assembly of _code_of(ufunc) (a test hook's)."},
     {"_jit_info", jit_info, METH_NOARGS,
      "The host JIT: cpu, features, llvm_version, "
      "libmvec, live_codes."},

@@ -1,13 +1,19 @@
 /*
  * ufunc.c - real numpy.ufunc objects around JIT-compiled loops.
  *
- * Last step of the ufunc factory: vectorize.c (and the test hooks) pass the
- * loops of every signature here.  NumPy does not copy the arrays a legacy
- * ufunc is created from (functions, data, types, name, doc), so they are
- * copied into one PyArray_malloc block stored in the ufunc's `ptr` field,
- * which ufunc_dealloc releases with PyArray_free (numpy/_core/src/umath/
- * ufunc_object.c).  What the loops themselves need (the JIT'd code) is
- * kept alive through the ufunc's __dict__.
+ * Last step of every ufunc factory (vectorize.c, gufunc.c, dufunc.c, the
+ * cuda resolver and the test hooks).  NumPy does not copy the arrays a
+ * legacy ufunc is created from (functions, data, types, name, doc), so they
+ * are copied into one PyArray_malloc block stored in the ufunc's `ptr`
+ * field, which ufunc_dealloc releases with PyArray_free (numpy/_core/src/
+ * umath/ufunc_object.c).
+ *
+ * What the loops run (the JIT'd code, a lazy ufunc's state) is the ufunc's
+ * *owner*, kept in its `obj` field: NumPy's dealloc releases it and its
+ * traverse visits it, and no attribute reaches it, so nothing done from
+ * Python can drop or replace it while a loop may still run (a ufunc's
+ * __dict__ is writable by anyone).  _core._code_of(ufunc) gives the tests
+ * and the decorators the Library behind it.
  */
 #include "vectorize/vectorize.h"
 
@@ -63,70 +69,101 @@ identity_code(PyObject *identity, int *code, PyObject **value)
     return 0;
 }
 
-/*
- * One block: funcs[ntypes], data[ntypes], types[ntypes * nargs], name, doc.
- * The pointer arrays come first so that they are aligned.
- */
+/* The block's layout: funcs, data, types, name, doc (pointers first, so
+ * that they are aligned). */
+typedef struct Block {
+    PyUFuncGenericFunction *funcs;
+    void **data;
+    char *types, *name, *doc;
+} Block;
+
+/* One PyArray_malloc block with copies of spec's tables and strings. */
 static void *
-copy_tables(const char *name, const char *doc, int nargs, int ntypes, PyUFuncGenericFunction *funcs,
-            void **data, const char *types, PyUFuncGenericFunction **funcs_out, void ***data_out,
-            char **types_out, char **name_out, char **doc_out)
+copy_tables(const VzUfuncSpec *spec, Block *b)
 {
-    size_t nfuncs = (size_t)ntypes * sizeof(PyUFuncGenericFunction);
-    size_t ndata = (size_t)ntypes * sizeof(void *);
-    size_t ntypechars = (size_t)ntypes * (size_t)nargs;
-    size_t name_len = strlen(name) + 1, doc_len = strlen(doc) + 1;
-    char *block = PyArray_malloc(nfuncs + ndata + ntypechars + name_len + doc_len);
+    int nargs = spec->nin + spec->nout;
+    const char *doc = spec->doc != NULL ? spec->doc : "";
+    size_t nfuncs = (size_t)spec->ntypes * sizeof(PyUFuncGenericFunction);
+    size_t ndata = (size_t)spec->ntypes * sizeof(void *);
+    size_t ntypechars = (size_t)spec->ntypes * (size_t)nargs;
+    size_t name_len = strlen(spec->name) + 1, doc_len = strlen(doc) + 1;
+    char *block = PyArray_malloc(nfuncs + ndata + ntypechars + name_len + doc_len + 1);
     if (block == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
-    *funcs_out = memcpy(block, funcs, nfuncs);
-    *data_out = memcpy(block + nfuncs, data, ndata);
-    *types_out = memcpy(block + nfuncs + ndata, types, ntypechars);
-    *name_out = memcpy(*types_out + ntypechars, name, name_len);
-    *doc_out = memcpy(*name_out + name_len, doc, doc_len);
+    b->funcs = (PyUFuncGenericFunction *)block;
+    b->data = (void **)(block + nfuncs);
+    b->types = block + nfuncs + ndata;
+    b->name = b->types + ntypechars;
+    b->doc = b->name + name_len;
+    if (spec->ntypes > 0) {
+        memcpy(b->funcs, spec->funcs, nfuncs);
+        memcpy(b->data, spec->data, ndata);
+        memcpy(b->types, spec->types, ntypechars);
+    }
+    memcpy(b->name, spec->name, name_len);
+    memcpy(b->doc, doc, doc_len);
     return block;
 }
 
-PyObject *
-vz_make_ufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
-              PyUFuncGenericFunction *funcs, void **data, const char *types, PyObject *identity,
-              PyObject *keep)
+/*
+ * The ufunc keeps `owner` in its `obj` field.  NumPy creates ufuncs
+ * untracked by the garbage collector (only frompyfunc, which also sets
+ * `obj`, tracks them); tracked, a cycle through the owner (a kernel whose
+ * globals hold its own ufunc) is collected like any other.
+ */
+static void
+adopt_owner(PyObject *ufunc, PyObject *owner)
 {
-    return vz_make_gufunc(name, doc, nin, nout, ntypes, funcs, data, types, identity, keep, NULL);
+    if (owner == NULL) {
+        return;
+    }
+    ((PyUFuncObject *)ufunc)->obj = Py_NewRef(owner);
+    if (!PyObject_GC_IsTracked(ufunc)) {
+        PyObject_GC_Track(ufunc);
+    }
 }
 
 PyObject *
-vz_make_gufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
-               PyUFuncGenericFunction *funcs, void **data, const char *types, PyObject *identity,
-               PyObject *keep, const char *signature)
+vz_make_ufunc(const VzUfuncSpec *spec)
 {
-    PyObject *ufunc = NULL;
     PyObject *value = NULL;
-    PyUFuncGenericFunction *f;
-    void **d;
-    char *t, *n, *ds;
+    Block b;
     int code;
-    if (identity_code(identity, &code, &value) < 0) {
+    if (identity_code(spec->identity, &code, &value) < 0) {
         return NULL;
     }
-    void *block = copy_tables(name, doc != NULL ? doc : "", nin + nout, ntypes, funcs, data, types,
-                              &f, &d, &t, &n, &ds);
+    void *block = copy_tables(spec, &b);
     if (block == NULL) {
         return NULL;
     }
-    ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(f, d, t, ntypes, nin, nout, code, n, ds,
-                                                           0, signature, value);
+    /* Tables NumPy must not wrap are handed over empty (see vectorize.h). */
+    int wrapped = spec->methods ? 0 : spec->ntypes;
+    PyObject *ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
+        b.funcs, b.data, b.types, wrapped, spec->nin, spec->nout, code, b.name, b.doc, 0,
+        spec->signature, value);
     if (ufunc == NULL) {
         PyArray_free(block);
         return NULL;
     }
     /* From here the ufunc owns the block: its dealloc frees `ptr`. */
     ((PyUFuncObject *)ufunc)->ptr = block;
-    if (keep != NULL && PyObject_SetAttrString(ufunc, "_numbavec_code", keep) < 0) {
-        Py_DECREF(ufunc);
+    adopt_owner(ufunc, spec->owner);
+    return ufunc;
+}
+
+void
+vz_publish_types(PyObject *ufunc, int ntypes)
+{
+    ((PyUFuncObject *)ufunc)->ntypes = ntypes;
+}
+
+PyObject *
+vz_ufunc_owner(PyObject *ufunc)
+{
+    if (!PyObject_TypeCheck(ufunc, &PyUFunc_Type)) {
         return NULL;
     }
-    return ufunc;
+    return ((PyUFuncObject *)ufunc)->obj;
 }

@@ -4,10 +4,12 @@
  * For each signature: lower the function's AST, infer types, emit the
  * kernel and its inner-loop wrapper into a module of its own, JIT it, and
  * let the target wrap the serial loop.  The compiled code of all signatures
- * is owned by a Library object stored in the ufunc's __dict__, so it lives
+ * is owned by a Library object, the ufunc's owner (ufunc.c), so it lives
  * exactly as long as the ufunc; the Library also answers inspect_llvm,
  * inspect_asm and inspect_types.  A failed compile registers nothing and
- * frees everything it made.
+ * frees everything it made.  Entries never move once added: a loop NumPy
+ * runs, or a compilation that re-enters the Library (a lazy ufunc called
+ * while one of its own signatures compiles), may hold a pointer to one.
  *
  * The Library keeps the function's source, so that a lazy ufunc (dufunc.c)
  * can compile more signatures later, and optionally a cache object
@@ -29,10 +31,10 @@ typedef VzLibrary Library;
 static PyObject *library_type = NULL;
 
 static void
-compiled_clear(Library *lib, Compiled *c)
+compiled_clear(const TgTarget *target, Compiled *c)
 {
     if (c->target_data != NULL) {
-        lib->target->free_data(c->target_data);
+        target->free_data(c->target_data);
         c->target_data = NULL;
     }
     if (c->code != NULL) {
@@ -73,7 +75,8 @@ library_dealloc(PyObject *self)
     Library *lib = (Library *)self;
     PyObject_GC_UnTrack(self);
     for (Py_ssize_t i = 0; i < lib->n; i++) {
-        compiled_clear(lib, &lib->items[i]);
+        compiled_clear(lib->target, lib->items[i]);
+        PyMem_Free(lib->items[i]);
     }
     PyMem_Free(lib->items);
     library_clear(self);
@@ -109,7 +112,7 @@ find_compiled(Library *lib, PyObject *which)
         PyErr_Format(PyExc_KeyError, "no compiled signature matches %R", which);
         return NULL;
     }
-    return &lib->items[i];
+    return lib->items[i];
 }
 
 typedef PyObject *(*CompiledGetter)(Compiled *c);
@@ -128,8 +131,8 @@ per_signature(Library *lib, PyObject *args, CompiledGetter getter)
     }
     PyObject *result = PyDict_New();
     for (Py_ssize_t i = 0; result != NULL && i < lib->n; i++) {
-        PyObject *key = sig_key(&lib->items[i].sig);
-        PyObject *value = key ? getter(&lib->items[i]) : NULL;
+        PyObject *key = sig_key(&lib->items[i]->sig);
+        PyObject *value = key ? getter(lib->items[i]) : NULL;
         if (value == NULL || PyDict_SetItem(result, key, value) < 0) {
             Py_CLEAR(result);
         }
@@ -182,7 +185,7 @@ library_signatures(PyObject *self, void *closure)
     Library *lib = (Library *)self;
     PyObject *list = PyList_New(lib->n);
     for (Py_ssize_t i = 0; list != NULL && i < lib->n; i++) {
-        PyObject *s = sig_key(&lib->items[i].sig);
+        PyObject *s = sig_key(&lib->items[i]->sig);
         if (s == NULL) {
             Py_CLEAR(list);
             break;
@@ -225,7 +228,8 @@ static PyType_Spec library_spec = {
     library_slots,
 };
 
-/* Grows items so that one more fits.  0/-1. */
+/* Grows the table of entries so that one more fits (the entries
+ * themselves stay where they are).  0/-1. */
 static int
 library_reserve(Library *lib)
 {
@@ -233,15 +237,26 @@ library_reserve(Library *lib)
         return 0;
     }
     Py_ssize_t cap = lib->cap ? lib->cap * 2 : 4;
-    Compiled *items = PyMem_Realloc(lib->items, (size_t)cap * sizeof(Compiled));
+    Compiled **items = PyMem_Realloc(lib->items, (size_t)cap * sizeof(Compiled *));
     if (items == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    memset(items + lib->n, 0, (size_t)(cap - lib->n) * sizeof(Compiled));
     lib->items = items;
     lib->cap = cap;
     return 0;
+}
+
+Py_ssize_t
+vz_library_append(VzLibrary *lib, VzCompiled *c)
+{
+    if (library_reserve(lib) < 0) {
+        compiled_clear(lib->target, c);
+        PyMem_Free(c);
+        return -1;
+    }
+    lib->items[lib->n] = c;
+    return lib->n++;
 }
 
 /* ---- compiling one signature ---- */
@@ -431,7 +446,7 @@ compile_cached(Library *lib, const TsSignature *sig, Compiled *out, double *cost
         }
         /* An entry that does not link is as good as a corrupt one. */
         PyErr_Clear();
-        compiled_clear(lib, out);
+        compiled_clear(lib->target, out);
         memset(out, 0, sizeof(*out));
     }
     if (compile_one(&lib->src, sig, out, cost, k, &object) < 0) {
@@ -445,28 +460,31 @@ done:
     return rc;
 }
 
+/* Compiled into an entry of its own, appended only when whole: Python code
+ * run by the compiler may add entries meanwhile. */
 Py_ssize_t
 vz_library_add(VzLibrary *lib, const TsSignature *sig)
 {
-    if (library_reserve(lib) < 0) {
+    Compiled *c = PyMem_Calloc(1, sizeof(Compiled));
+    double cost = 1.0;
+    if (c == NULL) {
+        PyErr_NoMemory();
         return -1;
     }
-    Compiled *c = &lib->items[lib->n];
-    double cost = 1.0;
-    memset(c, 0, sizeof(*c));
     if (compile_cached(lib, sig, c, &cost) < 0
         || lib->target->wrap_loop(c->fn, &c->sig, cost, &c->fn, &c->target_data) < 0) {
-        compiled_clear(lib, c);
+        compiled_clear(lib->target, c);
+        PyMem_Free(c);
         return -1;
     }
-    return lib->n++;
+    return vz_library_append(lib, c);
 }
 
 Py_ssize_t
 vz_library_find(VzLibrary *lib, const TsKind *args, int nargs)
 {
     for (Py_ssize_t i = 0; i < lib->n; i++) {
-        const TsSignature *s = &lib->items[i].sig;
+        const TsSignature *s = &lib->items[i]->sig;
         int same = s->nargs == nargs;
         for (int k = 0; same && k < nargs; k++) {
             same = s->args[k].kind == args[k];
@@ -482,9 +500,9 @@ void
 vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
                  const TsSignature **sig)
 {
-    *fn = lib->items[i].fn;
-    *data = lib->items[i].target_data;
-    *sig = &lib->items[i].sig;
+    *fn = lib->items[i]->fn;
+    *data = lib->items[i]->target_data;
+    *sig = &lib->items[i]->sig;
 }
 
 Py_ssize_t
@@ -515,7 +533,7 @@ vz_library_new(const char *target_name, PyObject *pyfunc, PyObject *funcdef, PyO
     if (target == NULL || cc_jit_init() < 0) {
         return NULL;
     }
-    Library *lib = vz_library_alloc(target, 0);
+    Library *lib = vz_library_alloc(target);
     if (lib == NULL) {
         return NULL;
     }
@@ -539,7 +557,7 @@ static PyObject *
 make_ufunc(Library *lib, PyObject *identity, const char *doc)
 {
     Py_ssize_t n = lib->n;
-    int nin = n ? lib->items[0].sig.nargs : 0;
+    int nin = n ? lib->items[0]->sig.nargs : 0;
     PyUFuncGenericFunction *funcs = PyMem_Calloc((size_t)n, sizeof(*funcs));
     void **data = PyMem_Calloc((size_t)n, sizeof(void *));
     char *types = PyMem_Calloc((size_t)(n * (nin + 1)), 1);
@@ -549,7 +567,7 @@ make_ufunc(Library *lib, PyObject *identity, const char *doc)
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        Compiled *c = &lib->items[i];
+        Compiled *c = lib->items[i];
         funcs[i] = c->fn;
         data[i] = c->target_data;
         for (int k = 0; k < nin; k++) {
@@ -557,8 +575,17 @@ make_ufunc(Library *lib, PyObject *identity, const char *doc)
         }
         types[i * (nin + 1) + nin] = (char)ts_kind_typenum(c->sig.ret.kind);
     }
-    ufunc = vz_make_ufunc(lib->src.name, doc, nin, 1, (int)n, funcs, data, types, identity,
-                          (PyObject *)lib);
+    VzUfuncSpec spec = {.name = lib->src.name,
+                        .doc = doc,
+                        .nin = nin,
+                        .nout = 1,
+                        .ntypes = (int)n,
+                        .funcs = funcs,
+                        .data = data,
+                        .types = types,
+                        .identity = identity,
+                        .owner = (PyObject *)lib};
+    ufunc = vz_make_ufunc(&spec);
 done:
     PyMem_Free(funcs);
     PyMem_Free(data);
@@ -594,7 +621,7 @@ PyDoc_STRVAR(vectorize_doc,
              "Compiles pyfunc (whose ast.FunctionDef is funcdef; source is (filename,\n"
              "first_line, lines, line_offset)) for each signature into a real ufunc.\n"
              "cache: a numbavec.cache.FunctionCache, or None.\n"
-             "The ufunc's __dict__['_numbavec_code'] is the Library owning the code.");
+             "_code_of(ufunc) is the Library owning the code.");
 
 static PyObject *
 vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
@@ -703,8 +730,8 @@ lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     if (lib == NULL) {
         return NULL;
     }
-    PyObject *ufunc = vz_make_lazy_ufunc(lib->src.name, doc, nin, 1, identity, &library_backend,
-                                         (PyObject *)lib, (PyObject *)lib);
+    PyObject *ufunc =
+        vz_make_lazy_ufunc(lib->src.name, doc, nin, 1, identity, &library_backend, (PyObject *)lib);
     Py_DECREF(lib);
     return ufunc;
 }
@@ -731,7 +758,7 @@ lazy_add(PyObject *module, PyObject *args)
 /* ---- for gufunc.c ---- */
 
 VzLibrary *
-vz_library_alloc(const TgTarget *target, Py_ssize_t n)
+vz_library_alloc(const TgTarget *target)
 {
     allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
     Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
@@ -739,12 +766,6 @@ vz_library_alloc(const TgTarget *target, Py_ssize_t n)
         return NULL;
     }
     lib->target = target;
-    while (lib->cap < n) {
-        if (library_reserve(lib) < 0) {
-            Py_DECREF(lib);
-            return NULL;
-        }
-    }
     return lib;
 }
 
@@ -781,7 +802,27 @@ vz_estimate_cost(LLVMValueRef kernel)
     return estimate_cost(kernel);
 }
 
+PyDoc_STRVAR(code_of_doc,
+             "_code_of(ufunc): the compiled code behind a numbavec ufunc (a Library, or a\n"
+             "test hook's code capsule).  TypeError for any other object.");
+
+static PyObject *
+code_of(PyObject *module, PyObject *ufunc)
+{
+    PyObject *owner = vz_ufunc_owner(ufunc), *lazy = vz_lazy_compiler(owner);
+    if (lazy != NULL) {
+        return Py_NewRef(lazy);
+    }
+    if (owner != NULL
+        && (Py_TYPE(owner) == (PyTypeObject *)library_type || PyCapsule_CheckExact(owner))) {
+        return Py_NewRef(owner);
+    }
+    PyErr_Format(PyExc_TypeError, "%R is not a numbavec ufunc", ufunc);
+    return NULL;
+}
+
 static PyMethodDef vectorize_methods[] = {
+    {"_code_of", code_of, METH_O, code_of_doc},
     {"lazy_vectorize", (PyCFunction)(void (*)(void))lazy_vectorize, METH_VARARGS | METH_KEYWORDS,
      lazy_vectorize_doc},
     {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},

@@ -30,18 +30,41 @@ LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignat
 /* ---- ufunc.c ---- */
 
 /*
- * Creates a numpy.ufunc with ntypes loops.  funcs, data, types (NumPy
- * type numbers, ntypes * (nin + nout) of them, as chars), name and doc are
- * copied into one block owned by the ufunc (its `ptr`); `keep` (borrowed:
- * the ufunc takes its own reference; may be NULL) is stored in the ufunc's
- * __dict__ as "_numbavec_code" so that what the loops need lives as long as
- * the ufunc.  identity: None -> PyUFunc_None, "reorderable", the ints 0, 1,
- * -1, or any other value (PyUFunc_IdentityValue); another str: ValueError.
- * Returns a new reference or NULL.
+ * What a ufunc is made of.  funcs, data and types (NumPy type numbers,
+ * ntypes * (nin + nout) of them, as chars), name and doc are copied into
+ * one block the ufunc owns (its `ptr`).  identity: None -> PyUFunc_None,
+ * "reorderable", the ints 0, 1, -1, or any other value
+ * (PyUFunc_IdentityValue); another str: ValueError.  owner (borrowed, may
+ * be NULL): what the loops run; the ufunc keeps a reference to it that no
+ * Python code can reach.  signature: a gufunc's core signature, or NULL.
+ *
+ * methods: 0, NumPy wraps the legacy loops itself; 1, the ufunc is made
+ * with none visible (ntypes 0: NumPy >= 2.4 would otherwise register a
+ * wrapper per loop at once, and no ArrayMethod could then be added for the
+ * same DTypes), the caller registers an ArrayMethod per entry and then
+ * calls vz_publish_types, after which ufunc.types lists the entries and
+ * NumPy's legacy type resolution finds them (a resolved entry dispatches
+ * to the registered method).
  */
-PyObject *vz_make_ufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
-                        PyUFuncGenericFunction *funcs, void **data, const char *types,
-                        PyObject *identity, PyObject *keep);
+typedef struct VzUfuncSpec {
+    const char *name, *doc;
+    int nin, nout, ntypes;
+    PyUFuncGenericFunction *funcs;
+    void **data;
+    const char *types;
+    PyObject *identity;
+    PyObject *owner;
+    const char *signature;
+    int methods;
+} VzUfuncSpec;
+
+/* A new reference, or NULL with an exception. */
+PyObject *vz_make_ufunc(const VzUfuncSpec *spec);
+/* Makes the first ntypes entries of the ufunc's tables visible (methods=1). */
+void vz_publish_types(PyObject *ufunc, int ntypes);
+/* The owner given to vz_make_ufunc (borrowed), or NULL (no exception) when
+ * ufunc is not a ufunc or has none. */
+PyObject *vz_ufunc_owner(PyObject *ufunc);
 
 /* ---- dufunc.c ---- */
 
@@ -68,12 +91,14 @@ typedef struct VzLazyBackend {
 /*
  * A real numpy.ufunc with no loops that compiles one, through backend, for
  * each new combination of input types it is called with (see dufunc.c).
- * name, doc, identity, keep: as vz_make_ufunc.  compiler: borrowed.
- * New reference or NULL.
+ * name, doc, identity: as vz_make_ufunc.  compiler: borrowed (the ufunc's
+ * owner, its lazy state, keeps a reference).  New reference or NULL.
  */
 PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
-                             PyObject *identity, const VzLazyBackend *backend, PyObject *compiler,
-                             PyObject *keep);
+                             PyObject *identity, const VzLazyBackend *backend, PyObject *compiler);
+/* The backend's object behind a lazy ufunc's owner (borrowed), or NULL
+ * (no exception) when owner is not a lazy state. */
+PyObject *vz_lazy_compiler(PyObject *owner);
 /* Compiles and registers input kinds now (ufunc.add(sig)): None or NULL. */
 PyObject *vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin);
 int vz_init_dufunc(PyObject *module);
@@ -83,11 +108,6 @@ int vz_init_dufunc(PyObject *module);
 /* Adds _ufunc_from_ir, _code_llvm, _code_asm and _jit_info (tests); 0/-1. */
 int vz_init_testhooks(PyObject *module);
 
-/* A ufunc with a core signature (gufunc; NULL: a plain ufunc); otherwise
- * as vz_make_ufunc.  nout may be 0.  Returns a new reference or NULL. */
-PyObject *vz_make_gufunc(const char *name, const char *doc, int nin, int nout, int ntypes,
-                         PyUFuncGenericFunction *funcs, void **data, const char *types,
-                         PyObject *identity, PyObject *keep, const char *signature);
 
 /* ---- vectorize.c ---- */
 
@@ -111,16 +131,18 @@ typedef struct VzSource {
 
 /*
  * The compiled code of one ufunc, one entry per signature: a Python object,
- * numbavec._core.Library, kept in the ufunc's __dict__ as "_numbavec_code";
- * it answers inspect_llvm/inspect_asm/variable_types.  A Library made by
- * vz_library_new also keeps the function's source (a lazy ufunc compiles
- * more signatures later) and an optional cache; gufunc.c fills one made by
- * vz_library_alloc itself.
+ * numbavec._core.Library, the ufunc's owner (or its lazy state's compiler);
+ * _core._code_of(ufunc) returns it, and it answers inspect_llvm,
+ * inspect_asm and variable_types.  A Library made by vz_library_new also
+ * keeps the function's source (a lazy ufunc compiles more signatures
+ * later) and an optional cache; gufunc.c appends the entries of one made
+ * by vz_library_alloc itself.  Entries are allocated one by one and never
+ * move.
  */
 typedef struct VzLibrary {
     PyObject_HEAD const TgTarget *target;
     Py_ssize_t n, cap;
-    VzCompiled *items;                   /* PyMem array of cap, n used: a failure frees them */
+    VzCompiled **items;                  /* PyMem array of cap, n used; each entry PyMem */
     PyObject *pyfunc, *funcdef, *source; /* owned: what src borrows */
     PyObject *name;                      /* owned str: src.name points into it */
     PyObject *cache;                     /* owned: a numbavec.cache.FunctionCache, or NULL */
@@ -134,9 +156,12 @@ typedef struct VzLibrary {
  */
 VzLibrary *vz_library_new(const char *target, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
                           const char *name, int fastmath, PyObject *cache);
-/* An empty library with room for n entries that its caller fills (gufunc.c):
- * new reference or NULL. */
-VzLibrary *vz_library_alloc(const TgTarget *target, Py_ssize_t n);
+/* An empty library whose caller appends the entries (gufunc.c): new
+ * reference or NULL. */
+VzLibrary *vz_library_alloc(const TgTarget *target);
+/* Appends c (PyMem_Malloc'd; the library takes it over, and frees it on
+ * failure): its index, or -1 with an exception. */
+Py_ssize_t vz_library_append(VzLibrary *lib, VzCompiled *c);
 /* Compiles sig (through the cache, if any), lets the target wrap the loop
  * and appends it: its index, or -1 with an exception (nothing added). */
 Py_ssize_t vz_library_add(VzLibrary *lib, const TsSignature *sig);

@@ -59,8 +59,15 @@ rebuild_resolver(CuFunc *f)
         }
         types[i * (nin + 1) + nin] = (char)ts_kind_typenum(f->loops[i]->sig.ret.kind);
     }
-    r = vz_make_ufunc(PyUnicode_AsUTF8AndSize(f->name, NULL), NULL, nin, 1, (int)n, funcs, data,
-                      types, f->reorderable ? Py_None : f->identity, NULL);
+    VzUfuncSpec spec = {.name = PyUnicode_AsUTF8AndSize(f->name, NULL),
+                        .nin = nin,
+                        .nout = 1,
+                        .ntypes = (int)n,
+                        .funcs = funcs,
+                        .data = data,
+                        .types = types,
+                        .identity = f->reorderable ? Py_None : f->identity};
+    r = spec.name != NULL ? vz_make_ufunc(&spec) : NULL;
 done:
     PyMem_Free(funcs);
     PyMem_Free(data);
