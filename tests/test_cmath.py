@@ -2,7 +2,8 @@
 remaining math/NumPy functions (ldexp, sign, fmin/fmax, dtype aliases).
 
 The complex functions call the C library's C99 functions, as NumPy's loops
-do: results are compared with NumPy bit for bit, and with Python's cmath
+do: results are compared with NumPy (special values exactly, the rest within
+NUMPY_ULPS: see assert_matches_numpy), and with Python's cmath
 within COMPLEX_ULPS units in the last place of |result| (cmath computes
 some functions with other formulas; where the two disagree on special
 values, numbavec follows NumPy).
@@ -15,8 +16,10 @@ import numpy as np
 import pytest
 
 from conftest import compile_ufunc
+from numbavec import _core
 
 COMPLEX_ULPS = 8
+NUMPY_ULPS = 2
 
 NUMPY_NAME = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
               "acosh": "arccosh", "atanh": "arctanh"}
@@ -35,9 +38,25 @@ def complex_inputs(dtype):
 def ulps_from(got, ref):
     """Error of got in ULPs of |ref| (a component near 0 is not measured
     relative to itself: cancellation there is not the function's error)."""
-    scale = np.spacing(np.abs(ref).astype(np.float64))
+    scale = np.spacing(np.abs(ref)).astype(np.float64)   # in the precision of ref
     err = np.maximum(np.abs(got.real - ref.real), np.abs(got.imag - ref.imag))
     return np.max(err / np.where(scale == 0, 1, scale))
+
+
+def assert_matches_numpy(got, ref):
+    """Special values exactly (NaN, infinities, zeros with their signs), the
+    rest within NUMPY_ULPS.  NumPy's wheels call the platform's C99
+    functions when its build's libm passes NumPy's checks and npymath's own
+    otherwise (NumPy 2.2's do for the inverse functions): bit for bit in the
+    first case, an ULP or two apart in the second."""
+    for part in ("real", "imag"):
+        g, r = getattr(got, part), getattr(ref, part)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(r))
+        special = ~np.isnan(r) & (np.isinf(r) | (r == 0))
+        np.testing.assert_array_equal(g[special], r[special])
+        np.testing.assert_array_equal(np.signbit(g[special]), np.signbit(r[special]))
+    finite = np.isfinite(ref.real) & np.isfinite(ref.imag)
+    assert ulps_from(got[finite], ref[finite]) <= NUMPY_ULPS
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +85,7 @@ def test_cmath_function(cmath_ufuncs, target, name):
             z = complex_inputs(dtype)
             got = ufunc(z)
             assert got.dtype == dtype
-            np.testing.assert_array_equal(got, npf(z))          # NumPy: bit for bit
+            assert_matches_numpy(got, npf(z))
         z = complex_inputs(np.complex128)
         got = ufunc(z)
         ref, keep = [], []
@@ -114,7 +133,7 @@ def test_phase_polar_rect(target):
 
 def test_polar_of_complex64_is_float32():
     ufunc = compile_ufunc(lambda z: cmath.polar(z)[0], ['complex64(complex64)'], "cpu")
-    types = ufunc._numbavec_code.variable_types()
+    types = _core._code_of(ufunc).variable_types()
     assert list(types.values())[0]["<return>"] == "complex64"
     assert ufunc(np.complex64(3 + 4j)) == 5
 
