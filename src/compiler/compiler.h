@@ -182,6 +182,13 @@ struct CcNode {
     /* ND_CONST */
     long long ival;     /* ints and bools (uint64 bit pattern) */
     double fval, fimag; /* floats; complex: fval + fimag j */
+    /* ND_CONST of a Python int outside int64: big is set, (ihigh:ival) is its
+     * value as an int128 (clamped to int128's range), and pyint the exact
+     * value (kept by the arena); typeinfer lets it meet only the types it
+     * fits (NEP 50) and makes it a float toward floats. */
+    int big;
+    long long ihigh;
+    PyObject *pyint;
 };
 
 /* One function being compiled for one signature. */
@@ -194,11 +201,16 @@ typedef struct CcFunction {
     int first_line;         /* file line of source_lines[0] */
     CcVar **vars;
     int nvars, cap_vars;
+    CcVar **var_index; /* lower.c: open addressing by name, var_index_cap slots */
+    int var_index_cap;
     int nparams;
     int ninline;       /* device functions inlined so far (name prefixes) */
     CcNode *body;      /* ND_BLOCK */
     const CcType *ret; /* declared (scalar) or inferred; NULL: void (gufunc) */
     int boundscheck;   /* gufunc kernels: check indices (cc_emit_gufunc_kernel) */
+    int depth;         /* lower.c: the nesting being lowered */
+    int max_depth;     /* lower.c: the nesting this thread's stack has room for */
+    int nnodes;        /* lower.c: the nodes made so far */
 } CcFunction;
 
 /* ---- lower.c ---- */

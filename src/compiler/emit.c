@@ -894,47 +894,68 @@ real_pred(CcOp op)
     }
 }
 
-/* a op b where one is int64 and the other uint64: exact, not via float64. */
-static LLVMValueRef
-mixed_compare(Emit *E, CcOp op, LLVMValueRef a, TsKind ka, LLVMValueRef b)
+static int
+is_big_const(const CcNode *node)
 {
-    LLVMValueRef s = ts_is_signed(ka) ? a : b;
-    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, s, int_const(E, TS_INT64, 0), "");
-    LLVMValueRef cmp = LLVMBuildICmp(E->b, int_pred(op, 0), a, b, "");
-    /* a negative signed operand is below every unsigned value */
-    int signed_is_lhs = ts_is_signed(ka);
-    int holds_if_neg =
-        op == OP_NE
-        || (signed_is_lhs ? (op == OP_LT || op == OP_LE) : (op == OP_GT || op == OP_GE));
-    LLVMValueRef when_neg = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), holds_if_neg, 0);
-    return LLVMBuildSelect(E->b, neg, when_neg, cmp, "cmp");
+    return node != NULL && node->kind == ND_CONST && node->big;
 }
 
+/* An integral value as an integer of `bits` (64 or 128) by value: bools and
+ * unsigned kinds zero-extended, signed ones sign-extended; a Python int
+ * constant outside int64 (node, may be NULL) is its own int128. */
 static LLVMValueRef
-compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, LLVMValueRef b, const CcType *tb)
+wide_int_of(Emit *E, const CcNode *node, LLVMValueRef v, TsKind k, unsigned bits)
+{
+    LLVMTypeRef t = LLVMIntTypeInContext(E->ctx, bits);
+    if (is_big_const(node)) {
+        uint64_t words[2] = {(uint64_t)node->ival, (uint64_t)node->ihigh};
+        return LLVMConstIntOfArbitraryPrecision(t, 2, words);
+    }
+    if ((unsigned)ts_bits(k) == bits && k != TS_BOOL) {
+        return v;
+    }
+    if (k == TS_BOOL || !ts_is_signed(k)) {
+        return LLVMBuildZExt(E->b, v, t, "");
+    }
+    return LLVMBuildSExt(E->b, v, t, "");
+}
+
+static int
+integral_kind(TsKind k)
+{
+    return k == TS_BOOL || ts_is_int(k);
+}
+
+/*
+ * a op b.  Integers compare by value, as NumPy 2 does: a Python int against
+ * a typed integer (uint8 x > -1 is true, not x > 255), or signed against
+ * unsigned (int8 x < uint64 y), exactly in int128 rather than through the
+ * promoted kind (which may be float64).  na, nb: the operands' nodes when
+ * known (a Python int constant outside int64 has its own value), or NULL.
+ */
+static LLVMValueRef
+compare_values(Emit *E, CcOp op, LLVMValueRef a, const CcType *ta, const CcNode *na, LLVMValueRef b,
+               const CcType *tb, const CcNode *nb)
 {
     TsKind ka = cc_storage(ta), kb = cc_storage(tb);
     TsKind k = cc_storage(cc_promote(ta, tb));
-    if ((ta->kind == CT_WEAK_INT) != (tb->kind == CT_WEAK_INT) && ts_is_int(k)) {
-        /* a Python int against a typed integer compares by value (NumPy 2):
-         * uint8 x > -1 is true, not x > 255 */
-        if (k == TS_UINT64) {
-            return mixed_compare(E, op, a, ka, b);
-        }
-        k = TS_INT64;
-    }
-    if (!cc_is_weak(ta) && !cc_is_weak(tb) && ts_is_int(ka) && ts_is_int(kb)
-        && ts_is_signed(ka) != ts_is_signed(kb) && k == TS_FLOAT64) {
-        return mixed_compare(E, op, a, ka, b);
+    int weak = ta->kind == CT_WEAK_INT || tb->kind == CT_WEAK_INT;
+    int mixed = ka != TS_BOOL && kb != TS_BOOL && ts_is_signed(ka) != ts_is_signed(kb);
+    if (integral_kind(ka) && integral_kind(kb) && (weak || mixed)) {
+        /* int64 holds both values unless a uint64 or a larger constant is involved */
+        unsigned bits =
+            ka == TS_UINT64 || kb == TS_UINT64 || is_big_const(na) || is_big_const(nb) ? 128 : 64;
+        return LLVMBuildICmp(E->b, int_pred(op, 1), wide_int_of(E, na, a, ka, bits),
+                             wide_int_of(E, nb, b, kb, bits), "cmp");
     }
     a = convert(E, a, ka, k);
     b = convert(E, b, kb, k);
     if (ts_is_complex(k)) {
         TsKind p = part_kind(k);
-        LLVMValueRef re =
-            compare_values(E, op, re_of(E, a), cc_scalar_type(p), re_of(E, b), cc_scalar_type(p));
-        LLVMValueRef im =
-            compare_values(E, op, im_of(E, a), cc_scalar_type(p), im_of(E, b), cc_scalar_type(p));
+        LLVMValueRef re = compare_values(E, op, re_of(E, a), cc_scalar_type(p), NULL, re_of(E, b),
+                                         cc_scalar_type(p), NULL);
+        LLVMValueRef im = compare_values(E, op, im_of(E, a), cc_scalar_type(p), NULL, im_of(E, b),
+                                         cc_scalar_type(p), NULL);
         return op == OP_EQ ? LLVMBuildAnd(E->b, re, im, "ceq") : LLVMBuildOr(E->b, re, im, "cne");
     }
     if (ts_is_float(k)) {
@@ -953,7 +974,9 @@ compare(Emit *E, CcNode *n)
     }
     if (n->nargs == 2) {
         LLVMValueRef b = expr(E, n->args[1]);
-        return b ? compare_values(E, n->ops[0], prev, n->args[0]->ty, b, n->args[1]->ty) : NULL;
+        return b ? compare_values(E, n->ops[0], prev, n->args[0]->ty, n->args[0], b, n->args[1]->ty,
+                                  n->args[1])
+                 : NULL;
     }
     LLVMBasicBlockRef done = new_block(E, "cmp.done");
     LLVMValueRef *phi_vals = cc_alloc(E->fn->arena, sizeof(LLVMValueRef) * (size_t)n->nargs);
@@ -968,8 +991,8 @@ compare(Emit *E, CcNode *n)
         if (b == NULL) {
             return NULL;
         }
-        LLVMValueRef c =
-            compare_values(E, n->ops[i - 1], prev, n->args[i - 1]->ty, b, n->args[i]->ty);
+        LLVMValueRef c = compare_values(E, n->ops[i - 1], prev, n->args[i - 1]->ty, n->args[i - 1],
+                                        b, n->args[i]->ty, n->args[i]);
         if (i == n->nargs - 1) {
             phi_vals[nphi] = c;
             phi_from[nphi++] = current_block(E);
@@ -1152,7 +1175,7 @@ has_weak_int(const CcNode *n)
  * result is uint64 (both a uint64 and a negative Python int are exact there).
  */
 static LLVMValueRef
-minmax_key(Emit *E, LLVMValueRef v, TsKind from, TsKind k, int weak)
+minmax_key(Emit *E, const CcNode *node, LLVMValueRef v, TsKind from, TsKind k, int weak)
 {
     if (!weak || !ts_is_int(k) || k == TS_INT64) {
         return convert(E, v, from, k);
@@ -1160,11 +1183,7 @@ minmax_key(Emit *E, LLVMValueRef v, TsKind from, TsKind k, int weak)
     if (k != TS_UINT64) {
         return convert(E, v, from, TS_INT64);
     }
-    LLVMTypeRef i128 = LLVMIntTypeInContext(E->ctx, 128);
-    if (from == TS_BOOL || (ts_is_int(from) && !ts_is_signed(from))) {
-        return LLVMBuildZExt(E->b, convert(E, v, from, TS_UINT64), i128, "");
-    }
-    return LLVMBuildSExt(E->b, convert(E, v, from, TS_INT64), i128, "");
+    return wide_int_of(E, node, v, from, 128);
 }
 
 /* Python's min/max: the first operand that no later one beats. */
@@ -1180,7 +1199,7 @@ minmax(Emit *E, CcNode *n, TsKind k, int is_max)
         }
         TsKind from = cc_storage(n->args[i]->ty);
         LLVMValueRef x = convert(E, v, from, k);
-        LLVMValueRef key = minmax_key(E, v, from, k, weak);
+        LLVMValueRef key = minmax_key(E, n->args[i], v, from, k, weak);
         if (i == 0) {
             best = x;
             best_key = key;

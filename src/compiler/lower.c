@@ -14,6 +14,8 @@
  */
 #include "compiler/compiler.h"
 
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -299,9 +301,16 @@ typedef struct Lower {
     struct Lower *parent;
 } Lower;
 
+/* node.attr (new reference), or NULL.  Nothing is looked up while an
+ * exception is pending: lowering goes on after a failed step only to
+ * unwind, and Python must not be entered with an exception set (it may
+ * replace or drop it). */
 static PyObject *
 get(PyObject *node, const char *attr)
 {
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
     return PyObject_GetAttrString(node, attr);
 }
 
@@ -326,9 +335,30 @@ loc_of(Lower *L, PyObject *node)
     return loc;
 }
 
+/*
+ * The most IR nodes a kernel may have once its device functions are
+ * inlined.  Compile time grows faster than the size of a function (LLVM's
+ * scheduling of one long block), and inlining can make a small source
+ * large (a helper calling the one below it twice, 20 levels deep): this
+ * bound keeps every compilation to seconds.  A real kernel has hundreds.
+ */
+#define MAX_NODES 100000
+
 static CcNode *
 new_node(Lower *L, CcNodeKind kind, PyObject *ast)
 {
+    if (++L->fn->nnodes > MAX_NODES) {
+        if (!PyErr_Occurred()) {
+            cc_error(L->fn,
+                     ast != NULL   ? loc_of(L, ast)
+                     : L->fn->body ? L->fn->body->loc
+                                   : (CcLoc){0, 0},
+                     "the kernel is too large: more than %d operations once its device functions "
+                     "are inlined",
+                     MAX_NODES);
+        }
+        return NULL;
+    }
     CcNode *n = cc_alloc(L->fn->arena, sizeof(CcNode));
     if (n != NULL) {
         n->kind = kind;
@@ -355,16 +385,78 @@ unsupported(Lower *L, PyObject *node, const char *context)
 
 /* ---- variables ---- */
 
+/* ---- variables: an array in creation order, found by name through a
+ * hash index (inlining a device function adds its variables, renamed) ---- */
+
+static size_t
+name_hash(const char *name)
+{
+    size_t h = 14695981039346656037ULL; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        h = (h ^ *c) * 1099511628211ULL;
+    }
+    return h;
+}
+
+/* The slot of name in the index: its variable, or the empty slot for it. */
+static CcVar **
+var_slot(CcFunction *fn, const char *name)
+{
+    size_t mask = (size_t)fn->var_index_cap - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+        CcVar **slot = &fn->var_index[i];
+        if (*slot == NULL || strcmp((*slot)->name, name) == 0) {
+            return slot;
+        }
+    }
+}
+
 static CcVar *
 find_var(CcFunction *fn, const char *name)
 {
-    for (int i = 0; i < fn->nvars; i++) {
-        if (strcmp(fn->vars[i]->name, name) == 0) {
-            return fn->vars[i];
+    return fn->var_index_cap > 0 ? *var_slot(fn, name) : NULL;
+}
+
+/* Makes room for one more variable: the array doubles, the index stays at
+ * most half full.  0/-1. */
+static int
+grow_vars(CcFunction *fn)
+{
+    if (fn->nvars == fn->cap_vars) {
+        int cap = fn->cap_vars ? 2 * fn->cap_vars : 16;
+        CcVar **vars = cc_alloc(fn->arena, sizeof(CcVar *) * (size_t)cap);
+        if (vars == NULL) {
+            return -1;
+        }
+        if (fn->nvars) {
+            memcpy(vars, fn->vars, sizeof(CcVar *) * (size_t)fn->nvars);
+        }
+        fn->vars = vars;
+        fn->cap_vars = cap;
+    }
+    if (2 * (fn->nvars + 1) > fn->var_index_cap) {
+        int cap = fn->var_index_cap ? 2 * fn->var_index_cap : 32;
+        CcVar **index = cc_alloc(fn->arena, sizeof(CcVar *) * (size_t)cap);
+        if (index == NULL) {
+            return -1;
+        }
+        fn->var_index = index;
+        fn->var_index_cap = cap;
+        for (int i = 0; i < fn->nvars; i++) {
+            *var_slot(fn, fn->vars[i]->name) = fn->vars[i];
         }
     }
-    return NULL;
+    return 0;
 }
+
+/*
+ * The most variables a kernel may have once its device functions are
+ * inlined (each inlined call adds its own).  LLVM's register allocation
+ * grows faster than linearly with values live across a loop (5,000 in one
+ * loop take seconds): this bound, with MAX_NODES, keeps every compilation
+ * to seconds.
+ */
+#define MAX_VARS 5000
 
 static CcVar *
 add_var(CcFunction *fn, const char *name)
@@ -373,22 +465,20 @@ add_var(CcFunction *fn, const char *name)
     if (v != NULL) {
         return v;
     }
-    if (fn->nvars == fn->cap_vars) {
-        int cap = fn->cap_vars ? 2 * fn->cap_vars : 16;
-        CcVar **vars = cc_alloc(fn->arena, sizeof(CcVar *) * (size_t)cap);
-        if (vars == NULL) {
-            return NULL;
-        }
-        if (fn->nvars) {
-            memcpy(vars, fn->vars, sizeof(CcVar *) * (size_t)fn->nvars);
-        }
-        fn->vars = vars;
-        fn->cap_vars = cap;
+    if (fn->nvars >= MAX_VARS) {
+        cc_error(fn, fn->body != NULL ? fn->body->loc : (CcLoc){0, 0},
+                 "the kernel has more than %d variables once its device functions are inlined",
+                 MAX_VARS);
+        return NULL;
+    }
+    if (grow_vars(fn) < 0) {
+        return NULL;
     }
     v = cc_alloc(fn->arena, sizeof(CcVar));
     if (v == NULL || (v->name = cc_strdup(fn->arena, name)) == NULL) {
         return NULL;
     }
+    *var_slot(fn, v->name) = v;
     v->index = fn->nvars;
     fn->vars[fn->nvars++] = v;
     return v;
@@ -523,32 +613,223 @@ const_node(Lower *L, PyObject *ast, const CcType *ty)
     return n;
 }
 
-/* A Python int as a weak constant (int64, or uint64 bits above INT64_MAX). */
+/* The largest Python int a kernel's constants may hold, in bits: enough for
+ * any float64 (2**1024) with room, small enough that no constant
+ * expression can take long to compute. */
+#define MAX_INT_BITS 16384
+
+/* The number of bits of the Python int value (its bit_length()), or -1. */
+static long
+int_bits(PyObject *value)
+{
+    PyObject *bits = PyObject_CallMethod(value, "bit_length", NULL);
+    long n = bits != NULL ? PyLong_AsLong(bits) : -1;
+    Py_XDECREF(bits);
+    return n;
+}
+
+/* (ihigh:ival) := value clamped to int128, in two's complement.  0/-1. */
+static int
+int128_words(PyObject *value, long long *high, long long *low)
+{
+    PyObject *lo = NULL, *hi = NULL, *shift = PyLong_FromLong(64);
+    PyObject *lim = PyLong_FromLong(127), *one = PyLong_FromLong(1);
+    PyObject *max = lim && one ? PyNumber_Lshift(one, lim) : NULL; /* 2**127 */
+    PyObject *top = max ? PyNumber_Subtract(max, one) : NULL;
+    PyObject *bottom = max ? PyNumber_Negative(max) : NULL;
+    PyObject *v = NULL;
+    int rc = -1;
+    if (top != NULL && bottom != NULL) {
+        v = PyObject_RichCompareBool(value, top, Py_GT) == 1      ? Py_NewRef(top)
+            : PyObject_RichCompareBool(value, bottom, Py_LT) == 1 ? Py_NewRef(bottom)
+                                                                  : Py_NewRef(value);
+    }
+    if (v != NULL && !PyErr_Occurred() && (hi = PyNumber_Rshift(v, shift)) != NULL) {
+        *low = (long long)PyLong_AsUnsignedLongLongMask(v);
+        *high = (long long)PyLong_AsUnsignedLongLongMask(hi);
+        rc = PyErr_Occurred() ? -1 : 0;
+    }
+    Py_XDECREF(lo);
+    Py_XDECREF(hi);
+    Py_XDECREF(v);
+    Py_XDECREF(shift);
+    Py_XDECREF(lim);
+    Py_XDECREF(one);
+    Py_XDECREF(max);
+    Py_XDECREF(top);
+    Py_XDECREF(bottom);
+    return rc;
+}
+
+/*
+ * A Python int as a weak constant, exactly: an int64 in ival, or, outside
+ * int64, an int128 in (ihigh:ival) and the value itself (see CcNode.big).
+ */
 static CcNode *
 int_const(Lower *L, PyObject *ast, PyObject *value)
 {
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow > 0) {
-        unsigned long long u = PyLong_AsUnsignedLongLong(value);
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            overflow = 2;
-        } else {
-            v = (long long)u;
-            overflow = 0;
-        }
-    }
-    if (overflow || (v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        cc_error(L->fn, loc_of(L, ast), "integer constant does not fit in 64 bits");
+    if (v == -1 && PyErr_Occurred()) {
         return NULL;
     }
     CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_INT));
-    if (n != NULL) {
-        n->ival = v;
+    if (n == NULL || !overflow) {
+        if (n != NULL) {
+            n->ival = v;
+        }
+        return n;
     }
+    long bits = int_bits(value);
+    if (bits < 0) {
+        return NULL;
+    }
+    if (bits > MAX_INT_BITS) {
+        cc_error(L->fn, n->loc,
+                 "integer constant of %ld bits is too large for a kernel (the limit is %d bits)",
+                 bits, MAX_INT_BITS);
+        return NULL;
+    }
+    if (int128_words(value, &n->ihigh, &n->ival) < 0 || cc_arena_keep(L->fn->arena, value) < 0) {
+        return NULL;
+    }
+    n->big = 1;
+    n->pyint = value;
     return n;
+}
+
+/* The exact Python int of a weak int constant (new reference), or NULL
+ * (no exception) when n is not one. */
+static PyObject *
+const_int_value(const CcNode *n)
+{
+    if (n->kind != ND_CONST || n->ty->kind != CT_WEAK_INT) {
+        return NULL;
+    }
+    return n->big ? Py_NewRef(n->pyint) : PyLong_FromLongLong(n->ival);
+}
+
+/* Whether a op b of Python ints may be computed now: operands that give a
+ * result of at most MAX_INT_BITS (an estimate, from their sizes). */
+static int
+fold_in_bounds(Lower *L, CcOp op, PyObject *a, PyObject *b, CcLoc loc)
+{
+    long abits = int_bits(a), bbits = int_bits(b);
+    if (abits < 0 || bbits < 0) {
+        return -1;
+    }
+    long long need = abits > bbits ? abits : bbits;
+    if (op == OP_MUL) {
+        need = (long long)abits + bbits;
+    } else if (op == OP_POW || op == OP_LSHIFT) {
+        int overflow;
+        long long e = PyLong_AsLongLongAndOverflow(b, &overflow);
+        if (overflow < 0 || e < 0) {
+            return 1; /* a float, or no shift: Python decides */
+        }
+        need = overflow ? LLONG_MAX : op == OP_LSHIFT ? abits + e : (abits <= 1 ? 1 : abits * e);
+        if (op == OP_POW && abits > 1 && e > 0 && need / e != abits) {
+            need = LLONG_MAX;
+        }
+    }
+    if (need > MAX_INT_BITS) {
+        cc_error(L->fn, loc,
+                 "integer constant expression too large for a kernel "
+                 "(more than %d bits)",
+                 MAX_INT_BITS);
+        return -1;
+    }
+    return 1;
+}
+
+/* Python's a op b on two ints: a new reference (an int, or a float for /
+ * and negative powers), or NULL with an exception. */
+static PyObject *
+python_int_op(CcOp op, PyObject *a, PyObject *b)
+{
+    switch (op) {
+    case OP_ADD:
+        return PyNumber_Add(a, b);
+    case OP_SUB:
+        return PyNumber_Subtract(a, b);
+    case OP_MUL:
+        return PyNumber_Multiply(a, b);
+    case OP_DIV:
+        return PyNumber_TrueDivide(a, b);
+    case OP_FLOORDIV:
+        return PyNumber_FloorDivide(a, b);
+    case OP_MOD:
+        return PyNumber_Remainder(a, b);
+    case OP_POW:
+        return PyNumber_Power(a, b, Py_None);
+    case OP_LSHIFT:
+        return PyNumber_Lshift(a, b);
+    case OP_RSHIFT:
+        return PyNumber_Rshift(a, b);
+    case OP_BITAND:
+        return PyNumber_And(a, b);
+    case OP_BITOR:
+        return PyNumber_Or(a, b);
+    case OP_BITXOR:
+        return PyNumber_Xor(a, b);
+    case OP_NEG:
+        return PyNumber_Negative(a);
+    case OP_POS:
+        return PyNumber_Positive(a);
+    case OP_INVERT:
+        return PyNumber_Invert(a);
+    default:
+        return Py_NewRef(Py_NotImplemented);
+    }
+}
+
+/*
+ * Constant folding of Python ints, exactly as Python computes them, so
+ * that `x / 10**20` or `2**70 // 2**68` mean what they mean in Python (the
+ * kernel computes Python ints in int64 otherwise).  Returns n unchanged
+ * when its operands are not both int constants, or when Python raises (a
+ * division by zero keeps the kernel's own semantics); NULL with a
+ * TypingError for a result too large.
+ */
+static CcNode *
+fold_int_op(Lower *L, CcNode *n)
+{
+    PyObject *a = const_int_value(n->lhs), *b = NULL, *r = NULL;
+    CcNode *out = n;
+    if (a == NULL || (n->kind == ND_BINOP && (b = const_int_value(n->rhs)) == NULL)) {
+        goto done;
+    }
+    if (b != NULL) {
+        int ok = fold_in_bounds(L, n->op, a, b, n->loc);
+        if (ok <= 0) {
+            out = NULL;
+            goto done;
+        }
+    }
+    r = python_int_op(n->op, a, b);
+    if (r == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            out = NULL;
+        }
+        PyErr_Clear();
+        goto done;
+    }
+    if (PyLong_Check(r)) {
+        out = int_const(L, NULL, r);
+    } else if (PyFloat_Check(r)) {
+        out = const_node(L, NULL, cc_weak_type(CT_WEAK_FLOAT));
+        if (out != NULL) {
+            out->fval = PyFloat_AsDouble(r);
+        }
+    }
+    if (out != NULL && out != n) {
+        out->loc = n->loc;
+    }
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(r);
+    return out;
 }
 
 static int
@@ -590,6 +871,12 @@ numpy_const(Lower *L, PyObject *ast, PyObject *value)
         if (get_double(value, NULL, &n->fval) < 0) {
             return NULL;
         }
+    } else if (kind == TS_BOOL) {
+        int truth = PyObject_IsTrue(value);
+        if (truth < 0) {
+            return NULL;
+        }
+        n->ival = truth;
     } else {
         PyObject *i = PyNumber_Index(value);
         if (i == NULL) {
@@ -722,7 +1009,7 @@ lower_binop(Lower *L, PyObject *node)
     n->op = (CcOp)op;
     n->lhs = lower_attr_expr(L, node, "left");
     n->rhs = n->lhs ? lower_attr_expr(L, node, "right") : NULL;
-    return n->rhs ? n : NULL;
+    return n->rhs ? fold_int_op(L, n) : NULL;
 }
 
 /* unary := ('-' | '+' | '~' | 'not') expr */
@@ -736,7 +1023,7 @@ lower_unary(Lower *L, PyObject *node)
     }
     n->op = (CcOp)op;
     n->lhs = lower_attr_expr(L, node, "operand");
-    return n->lhs ? n : NULL;
+    return n->lhs ? fold_int_op(L, n) : NULL;
 }
 
 /* boolop := expr ('and' | 'or') expr ... */
@@ -1182,9 +1469,12 @@ lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
     D.prefix = cc_strdup(L->fn->arena, prefix);
     D.result = D.prefix ? add_var(L->fn, scoped(&D, "return")) : NULL;
+    if (D.result == NULL) {
+        goto done;
+    }
     D.globals = get(D.pyfunc, "__globals__");
-    D.closure = closure_values(D.pyfunc);
-    if (D.result == NULL || D.globals == NULL || D.closure == NULL) {
+    D.closure = D.globals ? closure_values(D.pyfunc) : NULL;
+    if (D.globals == NULL || D.closure == NULL) {
         goto done;
     }
     if (ast_kind(funcdef) != A_FUNCTIONDEF) {
@@ -1368,7 +1658,14 @@ lower_subscript(Lower *L, PyObject *node)
                  "supported in a kernel");
         goto error;
     }
-    n->index = (int)PyLong_AsLong(value) * (negate ? -1 : 1);
+    int overflow;
+    long long index = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || index > INT_MAX || index < -(long long)INT_MAX) {
+        PyErr_Clear();
+        cc_error(L->fn, loc_of(L, node), "tuple index out of range");
+        goto error;
+    }
+    n->index = (int)index * (negate ? -1 : 1);
     if ((n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
         goto error;
     }
@@ -1382,7 +1679,7 @@ error:
 }
 
 static CcNode *
-lower_expr(Lower *L, PyObject *node)
+lower_expr_kind(Lower *L, PyObject *node)
 {
     switch (ast_kind(node)) {
     case A_BINOP:
@@ -1411,6 +1708,86 @@ lower_expr(Lower *L, PyObject *node)
         unsupported(L, node, "expression");
         return NULL;
     }
+}
+
+/* ---- how deep a tree may be ---- */
+
+/*
+ * Every pass over the tree (this one, typeinfer, emit) recurses once per
+ * level of nesting, so the depth of a kernel is bounded: by MAX_DEPTH, and
+ * by what the stack of the compiling thread has room for (a thread made
+ * with threading.stack_size(512 * 1024) has far less than the main one).
+ * STACK_PER_LEVEL is about twice what the deepest pass was measured to use
+ * per level; STACK_RESERVE is left for LLVM and the calls around us.
+ */
+#define MAX_DEPTH       2000
+#define STACK_PER_LEVEL 640
+#define STACK_RESERVE   (128 * 1024)
+
+/* The lowest address of this thread's stack, or NULL when unknown (read
+ * once per thread: pthread_getattr_np reads /proc for the main thread). */
+static char *
+stack_low(void)
+{
+    static _Thread_local char *low;
+    static _Thread_local int known;
+    if (!known) {
+        pthread_attr_t attr;
+        void *addr = NULL;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) != 0) {
+                addr = NULL;
+            }
+            pthread_attr_destroy(&attr);
+        }
+        low = addr;
+        known = 1;
+    }
+    return low;
+}
+
+/* How many levels of nesting a kernel compiled from here may have. */
+static int
+depth_budget(void)
+{
+    char here;
+    char *low = stack_low();
+    if (low == NULL || &here <= low) {
+        return MAX_DEPTH;
+    }
+    size_t room = (size_t)(&here - low);
+    size_t levels = room > STACK_RESERVE ? (room - STACK_RESERVE) / STACK_PER_LEVEL : 0;
+    return levels < MAX_DEPTH ? (int)levels : MAX_DEPTH;
+}
+
+/* One more level of nesting at node; -1 with a TypingError past the budget. */
+static int
+enter(Lower *L, PyObject *node)
+{
+    if (++L->fn->depth <= L->fn->max_depth) {
+        return 0;
+    }
+    if (L->fn->max_depth < MAX_DEPTH) {
+        cc_error(L->fn, loc_of(L, node),
+                 "the kernel is nested too deeply for this thread's stack (more than %d levels "
+                 "here; compile it on a thread with a larger stack)",
+                 L->fn->max_depth);
+    } else {
+        cc_error(L->fn, loc_of(L, node),
+                 "the kernel is nested too deeply (more than %d levels of expressions, "
+                 "statements and inlined device functions)",
+                 MAX_DEPTH);
+    }
+    return -1;
+}
+
+static CcNode *
+lower_expr(Lower *L, PyObject *node)
+{
+    CcNode *n = enter(L, node) == 0 ? lower_expr_kind(L, node) : NULL;
+    L->fn->depth--;
+    return n;
 }
 
 /* ---- statements ---- */
@@ -1780,7 +2157,7 @@ is_docstring(PyObject *node)
 }
 
 static CcNode *
-lower_stmt(Lower *L, PyObject *node)
+lower_stmt_kind(Lower *L, PyObject *node)
 {
     switch (ast_kind(node)) {
     case A_ASSIGN:
@@ -1822,6 +2199,14 @@ lower_stmt(Lower *L, PyObject *node)
         unsupported(L, node, "statement");
         return NULL;
     }
+}
+
+static CcNode *
+lower_stmt(Lower *L, PyObject *node)
+{
+    CcNode *n = enter(L, node) == 0 ? lower_stmt_kind(L, node) : NULL;
+    L->fn->depth--;
+    return n;
 }
 
 /* block := statement+     (node.attr is a list of statements) */
@@ -1953,6 +2338,9 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     L.fn = fn;
     L.pyfunc = pyfunc;
     L.name = fn->name;
+    fn->depth = 0;
+    fn->max_depth = depth_budget();
+    fn->nnodes = 0;
     int rc = -1;
     fn->body = new_node(&L, ND_BLOCK, funcdef);
     if (fn->body == NULL) {

@@ -14,6 +14,7 @@
 #include "compiler/compiler.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* ---- the type values ---- */
 
@@ -211,11 +212,13 @@ cc_promote(const CcType *a, const CcType *b)
 
 typedef struct Infer {
     CcFunction *fn;
-    int changed;         /* a variable's type grew in this pass */
-    int final;           /* last pass: unknown types are errors */
-    const CcType *ret;   /* promotion of the returned values */
-    CcNode *bare_return; /* a `return` without a value, if any */
-    CcNode *last_return; /* the kernel's last `return value`: where errors point */
+    int changed;          /* a variable's type grew in this pass */
+    int final;            /* last pass: unknown types are errors, constants fitted */
+    int backward;         /* this pass visits statements last first */
+    const CcType *ret_as; /* final pass: the kernel's return type, if declared */
+    const CcType *ret;    /* promotion of the returned values */
+    CcNode *bare_return;  /* a `return` without a value, if any */
+    CcNode *last_return;  /* the kernel's last `return value`: where errors point */
 } Infer;
 
 /* A sentinel for "not known yet" (a variable not typed in this pass). */
@@ -258,6 +261,109 @@ static int
 is_bool(const CcType *t)
 {
     return t->kind == CT_SCALAR && t->scalar == TS_BOOL;
+}
+
+/* ---- Python int constants meeting typed values (NEP 50) ---- */
+
+/* Whether the constant n (a weak int) is a value of integer kind k. */
+static int
+const_fits(const CcNode *n, TsKind k)
+{
+    long long v = n->ival;
+    int bits = ts_bits(k);
+    if (n->big) {
+        /* outside int64: only the upper half of uint64 fits anything */
+        return k == TS_UINT64 && n->ihigh == 0;
+    }
+    if (ts_is_signed(k)) {
+        return bits == 64 || (v >= -(1LL << (bits - 1)) && v < (1LL << (bits - 1)));
+    }
+    return v >= 0 && (bits == 64 || v < (1LL << bits));
+}
+
+static int
+out_of_bounds(Infer *in, CcNode *n, const char *kind)
+{
+    PyObject *value = n->big ? Py_NewRef(n->pyint) : PyLong_FromLongLong(n->ival);
+    PyObject *text = value != NULL ? PyObject_Str(value) : NULL;
+    const char *digits = text != NULL ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+    if (digits != NULL) {
+        cc_error(in->fn, n->loc,
+                 "Python integer %.60s%s out of bounds for %s (a Python int takes the type of "
+                 "the value it meets, as in NumPy 2)",
+                 digits, strlen(digits) > 60 ? "..." : "", kind);
+    }
+    Py_XDECREF(value);
+    Py_XDECREF(text);
+    return -1;
+}
+
+/*
+ * A Python int constant n used as a value of type `as` (the type its
+ * parent converts it to), in the final pass: it must fit an integer kind,
+ * as NumPy 2 requires (np.int8(1) + 300 raises OverflowError); toward a
+ * float or complex it becomes a float, rounded from its exact value (the
+ * kernel's int64 would wrap 10**20).  A bool takes its truth.  Other nodes,
+ * and earlier passes: nothing.  0/-1.
+ */
+static int
+fit_const(Infer *in, CcNode *n, const CcType *as)
+{
+    if (!in->final || as == UNKNOWN || n->kind != ND_CONST || n->ty->kind != CT_WEAK_INT
+        || as->kind == CT_TUPLE || as->kind == CT_ARRAY) {
+        return 0;
+    }
+    TsKind k = cc_storage(as);
+    if (k == TS_BOOL) {
+        return 0;
+    }
+    if (ts_is_float(k) || ts_is_complex(k)) {
+        if (!n->big) {
+            return 0; /* int64 to float is exact rounding already */
+        }
+        double d = PyLong_AsDouble(n->pyint);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return cc_error(in->fn, n->loc, "Python integer too large to convert to float");
+        }
+        n->ty = cc_weak_type(CT_WEAK_FLOAT);
+        n->fval = d;
+        n->big = 0;
+        return 0;
+    }
+    if (!const_fits(n, as->kind == CT_WEAK_INT ? TS_INT64 : k)) {
+        return out_of_bounds(
+            in, n, as->kind == CT_WEAK_INT ? "int64 (a Python int in a kernel)" : ts_kind_name(k));
+    }
+    return 0;
+}
+
+/*
+ * A Python int constant n that Python's min/max may return as it is, held in
+ * the kernel's result of type `as`: an int64, or the upper half of uint64
+ * for a uint64 result (by value comparison is emit.c's).  0/-1.
+ */
+static int
+held_const(Infer *in, CcNode *n, const CcType *as)
+{
+    if (!in->final || n->kind != ND_CONST || n->ty->kind != CT_WEAK_INT || !n->big
+        || !is_integral(as)) {
+        return 0;
+    }
+    TsKind k = cc_storage(as);
+    return k == TS_UINT64 && const_fits(n, k) ? 0 : out_of_bounds(in, n, ts_kind_name(k));
+}
+
+/* fit_const for each of args[0..nargs). */
+static int
+fit_consts(Infer *in, CcNode **args, int nargs, const CcType *as)
+{
+    for (int i = 0; i < nargs; i++) {
+        if (fit_const(in, args[i], as) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Types the operands of a binary node; *out is UNKNOWN if either is. */
@@ -340,6 +446,10 @@ binop(Infer *in, CcNode *n, const CcType **out)
         return cc_error(in->fn, n->loc, "internal error: bad binary operator");
     }
     *out = t;
+    /* both operands are computed in the result's kind (/ of ints: float64) */
+    if (fit_const(in, n->lhs, t) < 0 || fit_const(in, n->rhs, t) < 0) {
+        return -1;
+    }
     return 0;
 }
 
@@ -393,6 +503,12 @@ compare(Infer *in, CcNode *n, const CcType **out)
             CcOp op = n->ops[i - 1];
             if ((is_complex_type(prev) || is_complex_type(t)) && op != OP_EQ && op != OP_NE) {
                 return type_error(in, n->args[i], cc_op_name(op), prev, t);
+            }
+            /* an int against an int compares by value (emit.c); against a
+             * float, as that float */
+            if ((!is_integral(t) && fit_const(in, n->args[i - 1], t) < 0)
+                || (!is_integral(prev) && fit_const(in, n->args[i], prev) < 0)) {
+                return -1;
             }
         }
         prev = t;
@@ -566,8 +682,57 @@ np_integer_op(const CcBuiltin *b, const CcType *t)
  *   np.f(x...)          the promoted float kind of the arguments (strong)
  *   x.real / x.imag     the part's kind;  x.conjugate(): x's type
  */
+static int call_type(Infer *in, CcNode *n, const CcType **out);
+
+/* The type a builtin converts its (Python int constant) arguments to. */
+static const CcType *
+call_arg_type(const CcNode *n, const CcType *result)
+{
+    const CcBuiltin *b = cc_builtin(n->builtin);
+    switch (b->flavor) {
+    case FL_MATH:
+    case FL_MATH_PRED:
+    case FL_NP_PRED:
+    case FL_CMATH:
+    case FL_FLOAT:
+    case FL_COMPLEX:
+        return cc_weak_type(CT_WEAK_FLOAT);
+    case FL_BOOL:
+        return UNKNOWN; /* its truth */
+    case FL_MIN:
+    case FL_MAX:
+        /* Python's min/max compare by value and convert nothing: max(u8, -30)
+         * is fine; an int only needs to be one the result's storage holds
+         * (held_const) */
+        return is_integral(result) ? UNKNOWN : result;
+    default:
+        return result;
+    }
+}
+
+/* call_type, then its Python int constant arguments fitted (ldexp's
+ * exponent is an int of its own). */
 static int
 call(Infer *in, CcNode *n, const CcType **out)
+{
+    if (call_type(in, n, out) < 0) {
+        return -1;
+    }
+    const CcType *as = *out == UNKNOWN ? UNKNOWN : call_arg_type(n, *out);
+    int nargs = cc_builtin(n->builtin)->op == M_LDEXP ? 1 : n->nargs;
+    for (int i = 0; as == UNKNOWN && *out != UNKNOWN && i < n->nargs; i++) {
+        if (held_const(in, n->args[i], *out) < 0) {
+            return -1;
+        }
+    }
+    if (nargs < n->nargs && fit_const(in, n->args[1], cc_weak_type(CT_WEAK_INT)) < 0) {
+        return -1;
+    }
+    return fit_consts(in, n->args, nargs, as);
+}
+
+static int
+call_type(Infer *in, CcNode *n, const CcType **out)
 {
     const CcBuiltin *b = cc_builtin(n->builtin);
     const CcType *t;
@@ -716,7 +881,7 @@ make_tuple(Infer *in, CcNode *n, const CcType **out)
     }
     *out = UNKNOWN;
     for (int i = 0; i < n->nargs; i++) {
-        if (expr(in, n->args[i], &elems[i]) < 0) {
+        if (expr(in, n->args[i], &elems[i]) < 0 || fit_const(in, n->args[i], elems[i]) < 0) {
             return -1;
         }
         if (elems[i] == UNKNOWN) {
@@ -800,6 +965,9 @@ array_index(Infer *in, CcNode *n, const CcType **out)
             return cc_error(in->fn, n->args[i]->loc, "array indices must be integers, not %s",
                             cc_type_name(t, name, sizeof(name)));
         }
+        if (fit_const(in, n->args[i], cc_scalar_type(TS_INT64)) < 0) {
+            return -1;
+        }
     }
     if (a == UNKNOWN) {
         return 0;
@@ -878,7 +1046,7 @@ setitem(Infer *in, CcNode *n)
         return cc_error(in->fn, n->loc, "cannot store %s into an array of %s",
                         cc_type_name(t, a, sizeof(a)), cc_type_name(elem, b, sizeof(b)));
     }
-    return 0;
+    return fit_const(in, n->rhs, elem); /* a[i] = 300 into int8 raises in NumPy 2 */
 }
 
 static int
@@ -919,6 +1087,9 @@ expr(Infer *in, CcNode *n, const CcType **out)
         break;
     case ND_BOOLOP:
         rc = promote_all(in, n->args, n->nargs, &t);
+        if (rc == 0) {
+            rc = fit_consts(in, n->args, n->nargs, t);
+        }
         break;
     case ND_IFEXP: {
         const CcType *c;
@@ -926,6 +1097,9 @@ expr(Infer *in, CcNode *n, const CcType **out)
         rc = expr(in, n->cond, &c);
         if (rc == 0) {
             rc = promote_all(in, both, 2, &t);
+        }
+        if (rc == 0) {
+            rc = fit_consts(in, both, 2, t);
         }
         break;
     }
@@ -956,6 +1130,16 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
     if (t == UNKNOWN) {
         return 0;
     }
+    if (var->ty != UNKNOWN && var->ty->kind == CT_ARRAY) {
+        return cc_error(in->fn, at->loc,
+                        "cannot assign to '%s': it is an array argument (write its elements: "
+                        "%s[...] = value)",
+                        var->name, var->name);
+    }
+    if (t->kind == CT_ARRAY) {
+        return cc_error(in->fn, at->loc,
+                        "an array cannot be assigned to a variable in a kernel ('%s')", var->name);
+    }
     if (var->ty == UNKNOWN) {
         var->ty = t;
         in->changed = 1;
@@ -980,10 +1164,13 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
 
 static int stmt(Infer *in, CcNode *n);
 
+/* The statements of a block, last first on the backward passes (see
+ * cc_typeinfer).  Order changes nothing but how soon types settle. */
 static int
 block(Infer *in, CcNode *n)
 {
-    for (int i = 0; n != NULL && i < n->nargs; i++) {
+    for (int j = 0; n != NULL && j < n->nargs; j++) {
+        int i = in->backward ? n->nargs - 1 - j : j;
         if (stmt(in, n->args[i]) < 0) {
             return -1;
         }
@@ -1042,6 +1229,9 @@ range_args(Infer *in, CcNode *n)
                             "not %s",
                             cc_type_name(t, name, sizeof(name)));
         }
+        if (fit_const(in, n->args[i], cc_scalar_type(TS_INT64)) < 0) {
+            return -1;
+        }
     }
     /* range() yields Python ints */
     return assign(in, n, n->var, cc_weak_type(CT_WEAK_INT));
@@ -1062,7 +1252,14 @@ ret(Infer *in, CcNode *n)
         return 0;
     }
     if (n->var != NULL) {
-        return assign(in, n, n->var, t); /* a return of an inlined function */
+        /* a return of an inlined function */
+        if (assign(in, n, n->var, t) < 0) {
+            return -1;
+        }
+        return fit_const(in, n->lhs, n->var->ty);
+    }
+    if (fit_const(in, n->lhs, in->ret_as) < 0) {
+        return -1;
     }
     in->last_return = n;
     if (in->ret == UNKNOWN) {
@@ -1085,10 +1282,10 @@ stmt(Infer *in, CcNode *n)
     case ND_BLOCK:
         return block(in, n);
     case ND_ASSIGN:
-        if (expr(in, n->rhs, &t) < 0) {
+        if (expr(in, n->rhs, &t) < 0 || assign(in, n, n->var, t) < 0) {
             return -1;
         }
-        return assign(in, n, n->var, t);
+        return fit_const(in, n->rhs, n->var->ty);
     case ND_UNPACK:
         return unpack(in, n);
     case ND_RETURN:
@@ -1157,6 +1354,13 @@ check_return(Infer *in, const TsSignature *sig)
     return 0;
 }
 
+/* How often a variable's type can grow: weak int, float, complex, then up
+ * NumPy's chain of kinds (bool, int8 ... int64, float32, float64,
+ * complex64, complex128), with room. */
+#define TYPE_HEIGHT 16
+/* Passes times nodes: a bound on the time inference may take. */
+#define MAX_PASS_WORK 50000000LL
+
 int
 cc_typeinfer(CcFunction *fn, const TsSignature *sig)
 {
@@ -1177,19 +1381,35 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
         }
         fn->vars[i]->ty = cc_scalar_type(sig->args[i].kind);
     }
-    Infer in = {fn, 1, 0, UNKNOWN, NULL};
-    for (int pass = 0; in.changed; pass++) {
-        if (pass == 64) {
-            return cc_error(fn, fn->body->loc, "type inference did not converge");
+    /*
+     * Passes until no variable's type grows.  Types only grow, each at most
+     * TYPE_HEIGHT times, so nvars * TYPE_HEIGHT passes always suffice; the
+     * passes alternate direction, so that chains of assignments written
+     * either way settle in a few.  The work is bounded all the same.
+     */
+    Infer in = {.fn = fn, .changed = 1};
+    long long max_passes = (long long)fn->nvars * TYPE_HEIGHT + 2;
+    long long budget = MAX_PASS_WORK / (fn->nnodes > 0 ? fn->nnodes : 1);
+    for (long long pass = 0; in.changed; pass++) {
+        if (pass > max_passes || pass > budget) {
+            return cc_error(fn, fn->body->loc,
+                            "type inference did not settle after %lld passes over the kernel "
+                            "(a long chain of assignments in a loop?)",
+                            pass);
         }
         in.changed = 0;
+        in.backward = pass % 2 == 1;
         in.ret = UNKNOWN;
         if (block(&in, fn->body) < 0) {
             return -1;
         }
     }
+    in.backward = 0;
     in.final = 1;
     in.ret = UNKNOWN;
+    if (sig->ret.kind < TS_NSCALAR) {
+        in.ret_as = cc_scalar_type(sig->ret.kind);
+    }
     if (block(&in, fn->body) < 0) {
         return -1;
     }

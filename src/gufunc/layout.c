@@ -21,15 +21,24 @@
 #include "gufunc/gufunc.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A distinct dimension: a name (len characters at `at` in the layout, any
+ * length) or a frozen size (size > 0, matched by value: (03) is (3)). */
+typedef struct DimName {
+    const char *at;
+    int len;
+    long long size;
+    int optional;
+} DimName;
 
 typedef struct Parser {
     const char *s;
     int pos;
     GuLayout *out;
-    char names[GU_MAXCORE][64]; /* a name, or the digits of a frozen size */
-    int optional[GU_MAXCORE];
+    DimName names[GU_MAXCORE];
 } Parser;
 
 static int
@@ -50,48 +59,53 @@ skip_space(Parser *p)
     }
 }
 
+static int
+same_dimension(const DimName *a, const DimName *b)
+{
+    if (a->size > 0 || b->size > 0) {
+        return a->size == b->size;
+    }
+    return a->len == b->len && memcmp(a->at, b->at, (size_t)a->len) == 0;
+}
+
 /* dimension := (name | positive integer) ['?'] */
 static int
 dimension(Parser *p, int arg)
 {
-    char tok[64];
-    int n = 0, start = p->pos;
+    int start = p->pos;
     int frozen = isdigit((unsigned char)p->s[p->pos]);
     if (!frozen && !(isalpha((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_')) {
         return fail(p, "expected a dimension name or a size");
     }
     while (isalnum((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_') {
-        if (n < 63) {
-            tok[n++] = p->s[p->pos];
-        }
         p->pos++;
     }
-    tok[n] = '\0';
+    DimName d = {p->s + start, p->pos - start, 0, 0};
     if (frozen) {
         char *end;
-        long long v = strtoll(tok, &end, 10);
-        if (*end != '\0' || v <= 0) {
+        errno = 0;
+        d.size = strtoll(d.at, &end, 10);
+        if (end != p->s + p->pos || d.size <= 0 || errno == ERANGE) {
             p->pos = start;
-            return fail(p, "a fixed size must be a positive integer");
+            return fail(p, errno == ERANGE ? "a fixed size is too large"
+                                           : "a fixed size must be a positive integer");
         }
-        snprintf(tok, sizeof(tok), "%lld", v); /* (03) and (3) are one size */
     }
-    int optional = p->s[p->pos] == '?';
-    p->pos += optional;
+    d.optional = p->s[p->pos] == '?';
+    p->pos += d.optional;
     GuLayout *L = p->out;
     int ix;
-    for (ix = 0; ix < L->ndimnames && strcmp(p->names[ix], tok) != 0; ix++) {
+    for (ix = 0; ix < L->ndimnames && !same_dimension(&p->names[ix], &d); ix++) {
     }
     if (ix == L->ndimnames) {
         if (ix == GU_MAXCORE) {
             return fail(p, "too many dimension names");
         }
-        snprintf(p->names[ix], sizeof(p->names[ix]), "%s", tok);
-        p->optional[ix] = optional;
+        p->names[ix] = d;
         L->ndimnames++;
-    } else if (p->optional[ix] != optional) {
-        return fail(p, optional ? "'?' on a dimension already used without it"
-                                : "a dimension used with '?' must always have it");
+    } else if (p->names[ix].optional != d.optional) {
+        return fail(p, d.optional ? "'?' on a dimension already used without it"
+                                  : "a dimension used with '?' must always have it");
     }
     if (L->ndims[arg] == TS_MAXDIMS) {
         return fail(p, "too many dimensions");
@@ -162,13 +176,19 @@ gu_parse_layout(PyObject *obj, GuLayout *out)
                      obj);
         return -1;
     }
-    const char *s = PyUnicode_AsUTF8AndSize(obj, NULL);
+    Py_ssize_t size;
+    const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
     if (s == NULL) {
         return -1;
     }
     memset(out, 0, sizeof(*out));
-    if (strlen(s) >= sizeof(out->text)) {
-        PyErr_SetString(PyExc_ValueError, "gufunc layout too long");
+    if ((size_t)size != strlen(s)) {
+        PyErr_SetString(PyExc_ValueError, "a gufunc layout cannot contain a NUL character");
+        return -1;
+    }
+    if ((size_t)size >= sizeof(out->text)) {
+        PyErr_Format(PyExc_ValueError, "gufunc layout too long (%zd characters; the limit is %zu)",
+                     size, sizeof(out->text) - 1);
         return -1;
     }
     Parser p = {s, 0, out};

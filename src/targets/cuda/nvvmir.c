@@ -223,7 +223,11 @@ value(Out *o, LLVMValueRef v)
         if (LLVMGetIntTypeWidth(t) == 1) {
             put(o, LLVMConstIntGetZExtValue(v) ? "true" : "false");
         } else if (LLVMGetIntTypeWidth(t) > 64) {
-            fail(o, "an integer constant wider than 64 bits", v);
+            /* no LLVM-C accessor for the value: its own text, "i128 <digits>" */
+            char *text = LLVMPrintValueToString(v);
+            const char *digits = strchr(text, ' ');
+            put(o, "%s", digits != NULL ? digits + 1 : text);
+            LLVMDisposeMessage(text);
         } else {
             put(o, "%lld", LLVMConstIntGetSExtValue(v));
         }

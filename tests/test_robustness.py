@@ -1,0 +1,280 @@
+"""Faults outside testers found in the compiler, each kept found.
+
+Python int constants are exact (NEP 50: a Python int meets a typed value
+by taking its type, and must fit it); nothing a kernel says crashes the
+compiler or leaves it with an exception it did not raise; and no kernel
+takes unbounded time or stack to compile.  Results are checked against
+``py_func`` run by the interpreter on NumPy scalars.
+"""
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import kernel_from_source, run_python
+from numbavec import TypingError, guvectorize, vectorize
+
+
+def kernel(body, params="x"):
+    """def k(params): body, with math and numpy imported."""
+    text = f"import math\nimport numpy as np\n\ndef k({params}):\n{textwrap.indent(body, '    ')}\n"
+    return kernel_from_source(text)
+
+
+def assert_like_py_func(ufunc, py_func, *columns):
+    """ufunc(columns) == [py_func(row) for each row], on NumPy scalars of
+    the ufunc's (first) loop's input types."""
+    dtypes = [np.dtype(c) for c in ufunc.types[0].split("->")[0]]
+    arrays = [np.array(c, dtype=d) for c, d in zip(columns, dtypes)]
+    got = ufunc(*arrays)
+    expected = np.array([py_func(*row) for row in zip(*arrays)]).astype(got.dtype)
+    np.testing.assert_array_equal(got, expected)
+
+
+# ---- Python int constants: exact, then NEP 50 ----
+
+EXACT = [
+    # (body, signature, inputs): each compared with py_func
+    ("return x / 10**20", "f8(f8)", [[1e20, 3.0, -7e25]]),
+    ("return x * 10**20", "f4(f4)", [[1.5, -2.0]]),
+    ("return 2**70 // 2**68 + x", "i8(i8)", [[1, -5]]),
+    ("return x + (1 << 62) * 2 // 4", "i8(i8)", [[0, 7]]),
+    ("return x * (10**30 % 7)", "i8(i8)", [[3, -3]]),
+    ("return x + 2**-2", "f8(f8)", [[1.0]]),
+    ("return x - -(2**63) // 2", "i8(i8)", [[0, -10]]),
+    ("return x & (2**64 - 1)", "u8(u8)", [[0, 2**64 - 1, 2**63 + 5]]),
+    ("return x * float(10**20)", "f8(f8)", [[2.0]]),
+    ("return math.sqrt(10**40) + x", "f8(f8)", [[0.0]]),
+]
+
+
+@pytest.mark.parametrize("body, sig, inputs", EXACT, ids=[e[0] for e in EXACT])
+def test_python_int_constants_are_exact(target, body, sig, inputs):
+    """x / 10**20 used to wrap 10**20 in int64 (giving 12.87... for x=1e20)."""
+    k = kernel(body)
+    assert_like_py_func(vectorize([sig], target=target)(k), k, *inputs)
+
+
+BY_VALUE = [
+    ("return x == 2**64 - 1", "b1(u8)", [[0, 2**64 - 1, 2**63]]),
+    ("return x > 2**63", "b1(u8)", [[0, 2**63, 2**63 + 1, 2**64 - 1]]),
+    ("return x < 10**30", "b1(i8)", [[-(2**63), 0, 2**63 - 1]]),
+    ("return x > -10**30", "b1(u8)", [[0, 2**64 - 1]]),
+    ("return -1 < x < 2**64", "b1(u8)", [[0, 2**64 - 1]]),
+    ("return max(x, 2**63) == 2**63", "b1(u8)", [[0, 2**63, 2**64 - 1]]),
+]
+
+
+@pytest.mark.parametrize("body, sig, inputs", BY_VALUE, ids=[e[0] for e in BY_VALUE])
+def test_python_ints_compare_by_value(target, body, sig, inputs):
+    k = kernel(body)
+    assert_like_py_func(vectorize([sig], target=target)(k), k, *inputs)
+
+
+@pytest.mark.parametrize("signed", ["int8", "int16", "int32", "int64"])
+def test_signed_against_uint64_compares_exactly(target, signed):
+    """int8/16/32 against uint64 emitted invalid LLVM IR (RuntimeError)."""
+    k = kernel("return (x < y) + 2 * (x == y) + 4 * (x >= y)", "x, y")
+    u = vectorize([f"i8({signed}, uint64)"], target=target)(k)
+    info = np.iinfo(signed)
+    x = np.array([info.min, -1, 0, 1, info.max, info.max], dtype=signed)
+    y = np.array([0, 2**64 - 1, 0, 1, int(info.max), 2**64 - 1], dtype=np.uint64)
+    assert_like_py_func(u, k, x, y)
+
+
+OUT_OF_BOUNDS = [
+    # (body, signature, message): NumPy raises OverflowError for each
+    ("return x + 300", "i1(i1)", "Python integer 300 out of bounds for int8"),
+    ("return x + 2**63", "i8(i8)", "Python integer 9223372036854775808 out of bounds for int64"),
+    ("return x * -1", "u2(u2)", "Python integer -1 out of bounds for uint16"),
+    ("return np.int8(300) + x", "i1(i1)", "Python integer 300 out of bounds for int8"),
+    ("return x + 10**400", "f8(f8)", "too large to convert to float"),
+    ("return np.minimum(x, 2**40)", "i4(i4)", "out of bounds for int32"),
+]
+
+
+@pytest.mark.parametrize("body, sig, message", OUT_OF_BOUNDS, ids=[e[0] for e in OUT_OF_BOUNDS])
+def test_python_int_that_does_not_fit_is_a_typing_error(target, body, sig, message):
+    """A compile-time error where NumPy 2 raises OverflowError at run time
+    (the kernel used to wrap silently)."""
+    k = kernel(body)
+    with pytest.raises(TypingError, match=message):
+        vectorize([sig], target=target)(k)
+    arg = np.dtype(_SHORT[sig[sig.index("(") + 1:-1]]).type(1)
+    with pytest.raises(OverflowError), np.errstate(all="ignore"):
+        k(arg)
+
+
+_SHORT = {"i1": np.int8, "i4": np.int32, "i8": np.int64, "u2": np.uint16, "f8": np.float64}
+
+
+def test_min_and_max_compare_python_ints_by_value(target):
+    """max(u8, -30) converts nothing (Python's max): no error, as before."""
+    k = kernel("return max(min(x, 30), -30)")
+    assert_like_py_func(vectorize(["u1(u1)"], target=target)(k), k, [0, 29, 200])
+
+
+def test_constants_too_large_for_a_kernel(target):
+    for body, message in [("return x + 10**100000", "too large for a kernel"),
+                          ("return x ** 2 ** 2 ** 2 ** 2 ** 2 ** 2", "too large for a kernel"),
+                          ("return x + (1 << 100000)", "too large for a kernel")]:
+        with pytest.raises(TypingError, match=message):
+            vectorize(["f8(f8)"], target=target)(kernel(body))
+
+
+def test_division_of_constants_by_zero_keeps_the_kernels_semantics(target):
+    """1 // 0 is not folded (Python raises): the kernel gives 0 and NumPy's flag."""
+    u = vectorize(["i8(i8)"], target=target)(kernel("return x + 1 // 0"))
+    with np.errstate(divide="ignore"):
+        assert u(np.int64([5]))[0] == 5
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        u(np.int64([5]))
+
+
+def test_setitem_of_a_python_int_that_does_not_fit(target):
+    k = kernel("out[0] = 300", "x, out")
+    with pytest.raises(TypingError, match="300 out of bounds for int8"):
+        guvectorize(["void(int8[:], int8[:])"], "(n)->()", target=target)(k)
+
+
+# ---- what crashed or raised the wrong exception ----
+
+def test_tuple_index_beyond_c_int(target):
+    """(x, y)[4294967297] returned y (the index was cut to a C int)."""
+    for index in ["4294967297", "-4294967297", "2**40"]:
+        with pytest.raises(TypingError, match="index"):
+            vectorize(["f8(f8, f8)"], target=target)(kernel(f"return (x, y)[{index}]", "x, y"))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("if x > 0:\n    acc = 1.0\nacc += x\nreturn acc", "'acc' may be used before it is assigned"),
+    ("return q.real", "name 'q' is not defined"),
+    ("return q.real.imag + x", "name 'q' is not defined"),
+    ("y = x\nif x > 1:\n    z = 1\nz *= 2\nreturn z", "'z' may be used before"),
+])
+def test_errors_after_errors_are_typing_errors(target, body, message):
+    """These raised SystemError (an exception dropped on the way out)."""
+    with pytest.raises(TypingError, match=message):
+        vectorize(["f8(f8)"], target=target)(kernel(body))
+
+
+class _Raises:
+    @property
+    def value(self):
+        raise ValueError("boom")
+
+
+RAISES = _Raises()
+
+
+def _reads_raising_property(x):
+    return x * RAISES.value
+
+
+def test_an_attribute_that_raises_is_a_typing_error_with_its_cause(target):
+    with pytest.raises(TypingError, match="reading attribute 'value' raised ValueError: boom") \
+            as info:
+        vectorize(["f8(f8)"], target=target)(_reads_raising_property)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+TRUE, FALSE = np.True_, np.False_
+
+
+def _numpy_bools(x):
+    return x if TRUE and not FALSE else -x
+
+
+def test_numpy_bool_globals(target):
+    """A np.True_ global raised a raw TypeError with no location."""
+    u = vectorize(["f8(f8)"], target=target)(_numpy_bools)
+    assert_like_py_func(u, _numpy_bools, [2.0, -1.0])
+
+
+@pytest.mark.parametrize("body", ["a = 1.0", "for a in range(3):\n    out[0] = a",
+                                  "a, b = 1.0, 2.0\nout[0] = b"])
+def test_assigning_an_array_parameter_is_a_typing_error(target, body):
+    """It corrupted the heap at decoration."""
+    k = kernel(body + "\nout[0] = 0.0", "a, out")
+    with pytest.raises(TypingError, match="cannot assign to 'a': it is an array argument"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
+
+
+def test_assigning_an_array_to_a_variable_is_a_typing_error(target):
+    k = kernel("b = a\nout[0] = b[0]", "a, out")
+    with pytest.raises(TypingError, match="the array 'a' can only be indexed"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
+
+
+# ---- the compiler's own bounds: depth, size, passes ----
+
+def test_long_backward_chain_of_assignments(target):
+    """Type inference gave up after 64 passes on this valid kernel."""
+    n = 300
+    body = "".join(f"a{i} = 0\n" for i in range(n + 1))
+    body += f"for i in range({n + 1}):\n" + "".join(f"    a{i} = a{i + 1}\n" for i in range(n))
+    body += f"    a{n} = x * 0.5\nreturn a0\n"
+    k = kernel(body)
+    assert k(2.0) == 1.0
+    assert_like_py_func(vectorize(["f8(f8)"], target=target)(k), k, [2.0, 8.0])
+
+
+def test_nested_device_functions_compile_or_stop_at_the_stated_limit():
+    """13 levels of helpers calling the one below twice took 18 s; 40 never
+    finished.  The inlined size is bounded: a clear error, at once."""
+    def module(depth):
+        src = "import numbavec\n\n@numbavec.jit\ndef f0(x):\n    return x + 1\n"
+        for d in range(1, depth + 1):
+            src += f"\n@numbavec.jit\ndef f{d}(x):\n    return f{d - 1}(x) + f{d - 1}(x * 2)\n"
+        return src + f"\ndef k(x):\n    return f{depth}(x)\n"
+
+    small = kernel_from_source(module(6))
+    u = vectorize(["f8(f8)"])(small)
+    assert_like_py_func(u, small, [0.5, 2.0])
+    for depth in (13, 40):
+        with pytest.raises(TypingError, match="once its device functions are inlined"):
+            vectorize(["f8(f8)"])(kernel_from_source(module(depth)))
+
+
+def test_a_huge_function_stops_at_the_stated_limit():
+    """A 100,000-statement function took over a minute."""
+    body = "y = x\n" + "y = y + 1\n" * 30000 + "return y"
+    with pytest.raises(TypingError, match="the kernel is too large"):
+        vectorize(["f8(f8)"])(kernel(body))
+
+
+DEEP = """
+import sys, threading, linecache
+sys.setrecursionlimit(100000)
+from numbavec import vectorize, TypingError
+text = "def k(x):\\n    return x" + " + 1" * {depth} + "\\n"
+linecache.cache["<deep>"] = (len(text), None, text.splitlines(True), "<deep>")
+ns = {{}}
+exec(compile(text, "<deep>", "exec"), ns)
+threading.stack_size({stack})
+out = []
+def run():
+    try:
+        vectorize(["f8(f8)"])(ns["k"])
+        out.append("ok")
+    except TypingError as e:
+        out.append("TypingError: " + str(e).splitlines()[0])
+t = threading.Thread(target=run)
+t.start()
+t.join()
+print(out[0])
+"""
+
+
+@pytest.mark.parametrize("depth, stack, expected", [
+    (300, 512 * 1024, "ok"),
+    (1500, 512 * 1024, "nested too deeply for this thread's stack"),
+    (3000, 512 * 1024, "nested too deeply"),
+    (3000, 16 * 1024 * 1024, "more than 2000 levels"),
+])
+def test_deep_nesting_is_an_error_not_a_crash(depth, stack, expected):
+    """Depths that compiled on the main thread segfaulted on a thread with a
+    512 KB stack (every pass recurses once per level)."""
+    proc = run_python(DEEP.format(depth=depth, stack=stack), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert expected in proc.stdout, proc.stdout
