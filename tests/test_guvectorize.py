@@ -466,3 +466,28 @@ def test_cast_output_of_a_strided_view(target):
     expected = np.full((3, 10), -1.0, dtype=np.float32)
     expected[::2, 2::4] = 1.0
     np.testing.assert_array_equal(base, expected, strict=True)
+
+
+# ---- layouts: dimension names of any length, hostile text ----
+
+def test_long_dimension_names_stay_distinct(target):
+    """Names were cut to 63 characters: two sharing a prefix became one
+    dimension, and the kernel got the wrong length (bounds checks too)."""
+    a, b = "n" * 70 + "_first", "n" * 70 + "_second"
+    k = kernel_from_source("def k(x, y, out):\n    out[0] = x.shape[0] * 100 + y.shape[0]\n")
+    gu = guvectorize(["void(float64[:], float64[:], float64[:])"], f"({a}),({b})->()",
+                     target=target)(k)
+    assert gu.signature == f"({a}),({b})->()"
+    np.testing.assert_array_equal(gu(np.ones((2, 3)), np.ones((2, 5))), [305.0, 305.0])
+
+
+@pytest.mark.parametrize("layout, message", [
+    ("(n)\x00->(n)", "NUL"),
+    ("(99999999999999999999999)->()", "too large"),
+    ("(0)->()", "positive"),
+    ("(n" + ",n" * 40 + ")->()", "too many dimensions"),
+    ("(" + "x" * 2000 + ")->()", "too long"),
+])
+def test_bad_layouts_are_value_errors(layout, message):
+    with pytest.raises(ValueError, match=message):
+        guvectorize(["void(float64[:], float64[:])"], layout)(copy)
