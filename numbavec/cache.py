@@ -11,7 +11,10 @@ function's source; the values of the globals and closure variables it reads
 (names taken from its AST); the source of the functions it calls (objects
 with a ``py_func``, i.e. device functions, followed transitively); the
 signature; the target and options; the host CPU's name and features; the
-LLVM version and numbavec's version.  Changing any of them misses.
+LLVM version and numbavec's version.  Changing any of them misses.  It is
+computed each time a signature is compiled, not at decoration: a lazy ufunc
+compiles at its first call, with the names bound by then (a global or a
+device function defined below the kernel, a closure cell rebound).
 
 Files: ``<dir>/<key>.nvc`` = MAGIC + sha256(payload) + payload, where payload
 is ``marshal.dumps((meta, entry))``.  Writes go to a temporary file in the
@@ -239,19 +242,28 @@ def _write(directory, path, meta, entry):
 class FunctionCache:
     """The cache entries of one decorated function (what _core calls)."""
 
-    __slots__ = ("_base", "_dir", "_meta", "_signatures")
+    __slots__ = ("_pyfunc", "_src", "_target", "_options", "_dir", "_meta", "_signatures")
 
     def __init__(self, pyfunc, src, target, options):
-        text = function_key_text(pyfunc, src, target, options)
-        self._base = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        self._pyfunc, self._src = pyfunc, src
+        self._target, self._options = target, dict(options)
         self._dir = cache_dir()
         self._meta = {"function": f"{pyfunc.__module__}.{pyfunc.__qualname__}",
                       "file": src.location[0], "target": target}
         self._signatures = {}
 
     def key(self, signature):
-        """The hex key of one signature (as _core spells it)."""
-        key = hashlib.sha256(self._base + signature.encode()).hexdigest()
+        """The hex key of one signature (as _core spells it).
+
+        Computed here, just before the compiler reads the function, and not
+        at decoration: a lazy ufunc compiles at its first call, when the
+        globals, closure cells and device functions defined or rebound since
+        decoration are the ones compiled.  Nothing is remembered between
+        calls, so a name rebound between two signatures is seen too.
+        """
+        text = function_key_text(self._pyfunc, self._src, self._target, self._options)
+        data = f"{text}signature={signature}\n".encode("utf-8", "surrogatepass")
+        key = hashlib.sha256(data).hexdigest()
         self._signatures[key] = signature
         return key
 

@@ -6,6 +6,7 @@ a fresh subprocess with NUMBAVEC_CACHE_DIR pointing at its own cache, so that
 "a warm start" is a real new process.  Hits and misses are read from the
 counters of _core._jit_info(): LLVM compilations and stored objects linked.
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,14 +23,14 @@ from conftest import NUMBAVEC_ROOT as ROOT  # noqa: E402  where the tested numba
 KERNEL = '''
 import math
 import numpy as np
+import numbavec
 from numbavec import vectorize
 
 SCALE = {scale}
 
+@numbavec.jit
 def helper(x):
     return {helper}
-
-helper.py_func = helper      # a device function as numbavec.jit will make them
 
 @vectorize({sigs}, target={target!r}, cache=True)
 def kern(x, y):
@@ -56,10 +57,10 @@ print(json.dumps({{
 
 
 def write_module(moddir, scale="2.0", helper="x + 1", sigs="['f8(f8, f8)', 'f4(f4, f4)']",
-                 target="cpu", body=KERNEL):
+                 target="cpu", body=KERNEL, **names):
     os.makedirs(moddir, exist_ok=True)
     with open(os.path.join(moddir, "kmod.py"), "w") as fh:
-        fh.write(body.format(scale=scale, helper=helper, sigs=sigs, target=target))
+        fh.write(body.format(scale=scale, helper=helper, sigs=sigs, target=target, **names))
 
 
 def run(moddir, cachedir):
@@ -284,3 +285,123 @@ def test_clear_and_cli(dirs):
     assert nvcache.info(str(cachedir))["entries"] == 0
     run(moddir, cachedir)
     assert nvcache.clear(str(cachedir)) == 2
+
+
+# -- the key is what the compiler reads, when it reads it -------------------
+
+# A lazy kernel compiles at its first call: by then the names defined below it
+# are bound, and the compiler reads them (a global, an attribute chain, a
+# device function calling another).
+BELOW = '''
+import numbavec
+from numbavec import vectorize
+
+@vectorize(target={target!r}, cache=True)
+def kern(x, y):     # {tag}
+    return helper(x) * SCALE + y + Consts.OFFSET
+
+SCALE = {scale}
+
+class Consts:
+    OFFSET = {offset}
+
+@numbavec.jit
+def helper(x):
+    return inner(x) + 1.0
+
+@numbavec.jit
+def inner(x):
+    return {helper}
+'''
+
+# The same names above an eager kernel (below it, they would not be bound
+# when it compiles, at decoration).
+ABOVE = '''
+import numbavec
+from numbavec import vectorize
+
+SCALE = {scale}
+
+class Consts:
+    OFFSET = {offset}
+
+@numbavec.jit
+def inner(x):
+    return {helper}
+
+@numbavec.jit
+def helper(x):
+    return inner(x) + 1.0
+
+@vectorize({sigs}, target={target!r}, cache=True)
+def kern(x, y):     # {tag}
+    return helper(x) * SCALE + y + Consts.OFFSET
+'''
+
+# tag: a comment in the kernel's source, unique to each test, so that no
+# other test's live code of the same key is shared (and nothing stored).
+NAMES = {"scale": "2.0", "offset": "0.5", "helper": "x + 1.0"}
+EDITS = [{"scale": "3.0"}, {"offset": "0.25"}, {"helper": "x * 4.0"}]
+
+
+def import_file(path, name):
+    """Imports the module at path under name, in this process."""
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def names_result(scale, offset, helper, tag=None):
+    x = np.linspace(0, 1, 5)
+    return (eval(helper, {"x": x}) + 1.0) * float(scale) + x + float(offset)
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=["global", "attribute", "device-of-device"])
+@pytest.mark.parametrize("body", [BELOW, ABOVE], ids=["lazy-below", "eager-above"])
+def test_an_edited_name_misses_in_a_fresh_process(dirs, monkeypatch, body, edit):
+    moddir, cachedir = dirs
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(cachedir))
+    names = dict(NAMES, tag=str(moddir))
+    write_module(moddir, body=body, sigs="['f8(f8, f8)']", **names)
+    mod = import_file(moddir / "kmod.py", f"kmod_names_{id(dirs)}")
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(mod.kern(x, x), names_result(**names))
+    assert nvcache.info(str(cachedir))["entries"] == 1
+
+    write_module(moddir, body=body, sigs="['f8(f8, f8)']", **dict(names, **edit))
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (1, 0)
+    np.testing.assert_allclose(out["result"], names_result(**dict(names, **edit)))
+
+
+CLOSURES = '''
+from numbavec import vectorize
+
+def late():
+    k = 2.0
+    @vectorize(cache=True)
+    def kern(x, y):
+        return x * k + y
+    k = 3.0             # the kernel compiles at its first call, with this
+    return kern
+
+def fixed():
+    k = 2.0
+    @vectorize(cache=True)
+    def kern(x, y):
+        return x * k + y
+    return kern
+'''
+
+
+def test_a_closure_variable_is_keyed_as_compiled(tmp_path, monkeypatch):
+    # Two kernels of the same source: one closure cell is rebound after
+    # decoration.  Keyed at decoration, the second would run the first's code.
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "closures.py").write_text(CLOSURES)
+    mod = import_file(tmp_path / "closures.py", f"closures_{id(tmp_path)}")
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(mod.late()(x, x), 3.0 * x + x)
+    np.testing.assert_allclose(mod.fixed()(x, x), 2.0 * x + x)
+    assert nvcache.info(str(tmp_path / "cache"))["entries"] == 2
