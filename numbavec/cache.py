@@ -8,8 +8,9 @@ and :meth:`FunctionCache.store`; everything that compiles stays in C).
 
 The key of an entry is a SHA-256 over everything the code depends on: the
 function's source; the values of the globals and closure variables it reads
-(names taken from its AST); the source of the functions it calls (objects
-with a ``py_func``, i.e. device functions, followed transitively); the
+(names taken from its AST, and the attribute chains through them); the
+source of the device functions it calls, as parsed when the compiler
+inlines them, and what they read (followed transitively); the
 signature; the target and options; the host CPU's name and features; the
 LLVM version and numbavec's version.  Changing any of them misses.  It is
 computed each time a signature is compiled, not at decoration: a lazy ufunc
@@ -110,11 +111,12 @@ def _describe(value, seen):
     """A text that changes whenever the compiled code could."""
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
-    inner = getattr(value, "py_func", None)
-    if inner is not None and isinstance(inner, types.FunctionType):
-        return "jit " + _function_text(inner, seen)
+    if not isinstance(value, type) and hasattr(value, "_numbavec_device_source"):
+        return "jit " + _device_text(value, seen)      # inlined: as lower.c tells them
     if isinstance(value, types.FunctionType):
-        return "function " + _function_text(value, seen)
+        # not compiled (only a device function is inlined): its identity is
+        # all a kernel can depend on, when it is one of the known builtins
+        return f"function {value.__module__}.{value.__qualname__}"
     if isinstance(value, np.ndarray):
         digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
         return f"ndarray {value.dtype.str} {value.shape} {digest}"
@@ -123,30 +125,36 @@ def _describe(value, seen):
     if isinstance(value, (types.BuiltinFunctionType, type, np.ufunc)):
         module = getattr(value, "__module__", None) or ""
         return f"{type(value).__name__} {module}.{getattr(value, '__qualname__', repr(value))}"
-    return f"{type(value).__module__}.{type(value).__qualname__} {value!r}"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - not a value a kernel can use: its attributes are keyed
+        text = "<no repr>"
+    return f"{type(value).__module__}.{type(value).__qualname__} {text}"
 
 
-def _function_text(pyfunc, seen):
-    """The source of pyfunc and of everything it reads, recursively."""
+def _device_text(device, seen):
+    """The source a device function is inlined from, and what it reads.
+
+    The parsed source the device function hands the compiler, not its file
+    as it is now: the file may have been edited since it was parsed.
+    """
+    try:
+        pyfunc, funcdef, location = device._numbavec_device_source()
+    except Exception:  # noqa: BLE001 - the compiler will say why, not the key
+        return f"<no source {getattr(device, '__qualname__', '?')}>"
     if pyfunc in seen:
         return f"<recursive {pyfunc.__qualname__}>"
     seen.add(pyfunc)
-    from numbavec._source import KernelSource
-
-    try:
-        src = KernelSource(pyfunc)
-    except TypeError:
-        return f"<no source {pyfunc.__qualname__}>"
-    return _source_text(pyfunc, src, seen)
+    return _source_text(pyfunc, funcdef, location, seen)
 
 
-def _source_text(pyfunc, src, seen):
+def _source_text(pyfunc, funcdef, location, seen):
     # From the `def` line on: the decorators (and so the signature list,
     # keyed per entry) are not part of what a signature's code depends on.
-    _, first, lines, offset = src.location
-    start = max(0, getattr(src.funcdef, "lineno", 1) + offset - first)
+    _, first, lines, offset = location
+    start = max(0, getattr(funcdef, "lineno", 1) + offset - first)
     parts = ["".join(lines[start:])]
-    names, chains = _referenced_names(src.funcdef)
+    names, chains = _referenced_names(funcdef)
     local = set(pyfunc.__code__.co_varnames)
     for name in sorted(names - local):
         found, value = _lookup(pyfunc, name)
@@ -171,7 +179,7 @@ def function_key_text(pyfunc, src, target, options):
     """Everything a function's entries depend on, but the signature."""
     opts = ",".join(f"{k}={options[k]!r}" for k in sorted(options))
     return (f"{_environment_text()}target={target}\noptions={opts}\n"
-            f"{_source_text(pyfunc, src, {pyfunc})}\n")
+            f"{_source_text(pyfunc, src.funcdef, src.location, {pyfunc})}\n")
 
 
 # -- entries ---------------------------------------------------------------
