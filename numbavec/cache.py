@@ -33,6 +33,7 @@ import os
 import sys
 import types
 import warnings
+import weakref
 
 import numpy as np
 
@@ -73,11 +74,23 @@ def _environment_text():
     return _environment
 
 
+# {ast.FunctionDef: (names, chains)}: what a parsed function's text reads
+# does not change (what the names are bound to does, and is looked up anew)
+_names_of = weakref.WeakKeyDictionary()
+
+
 def _referenced_names(funcdef):
     """Names read in the function, and the dotted chains rooted at them.
 
     The decorators are left out: they run once, and are not compiled.
     """
+    found = _names_of.get(funcdef)
+    if found is None:
+        found = _names_of[funcdef] = _walk_names(funcdef)
+    return found
+
+
+def _walk_names(funcdef):
     names, chains = set(), set()
     nodes = [funcdef.args, *funcdef.body] if isinstance(funcdef, ast.FunctionDef) else [funcdef]
     for node in (n for root in nodes for n in ast.walk(root)):

@@ -434,3 +434,21 @@ def test_a_device_function_is_keyed_from_the_source_compiled(dirs, monkeypatch):
     out = run(moddir, cachedir)
     assert out["object_loads"] == 0
     np.testing.assert_allclose(out["result"], x + 100.0 + x)
+
+
+def test_key_follows_a_rebinding_between_two_calls(dirs):
+    # key() may remember what a parsed function reads, never what it is bound to.
+    from numbavec._source import KernelSource
+
+    moddir, _ = dirs
+    undecorated = ABOVE.replace("@vectorize({sigs}, target={target!r}, cache=True)\n", "")
+    write_module(moddir, body=undecorated, **dict(NAMES, tag="rebind"))
+    mod = import_file(moddir / "kmod.py", f"kmod_rebind_{id(dirs)}")
+    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
+    first = fc.key("float64(float64, float64)")
+    mod.SCALE = 3.0
+    assert fc.key("float64(float64, float64)") != first
+    mod.SCALE = 2.0
+    assert fc.key("float64(float64, float64)") == first
+    mod.Consts.OFFSET = 1.5
+    assert fc.key("float64(float64, float64)") != first
