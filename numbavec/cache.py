@@ -22,14 +22,21 @@ is ``marshal.dumps((meta, entry))``.  Writes go to a temporary file in the
 same directory, then ``os.replace``: readers see a whole entry or none, and
 concurrent writers of one entry each replace it with a whole, equal entry.
 A truncated or corrupt file fails the checksum and is compiled and
-rewritten.  A directory that cannot be written degrades to compiling, with
+rewritten.  An entry is opened ``O_NOFOLLOW | O_NONBLOCK`` relative to the
+directory's descriptor, and must be a regular file of at most
+``MAX_ENTRY_BYTES``: a symbolic link, a FIFO, a device or a larger file is
+refused without being read, and compiled (then replaced) instead.  A refused
+entry, or a directory that cannot be written, degrades to compiling, with
 one ``NumbavecCacheWarning`` per directory and process.
 """
 import ast
 import builtins
+import errno
 import hashlib
 import marshal
 import os
+import secrets
+import stat
 import sys
 import types
 import warnings
@@ -40,6 +47,7 @@ import numpy as np
 MAGIC = b"NVCACHE1"
 FORMAT = 1                       # bump when the entry layout changes
 SUFFIX = ".nvc"
+MAX_ENTRY_BYTES = 32 << 20       # entries are KiBs: anything larger is refused unread
 _DIGEST = 32
 
 
@@ -195,26 +203,91 @@ def function_key_text(pyfunc, src, target, options):
             f"{_source_text(pyfunc, src.funcdef, src.location, {pyfunc})}\n")
 
 
-# -- entries ---------------------------------------------------------------
+# -- what is trusted -------------------------------------------------------
+
+class _Refused(Exception):
+    """A file of the cache that is not to be trusted (str() says why)."""
+
+
+# O_NONBLOCK: a FIFO in an entry's place opens at once (and is then refused)
+# instead of waiting for a writer; O_NOFOLLOW: a symbolic link is refused.
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NONBLOCK
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_CREATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _warned_dirs = set()
 
 
-def _warn_unwritable(directory, exc):
+def _warn(directory, why):
+    """One NumbavecCacheWarning per directory and process."""
     if directory in _warned_dirs:
         return
     _warned_dirs.add(directory)
-    warnings.warn(f"numbavec cannot write its cache in {directory!r} ({exc}); "
-                  f"compiling without the cache", NumbavecCacheWarning, stacklevel=4)
+    warnings.warn(f"numbavec does not use its cache in {directory!r}: {why}; "
+                  f"compiling without it", NumbavecCacheWarning, stacklevel=4)
 
 
-def _read(path):
-    """The (meta, entry) stored at path, or None if absent or damaged."""
+def _open_file(dirfd, name):
+    """(descriptor, stat) of the regular file name in directory dirfd.
+
+    FileNotFoundError when absent; _Refused for anything else that is not a
+    regular file (a symbolic link, a FIFO, a device, a directory).
+    """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+        fd = os.open(name, _OPEN_FILE, dir_fd=dirfd)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise _Refused(f"{name} cannot be opened ({why})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _Refused(f"{name} is not a regular file")
+    return fd, st
+
+
+class _Root:
+    """The cache directory, open for one load or store (a context manager).
+
+    Entries are opened relative to its descriptor, so the directory checked
+    is the one read.  OSError when it cannot be opened (or, with create, made).
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path, create):
+        if create:
+            os.makedirs(path, exist_ok=True)
+        self.fd = os.open(path, _OPEN_DIR)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        os.close(self.fd)
+
+
+# -- entries ---------------------------------------------------------------
+
+def _read_entry(root, name):
+    """The (meta, entry) in the file name, or None when absent or damaged.
+
+    _Refused for a file that is not to be read: not a regular file, or larger
+    than MAX_ENTRY_BYTES (refused before reading it; at most that much is read).
+    """
+    try:
+        fd, st = _open_file(root.fd, name)
+    except FileNotFoundError:
         return None
+    with open(fd, "rb") as fh:
+        if st.st_size > MAX_ENTRY_BYTES:
+            raise _Refused(f"{name} is larger than {MAX_ENTRY_BYTES} bytes")
+        data = fh.read(MAX_ENTRY_BYTES)
+    return _unpack(data)
+
+
+def _unpack(data):
     head = len(MAGIC) + _DIGEST
     if len(data) <= head or data[:len(MAGIC)] != MAGIC:
         return None
@@ -236,28 +309,29 @@ def _entry_ok(entry):
             and isinstance(entry[3], float) and isinstance(entry[4], dict))
 
 
-def _write(directory, path, meta, entry):
-    """Atomic: a temporary file in the same directory, then os.replace."""
-    import tempfile     # only when writing: a warm start never needs it
+def _temp_name():
+    return f".tmp-{secrets.token_hex(8)}{SUFFIX}"
 
+
+def _write_entry(root, name, meta, entry):
+    """Atomic: a new temporary file in the directory, then os.replace (which
+    also replaces whatever was refused in the entry's place)."""
     payload = marshal.dumps((meta, entry))
     data = MAGIC + hashlib.sha256(payload).digest() + payload
+    if len(data) > MAX_ENTRY_BYTES:
+        return      # it would be refused when read
+    tmp = _temp_name()
+    fd = os.open(tmp, _CREATE_FILE, 0o600, dir_fd=root.fd)
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=directory)
-    except OSError as exc:
-        _warn_unwritable(directory, exc)
-        return
-    try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
+        os.replace(tmp, name, src_dir_fd=root.fd, dst_dir_fd=root.fd)
+    except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=root.fd)
         except OSError:
             pass
-        _warn_unwritable(directory, exc)
+        raise
 
 
 class FunctionCache:
@@ -288,61 +362,84 @@ class FunctionCache:
         self._signatures[key] = signature
         return key
 
-    def _path(self, key):
-        return os.path.join(self._dir, key + SUFFIX)
-
     def load(self, key):
-        """The stored entry of key, or None (absent, truncated, corrupt)."""
-        found = _read(self._path(key))
+        """The stored entry of key, or None: absent, damaged, or refused (with
+        one warning per directory).  Never raises for what is on disk."""
+        try:
+            with _Root(self._dir, create=False) as root:
+                found = _read_entry(root, key + SUFFIX)
+        except _Refused as why:
+            _warn(self._dir, why)
+            return None
+        except OSError:
+            return None         # no directory yet, or none to use: store says
         return None if found is None else found[1]
 
     def store(self, key, entry):
         """Stores entry; never raises for a directory that cannot be written."""
-        meta = dict(self._meta)
-        meta["signature"] = self._signatures.get(key, "?")
-        _write(self._dir, self._path(key), meta, entry)
+        meta = dict(self._meta, signature=self._signatures.get(key, "?"))
+        try:
+            with _Root(self._dir, create=True) as root:
+                _write_entry(root, key + SUFFIX, meta, entry)
+        except OSError as exc:
+            _warn(self._dir, exc)
 
 
 # -- maintenance -----------------------------------------------------------
 
-def _entries(directory):
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    return sorted(os.path.join(directory, n) for n in names if n.endswith(SUFFIX))
+def _entry_names(dirfd):
+    """The names ending in SUFFIX in the directory (temporary files included)."""
+    return sorted(n for n in os.listdir(dirfd) if n.endswith(SUFFIX))
 
 
 def info(directory=None):
-    """{'dir', 'entries', 'bytes', 'damaged', 'functions': {name: count}}."""
+    """{'dir', 'entries', 'bytes', 'damaged', 'functions': {name: count}}.
+
+    Damaged: every file that would not be loaded (corrupt, or refused).
+    """
     directory = directory or cache_dir()
     out = {"dir": directory, "entries": 0, "bytes": 0, "damaged": 0, "functions": {}}
-    for path in _entries(directory):
-        if os.path.basename(path).startswith(".tmp-"):
-            continue
-        try:
-            out["bytes"] += os.path.getsize(path)
-        except OSError:
-            continue
-        found = _read(path)
-        if found is None:
-            out["damaged"] += 1
-            continue
-        out["entries"] += 1
-        name = found[0].get("function", "?")
-        out["functions"][name] = out["functions"].get(name, 0) + 1
+    try:
+        with _Root(directory, create=False) as root:
+            for name in _entry_names(root.fd):
+                if not name.startswith(".tmp-"):
+                    _count_entry(root, name, out)
+    except OSError:
+        pass
     return out
 
 
+def _count_entry(root, name, out):
+    try:
+        out["bytes"] += os.stat(name, dir_fd=root.fd, follow_symlinks=False).st_size
+        found = _read_entry(root, name)
+    except FileNotFoundError:
+        return                  # removed meanwhile
+    except _Refused as why:
+        _warn(out["dir"], why)
+        found = None
+    if found is None:
+        out["damaged"] += 1
+        return
+    out["entries"] += 1
+    function = found[0].get("function", "?")
+    out["functions"][function] = out["functions"].get(function, 0) + 1
+
+
 def clear(directory=None):
-    """Removes every entry (and stale temporary files); returns how many."""
+    """Removes every entry (and stale temporary files), from a refused
+    directory too; returns how many."""
     removed = 0
-    for path in _entries(directory or cache_dir()):
-        try:
-            os.unlink(path)
-            removed += 1
-        except FileNotFoundError:
-            pass
+    try:
+        with _Root(directory or cache_dir(), create=False) as root:
+            for name in _entry_names(root.fd):
+                try:
+                    os.unlink(name, dir_fd=root.fd)
+                    removed += 1
+                except OSError:     # removed meanwhile, or a directory
+                    pass
+    except OSError:
+        pass
     return removed
 
 

@@ -63,14 +63,34 @@ def write_module(moddir, scale="2.0", helper="x + 1", sigs="['f8(f8, f8)', 'f4(f
         fh.write(body.format(scale=scale, helper=helper, sigs=sigs, target=target, **names))
 
 
-def run(moddir, cachedir):
+def _limit_memory():
+    # A read without end (of /dev/zero, of a huge file) then fails with a
+    # MemoryError instead of taking the machine's memory.  Not under ASan,
+    # which reserves terabytes of address space.
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def run(moddir, cachedir, trapped=False):
+    """Runs RUN in a fresh interpreter.  trapped: the cache may hold a trap,
+    so a hang fails after 60 s and memory is limited."""
     env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                PYTHONDONTWRITEBYTECODE="1")
-    out = subprocess.run([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
-                         capture_output=True, text=True, timeout=120)
+    limit = trapped and "asan" not in os.environ.get("LD_PRELOAD", "")
+    try:
+        out = subprocess.run([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
+                             capture_output=True, text=True, timeout=60 if trapped else 120,
+                             preexec_fn=_limit_memory if limit else None)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run hung on what was in the cache")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def entry_paths(cachedir):
+    return sorted(str(cachedir / n) for n in os.listdir(cachedir) if n.endswith(".nvc"))
 
 
 def expected(scale=2.0):
@@ -452,3 +472,33 @@ def test_key_follows_a_rebinding_between_two_calls(dirs):
     assert fc.key("float64(float64, float64)") == first
     mod.Consts.OFFSET = 1.5
     assert fc.key("float64(float64, float64)") != first
+
+
+# -- what the cache trusts ---------------------------------------------------
+
+def _sparse_64_gib(path):
+    with open(path, "wb") as fh:
+        fh.truncate(64 << 30)
+
+
+TRAPS = {
+    "fifo": os.mkfifo,                                      # an open() that blocks
+    "symlink-to-dev-zero": lambda path: os.symlink("/dev/zero", path),   # a read without end
+    "sparse-64-GiB": _sparse_64_gib,                        # too large to read
+}
+
+
+@pytest.mark.parametrize("trap", TRAPS.values(), ids=TRAPS.keys())
+def test_a_trap_in_place_of_an_entry_is_refused_promptly(dirs, trap):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    for path in entry_paths(cachedir):
+        os.unlink(path)
+        trap(path)
+    out = run(moddir, cachedir, trapped=True)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    # the traps were replaced by the entries compiled
+    assert run(moddir, cachedir)["object_loads"] == 2
