@@ -22,12 +22,17 @@ is ``marshal.dumps((meta, entry))``.  Writes go to a temporary file in the
 same directory, then ``os.replace``: readers see a whole entry or none, and
 concurrent writers of one entry each replace it with a whole, equal entry.
 A truncated or corrupt file fails the checksum and is compiled and
-rewritten.  An entry is opened ``O_NOFOLLOW | O_NONBLOCK`` relative to the
-directory's descriptor, and must be a regular file of at most
-``MAX_ENTRY_BYTES``: a symbolic link, a FIFO, a device or a larger file is
-refused without being read, and compiled (then replaced) instead.  A refused
-entry, or a directory that cannot be written, degrades to compiling, with
-one ``NumbavecCacheWarning`` per directory and process.
+rewritten.
+
+Trust: the cache directory (made 0700, with the parents numbavec makes) and
+each entry must belong to this user or root and be writable by no one else,
+as ssh's StrictModes asks of ~/.ssh.  An entry is opened ``O_NOFOLLOW |
+O_NONBLOCK`` relative to the checked directory's descriptor, and must be a
+regular file of at most ``MAX_ENTRY_BYTES``: a symbolic link, a FIFO, a
+device or a larger file is refused without being read.  A refused entry is
+compiled instead (then replaced); a refused directory is neither read nor
+written.  Either, or a directory that cannot be written, degrades to
+compiling, with one ``NumbavecCacheWarning`` per directory and process.
 """
 import ast
 import builtins
@@ -227,11 +232,20 @@ def _warn(directory, why):
                   f"compiling without it", NumbavecCacheWarning, stacklevel=4)
 
 
+def _check_owner(st, what):
+    """Refuses what unless this user (or root) owns it and no one else may write it."""
+    if st.st_uid not in (os.geteuid(), 0):
+        raise _Refused(f"{what} belongs to uid {st.st_uid}")
+    if st.st_mode & 0o022:
+        raise _Refused(f"{what} is writable by group or others")
+
+
 def _open_file(dirfd, name):
     """(descriptor, stat) of the regular file name in directory dirfd.
 
     FileNotFoundError when absent; _Refused for anything else that is not a
-    regular file (a symbolic link, a FIFO, a device, a directory).
+    regular file (a symbolic link, a FIFO, a device, a directory), or not
+    this user's own (_check_owner).
     """
     try:
         fd = os.open(name, _OPEN_FILE, dir_fd=dirfd)
@@ -240,26 +254,54 @@ def _open_file(dirfd, name):
     except OSError as exc:
         why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
         raise _Refused(f"{name} cannot be opened ({why})") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"{name} is not a regular file")
+        _check_owner(st, name)
+    except BaseException:
         os.close(fd)
-        raise _Refused(f"{name} is not a regular file")
+        raise
     return fd, st
 
 
+def _make_private_dirs(path):
+    """Makes path and its missing parents, each 0700 (os.makedirs gives the
+    parents the umask's mode, usually 0755)."""
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass                # made meanwhile, by a process racing this one
+
+
 class _Root:
-    """The cache directory, open for one load or store (a context manager).
+    """The cache directory, open and checked for one load or store (a
+    context manager): this user's (or root's), writable by no one else.
 
     Entries are opened relative to its descriptor, so the directory checked
-    is the one read.  OSError when it cannot be opened (or, with create, made).
+    is the one read.  _Refused when it is not to be trusted; OSError when
+    it cannot be opened (or, with create, made).
     """
 
     __slots__ = ("fd",)
 
     def __init__(self, path, create):
         if create:
-            os.makedirs(path, exist_ok=True)
+            _make_private_dirs(os.path.abspath(path))
         self.fd = os.open(path, _OPEN_DIR)
+        try:
+            _check_owner(os.fstat(self.fd), "the directory")
+        except BaseException:
+            os.close(self.fd)
+            raise
 
     def __enter__(self):
         return self
@@ -381,8 +423,8 @@ class FunctionCache:
         try:
             with _Root(self._dir, create=True) as root:
                 _write_entry(root, key + SUFFIX, meta, entry)
-        except OSError as exc:
-            _warn(self._dir, exc)
+        except (_Refused, OSError) as why:
+            _warn(self._dir, why)
 
 
 # -- maintenance -----------------------------------------------------------
@@ -404,6 +446,8 @@ def info(directory=None):
             for name in _entry_names(root.fd):
                 if not name.startswith(".tmp-"):
                     _count_entry(root, name, out)
+    except _Refused as why:
+        _warn(directory, why)
     except OSError:
         pass
     return out
@@ -431,15 +475,18 @@ def clear(directory=None):
     directory too; returns how many."""
     removed = 0
     try:
-        with _Root(directory or cache_dir(), create=False) as root:
-            for name in _entry_names(root.fd):
-                try:
-                    os.unlink(name, dir_fd=root.fd)
-                    removed += 1
-                except OSError:     # removed meanwhile, or a directory
-                    pass
+        dirfd = os.open(directory or cache_dir(), _OPEN_DIR)
     except OSError:
-        pass
+        return 0
+    try:
+        for name in _entry_names(dirfd):
+            try:
+                os.unlink(name, dir_fd=dirfd)
+                removed += 1
+            except OSError:     # removed meanwhile, or a directory
+                pass
+    finally:
+        os.close(dirfd)
     return removed
 
 

@@ -9,6 +9,7 @@ counters of _core._jit_info(): LLVM compilations and stored objects linked.
 import importlib.util
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -502,3 +503,75 @@ def test_a_trap_in_place_of_an_entry_is_refused_promptly(dirs, trap):
     np.testing.assert_allclose(out["result"], expected())
     # the traps were replaced by the entries compiled
     assert run(moddir, cachedir)["object_loads"] == 2
+
+
+ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
+as_root = pytest.mark.skipif(not ROOT_USER, reason="only root can give a file to another user")
+
+
+def _give_to_nobody(path):
+    os.chown(path, 65534, 65534, follow_symlinks=False)
+
+
+def test_the_cache_directory_and_the_parents_it_makes_are_private(dirs, tmp_path):
+    moddir, _ = dirs
+    cachedir = tmp_path / "made" / "by" / "numbavec"
+    write_module(moddir)
+    old_umask = os.umask(0o022)            # what os.makedirs would leave: 0755
+    try:
+        run(moddir, cachedir)
+    finally:
+        os.umask(old_umask)
+    for path in (tmp_path / "made", tmp_path / "made" / "by", cachedir):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o700, path
+    for path in entry_paths(cachedir):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+def _snapshot(cachedir):
+    return {n: (cachedir / n).read_bytes() for n in os.listdir(cachedir)}
+
+
+DIRECTORY_FAULTS = {
+    "group-writable": lambda path: os.chmod(path, 0o770),
+    "other-writable": lambda path: os.chmod(path, 0o703),
+    "of-another-user": pytest.param(_give_to_nobody, marks=as_root),
+}
+
+
+@pytest.mark.parametrize("fault", DIRECTORY_FAULTS.values(), ids=DIRECTORY_FAULTS.keys())
+def test_a_directory_others_can_write_is_not_used(dirs, fault):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    before = _snapshot(cachedir)
+    fault(cachedir)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    assert _snapshot(cachedir) == before         # nothing read, nothing written
+    os.chown(cachedir, os.geteuid(), os.getegid())
+    os.chmod(cachedir, 0o700)
+    assert run(moddir, cachedir)["object_loads"] == 2
+
+
+ENTRY_FAULTS = {
+    "group-writable": lambda path: os.chmod(path, 0o620),
+    "other-writable": lambda path: os.chmod(path, 0o602),
+    "of-another-user": pytest.param(_give_to_nobody, marks=as_root),
+}
+
+
+@pytest.mark.parametrize("fault", ENTRY_FAULTS.values(), ids=ENTRY_FAULTS.keys())
+def test_an_entry_others_can_write_is_not_loaded(dirs, fault):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    for path in entry_paths(cachedir):
+        fault(path)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    assert run(moddir, cachedir)["object_loads"] == 2      # replaced by the compiled ones
