@@ -17,27 +17,36 @@ computed each time a signature is compiled, not at decoration: a lazy ufunc
 compiles at its first call, with the names bound by then (a global or a
 device function defined below the kernel, a closure cell rebound).
 
-Files: ``<dir>/<key>.nvc`` = MAGIC + sha256(payload) + payload, where payload
-is ``marshal.dumps((meta, entry))``.  Writes go to a temporary file in the
-same directory, then ``os.replace``: readers see a whole entry or none, and
-concurrent writers of one entry each replace it with a whole, equal entry.
-A truncated or corrupt file fails the checksum and is compiled and
-rewritten.
+Files: ``<dir>/<key>.nvc`` = MAGIC + mac + payload, where payload is
+``marshal.dumps((meta, entry))`` and mac the HMAC-SHA256 of MAGIC, the file
+name and the payload under the directory's secret key: 32 random bytes in
+``<dir>/mac.key`` (mode 0600), made by the first process that stores an
+entry there (written whole, then linked into place: of processes racing to
+make it, one wins and the others read its key).  Writes go to a temporary
+file in the same directory, then ``os.replace``: readers see a whole entry
+or none, and concurrent writers of one entry each replace it with a whole,
+equal entry.  A truncated or corrupt file, an entry of another format, or
+one whose MAC fails (written without this key, or moved from another key's
+name) is absent: it is compiled and rewritten.
 
-Trust: the cache directory (made 0700, with the parents numbavec makes) and
-each entry must belong to this user or root and be writable by no one else,
-as ssh's StrictModes asks of ~/.ssh.  An entry is opened ``O_NOFOLLOW |
-O_NONBLOCK`` relative to the checked directory's descriptor, and must be a
-regular file of at most ``MAX_ENTRY_BYTES``: a symbolic link, a FIFO, a
-device or a larger file is refused without being read.  A refused entry is
-compiled instead (then replaced); a refused directory is neither read nor
-written.  Either, or a directory that cannot be written, degrades to
+Trust: only what this user (or root) wrote is run.  The cache directory
+(made 0700, with the parents numbavec makes) and each entry must belong to
+this user or root and be writable by no one else, as ssh's StrictModes asks
+of ~/.ssh; the key file must also be readable by no one else.  An entry is
+opened ``O_NOFOLLOW | O_NONBLOCK`` relative to the checked directory's
+descriptor, and must be a regular file of at most ``MAX_ENTRY_BYTES``: a
+symbolic link, a FIFO, a device or a larger file is refused without being
+read.  A refused entry is compiled instead (then replaced); a refused
+directory or key file leaves the directory unused, neither read nor
+written.  Each, or a directory that cannot be written, degrades to
 compiling, with one ``NumbavecCacheWarning`` per directory and process.
+POSIX only (``O_NOFOLLOW``, ``geteuid``), as numbavec is.
 """
 import ast
 import builtins
 import errno
 import hashlib
+import hmac
 import marshal
 import os
 import secrets
@@ -49,11 +58,13 @@ import weakref
 
 import numpy as np
 
-MAGIC = b"NVCACHE1"
-FORMAT = 1                       # bump when the entry layout changes
+MAGIC = b"NVCACHE2"               # 1 had a bare SHA-256, which anyone could write
+FORMAT = 2                         # bump when the entry layout changes
 SUFFIX = ".nvc"
-MAX_ENTRY_BYTES = 32 << 20       # entries are KiBs: anything larger is refused unread
-_DIGEST = 32
+KEY_FILE = "mac.key"               # in the cache directory, 0600
+MAX_ENTRY_BYTES = 32 << 20         # entries are KiBs: anything larger is refused unread
+_MAC_BYTES = 32                    # HMAC-SHA256
+_SECRET_BYTES = 32
 
 
 class NumbavecCacheWarning(RuntimeWarning):
@@ -211,7 +222,7 @@ def function_key_text(pyfunc, src, target, options):
 # -- what is trusted -------------------------------------------------------
 
 class _Refused(Exception):
-    """A file of the cache that is not to be trusted (str() says why)."""
+    """A directory or file of the cache that is not to be trusted (str() says why)."""
 
 
 # O_NONBLOCK: a FIFO in an entry's place opens at once (and is then refused)
@@ -282,16 +293,63 @@ def _make_private_dirs(path):
             pass                # made meanwhile, by a process racing this one
 
 
+def _read_secret(dirfd):
+    """The MAC key in the directory.  FileNotFoundError when there is none;
+    _Refused unless it is a regular file of this user's (or root's) that no
+    one else may read or write, of the right size."""
+    fd, st = _open_file(dirfd, KEY_FILE)
+    with open(fd, "rb") as fh:
+        if st.st_mode & 0o077:
+            raise _Refused(f"{KEY_FILE} can be read or written by group or others")
+        secret = fh.read(_SECRET_BYTES + 1)
+    if len(secret) != _SECRET_BYTES:
+        raise _Refused(f"{KEY_FILE} is not {_SECRET_BYTES} bytes long "
+                       f"(remove it to make a new one)")
+    return secret
+
+
+def _make_secret(dirfd):
+    """Makes the directory's MAC key if it has none; returns the one it has.
+
+    Written whole into a temporary file, then linked to its name: a reader
+    never sees half a key, and link, unlike rename, never replaces one.  Of
+    processes racing here the first to link wins, and the others read its key.
+    """
+    tmp = _temp_name()
+    fd = os.open(tmp, _CREATE_FILE, 0o600, dir_fd=dirfd)
+    try:
+        with open(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(_SECRET_BYTES))
+        try:
+            os.link(tmp, KEY_FILE, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp, dir_fd=dirfd)
+    return _read_secret(dirfd)
+
+
+def _secret(dirfd, create):
+    """The directory's MAC key; None when it has none and create is false."""
+    try:
+        return _read_secret(dirfd)
+    except FileNotFoundError:
+        if not create:
+            return None
+    return _make_secret(dirfd)
+
+
 class _Root:
     """The cache directory, open and checked for one load or store (a
-    context manager): this user's (or root's), writable by no one else.
+    context manager): this user's (or root's), writable by no one else, and
+    its MAC key (None when it has none yet, unless create makes one).
 
     Entries are opened relative to its descriptor, so the directory checked
     is the one read.  _Refused when it is not to be trusted; OSError when
     it cannot be opened (or, with create, made).
     """
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "secret")
 
     def __init__(self, path, create):
         if create:
@@ -299,6 +357,7 @@ class _Root:
         self.fd = os.open(path, _OPEN_DIR)
         try:
             _check_owner(os.fstat(self.fd), "the directory")
+            self.secret = _secret(self.fd, create)
         except BaseException:
             os.close(self.fd)
             raise
@@ -315,9 +374,12 @@ class _Root:
 def _read_entry(root, name):
     """The (meta, entry) in the file name, or None when absent or damaged.
 
-    _Refused for a file that is not to be read: not a regular file, or larger
-    than MAX_ENTRY_BYTES (refused before reading it; at most that much is read).
+    _Refused for a file that is not to be read (see _open_file), or larger
+    than MAX_ENTRY_BYTES (refused before reading it; at most that much is
+    read).  Damaged includes a MAC that fails: not written with this key.
     """
+    if root.secret is None:
+        return None             # no key yet: nothing here was written by this user
     try:
         fd, st = _open_file(root.fd, name)
     except FileNotFoundError:
@@ -326,17 +388,25 @@ def _read_entry(root, name):
         if st.st_size > MAX_ENTRY_BYTES:
             raise _Refused(f"{name} is larger than {MAX_ENTRY_BYTES} bytes")
         data = fh.read(MAX_ENTRY_BYTES)
-    return _unpack(data)
+    return _unpack(root.secret, name, data)
 
 
-def _unpack(data):
-    head = len(MAGIC) + _DIGEST
+def _mac(secret, name, payload):
+    """The HMAC-SHA256 of an entry, under its file name too: an entry moved
+    into another key's place fails it."""
+    message = MAGIC + os.fsencode(name) + b"\0" + payload
+    return hmac.new(secret, message, hashlib.sha256).digest()
+
+
+def _unpack(secret, name, data):
+    head = len(MAGIC) + _MAC_BYTES
     if len(data) <= head or data[:len(MAGIC)] != MAGIC:
         return None
     payload = data[head:]
-    if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
+    if not hmac.compare_digest(_mac(secret, name, payload), data[len(MAGIC):head]):
         return None
     try:
+        # only what this user wrote gets here: marshal trusts its input
         meta, entry = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
@@ -359,7 +429,7 @@ def _write_entry(root, name, meta, entry):
     """Atomic: a new temporary file in the directory, then os.replace (which
     also replaces whatever was refused in the entry's place)."""
     payload = marshal.dumps((meta, entry))
-    data = MAGIC + hashlib.sha256(payload).digest() + payload
+    data = MAGIC + _mac(root.secret, name, payload) + payload
     if len(data) > MAX_ENTRY_BYTES:
         return      # it would be refused when read
     tmp = _temp_name()
@@ -395,8 +465,9 @@ class FunctionCache:
         Computed here, just before the compiler reads the function, and not
         at decoration: a lazy ufunc compiles at its first call, when the
         globals, closure cells and device functions defined or rebound since
-        decoration are the ones compiled.  Nothing is remembered between
-        calls, so a name rebound between two signatures is seen too.
+        decoration are the ones compiled.  What the names are bound to is
+        looked up at every call, so a name rebound between two signatures is
+        seen too.
         """
         text = function_key_text(self._pyfunc, self._src, self._target, self._options)
         data = f"{text}signature={signature}\n".encode("utf-8", "surrogatepass")

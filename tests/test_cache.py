@@ -575,3 +575,194 @@ def test_an_entry_others_can_write_is_not_loaded(dirs, fault):
     assert out["warnings"] == ["NumbavecCacheWarning"]
     np.testing.assert_allclose(out["result"], expected())
     assert run(moddir, cachedir)["object_loads"] == 2      # replaced by the compiled ones
+
+
+# -- entries are authenticated -------------------------------------------------
+
+ONE_SIG = "['f8(f8, f8)']"
+
+
+def _two_entries(moddir, cachedir):
+    """The entry of kmod.kern with SCALE = 2.0, then the one with 3.0 (the
+    module is left at 3.0)."""
+    write_module(moddir, sigs=ONE_SIG, scale="2.0")
+    run(moddir, cachedir)
+    [old] = entry_paths(cachedir)
+    write_module(moddir, sigs=ONE_SIG, scale="3.0")
+    run(moddir, cachedir)
+    [new] = [p for p in entry_paths(cachedir) if p != old]
+    return old, new
+
+
+def _plant(source, target, fmt):
+    """Writes at target the code of the entry at source, its symbols renamed
+    to target's key, as someone without the MAC key could write it: format
+    1's bare checksum, or format 2 with a MAC under a key of their own."""
+    import hashlib
+    import marshal
+
+    payload = open(source, "rb").read()[len(nvcache.MAGIC) + 32:]
+    meta, (obj, ir, *rest) = marshal.loads(payload)
+    old, new = (os.path.basename(p)[:-len(nvcache.SUFFIX)] for p in (source, target))
+    payload = marshal.dumps((meta, (obj.replace(old.encode(), new.encode()),
+                                    ir.replace(old, new), *rest)))
+    if fmt == 1:
+        head = b"NVCACHE1" + hashlib.sha256(payload).digest()
+    else:
+        head = nvcache.MAGIC + nvcache._mac(os.urandom(32), os.path.basename(target), payload)
+    with open(target, "wb") as fh:
+        fh.write(head + payload)
+
+
+@pytest.mark.parametrize("fmt", [1, 2], ids=["bare-checksum", "mac-under-another-key"])
+def test_a_planted_entry_is_not_run(dirs, fmt):
+    # The planted code computes with SCALE = 2.0 where 3.0 is compiled.
+    moddir, cachedir = dirs
+    old, new = _two_entries(moddir, cachedir)
+    _plant(old, new, fmt)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (1, 0)
+    np.testing.assert_allclose(out["result"], expected(3.0))
+
+
+def test_an_entry_moved_into_another_key_s_slot_is_not_loaded(dirs):
+    # Both are this user's own entries: the name under the MAC tells them
+    # apart, before the linker is given the object (whose symbols carry the
+    # key it was compiled for).
+    moddir, cachedir = dirs
+    old, new = _two_entries(moddir, cachedir)
+    os.replace(old, new)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (1, 0)
+    np.testing.assert_allclose(out["result"], expected(3.0))
+
+
+def _old_format(path):
+    """Rewrites the entry at path as format 1 wrote it: a bare SHA-256."""
+    import hashlib
+
+    data = open(path, "rb").read()
+    payload = data[len(nvcache.MAGIC) + 32:]
+    with open(path, "wb") as fh:
+        fh.write(b"NVCACHE1" + hashlib.sha256(payload).digest() + payload)
+
+
+def test_an_entry_without_this_directory_s_mac_is_not_loaded(dirs, tmp_path):
+    # An entry as someone without the key would write it: a bare checksum
+    # (format 1's), or a MAC under another directory's key.
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    [first, second] = entry_paths(cachedir)
+    _old_format(first)
+    elsewhere = tmp_path / "elsewhere"
+    run(moddir, elsewhere)
+    os.replace(elsewhere / os.path.basename(second), second)
+    assert nvcache.info(str(cachedir))["damaged"] == 2
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == []                  # damaged, not refused: recompiled quietly
+    np.testing.assert_allclose(out["result"], expected())
+    stats = nvcache.info(str(cachedir))
+    assert (stats["entries"], stats["damaged"]) == (2, 0)
+
+
+def test_the_mac_key_is_private_and_a_new_one_fails_every_entry(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    keyfile = cachedir / nvcache.KEY_FILE
+    st = os.lstat(keyfile)
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+    assert st.st_size == 32 and st.st_uid == os.geteuid()
+    keyfile.write_bytes(os.urandom(32))
+    stats = nvcache.info(str(cachedir))
+    assert (stats["entries"], stats["damaged"]) == (0, 2)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["warnings"]) == (2, [])
+    assert nvcache.info(str(cachedir))["entries"] == 2
+
+
+def _symlink_to_a_copy(path):
+    copy = str(path) + ".copy"
+    os.replace(path, copy)
+    os.symlink(copy, path)
+
+
+def _fifo_instead(path):
+    os.unlink(path)
+    os.mkfifo(path)
+
+
+KEY_FAULTS = {
+    "group-readable": lambda path: os.chmod(path, 0o640),
+    "other-readable": lambda path: os.chmod(path, 0o604),
+    "group-writable": lambda path: os.chmod(path, 0o620),
+    "symlink": _symlink_to_a_copy,
+    "fifo": _fifo_instead,
+    "short": lambda path: open(path, "r+b").truncate(16),
+    "of-another-user": pytest.param(_give_to_nobody, marks=as_root),
+}
+
+
+@pytest.mark.parametrize("fault", KEY_FAULTS.values(), ids=KEY_FAULTS.keys())
+def test_a_key_file_not_private_to_this_user_leaves_the_cache_unused(dirs, fault):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    fault(cachedir / nvcache.KEY_FILE)
+    before = _snapshot_entries(cachedir)
+    out = run(moddir, cachedir, trapped=True)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    assert _snapshot_entries(cachedir) == before      # nothing written either
+
+
+def _snapshot_entries(cachedir):
+    return {os.path.basename(p): open(p, "rb").read() for p in entry_paths(cachedir)}
+
+
+AGREE = '''
+import os, sys, time
+sys.path.insert(0, {root!r})
+from numbavec import cache
+print("ready", flush=True)
+while not os.path.exists({go!r}):
+    pass
+with cache._Root({cachedir!r}, create=True) as root:
+    print(root.secret.hex())
+'''
+
+
+def test_processes_racing_to_make_the_key_agree_on_one(tmp_path):
+    cachedir, go = tmp_path / "cache", tmp_path / "go"
+    code = AGREE.format(root=ROOT, go=str(go), cachedir=str(cachedir))
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    for p in procs:
+        assert p.stdout.readline() == "ready\n"
+    go.write_text("")
+    keys = set()
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        keys.add(out.strip())
+    assert keys == {(cachedir / nvcache.KEY_FILE).read_bytes().hex()}
+    assert sorted(os.listdir(cachedir)) == [nvcache.KEY_FILE]     # no temporary file left
+
+
+def test_the_loser_of_the_race_to_make_the_key_reads_the_winner_s(tmp_path):
+    # What the processes above race through, with the outcome fixed: the key
+    # file appears between this process finding none and linking its own.
+    cachedir = tmp_path / "cache"
+    cachedir.mkdir(mode=0o700)
+    winner = os.urandom(32)
+    (cachedir / nvcache.KEY_FILE).write_bytes(winner)
+    os.chmod(cachedir / nvcache.KEY_FILE, 0o600)
+    dirfd = os.open(cachedir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert nvcache._make_secret(dirfd) == winner
+    finally:
+        os.close(dirfd)
+    assert sorted(os.listdir(cachedir)) == [nvcache.KEY_FILE]
