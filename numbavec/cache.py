@@ -276,6 +276,21 @@ def _open_file(dirfd, name):
     return fd, st
 
 
+def _read_and_close(fd, size):
+    """At most size bytes of fd (fewer at its end); closes fd."""
+    try:
+        chunks = []
+        while size > 0:
+            chunk = os.read(fd, size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _make_private_dirs(path):
     """Makes path and its missing parents, each 0700 (os.makedirs gives the
     parents the umask's mode, usually 0755)."""
@@ -298,10 +313,10 @@ def _read_secret(dirfd):
     _Refused unless it is a regular file of this user's (or root's) that no
     one else may read or write, of the right size."""
     fd, st = _open_file(dirfd, KEY_FILE)
-    with open(fd, "rb") as fh:
-        if st.st_mode & 0o077:
-            raise _Refused(f"{KEY_FILE} can be read or written by group or others")
-        secret = fh.read(_SECRET_BYTES + 1)
+    if st.st_mode & 0o077:
+        os.close(fd)
+        raise _Refused(f"{KEY_FILE} can be read or written by group or others")
+    secret = _read_and_close(fd, _SECRET_BYTES + 1)
     if len(secret) != _SECRET_BYTES:
         raise _Refused(f"{KEY_FILE} is not {_SECRET_BYTES} bytes long "
                        f"(remove it to make a new one)")
@@ -384,10 +399,11 @@ def _read_entry(root, name):
         fd, st = _open_file(root.fd, name)
     except FileNotFoundError:
         return None
-    with open(fd, "rb") as fh:
-        if st.st_size > MAX_ENTRY_BYTES:
-            raise _Refused(f"{name} is larger than {MAX_ENTRY_BYTES} bytes")
-        data = fh.read(MAX_ENTRY_BYTES)
+    if st.st_size > MAX_ENTRY_BYTES:
+        os.close(fd)
+        raise _Refused(f"{name} is larger than {MAX_ENTRY_BYTES} bytes")
+    # as large as fstat said: a file grown since is cut short, and fails its MAC
+    data = _read_and_close(fd, st.st_size)
     return _unpack(root.secret, name, data)
 
 
