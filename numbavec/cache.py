@@ -12,7 +12,8 @@ function's source; the values of the globals and closure variables it reads
 source of the device functions it calls, as parsed when the compiler
 inlines them, and what they read (followed transitively); the
 signature; the target and options; the host CPU's name and features; the
-LLVM version and numbavec's version.  Changing any of them misses.  It is
+LLVM version, numbavec's version and its compiled module's size and mtime
+(a rebuild with the same version).  Changing any of them misses.  It is
 computed each time a signature is compiled, not at decoration: a lazy ufunc
 compiles at its first call, with the names bound by then (a global or a
 device function defined below the kernel, a closure cell rebound).
@@ -86,13 +87,17 @@ _environment = None
 
 
 def _environment_text():
-    """What every key shares: versions and the host CPU (computed once)."""
+    """What every key shares: versions, the build, the host CPU (computed once)."""
     global _environment
     if _environment is None:
         from numbavec import __version__, _core
 
         info = _core._jit_info()
+        # the compiler's own file: a rebuild or reinstall with the same
+        # version string (a development build) may compile differently
+        core = os.stat(_core.__file__)
         _environment = (f"format={FORMAT}\nnumbavec={__version__}\n"
+                        f"core={core.st_size}-{core.st_mtime_ns}\n"
                         f"llvm={_core.llvm_version}\ncpu={info['cpu']}\n"
                         f"features={info['features']}\n")
     return _environment

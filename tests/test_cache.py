@@ -73,16 +73,18 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
-def run(moddir, cachedir, trapped=False):
-    """Runs RUN in a fresh interpreter.  trapped: the cache may hold a trap,
-    so a hang fails after 60 s and memory is limited."""
+def run(moddir, cachedir, trapped=False, root=ROOT):
+    """Runs RUN in a fresh interpreter, with numbavec from root.  trapped:
+    the cache may hold a trap, so a hang fails after 60 s and memory is limited."""
     env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                PYTHONDONTWRITEBYTECODE="1")
     limit = trapped and "asan" not in os.environ.get("LD_PRELOAD", "")
     try:
+        # cwd: `python -c` puts it first on sys.path, before root
         out = subprocess.run([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
-                             capture_output=True, text=True, timeout=60 if trapped else 120,
+                             cwd=str(moddir), capture_output=True, text=True,
+                             timeout=60 if trapped else 120,
                              preexec_fn=_limit_memory if limit else None)
     except subprocess.TimeoutExpired:
         pytest.fail("the run hung on what was in the cache")
@@ -140,6 +142,27 @@ def test_each_key_part_misses(dirs, change):
     write_module(moddir, **change)
     again = run(moddir, cachedir)
     assert again["compilations"] == 2 and again["object_loads"] == 0
+
+
+def test_a_rebuilt_core_misses(dirs, tmp_path):
+    # A build of _core with the same version string (a development build, a
+    # reinstall) may compile differently: its file is part of the key.
+    import shutil
+
+    from numbavec import _core
+
+    moddir, cachedir = dirs
+    package = os.path.dirname(_core.__file__)
+    shutil.copytree(package, tmp_path / "lib" / "numbavec",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    copied = tmp_path / "lib" / "numbavec" / os.path.basename(_core.__file__)
+    write_module(moddir)
+    run(moddir, cachedir, root=tmp_path / "lib")
+    assert run(moddir, cachedir, root=tmp_path / "lib")["object_loads"] == 2
+    st = os.stat(copied)
+    os.utime(copied, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    again = run(moddir, cachedir, root=tmp_path / "lib")
+    assert (again["compilations"], again["object_loads"]) == (2, 0)
 
 
 def test_a_new_signature_misses_only_itself(dirs):
