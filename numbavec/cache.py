@@ -153,8 +153,8 @@ def _describe(value, seen):
     """A text that changes whenever the compiled code could."""
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
-    if not isinstance(value, type) and hasattr(value, "_numbavec_device_source"):
-        return "jit " + _device_text(value, seen)      # inlined: as lower.c tells them
+    if _is_device_function(value):
+        return "jit " + _device_text(value, seen)
     if isinstance(value, types.FunctionType):
         # not compiled (only a device function is inlined): its identity is
         # all a kernel can depend on, when it is one of the known builtins
@@ -167,11 +167,23 @@ def _describe(value, seen):
     if isinstance(value, (types.BuiltinFunctionType, type, np.ufunc)):
         module = getattr(value, "__module__", None) or ""
         return f"{type(value).__name__} {module}.{getattr(value, '__qualname__', repr(value))}"
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    if type(value).__repr__ is object.__repr__:
+        # a namespace: a kernel reads its attributes (keyed as chains), and
+        # the default repr's address would differ in every process
+        return f"{kind} instance"
     try:
-        text = repr(value)
+        return f"{kind} {value!r}"
     except Exception:  # noqa: BLE001 - not a value a kernel can use: its attributes are keyed
-        text = "<no repr>"
-    return f"{type(value).__module__}.{type(value).__qualname__} {text}"
+        return f"{kind} <no repr>"
+
+
+def _is_device_function(value):
+    """As lower.c tells them (PyObject_HasAttrString: any error is a no)."""
+    try:
+        return not isinstance(value, type) and hasattr(value, "_numbavec_device_source")
+    except Exception:  # noqa: BLE001 - a __getattr__ raising something else
+        return False
 
 
 def _device_text(device, seen):

@@ -789,3 +789,58 @@ def test_the_loser_of_the_race_to_make_the_key_reads_the_winner_s(tmp_path):
     finally:
         os.close(dirfd)
     assert sorted(os.listdir(cachedir)) == [nvcache.KEY_FILE]
+
+
+ODD_NAMESPACE = '''
+from numbavec import vectorize
+
+class Odd:
+    K = 2.0
+    def __getattr__(self, name):        # only for names the class lacks
+        raise RuntimeError("no such thing")
+
+cfg = Odd()
+
+@vectorize(['f8(f8, f8)'], cache=True)
+def kern(x, y):
+    return x * cfg.K + y
+'''
+
+
+def test_a_namespace_whose_getattr_raises_compiles_as_without_the_cache(dirs):
+    # The compiler only reads cfg.K; asking cfg whether it is a device
+    # function must not raise in key() either.
+    moddir, cachedir = dirs
+    write_module(moddir, body=ODD_NAMESPACE)
+    out = run(moddir, cachedir)
+    np.testing.assert_allclose(out["result"], 3 * np.linspace(0, 1, 5))
+    assert run(moddir, cachedir)["object_loads"] == 1
+
+
+CLOSURE_DEVICE = '''
+import numbavec
+
+def scaled_by(k):
+    @numbavec.jit
+    def scaled(x):
+        return x * k
+    return scaled
+
+helper = scaled_by(2.0)
+
+def kern(x, y):
+    return helper(x) + y
+'''
+
+
+def test_a_device_function_s_closure_is_keyed(tmp_path):
+    from numbavec._source import KernelSource
+
+    (tmp_path / "cdev.py").write_text(CLOSURE_DEVICE)
+    mod = import_file(tmp_path / "cdev.py", f"cdev_{id(tmp_path)}")
+    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
+    first = fc.key("float64(float64, float64)")
+    mod.helper = mod.scaled_by(3.0)             # the same source, another cell
+    assert fc.key("float64(float64, float64)") != first
+    mod.helper = mod.scaled_by(2.0)
+    assert fc.key("float64(float64, float64)") == first
