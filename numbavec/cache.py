@@ -41,7 +41,8 @@ read.  A refused entry is compiled instead (then replaced); a refused
 directory or key file leaves the directory unused, neither read nor
 written.  Each, or a directory that cannot be written, degrades to
 compiling, with one ``NumbavecCacheWarning`` per directory and process.
-POSIX only (``O_NOFOLLOW``, ``geteuid``), as numbavec is.
+POSIX only (``O_NOFOLLOW``, ``geteuid``), as numbavec is.  The threat model
+is in README.md, "The compiled-code cache: what it trusts".
 """
 import ast
 import builtins
