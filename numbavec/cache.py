@@ -51,7 +51,6 @@ import hashlib
 import hmac
 import marshal
 import os
-import secrets
 import stat
 import sys
 import types
@@ -70,7 +69,8 @@ _SECRET_BYTES = 32
 
 
 class NumbavecCacheWarning(RuntimeWarning):
-    """The cache directory cannot be used; code is compiled instead."""
+    """The cache directory cannot be used, or something in it is not to be
+    trusted; code is compiled instead."""
 
 
 def cache_dir():
@@ -352,7 +352,7 @@ def _make_secret(dirfd):
     fd = os.open(tmp, _CREATE_FILE, 0o600, dir_fd=dirfd)
     try:
         with open(fd, "wb") as fh:
-            fh.write(secrets.token_bytes(_SECRET_BYTES))
+            fh.write(os.urandom(_SECRET_BYTES))
         try:
             os.link(tmp, KEY_FILE, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
         except FileExistsError:
@@ -456,7 +456,7 @@ def _entry_ok(entry):
 
 
 def _temp_name():
-    return f".tmp-{secrets.token_hex(8)}{SUFFIX}"
+    return f".tmp-{os.urandom(8).hex()}{SUFFIX}"
 
 
 def _write_entry(root, name, meta, entry):
