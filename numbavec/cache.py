@@ -137,12 +137,14 @@ def _walk_names(funcdef):
 
 
 def _lookup(pyfunc, name):
+    """(found, value) of a name pyfunc reads, where lower.c's resolve_global
+    finds it: a closure cell, else a global (an empty cell too), else a builtin."""
     code = pyfunc.__code__
     if name in code.co_freevars and pyfunc.__closure__ is not None:
         try:
             return True, pyfunc.__closure__[code.co_freevars.index(name)].cell_contents
-        except ValueError:      # an empty cell
-            return False, None
+        except ValueError:      # an empty cell: lower.c's closure_values leaves it out
+            pass
     if name in pyfunc.__globals__:
         return True, pyfunc.__globals__[name]
     if hasattr(builtins, name):

@@ -844,3 +844,26 @@ def test_a_device_function_s_closure_is_keyed(tmp_path):
     assert fc.key("float64(float64, float64)") != first
     mod.helper = mod.scaled_by(2.0)
     assert fc.key("float64(float64, float64)") == first
+
+
+EMPTY_CELL = '''
+k = 2.0
+
+def make():
+    def kern(x, y):
+        return x * k + y
+    return kern
+    k = 0.0             # never runs: kern's cell for k stays empty
+'''
+
+
+def test_an_empty_closure_cell_is_keyed_as_the_global_the_compiler_reads(tmp_path):
+    from numbavec._source import KernelSource
+
+    (tmp_path / "cell.py").write_text(EMPTY_CELL)
+    mod = import_file(tmp_path / "cell.py", f"cell_{id(tmp_path)}")
+    kern = mod.make()
+    fc = nvcache.FunctionCache(kern, KernelSource(kern), "cpu", {})
+    first = fc.key("float64(float64, float64)")
+    mod.k = 3.0
+    assert fc.key("float64(float64, float64)") != first
