@@ -1,5 +1,7 @@
 """The compiled-code cache (cache=True): hits, misses on every key part, damage,
-concurrent writers, an unwritable directory.
+concurrent writers, an unwritable directory; the key made from what the
+compiler reads, when it reads it; what the cache trusts (owners and modes,
+traps in an entry's place, planted entries, the MAC key).
 
 Each test writes a kernel module into a temporary directory and imports it in
 a fresh subprocess with NUMBAVEC_CACHE_DIR pointing at its own cache, so that
