@@ -525,7 +525,8 @@ class FunctionCache:
         return None if found is None else found[1]
 
     def store(self, key, entry):
-        """Stores entry; never raises for a directory that cannot be written."""
+        """Stores entry; a directory that cannot be written, or is refused,
+        gives its one warning instead of raising."""
         meta = dict(self._meta, signature=self._signatures.get(key, "?"))
         try:
             with _Root(self._dir, create=True) as root:
