@@ -1,13 +1,17 @@
 """The compiled-code cache (cache=True): hits, misses on every key part, damage,
-concurrent writers, an unwritable directory.
+concurrent writers, an unwritable directory; the key made from what the
+compiler reads, when it reads it; what the cache trusts (owners and modes,
+traps in an entry's place, planted entries, the MAC key).
 
 Each test writes a kernel module into a temporary directory and imports it in
 a fresh subprocess with NUMBAVEC_CACHE_DIR pointing at its own cache, so that
 "a warm start" is a real new process.  Hits and misses are read from the
 counters of _core._jit_info(): LLVM compilations and stored objects linked.
 """
+import importlib.util
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -22,14 +26,14 @@ from conftest import NUMBAVEC_ROOT as ROOT  # noqa: E402  where the tested numba
 KERNEL = '''
 import math
 import numpy as np
+import numbavec
 from numbavec import vectorize
 
 SCALE = {scale}
 
+@numbavec.jit
 def helper(x):
     return {helper}
-
-helper.py_func = helper      # a device function as numbavec.jit will make them
 
 @vectorize({sigs}, target={target!r}, cache=True)
 def kern(x, y):
@@ -56,20 +60,42 @@ print(json.dumps({{
 
 
 def write_module(moddir, scale="2.0", helper="x + 1", sigs="['f8(f8, f8)', 'f4(f4, f4)']",
-                 target="cpu", body=KERNEL):
+                 target="cpu", body=KERNEL, **names):
     os.makedirs(moddir, exist_ok=True)
     with open(os.path.join(moddir, "kmod.py"), "w") as fh:
-        fh.write(body.format(scale=scale, helper=helper, sigs=sigs, target=target))
+        fh.write(body.format(scale=scale, helper=helper, sigs=sigs, target=target, **names))
 
 
-def run(moddir, cachedir):
+def _limit_memory():
+    # A read without end (of /dev/zero, of a huge file) then fails with a
+    # MemoryError instead of taking the machine's memory.  Not under ASan,
+    # which reserves terabytes of address space.
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def run(moddir, cachedir, trapped=False, root=ROOT):
+    """Runs RUN in a fresh interpreter, with numbavec from root.  trapped:
+    the cache may hold a trap, so a hang fails after 60 s and memory is limited."""
     env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                PYTHONDONTWRITEBYTECODE="1")
-    out = subprocess.run([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
-                         capture_output=True, text=True, timeout=120)
+    limit = trapped and "asan" not in os.environ.get("LD_PRELOAD", "")
+    try:
+        # cwd: `python -c` puts it first on sys.path, before root
+        out = subprocess.run([sys.executable, "-c", RUN.format(moddir=str(moddir))], env=env,
+                             cwd=str(moddir), capture_output=True, text=True,
+                             timeout=60 if trapped else 120,
+                             preexec_fn=_limit_memory if limit else None)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run hung on what was in the cache")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def entry_paths(cachedir):
+    return sorted(str(cachedir / n) for n in os.listdir(cachedir) if n.endswith(".nvc"))
 
 
 def expected(scale=2.0):
@@ -120,6 +146,27 @@ def test_each_key_part_misses(dirs, change):
     assert again["compilations"] == 2 and again["object_loads"] == 0
 
 
+def test_a_rebuilt_core_misses(dirs, tmp_path):
+    # A build of _core with the same version string (a development build, a
+    # reinstall) may compile differently: its file is part of the key.
+    import shutil
+
+    from numbavec import _core
+
+    moddir, cachedir = dirs
+    package = os.path.dirname(_core.__file__)
+    shutil.copytree(package, tmp_path / "lib" / "numbavec",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    copied = tmp_path / "lib" / "numbavec" / os.path.basename(_core.__file__)
+    write_module(moddir)
+    run(moddir, cachedir, root=tmp_path / "lib")
+    assert run(moddir, cachedir, root=tmp_path / "lib")["object_loads"] == 2
+    st = os.stat(copied)
+    os.utime(copied, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    again = run(moddir, cachedir, root=tmp_path / "lib")
+    assert (again["compilations"], again["object_loads"]) == (2, 0)
+
+
 def test_a_new_signature_misses_only_itself(dirs):
     moddir, cachedir = dirs
     write_module(moddir)
@@ -146,30 +193,24 @@ def _kernel_key(moddir, name, helper):
 
 
 def test_a_called_function_changing_misses(tmp_path):
-    # Kernels calling device functions compile once numbavec.jit lands; the
-    # key already follows any object with a .py_func, transitively.
     moddir = tmp_path / "mod"
     k1 = _kernel_key(moddir, "kmod_a", "x + 1")
     assert _kernel_key(moddir, "kmod_b", "x + 1") == k1
     assert _kernel_key(moddir, "kmod_c", "x + 2") != k1
 
 
-def test_key_text_follows_py_func_transitively():
-    src_ns = {}
+def test_a_device_function_without_source_keys_without_raising():
+    ns = {}
     exec(textwrap.dedent('''
+        import numbavec
+        @numbavec.jit
         def inner(x):
-            return x + K
-        def outer(x):
-            return inner(x) * 2
-        class Jit:
-            def __init__(self, f):
-                self.py_func = f
-        j_inner, j_outer = Jit(inner), Jit(outer)
-        K = 1
-    '''), src_ns)
+            return x + 1
+    '''), ns)
     from numbavec.cache import _describe
-    # no source for exec'd code: still a stable text, never an exception
-    assert "no source" in _describe(src_ns["j_outer"], set())
+    # no source for exec'd code: a stable text, never an exception (the
+    # compiler says what is wrong when it reads the function)
+    assert _describe(ns["inner"], set()) == "jit <no source inner>"
 
 
 def test_corrupt_and_truncated_entries_are_recompiled_and_rewritten(dirs):
@@ -284,3 +325,547 @@ def test_clear_and_cli(dirs):
     assert nvcache.info(str(cachedir))["entries"] == 0
     run(moddir, cachedir)
     assert nvcache.clear(str(cachedir)) == 2
+
+
+# -- the key is what the compiler reads, when it reads it -------------------
+
+# A lazy kernel compiles at its first call: by then the names defined below it
+# are bound, and the compiler reads them (a global, an attribute chain, a
+# device function calling another).
+BELOW = '''
+import numbavec
+from numbavec import vectorize
+
+@vectorize(target={target!r}, cache=True)
+def kern(x, y):     # {tag}
+    return helper(x) * SCALE + y + Consts.OFFSET
+
+SCALE = {scale}
+
+class Consts:
+    OFFSET = {offset}
+
+@numbavec.jit
+def helper(x):
+    return inner(x) + 1.0
+
+@numbavec.jit
+def inner(x):
+    return {helper}
+'''
+
+# The same names above an eager kernel (below it, they would not be bound
+# when it compiles, at decoration).
+ABOVE = '''
+import numbavec
+from numbavec import vectorize
+
+SCALE = {scale}
+
+class Consts:
+    OFFSET = {offset}
+
+@numbavec.jit
+def inner(x):
+    return {helper}
+
+@numbavec.jit
+def helper(x):
+    return inner(x) + 1.0
+
+@vectorize({sigs}, target={target!r}, cache=True)
+def kern(x, y):     # {tag}
+    return helper(x) * SCALE + y + Consts.OFFSET
+'''
+
+# tag: a comment in the kernel's source, unique to each test, so that no
+# other test's live code of the same key is shared (and nothing stored).
+NAMES = {"scale": "2.0", "offset": "0.5", "helper": "x + 1.0"}
+EDITS = [{"scale": "3.0"}, {"offset": "0.25"}, {"helper": "x * 4.0"}]
+
+
+def import_file(path, name):
+    """Imports the module at path under name, in this process."""
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def names_result(scale, offset, helper, tag=None):
+    x = np.linspace(0, 1, 5)
+    return (eval(helper, {"x": x}) + 1.0) * float(scale) + x + float(offset)
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=["global", "attribute", "device-of-device"])
+@pytest.mark.parametrize("body", [BELOW, ABOVE], ids=["lazy-below", "eager-above"])
+def test_an_edited_name_misses_in_a_fresh_process(dirs, monkeypatch, body, edit):
+    moddir, cachedir = dirs
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(cachedir))
+    names = dict(NAMES, tag=str(moddir))
+    write_module(moddir, body=body, sigs="['f8(f8, f8)']", **names)
+    mod = import_file(moddir / "kmod.py", f"kmod_names_{id(dirs)}")
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(mod.kern(x, x), names_result(**names))
+    assert nvcache.info(str(cachedir))["entries"] == 1
+
+    write_module(moddir, body=body, sigs="['f8(f8, f8)']", **dict(names, **edit))
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (1, 0)
+    np.testing.assert_allclose(out["result"], names_result(**dict(names, **edit)))
+
+
+CLOSURES = '''
+from numbavec import vectorize
+
+def late():
+    k = 2.0
+    @vectorize(cache=True)
+    def kern(x, y):
+        return x * k + y
+    k = 3.0             # the kernel compiles at its first call, with this
+    return kern
+
+def fixed():
+    k = 2.0
+    @vectorize(cache=True)
+    def kern(x, y):
+        return x * k + y
+    return kern
+'''
+
+
+def test_a_closure_variable_is_keyed_as_compiled(tmp_path, monkeypatch):
+    # Two kernels of the same source: one closure cell is rebound after
+    # decoration.  Keyed at decoration, the second would run the first's code.
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "closures.py").write_text(CLOSURES)
+    mod = import_file(tmp_path / "closures.py", f"closures_{id(tmp_path)}")
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(mod.late()(x, x), 3.0 * x + x)
+    np.testing.assert_allclose(mod.fixed()(x, x), 2.0 * x + x)
+    assert nvcache.info(str(tmp_path / "cache"))["entries"] == 2
+
+
+STALE_SOURCE = '''
+import numbavec
+from numbavec import vectorize
+
+@numbavec.jit
+def helper(x):
+    return {helper}
+
+@vectorize(['f8(f8)'])
+def first(x):           # compiled at import: helper's source is parsed now
+    return helper(x)
+
+@vectorize(cache=True)
+def kern(x, y):
+    return helper(x) + y
+'''
+
+
+def test_a_device_function_is_keyed_from_the_source_compiled(dirs, monkeypatch):
+    # The file is edited after the device function was parsed: the compiler
+    # inlines the parsed source, so the key must describe that one, not the
+    # file on disk (else a fresh process with the edit would load old code).
+    moddir, cachedir = dirs
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(cachedir))
+    write_module(moddir, body=STALE_SOURCE, helper="x + 1.0")
+    mod = import_file(moddir / "kmod.py", f"kmod_stale_{id(dirs)}")
+    write_module(moddir, body=STALE_SOURCE, helper="x + 100.0")
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(mod.kern(x, x), x + 1.0 + x)
+    assert nvcache.info(str(cachedir))["entries"] == 1
+    out = run(moddir, cachedir)
+    assert out["object_loads"] == 0
+    np.testing.assert_allclose(out["result"], x + 100.0 + x)
+
+
+def test_key_follows_a_rebinding_between_two_calls(dirs):
+    # key() may remember what a parsed function reads, never what it is bound to.
+    from numbavec._source import KernelSource
+
+    moddir, _ = dirs
+    undecorated = ABOVE.replace("@vectorize({sigs}, target={target!r}, cache=True)\n", "")
+    write_module(moddir, body=undecorated, **dict(NAMES, tag="rebind"))
+    mod = import_file(moddir / "kmod.py", f"kmod_rebind_{id(dirs)}")
+    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
+    first = fc.key("float64(float64, float64)")
+    mod.SCALE = 3.0
+    assert fc.key("float64(float64, float64)") != first
+    mod.SCALE = 2.0
+    assert fc.key("float64(float64, float64)") == first
+    mod.Consts.OFFSET = 1.5
+    assert fc.key("float64(float64, float64)") != first
+
+
+# -- what the cache trusts ---------------------------------------------------
+
+def _sparse_64_gib(path):
+    with open(path, "wb") as fh:
+        fh.truncate(64 << 30)
+
+
+TRAPS = {
+    "fifo": os.mkfifo,                                      # an open() that blocks
+    "symlink-to-dev-zero": lambda path: os.symlink("/dev/zero", path),   # a read without end
+    "sparse-64-GiB": _sparse_64_gib,                        # too large to read
+}
+
+
+@pytest.mark.parametrize("trap", TRAPS.values(), ids=TRAPS.keys())
+def test_a_trap_in_place_of_an_entry_is_refused_promptly(dirs, trap):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    for path in entry_paths(cachedir):
+        os.unlink(path)
+        trap(path)
+    out = run(moddir, cachedir, trapped=True)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    # the traps were replaced by the entries compiled
+    assert run(moddir, cachedir)["object_loads"] == 2
+
+
+ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
+as_root = pytest.mark.skipif(not ROOT_USER, reason="only root can give a file to another user")
+
+
+def _give_to_nobody(path):
+    os.chown(path, 65534, 65534, follow_symlinks=False)
+
+
+def test_the_cache_directory_and_the_parents_it_makes_are_private(dirs, tmp_path):
+    moddir, _ = dirs
+    cachedir = tmp_path / "made" / "by" / "numbavec"
+    write_module(moddir)
+    old_umask = os.umask(0o022)            # what os.makedirs would leave: 0755
+    try:
+        run(moddir, cachedir)
+    finally:
+        os.umask(old_umask)
+    for path in (tmp_path / "made", tmp_path / "made" / "by", cachedir):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o700, path
+    for path in entry_paths(cachedir):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+def _snapshot(cachedir):
+    return {n: (cachedir / n).read_bytes() for n in os.listdir(cachedir)}
+
+
+DIRECTORY_FAULTS = {
+    "group-writable": lambda path: os.chmod(path, 0o770),
+    "other-writable": lambda path: os.chmod(path, 0o703),
+    "of-another-user": pytest.param(_give_to_nobody, marks=as_root),
+}
+
+
+@pytest.mark.parametrize("fault", DIRECTORY_FAULTS.values(), ids=DIRECTORY_FAULTS.keys())
+def test_a_directory_others_can_write_is_not_used(dirs, fault):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    before = _snapshot(cachedir)
+    fault(cachedir)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    assert _snapshot(cachedir) == before         # nothing read, nothing written
+    os.chown(cachedir, os.geteuid(), os.getegid())
+    os.chmod(cachedir, 0o700)
+    assert run(moddir, cachedir)["object_loads"] == 2
+
+
+ENTRY_FAULTS = {
+    "group-writable": lambda path: os.chmod(path, 0o620),
+    "other-writable": lambda path: os.chmod(path, 0o602),
+    "of-another-user": pytest.param(_give_to_nobody, marks=as_root),
+}
+
+
+@pytest.mark.parametrize("fault", ENTRY_FAULTS.values(), ids=ENTRY_FAULTS.keys())
+def test_an_entry_others_can_write_is_not_loaded(dirs, fault):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    for path in entry_paths(cachedir):
+        fault(path)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    assert run(moddir, cachedir)["object_loads"] == 2      # replaced by the compiled ones
+
+
+# -- entries are authenticated -------------------------------------------------
+
+ONE_SIG = "['f8(f8, f8)']"
+
+
+def _two_entries(moddir, cachedir):
+    """The entry of kmod.kern with SCALE = 2.0, then the one with 3.0 (the
+    module is left at 3.0)."""
+    write_module(moddir, sigs=ONE_SIG, scale="2.0")
+    run(moddir, cachedir)
+    [old] = entry_paths(cachedir)
+    write_module(moddir, sigs=ONE_SIG, scale="3.0")
+    run(moddir, cachedir)
+    [new] = [p for p in entry_paths(cachedir) if p != old]
+    return old, new
+
+
+def _plant(source, target, fmt):
+    """Writes at target the code of the entry at source, its symbols renamed
+    to target's key, as someone without the MAC key could write it: format
+    1's bare checksum, or format 2 with a MAC under a key of their own."""
+    import hashlib
+    import marshal
+
+    payload = open(source, "rb").read()[len(nvcache.MAGIC) + 32:]
+    meta, (obj, ir, *rest) = marshal.loads(payload)
+    old, new = (os.path.basename(p)[:-len(nvcache.SUFFIX)] for p in (source, target))
+    payload = marshal.dumps((meta, (obj.replace(old.encode(), new.encode()),
+                                    ir.replace(old, new), *rest)))
+    if fmt == 1:
+        head = b"NVCACHE1" + hashlib.sha256(payload).digest()
+    else:
+        head = nvcache.MAGIC + nvcache._mac(os.urandom(32), os.path.basename(target), payload)
+    with open(target, "wb") as fh:
+        fh.write(head + payload)
+
+
+@pytest.mark.parametrize("fmt", [1, 2], ids=["bare-checksum", "mac-under-another-key"])
+def test_a_planted_entry_is_not_run(dirs, fmt):
+    # The planted code computes with SCALE = 2.0 where 3.0 is compiled.
+    moddir, cachedir = dirs
+    old, new = _two_entries(moddir, cachedir)
+    _plant(old, new, fmt)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (1, 0)
+    np.testing.assert_allclose(out["result"], expected(3.0))
+
+
+def test_an_entry_moved_into_another_key_s_slot_is_not_loaded(dirs):
+    # Both are this user's own entries: the name under the MAC tells them
+    # apart, before the linker is given the object (whose symbols carry the
+    # key it was compiled for).
+    moddir, cachedir = dirs
+    old, new = _two_entries(moddir, cachedir)
+    os.replace(old, new)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (1, 0)
+    np.testing.assert_allclose(out["result"], expected(3.0))
+
+
+def _old_format(path):
+    """Rewrites the entry at path as format 1 wrote it: a bare SHA-256."""
+    import hashlib
+
+    data = open(path, "rb").read()
+    payload = data[len(nvcache.MAGIC) + 32:]
+    with open(path, "wb") as fh:
+        fh.write(b"NVCACHE1" + hashlib.sha256(payload).digest() + payload)
+
+
+def test_an_entry_without_this_directory_s_mac_is_not_loaded(dirs, tmp_path):
+    # An entry as someone without the key would write it: a bare checksum
+    # (format 1's), or a MAC under another directory's key.
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    [first, second] = entry_paths(cachedir)
+    _old_format(first)
+    elsewhere = tmp_path / "elsewhere"
+    run(moddir, elsewhere)
+    os.replace(elsewhere / os.path.basename(second), second)
+    assert nvcache.info(str(cachedir))["damaged"] == 2
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == []                  # damaged, not refused: recompiled quietly
+    np.testing.assert_allclose(out["result"], expected())
+    stats = nvcache.info(str(cachedir))
+    assert (stats["entries"], stats["damaged"]) == (2, 0)
+
+
+def test_the_mac_key_is_private_and_a_new_one_fails_every_entry(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    keyfile = cachedir / nvcache.KEY_FILE
+    st = os.lstat(keyfile)
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+    assert st.st_size == 32 and st.st_uid == os.geteuid()
+    keyfile.write_bytes(os.urandom(32))
+    stats = nvcache.info(str(cachedir))
+    assert (stats["entries"], stats["damaged"]) == (0, 2)
+    out = run(moddir, cachedir)
+    assert (out["compilations"], out["warnings"]) == (2, [])
+    assert nvcache.info(str(cachedir))["entries"] == 2
+
+
+def _symlink_to_a_copy(path):
+    copy = str(path) + ".copy"
+    os.replace(path, copy)
+    os.symlink(copy, path)
+
+
+def _fifo_instead(path):
+    os.unlink(path)
+    os.mkfifo(path)
+
+
+KEY_FAULTS = {
+    "group-readable": lambda path: os.chmod(path, 0o640),
+    "other-readable": lambda path: os.chmod(path, 0o604),
+    "group-writable": lambda path: os.chmod(path, 0o620),
+    "symlink": _symlink_to_a_copy,
+    "fifo": _fifo_instead,
+    "short": lambda path: open(path, "r+b").truncate(16),
+    "of-another-user": pytest.param(_give_to_nobody, marks=as_root),
+}
+
+
+@pytest.mark.parametrize("fault", KEY_FAULTS.values(), ids=KEY_FAULTS.keys())
+def test_a_key_file_not_private_to_this_user_leaves_the_cache_unused(dirs, fault):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    run(moddir, cachedir)
+    fault(cachedir / nvcache.KEY_FILE)
+    before = _snapshot_entries(cachedir)
+    out = run(moddir, cachedir, trapped=True)
+    assert (out["compilations"], out["object_loads"]) == (2, 0)
+    assert out["warnings"] == ["NumbavecCacheWarning"]
+    np.testing.assert_allclose(out["result"], expected())
+    assert _snapshot_entries(cachedir) == before      # nothing written either
+
+
+def _snapshot_entries(cachedir):
+    return {os.path.basename(p): open(p, "rb").read() for p in entry_paths(cachedir)}
+
+
+AGREE = '''
+import os, sys, time
+sys.path.insert(0, {root!r})
+from numbavec import cache
+print("ready", flush=True)
+while not os.path.exists({go!r}):
+    pass
+with cache._Root({cachedir!r}, create=True) as root:
+    print(root.secret.hex())
+'''
+
+
+def test_processes_racing_to_make_the_key_agree_on_one(tmp_path):
+    cachedir, go = tmp_path / "cache", tmp_path / "go"
+    code = AGREE.format(root=ROOT, go=str(go), cachedir=str(cachedir))
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    for p in procs:
+        assert p.stdout.readline() == "ready\n"
+    go.write_text("")
+    keys = set()
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        keys.add(out.strip())
+    assert keys == {(cachedir / nvcache.KEY_FILE).read_bytes().hex()}
+    assert sorted(os.listdir(cachedir)) == [nvcache.KEY_FILE]     # no temporary file left
+
+
+def test_the_loser_of_the_race_to_make_the_key_reads_the_winner_s(tmp_path):
+    # What the processes above race through, with the outcome fixed: the key
+    # file appears between this process finding none and linking its own.
+    cachedir = tmp_path / "cache"
+    cachedir.mkdir(mode=0o700)
+    winner = os.urandom(32)
+    (cachedir / nvcache.KEY_FILE).write_bytes(winner)
+    os.chmod(cachedir / nvcache.KEY_FILE, 0o600)
+    dirfd = os.open(cachedir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert nvcache._make_secret(dirfd) == winner
+    finally:
+        os.close(dirfd)
+    assert sorted(os.listdir(cachedir)) == [nvcache.KEY_FILE]
+
+
+ODD_NAMESPACE = '''
+from numbavec import vectorize
+
+class Odd:
+    K = 2.0
+    def __getattr__(self, name):        # only for names the class lacks
+        raise RuntimeError("no such thing")
+
+cfg = Odd()
+
+@vectorize(['f8(f8, f8)'], cache=True)
+def kern(x, y):
+    return x * cfg.K + y
+'''
+
+
+def test_a_namespace_whose_getattr_raises_compiles_as_without_the_cache(dirs):
+    # The compiler only reads cfg.K; asking cfg whether it is a device
+    # function must not raise in key() either.
+    moddir, cachedir = dirs
+    write_module(moddir, body=ODD_NAMESPACE)
+    out = run(moddir, cachedir)
+    np.testing.assert_allclose(out["result"], 3 * np.linspace(0, 1, 5))
+    assert run(moddir, cachedir)["object_loads"] == 1
+
+
+CLOSURE_DEVICE = '''
+import numbavec
+
+def scaled_by(k):
+    @numbavec.jit
+    def scaled(x):
+        return x * k
+    return scaled
+
+helper = scaled_by(2.0)
+
+def kern(x, y):
+    return helper(x) + y
+'''
+
+
+def test_a_device_function_s_closure_is_keyed(tmp_path):
+    from numbavec._source import KernelSource
+
+    (tmp_path / "cdev.py").write_text(CLOSURE_DEVICE)
+    mod = import_file(tmp_path / "cdev.py", f"cdev_{id(tmp_path)}")
+    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
+    first = fc.key("float64(float64, float64)")
+    mod.helper = mod.scaled_by(3.0)             # the same source, another cell
+    assert fc.key("float64(float64, float64)") != first
+    mod.helper = mod.scaled_by(2.0)
+    assert fc.key("float64(float64, float64)") == first
+
+
+EMPTY_CELL = '''
+k = 2.0
+
+def make():
+    def kern(x, y):
+        return x * k + y
+    return kern
+    k = 0.0             # never runs: kern's cell for k stays empty
+'''
+
+
+def test_an_empty_closure_cell_is_keyed_as_the_global_the_compiler_reads(tmp_path):
+    from numbavec._source import KernelSource
+
+    (tmp_path / "cell.py").write_text(EMPTY_CELL)
+    mod = import_file(tmp_path / "cell.py", f"cell_{id(tmp_path)}")
+    kern = mod.make()
+    fc = nvcache.FunctionCache(kern, KernelSource(kern), "cpu", {})
+    first = fc.key("float64(float64, float64)")
+    mod.k = 3.0
+    assert fc.key("float64(float64, float64)") != first
