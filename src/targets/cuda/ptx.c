@@ -37,6 +37,17 @@ static const char *const native_math[] = {
     "fabs", "floor", "ceil", "trunc", "sqrt", "copysign", "minimum", "maximum", NULL,
 };
 
+/*
+ * emit.c's names (LLVM intrinsics without "llvm.", C's libm names) that
+ * libdevice spells otherwise.  llvm.roundeven is newer than libNVVM's
+ * LLVM 7 dialect; rint rounds half to even in the default rounding mode.
+ */
+static const char *const libdevice_renamed[][2] = {
+    {"roundeven", "rint"},
+    {"minnum", "fmin"},
+    {"maxnum", "fmax"},
+};
+
 static const char *
 gpu_math_name(const char *base, TsKind k, char *buf, size_t size)
 {
@@ -45,7 +56,13 @@ gpu_math_name(const char *base, TsKind k, char *buf, size_t size)
             return NULL;
         }
     }
-    /* every libm function emit.c calls has a libdevice twin of that name */
+    for (size_t i = 0; i < sizeof(libdevice_renamed) / sizeof(libdevice_renamed[0]); i++) {
+        if (strcmp(base, libdevice_renamed[i][0]) == 0) {
+            base = libdevice_renamed[i][1];
+            break;
+        }
+    }
+    /* every other function emit.c calls has a libdevice twin of its C name */
     snprintf(buf, size, "__nv_%s%s", base, k == TS_FLOAT32 ? "f" : "");
     return buf;
 }
