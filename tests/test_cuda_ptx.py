@@ -417,3 +417,72 @@ def test_functions_outside_the_language_are_typing_errors_on_the_gpu(call):
         pytest.skip("a builtin now: test_every_builtin_assembles covers it")
     with pytest.raises(numbavec.TypingError, match="cannot be called in a kernel"):
         vectorize([f"complex128{matrix_sig('float64')}"], target="cuda")(matrix_kernel([call]))
+
+
+# ---- failures after typing name the kernel ---------------------------------
+
+def named_kernel(x):
+    return x + 1
+
+
+@pytest.mark.skipif(not HAVE_NVVM, reason="libNVVM not found")
+def test_libnvvm_failure_names_the_kernel():
+    # libNVVM 2.0 no longer compiles for compute_60
+    with pytest.raises(cuda.CudaError) as info:
+        cuda.compile_ptx(named_kernel, "float32(float32)", arch="sm_60", backend="nvvm")
+    text = str(info.value)
+    assert text.startswith("cuda kernel 'named_kernel' (")
+    assert "test_cuda_ptx.py:" in text and "for float32(float32): libNVVM" in text
+    # through a cuda ufunc, which compiles at decoration
+    from numbavec._source import KernelSource
+    src = KernelSource(named_kernel)
+    with pytest.raises(cuda.CudaError, match=r"^cuda kernel 'named_kernel' .* libNVVM"):
+        _core._cuda_vectorize(named_kernel, src.funcdef, src.location, ["f4(f4)"], nin=1,
+                              name="named_kernel", arch="sm_60", backend="nvvm")
+
+
+def test_nvptx_refusal_names_the_kernel():
+    with pytest.raises(cuda.CudaSupportError,
+                       match=r"^cuda kernel 'named_kernel' \(.*\) for float64\(float64\): LLVM"):
+        cuda.compile_ptx(named_kernel, "float64(float64)", arch="sm_999", backend="llvm")
+
+
+INT_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+def int_compares(x, y):
+    return (x < y) + (x <= y) + (x > y) + (x >= y) + (x == y) + (x != y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mixed_integer_comparisons(backend, tmp_path):
+    """Every pair of integer types compares on the GPU.  While the compiler's
+    fault with signed integers against uint64 lasts (an invalid ICmp; fixed on
+    main), its error must name the kernel and signature, never be a bare
+    'internal error'."""
+    faults = []
+    for a, b in itertools.product(INT_TYPES, INT_TYPES):
+        try:
+            ptx = cuda.compile_ptx(int_compares, f"({a}, {b})", backend=backend)
+        except cuda.CudaError as e:
+            assert str(e).startswith(f"cuda kernel 'int_compares' ("), str(e)
+            assert f"for bool({a}, {b}): numbavec generated invalid LLVM IR" in str(e)
+            faults.append(f"{a} vs {b}")
+            continue
+        assemble(ptx, "sm_90", tmp_path)
+    if faults:
+        pytest.xfail(f"the compiler's invalid ICmp: {', '.join(faults)}")
+
+
+def test_ptx_calling_outside_itself_is_an_error():
+    """The net under the GPU math: PTX left with an `.extern .func` (what
+    round(x) and ldexp made before libdevice_renamed) is refused at
+    compilation, naming the function, instead of failing to load on a GPU."""
+    ptx = cuda.compile_ptx(named_kernel, "float32(float32)", backend="llvm")
+    assert _core._test_check_ptx(ptx) is None
+    declare = ("\n.extern .func  (.param .b32 func_retval0) __nv_roundevenf\n"
+               "(\n\t.param .b32 __nv_roundevenf_param_0\n)\n;\n")
+    with pytest.raises(cuda.CudaError, match="calls __nv_roundevenf, which neither libdevice"):
+        _core._test_check_ptx(ptx.replace("\n.visible .entry", declare + ".visible .entry", 1))
+    with pytest.raises(cuda.CudaError, match="calls ldexpf,"):
+        _core._test_check_ptx(".extern .func ldexpf\n(\n);\n")

@@ -170,6 +170,14 @@ int cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, 
                        const char *arch, PyObject *backend, int fastmath, int reduce,
                        const char *name, CudaCode *out);
 void cuda_code_clear(CudaCode *c);
+/*
+ * 0 when the PTX text (a str) calls nothing outside itself: libdevice is
+ * linked in (or added by libNVVM) and device functions are inlined.  An
+ * `.extern .func` left in it is a math function emit.c called that the GPU
+ * does not have (the driver would fail to load the module): -1 with a
+ * CudaError naming it.
+ */
+int cuda_check_resolved(PyObject *ptx);
 
 /* ---- staging.c ---- */
 

@@ -98,6 +98,20 @@ test_builtins(PyObject *module, PyObject *unused)
     return list;
 }
 
+/* Test hook: cuda_check_resolved on a PTX text; None, or the CudaError. */
+static PyObject *
+test_check_ptx(PyObject *module, PyObject *ptx)
+{
+    if (!PyUnicode_Check(ptx)) {
+        PyErr_SetString(PyExc_TypeError, "_test_check_ptx(ptx): a str");
+        return NULL;
+    }
+    if (cuda_check_resolved(ptx) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef cuda_functions[] = {
     {"_cuda_is_available", is_available, METH_NOARGS,
      "True when the CUDA driver loads and reports a device."},
@@ -115,6 +129,8 @@ static PyMethodDef cuda_functions[] = {
     {"_cuda_check_error", check_error, METH_O, "Test hook: raise what a CUresult becomes."},
     {"_test_builtins", test_builtins, METH_NOARGS,
      "Test hook: (name, min_args, max_args) of every builtin a kernel may call."},
+    {"_test_check_ptx", test_check_ptx, METH_O,
+     "Test hook: CudaError when a PTX text calls a function outside itself."},
     {NULL, NULL, 0, NULL},
 };
 
