@@ -396,6 +396,28 @@ def test_dlpack_export_arguments(kwargs, exc):
             assert capsule_name(a.__dlpack__(stream=stream)) == b"dltensor"
 
 
+class CudaStreamLike:
+    def __init__(self, value):
+        self.value = value
+
+    def __cuda_stream__(self):
+        return self.value
+
+
+@pytest.mark.parametrize("stream, exc", [
+    (-1, ValueError), (2**64, ValueError), (True, TypeError), ("0", TypeError),
+    (1.0, TypeError), (CudaStreamLike(5), TypeError), (CudaStreamLike([0, 5]), TypeError),
+    (CudaStreamLike(("0", 5)), TypeError), (CudaStreamLike((1, 5)), ValueError),
+    (CudaStreamLike((0, -5)), ValueError), (CudaStreamLike((0, "5")), TypeError),
+    (CudaStreamLike((2**80, 5)), ValueError),
+])
+def test_bogus_stream_arguments(stream, exc):
+    """stream= is checked before any driver call (here: device_array)."""
+    with pytest.raises(exc) as info:
+        cuda.device_array(3, stream=stream)
+    assert type(info.value) is exc
+
+
 # ---- fuzz --------------------------------------------------------------------
 
 FUZZ = textwrap.dedent(r'''
