@@ -12,6 +12,8 @@ from numbavec import _core
 from numbavec._source import KernelSource, names_by_line
 
 _TARGETS = {"cpu": "cpu", "parallel": "parallel", "cuda": "cuda", "gpu": "cuda"}
+# cuda gufuncs are a future feature: guvectorize runs on the host targets
+_GU_TARGETS = {"cpu": "cpu", "parallel": "parallel"}
 _OPTIONS = {"target", "identity", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
 
 
@@ -32,16 +34,29 @@ def _arity(pyfunc):
     return code.co_argcount
 
 
-def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
+def _choices(names):
+    quoted = [repr(n) for n in names]
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _check_options(kwargs, allowed=_OPTIONS, who="vectorize", targets=_TARGETS):
     unknown = set(kwargs) - allowed
     if unknown:
         raise TypeError(f"{who}() got unexpected option(s): {', '.join(sorted(unknown))}")
     target = kwargs.get("target", "cpu")
-    if target not in _TARGETS:
-        raise ValueError(f"unknown target {target!r} (choose 'cpu', 'parallel', 'cuda' or 'gpu')")
+    if not isinstance(target, str):
+        raise TypeError(f"{who}(): target must be a str ({_choices(targets)}), "
+                        f"not {type(target).__name__}")
+    if target not in targets:
+        if _TARGETS.get(target) == "cuda":
+            raise NotImplementedError(
+                f"{who}() does not support target={target!r} yet (cuda gufuncs are a future "
+                f"feature); it supports target {_choices(targets)}. "
+                "vectorize(target='cuda') makes cuda ufuncs.")
+        raise ValueError(f"{who}(): unknown target {target!r} (choose {_choices(targets)})")
     if kwargs.get("forceobj"):
         raise ValueError("numbavec always compiles in nopython mode; forceobj=True is not supported")
-    return _TARGETS[target]
+    return targets[target]
 
 
 def vectorize(ftylist_or_function=(), **kwargs):
@@ -51,7 +66,8 @@ def vectorize(ftylist_or_function=(), **kwargs):
     one loop per signature now and returns a real ``numpy.ufunc``.  Bare
     ``@vectorize`` (or with options only) returns a real ``numpy.ufunc``
     that compiles a loop for each new combination of input types on first
-    use.  Options: ``target`` ('cpu', 'parallel'), ``identity`` (0, 1, None,
+    use.  Options: ``target`` ('cpu', 'parallel', 'cuda' or its alias 'gpu':
+    see numbavec.cuda), ``identity`` (0, 1, None,
     'reorderable' or any value: enables ``reduce`` on empty input),
     ``fastmath``, ``nopython`` (accepted: compilation is always nopython),
     ``cache`` (store the machine code on disk: see numbavec.cache).
@@ -210,7 +226,7 @@ def guvectorize(*args, **kwargs):
     or the argument tuple ``'(float64[:], float64[:])'``), ``layout`` a NumPy
     gufunc signature such as ``'(n),()->(n)'``.  A layout without ``->`` has
     no outputs: the kernel writes into its inputs, and the writes reach the
-    caller's arrays.  Options: ``target`` ('cpu', 'parallel'), ``identity``,
+    caller's arrays.  Options: ``target`` ('cpu', 'parallel'; not 'cuda' yet), ``identity``,
     ``writable_args`` (indices or names of inputs the kernel writes; inputs
     it assigns to are writable anyway), ``fastmath``, ``boundscheck``
     (default True: an index out of bounds raises IndexError), ``nopython``
@@ -225,7 +241,7 @@ def guvectorize(*args, **kwargs):
     if inspect.isfunction(signatures):
         raise TypeError("guvectorize needs signatures and a layout: "
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
-    target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
+    target = _check_options(kwargs, _GU_OPTIONS, "guvectorize", _GU_TARGETS)
     if isinstance(signatures, (list, tuple)) and len(signatures) == 0:
         raise TypeError("guvectorize needs at least one signature in this build")
 

@@ -31,13 +31,19 @@ HAVE_PTXAS = os.path.exists(PTXAS)
 needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
 
 
-def assemble(ptx, arch, tmp_path):
-    """Assembles ptx with ptxas for arch; fails the test with ptxas's message."""
+def ptxas_error(ptx, arch, tmp_path):
+    """Assembles ptx with ptxas for arch: None, or ptxas's message."""
     path = tmp_path / f"k_{arch}.ptx"
     path.write_text(ptx)
     proc = subprocess.run([PTXAS, f"-arch={arch}", str(path), "-o", os.devnull],
                           capture_output=True, text=True)
-    assert proc.returncode == 0, f"ptxas -arch={arch} failed:\n{proc.stderr}\n{ptx[:4000]}"
+    return None if proc.returncode == 0 else proc.stderr or f"ptxas exit status {proc.returncode}"
+
+
+def assemble(ptx, arch, tmp_path):
+    """Assembles ptx with ptxas for arch; fails the test with ptxas's message."""
+    error = ptxas_error(ptx, arch, tmp_path)
+    assert error is None, f"ptxas -arch={arch} failed:\n{error}\n{ptx[:4000]}"
 
 
 @pytest.fixture(params=TARGETS)

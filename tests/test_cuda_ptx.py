@@ -6,8 +6,15 @@ toolkit's ptxas.  Together the kernels use every construct of the kernel
 language and every math function, on float32, float64 and complex.  Float32
 kernels are checked to stay in float32 (no .f64 instruction) except for
 libdevice's sinf/cosf/tanf argument reduction (see FP64_IN_F32_TRIG).
+
+Then every builtin of the compiler's own table (math, cmath, NumPy scalar
+functions, casts, abs/min/max/round ...) is called on every argument type and
+assembled for both back ends and both architectures: a builtin added to the
+table is covered without editing this file.
 """
 import cmath
+import functools
+import itertools
 import math
 import re
 
@@ -17,7 +24,8 @@ import pytest
 import numbavec
 from numbavec import cuda
 from numbavec import _core
-from conftest import HAVE_PTXAS, assemble
+from numbavec import vectorize
+from conftest import HAVE_PTXAS, assemble, kernel_from_source, ptxas_error
 
 TOOLKIT = cuda.toolkit_info()
 HAVE_NVVM = TOOLKIT["libnvvm"] is not None and TOOLKIT["nvvm_error"] is None
@@ -267,3 +275,214 @@ def test_cmath_is_a_clear_error_on_the_gpu():
     none, so the kernel must not compile into PTX calling `cexp`."""
     with pytest.raises(numbavec.TypingError, match="not supported on the cuda target"):
         cuda.compile_ptx(_cmath_exp, "c16(c16)", arch="sm_90", backend="llvm")
+
+
+# ---- every builtin x every argument type x back end x arch -----------------
+#
+# The builtins come from the compiler's table (_core._test_builtins).  For each
+# argument type one kernel k(x, y, i) sums, as complex128 (which keeps every
+# part of every result live), every call of a builtin that the GPU accepts;
+# the calls it refuses are found one by one from the TypingError's line.  When
+# a kernel fails, each call is compiled and assembled alone to name the
+# culprits.
+
+MATRIX_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                "uint64", "float32", "float64", "complex64", "complex128"]
+
+# calls that the generic rule (f(x), f(x, y), f(x, y, x)) does not write
+SPECIAL_FORMS = {
+    "round": ["round(x)", "round(x, 2)", "round(x, -1)"],
+    "cmath.polar": ["cmath.polar(x)[0]", "cmath.polar(x)[1]"],  # a tuple
+    "math.ldexp": ["math.ldexp(x, i)", "math.ldexp(x, y)"],     # i: int32
+    "numpy.ldexp": ["np.ldexp(x, i)", "np.ldexp(x, y)"],
+}
+
+# Refused on the GPU for every argument type: the host calls the C library's
+# complex functions for them, and a GPU has none (a clear TypingError).
+GPU_REFUSED = {"cmath." + f for f in ("exp log sqrt sin cos tan asin acos atan "
+                                      "sinh cosh tanh asinh acosh atanh").split()}
+
+
+def builtin_forms(name, min_args, max_args):
+    """The calls of builtin `name` that a matrix kernel k(x, y, i) makes."""
+    if name in SPECIAL_FORMS:
+        return SPECIAL_FORMS[name]
+    if name.startswith("."):  # .real, .imag, .conjugate()
+        return ["x.conjugate()" if name == ".conjugate" else "x" + name]
+    module, _, attr = name.rpartition(".")
+    func = f"{ {'numpy': 'np'}.get(module, module)}.{attr}" if module else attr
+    return [f"{func}({', '.join('xyx'[:n])})" for n in range(min_args, min(max_args, 3) + 1)]
+
+
+BUILTINS = _core._test_builtins()
+FORMS = {form: name for name, lo, hi in BUILTINS for form in builtin_forms(name, lo, hi)}
+FIRST_FORM_LINE = 6  # of matrix_kernel's source
+
+
+def matrix_kernel(forms, wrap="np.complex128"):
+    lines = ["import cmath", "import math", "import numpy as np", "def k(x, y, i):",
+             f"    r = {wrap}(0)"]
+    lines += [f"    r += {wrap}({form})" for form in forms]
+    return kernel_from_source("\n".join(lines + ["    return r"]) + "\n")
+
+
+def matrix_sig(t):
+    return f"({t}, {t}, int32)"
+
+
+@functools.cache
+def gpu_forms(t):
+    """(the calls the GPU compiles for argument type t, {refused call: message})."""
+    forms, refused = list(FORMS), {}
+    while True:
+        try:
+            cuda.compile_ptx(matrix_kernel(forms), matrix_sig(t), backend=BACKENDS[-1])
+            return tuple(forms), refused
+        except numbavec.TypingError as e:
+            where = re.search(r":(\d+):\d+: (.*)", str(e).splitlines()[0])
+            form = forms[int(where[1]) - FIRST_FORM_LINE]
+            refused[form] = where[2]
+            forms.remove(form)
+
+
+def compile_error(forms, t, backend, arch, fastmath, tmp_path):
+    """None when the kernel of forms compiles and assembles, else why not."""
+    try:
+        ptx = cuda.compile_ptx(matrix_kernel(forms), matrix_sig(t), arch=arch, backend=backend,
+                               fastmath=fastmath)
+    except Exception as e:  # reported with the culprits below
+        return f"{type(e).__name__}: {e}"
+    return ptxas_error(ptx, arch, tmp_path)
+
+
+def check_matrix(t, backend, arch, tmp_path, fastmath=False):
+    forms, _ = gpu_forms(t)
+    assert len(forms) > 20
+    error = compile_error(forms, t, backend, arch, fastmath, tmp_path)
+    if error is not None:
+        bad = [f"{form}: {why.strip().splitlines()[0]}" for form in forms
+               if (why := compile_error([form], t, backend, arch, fastmath, tmp_path))]
+        pytest.fail(f"{backend} {arch}: {len(bad)} of {len(forms)} calls on {t} fail:\n"
+                    + "\n".join(bad or [error]))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("t", MATRIX_TYPES)
+def test_every_builtin_assembles(t, backend, arch, tmp_path):
+    check_matrix(t, backend, arch, tmp_path)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("t", ["float32", "float64"])
+def test_every_builtin_assembles_fastmath(t, backend, tmp_path):
+    check_matrix(t, backend, "sm_90", tmp_path, fastmath=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_builtin_on_float32_stays_float32(backend):
+    forms, _ = gpu_forms("float32")
+    ptx = cuda.compile_ptx(matrix_kernel(forms, wrap="np.float32"), matrix_sig("float32"),
+                           backend=backend)
+    ops = f64_instructions(ptx) - FP64_IN_F32_TRIG
+    assert not ops, f"float64 instructions in a float32 kernel: {ops}"
+
+
+def test_every_builtin_is_offered_on_the_gpu():
+    offered = {FORMS[form] for t in MATRIX_TYPES for form in gpu_forms(t)[0]}
+    assert {name for name, _, _ in BUILTINS} - offered == GPU_REFUSED
+
+
+@pytest.mark.parametrize("t", MATRIX_TYPES)
+def test_gpu_refusals_are_typing_errors_at_decoration(t):
+    """What the GPU refuses is complex math it lacks, refused when the cuda
+    ufunc is decorated, or a typing rule the host applies the same way."""
+    _, refused = gpu_forms(t)
+    for form, message in refused.items():
+        k = matrix_kernel([form])
+        if "on the cuda target" in message:
+            assert FORMS[form] in GPU_REFUSED or t.startswith("complex"), (form, message)
+            target = "cuda"
+        else:
+            target = "cpu"
+        with pytest.raises(numbavec.TypingError) as info:
+            vectorize([f"complex128{matrix_sig(t)}"], target=target)(k)
+        assert message in str(info.value), (form, target)
+
+
+@pytest.mark.parametrize("call", ["pow(x, y)", "np.rint(x)", "np.round(x)",
+                                  "np.nextafter(x, y)", "math.frexp(x)"])
+def test_functions_outside_the_language_are_typing_errors_on_the_gpu(call):
+    if call in FORMS:
+        pytest.skip("a builtin now: test_every_builtin_assembles covers it")
+    with pytest.raises(numbavec.TypingError, match="cannot be called in a kernel"):
+        vectorize([f"complex128{matrix_sig('float64')}"], target="cuda")(matrix_kernel([call]))
+
+
+# ---- failures after typing name the kernel ---------------------------------
+
+def named_kernel(x):
+    return x + 1
+
+
+@pytest.mark.skipif(not HAVE_NVVM, reason="libNVVM not found")
+def test_libnvvm_failure_names_the_kernel():
+    # libNVVM 2.0 no longer compiles for compute_60
+    with pytest.raises(cuda.CudaError) as info:
+        cuda.compile_ptx(named_kernel, "float32(float32)", arch="sm_60", backend="nvvm")
+    text = str(info.value)
+    assert text.startswith("cuda kernel 'named_kernel' (")
+    assert "test_cuda_ptx.py:" in text and "for float32(float32): libNVVM" in text
+    # through a cuda ufunc, which compiles at decoration
+    from numbavec._source import KernelSource
+    src = KernelSource(named_kernel)
+    with pytest.raises(cuda.CudaError, match=r"^cuda kernel 'named_kernel' .* libNVVM"):
+        _core._cuda_vectorize(named_kernel, src.funcdef, src.location, ["f4(f4)"], nin=1,
+                              name="named_kernel", arch="sm_60", backend="nvvm")
+
+
+def test_nvptx_refusal_names_the_kernel():
+    with pytest.raises(cuda.CudaSupportError,
+                       match=r"^cuda kernel 'named_kernel' \(.*\) for float64\(float64\): LLVM"):
+        cuda.compile_ptx(named_kernel, "float64(float64)", arch="sm_999", backend="llvm")
+
+
+INT_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+def int_compares(x, y):
+    return (x < y) + (x <= y) + (x > y) + (x >= y) + (x == y) + (x != y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mixed_integer_comparisons(backend, tmp_path):
+    """Every pair of integer types compares on the GPU.  While the compiler's
+    fault with signed integers against uint64 lasts (an invalid ICmp; fixed on
+    main), its error must name the kernel and signature, never be a bare
+    'internal error'."""
+    faults = []
+    for a, b in itertools.product(INT_TYPES, INT_TYPES):
+        try:
+            ptx = cuda.compile_ptx(int_compares, f"({a}, {b})", backend=backend)
+        except cuda.CudaError as e:
+            assert str(e).startswith(f"cuda kernel 'int_compares' ("), str(e)
+            assert f"for bool({a}, {b}): numbavec generated invalid LLVM IR" in str(e)
+            faults.append(f"{a} vs {b}")
+            continue
+        assemble(ptx, "sm_90", tmp_path)
+    if faults:
+        pytest.xfail(f"the compiler's invalid ICmp: {', '.join(faults)}")
+
+
+def test_ptx_calling_outside_itself_is_an_error():
+    """The net under the GPU math: PTX left with an `.extern .func` (what
+    round(x) and ldexp made before libdevice_renamed) is refused at
+    compilation, naming the function, instead of failing to load on a GPU."""
+    ptx = cuda.compile_ptx(named_kernel, "float32(float32)", backend="llvm")
+    assert _core._test_check_ptx(ptx) is None
+    declare = ("\n.extern .func  (.param .b32 func_retval0) __nv_roundevenf\n"
+               "(\n\t.param .b32 __nv_roundevenf_param_0\n)\n;\n")
+    with pytest.raises(cuda.CudaError, match="calls __nv_roundevenf, which neither libdevice"):
+        _core._test_check_ptx(ptx.replace("\n.visible .entry", declare + ".visible .entry", 1))
+    with pytest.raises(cuda.CudaError, match="calls ldexpf,"):
+        _core._test_check_ptx(".extern .func ldexpf\n(\n);\n")

@@ -282,7 +282,7 @@ def test_as_cuda_array_errors():
         __cuda_array_interface__ = {"shape": (3,), "typestr": "<f4", "data": (BASE, False),
                                     "version": 3, "mask": object()}
 
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match=r"\['mask'\]: must be None"):
         cuda.as_cuda_array(Masked())
     with pytest.raises(TypeError, match="neither"):
         cuda.as_cuda_array(object())

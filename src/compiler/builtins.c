@@ -180,6 +180,12 @@ cc_builtin(int id)
 }
 
 int
+cc_builtin_count(void)
+{
+    return NBUILTINS;
+}
+
+int
 cc_builtin_attr(CcFlavor flavor)
 {
     for (int i = 0; i < NBUILTINS; i++) {

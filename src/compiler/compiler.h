@@ -319,6 +319,7 @@ typedef struct CcBuiltin {
  * if the table could not be built. */
 int cc_builtin_lookup(PyObject *obj);
 const CcBuiltin *cc_builtin(int id);
+int cc_builtin_count(void); /* ids are 0 .. cc_builtin_count() - 1 */
 int cc_math_arity(CcMathOp op);
 /* The builtin ids of x.real, x.imag, x.conjugate(). */
 int cc_builtin_attr(CcFlavor flavor);

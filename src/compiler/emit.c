@@ -1414,7 +1414,13 @@ ldexp_call(Emit *E, CcNode *n, TsKind out)
     LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), t = cc_value_type(E->ctx, k);
     LLVMTypeRef params[2] = {t, i32};
     LLVMTypeRef fty = LLVMFunctionType(t, params, 2, 0);
-    const char *name = k == TS_FLOAT32 ? "ldexpf" : "ldexp";
+    char buf[48];
+    const char *name = E->target->math_name != NULL
+                           ? E->target->math_name("ldexp", k, buf, sizeof(buf))
+                           : NULL; /* the GPU: libdevice's __nv_ldexpf */
+    if (name == NULL) {
+        name = k == TS_FLOAT32 ? "ldexpf" : "ldexp";
+    }
     LLVMValueRef f = cc_declare_pure(E->mod, name, fty);
     LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "")};
     return convert(E, LLVMBuildCall2(E->b, fty, f, args, 2, name), k, out);

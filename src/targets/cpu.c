@@ -36,7 +36,15 @@ tg_lookup(const char *name)
             return all[i];
         }
     }
-    PyErr_Format(PyExc_ValueError, "unknown target '%s' (choose 'cpu', 'parallel' or 'cuda')",
-                 name);
+    if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) {
+        /* cuda ufuncs are made by cufunc.c, not from host loops */
+        PyErr_Format(PyExc_ValueError,
+                     "target '%s' has no host loops: cuda ufuncs come from "
+                     "vectorize(target='cuda'), and gufuncs do not support cuda yet "
+                     "(host loops run on 'cpu' or 'parallel')",
+                     name);
+        return NULL;
+    }
+    PyErr_Format(PyExc_ValueError, "unknown target '%s' (choose 'cpu' or 'parallel')", name);
     return NULL;
 }

@@ -41,7 +41,8 @@ typedef struct TgTarget {
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;
 
-/* "cpu", "parallel"; NULL with ValueError naming the choices. */
+/* "cpu", "parallel" (the host targets); NULL with ValueError naming the
+ * choices ('cuda' has no host loops: cufunc.c makes its ufuncs). */
 const TgTarget *tg_lookup(const char *name);
 
 int tg_init_module(PyObject *module); /* set_num_threads & co.; 0/-1 */

@@ -5,7 +5,8 @@
  *
  *   driver.c       libcuda.so.1: loading, errors, primary context, detect()
  *   stream.c       Stream and Event types; `stream=` argument conversion
- *   devicearray.c  DeviceNDArray: allocation, copies, views, interop protocols
+ *   devicearray.c  DeviceNDArray: allocation, copies, views, protocol exports
+ *   interop.c      as_cuda_array: foreign CAI and DLPack arrays, checked
  *   toolkit.c      finding libNVVM and libdevice; libNVVM compilation
  *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
  *   ptx.c          kernel modules -> PTX (libNVVM or LLVM's NVPTX back end)
@@ -99,8 +100,23 @@ int cuda_array_info(PyObject *obj, CudaArrayInfo *info); /* 0/-1 */
 int cuda_is_device_array(PyObject *obj);
 /* A new C-contiguous device array on stream (steals dtype); new reference. */
 PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream);
-/* as_cuda_array(obj): ours, CAI or DLPack wrapped without a copy; new ref. */
+/* A DeviceNDArray over foreign memory (never freed here) that keeps owner
+ * alive; steals dtype; strides NULL: C-contiguous.  New reference. */
+PyObject *cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape,
+                          const Py_ssize_t *strides, CUdeviceptr ptr, PyObject *owner,
+                          int readonly);
+/* The CUDA device numbavec uses (0 before the driver is loaded). */
+int cuda_device_ordinal(void);
+
+/* ---- interop.c ---- */
+
+/* as_cuda_array(obj): ours, CAI or DLPack wrapped without a copy, every
+ * field checked (TypeError/ValueError naming it); new reference. */
 PyObject *cuda_as_array(PyObject *obj);
+/* 1 with *out (new reference) when obj is a device array (ours, or one it
+ * exports through CAI or DLPack); 0 when it exports neither protocol (no
+ * exception); -1 with an exception. */
+int cuda_foreign_array(PyObject *obj, PyObject **out);
 
 /* ---- toolkit.c ---- */
 
@@ -170,6 +186,14 @@ int cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, 
                        const char *arch, PyObject *backend, int fastmath, int reduce,
                        const char *name, CudaCode *out);
 void cuda_code_clear(CudaCode *c);
+/*
+ * 0 when the PTX text (a str) calls nothing outside itself: libdevice is
+ * linked in (or added by libNVVM) and device functions are inlined.  An
+ * `.extern .func` left in it is a math function emit.c called that the GPU
+ * does not have (the driver would fail to load the module): -1 with a
+ * CudaError naming it.
+ */
+int cuda_check_resolved(PyObject *ptx);
 
 /* ---- staging.c ---- */
 

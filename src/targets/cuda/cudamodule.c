@@ -74,6 +74,44 @@ check_error(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/*
+ * Test hook: [(name, min_args, max_args), ...] for every builtin the
+ * compiler offers ("math.exp", "numpy.fmin", "abs", ".real"), so that the
+ * PTX tests cover a builtin as soon as it is added to the table.
+ */
+static PyObject *
+test_builtins(PyObject *module, PyObject *unused)
+{
+    int n = cc_builtin_count();
+    PyObject *list = PyList_New(n);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        const CcBuiltin *b = cc_builtin(i);
+        PyObject *row = Py_BuildValue("(sii)", b->name, b->min_args, b->max_args);
+        if (row == NULL || PyList_SetItem(list, i, row) < 0) { /* steals row */
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* Test hook: cuda_check_resolved on a PTX text; None, or the CudaError. */
+static PyObject *
+test_check_ptx(PyObject *module, PyObject *ptx)
+{
+    if (!PyUnicode_Check(ptx)) {
+        PyErr_SetString(PyExc_TypeError, "_test_check_ptx(ptx): a str");
+        return NULL;
+    }
+    if (cuda_check_resolved(ptx) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef cuda_functions[] = {
     {"_cuda_is_available", is_available, METH_NOARGS,
      "True when the CUDA driver loads and reports a device."},
@@ -89,6 +127,10 @@ static PyMethodDef cuda_functions[] = {
      "_cuda_ptx(pyfunc, funcdef, source, signature, arch='sm_90', backend=None, "
      "fastmath=False): PTX of a grid-stride kernel out[i] = f(x0[i], ...)."},
     {"_cuda_check_error", check_error, METH_O, "Test hook: raise what a CUresult becomes."},
+    {"_test_builtins", test_builtins, METH_NOARGS,
+     "Test hook: (name, min_args, max_args) of every builtin a kernel may call."},
+    {"_test_check_ptx", test_check_ptx, METH_O,
+     "Test hook: CudaError when a PTX text calls a function outside itself."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -396,11 +396,13 @@ cf_classify(PyObject *obj, Operand *op)
     if (cuda_is_device_array(obj)) {
         return device_operand(op, Py_NewRef(obj));
     }
-    if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)
-        && (PyObject_HasAttrString(obj, "__cuda_array_interface__")
-            || PyObject_HasAttrString(obj, "__dlpack__"))) {
-        PyObject *dev = cuda_as_array(obj);
-        return dev ? device_operand(op, dev) : -1;
+    if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)) {
+        /* another library's device array: checked as as_cuda_array checks it */
+        PyObject *dev = NULL;
+        int found = cuda_foreign_array(obj, &dev);
+        if (found != 0) {
+            return found > 0 ? device_operand(op, dev) : -1;
+        }
     }
     PyObject *arr = PyArray_FROM_O(obj);
     return arr ? host_operand(op, arr) : -1;

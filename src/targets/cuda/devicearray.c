@@ -17,9 +17,11 @@
  *
  * Interop: __cuda_array_interface__ (v3, with the stream) and
  * __dlpack__/__dlpack_device__ (a DLManagedTensor capsule "dltensor",
- * kDLCUDA) are exported; as_cuda_array() wraps either without a copy.
+ * kDLCUDA) are exported; as_cuda_array() (interop.c) wraps either without
+ * a copy.
  */
 #include "targets/cuda/cuda.h"
+#include "targets/cuda/dlpack.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,32 +44,6 @@ typedef struct DeviceArray {
 } DeviceArray;
 
 #define IS_DEVARRAY(o) PyObject_TypeCheck((o), (PyTypeObject *)cuda_devicearray_type)
-
-/* ---- DLPack (dlpack.h v0.8 ABI, declared here) ---- */
-
-typedef struct {
-    int32_t device_type, device_id;
-} DLDevice;
-typedef struct {
-    uint8_t code, bits;
-    uint16_t lanes;
-} DLDataType;
-typedef struct {
-    void *data;
-    DLDevice device;
-    int32_t ndim;
-    DLDataType dtype;
-    int64_t *shape, *strides;
-    uint64_t byte_offset;
-} DLTensor;
-typedef struct DLManagedTensor {
-    DLTensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensor *self);
-} DLManagedTensor;
-
-enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLComplex = 5, kDLBool = 6 };
 
 /* ---- construction ---- */
 
@@ -910,25 +886,51 @@ dl_dtype(PyArray_Descr *d, DLDataType *out)
     return 0;
 }
 
-static int
-device_ordinal(void)
+int
+cuda_device_ordinal(void)
 {
     return cuda_drv != NULL ? (int)cuda_device() : 0;
 }
 
 /*
- * Makes work queued on our stream visible to a consumer on `stream` (the
- * protocol's int: None/1 legacy default, 2 per-thread, -1 no sync).  Done
+ * The consumer's stream argument of __dlpack__: None, -1 (no
+ * synchronisation), 1 (legacy default), 2 (per-thread default) or a handle;
+ * 0 is not allowed for CUDA.  *wait: whether to synchronise.  0/-1.
+ */
+static int
+dlpack_stream(PyObject *stream, int *wait)
+{
+    *wait = 1;
+    if (stream == Py_None) {
+        return 0;
+    }
+    if (!PyLong_Check(stream) || PyBool_Check(stream)) {
+        PyErr_SetString(PyExc_TypeError, "__dlpack__: stream must be None or an int");
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(stream, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow != 0 || v == 0 || v < -1) {
+        PyErr_SetString(PyExc_ValueError, "__dlpack__: stream must be None, -1, 1, 2 or a "
+                                          "stream handle (0 is not allowed for CUDA)");
+        return -1;
+    }
+    *wait = v != -1;
+    return 0;
+}
+
+/*
+ * Makes work queued on our stream visible to the consumer.  Done
  * conservatively by waiting for our stream; nothing to do without a driver
  * (arrays made by the test constructor).
  */
 static int
-sync_for_consumer(DeviceArray *a, PyObject *stream)
+sync_for_consumer(DeviceArray *a, int wait)
 {
-    if (cuda_drv == NULL) {
-        return 0;
-    }
-    if (stream != Py_None && PyLong_Check(stream) && PyLong_AsLongLong(stream) == -1) {
+    if (cuda_drv == NULL || !wait) {
         return 0;
     }
     return cuda_enter() < 0 ? -1 : cuda_stream_wait(a->stream);
@@ -940,8 +942,10 @@ da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     DeviceArray *a = (DeviceArray *)self;
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+    int wait;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO", kwlist, &stream, &max_version,
-                                     &dl_device, &copy)) {
+                                     &dl_device, &copy)
+        || dlpack_stream(stream, &wait) < 0) {
         return NULL;
     }
     if (copy == Py_True) {
@@ -950,17 +954,20 @@ da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     if (dl_device != Py_None) {
         int type, id;
-        if (!PyArg_ParseTuple(dl_device, "ii", &type, &id)) {
+        if (!PyTuple_Check(dl_device) || !PyArg_ParseTuple(dl_device, "ii", &type, &id)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError,
+                            "__dlpack__: dl_device must be a (device type, device id) tuple");
             return NULL;
         }
-        if (type != kDLCUDA || id != device_ordinal()) {
+        if (type != kDLCUDA || id != cuda_device_ordinal()) {
             PyErr_SetString(PyExc_BufferError, "__dlpack__: the array lives on CUDA device "
                                                "memory and cannot be exported to another device");
             return NULL;
         }
     }
     DLDataType dt;
-    if (dl_dtype(a->dtype, &dt) < 0 || sync_for_consumer(a, stream) < 0) {
+    if (dl_dtype(a->dtype, &dt) < 0 || sync_for_consumer(a, wait) < 0) {
         return NULL;
     }
     DLExport *e = calloc(1, sizeof(DLExport));
@@ -981,7 +988,7 @@ da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     DLTensor *t = &e->tensor.dl_tensor;
     t->data = (void *)(uintptr_t)a->ptr;
     t->device.device_type = kDLCUDA;
-    t->device.device_id = device_ordinal();
+    t->device.device_id = cuda_device_ordinal();
     t->ndim = a->nd;
     t->dtype = dt;
     t->shape = e->shape;
@@ -1000,7 +1007,7 @@ da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 static PyObject *
 da_dlpack_device(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("(ii)", kDLCUDA, device_ordinal());
+    return Py_BuildValue("(ii)", kDLCUDA, cuda_device_ordinal());
 }
 
 /* ---- attributes ---- */
@@ -1314,7 +1321,7 @@ pinned_array(PyObject *m, PyObject *args, PyObject *kwargs)
     return arr;
 }
 
-/* ---- as_cuda_array: wrapping foreign device memory ---- */
+/* ---- test hooks and as_cuda_array ---- */
 
 static int
 seq_to_ssize(PyObject *seq, int *n, Py_ssize_t *out, const char *what)
@@ -1346,195 +1353,11 @@ seq_to_ssize(PyObject *seq, int *n, Py_ssize_t *out, const char *what)
     return 0;
 }
 
-static PyObject *
-from_cai(PyObject *obj, PyObject *cai)
-{
-    if (!PyDict_Check(cai)) {
-        PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
-        return NULL;
-    }
-    PyObject *shape_o = PyDict_GetItemString(cai, "shape"); /* borrowed */
-    PyObject *typestr = PyDict_GetItemString(cai, "typestr");
-    PyObject *data = PyDict_GetItemString(cai, "data");
-    PyObject *strides_o = PyDict_GetItemString(cai, "strides");
-    PyObject *mask = PyDict_GetItemString(cai, "mask");
-    PyObject *stream = PyDict_GetItemString(cai, "stream");
-    if (shape_o == NULL || typestr == NULL || data == NULL) {
-        PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ lacks shape, typestr or "
-                                          "data");
-        return NULL;
-    }
-    if (mask != NULL && mask != Py_None) {
-        PyErr_SetString(PyExc_NotImplementedError, "masked CUDA arrays are not supported");
-        return NULL;
-    }
-    int nd = -1, ns;
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-    unsigned long long ptr;
-    int readonly = 0;
-    PyArray_Descr *dtype = NULL;
-    if (seq_to_ssize(shape_o, &nd, shape, "shape") < 0
-        || !PyArg_ParseTuple(data, "Kp", &ptr, &readonly)
-        || !PyArray_DescrConverter(typestr, &dtype)) {
-        return NULL;
-    }
-    ns = nd;
-    if (strides_o != NULL && strides_o != Py_None
-        && seq_to_ssize(strides_o, &ns, strides, "strides") < 0) {
-        Py_DECREF(dtype);
-        return NULL;
-    }
-    if (stream != NULL && stream != Py_None && cuda_drv != NULL) {
-        /* the producer's queued work must finish before ours reads it */
-        unsigned long long h = PyLong_AsUnsignedLongLong(stream);
-        if (PyErr_Occurred() || cuda_enter() < 0
-            || cuda_check(cuda_drv->StreamSynchronize(h <= 2 ? NULL : (CUstream)(size_t)h),
-                          "synchronizing the producer's stream")
-                   < 0) {
-            Py_DECREF(dtype);
-            return NULL;
-        }
-    }
-    int has_strides = strides_o != NULL && strides_o != Py_None;
-    DeviceArray *a = new_array(dtype, nd, shape, has_strides ? strides : NULL, (CUdeviceptr)ptr,
-                               obj, NULL, NULL);
-    if (a != NULL) {
-        a->readonly = readonly;
-    }
-    return (PyObject *)a;
-}
-
-static void
-dl_owner_free(PyObject *capsule)
-{
-    DLManagedTensor *t = PyCapsule_GetPointer(capsule, "numbavec.dlpack_owner");
-    if (t != NULL && t->deleter != NULL) {
-        t->deleter(t);
-    }
-    PyErr_Clear();
-}
-
-static PyArray_Descr *
-descr_of_dl(DLDataType dt)
-{
-    int num = -1;
-    int bytes = dt.bits / 8;
-    if (dt.lanes != 1) {
-        num = -1;
-    } else if (dt.code == kDLBool && bytes == 1) {
-        num = NPY_BOOL;
-    } else if (dt.code == kDLInt) {
-        num = bytes == 1   ? NPY_INT8
-              : bytes == 2 ? NPY_INT16
-              : bytes == 4 ? NPY_INT32
-              : bytes == 8 ? NPY_INT64
-                           : -1;
-    } else if (dt.code == kDLUInt) {
-        num = bytes == 1   ? NPY_UINT8
-              : bytes == 2 ? NPY_UINT16
-              : bytes == 4 ? NPY_UINT32
-              : bytes == 8 ? NPY_UINT64
-                           : -1;
-    } else if (dt.code == kDLFloat) {
-        num = bytes == 2 ? NPY_FLOAT16 : bytes == 4 ? NPY_FLOAT32 : bytes == 8 ? NPY_FLOAT64 : -1;
-    } else if (dt.code == kDLComplex) {
-        num = bytes == 8 ? NPY_COMPLEX64 : bytes == 16 ? NPY_COMPLEX128 : -1;
-    }
-    if (num < 0) {
-        PyErr_Format(PyExc_TypeError,
-                     "DLPack dtype (code %d, %d bits, %d lanes) has no NumPy "
-                     "equivalent",
-                     dt.code, dt.bits, dt.lanes);
-        return NULL;
-    }
-    return PyArray_DescrFromType(num);
-}
-
-static PyObject *
-from_dlpack(PyObject *obj)
-{
-    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-    int type = kDLCUDA, id = 0;
-    if (dev == NULL) {
-        PyErr_Clear();
-    } else {
-        int ok = PyArg_ParseTuple(dev, "ii", &type, &id);
-        Py_DECREF(dev);
-        if (!ok) {
-            return NULL;
-        }
-    }
-    if (type != kDLCUDA && type != kDLCUDAManaged) {
-        PyErr_Format(PyExc_TypeError,
-                     "as_cuda_array: %R is not in CUDA device memory "
-                     "(DLPack device type %d); use to_device() to copy it",
-                     obj, type);
-        return NULL;
-    }
-    /* we consume on the legacy default stream (the protocol's 1) */
-    PyObject *kw = Py_BuildValue("{s:i}", "stream", 1), *empty = PyTuple_New(0);
-    PyObject *meth = PyObject_GetAttrString(obj, "__dlpack__");
-    PyObject *cap = kw && empty && meth ? PyObject_Call(meth, empty, kw) : NULL;
-    Py_XDECREF(kw);
-    Py_XDECREF(empty);
-    Py_XDECREF(meth);
-    if (cap == NULL) {
-        return NULL;
-    }
-    DLManagedTensor *t = PyCapsule_GetPointer(cap, "dltensor");
-    if (t == NULL || PyCapsule_SetName(cap, "used_dltensor") < 0) {
-        Py_DECREF(cap);
-        return NULL;
-    }
-    Py_DECREF(cap); /* renamed: its destructor no longer frees t */
-    PyObject *owner = PyCapsule_New(t, "numbavec.dlpack_owner", dl_owner_free);
-    if (owner == NULL) {
-        t->deleter(t);
-        return NULL;
-    }
-    DLTensor *x = &t->dl_tensor;
-    PyArray_Descr *dtype = descr_of_dl(x->dtype);
-    PyObject *result = NULL;
-    if (dtype != NULL && x->ndim <= NPY_MAXDIMS) {
-        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-        for (int i = 0; i < x->ndim; i++) {
-            shape[i] = (Py_ssize_t)x->shape[i];
-            if (x->strides != NULL) {
-                strides[i] = (Py_ssize_t)x->strides[i] * (Py_ssize_t)PyDataType_ELSIZE(dtype);
-            }
-        }
-        CUdeviceptr p = (CUdeviceptr)(uintptr_t)x->data + x->byte_offset;
-        result = (PyObject *)new_array(dtype, x->ndim, shape, x->strides ? strides : NULL, p, owner,
-                                       NULL, NULL);
-    }
-    Py_DECREF(owner);
-    return result;
-}
-
+/* as_cuda_array(obj): interop.c */
 static PyObject *
 as_cuda_array(PyObject *m, PyObject *obj)
 {
-    if (IS_DEVARRAY(obj)) {
-        return Py_NewRef(obj);
-    }
-    PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
-    if (cai != NULL) {
-        PyObject *r = from_cai(obj, cai);
-        Py_DECREF(cai);
-        return r;
-    }
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
-        return NULL;
-    }
-    PyErr_Clear();
-    if (PyObject_HasAttrString(obj, "__dlpack__")) {
-        return from_dlpack(obj);
-    }
-    PyErr_Format(PyExc_TypeError,
-                 "as_cuda_array: %R exports neither "
-                 "__cuda_array_interface__ nor __dlpack__",
-                 obj);
-    return NULL;
+    return cuda_as_array(obj);
 }
 
 /* Test hook: an array over `ptr` that is never dereferenced (no driver). */
@@ -1620,9 +1443,14 @@ cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject
 }
 
 PyObject *
-cuda_as_array(PyObject *obj)
+cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                CUdeviceptr ptr, PyObject *owner, int readonly)
 {
-    return as_cuda_array(NULL, obj);
+    DeviceArray *a = new_array(dtype, nd, shape, strides, ptr, owner, NULL, NULL);
+    if (a != NULL) {
+        a->readonly = readonly;
+    }
+    return (PyObject *)a;
 }
 
 int

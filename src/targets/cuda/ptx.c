@@ -37,6 +37,17 @@ static const char *const native_math[] = {
     "fabs", "floor", "ceil", "trunc", "sqrt", "copysign", "minimum", "maximum", NULL,
 };
 
+/*
+ * emit.c's names (LLVM intrinsics without "llvm.", C's libm names) that
+ * libdevice spells otherwise.  llvm.roundeven is newer than libNVVM's
+ * LLVM 7 dialect; rint rounds half to even in the default rounding mode.
+ */
+static const char *const libdevice_renamed[][2] = {
+    {"roundeven", "rint"},
+    {"minnum", "fmin"},
+    {"maxnum", "fmax"},
+};
+
 static const char *
 gpu_math_name(const char *base, TsKind k, char *buf, size_t size)
 {
@@ -45,7 +56,14 @@ gpu_math_name(const char *base, TsKind k, char *buf, size_t size)
             return NULL;
         }
     }
-    /* every libm function emit.c calls has a libdevice twin of that name */
+    for (size_t i = 0; i < sizeof(libdevice_renamed) / sizeof(libdevice_renamed[0]); i++) {
+        if (strcmp(base, libdevice_renamed[i][0]) == 0) {
+            base = libdevice_renamed[i][1];
+            break;
+        }
+    }
+    /* every other function emit.c calls has a libdevice twin of its C name;
+     * cuda_check_resolved catches one that has none */
     snprintf(buf, size, "__nv_%s%s", base, k == TS_FLOAT32 ? "f" : "");
     return buf;
 }
@@ -552,7 +570,10 @@ emit_kernel(const Source *src, TsSignature *sig, LLVMModuleRef mod, const PtxJob
     }
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-        PyErr_Format(cuda_Error, "internal error: invalid kernel module: %s", msg);
+        PyErr_Format(cuda_Error,
+                     "numbavec generated invalid LLVM IR (a bug in numbavec; please "
+                     "report it): %s",
+                     msg);
         LLVMDisposeMessage(msg);
         goto error;
     }
@@ -573,6 +594,88 @@ parse_source(PyObject *location, Source *src)
     }
     src->filename = PyUnicode_AsUTF8AndSize(filename, NULL);
     return src->filename ? 0 : -1;
+}
+
+/*
+ * Puts the kernel (its name, file and line) and the signature in front of
+ * the message of the exception being raised, so that a failure after type
+ * inference (an invalid module, libNVVM, the NVPTX back end) names the
+ * kernel it is about.  The exception keeps its type and attributes: only a
+ * one-string args is rewritten.  TypingErrors point at the source already;
+ * they and MemoryError are left as they are.
+ */
+static void
+name_kernel_in_error(const Source *src, const TsSignature *sig)
+{
+    if (!PyErr_Occurred() || PyErr_ExceptionMatches(nv_TypingError)
+        || PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        return;
+    }
+    PyObject *type, *value, *tb, *args = NULL, *qualname = NULL, *text = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value == NULL || (args = PyObject_GetAttrString(value, "args")) == NULL
+        || !PyTuple_Check(args) || PyTuple_Size(args) != 1
+        || !PyUnicode_Check(PyTuple_GetItem(args, 0))) {
+        goto done;
+    }
+    if ((qualname = PyObject_GetAttrString(src->pyfunc, "__qualname__")) == NULL
+        || !PyUnicode_Check(qualname)) {
+        goto done;
+    }
+    char sigbuf[256];
+    text = PyUnicode_FromFormat("cuda kernel '%U' (%s:%d) for %s: %U", qualname, src->filename,
+                                src->first_line, ts_signature_str(sig, sigbuf, sizeof(sigbuf)),
+                                PyTuple_GetItem(args, 0));
+    PyObject *new_args = text != NULL ? PyTuple_Pack(1, text) : NULL;
+    if (new_args != NULL) {
+        PyObject_SetAttrString(value, "args", new_args);
+        Py_DECREF(new_args);
+    }
+done:
+    PyErr_Clear(); /* a failure here keeps the original message */
+    Py_XDECREF(args);
+    Py_XDECREF(qualname);
+    Py_XDECREF(text);
+    PyErr_Restore(type, value, tb);
+}
+
+/* A kernel's PTX must call nothing outside itself (cuda.h). */
+int
+cuda_check_resolved(PyObject *ptx)
+{
+    const char *text = PyUnicode_AsUTF8AndSize(ptx, NULL);
+    if (text == NULL) {
+        return -1;
+    }
+    const char *p = strstr(text, ".extern .func");
+    if (p == NULL) {
+        return 0;
+    }
+    p += strlen(".extern .func");
+    while (isspace((unsigned char)*p)) {
+        p++;
+    }
+    if (*p == '(') { /* the return parameter */
+        const char *close = strchr(p, ')');
+        p = close != NULL ? close + 1 : p;
+    }
+    while (isspace((unsigned char)*p)) {
+        p++;
+    }
+    char name[128]; /* PyErr_Format has no %.*s before Python 3.12 */
+    size_t len = 0;
+    while (len < sizeof(name) - 1
+           && (isalnum((unsigned char)p[len]) || p[len] == '_' || p[len] == '$')) {
+        name[len] = p[len];
+        len++;
+    }
+    name[len] = '\0';
+    PyErr_Format(cuda_Error,
+                 "the PTX calls %s, which neither libdevice nor the GPU provides (a bug in "
+                 "numbavec's GPU math; please report it)",
+                 name);
+    return -1;
 }
 
 /* A PTX-safe entry name: the Python name with anything else as '_'. */
@@ -630,6 +733,12 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
+    if (ptx != NULL && cuda_check_resolved(ptx) < 0) {
+        Py_CLEAR(ptx);
+    }
+    if (ptx == NULL) {
+        name_kernel_in_error(&src, &sig);
+    }
     if (ptx != NULL && (cc_dump_flags() & CC_DUMP_PTX)) {
         fprintf(stderr, "--- PTX (%s, %s) ---\n%s\n", arch, job.use_nvvm ? "nvvm" : "llvm",
                 PyUnicode_AsUTF8AndSize(ptx, NULL));
@@ -672,6 +781,12 @@ compile_module(const Source *src, TsSignature *sig, PtxJob *job, const char *nam
     }
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
+    if (ptx != NULL && cuda_check_resolved(ptx) < 0) {
+        Py_CLEAR(ptx);
+    }
+    if (ptx == NULL) {
+        name_kernel_in_error(src, sig);
+    }
     return ptx;
 }
 

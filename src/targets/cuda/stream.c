@@ -5,9 +5,9 @@
  * A Stream made by stream() owns its CUstream and destroys it when
  * collected; device arrays that were allocated on a stream keep the Stream
  * alive, so stream-ordered frees always have a live stream.  `stream=`
- * accepts None/0 (the legacy default stream), our Stream, a raw int handle,
- * or any object with __cuda_stream__() returning (version, handle) (the
- * CUDA Python / CuPy protocol).
+ * accepts None/0 (the legacy default stream), our Stream, a raw int handle
+ * (0 .. 2**64 - 1; a bool is refused), or any object with __cuda_stream__()
+ * returning (0, handle) (the CUDA Python / CuPy protocol, version 0).
  */
 #include "targets/cuda/cuda.h"
 
@@ -125,6 +125,25 @@ cuda_stream_new(PyObject *module, PyObject *args)
     return (PyObject *)s;
 }
 
+/* A raw handle: an int (not a bool) in 0 .. 2**64 - 1.  0/-1. */
+static int
+handle_arg(PyObject *obj, const char *what, CUstream *out)
+{
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: a stream handle is an int, not a bool or another type",
+                     what);
+        return -1;
+    }
+    unsigned long long h = PyLong_AsUnsignedLongLong(obj);
+    if (h == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: a stream handle is in 0 .. 2**64 - 1", what);
+        return -1;
+    }
+    *out = (CUstream)(size_t)h;
+    return 0;
+}
+
 int
 cuda_stream_arg(PyObject *obj, CUstream *out)
 {
@@ -137,12 +156,7 @@ cuda_stream_arg(PyObject *obj, CUstream *out)
         return 0;
     }
     if (PyLong_Check(obj)) {
-        unsigned long long h = PyLong_AsUnsignedLongLong(obj);
-        if (h == (unsigned long long)-1 && PyErr_Occurred()) {
-            return -1;
-        }
-        *out = (CUstream)(size_t)h;
-        return 0;
+        return handle_arg(obj, "stream=", out);
     }
     PyObject *proto = PyObject_GetAttrString(obj, "__cuda_stream__");
     if (proto == NULL) {
@@ -158,15 +172,17 @@ cuda_stream_arg(PyObject *obj, CUstream *out)
     if (pair == NULL) {
         return -1;
     }
-    unsigned long long h = 0;
-    int version = 0, rc = -1;
-    if (PyArg_ParseTuple(pair, "iK", &version, &h)) {
-        *out = (CUstream)(size_t)h;
-        rc = 0;
-    } else {
+    int rc = -1;
+    if (!PyTuple_Check(pair) || PyTuple_Size(pair) != 2 || !PyLong_Check(PyTuple_GetItem(pair, 0))
+        || PyBool_Check(PyTuple_GetItem(pair, 0))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "__cuda_stream__ must return a (version, handle) tuple of ints");
+    } else if (PyLong_AsLong(PyTuple_GetItem(pair, 0)) != 0) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "__cuda_stream__ must return (version, handle), got %R",
-                     pair);
+        PyErr_SetString(PyExc_ValueError, "__cuda_stream__: only version 0 of the protocol "
+                                          "is known");
+    } else {
+        rc = handle_arg(PyTuple_GetItem(pair, 1), "__cuda_stream__", out);
     }
     Py_DECREF(pair);
     return rc;

@@ -1,0 +1,119 @@
+"""Target selection in the decorators: every refusal happens at decoration,
+says what is supported, and never contradicts itself (a target it offers as
+a choice must work; the target it refuses must not be offered).  No GPU is
+needed: cuda ufuncs compile their PTX at decoration.
+"""
+import re
+
+import numpy as np
+import pytest
+
+import numbavec
+from numbavec import _core, cuda, guvectorize, vectorize
+from numbavec._source import KernelSource
+
+HAVE_LIBDEVICE = cuda.toolkit_info()["libdevice"] is not None
+
+
+def add1(x):
+    return x + 1.0
+
+
+def copy(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i]
+
+
+def make_ufunc(target):
+    return vectorize(["float64(float64)"], target=target)(add1)
+
+
+def make_gufunc(target):
+    return guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(copy)
+
+
+MAKERS = {"vectorize": make_ufunc, "guvectorize": make_gufunc}
+
+
+def offered(message):
+    """The targets a refusal offers: the quoted names after 'choose' or
+    'supports target'."""
+    m = re.search(r"(?:choose|supports target) ([^)]*?)(?:\)|\.|$)", message)
+    assert m, message
+    return re.findall(r"'([^']+)'", m[1])
+
+
+@pytest.mark.parametrize("target", ["cuda", "gpu"])
+def test_guvectorize_cuda_is_not_supported_yet(target):
+    with pytest.raises(NotImplementedError) as info:
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)
+    text = str(info.value)
+    assert f"guvectorize() does not support target={target!r} yet" in text
+    assert "unknown" not in text
+    assert offered(text) == ["cpu", "parallel"]
+
+
+REFUSED = [(who, t) for who in sorted(MAKERS) for t in ["tpu", "CUDA", "", "cpu ", "gpu", "cuda"]
+           if not (who == "vectorize" and t in ("gpu", "cuda"))]
+
+
+@pytest.mark.parametrize("who, target", REFUSED)
+def test_refused_targets_never_contradict_themselves(who, target):
+    """A refused target is not among the choices the message offers, and
+    every target offered works."""
+    with pytest.raises((ValueError, NotImplementedError)) as info:
+        MAKERS[who](target)
+    choices = offered(str(info.value))
+    assert target not in choices and len(choices) >= 2
+    for good in choices:
+        if good in ("cuda", "gpu") and not HAVE_LIBDEVICE:
+            continue
+        assert MAKERS[who](good) is not None
+
+
+@pytest.mark.parametrize("who", sorted(MAKERS))
+@pytest.mark.parametrize("target", [None, ["cpu"], 1, b"cpu"])
+def test_target_of_another_type(who, target):
+    with pytest.raises(TypeError, match=rf"{who}\(\): target must be a str \('cpu'"):
+        MAKERS[who](target)
+
+
+@pytest.mark.skipif(not HAVE_LIBDEVICE, reason="the CUDA toolkit's libdevice is not installed")
+@pytest.mark.parametrize("target", ["cuda", "gpu"])
+def test_vectorize_offers_cuda_and_its_alias(target):
+    ufunc = make_ufunc(target)
+    assert isinstance(ufunc, _core.CUDAUFunc) and ufunc.types == ["d->d"]
+
+
+def test_host_ufuncs_still_work_on_both_host_targets():
+    for target in ("cpu", "parallel"):
+        np.testing.assert_array_equal(make_ufunc(target)(np.arange(3.0)), [1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(make_gufunc(target)(np.arange(3.0)), [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("target", ["cuda", "gpu"])
+def test_core_factories_name_cuda_clearly(target):
+    """Below the decorators (_core), asking the host loop factories for cuda
+    says where cuda ufuncs come from instead of offering cuda as a choice."""
+    src = KernelSource(copy)
+    with pytest.raises(ValueError) as info:
+        _core.guvectorize(copy, src.funcdef, src.location, ["void(float64[:], float64[:])"],
+                          "(n)->(n)", target=target)
+    text = str(info.value)
+    assert "gufuncs do not support cuda yet" in text and "vectorize(target='cuda')" in text
+    src = KernelSource(add1)
+    with pytest.raises(ValueError, match="has no host loops"):
+        _core.vectorize(add1, src.funcdef, src.location, ["float64(float64)"], target=target)
+    with pytest.raises(ValueError, match=r"unknown target 'tpu' \(choose 'cpu' or 'parallel'\)"):
+        _core.vectorize(add1, src.funcdef, src.location, ["float64(float64)"], target="tpu")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: numbavec.jit(add1, target="cuda"),
+    lambda: numbavec.jit(target="cpu"),
+    lambda: cuda.jit(add1, device=True, target="cuda"),
+])
+def test_jit_takes_no_target(call):
+    """Device functions are inlined into each kernel, whatever its target."""
+    with pytest.raises(TypeError, match=r"jit\(\) got unexpected option\(s\): target"):
+        call()
