@@ -167,3 +167,55 @@ vz_ufunc_owner(PyObject *ufunc)
     }
     return ((PyUFuncObject *)ufunc)->obj;
 }
+
+/* ---- the fields we use, checked once at import ---- */
+
+static void
+probe_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
+{
+}
+
+/*
+ * numbavec reads and writes fields of NumPy's PyUFuncObject (the public
+ * struct: types, ntypes, functions, data, op_flags, obj, ptr, identity),
+ * at offsets fixed when it was built.  A NumPy whose struct moved them
+ * would be written to blindly, so a ufunc made here is compared field by
+ * field with what NumPy itself reports; a mismatch fails the import.
+ */
+int
+vz_check_ufunc_layout(void)
+{
+    static PyUFuncGenericFunction funcs[2] = {probe_loop, probe_loop};
+    static void *data[2] = {(void *)funcs, (void *)data};
+    static const char types[6] = {NPY_DOUBLE, NPY_DOUBLE, NPY_DOUBLE,
+                                  NPY_FLOAT,  NPY_FLOAT,  NPY_FLOAT};
+    PyObject *u = PyUFunc_FromFuncAndDataAndSignature(funcs, data, (char *)types, 2, 2, 1,
+                                                      PyUFunc_Zero, "numbavec_probe", "", 0, NULL);
+    if (u == NULL) {
+        return -1;
+    }
+    PyUFuncObject *uf = (PyUFuncObject *)u;
+    PyObject *ntypes = PyObject_GetAttrString(u, "ntypes");
+    PyObject *nargs = PyObject_GetAttrString(u, "nargs");
+    long nt = ntypes != NULL ? PyLong_AsLong(ntypes) : -1;
+    long na = nargs != NULL ? PyLong_AsLong(nargs) : -1;
+    int ok = nt == 2 && na == 3 && uf->nin == 2 && uf->nout == 1 && uf->nargs == 3
+             && uf->ntypes == 2 && uf->identity == PyUFunc_Zero && uf->functions == funcs
+             && uf->data == data && uf->types == types && uf->obj == NULL && uf->ptr == NULL
+             && uf->op_flags != NULL && uf->op_flags[0] == 0 && uf->name != NULL
+             && strcmp(uf->name, "numbavec_probe") == 0;
+    Py_XDECREF(ntypes);
+    Py_XDECREF(nargs);
+    Py_DECREF(u);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ImportError,
+                        "numbavec: this NumPy's ufunc object is laid out differently from the "
+                        "NumPy numbavec was built against (its public PyUFuncObject fields "
+                        "moved); rebuild numbavec for this NumPy");
+        return -1;
+    }
+    return 0;
+}

@@ -835,7 +835,8 @@ int
 vz_init_module(PyObject *module)
 {
     library_type = PyType_FromSpec(&library_spec);
-    if (library_type == NULL || PyModule_AddFunctions(module, vectorize_methods) < 0
+    if (library_type == NULL || vz_check_ufunc_layout() < 0
+        || PyModule_AddFunctions(module, vectorize_methods) < 0
         || vz_init_testhooks(module) < 0 || vz_init_dufunc(module) < 0) {
         return -1;
     }

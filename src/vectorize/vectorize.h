@@ -65,6 +65,9 @@ void vz_publish_types(PyObject *ufunc, int ntypes);
 /* The owner given to vz_make_ufunc (borrowed), or NULL (no exception) when
  * ufunc is not a ufunc or has none. */
 PyObject *vz_ufunc_owner(PyObject *ufunc);
+/* Checks, at import, that the PyUFuncObject fields numbavec uses are where
+ * it was built to find them.  0, or -1 with ImportError. */
+int vz_check_ufunc_layout(void);
 
 /* ---- dufunc.c ---- */
 
