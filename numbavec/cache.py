@@ -60,7 +60,7 @@ import weakref
 import numpy as np
 
 MAGIC = b"NVCACHE2"               # 1 had a bare SHA-256, which anyone could write
-FORMAT = 2                         # bump when the entry layout changes
+FORMAT = 3                         # bump when the entry layout changes
 SUFFIX = ".nvc"
 KEY_FILE = "mac.key"               # in the cache directory, 0600
 MAX_ENTRY_BYTES = 32 << 20         # entries are KiBs: anything larger is refused unread
@@ -452,9 +452,12 @@ def _unpack(secret, name, data):
 
 
 def _entry_ok(entry):
-    return (isinstance(entry, tuple) and len(entry) == 5 and isinstance(entry[0], bytes)
+    """(code, IR text, return kind, cost, {variable: type}, written-parameter mask):
+    what src/compiler/driver.c stores and loads."""
+    return (isinstance(entry, tuple) and len(entry) == 6 and isinstance(entry[0], (bytes, str))
             and isinstance(entry[1], str) and isinstance(entry[2], str)
-            and isinstance(entry[3], float) and isinstance(entry[4], dict))
+            and isinstance(entry[3], float) and isinstance(entry[4], dict)
+            and isinstance(entry[5], int))
 
 
 def _temp_name():

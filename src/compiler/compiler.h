@@ -479,4 +479,111 @@ const char *cc_code_llvm(CcCode *code); /* optimised IR text (owned by code) */
 /* The assembly of the optimised module: a new str, or NULL with an exception. */
 PyObject *cc_code_asm(CcCode *code);
 
+/* ---- driver.c ---- */
+
+/*
+ * A decorated function, parsed once (cc_kernel_new): what every compilation
+ * of it reads.  The factory that made it owns it (cc_kernel_free), and
+ * traverses and clears it with its own Python object.
+ */
+typedef struct CcKernel {
+    PyObject *pyfunc;  /* owned */
+    PyObject *funcdef; /* owned: its ast.FunctionDef */
+    PyObject *lines;   /* owned: list of str, its source lines */
+    PyObject *filename_obj, *name_obj;
+    const char *filename, *name; /* in the two str above */
+    int first_line, line_offset;
+    int fastmath, boundscheck;
+    PyObject *cache; /* owned: a numbavec.cache.FunctionCache, or NULL */
+} CcKernel;
+
+/* source: (filename, first_line, lines, line_offset); cache: None or a
+ * FunctionCache (all borrowed).  NULL with an exception. */
+CcKernel *cc_kernel_new(PyObject *pyfunc, PyObject *funcdef, PyObject *source, const char *name,
+                        int fastmath, int boundscheck, PyObject *cache);
+int cc_kernel_traverse(const CcKernel *k, visitproc visit, void *arg);
+void cc_kernel_clear(CcKernel *k); /* its Python references only (GC) */
+void cc_kernel_free(CcKernel *k);
+
+enum { CC_MAXENTRIES = 4, CC_NAME_SIZE = 160 };
+
+/* The entry points of one compiled signature: their symbols, and once
+ * emitted, their functions. */
+typedef struct CcEntries {
+    int n;
+    char names[CC_MAXENTRIES][CC_NAME_SIZE];
+    LLVMValueRef fns[CC_MAXENTRIES];
+} CcEntries;
+
+typedef enum CcForm {
+    CC_SCALAR_KERNEL, /* cc_emit_function: scalars in, a scalar out */
+    CC_GUFUNC_KERNEL, /* cc_emit_gufunc_kernel: arrays, a status out */
+} CcForm;
+
+/*
+ * What a factory wraps around a kernel.  ctx is the factory's own data
+ * (a gufunc's layout); every function gets it back.
+ */
+typedef struct CcBuilder {
+    const char *what; /* names the entries in cache keys: "ufunc-loop" */
+    CcForm form;
+    int nentries;
+    const char *const *suffixes; /* entry k is named base + suffixes[k] (NULL: base) */
+    /* The signature the kernel is typed with (NULL: sig itself); written:
+     * the parameters the kernel assigns to.  0/-1. */
+    int (*kernel_signature)(const void *ctx, const TsSignature *sig, const unsigned char *written,
+                            TsSignature *ksig);
+    /* CC_GUFUNC_KERNEL: the unit-stride masks of the versions to emit,
+     * masks[0] the general one; returns how many (1 or 2). */
+    int (*variants)(const void *ctx, const TsSignature *ksig, unsigned long long masks[2]);
+    /* Emits the entries e->names into mod around kernels[0..nk) (only
+     * LLVM-C: the kernel is already emitted).  0/-1. */
+    int (*wrap)(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+                const TsSignature *ksig, CcEntries *e);
+    const void *ctx;
+} CcBuilder;
+
+/* One signature, compiled. */
+typedef struct CcCompiled {
+    TsSignature sig;                   /* as asked, its return type resolved */
+    TsSignature ksig;                  /* what the kernel was typed with */
+    unsigned char written[TS_MAXARGS]; /* parameters the kernel assigns to */
+    PyObject *var_types;               /* owned: {variable: type name} */
+    double cost_ns;                    /* rough cost of one kernel call */
+    CcCode *code;                      /* host: the machine code */
+    void *addrs[CC_MAXENTRIES];        /* host: the entries */
+    PyObject *text;                    /* PTX: the text (owned) */
+    PyObject *llvm;                    /* PTX: the module's IR text (owned), or NULL */
+} CcCompiled;
+
+/* Where compiled code runs: the host JIT (jit.c), or PTX (cuda's ptx.c). */
+typedef struct CcBackend {
+    const char *name; /* in cache keys and error messages: "host", "cuda" */
+    const CcEmitTarget *target;
+    int name_errors; /* a failure after typing names the kernel and signature */
+    int (*module_new)(const struct CcBackend *be, CcModule *m, const char *name);
+    /* Compiles m (consumed in every case) with its entries into out.  key
+     * (may be NULL) names code that may be stored; *blob (when blob is not
+     * NULL) then receives what to store, or NULL.  0/-1. */
+    int (*finish)(const struct CcBackend *be, CcModule *m, const CcEntries *e, const char *key,
+                  PyObject **blob, CcCompiled *out);
+    /* Links a stored blob (and its IR text) instead; NULL: no cache.  0/-1. */
+    int (*load)(const struct CcBackend *be, const char *key, PyObject *blob, const char *ir,
+                const CcEntries *e, CcCompiled *out);
+    const void *job; /* the back end's own options */
+} CcBackend;
+
+extern const CcBackend cc_host_backend;
+
+/*
+ * Compiles sig of k (lower -> typeinfer -> emit -> b's entries -> be), through
+ * k's cache when it has one and be can load; the entries are named base +
+ * b's suffixes.  0, or -1 with an exception (out cleared).
+ */
+int cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
+               const char *base, CcCompiled *out);
+void cc_compiled_clear(CcCompiled *c);
+/* The parameters fn's (lowered) body assigns to: written[TS_MAXARGS]. */
+void cc_written_params(const CcFunction *fn, unsigned char *written);
+
 #endif /* NV_COMPILER_H */

@@ -775,3 +775,52 @@ cc_code_asm(CcCode *code)
 {
     return asm_from_ir(code->ir);
 }
+
+/* ---- the host back end of the driver ---- */
+
+static int
+host_module_new(const CcBackend *be, CcModule *m, const char *name)
+{
+    return cc_module_new(m, name);
+}
+
+static void
+entry_name_list(const CcEntries *e, const char **names)
+{
+    for (int i = 0; i < e->n; i++) {
+        names[i] = e->names[i];
+    }
+}
+
+static int
+host_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key, PyObject **blob,
+            CcCompiled *out)
+{
+    const char *names[CC_MAXENTRIES];
+    entry_name_list(e, names);
+    out->code = cc_jit_add_keyed(m, names, out->addrs, e->n, key, blob);
+    return out->code != NULL ? 0 : -1;
+}
+
+static int
+host_load(const CcBackend *be, const char *key, PyObject *blob, const char *ir, const CcEntries *e,
+          CcCompiled *out)
+{
+    const char *names[CC_MAXENTRIES];
+    char *bytes;
+    Py_ssize_t size;
+    if (PyBytes_AsStringAndSize(blob, &bytes, &size) < 0) {
+        return -1;
+    }
+    entry_name_list(e, names);
+    out->code = cc_jit_add_object(key, bytes, (size_t)size, ir, names, out->addrs, e->n);
+    return out->code != NULL ? 0 : -1;
+}
+
+const CcBackend cc_host_backend = {
+    .name = "host",
+    .target = &cc_host_target,
+    .module_new = host_module_new,
+    .finish = host_finish,
+    .load = host_load,
+};

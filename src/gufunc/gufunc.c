@@ -25,47 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The Library frees each entry's target_data through its target's
- * free_data; for gufuncs that is a GuLoop (which names the real target). */
-static void
-free_loop(void *data)
-{
-    free(data);
-}
-
-static const TgTarget loop_owner = {"gufunc", NULL, free_loop, NULL};
-
-/* ---- which parameters a kernel writes ---- */
-
-/* Sets written[i] for every parameter i that the tree n assigns to. */
-static void
-mark_written(const CcNode *n, unsigned char *written)
-{
-    if (n == NULL) {
-        return;
-    }
-    if (n->kind == ND_SETITEM && n->lhs->lhs->kind == ND_VAR && n->lhs->lhs->var->is_param) {
-        written[n->lhs->lhs->var->index] = 1;
-    }
-    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
-    for (int i = 0; i < 5; i++) {
-        mark_written(kids[i], written);
-    }
-    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
-        mark_written(n->args[i], written);
-    }
-}
-
-/* ---- compiling one signature ---- */
+/* ---- the gufunc core loop: the builder the driver wraps around the kernel ---- */
 
 typedef struct Options {
     const GuLayout *layout;
     const TgTarget *target;
-    int boundscheck;
     unsigned char written[TS_MAXARGS]; /* outputs and writable_args; grows */
 } Options;
-
-static unsigned long long symbol_counter = 0; /* guarded by the GIL */
 
 static unsigned long long
 array_mask(const TsSignature *k, int declared_only)
@@ -79,33 +45,27 @@ array_mask(const TsSignature *k, int declared_only)
     return m;
 }
 
-static GuLoop *
-new_loop(const Options *o, const TsSignature *kernel, double cost)
+/* The kernel's view of sig: checked against the layout, with what the
+ * kernel itself writes added to the outputs and writable_args. */
+static int
+body_signature(const void *ctx, const TsSignature *sig, const unsigned char *written,
+               TsSignature *ksig)
 {
-    GuLoop *gl = calloc(1, sizeof(GuLoop));
-    if (gl == NULL) {
-        PyErr_NoMemory();
-        return NULL;
+    const Options *o = ctx;
+    unsigned char all[TS_MAXARGS];
+    for (int k = 0; k < TS_MAXARGS; k++) {
+        all[k] = o->written[k] | written[k];
     }
-    gl->target = o->target;
-    gl->layout = *o->layout;
-    gl->kernel = *kernel;
-    gl->cost_ns = cost > 0.0 ? cost : 1.0;
-    for (int k = 0; k < kernel->nargs; k++) {
-        gl->itemsize[k] = ts_itemsize(kernel->args[k].kind);
-        gl->contig[k] = (unsigned char)(kernel->args[k].contig && kernel->args[k].ndim > 0);
-    }
-    return gl;
+    return gu_check_signature(o->layout, sig, all, ksig);
 }
 
-/* Emits the two kernels and the body into m; returns the general kernel. */
-static LLVMValueRef
-emit_all(CcFunction *fn, const VzSource *src, const Options *o, const TsSignature *ksig,
-         CcModule *m, const char *bname)
+/* Two versions of the kernel: the general one (unit stride where declared
+ * [::1]), and one with unit stride in every array's last dimension, when
+ * that differs. */
+static int
+body_variants(const void *ctx, const TsSignature *ksig, unsigned long long masks[2])
 {
-    char gname[128], cname[128];
-    snprintf(gname, sizeof(gname), "%s.kernel", bname);
-    snprintf(cname, sizeof(cname), "%s.kernel.contig", bname);
+    const Options *o = ctx;
     unsigned long long declared = array_mask(ksig, 1), all = array_mask(ksig, 0);
     /* 1-element views of () arguments have stride 0: unit stride is as good */
     for (int i = 0; i < ksig->nargs && i < 64; i++) {
@@ -113,74 +73,88 @@ emit_all(CcFunction *fn, const VzSource *src, const Options *o, const TsSignatur
             declared |= 1ULL << i;
         }
     }
-    LLVMValueRef general = cc_emit_gufunc_kernel(fn, ksig, m->mod, gname, src->fastmath, declared);
-    LLVMValueRef contig = NULL;
-    if (general != NULL && all != declared) {
-        contig = cc_emit_gufunc_kernel(fn, ksig, m->mod, cname, src->fastmath, all);
-        if (contig == NULL) {
-            return NULL;
-        }
-    }
-    if (general == NULL || gu_emit_body(m->mod, general, contig, o->layout, ksig, bname) == NULL) {
-        return NULL;
-    }
-    return general;
+    masks[0] = declared;
+    masks[1] = all;
+    return all != declared ? 2 : 1;
 }
 
 static int
-compile_one(const VzSource *src, Options *o, const TsSignature *sig, VzCompiled *out)
+body_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+          const TsSignature *ksig, CcEntries *e)
 {
-    CcFunction fn = {0};
-    CcModule m = {0};
-    TsSignature ksig;
-    int rc = -1;
-    if (gu_check_signature(o->layout, sig, o->written, &ksig) < 0) {
-        return -1;
-    }
-    if (vz_function_init(&fn, src) < 0) {
-        return -1;
-    }
-    fn.boundscheck = o->boundscheck;
-    if (cc_lower(&fn, src->funcdef, src->pyfunc) < 0 || cc_typeinfer(&fn, &ksig) < 0) {
-        goto done;
-    }
-    mark_written(fn.body, o->written);
-    out->sig = *sig;
-    out->sig.ret.kind = TS_VOID;
-    out->sig.ret.ndim = 0;
-    char bname[96];
-    snprintf(bname, sizeof(bname), "nv.%.48s.%llu.gufunc", src->name, ++symbol_counter);
-    if (cc_module_new(&m, bname) < 0) {
-        goto done;
-    }
-    LLVMValueRef general = emit_all(&fn, src, o, &ksig, &m, bname);
-    if (general == NULL || (out->var_types = vz_var_types(&fn)) == NULL) {
-        goto done;
-    }
-    GuLoop *gl = new_loop(o, &ksig, vz_estimate_cost(general));
+    const Options *o = ctx;
+    LLVMValueRef contig = nk > 1 ? kernels[1] : NULL;
+    return gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0]) != NULL ? 0 : -1;
+}
+
+static const char *const body_suffix[] = {".gufunc"};
+
+static void
+free_loop(void *data)
+{
+    free(data);
+}
+
+static GuLoop *
+new_loop(const Options *o, const CcCompiled *cc)
+{
+    GuLoop *gl = calloc(1, sizeof(GuLoop));
     if (gl == NULL) {
-        goto done;
+        PyErr_NoMemory();
+        return NULL;
     }
-    out->target_data = gl;
-    const char *names[1] = {bname};
-    void *addrs[1] = {NULL};
-    if ((out->code = cc_jit_add(&m, names, addrs, 1)) == NULL) {
-        goto done;
+    const TsSignature *kernel = &cc->ksig;
+    gl->body = (GuBodyFn)cc->addrs[0];
+    gl->target = o->target;
+    gl->layout = *o->layout;
+    gl->kernel = *kernel;
+    gl->cost_ns = cc->cost_ns > 0.0 ? cc->cost_ns : 1.0;
+    for (int k = 0; k < kernel->nargs; k++) {
+        gl->itemsize[k] = ts_itemsize(kernel->args[k].kind);
+        gl->contig[k] = (unsigned char)(kernel->args[k].contig && kernel->args[k].ndim > 0);
     }
-    gl->body = (GuBodyFn)addrs[0];
-    out->fn = gu_legacy_loop;
-    rc = 0;
-done:
-    cc_module_dispose(&m);
-    cc_arena_free(fn.arena);
-    return rc;
+    return gl;
+}
+
+/* Compiles sig through the driver into a new entry of lib. */
+static int
+compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
+{
+    CcBuilder builder = {
+        .what = "gufunc-body",
+        .form = CC_GUFUNC_KERNEL,
+        .nentries = 1,
+        .suffixes = body_suffix,
+        .kernel_signature = body_signature,
+        .variants = body_variants,
+        .wrap = body_wrap,
+        .ctx = o,
+    };
+    char base[64];
+    VzCompiled *c = vz_compiled_new();
+    if (c == NULL) {
+        return -1;
+    }
+    vz_symbol_base(lib, base, sizeof(base));
+    if (cc_compile(lib->kernel, sig, &builder, &cc_host_backend, base, &c->cc) < 0
+        || (c->data = new_loop(o, &c->cc)) == NULL) {
+        vz_compiled_free(c);
+        return -1;
+    }
+    c->fn = gu_legacy_loop;
+    c->free_data = free_loop;
+    c->cc.sig.ret.kind = TS_VOID;
+    c->cc.sig.ret.ndim = 0;
+    for (int k = 0; k < TS_MAXARGS; k++) {
+        o->written[k] |= c->cc.written[k];
+    }
+    return vz_library_append(lib, c) < 0 ? -1 : 0;
 }
 
 /* ---- the ufunc ---- */
 
 static PyObject *
-make_ufunc(VzLibrary *lib, const VzSource *src, const GuLayout *layout, PyObject *identity,
-           const char *doc)
+make_ufunc(VzLibrary *lib, const GuLayout *layout, PyObject *identity, const char *doc)
 {
     Py_ssize_t n = lib->n;
     int nargs = layout->nargs;
@@ -194,12 +168,12 @@ make_ufunc(VzLibrary *lib, const VzSource *src, const GuLayout *layout, PyObject
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         funcs[i] = lib->items[i]->fn;
-        data[i] = lib->items[i]->target_data;
+        data[i] = lib->items[i]->data;
         for (int k = 0; k < nargs; k++) {
-            types[i * nargs + k] = (char)ts_kind_typenum(lib->items[i]->sig.args[k].kind);
+            types[i * nargs + k] = (char)ts_kind_typenum(lib->items[i]->cc.sig.args[k].kind);
         }
     }
-    VzUfuncSpec spec = {.name = src->name,
+    VzUfuncSpec spec = {.name = lib->kernel->name,
                         .doc = doc,
                         .nin = layout->nin,
                         .nout = layout->nout,
@@ -272,7 +246,7 @@ parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
 PyDoc_STRVAR(guvectorize_doc,
              "guvectorize(pyfunc, funcdef, source, signatures, layout, target='cpu',\n"
              "            identity=None, writable_args=(), fastmath=False, boundscheck=True,\n"
-             "            name=None, doc=None) -> numpy.ufunc (a gufunc)\n\n"
+             "            name=None, doc=None, cache=None) -> numpy.ufunc (a gufunc)\n\n"
              "Compiles pyfunc for each signature into a generalized ufunc with the core\n"
              "signature `layout`; a layout without '->' has no outputs (the kernel\n"
              "writes into its inputs).");
@@ -280,28 +254,27 @@ PyDoc_STRVAR(guvectorize_doc,
 static PyObject *
 guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {
-        "pyfunc",        "funcdef",  "source",      "signatures", "layout", "target", "identity",
-        "writable_args", "fastmath", "boundscheck", "name",       "doc",    NULL};
+    static char *kwlist[] = {"pyfunc", "funcdef",  "source",        "signatures", "layout",
+                             "target", "identity", "writable_args", "fastmath",   "boundscheck",
+                             "name",   "doc",      "cache",         NULL};
     PyObject *pyfunc, *funcdef, *source, *sigobj, *layout_obj, *identity = Py_None;
-    PyObject *writable = NULL;
+    PyObject *writable = NULL, *cache = Py_None;
     const char *target_name = "cpu", *name = NULL, *doc = NULL;
     int fastmath = 0, boundscheck = 1;
-    VzSource src = {0};
     GuLayout layout;
     Options o = {0};
     TsSignature *sigs = NULL;
     Py_ssize_t nsigs = 0;
     VzLibrary *lib = NULL;
     PyObject *ufunc = NULL, *result = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzz", kwlist, &pyfunc, &funcdef,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzO", kwlist, &pyfunc, &funcdef,
                                      &PyTuple_Type, &source, &sigobj, &layout_obj, &target_name,
-                                     &identity, &writable, &fastmath, &boundscheck, &name, &doc)) {
+                                     &identity, &writable, &fastmath, &boundscheck, &name, &doc,
+                                     &cache)) {
         return NULL;
     }
     o.target = tg_lookup(target_name);
-    if (o.target == NULL || o.target->run_range == NULL || vz_parse_source(source, &src) < 0
-        || gu_parse_layout(layout_obj, &layout) < 0 || cc_jit_init() < 0
+    if (o.target == NULL || gu_parse_layout(layout_obj, &layout) < 0 || cc_jit_init() < 0
         || ts_parse_signature_list(sigobj, &sigs, &nsigs) < 0) {
         goto done;
     }
@@ -310,7 +283,6 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     }
     o.layout = &layout;
-    o.boundscheck = boundscheck;
     for (int k = layout.nin; k < layout.nargs; k++) {
         o.written[k] = 1;
     }
@@ -318,30 +290,20 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
         && parse_writable(writable, &layout, o.written) < 0) {
         goto done;
     }
-    src.pyfunc = pyfunc;
-    src.funcdef = funcdef;
-    src.name = name ? name : "kernel";
-    src.fastmath = fastmath;
-    if ((lib = vz_library_alloc(&loop_owner)) == NULL) {
+    CcKernel *kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, boundscheck, cache);
+    if (kernel == NULL || (lib = vz_library_new(o.target, kernel)) == NULL) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < nsigs; i++) {
-        VzCompiled *c = PyMem_Calloc(1, sizeof(VzCompiled));
-        if (c == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        /* appended even when it fails: the library frees what was made */
-        int failed = compile_one(&src, &o, &sigs[i], c) < 0;
-        if (vz_library_append(lib, c) < 0 || failed) {
+        if (compile_one(lib, &o, &sigs[i]) < 0) {
             goto done;
         }
     }
     /* every loop writes what any of them writes (the same source) */
     for (Py_ssize_t i = 0; i < nsigs; i++) {
-        memcpy(((GuLoop *)lib->items[i]->target_data)->written, o.written, sizeof(o.written));
+        memcpy(((GuLoop *)lib->items[i]->data)->written, o.written, sizeof(o.written));
     }
-    ufunc = make_ufunc(lib, &src, &layout, identity, doc);
+    ufunc = make_ufunc(lib, &layout, identity, doc);
     if (ufunc == NULL) {
         goto done;
     }

@@ -25,23 +25,18 @@
 /* ---- the Library: compiled code of one ufunc ---- */
 
 typedef VzCompiled Compiled;
-typedef VzSource Source;
 typedef VzLibrary Library;
 
 static PyObject *library_type = NULL;
 
 static void
-compiled_clear(const TgTarget *target, Compiled *c)
+compiled_free(Compiled *c)
 {
-    if (c->target_data != NULL) {
-        target->free_data(c->target_data);
-        c->target_data = NULL;
+    if (c->data != NULL && c->free_data != NULL) {
+        c->free_data(c->data);
     }
-    if (c->code != NULL) {
-        cc_code_free(c->code);
-        c->code = NULL;
-    }
-    Py_CLEAR(c->var_types);
+    cc_compiled_clear(&c->cc);
+    PyMem_Free(c);
 }
 
 static int
@@ -49,11 +44,7 @@ library_traverse(PyObject *self, visitproc visit, void *arg)
 {
     Library *lib = (Library *)self;
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(lib->pyfunc);
-    Py_VISIT(lib->funcdef);
-    Py_VISIT(lib->source);
-    Py_VISIT(lib->cache);
-    return 0;
+    return cc_kernel_traverse(lib->kernel, visit, arg);
 }
 
 /* Only the Python references: the compiled code stays until dealloc, since
@@ -61,11 +52,7 @@ library_traverse(PyObject *self, visitproc visit, void *arg)
 static int
 library_clear(PyObject *self)
 {
-    Library *lib = (Library *)self;
-    Py_CLEAR(lib->pyfunc);
-    Py_CLEAR(lib->funcdef);
-    Py_CLEAR(lib->source);
-    Py_CLEAR(lib->cache);
+    cc_kernel_clear(((Library *)self)->kernel);
     return 0;
 }
 
@@ -75,12 +62,10 @@ library_dealloc(PyObject *self)
     Library *lib = (Library *)self;
     PyObject_GC_UnTrack(self);
     for (Py_ssize_t i = 0; i < lib->n; i++) {
-        compiled_clear(lib->target, lib->items[i]);
-        PyMem_Free(lib->items[i]);
+        compiled_free(lib->items[i]);
     }
     PyMem_Free(lib->items);
-    library_clear(self);
-    Py_CLEAR(lib->name);
+    cc_kernel_free(lib->kernel);
     PyTypeObject *tp = Py_TYPE(self);
     freefunc free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     free(self);
@@ -131,7 +116,7 @@ per_signature(Library *lib, PyObject *args, CompiledGetter getter)
     }
     PyObject *result = PyDict_New();
     for (Py_ssize_t i = 0; result != NULL && i < lib->n; i++) {
-        PyObject *key = sig_key(&lib->items[i]->sig);
+        PyObject *key = sig_key(&lib->items[i]->cc.sig);
         PyObject *value = key ? getter(lib->items[i]) : NULL;
         if (value == NULL || PyDict_SetItem(result, key, value) < 0) {
             Py_CLEAR(result);
@@ -145,20 +130,25 @@ per_signature(Library *lib, PyObject *args, CompiledGetter getter)
 static PyObject *
 get_llvm(Compiled *c)
 {
-    return PyUnicode_FromString(cc_code_llvm(c->code));
+    if (c->cc.code == NULL) {
+        return Py_NewRef(c->cc.llvm != NULL ? c->cc.llvm : Py_None);
+    }
+    return PyUnicode_FromString(cc_code_llvm(c->cc.code));
 }
 
 static PyObject *
 get_asm(Compiled *c)
 {
-    return cc_code_asm(c->code);
+    if (c->cc.code == NULL) {
+        return Py_NewRef(c->cc.text != NULL ? c->cc.text : Py_None);
+    }
+    return cc_code_asm(c->cc.code);
 }
 
 static PyObject *
 get_types(Compiled *c)
 {
-    Py_INCREF(c->var_types);
-    return c->var_types;
+    return Py_NewRef(c->cc.var_types);
 }
 
 static PyObject *
@@ -185,7 +175,7 @@ library_signatures(PyObject *self, void *closure)
     Library *lib = (Library *)self;
     PyObject *list = PyList_New(lib->n);
     for (Py_ssize_t i = 0; list != NULL && i < lib->n; i++) {
-        PyObject *s = sig_key(&lib->items[i]->sig);
+        PyObject *s = sig_key(&lib->items[i]->cc.sig);
         if (s == NULL) {
             Py_CLEAR(list);
             break;
@@ -251,213 +241,56 @@ Py_ssize_t
 vz_library_append(VzLibrary *lib, VzCompiled *c)
 {
     if (library_reserve(lib) < 0) {
-        compiled_clear(lib->target, c);
-        PyMem_Free(c);
+        compiled_free(c);
         return -1;
     }
     lib->items[lib->n] = c;
     return lib->n++;
 }
 
-/* ---- compiling one signature ---- */
-
-static PyObject *
-collect_var_types(CcFunction *fn)
+VzCompiled *
+vz_compiled_new(void)
 {
-    PyObject *d = PyDict_New();
-    char buf[256];
-    for (int i = 0; d != NULL && i < fn->nvars; i++) {
-        if (fn->vars[i]->ty == NULL) {
-            continue;
-        }
-        PyObject *t = PyUnicode_FromString(cc_type_name(fn->vars[i]->ty, buf, sizeof(buf)));
-        if (t == NULL || PyDict_SetItemString(d, fn->vars[i]->name, t) < 0) {
-            Py_CLEAR(d);
-        }
-        Py_XDECREF(t);
+    VzCompiled *c = PyMem_Calloc(1, sizeof(VzCompiled));
+    if (c == NULL) {
+        PyErr_NoMemory();
     }
-    const char *ret = fn->ret != NULL ? cc_type_name(fn->ret, buf, sizeof(buf)) : "none";
-    PyObject *r = d ? PyUnicode_FromString(ret) : NULL;
-    if (r == NULL || PyDict_SetItemString(d, "<return>", r) < 0) {
-        Py_CLEAR(d);
-    }
-    Py_XDECREF(r);
-    return d;
+    return c;
 }
 
-/* A rough serial cost in ns per element: the parallel target's threshold
- * starts from it (calls of math functions dominate). */
-static double
-estimate_cost(LLVMValueRef kernel)
+void
+vz_compiled_free(VzCompiled *c)
 {
-    double cost = 0.3;
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(kernel); bb;
-         bb = LLVMGetNextBasicBlock(bb)) {
-        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
-            LLVMOpcode op = LLVMGetInstructionOpcode(i);
-            cost += op == LLVMCall                                                           ? 3.0
-                    : (op == LLVMFDiv || op == LLVMSDiv || op == LLVMUDiv || op == LLVMFRem) ? 1.0
-                                                                                             : 0.05;
-        }
-    }
-    return cost;
-}
-
-static unsigned long long symbol_counter = 0; /* guarded by the GIL */
-
-/* The loop's symbol: "nv.<name>.loop" for cacheable code (a cached object
- * links by it, so compile and load must agree), else with a unique id. */
-static void
-loop_symbol(const Source *src, unsigned long long id, char *buf, size_t size)
-{
-    if (id == 0) {
-        snprintf(buf, size, "nv.%.48s.loop", src->name);
-    } else {
-        snprintf(buf, size, "nv.%.48s.%llu.loop", src->name, id);
+    if (c != NULL) {
+        compiled_free(c);
     }
 }
 
-/*
- * Lowers, types, emits and JITs src for sig into out.  key (may be NULL):
- * the signature's cache key, which makes the exported name the same in
- * every process; *object then receives the object code to store (a new
- * reference, or NULL when the code was already live).
- */
-static int
-compile_one(const Source *src, const TsSignature *sig, Compiled *out, double *cost, const char *key,
-            PyObject **object)
-{
-    CcFunction fn = {0};
-    CcModule m = {0};
-    int rc = -1;
-    if (vz_function_init(&fn, src) < 0) {
-        return -1;
-    }
-    if (cc_lower(&fn, src->funcdef, src->pyfunc) < 0 || cc_typeinfer(&fn, sig) < 0) {
-        goto done;
-    }
-    if (cc_dump_flags() & CC_DUMP_IR) {
-        char label[TS_STRSIZE + 64], sigbuf[TS_STRSIZE];
-        snprintf(label, sizeof(label), "%.48s %s", src->name,
-                 ts_signature_str(sig, sigbuf, sizeof(sigbuf)));
-        cc_dump_ir(&fn, label);
-    }
-    out->sig = *sig;
-    out->sig.ret.kind = cc_storage(fn.ret);
-    char kname[96], lname[96];
-    unsigned long long id = ++symbol_counter;
-    snprintf(kname, sizeof(kname), "nv.%.48s.%llu.kernel", src->name, id);
-    loop_symbol(src, key != NULL ? 0 : id, lname, sizeof(lname));
-    if (cc_module_new(&m, lname) < 0) {
-        goto done;
-    }
-    LLVMValueRef kernel = cc_emit_function(&fn, &out->sig, m.mod, kname, src->fastmath);
-    if (kernel == NULL || vz_emit_loop(m.mod, kernel, &out->sig, lname) == NULL) {
-        goto done;
-    }
-    *cost = estimate_cost(kernel);
-    if ((out->var_types = collect_var_types(&fn)) == NULL) {
-        goto done;
-    }
-    const char *names[1] = {lname};
-    void *addrs[1] = {NULL};
-    out->code = cc_jit_add_keyed(&m, names, addrs, 1, key, object);
-    if (out->code == NULL) {
-        goto done;
-    }
-    out->fn = (PyUFuncGenericFunction)addrs[0];
-    rc = 0;
-done:
-    cc_module_dispose(&m);
-    cc_arena_free(fn.arena);
-    return rc;
-}
-
-/* ---- the cache ---- */
-
-/*
- * A cache entry, as numbavec/cache.py stores it: (object bytes, optimised
- * IR, return type name, cost, {variable: type}).  cache.py checks the
- * shape and a checksum; this links the object.  0, or -1 with an exception
- * (the caller then compiles instead).
- */
-static int
-load_entry(const Source *src, const TsSignature *sig, PyObject *entry, const char *key,
-           Compiled *out, double *cost)
-{
-    const char *bytes, *ir, *ret;
-    Py_ssize_t size;
-    PyObject *var_types;
-    TsKind kind;
-    char lname[96];
-    if (!PyArg_ParseTuple(entry, "y#ssdO!", &bytes, &size, &ir, &ret, cost, &PyDict_Type,
-                          &var_types)) {
-        return -1;
-    }
-    if (ts_kind_from_name(ret, strlen(ret), &kind) < 0) {
-        PyErr_Format(PyExc_ValueError, "cache entry with an unknown return type '%s'", ret);
-        return -1;
-    }
-    loop_symbol(src, 0, lname, sizeof(lname));
-    const char *names[1] = {lname};
-    void *addrs[1] = {NULL};
-    out->code = cc_jit_add_object(key, bytes, (size_t)size, ir, names, addrs, 1);
-    if (out->code == NULL) {
-        return -1;
-    }
-    out->sig = *sig;
-    out->sig.ret.kind = kind;
-    out->fn = (PyUFuncGenericFunction)addrs[0];
-    Py_INCREF(var_types);
-    out->var_types = var_types;
-    return 0;
-}
+/* ---- the ufunc loop: the builder the driver wraps around the kernel ---- */
 
 static int
-store_entry(PyObject *cache, PyObject *key, PyObject *object, Compiled *c, double cost)
+loop_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+          const TsSignature *ksig, CcEntries *e)
 {
-    PyObject *r =
-        PyObject_CallMethod(cache, "store", "O(OssdO)", key, object, cc_code_llvm(c->code),
-                            ts_kind_name(c->sig.ret.kind), cost, c->var_types);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    return vz_emit_loop(mod, kernels[0], ksig, e->names[0]) != NULL ? 0 : -1;
 }
 
-/* compile_one through the library's cache: a hit links stored code and
- * runs no LLVM pass; a miss compiles and stores.  0/-1. */
-static int
-compile_cached(Library *lib, const TsSignature *sig, Compiled *out, double *cost)
+static const char *const loop_suffix[] = {".loop"};
+
+static const CcBuilder loop_builder = {
+    .what = "ufunc-loop",
+    .form = CC_SCALAR_KERNEL,
+    .nentries = 1,
+    .suffixes = loop_suffix,
+    .wrap = loop_wrap,
+};
+
+/* The symbol base of a library's code: "nv.<name>" (the JIT makes exports
+ * unique, by process-wide id or by cache key). */
+void
+vz_symbol_base(const VzLibrary *lib, char *buf, size_t size)
 {
-    char buf[TS_STRSIZE];
-    PyObject *key = NULL, *entry = NULL, *object = NULL;
-    int rc = -1;
-    if (lib->cache == NULL) {
-        return compile_one(&lib->src, sig, out, cost, NULL, NULL);
-    }
-    key = PyObject_CallMethod(lib->cache, "key", "s", ts_signature_str(sig, buf, sizeof(buf)));
-    const char *k = key ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
-    if (k == NULL || (entry = PyObject_CallMethod(lib->cache, "load", "O", key)) == NULL) {
-        goto done;
-    }
-    if (entry != Py_None) {
-        if (load_entry(&lib->src, sig, entry, k, out, cost) == 0) {
-            rc = 0;
-            goto done;
-        }
-        /* An entry that does not link is as good as a corrupt one. */
-        PyErr_Clear();
-        compiled_clear(lib->target, out);
-        memset(out, 0, sizeof(*out));
-    }
-    if (compile_one(&lib->src, sig, out, cost, k, &object) < 0) {
-        goto done;
-    }
-    rc = object != NULL ? store_entry(lib->cache, key, object, out, *cost) : 0;
-done:
-    Py_XDECREF(key);
-    Py_XDECREF(entry);
-    Py_XDECREF(object);
-    return rc;
+    snprintf(buf, size, "nv.%.48s", lib->kernel->name);
 }
 
 /* Compiled into an entry of its own, appended only when whole: Python code
@@ -465,18 +298,20 @@ done:
 Py_ssize_t
 vz_library_add(VzLibrary *lib, const TsSignature *sig)
 {
-    Compiled *c = PyMem_Calloc(1, sizeof(Compiled));
-    double cost = 1.0;
+    char base[64];
+    Compiled *c = vz_compiled_new();
     if (c == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
-    if (compile_cached(lib, sig, c, &cost) < 0
-        || lib->target->wrap_loop(c->fn, &c->sig, cost, &c->fn, &c->target_data) < 0) {
-        compiled_clear(lib->target, c);
-        PyMem_Free(c);
+    vz_symbol_base(lib, base, sizeof(base));
+    if (cc_compile(lib->kernel, sig, &loop_builder, &cc_host_backend, base, &c->cc) < 0
+        || lib->target->wrap_loop((PyUFuncGenericFunction)c->cc.addrs[0], &c->cc.sig, c->cc.cost_ns,
+                                  &c->fn, &c->data)
+               < 0) {
+        compiled_free(c);
         return -1;
     }
+    c->free_data = lib->target->free_data;
     return vz_library_append(lib, c);
 }
 
@@ -484,7 +319,7 @@ Py_ssize_t
 vz_library_find(VzLibrary *lib, const TsKind *args, int nargs)
 {
     for (Py_ssize_t i = 0; i < lib->n; i++) {
-        const TsSignature *s = &lib->items[i]->sig;
+        const TsSignature *s = &lib->items[i]->cc.sig;
         int same = s->nargs == nargs;
         for (int k = 0; same && k < nargs; k++) {
             same = s->args[k].kind == args[k];
@@ -501,8 +336,8 @@ vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void 
                  const TsSignature **sig)
 {
     *fn = lib->items[i]->fn;
-    *data = lib->items[i]->target_data;
-    *sig = &lib->items[i]->sig;
+    *data = lib->items[i]->data;
+    *sig = &lib->items[i]->cc.sig;
 }
 
 Py_ssize_t
@@ -513,51 +348,39 @@ vz_library_size(VzLibrary *lib)
 
 /* ---- _core.vectorize ---- */
 
-static int
-parse_source(PyObject *source, Source *src)
+VzLibrary *
+vz_library_new(const TgTarget *target, CcKernel *kernel)
 {
-    PyObject *filename;
-    if (!PyArg_ParseTuple(source, "UiO!i", &filename, &src->first_line, &PyList_Type, &src->lines,
-                          &src->line_offset)) {
-        return -1;
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
+    Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
+    if (lib == NULL) {
+        cc_kernel_free(kernel);
+        return NULL;
     }
-    src->filename = PyUnicode_AsUTF8AndSize(filename, NULL);
-    return src->filename ? 0 : -1;
+    lib->target = target;
+    lib->kernel = kernel;
+    return lib;
 }
 
-VzLibrary *
-vz_library_new(const char *target_name, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
-               const char *name, int fastmath, PyObject *cache)
+/* A library for the decorated function of the factory's arguments (all
+ * borrowed).  New reference or NULL. */
+static Library *
+library_for(const char *target_name, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
+            const char *name, int fastmath, PyObject *cache)
 {
     const TgTarget *target = tg_lookup(target_name);
     if (target == NULL || cc_jit_init() < 0) {
         return NULL;
     }
-    Library *lib = vz_library_alloc(target);
-    if (lib == NULL) {
-        return NULL;
-    }
-    lib->pyfunc = Py_NewRef(pyfunc);
-    lib->funcdef = Py_NewRef(funcdef);
-    lib->source = Py_NewRef(source);
-    lib->cache = cache != NULL && cache != Py_None ? Py_NewRef(cache) : NULL;
-    lib->name = PyUnicode_FromString(name ? name : "kernel");
-    if (lib->name == NULL || parse_source(source, &lib->src) < 0) {
-        Py_DECREF(lib);
-        return NULL;
-    }
-    lib->src.pyfunc = pyfunc;
-    lib->src.funcdef = funcdef;
-    lib->src.name = PyUnicode_AsUTF8AndSize(lib->name, NULL);
-    lib->src.fastmath = fastmath;
-    return lib->src.name != NULL ? lib : (Py_DECREF(lib), NULL);
+    CcKernel *k = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, 1, cache);
+    return k != NULL ? vz_library_new(target, k) : NULL;
 }
 
 static PyObject *
 make_ufunc(Library *lib, PyObject *identity, const char *doc)
 {
     Py_ssize_t n = lib->n;
-    int nin = n ? lib->items[0]->sig.nargs : 0;
+    int nin = n ? lib->items[0]->cc.sig.nargs : 0;
     PyUFuncGenericFunction *funcs = PyMem_Calloc((size_t)n, sizeof(*funcs));
     void **data = PyMem_Calloc((size_t)n, sizeof(void *));
     char *types = PyMem_Calloc((size_t)(n * (nin + 1)), 1);
@@ -569,13 +392,13 @@ make_ufunc(Library *lib, PyObject *identity, const char *doc)
     for (Py_ssize_t i = 0; i < n; i++) {
         Compiled *c = lib->items[i];
         funcs[i] = c->fn;
-        data[i] = c->target_data;
+        data[i] = c->data;
         for (int k = 0; k < nin; k++) {
-            types[i * (nin + 1) + k] = (char)ts_kind_typenum(c->sig.args[k].kind);
+            types[i * (nin + 1) + k] = (char)ts_kind_typenum(c->cc.sig.args[k].kind);
         }
-        types[i * (nin + 1) + nin] = (char)ts_kind_typenum(c->sig.ret.kind);
+        types[i * (nin + 1) + nin] = (char)ts_kind_typenum(c->cc.sig.ret.kind);
     }
-    VzUfuncSpec spec = {.name = lib->src.name,
+    VzUfuncSpec spec = {.name = lib->kernel->name,
                         .doc = doc,
                         .nin = nin,
                         .nout = 1,
@@ -640,7 +463,7 @@ vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
                                      &fastmath, &name, &doc, &cache)) {
         return NULL;
     }
-    lib = vz_library_new(target_name, pyfunc, funcdef, source, name, fastmath, cache);
+    lib = library_for(target_name, pyfunc, funcdef, source, name, fastmath, cache);
     if (lib == NULL || ts_parse_signature_list(sigobj, &sigs, &nsigs) < 0) {
         goto done;
     }
@@ -726,12 +549,12 @@ lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS, nin);
         return NULL;
     }
-    Library *lib = vz_library_new(target_name, pyfunc, funcdef, source, name, fastmath, cache);
+    Library *lib = library_for(target_name, pyfunc, funcdef, source, name, fastmath, cache);
     if (lib == NULL) {
         return NULL;
     }
-    PyObject *ufunc =
-        vz_make_lazy_ufunc(lib->src.name, doc, nin, 1, identity, &library_backend, (PyObject *)lib);
+    PyObject *ufunc = vz_make_lazy_ufunc(lib->kernel->name, doc, nin, 1, identity, &library_backend,
+                                         (PyObject *)lib);
     Py_DECREF(lib);
     return ufunc;
 }
@@ -753,53 +576,6 @@ lazy_add(PyObject *module, PyObject *args)
         kinds[k] = sig.args[k].kind;
     }
     return vz_lazy_add(ufunc, kinds, sig.nargs);
-}
-
-/* ---- for gufunc.c ---- */
-
-VzLibrary *
-vz_library_alloc(const TgTarget *target)
-{
-    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
-    Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
-    if (lib == NULL) {
-        return NULL;
-    }
-    lib->target = target;
-    return lib;
-}
-
-int
-vz_function_init(CcFunction *fn, const VzSource *src)
-{
-    memset(fn, 0, sizeof(*fn));
-    if ((fn->arena = cc_arena_new()) == NULL) {
-        return -1;
-    }
-    fn->name = src->name;
-    fn->filename = src->filename;
-    fn->source_lines = src->lines;
-    fn->first_line = src->first_line;
-    fn->line_offset = src->line_offset;
-    return 0;
-}
-
-int
-vz_parse_source(PyObject *source, VzSource *src)
-{
-    return parse_source(source, src);
-}
-
-PyObject *
-vz_var_types(CcFunction *fn)
-{
-    return collect_var_types(fn);
-}
-
-double
-vz_estimate_cost(LLVMValueRef kernel)
-{
-    return estimate_cost(kernel);
 }
 
 PyDoc_STRVAR(code_of_doc,
@@ -836,8 +612,8 @@ vz_init_module(PyObject *module)
 {
     library_type = PyType_FromSpec(&library_spec);
     if (library_type == NULL || vz_check_ufunc_layout() < 0
-        || PyModule_AddFunctions(module, vectorize_methods) < 0
-        || vz_init_testhooks(module) < 0 || vz_init_dufunc(module) < 0) {
+        || PyModule_AddFunctions(module, vectorize_methods) < 0 || vz_init_testhooks(module) < 0
+        || vz_init_dufunc(module) < 0) {
         return -1;
     }
     return PyModule_AddObjectRef(module, "Library", library_type);

@@ -114,73 +114,50 @@ int vz_init_testhooks(PyObject *module);
 
 /* ---- vectorize.c ---- */
 
-/* The compiled code of one signature (an entry of a Library). */
+/* One compiled signature, an entry of a Library: what the driver made, and
+ * the loop NumPy calls with its data, which the entry owns and frees with
+ * its own free_data (the target's wrapper, a gufunc's GuLoop ...). */
 typedef struct VzCompiled {
-    TsSignature sig; /* with the return type resolved */
-    CcCode *code;
-    void *target_data; /* freed with the Library's target->free_data */
+    CcCompiled cc;
     PyUFuncGenericFunction fn;
-    PyObject *var_types; /* {name: type name} of the kernel's variables */
+    void *data;
+    void (*free_data)(void *data); /* may be NULL */
 } VzCompiled;
-
-/* Where a kernel's source comes from (the decorator's `source` tuple). */
-typedef struct VzSource {
-    PyObject *pyfunc, *funcdef; /* borrowed (from the Library when it has them) */
-    const char *name, *filename;
-    PyObject *lines; /* borrowed */
-    int first_line, line_offset;
-    int fastmath;
-} VzSource;
 
 /*
  * The compiled code of one ufunc, one entry per signature: a Python object,
  * numbavec._core.Library, the ufunc's owner (or its lazy state's compiler);
  * _core._code_of(ufunc) returns it, and it answers inspect_llvm,
- * inspect_asm and variable_types.  A Library made by vz_library_new also
- * keeps the function's source (a lazy ufunc compiles more signatures
- * later) and an optional cache; gufunc.c appends the entries of one made
- * by vz_library_alloc itself.  Entries are allocated one by one and never
- * move.
+ * inspect_asm and variable_types.  It holds the decorated function (a
+ * CcKernel: a lazy ufunc compiles more signatures later).  Entries are
+ * allocated one by one and never move.
  */
 typedef struct VzLibrary {
     PyObject_HEAD const TgTarget *target;
     Py_ssize_t n, cap;
-    VzCompiled **items;                  /* PyMem array of cap, n used; each entry PyMem */
-    PyObject *pyfunc, *funcdef, *source; /* owned: what src borrows */
-    PyObject *name;                      /* owned str: src.name points into it */
-    PyObject *cache;                     /* owned: a numbavec.cache.FunctionCache, or NULL */
-    VzSource src;
+    VzCompiled **items; /* PyMem array of cap, n used; each entry PyMem */
+    CcKernel *kernel;   /* owned */
 } VzLibrary;
 
-/*
- * A new, empty library for pyfunc (all borrowed; the library keeps its own
- * references).  source: (filename, first_line, lines, line_offset); cache:
- * a numbavec.cache.FunctionCache or None.  New reference or NULL.
- */
-VzLibrary *vz_library_new(const char *target, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
-                          const char *name, int fastmath, PyObject *cache);
-/* An empty library whose caller appends the entries (gufunc.c): new
- * reference or NULL. */
-VzLibrary *vz_library_alloc(const TgTarget *target);
-/* Appends c (PyMem_Malloc'd; the library takes it over, and frees it on
- * failure): its index, or -1 with an exception. */
-Py_ssize_t vz_library_append(VzLibrary *lib, VzCompiled *c);
-/* Compiles sig (through the cache, if any), lets the target wrap the loop
- * and appends it: its index, or -1 with an exception (nothing added). */
+/* A new, empty library running on target; takes kernel over (and frees it
+ * on failure).  New reference or NULL. */
+VzLibrary *vz_library_new(const TgTarget *target, CcKernel *kernel);
+/* Compiles sig as a ufunc loop through the driver, lets the target wrap
+ * the loop and appends it: its index, or -1 with an exception. */
 Py_ssize_t vz_library_add(VzLibrary *lib, const TsSignature *sig);
+/* Appends c (from vz_compiled_new; the library takes it over, and frees it
+ * on failure): its index, or -1 with an exception. */
+Py_ssize_t vz_library_append(VzLibrary *lib, VzCompiled *c);
+VzCompiled *vz_compiled_new(void); /* zeroed; NULL with MemoryError */
+void vz_compiled_free(VzCompiled *c);
 /* The entry whose argument kinds are args, or -1 (no exception). */
 Py_ssize_t vz_library_find(VzLibrary *lib, const TsKind *args, int nargs);
 /* Entry i's loop, its data and its signature (return type resolved). */
 void vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
                       const TsSignature **sig);
 Py_ssize_t vz_library_size(VzLibrary *lib);
-
-int vz_parse_source(PyObject *source, VzSource *src); /* (filename, first, lines, offset) */
-/* Starts compiling src: zeroes fn, gives it an arena (freed by the caller
- * with cc_arena_free) and src's name and location.  0/-1. */
-int vz_function_init(CcFunction *fn, const VzSource *src);
-PyObject *vz_var_types(CcFunction *fn);       /* new ref: {variable: type} */
-double vz_estimate_cost(LLVMValueRef kernel); /* rough ns per kernel call */
+/* "nv.<name>": the symbol base of the library's code. */
+void vz_symbol_base(const VzLibrary *lib, char *buf, size_t size);
 
 int vz_init_module(PyObject *module);
 

@@ -1,0 +1,466 @@
+/*
+ * driver.c - the one compile driver: a decorated function, parsed once, and
+ * one signature of it compiled into code through the passes.
+ *
+ * Every factory (the ufunc and gufunc factories, the cuda ufunc,
+ * compile_ptx) compiles here.  It describes a decorated function once as a
+ * CcKernel and asks cc_compile for each signature, supplying only
+ *
+ *   a CcBuilder   what wraps the kernel: a NumPy inner loop, a gufunc core
+ *                 loop, grid-stride entries; it is given the emitted kernel
+ *                 and touches nothing but the module;
+ *   a CcBackend   where the code runs: the host JIT (jit.c), or PTX for a
+ *                 GPU (targets/cuda/ptx.c).
+ *
+ * cc_compile runs lower -> typeinfer -> emit -> builder -> back end, and
+ * goes through the kernel's cache when it has one: a hit links stored code
+ * and runs no LLVM pass.  The call path only goes down: the passes and the
+ * builder return to the driver, which returns to the factory.
+ */
+#include "compiler/compiler.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the kernel ---- */
+
+CcKernel *
+cc_kernel_new(PyObject *pyfunc, PyObject *funcdef, PyObject *source, const char *name, int fastmath,
+              int boundscheck, PyObject *cache)
+{
+    PyObject *filename;
+    int first_line, line_offset;
+    PyObject *lines;
+    if (!PyArg_ParseTuple(source, "UiO!i", &filename, &first_line, &PyList_Type, &lines,
+                          &line_offset)) {
+        return NULL;
+    }
+    CcKernel *k = PyMem_Calloc(1, sizeof(CcKernel));
+    if (k == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    k->pyfunc = Py_NewRef(pyfunc);
+    k->funcdef = Py_NewRef(funcdef);
+    k->lines = Py_NewRef(lines);
+    k->filename_obj = Py_NewRef(filename);
+    k->cache = cache != NULL && cache != Py_None ? Py_NewRef(cache) : NULL;
+    k->name_obj = PyUnicode_FromString(name != NULL ? name : "kernel");
+    k->first_line = first_line;
+    k->line_offset = line_offset;
+    k->fastmath = fastmath;
+    k->boundscheck = boundscheck;
+    if (k->name_obj == NULL || (k->name = PyUnicode_AsUTF8AndSize(k->name_obj, NULL)) == NULL
+        || (k->filename = PyUnicode_AsUTF8AndSize(filename, NULL)) == NULL) {
+        cc_kernel_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+int
+cc_kernel_traverse(const CcKernel *k, visitproc visit, void *arg)
+{
+    if (k != NULL) {
+        Py_VISIT(k->pyfunc);
+        Py_VISIT(k->funcdef);
+        Py_VISIT(k->cache);
+    }
+    return 0;
+}
+
+void
+cc_kernel_clear(CcKernel *k)
+{
+    if (k != NULL) {
+        Py_CLEAR(k->pyfunc);
+        Py_CLEAR(k->funcdef);
+        Py_CLEAR(k->cache);
+    }
+}
+
+void
+cc_kernel_free(CcKernel *k)
+{
+    if (k == NULL) {
+        return;
+    }
+    cc_kernel_clear(k);
+    Py_XDECREF(k->lines);
+    Py_XDECREF(k->filename_obj);
+    Py_XDECREF(k->name_obj);
+    PyMem_Free(k);
+}
+
+/* ---- results ---- */
+
+void
+cc_compiled_clear(CcCompiled *c)
+{
+    if (c->code != NULL) {
+        cc_code_free(c->code);
+    }
+    Py_XDECREF(c->var_types);
+    Py_XDECREF(c->text);
+    Py_XDECREF(c->llvm);
+    memset(c, 0, sizeof(*c));
+}
+
+/* {variable: type name} of fn's variables, and "<return>". */
+static PyObject *
+variable_types(const CcFunction *fn)
+{
+    PyObject *d = PyDict_New();
+    char buf[256];
+    for (int i = 0; d != NULL && i < fn->nvars; i++) {
+        if (fn->vars[i]->ty == NULL) {
+            continue;
+        }
+        PyObject *t = PyUnicode_FromString(cc_type_name(fn->vars[i]->ty, buf, sizeof(buf)));
+        if (t == NULL || PyDict_SetItemString(d, fn->vars[i]->name, t) < 0) {
+            Py_CLEAR(d);
+        }
+        Py_XDECREF(t);
+    }
+    const char *ret = fn->ret != NULL ? cc_type_name(fn->ret, buf, sizeof(buf)) : "none";
+    PyObject *r = d ? PyUnicode_FromString(ret) : NULL;
+    if (r == NULL || PyDict_SetItemString(d, "<return>", r) < 0) {
+        Py_CLEAR(d);
+    }
+    Py_XDECREF(r);
+    return d;
+}
+
+/* A rough cost in ns of one kernel call, from its instructions (calls of
+ * math functions dominate): the parallel target's threshold starts there. */
+static double
+estimate_cost(LLVMValueRef kernel)
+{
+    double cost = 0.3;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(kernel); bb;
+         bb = LLVMGetNextBasicBlock(bb)) {
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+            LLVMOpcode op = LLVMGetInstructionOpcode(i);
+            cost += op == LLVMCall                                                           ? 3.0
+                    : (op == LLVMFDiv || op == LLVMSDiv || op == LLVMUDiv || op == LLVMFRem) ? 1.0
+                                                                                             : 0.05;
+        }
+    }
+    return cost;
+}
+
+/* ---- the passes ---- */
+
+/* Starts compiling k: fn zeroed, with an arena, k's name and location. */
+static int
+function_init(CcFunction *fn, const CcKernel *k)
+{
+    memset(fn, 0, sizeof(*fn));
+    if ((fn->arena = cc_arena_new()) == NULL) {
+        return -1;
+    }
+    fn->name = k->name;
+    fn->filename = k->filename;
+    fn->source_lines = k->lines;
+    fn->first_line = k->first_line;
+    fn->line_offset = k->line_offset;
+    fn->boundscheck = k->boundscheck;
+    return 0;
+}
+
+/* The entries' names: base + the builder's suffixes. */
+static int
+entry_names(const CcBuilder *b, const char *base, CcEntries *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->n = b->nentries;
+    for (int i = 0; i < e->n; i++) {
+        const char *suffix = b->suffixes != NULL ? b->suffixes[i] : "";
+        if ((size_t)snprintf(e->names[i], sizeof(e->names[i]), "%s%s", base, suffix)
+            >= sizeof(e->names[i])) {
+            PyErr_Format(PyExc_ValueError, "entry name too long: %s%s", base, suffix);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Emits the kernel version(s) the builder wraps; 0/-1. */
+static int
+emit_kernels(CcFunction *fn, const CcKernel *k, const CcBuilder *b, const CcBackend *be,
+             const TsSignature *ksig, LLVMModuleRef mod, const char *base, LLVMValueRef *kernels,
+             int *nk)
+{
+    char name[CC_NAME_SIZE + 32];
+    if (b->form == CC_SCALAR_KERNEL) {
+        snprintf(name, sizeof(name), "%s.kernel", base);
+        kernels[0] = cc_emit_function_for(fn, ksig, mod, name, k->fastmath, be->target);
+        *nk = 1;
+        return kernels[0] != NULL ? 0 : -1;
+    }
+    unsigned long long masks[2];
+    *nk = b->variants(b->ctx, ksig, masks);
+    for (int v = 0; v < *nk; v++) {
+        snprintf(name, sizeof(name), "%s.kernel%s", base, v ? ".contig" : "");
+        kernels[v] = cc_emit_gufunc_kernel(fn, ksig, mod, name, k->fastmath, masks[v]);
+        if (kernels[v] == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Puts the kernel, its file and line and the signature in front of the
+ * message of the exception being raised (a back end's failure after type
+ * inference: an invalid module, libNVVM), for back ends that ask for it.
+ * The exception keeps its type and attributes: only a one-string args is
+ * rewritten.  TypingErrors point at the source already; they and
+ * MemoryError are left as they are.
+ */
+static void
+name_kernel_in_error(const CcKernel *k, const CcBackend *be, const TsSignature *sig)
+{
+    if (!be->name_errors || !PyErr_Occurred() || PyErr_ExceptionMatches(nv_TypingError)
+        || PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        return;
+    }
+    PyObject *type, *value, *tb, *args = NULL, *qualname = NULL, *text = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value == NULL || (args = PyObject_GetAttrString(value, "args")) == NULL
+        || !PyTuple_Check(args) || PyTuple_Size(args) != 1
+        || !PyUnicode_Check(PyTuple_GetItem(args, 0))) {
+        goto done;
+    }
+    if (k->pyfunc == NULL || (qualname = PyObject_GetAttrString(k->pyfunc, "__qualname__")) == NULL
+        || !PyUnicode_Check(qualname)) {
+        goto done;
+    }
+    char sigbuf[TS_STRSIZE];
+    text = PyUnicode_FromFormat(
+        "%s kernel '%U' (%s:%d) for %s: %U", be->name, qualname, k->filename, k->first_line,
+        ts_signature_str(sig, sigbuf, sizeof(sigbuf)), PyTuple_GetItem(args, 0));
+    PyObject *new_args = text != NULL ? PyTuple_Pack(1, text) : NULL;
+    if (new_args != NULL) {
+        PyObject_SetAttrString(value, "args", new_args);
+        Py_DECREF(new_args);
+    }
+done:
+    PyErr_Clear(); /* a failure here keeps the original message */
+    Py_XDECREF(args);
+    Py_XDECREF(qualname);
+    Py_XDECREF(text);
+    PyErr_Restore(type, value, tb);
+}
+
+/* Sets written[i] for every parameter i that the tree n assigns to (an
+ * element of an array parameter; a scalar parameter cannot be written). */
+static void
+mark_written(const CcNode *n, unsigned char *written)
+{
+    if (n == NULL) {
+        return;
+    }
+    if (n->kind == ND_SETITEM && n->lhs->lhs->kind == ND_VAR && n->lhs->lhs->var->is_param) {
+        written[n->lhs->lhs->var->index] = 1;
+    }
+    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
+    for (int i = 0; i < 5; i++) {
+        mark_written(kids[i], written);
+    }
+    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
+        mark_written(n->args[i], written);
+    }
+}
+
+void
+cc_written_params(const CcFunction *fn, unsigned char *written)
+{
+    memset(written, 0, TS_MAXARGS);
+    mark_written(fn->body, written);
+}
+
+/* The kernel's view of sig (the builder's, or sig itself) and the
+ * parameters it writes; 0/-1. */
+static int
+kernel_signature(const CcBuilder *b, CcFunction *fn, const TsSignature *sig, CcCompiled *out)
+{
+    cc_written_params(fn, out->written);
+    if (b->kernel_signature == NULL) {
+        out->ksig = *sig;
+        return 0;
+    }
+    return b->kernel_signature(b->ctx, sig, out->written, &out->ksig);
+}
+
+/*
+ * Types, emits and compiles fn (lowered) for out->ksig into out, through the
+ * back end; key (may be NULL) names code that may be stored, and *blob then
+ * receives what to store.
+ */
+static int
+compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend *be,
+                const char *base, const char *key, PyObject **blob, CcCompiled *out)
+{
+    CcModule m = {0};
+    CcEntries e;
+    LLVMValueRef kernels[2];
+    int nk = 0, rc = -1;
+    if (cc_typeinfer(fn, &out->ksig) < 0 || entry_names(b, base, &e) < 0) {
+        return -1;
+    }
+    if (cc_dump_flags() & CC_DUMP_IR) {
+        char label[CC_NAME_SIZE + TS_STRSIZE + 8], sigbuf[TS_STRSIZE];
+        snprintf(label, sizeof(label), "%s %s", k->name,
+                 ts_signature_str(&out->ksig, sigbuf, sizeof(sigbuf)));
+        cc_dump_ir(fn, label);
+    }
+    if (out->ksig.ret.kind != TS_VOID) {
+        out->sig.ret.kind = out->ksig.ret.kind = cc_storage(fn->ret);
+    }
+    if (be->module_new(be, &m, base) < 0
+        || emit_kernels(fn, k, b, be, &out->ksig, m.mod, base, kernels, &nk) < 0
+        || b->wrap(b->ctx, m.mod, kernels, nk, &out->ksig, &e) < 0) {
+        goto done;
+    }
+    out->cost_ns = estimate_cost(kernels[0]);
+    if ((out->var_types = variable_types(fn)) == NULL) {
+        goto done;
+    }
+    rc = be->finish(be, &m, &e, key, blob, out);
+done:
+    cc_module_dispose(&m);
+    return rc;
+}
+
+/* ---- the cache ---- */
+
+/*
+ * A stored entry, as numbavec/cache.py keeps it: (blob, IR text, return
+ * kind, cost, {variable: type}, written-parameter mask).  Links it through
+ * the back end.  0, or -1 with an exception (the caller then compiles).
+ */
+static int
+load_entry(const CcBackend *be, const CcBuilder *b, const char *base, PyObject *entry,
+           const char *key, CcCompiled *out)
+{
+    PyObject *blob, *var_types;
+    const char *ir, *ret;
+    unsigned long long written;
+    TsKind kind;
+    CcEntries e;
+    if (!PyArg_ParseTuple(entry, "OssdO!K", &blob, &ir, &ret, &out->cost_ns, &PyDict_Type,
+                          &var_types, &written)) {
+        return -1;
+    }
+    if (ts_kind_from_name(ret, strlen(ret), &kind) < 0) {
+        PyErr_Format(PyExc_ValueError, "cache entry with an unknown return type '%s'", ret);
+        return -1;
+    }
+    if (entry_names(b, base, &e) < 0 || be->load(be, key, blob, ir, &e, out) < 0) {
+        return -1;
+    }
+    if (out->ksig.ret.kind != TS_VOID) {
+        out->sig.ret.kind = out->ksig.ret.kind = kind;
+    }
+    for (int i = 0; i < TS_MAXARGS && i < 64; i++) {
+        out->written[i] = (unsigned char)((written >> i) & 1);
+    }
+    out->var_types = Py_NewRef(var_types);
+    return 0;
+}
+
+static int
+store_entry(PyObject *cache, PyObject *key, PyObject *blob, const CcCompiled *c, const char *ir)
+{
+    unsigned long long written = 0;
+    for (int i = 0; i < TS_MAXARGS && i < 64; i++) {
+        written |= (unsigned long long)(c->written[i] != 0) << i;
+    }
+    TsKind ret = c->ksig.ret.kind == TS_VOID ? TS_VOID : c->sig.ret.kind;
+    PyObject *r = PyObject_CallMethod(cache, "store", "O(OssdOK)", key, blob, ir, ts_kind_name(ret),
+                                      c->cost_ns, c->var_types, written);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* cc_compile through k's cache: a hit links stored code and runs no LLVM
+ * pass; a miss compiles and stores. */
+static int
+compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend *be,
+               const char *base, CcCompiled *out)
+{
+    PyObject *key = NULL, *entry = NULL, *blob = NULL;
+    int rc = -1;
+    char sigbuf[TS_STRSIZE], label[TS_STRSIZE + 64];
+    snprintf(label, sizeof(label), "%s/%s/%s", be->name, b->what,
+             ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf)));
+    key = PyObject_CallMethod(k->cache, "key", "s", label);
+    const char *hex = key ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
+    if (hex == NULL || (entry = PyObject_CallMethod(k->cache, "load", "O", key)) == NULL) {
+        goto done;
+    }
+    if (entry != Py_None) {
+        CcCompiled hit = *out;
+        if (load_entry(be, b, base, entry, hex, &hit) == 0) {
+            *out = hit;
+            rc = 0;
+            goto done;
+        }
+        /* An entry that does not link is as good as a corrupt one. */
+        PyErr_Clear();
+        cc_compiled_clear(&hit);
+    }
+    if (compile_lowered(fn, k, b, be, base, hex, &blob, out) < 0) {
+        goto done;
+    }
+    if (blob != NULL) {
+        const char *ir = out->code != NULL ? cc_code_llvm(out->code)
+                         : out->llvm != NULL && PyUnicode_Check(out->llvm)
+                             ? PyUnicode_AsUTF8AndSize(out->llvm, NULL)
+                             : "";
+        rc = ir != NULL ? store_entry(k->cache, key, blob, out, ir) : -1;
+    } else {
+        rc = 0;
+    }
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    Py_XDECREF(blob);
+    return rc;
+}
+
+/* ---- cc_compile ---- */
+
+int
+cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
+           const char *base, CcCompiled *out)
+{
+    CcFunction fn;
+    int rc = -1;
+    memset(out, 0, sizeof(*out));
+    out->sig = *sig;
+    if (k->pyfunc == NULL || k->funcdef == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "numbavec: the kernel's function was released");
+        return -1;
+    }
+    if (function_init(&fn, k) < 0) {
+        return -1;
+    }
+    if (cc_lower(&fn, k->funcdef, k->pyfunc) < 0 || kernel_signature(b, &fn, sig, out) < 0) {
+        goto done;
+    }
+    if (k->cache != NULL && be->load != NULL) {
+        rc = compile_cached(&fn, k, b, be, base, out);
+    } else {
+        rc = compile_lowered(&fn, k, b, be, base, NULL, NULL, out);
+    }
+done:
+    if (rc < 0) {
+        name_kernel_in_error(k, be, sig);
+        cc_compiled_clear(out);
+    }
+    cc_arena_free(fn.arena);
+    return rc;
+}
