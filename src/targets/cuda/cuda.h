@@ -12,7 +12,8 @@
  *   ptx.c          kernel modules -> PTX (libNVVM or LLVM's NVPTX back end)
  *   launch.c       PTX loaded into the context; cuLaunchKernel from C
  *   kernels.c      a cuda ufunc's entry points (grid-stride loops) in LLVM IR
- *   cufunc.c       the cuda ufunc object and its calls (cufunc.h: shared types)
+ *   cufunc.c       the cuda ufunc object and its loops (cufunc.h: shared types)
+ *   cucall.c       its calls: operands, broadcasting, launch plan, out=, copies
  *   cureduce.c     its reduce
  *   staging.c      host arrays in chunks through pinned buffers, two streams
  *   cudamodule.c   _core's cuda functions and exceptions
