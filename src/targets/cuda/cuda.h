@@ -5,7 +5,9 @@
  *
  *   driver.c       libcuda.so.1: loading, errors, primary context, detect()
  *   stream.c       Stream and Event types; `stream=` argument conversion
- *   devicearray.c  DeviceNDArray: allocation, copies, views, protocol exports
+ *   devicearray.c  DeviceNDArray: allocation, views (devicearray.h: shared)
+ *   devcopy.c      its copies: to and from the host, to_device, device_array*
+ *                  (devicearray.c keeps the CAI and DLPack exports)
  *   interop.c      as_cuda_array: foreign CAI and DLPack arrays, checked
  *   toolkit.c      finding libNVVM and libdevice; libNVVM compilation
  *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
