@@ -7,7 +7,7 @@
  *   stream.c       Stream and Event types; `stream=` argument conversion
  *   devicearray.c  DeviceNDArray: allocation, views (devicearray.h: shared)
  *   devcopy.c      its copies: to and from the host, to_device, device_array*
- *                  (devicearray.c keeps the CAI and DLPack exports)
+ *   devexport.c    its exports: __cuda_array_interface__, __dlpack__
  *   interop.c      as_cuda_array: foreign CAI and DLPack arrays, checked
  *   toolkit.c      finding libNVVM and libdevice; libNVVM compilation
  *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
@@ -108,6 +108,9 @@ PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape
 PyObject *cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape,
                           const Py_ssize_t *strides, CUdeviceptr ptr, PyObject *owner,
                           int readonly);
+
+/* ---- devexport.c ---- */
+
 /* The CUDA device numbavec uses (0 before the driver is loaded). */
 int cuda_device_ordinal(void);
 

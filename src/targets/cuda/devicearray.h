@@ -1,7 +1,8 @@
 /*
  * devicearray.h - what the files of numbavec.cuda.DeviceNDArray share
- * (private to devicearray.c, the type; devcopy.c, its copies).  Other
- * files see arrays through cuda.h's CudaArrayInfo and constructors.
+ * (private to devicearray.c, the type; devcopy.c, its copies; devexport.c,
+ * its CAI and DLPack exports).  Other files see arrays through cuda.h's
+ * CudaArrayInfo and constructors.
  */
 #ifndef NV_CUDA_DEVICEARRAY_H
 #define NV_CUDA_DEVICEARRAY_H
@@ -47,5 +48,12 @@ PyObject *da_copy_to_host(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *da_copy_to_device(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Adds _cuda_to_device, _cuda_device_array(_like), _cuda_pinned_array. */
 int da_copy_init(PyObject *module);
+
+/* ---- devexport.c ---- */
+
+PyObject *da_cai(PyObject *self, void *closure); /* __cuda_array_interface__ */
+/* a.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) */
+PyObject *da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *da_dlpack_device(PyObject *self, PyObject *unused); /* (kDLCUDA, id) */
 
 #endif /* NV_CUDA_DEVICEARRAY_H */
