@@ -92,7 +92,8 @@ int cuda_stream_init_types(PyObject *module);
 extern PyObject *cuda_devicearray_type; /* numbavec.cuda.DeviceNDArray */
 int cuda_devicearray_init(PyObject *module);
 
-/* What cufunc.c reads of a DeviceNDArray (dtype borrowed). */
+/* What a cuda ufunc call (cucall.c, cureduce.c) reads of a DeviceNDArray
+ * (dtype borrowed). */
 typedef struct CudaArrayInfo {
     CUdeviceptr ptr;
     int nd, readonly;

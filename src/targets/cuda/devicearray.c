@@ -9,9 +9,9 @@
  * copy; strides may be negative.
  *
  * This file is the type: allocation, its slots and getters, indexing and
- * views, and what cufunc.c reads of an array.  Moving data to, from and
- * between devices is devcopy.c; the protocol exports are devexport.c.
- * devicearray.h is what the DeviceNDArray files share.
+ * views, and what the cuda ufunc and interop.c use of an array.  Moving
+ * data to, from and between devices is devcopy.c; the protocol exports are
+ * devexport.c.  devicearray.h is what the DeviceNDArray files share.
  */
 #include "targets/cuda/devicearray.h"
 
@@ -720,7 +720,7 @@ cuda_devicearray_init(PyObject *module)
     return 0;
 }
 
-/* ---- for cufunc.c ---- */
+/* ---- for the cuda ufunc (cucall.c, cureduce.c) and interop.c ---- */
 
 int
 cuda_array_info(PyObject *obj, CudaArrayInfo *info)
