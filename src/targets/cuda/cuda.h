@@ -5,14 +5,17 @@
  *
  *   driver.c       libcuda.so.1: loading, errors, primary context, detect()
  *   stream.c       Stream and Event types; `stream=` argument conversion
- *   devicearray.c  DeviceNDArray: allocation, copies, views, protocol exports
+ *   devicearray.c  DeviceNDArray: allocation, views (devicearray.h: shared)
+ *   devcopy.c      its copies: to and from the host, to_device, device_array*
+ *   devexport.c    its exports: __cuda_array_interface__, __dlpack__
  *   interop.c      as_cuda_array: foreign CAI and DLPack arrays, checked
  *   toolkit.c      finding libNVVM and libdevice; libNVVM compilation
  *   nvvmir.c       the LLVM 7 typed-pointer text dialect libNVVM wants
  *   ptx.c          kernel modules -> PTX (libNVVM or LLVM's NVPTX back end)
  *   launch.c       PTX loaded into the context; cuLaunchKernel from C
  *   kernels.c      a cuda ufunc's entry points (grid-stride loops) in LLVM IR
- *   cufunc.c       the cuda ufunc object and its calls (cufunc.h: shared types)
+ *   cufunc.c       the cuda ufunc object and its loops (cufunc.h: shared types)
+ *   cucall.c       its calls: operands, broadcasting, launch plan, out=, copies
  *   cureduce.c     its reduce
  *   staging.c      host arrays in chunks through pinned buffers, two streams
  *   cudamodule.c   _core's cuda functions and exceptions
@@ -89,7 +92,8 @@ int cuda_stream_init_types(PyObject *module);
 extern PyObject *cuda_devicearray_type; /* numbavec.cuda.DeviceNDArray */
 int cuda_devicearray_init(PyObject *module);
 
-/* What cufunc.c reads of a DeviceNDArray (dtype borrowed). */
+/* What a cuda ufunc call (cucall.c, cureduce.c) reads of a DeviceNDArray
+ * (dtype borrowed). */
 typedef struct CudaArrayInfo {
     CUdeviceptr ptr;
     int nd, readonly;
@@ -105,6 +109,9 @@ PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape
 PyObject *cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape,
                           const Py_ssize_t *strides, CUdeviceptr ptr, PyObject *owner,
                           int readonly);
+
+/* ---- devexport.c ---- */
+
 /* The CUDA device numbavec uses (0 before the driver is loaded). */
 int cuda_device_ordinal(void);
 

@@ -1,6 +1,7 @@
 /*
  * cufunc.h - what the files of the cuda ufunc share (private to cufunc.c,
- * the object and its elementwise calls, and cureduce.c, its reduce).
+ * the object and its loops; cucall.c, its elementwise calls; cureduce.c,
+ * its reduce).
  */
 #ifndef NV_CUDA_CUFUNC_H
 #define NV_CUDA_CUFUNC_H
@@ -63,18 +64,27 @@ typedef struct Call {
     int device; /* result on the device */
 } Call;
 
-/* ---- cufunc.c, for cureduce.c ---- */
+/* ---- cufunc.c: the loops, for cucall.c and cureduce.c ---- */
 
 int cf_can_reduce(CuFunc *f);     /* binary, with an identity or reorderable */
 size_t cf_reduce_smem(int block); /* dynamic shared memory of a reduce block */
 int cf_sm_count(void);            /* the device's SMs; -1 with an exception */
 /* Loads loop l (and its reduce entry when want_reduce).  0/-1. */
 int cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce);
-void cf_operands_clear(Operand *ops, int n);
-int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
 /* NumPy's choice of loop for ops (lazy: may compile one); -1 on error. */
 Py_ssize_t cf_resolve(CuFunc *f, const Operand *ops, int lazy);
-int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */
+
+/* ---- cucall.c: a call, for cufunc.c (its slots) and cureduce.c ---- */
+
+/* f(*inputs, out=None, stream=None), the type's tp_call: new reference. */
+PyObject *cf_call(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Test hook: f._plan(*args, out=None, sm_count=132, block=256) -> dict. */
+PyObject *cf_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Test hook: f._resolve(*args) -> the chosen loop as 'ff->f'. */
+PyObject *cf_resolve_hook(PyObject *self, PyObject *args);
+void cf_operands_clear(Operand *ops, int n);
+int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
+int cf_is_kind(PyArray_Descr *d, TsKind k);  /* d holds kind k's values, natively */
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */
 int cf_cast_input(Call *c, Operand *op, TsKind kind);

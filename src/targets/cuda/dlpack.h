@@ -1,7 +1,7 @@
 /*
  * dlpack.h - the DLPack ABI (dlpack.h v0.8, unversioned "dltensor"
  * capsules) as numbavec needs it, declared here so that no DLPack header is
- * needed to build.  devicearray.c exports through it, interop.c imports.
+ * needed to build.  devexport.c exports through it, interop.c imports.
  */
 #ifndef NV_CUDA_DLPACK_H
 #define NV_CUDA_DLPACK_H

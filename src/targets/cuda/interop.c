@@ -3,7 +3,7 @@
  * a DeviceNDArray without a copy, from __cuda_array_interface__ (versions
  * 0 to 3) or from __dlpack__/__dlpack_device__ (an unversioned "dltensor"
  * capsule).  cuda ufunc calls take foreign device operands through here too.
- * The export side of both protocols is devicearray.c.
+ * The export side of both protocols is devexport.c.
  *
  * What a foreign object hands over is untrusted.  Every field is checked
  * before anything is built or any driver call is made: its type, its range,

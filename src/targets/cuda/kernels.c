@@ -3,7 +3,7 @@
  * inlined scalar kernel, built in LLVM IR next to it (ptx.c compiles them).
  *
  * Per signature one module holds four entries (W = 32 or 64 bits of index
- * arithmetic, chosen per call by cufunc.c from the element count and the
+ * arithmetic, chosen per call by cucall.c from the element count and the
  * byte extents):
  *
  *   <name>_c<W>(x0, s0lo, s0hi, ..., out, iW n)
@@ -188,7 +188,7 @@ loop_start(Kb *k, Loop *l)
 static void
 loop_close(Kb *k, Loop *l)
 {
-    /* i + stride cannot wrap: cufunc.c picks W so that n + grid size fits */
+    /* i + stride cannot wrap: cucall.c picks W so that n + grid size fits */
     LLVMValueRef next = LLVMBuildNUWAdd(k->b, l->i, l->stride, "i.next");
     LLVMBasicBlockRef tail = LLVMGetInsertBlock(k->b);
     LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntULT, next, l->n, ""), l->body, l->done);

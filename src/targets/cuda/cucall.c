@@ -1,0 +1,1061 @@
+/*
+ * cucall.c - a cuda ufunc's call protocol: f(*inputs, out=None, stream=None)
+ * from Python arguments to kernel launches.
+ *
+ * It sits between the object (cufunc.c: the loops, compiled, loaded and
+ * chosen) and the device (launch through the driver table, staging.c for
+ * large host calls).  Per call (all C): classify the operands (Python
+ * scalar, NumPy scalar or 0-d, host ndarray, device array through
+ * as_cuda_array), let cufunc.c pick the loop, broadcast through zero
+ * strides, check out=, then plan: coalesce the dimensions, choose the
+ * contiguous or strided entry and 32- or 64-bit index arithmetic, block
+ * size from the occupancy API, grid capped at CUDA_GRID_PER_SM blocks per
+ * SM.  Host operands are copied in and the result copied back (synchronous;
+ * large unbroadcast calls in chunks through staging.c); with any device
+ * operand the result is a device array and the call is asynchronous on
+ * `stream`.  Device operands of another dtype are converted by cast
+ * kernels; an out= that overlaps an input is written through a temporary.
+ * The operand and cast helpers serve cureduce.c too; the test hooks _plan
+ * and _resolve take the same path as far as it goes without a GPU.
+ */
+#include "targets/cuda/cufunc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- operands ---- */
+
+void
+cf_operands_clear(Operand *ops, int n)
+{
+    for (int k = 0; k < n; k++) {
+        Py_CLEAR(ops[k].obj);
+        Py_CLEAR(ops[k].dev);
+    }
+}
+
+static int
+device_operand(Operand *op, PyObject *dev)
+{
+    CudaArrayInfo info;
+    if (cuda_array_info(dev, &info) < 0) {
+        Py_DECREF(dev);
+        return -1;
+    }
+    op->what = OP_DEVICE;
+    op->obj = dev;
+    op->dtype = info.dtype;
+    op->nd = info.nd;
+    op->ptr = info.ptr;
+    if (info.nd > 0) { /* a 0-d array may have no shape array at all */
+        memcpy(op->shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
+        memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
+    }
+    return 0;
+}
+
+static int
+host_operand(Operand *op, PyObject *arr)
+{
+    PyArrayObject *a = (PyArrayObject *)arr;
+    op->obj = arr;
+    op->dtype = PyArray_DESCR(a);
+    op->nd = PyArray_NDIM(a);
+    op->what = op->nd == 0 ? OP_SCALAR : OP_HOST;
+    if (op->nd > 0) { /* NumPy gives 0-d arrays NULL dims and strides */
+        memcpy(op->shape, PyArray_DIMS(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+        memcpy(op->strides, PyArray_STRIDES(a), sizeof(Py_ssize_t) * (size_t)op->nd);
+    }
+    return 0;
+}
+
+/* An empty operand (shape and strides are left: nd is 0).  The structs are
+ * large (NPY_MAXDIMS of each), and a call is microseconds. */
+static void
+operand_reset(Operand *op)
+{
+    op->what = OP_PYSCALAR;
+    op->obj = op->dev = NULL;
+    op->dtype = NULL;
+    op->nd = 0;
+    op->ptr = 0;
+    op->words[0] = op->words[1] = 0;
+}
+
+/* Sorts obj into an operand.  0/-1. */
+int
+cf_classify(PyObject *obj, Operand *op)
+{
+    operand_reset(op);
+    /* weak (NEP 50): Python numbers and their subclasses, but not bool and
+     * not NumPy's float64/complex128 scalars, which subclass float/complex */
+    if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
+        || (!PyBool_Check(obj) && !PyArray_IsScalar(obj, Generic)
+            && (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)))) {
+        op->what = OP_PYSCALAR;
+        op->obj = Py_NewRef(obj);
+        return 0;
+    }
+    if (cuda_is_device_array(obj)) {
+        return device_operand(op, Py_NewRef(obj));
+    }
+    if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)) {
+        /* another library's device array: checked as as_cuda_array checks it */
+        PyObject *dev = NULL;
+        int found = cuda_foreign_array(obj, &dev);
+        if (found != 0) {
+            return found > 0 ? device_operand(op, dev) : -1;
+        }
+    }
+    PyObject *arr = PyArray_FROM_O(obj);
+    return arr ? host_operand(op, arr) : -1;
+}
+
+/* ---- broadcasting and the launch plan ---- */
+
+typedef struct Plan {
+    int variant, ndim, nops;
+    Py_ssize_t n;
+    Py_ssize_t shape[NPY_MAXDIMS];                   /* innermost first */
+    Py_ssize_t strides[TS_MAXARGS + 1][NPY_MAXDIMS]; /* innermost first */
+    int block, grid;
+} Plan;
+
+/* NumPy's broadcast of all array operands (and out) into shape; ValueError. */
+static int
+broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
+{
+    *nd = 0;
+    for (int k = 0; k < nops; k++) {
+        if (ops[k].nd > *nd) {
+            *nd = ops[k].nd;
+        }
+    }
+    for (int d = 0; d < *nd; d++) {
+        shape[d] = 1;
+    }
+    for (int k = 0; k < nops; k++) {
+        const Operand *o = &ops[k];
+        for (int d = 0; d < o->nd; d++) {
+            Py_ssize_t *s = &shape[*nd - o->nd + d], v = o->shape[d];
+            if (v == *s || v == 1) {
+                continue;
+            }
+            if (*s != 1) {
+                PyErr_Format(PyExc_ValueError,
+                             "operands could not be broadcast together "
+                             "(dimension %d: %zd vs %zd)",
+                             d, v, *s);
+                return -1;
+            }
+            *s = v;
+        }
+    }
+    return 0;
+}
+
+/* Strides of o over (nd, shape), zero where broadcast, innermost first. */
+static void
+broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t *out)
+{
+    for (int d = 0; d < nd; d++) {
+        int od = d - (nd - o->nd);
+        Py_ssize_t s = 0;
+        if (o->what == OP_HOST || o->what == OP_DEVICE) {
+            s = od >= 0 && o->shape[od] != 1 ? o->strides[od] : 0;
+        }
+        out[nd - 1 - d] = shape[d] == 1 ? 0 : s;
+    }
+}
+
+/* Blocks for n elements: enough for one element each, at most
+ * CUDA_GRID_PER_SM per SM (the grid-stride loop does the rest). */
+static Py_ssize_t
+grid_for(Py_ssize_t n, int block, int sms)
+{
+    Py_ssize_t blocks = (n + block - 1) / block;
+    Py_ssize_t cap = (Py_ssize_t)CUDA_GRID_PER_SM * (sms > 0 ? sms : 1);
+    return blocks < 1 ? 1 : blocks > cap ? cap : blocks;
+}
+
+/*
+ * The plan for ops over (nd, shape): drop size-1 dimensions, merge a
+ * dimension into the next outer one where every operand allows, then the
+ * contiguous entry when one dimension is left and every array operand
+ * steps by its item size.  32-bit arithmetic when n plus one grid's worth
+ * and every byte extent stay below 2^31.
+ */
+static int
+make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ssize_t *shape,
+          int sms, int block, int kdims32, int kdims64, Plan *p)
+{
+    Py_ssize_t st[TS_MAXARGS + 1][NPY_MAXDIMS], sh[NPY_MAXDIMS];
+    p->variant = CUDA_C32;
+    p->ndim = 0;
+    p->nops = nops;
+    p->n = 1;
+    for (int k = 0; k < nops; k++) {
+        broadcast_strides(&ops[k], nd, shape, st[k]);
+    }
+    for (int d = 0; d < nd; d++) {
+        sh[d] = shape[nd - 1 - d];
+        p->n *= sh[d];
+    }
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        if (sh[d] == 1) {
+            continue;
+        }
+        int merge = m > 0;
+        for (int k = 0; merge && k < nops; k++) {
+            merge = st[k][d] == p->strides[k][m - 1] * p->shape[m - 1];
+        }
+        if (merge) {
+            p->shape[m - 1] *= sh[d];
+            continue;
+        }
+        p->shape[m] = sh[d];
+        for (int k = 0; k < nops; k++) {
+            p->strides[k][m] = st[k][d];
+        }
+        m++;
+    }
+    p->ndim = m;
+    int contiguous = m <= 1;
+    for (int k = 0; contiguous && k < nops; k++) {
+        int array = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE;
+        contiguous = !array || m == 0 || p->strides[k][0] == itemsize[k];
+    }
+    p->block = block > 0 ? block : 1;
+    p->grid = (int)grid_for(p->n, p->block, sms);
+    int narrow = p->n + (Py_ssize_t)p->grid * p->block < ((Py_ssize_t)1 << 31);
+    for (int k = 0; narrow && k < nops; k++) {
+        Py_ssize_t ext = 0;
+        for (int d = 0; d < m; d++) {
+            Py_ssize_t s = p->strides[k][d] < 0 ? -p->strides[k][d] : p->strides[k][d];
+            ext += s * (p->shape[d] - 1);
+        }
+        narrow =
+            ext < ((Py_ssize_t)1 << 31) && (Py_ssize_t)itemsize[k] * p->n < ((Py_ssize_t)1 << 31);
+    }
+    if (contiguous) {
+        p->variant = narrow ? CUDA_C32 : CUDA_C64;
+        return 0;
+    }
+    p->variant = narrow ? CUDA_S32 : CUDA_S64;
+    if (m > (narrow ? kdims32 : kdims64)) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "cuda ufunc: %d dimensions that cannot be "
+                     "merged; the strided kernel takes %d",
+                     m, narrow ? kdims32 : kdims64);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
+{
+    static const char *const names[] = {"c32", "c64", "s32", "s64"};
+    PyObject *shape = PyTuple_New(p->ndim), *strides = PyTuple_New(p->nops);
+    if (shape == NULL || strides == NULL) {
+        Py_XDECREF(shape);
+        Py_XDECREF(strides);
+        return NULL;
+    }
+    for (int d = 0; d < p->ndim; d++) {
+        PyTuple_SetItem(shape, d, PyLong_FromSsize_t(p->shape[p->ndim - 1 - d]));
+    }
+    for (int k = 0; k < p->nops; k++) {
+        PyObject *t = PyTuple_New(p->ndim);
+        for (int d = 0; t && d < p->ndim; d++) {
+            PyTuple_SetItem(t, d, PyLong_FromSsize_t(p->strides[k][p->ndim - 1 - d]));
+        }
+        PyTuple_SetItem(strides, k, t ? t : Py_NewRef(Py_None));
+    }
+    char sig[TS_STRSIZE];
+    ts_signature_str(&f->loops[loop]->sig, sig, sizeof(sig));
+    return Py_BuildValue("{s:s,s:n,s:N,s:N,s:i,s:i,s:s}", "kernel", names[p->variant], "n", p->n,
+                         "shape", shape, "strides", strides, "block", p->block, "grid", p->grid,
+                         "signature", sig);
+}
+
+/* ---- the call ---- */
+
+
+/* A host operand (array, scalar, Python number) as a C-contiguous array of
+ * kind, converted by NumPy (op->obj itself when it is one already). */
+static PyObject *
+host_as(const Operand *op, TsKind kind)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    return d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
+             : NULL;
+}
+
+/* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
+static int
+scalar_words(Operand *op, TsKind kind)
+{
+    PyObject *a = host_as(op, kind);
+    if (a == NULL) {
+        return -1;
+    }
+    memset(op->words, 0, sizeof(op->words));
+    memcpy(op->words, PyArray_DATA((PyArrayObject *)a), (size_t)ts_itemsize(kind));
+    Py_DECREF(a);
+    return 0;
+}
+
+static int
+parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
+{
+    c->f = f; /* every field but the large arrays, which are filled as used */
+    c->nin = f->nin;
+    c->have_out = 0;
+    c->out_arg = Py_None;
+    c->stream = Py_None;
+    c->s = NULL;
+    c->loop = -1;
+    c->nd = 0;
+    c->device = 0;
+    operand_reset(&c->ops[f->nin]);
+    Py_ssize_t nargs = PyTuple_Size(args);
+    if (nargs != f->nin && nargs != f->nin + 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "%U() takes from %d to %d positional arguments but %zd "
+                     "were given",
+                     f->name, f->nin, f->nin + 1, nargs);
+        return -1;
+    }
+    if (nargs == f->nin + 1) {
+        c->out_arg = PyTuple_GetItem(args, f->nin);
+    }
+    if (kwargs != NULL) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
+                c->out_arg = value;
+                if (PyTuple_Check(value)) {
+                    if (PyTuple_Size(value) != 1) {
+                        PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly "
+                                                          "one entry per ufunc output");
+                        return -1;
+                    }
+                    c->out_arg = PyTuple_GetItem(value, 0);
+                }
+            } else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+                c->stream = value;
+            } else {
+                PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument %R", f->name,
+                             key);
+                return -1;
+            }
+        }
+    }
+    for (int k = 0; k < f->nin; k++) {
+        if (cf_classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
+            cf_operands_clear(c->ops, k);
+            return -1;
+        }
+    }
+    if (c->out_arg != Py_None) {
+        Operand *o = &c->ops[f->nin];
+        int ok = cf_classify(c->out_arg, o) == 0;
+        if (ok
+            && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
+            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
+            ok = 0;
+        }
+        if (ok && o->what == OP_SCALAR) {
+            o->what = OP_HOST; /* a 0-d out array */
+        }
+        if (!ok) {
+            cf_operands_clear(c->ops, f->nin + 1);
+            return -1;
+        }
+        c->have_out = 1;
+    }
+    return cuda_stream_arg(c->stream, &c->s) < 0 ? (cf_operands_clear(c->ops, f->nin + 1), -1) : 0;
+}
+
+static void
+call_clear(Call *c)
+{
+    cf_operands_clear(c->ops, c->nin + 1);
+}
+
+/* 1 when dtype d holds values of kind k as the kernels read them: native
+ * byte order, any of NumPy's names for the type (int64 is NPY_LONG and
+ * NPY_LONGLONG alike on Linux). */
+int
+cf_is_kind(PyArray_Descr *d, TsKind k)
+{
+    TsKind dk;
+    return PyArray_ISNBO(d->byteorder) && ts_kind_from_typenum(d->type_num, &dk) == 0 && dk == k;
+}
+
+/* Device operands of a dtype other than the loop's are cast on the device,
+ * by the identity cuda ufunc of that pair: its dtype must be one of ours. */
+static int
+check_casts(Call *c)
+{
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    for (int k = 0; k < c->nin + c->have_out; k++) {
+        const Operand *op = &c->ops[k];
+        TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
+        if (op->what == OP_DEVICE && !cf_is_kind(op->dtype, want)
+            && (ts_kind_from_typenum(op->dtype->type_num, &kind) < 0
+                || !PyArray_ISNBO(op->dtype->byteorder))) {
+            PyErr_Format(PyExc_TypeError,
+                         "cuda ufunc '%U': %s %d has dtype %R, which has no cast to %s on the "
+                         "device",
+                         c->f->name, k < c->nin ? "input" : "output", k, op->dtype,
+                         ts_kind_name(want));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Loop, broadcast shape and out= checks; nothing touches the device. */
+static int
+prepare(Call *c, int lazy)
+{
+    CuFunc *f = c->f;
+    if ((c->loop = cf_resolve(f, c->ops, lazy)) < 0) {
+        return -1;
+    }
+    const TsSignature *sig = &f->loops[c->loop]->sig;
+    if (broadcast_shape(c->ops, c->nin + c->have_out, &c->nd, c->shape) < 0) {
+        return -1;
+    }
+    for (int k = 0; k <= c->nin; k++) {
+        c->device |= c->ops[k].what == OP_DEVICE;
+    }
+    if (!c->have_out) {
+        return check_casts(c);
+    }
+    Operand *o = &c->ops[c->nin];
+    int same = o->nd == c->nd;
+    for (int d = 0; same && d < c->nd; d++) {
+        same = o->shape[d] == c->shape[d];
+    }
+    if (!same) {
+        PyErr_SetString(PyExc_ValueError, "non-broadcastable output operand: its shape does "
+                                          "not match the broadcast shape of the inputs");
+        return -1;
+    }
+    PyArray_Descr *ret = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+    int castable = ret && PyArray_CanCastTypeTo(ret, o->dtype, NPY_SAME_KIND_CASTING);
+    Py_XDECREF(ret);
+    if (!castable) {
+        PyErr_Format(PyExc_TypeError,
+                     "Cannot cast ufunc '%U' output from %s to %R with "
+                     "casting rule 'same_kind'",
+                     f->name, ts_kind_name(sig->ret.kind), o->dtype);
+        return -1;
+    }
+    if (o->what == OP_DEVICE) {
+        CudaArrayInfo info;
+        if (cuda_array_info(o->obj, &info) < 0) {
+            return -1;
+        }
+        if (info.readonly) {
+            PyErr_SetString(PyExc_ValueError, "output array is read-only");
+            return -1;
+        }
+    } else if (PyArray_FailUnlessWriteable((PyArrayObject *)o->obj, "output array") < 0) {
+        return -1;
+    }
+    return check_casts(c);
+}
+
+/* ---- memory overlap ---- */
+
+/* The bytes [lo, hi) the elements of op at ptr span (empty for size 0). */
+static void
+extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
+{
+    Py_ssize_t a = 0, b = (Py_ssize_t)PyDataType_ELSIZE(op->dtype);
+    for (int d = 0; d < op->nd; d++) {
+        if (op->shape[d] == 0) {
+            *lo = *hi = ptr;
+            return;
+        }
+        Py_ssize_t step = op->strides[d] * (op->shape[d] - 1);
+        *(step < 0 ? &a : &b) += step;
+    }
+    *lo = ptr + (uintptr_t)a;
+    *hi = ptr + (uintptr_t)b;
+}
+
+/*
+ * 1 when writing the output `out` (at pout) may change an element of input
+ * `in` (at pin) before another element reads it: their bytes intersect and
+ * they are not the same elements in the same order (out= an input exactly
+ * is safe: each element is read, then written, by one thread).
+ */
+static int
+overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, uintptr_t pout)
+{
+    uintptr_t ilo, ihi, olo, ohi;
+    extent(in, pin, &ilo, &ihi);
+    extent(out, pout, &olo, &ohi);
+    if (ilo >= ohi || olo >= ihi) {
+        return 0;
+    }
+    if (pin != pout || PyDataType_ELSIZE(in->dtype) != PyDataType_ELSIZE(out->dtype)) {
+        return 1;
+    }
+    Py_ssize_t si[NPY_MAXDIMS], so[NPY_MAXDIMS];
+    broadcast_strides(in, c->nd, c->shape, si);
+    broadcast_strides(out, c->nd, c->shape, so);
+    for (int d = 0; d < c->nd; d++) {
+        if (si[d] != so[d]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * 1 when the kernel writes into out= itself: a device array of the loop's
+ * dtype that no input read in place (a device input of the loop's dtype)
+ * overlaps other than element for element.  Else it writes a temporary,
+ * converted or copied into out= after the kernel.
+ */
+static int
+writes_out(const Call *c)
+{
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    const Operand *o = &c->ops[c->nin];
+    if (!c->have_out || o->what != OP_DEVICE || !cf_is_kind(o->dtype, sig->ret.kind)) {
+        return 0;
+    }
+    for (int k = 0; k < c->nin; k++) {
+        const Operand *op = &c->ops[k];
+        if (op->what == OP_DEVICE && cf_is_kind(op->dtype, sig->args[k].kind)
+            && overlaps(c, op, op->ptr, o, o->ptr)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- device casts ---- */
+
+/* dst[...] = src[...] converted (device arrays), queued on the call's stream
+ * by numbavec.cuda._cast_ufunc(src.dtype, dst.dtype). */
+static int
+device_cast(Call *c, PyObject *src, PyObject *dst)
+{
+    CudaArrayInfo si, di;
+    if (cuda_array_info(src, &si) < 0 || cuda_array_info(dst, &di) < 0) {
+        return -1;
+    }
+    PyObject *mod = PyImport_ImportModule("numbavec.cuda");
+    PyObject *fn = mod ? PyObject_CallMethod(mod, "_cast_ufunc", "OO", si.dtype, di.dtype) : NULL;
+    PyObject *args = fn ? PyTuple_Pack(1, src) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:O,s:O}", "out", dst, "stream", c->stream) : NULL;
+    PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(mod);
+    Py_XDECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* Points op at a device copy (op->dev) of its shape and strides. */
+static void
+use_copy(Operand *op, PyObject *dev)
+{
+    CudaArrayInfo info;
+    cuda_array_info(dev, &info);
+    op->dev = dev;
+    op->ptr = info.ptr;
+    if (op->nd > 0) {
+        memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+    }
+}
+
+/* A device input of another dtype -> a device copy in the loop's. */
+int
+cf_cast_input(Call *c, Operand *op, TsKind kind)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *tmp = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
+    if (tmp == NULL || device_cast(c, op->obj, tmp) < 0) {
+        Py_XDECREF(tmp);
+        return -1;
+    }
+    use_copy(op, tmp);
+    return 0;
+}
+
+/* Host arrays -> device copies of the loop's dtype (not broadcast). */
+int
+cf_upload(Call *c, Operand *op, TsKind kind)
+{
+    PyObject *h = host_as(op, kind);
+    if (h == NULL) {
+        return -1;
+    }
+    PyArray_Descr *dd = PyArray_DESCR((PyArrayObject *)h);
+    Py_INCREF(dd);
+    PyObject *dev = cuda_array_empty(dd, op->nd, op->shape, c->stream);
+    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream) : NULL;
+    Py_DECREF(h);
+    if (r == NULL) {
+        Py_XDECREF(dev);
+        return -1;
+    }
+    Py_DECREF(r);
+    use_copy(op, dev);
+    return 0;
+}
+
+/* ---- launching ---- */
+
+/* Parameter storage for one launch. */
+typedef struct Params {
+    void *ptrs[3 * TS_MAXARGS + 2 + NPY_MAXDIMS * (TS_MAXARGS + 2)];
+    CUdeviceptr dptr[TS_MAXARGS + 1];
+    long long w64[NPY_MAXDIMS * (TS_MAXARGS + 2) + 1];
+    int w32[NPY_MAXDIMS * (TS_MAXARGS + 2) + 1];
+} Params;
+
+/* Launches plan p of loop l: input k at din[k] (0: ops[k]'s scalar words).
+ * No Python calls (the staged pipeline runs it without the GIL). */
+static CUresult
+launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops, int nin,
+           CUdeviceptr out, CUstream s, Params *pm)
+{
+    int np = 0, wide = p->variant == CUDA_C64 || p->variant == CUDA_S64;
+    for (int k = 0; k < nin; k++) {
+        pm->dptr[k] = din[k];
+        pm->ptrs[np++] = &pm->dptr[k];
+        pm->ptrs[np++] = (void *)&ops[k].words[0];
+        pm->ptrs[np++] = (void *)&ops[k].words[1];
+    }
+    pm->dptr[nin] = out;
+    pm->ptrs[np++] = &pm->dptr[nin];
+    int nw = 0;
+#define PUSH(v)                                                                                    \
+    do {                                                                                           \
+        if (wide) {                                                                                \
+            pm->w64[nw] = (long long)(v);                                                          \
+            pm->ptrs[np++] = &pm->w64[nw++];                                                       \
+        } else {                                                                                   \
+            pm->w32[nw] = (int)(v);                                                                \
+            pm->ptrs[np++] = &pm->w32[nw++];                                                       \
+        }                                                                                          \
+    } while (0)
+    PUSH(p->n);
+    if (p->variant >= CUDA_S32) {
+        int dims = cuda_kernel_dims(nin, wide);
+        for (int d = 0; d < dims; d++) {
+            PUSH(d < p->ndim ? p->shape[d] : 1);
+        }
+        for (int k = 0; k <= nin; k++) {
+            for (int d = 0; d < dims; d++) {
+                PUSH(d < p->ndim ? p->strides[k][d] : 0);
+            }
+        }
+    }
+#undef PUSH
+    return cuda_drv->LaunchKernel(l->fn[p->variant], (unsigned)p->grid, 1, 1, (unsigned)p->block, 1,
+                                  1, 0, s, pm->ptrs, NULL);
+}
+
+static int
+launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstream s)
+{
+    Params *pm = PyMem_Malloc(sizeof(Params)); /* 44 KB: launch_raw sets what it uses */
+    if (pm == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    CUdeviceptr din[TS_MAXARGS];
+    for (int k = 0; k < nin; k++) {
+        din[k] = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE ? ops[k].ptr : 0;
+    }
+    CUresult rc = launch_raw(l, p, din, ops, nin, out, s, pm);
+    PyMem_Free(pm);
+    return cuda_check(rc, "cuLaunchKernel (cuda ufunc)");
+}
+
+static int
+plan_call(Call *c, int sms, int block, Plan *p)
+{
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    int itemsize[TS_MAXARGS + 1];
+    for (int k = 0; k < c->nin; k++) {
+        itemsize[k] = ts_itemsize(sig->args[k].kind);
+    }
+    itemsize[c->nin] = ts_itemsize(sig->ret.kind);
+    return make_plan(c->ops, itemsize, c->nin + 1, c->nd, c->shape, sms, block,
+                     cuda_kernel_dims(c->nin, 0), cuda_kernel_dims(c->nin, 1), p);
+}
+
+/* Plans with the occupancy block of the chosen entry and launches into the
+ * device memory of `out` (an operand whose ptr and strides are device's). */
+static int
+plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
+{
+    Operand *o = &c->ops[c->nin], keep = *o;
+    *o = *out;
+    Plan p;
+    int rc = plan_call(c, sms, 0, &p);
+    if (rc == 0) {
+        rc = plan_call(c, sms, l->block[p.variant], &p);
+    }
+    if (rc == 0) {
+        rc = launch(l, &p, c->ops, c->nin, out->ptr, c->s);
+    }
+    *o = keep;
+    return rc;
+}
+
+/* ---- host calls in chunks (staging.c) ---- */
+
+/*
+ * The staging job of a host call whose array operands all have the call's
+ * shape (no broadcasting: a chunk of the output is a chunk of each input),
+ * with the host data as it is now; 0 when the call is not of that kind.
+ */
+static int
+stage_job(Call *c, CudaStaged *job)
+{
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    if (c->device || c->nd == 0) {
+        return 0;
+    }
+    memset(job, 0, sizeof(*job));
+    job->nin = c->nin;
+    job->n = 1;
+    for (int d = 0; d < c->nd; d++) {
+        job->n *= c->shape[d];
+    }
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        if (op->what != OP_HOST) {
+            continue;
+        }
+        int same = op->nd == c->nd;
+        for (int d = 0; same && d < c->nd; d++) {
+            same = op->shape[d] == c->shape[d];
+        }
+        if (!same) {
+            return 0;
+        }
+        job->in[k] = PyArray_DATA((PyArrayObject *)op->obj);
+        job->in_size[k] = ts_itemsize(sig->args[k].kind);
+    }
+    job->out_size = ts_itemsize(sig->ret.kind);
+    return 1;
+}
+
+typedef struct StageCtx {
+    CuLoop *l;
+    const Operand *ops;
+    int nin, sms;
+    Params *pm;
+} StageCtx;
+
+/* One chunk: the contiguous 32-bit entry (a chunk is far below 2^31 bytes). */
+static CUresult
+stage_launch(void *ctx, const CUdeviceptr *din, CUdeviceptr dout, Py_ssize_t n, CUstream s)
+{
+    StageCtx *x = ctx;
+    Plan p;
+    p.variant = CUDA_C32;
+    p.ndim = 1;
+    p.n = n;
+    p.block = x->l->block[CUDA_C32];
+    p.grid = (int)grid_for(n, p.block, x->sms);
+    return launch_raw(x->l, &p, din, x->ops, x->nin, dout, s, x->pm);
+}
+
+/* The staged call's result; NULL with an exception, or with *fallback set
+ * (and none) when the staging slots could not be allocated. */
+static PyObject *
+staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
+{
+    const TsSignature *sig = &l->sig;
+    Operand *o = &c->ops[c->nin];
+    PyObject *res = NULL, *result = NULL;
+    StageCtx x = {l, c->ops, c->nin, sms, NULL};
+    int direct = c->have_out && o->what == OP_HOST;
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        if (op->what != OP_HOST) {
+            continue;
+        }
+        if ((op->dev = host_as(op, sig->args[k].kind)) == NULL) {
+            return NULL;
+        }
+        job->in[k] = PyArray_DATA((PyArrayObject *)op->dev);
+        if (direct && op->dev == op->obj) {
+            direct = !overlaps(c, op, (uintptr_t)job->in[k], o,
+                               (uintptr_t)PyArray_DATA((PyArrayObject *)o->obj));
+        }
+    }
+    if (direct) {
+        PyArrayObject *out = (PyArrayObject *)o->obj;
+        direct = PyArray_ISCARRAY(out) && PyArray_ISNOTSWAPPED(out)
+                 && cf_is_kind(PyArray_DESCR(out), sig->ret.kind);
+    }
+    if (direct) {
+        res = Py_NewRef(o->obj);
+    } else {
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+        res = d ? PyArray_Empty(c->nd, c->shape, d, 0) : NULL;
+    }
+    if (res == NULL || (x.pm = malloc(sizeof(Params))) == NULL) {
+        if (res != NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    job->out = PyArray_DATA((PyArrayObject *)res);
+    job->launch = stage_launch;
+    job->ctx = &x;
+    int rc = cuda_stage_run(job);
+    if (rc == 1) { /* no memory for staging: whole arrays, as small calls */
+        for (int k = 0; k < c->nin; k++) {
+            Py_CLEAR(c->ops[k].dev);
+        }
+        *fallback = 1;
+    }
+    if (rc != 0) {
+        goto done;
+    }
+    if (!c->have_out) {
+        result = Py_NewRef(res);
+    } else if (direct || PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)res) == 0) {
+        result = Py_NewRef(c->out_arg);
+    }
+done:
+    free(x.pm);
+    Py_XDECREF(res);
+    return result;
+}
+
+/* ---- the call ---- */
+
+static PyObject *
+run_call(Call *c)
+{
+    CuFunc *f = c->f;
+    CuLoop *l = f->loops[c->loop];
+    const TsSignature *sig = &l->sig;
+    PyObject *result = NULL, *host = NULL, *res_dev = NULL;
+    if (cf_ensure_loaded(f, l, 0) < 0) {
+        return NULL;
+    }
+    int sms = cf_sm_count();
+    if (sms < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        if ((op->what == OP_SCALAR || op->what == OP_PYSCALAR)
+            && scalar_words(op, sig->args[k].kind) < 0) {
+            return NULL;
+        }
+    }
+    CudaStaged job;
+    if (stage_job(c, &job) && cuda_stage_worth(&job)) {
+        int fallback = 0;
+        PyObject *r = staged_call(c, l, sms, &job, &fallback);
+        if (!fallback) {
+            return r;
+        }
+    }
+    for (int k = 0; k < c->nin; k++) {
+        Operand *op = &c->ops[k];
+        TsKind kind = sig->args[k].kind;
+        if (op->what == OP_HOST && cf_upload(c, op, kind) < 0) {
+            return NULL;
+        }
+        if (op->what == OP_DEVICE && op->dev == NULL && !cf_is_kind(op->dtype, kind)
+            && cf_cast_input(c, op, kind) < 0) {
+            return NULL;
+        }
+    }
+    Operand *o = &c->ops[c->nin];
+    int out_dev = c->have_out && o->what == OP_DEVICE;
+    if (writes_out(c)) {
+        if (plan_and_launch(c, l, sms, o) < 0) {
+            return NULL;
+        }
+        return Py_NewRef(c->out_arg);
+    }
+    PyArray_Descr *rd = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+    if ((res_dev = rd ? cuda_array_empty(rd, c->nd, c->shape, c->stream) : NULL) == NULL) {
+        return NULL;
+    }
+    {
+        Operand tmp; /* the new array as the kernel's output */
+        operand_reset(&tmp);
+        if (device_operand(&tmp, Py_NewRef(res_dev)) < 0) {
+            goto error;
+        }
+        int rc = plan_and_launch(c, l, sms, &tmp);
+        Py_DECREF(tmp.obj);
+        if (rc < 0) {
+            goto error;
+        }
+    }
+    if (out_dev) {
+        /* another dtype, or memory an input reads: converted/copied in */
+        if (device_cast(c, res_dev, o->obj) == 0) {
+            result = Py_NewRef(c->out_arg);
+        }
+        goto error;
+    }
+    if (c->device && !c->have_out) {
+        result = res_dev;
+        res_dev = NULL;
+        goto error;
+    }
+    /* host result (a host out= in a device call too): copy back, synchronously */
+    host = PyObject_CallMethod(res_dev, "copy_to_host", "OO", Py_None, c->stream);
+    if (host == NULL) {
+        goto error;
+    }
+    if (cuda_stream_wait(c->s) < 0) {
+        goto error;
+    }
+    if (c->have_out) {
+        /* same_kind was checked in prepare() */
+        if (PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)host) < 0) {
+            goto error;
+        }
+        result = Py_NewRef(c->out_arg);
+    } else if (c->nd == 0) {
+        result = PyArray_Return((PyArrayObject *)host);
+        host = NULL;
+    } else {
+        result = host;
+        host = NULL;
+    }
+error:
+    Py_XDECREF(host);
+    Py_XDECREF(res_dev);
+    return result;
+}
+
+PyObject *
+cf_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    Call c;
+    if (parse_call(f, args, kwargs, &c) < 0) {
+        return NULL;
+    }
+    PyObject *r = prepare(&c, f->lazy) == 0 ? run_call(&c) : NULL;
+    call_clear(&c);
+    return r;
+}
+
+PyObject *
+cf_hook_kwargs(PyObject *kwargs, int *sms, int *block)
+{
+    PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New(), *v;
+    *sms = 132;
+    *block = 256;
+    if (kw != NULL && (v = PyDict_GetItemString(kw, "sm_count")) != NULL) {
+        *sms = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "sm_count");
+    }
+    if (kw != NULL && (v = PyDict_GetItemString(kw, "block")) != NULL) {
+        *block = (int)PyLong_AsLong(v);
+        PyDict_DelItemString(kw, "block");
+    }
+    return kw;
+}
+
+/* Test hook: _plan(*args, out=None, sm_count=132, block=256) -> dict (the
+ * launch plan; 'staged': elements per chunk of a staged host call, or 0;
+ * 'out': where the kernel writes, 'new', 'direct' (out=) or 'temporary'). */
+PyObject *
+cf_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    int sms, block;
+    PyObject *kw = cf_hook_kwargs(kwargs, &sms, &block);
+    if (kw == NULL) {
+        return NULL;
+    }
+    Call c;
+    PyObject *r = NULL;
+    if (parse_call(f, args, kw, &c) == 0) {
+        if (prepare(&c, 0) == 0) {
+            CudaStaged job;
+            Py_ssize_t staged =
+                stage_job(&c, &job) && cuda_stage_worth(&job) ? cuda_stage_chunk(&job) : 0;
+            const char *out = !c.have_out || c.ops[c.nin].what != OP_DEVICE ? "new"
+                              : writes_out(&c)                              ? "direct"
+                                                                            : "temporary";
+            /* host inputs as their contiguous device copies would be */
+            for (int k = 0; k < c.nin; k++) {
+                Operand *op = &c.ops[k];
+                if (op->what == OP_HOST) {
+                    Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.args[k].kind);
+                    for (int d = op->nd - 1; d >= 0; d--) {
+                        op->strides[d] = s;
+                        s *= op->shape[d];
+                    }
+                }
+            }
+            Operand *o = &c.ops[c.nin];
+            if (!(c.have_out && o->what == OP_DEVICE)) {
+                Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.ret.kind);
+                o->what = OP_DEVICE;
+                o->nd = c.nd;
+                for (int d = c.nd - 1; d >= 0; d--) {
+                    o->shape[d] = c.shape[d];
+                    o->strides[d] = s;
+                    s *= c.shape[d];
+                }
+            }
+            Plan p;
+            if (plan_call(&c, sms, block, &p) == 0) {
+                r = plan_dict(&p, f, c.loop);
+            }
+            PyObject *v = r ? Py_BuildValue("{s:n,s:s}", "staged", staged, "out", out) : NULL;
+            if (r != NULL && (v == NULL || PyDict_Update(r, v) < 0)) {
+                Py_CLEAR(r);
+            }
+            Py_XDECREF(v);
+        }
+        call_clear(&c);
+    }
+    Py_DECREF(kw);
+    return r;
+}
+
+/* Test hook: _resolve(*args) -> the chosen loop as 'ff->f' (no compiling). */
+PyObject *
+cf_resolve_hook(PyObject *self, PyObject *args)
+{
+    CuFunc *f = (CuFunc *)self;
+    Call c;
+    if (parse_call(f, args, NULL, &c) < 0) {
+        return NULL;
+    }
+    Py_ssize_t i = cf_resolve(f, c.ops, 0);
+    call_clear(&c);
+    if (i < 0) {
+        return NULL;
+    }
+    PyObject *types = PyObject_GetAttrString(f->resolver, "types");
+    PyObject *r = types ? PySequence_GetItem(types, i) : NULL;
+    Py_XDECREF(types);
+    return r;
+}
