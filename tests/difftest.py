@@ -19,6 +19,10 @@ two must agree, with these deliberate exceptions (DESIGN.md):
 
 Floats are compared within a ULP bound (NaN equals NaN, infinities exactly);
 "exact" comparisons also check the sign of zeros.
+
+The last section checks whole random programs (tests/progs.py): the pytest
+test in test_language.py, the release run (tests/difftest_release.py) and the
+kernel fuzzer (tests/fuzz_kernels.py) share :func:`check_program`.
 """
 import importlib.util
 import itertools
@@ -26,6 +30,7 @@ import math
 import os
 import types
 import warnings
+import zlib
 
 import numpy as np
 
@@ -341,3 +346,123 @@ def load_source(source, directory, name=None, env=None):
 
 def sig_string(out, ins):
     return f"{np.dtype(out).name}({', '.join(np.dtype(d).name for d in ins)})"
+
+
+# ---- random programs (tests/progs.py) ----
+
+N_INPUTS = 50
+# also skipped in programs: a Python float ** that goes complex (NumPy: nan)
+# and then meets math.f or a comparison raises TypeError
+PROG_ERRORS = REFERENCE_ERRORS + (TypeError,)
+PROG_ULPS = 8
+
+
+def _nudge(v, n):
+    """v moved n ULP (in its own precision); other values unchanged."""
+    if isinstance(v, float):
+        v = np.float64(v)
+        py = True
+    elif isinstance(v, (np.float32, np.float64)):
+        py = False
+    else:
+        return v
+    if not np.isfinite(v) or n == 0:
+        return float(v) if py else v
+    step = v.dtype.type(np.inf if n > 0 else -np.inf)
+    for _ in range(abs(n)):
+        v = np.nextafter(v, step)
+    return float(v) if py else v
+
+
+def _py_pow(a, b):
+    """Python float ** with NumPy's float64 answers where Python raises or
+    goes complex (a kernel's weak float is a float64)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and (
+            isinstance(a, float) or isinstance(b, float)):
+        with np.errstate(all="ignore"):
+            return float(np.float64(a) ** np.float64(b))
+    return a ** b
+
+
+def _perturbed_references(prog, args, idx):
+    """For elements idx: the reference re-run with every inexact library
+    result nudged by +-4 ULP (all up, all down, two random mixes)."""
+    runs = []
+    for mode in ("zero", "up", "down", "mix1", "mix2"):
+        rnd = np.random.default_rng(zlib.crc32(mode.encode()))
+
+        def hook(v, mode=mode, rnd=rnd):
+            n = {"zero": 0, "up": 4, "down": -4}.get(mode)
+            return _nudge(v, int(rnd.choice([-4, 4])) if n is None else n)
+        g = {"math": MATH32, "np": np, "_h": hook, "_pow": _py_pow}
+        exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
+        g.update(math=MATH32, int=_int64_result(int))    # after its own imports
+        sub = [a[idx] for a in args]
+        runs.append(reference_raw(g["f"], sub, errors=PROG_ERRORS))
+    return runs
+
+
+def _program_inputs(t, nparams, rng):
+    edges = edge_values(t)
+    cols = []
+    for _ in range(nparams):
+        e = rng.choice(edges, N_INPUTS)
+        r = random_values(t, N_INPUTS, rng)
+        cols.append(np.where(rng.random(N_INPUTS) < 0.5, e, r).astype(t))
+    return cols
+
+
+def check_program(prog, target, tmpdir, lazy=False, refusal_ok=False, name=None):
+    """Compile prog for its signatures (lazy: for the inputs' dtypes, at the
+    first call) and compare with py_func; returns (compared,
+    skipped_illconditioned, failure message or None).  A TypingError is a
+    failure, unless refusal_ok: then it propagates."""
+    import numbavec
+
+    mod = load_source(prog.source, tmpdir, name=name or f"nv_prog_{prog.seed}")
+    where = f"seed {prog.seed} ({target}), {prog.signatures()}:\n{prog.source}"
+    try:
+        if lazy:
+            uf = numbavec.vectorize(target=target)(mod.f)
+        else:
+            uf = numbavec.vectorize(prog.signatures(), target=target)(mod.f)
+    except numbavec.TypingError as exc:
+        if refusal_ok:
+            raise
+        return 0, 0, f"compile error {exc}\n{where}"
+    ref = reference_function(mod.f, {"_pow": _py_pow})
+    rng = np.random.default_rng(prog.seed)
+    compared = ill = 0
+    for t, out in zip(prog.argtypes, prog.out_types):
+        args = _program_inputs(t, prog.nparams, rng)
+        if lazy:
+            with np.errstate(all="ignore"):
+                got = uf(*args)     # a TypingError here is a refused compile too
+            out = got.dtype
+        else:
+            got = call_loop(uf, args, [np.dtype(t)] * prog.nparams + [np.dtype(out)])
+        raw = reference_raw(ref, args, errors=PROG_ERRORS)
+        exp, mask = cast_all(raw, out)
+        bad = mismatch(got, exp, PROG_ULPS if got.dtype.kind in "fc" else 0) & mask
+        compared += int(mask.sum())
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            runs = _perturbed_references(prog, args, idx)
+            still = []
+            for j, i in enumerate(idx):
+                cands = [cast_all([r[j]], out) for r in runs]
+                vals = [v for v, m in cands if m[0]]
+                if not vals:
+                    continue
+                if any(not mismatch(got[i:i + 1], v, PROG_ULPS).any() for v in vals):
+                    continue        # matches a perturbed reference: rounding
+                if any(mismatch(vals[0], v, PROG_ULPS).any() for v in vals[1:]):
+                    ill += 1        # ill-conditioned: the reference itself moves
+                    continue
+                still.append(i)
+            if still:
+                b = np.zeros_like(bad)
+                b[still] = True
+                return compared, ill, (f"{len(still)} mismatches for {t} -> {out}:\n"
+                                       + describe(args, got, exp, b) + f"\n{where}")
+    return compared, ill, None
