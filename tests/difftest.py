@@ -125,10 +125,14 @@ def _math32(fn):
         if not _float32_args(args):
             return fn(*args)
         # the float32 function: its arguments are float32 too (a weak
-        # Python float is rounded first, as NEP 50 does)
+        # Python float is rounded first, as NEP 50 does); ldexp's exponent
+        # stays an int
+        rounded = [float(np.float32(x)) if isinstance(x, (int, float, np.number)) else x
+                   for x in args]
+        if fn is math.ldexp:
+            rounded[1:] = args[1:]
         with np.errstate(all="ignore"):
-            r = fn(*[float(np.float32(x)) if isinstance(x, (int, float, np.number)) else x
-                     for x in args])
+            r = fn(*rounded)
             return np.float32(r) if isinstance(r, float) else r
     wrapped.__name__ = fn.__name__
     return wrapped
@@ -386,13 +390,15 @@ def _py_pow(a, b):
 
 def _perturbed_references(prog, args, idx):
     """For elements idx: the reference re-run with every inexact library
-    result nudged by +-4 ULP (all up, all down, two random mixes)."""
+    result nudged by +-4 ULP and by +-1 ULP (all up, all down, two random
+    mixes of +-4): a libm result 1 ULP from the correctly rounded one can
+    decide a branch, or feed a function as sensitive as cos(1.7e9)."""
     runs = []
-    for mode in ("zero", "up", "down", "mix1", "mix2"):
+    for mode in ("zero", "up", "down", "up1", "down1", "mix1", "mix2"):
         rnd = np.random.default_rng(zlib.crc32(mode.encode()))
 
         def hook(v, mode=mode, rnd=rnd):
-            n = {"zero": 0, "up": 4, "down": -4}.get(mode)
+            n = {"zero": 0, "up": 4, "down": -4, "up1": 1, "down1": -1}.get(mode)
             return _nudge(v, int(rnd.choice([-4, 4])) if n is None else n)
         g = {"math": MATH32, "np": np, "_h": hook, "_pow": _py_pow}
         exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
