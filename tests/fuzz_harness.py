@@ -48,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FAIL_KINDS = ("crash", "hang", "system-error", "runtime-error", "exception", "mismatch",
               "false-refusal", "wrong-result", "bad-message")
 DEFAULT_TIMEOUT = 10.0      # seconds per case: a kernel compiles in milliseconds
+RECYCLE = 400               # cases a worker runs before a fresh one replaces it (memory)
 MEMORY_LIMIT = 4 << 30      # bytes of address space for a worker
 PHASE_MARK = "@@fuzz-phase "
 
@@ -284,7 +285,7 @@ class Pool:
                     out = w.read()
                     if out is None:
                         continue
-                    if out["kind"] == "crash":
+                    if out["kind"] == "crash" or len(w.history) >= RECYCLE:
                         self.replace(w)
                     yield case, out, history
                 elif time.monotonic() >= w.deadline:

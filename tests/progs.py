@@ -111,14 +111,18 @@ class _Gen:
     _NAME = re.compile(r"\b([abc]|v\d+)\b")
 
     def typed(self, e):
-        """e anchored to the parameters' dtype in an integer family when it
-        holds no typed name: where a weak value would leak into a variable,
-        a conditional expression, and/or or min/max, Python keeps a Python
-        int (its type depends on the path) while the kernel has one static
-        type (a deliberate difference, not compared)."""
-        if self.isfloat or self._NAME.search(e[0]):
+        """e anchored to the parameters' dtype when it holds no typed name:
+        where a weak value would leak into a variable, a conditional
+        expression, and/or or min/max, Python keeps a Python int or float
+        (its type depends on the path) while the kernel has one static type
+        (a deliberate difference, not compared).  In the float family the
+        difference is a float32 rounding, which a cancellation later can
+        make large (found by the 10,000-program release run)."""
+        if self._NAME.search(e[0]):
             return e
         p = self.params[0]
+        if self.isfloat:        # p ** 0.0 is 1.0 in p's dtype, for nan and inf too
+            return f"({e[0]} * ({p} ** 0.0))", f"({e[1]} * ({p} ** 0.0))"
         return f"({e[0]} + ({p} ^ {p}))", f"({e[1]} + ({p} ^ {p}))"
 
     def bin(self, op, a, b):
@@ -194,7 +198,7 @@ class _Gen:
             if fn == "-":
                 return f"(-{a[0]})", f"(-{a[1]})"
             if fn in ("min", "max"):
-                b = self.expr(k, d)
+                a, b = self.typed(a), self.typed(self.expr(k, d))
                 return f"{fn}({a[0]}, {b[0]})", f"{fn}({a[1]}, {b[1]})"
             if fn == "math.floor":
                 # a weak int meeting a float operand
@@ -205,7 +209,7 @@ class _Gen:
             return self.ifexp(k, d)
         if roll < 0.94:
             op = self.r.choice(["and", "or"])
-            return self.bin(op, self.expr(k, d), self.expr(k, d))
+            return self.bin(op, self.typed(self.expr(k, d)), self.typed(self.expr(k, d)))
         return self.leaf(k)
 
     def ifexp(self, kind, d):
