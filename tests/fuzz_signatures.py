@@ -209,9 +209,9 @@ def gen_sizes(r):
         text = "f4" + "(" * n + "f4" + ")" * n
         return {"call": r.choice(["parse_signature", "vectorize"]), "sig": repr(text),
                 "expect": None, "arity": 1}
-    # each signature is compiled (some 20 ms): 300 of them take seconds
-    return {"call": "vectorize", "sig": repr(["f8(f8)"] * min(n, 300)), "expect": None,
-            "arity": 1, "timeout": 60}
+    # each signature is compiled again (some 20 ms each, duplicates too)
+    return {"call": "vectorize", "sig": repr(["f8(f8)"] * min(n, 64)), "expect": None,
+            "arity": 1, "timeout": 30}
 
 
 # ---- layouts ----
