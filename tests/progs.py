@@ -180,7 +180,10 @@ class _Gen:
                 call = f"math.{fn}({a[0]})"
                 ref = f"math.{fn}({a[1]})"
             else:
+                # np.f of a Python float is a (strong) float64: anchored, as a
+                # float32 kernel variable would otherwise be float64 throughout
                 fn = self.r.choice(self.np1)
+                a = self.typed(a) if self.isfloat else a
                 call = f"np.{fn}({a[0]})"
                 ref = f"np.{fn}({a[1]})"
             return call, (ref if fn in EXACT_MATH else f"_h({ref})")
