@@ -515,8 +515,16 @@ def compare_vector(case, mod, results, counts):
                                                                    np.generic)))
             return _mismatch(case, k, i, args, got, f"py_func returns {type(v).__name__}",
                              f"py_func returns {v!r}", counts)
+        narrow = _comparable(got, raw)
+        if narrow is not got:
+            got = narrow
+            exp, mask = dt.cast_all(raw, got.dtype)
         ulps = case["ulps"] if got.dtype.kind in "fc" else 0
         bad = dt.mismatch(got, exp, ulps) & mask
+        if got.dtype.kind == "c" and "**" in case["module"]:
+            # complex ** is exp(w log z) where it is not NumPy's repeated
+            # multiplication, and differs at special values (DESIGN-NOTES)
+            bad &= ~(_nonfinite(got) & _nonfinite(exp))
         counts["elements"] += int(mask.sum())
         if bad.any():
             still = _real_mismatches(case, args, got, np.flatnonzero(bad), ulps)
@@ -526,6 +534,24 @@ def compare_vector(case, mod, results, counts):
                 return _mismatch(case, k, still[0], args, got, "wrong value",
                                  dt.describe(args, got, exp, b), counts)
     return fh.outcome("ok", counts=counts)
+
+
+def _nonfinite(z):
+    return ~np.isfinite(z.real) | ~np.isfinite(z.imag)
+
+
+def _comparable(got, raw):
+    """got as it compares with Python's results: in their type where that is
+    narrower (a kernel's static, promoted type may be wider than the type
+    Python's path ended in, DESIGN), and in float16 where NumPy computed in
+    float16 (np.sqrt(int8)): numbavec has no float16 yet and computes wider."""
+    nat = dt.natural_dtype(raw)
+    with np.errstate(all="ignore"):
+        if nat == np.float16:
+            return (got.real if got.dtype.kind == "c" else got).astype(np.float16)
+        if nat.kind == got.dtype.kind and nat.itemsize < got.dtype.itemsize:
+            return got.astype(nat)
+    return got
 
 
 def _real_mismatches(case, args, got, idx, ulps):
@@ -621,14 +647,14 @@ def check_gu_index_error(case, mod, exc):
 # ---- the reference source for the perturbation check ----
 
 class _RefTransformer(ast.NodeTransformer):
-    """``a ** b`` -> ``_pow(a, b)``; inexact math/np calls -> ``_h(call)``, as
-    tests/progs.py writes its reference programs."""
+    """``a ** b`` -> ``_h(_pow(a, b))``; inexact math/np calls -> ``_h(call)``,
+    as tests/progs.py writes its reference programs."""
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Pow):
-            return ast.copy_location(ast.Call(ast.Name("_pow", ast.Load()),
-                                              [node.left, node.right], []), node)
+            call = ast.Call(ast.Name("_pow", ast.Load()), [node.left, node.right], [])
+            return ast.copy_location(ast.Call(ast.Name("_h", ast.Load()), [call], []), node)
         return node
 
     def visit_Call(self, node):
