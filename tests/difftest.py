@@ -403,18 +403,20 @@ def _py_pow(a, b):
 
 def _perturbed_references(prog, args, idx):
     """For elements idx: the reference re-run with every inexact library
-    result nudged by +-4 ULP and by +-1 ULP (all up, all down, two random
-    mixes of each): a libm result 1 ULP from the correctly rounded one can
-    decide a branch, or feed a function as sensitive as cos(1.7e9) or
-    fmod(arctan(x), sinh(x))."""
+    result nudged by +-4 ULP and by +-1 ULP (all up, all down, random mixes
+    of +-4 and of -1/0/+1): a libm result 1 ULP from the correctly rounded
+    one can decide a branch (math.cos(x) == np.cos(x): two implementations),
+    or feed a function as sensitive as cos(1.7e9) or fmod(arctan(x), sinh(x))."""
     runs = []
-    for mode in ("zero", "up", "down", "up1", "down1", "mix1", "mix2", "mix1_1", "mix2_1"):
+    modes = ("zero", "up", "down", "up1", "down1", "mix1", "mix2",
+             "mix1_1", "mix2_1", "mix3_1", "mix4_1")
+    for mode in modes:
         rnd = np.random.default_rng(zlib.crc32(mode.encode()))
 
         def hook(v, mode=mode, rnd=rnd):
             n = {"zero": 0, "up": 4, "down": -4, "up1": 1, "down1": -1}.get(mode)
-            step = 1 if mode.endswith("_1") else 4
-            return _nudge(v, int(rnd.choice([-step, step])) if n is None else n)
+            steps = [-1, 0, 1] if mode.endswith("_1") else [-4, 4]
+            return _nudge(v, int(rnd.choice(steps)) if n is None else n)
         g = {"math": MATH32, "np": np, "_h": hook, "_pow": _py_pow}
         exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
         g.update(math=MATH32, int=_int64_result(int))    # after its own imports

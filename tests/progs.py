@@ -102,7 +102,9 @@ class _Gen:
         if kind == "T" and not self.isfloat:
             lit = str(self.r.choice([0, 1, 2, 3, 5, 7, 10, 100]))
             return lit, lit
-        lit = self.r.choice(["0.5", "2.0", "1.5", "0.1", "3.0", "1e-3", "10.0", "-1.25", "0.0"])
+        # "(-1.25)": a bare -1.25 as the base of ** would be -(1.25 ** x) in
+        # the kernel and _pow(-1.25, x) in the reference
+        lit = self.r.choice(["0.5", "2.0", "1.5", "0.1", "3.0", "1e-3", "10.0", "(-1.25)", "0.0"])
         if self.chance(0.3) and not self.isfloat:
             t = self.expr("T", 0)
             return f"float({t[0]})", f"float({t[1]})"
