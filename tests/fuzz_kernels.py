@@ -65,8 +65,12 @@ def cases(seed, only=None):
 
 
 def configurations(r, prog):
-    """One to three (api, target, stack_kb) for a program."""
+    """One to three (api, target, stack_kb) for a program.  A scalar kernel
+    is sometimes also compiled as a gufunc ("gu_wrap": its returns written
+    into an output, layout '(),()->()')."""
     apis = prog["apis"]
+    if "lazy" in apis and r.random() < 0.2:
+        apis = apis + ["gu_wrap"]
     n = r.choice([1, 1, 2, 3])
     out = []
     for k in range(n):
@@ -91,6 +95,8 @@ def make_case(prog, cfg, rng):
         case.update(layout=gu["layout"], sigs=gu["sigs"],
                     calls=[gu_call(gu, rng)])
         return case
+    if api == "gu_wrap":
+        return wrap_case(case, prog["loops"][0], rng)
     calls = []
     for argtypes, out in prog["loops"]:
         args = vector_inputs(argtypes, rng)
@@ -99,6 +105,50 @@ def make_case(prog, cfg, rng):
     case["sigs"] = list(dict.fromkeys(c["sig"] for c in calls))
     case["calls"] = calls
     return case
+
+
+def wrap_case(case, loop, rng):
+    """The scalar kernel as a gufunc: f_gu(args..., out_) writes what f
+    returns into out_[0]; compared with f (py_func) as vectorize is."""
+    argtypes, out = loop
+    if out is None:
+        out = "complex128" if any("complex" in t for t in argtypes) else "float64"
+    args = vector_inputs(argtypes, rng)
+    zeros = np.zeros(len(args[0]), dtype=out)
+    case.update(layout=",".join(["()"] * len(argtypes)) + "->()",
+                sigs=[f"void({', '.join(argtypes)}, {out}[:])"],
+                calls=[{"sig": None, "args": [encode(a) for a in args],
+                        "outs": [encode(zeros)]}])
+    return case
+
+
+class _ReturnToOutput(ast.NodeTransformer):
+    """``return e`` -> ``out_[0] = e; return`` (outside nested defs)."""
+
+    def visit_Return(self, node):
+        if node.value is None:
+            return node
+        store = ast.parse("out_[0] = 0").body[0]
+        store.value = node.value
+        return [ast.copy_location(store, node), ast.copy_location(ast.Return(None), node)]
+
+    def visit_FunctionDef(self, node):
+        return node         # nested defs keep their returns
+
+
+def wrapped_kernel(module):
+    """The text of f_gu, the gufunc form of the module's scalar kernel f."""
+    tree = ast.parse(module)
+    fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    fdef.name = "f_gu"
+    fdef.args.args.append(ast.arg("out_"))
+    fdef.decorator_list = []
+    fdef.body = [s for stmt in fdef.body for s in _as_list(_ReturnToOutput().visit(stmt))]
+    return ast.unparse(ast.fix_missing_locations(fdef))
+
+
+def _as_list(x):
+    return x if isinstance(x, list) else [x]
 
 
 def vector_inputs(dtypes, rng):
@@ -201,14 +251,15 @@ def build_text(case):
         return f"_nv.vectorize(target={t!r})(f)"
     if case["api"] == "vectorize":
         return f"_nv.vectorize({case['sigs']!r}, target={t!r})(f)"
-    return f"_nv.guvectorize({case['sigs']!r}, {case['layout']!r}, target={t!r})(f)"
+    fn = "f_gu" if case["api"] == "gu_wrap" else "f"
+    return f"_nv.guvectorize({case['sigs']!r}, {case['layout']!r}, target={t!r})({fn})"
 
 
 def calls_text(case):
     rows = []
     for c in case["calls"]:
         args = ", ".join(array_text(a) for a in c["args"])
-        if case["api"] == "guvectorize":
+        if case["api"] in ("guvectorize", "gu_wrap"):
             outs = ", ".join(array_text(a) for a in c["outs"])
             rows.append(f"    (None, [{args}], [{outs}]),")
         else:
@@ -323,7 +374,14 @@ if __name__ == "__main__":
 
 def render(case):
     """The module text the worker runs and the reproducer holds."""
-    return case["module"].rstrip("\n") + "\n" + DRIVER.format(
+    module = case["module"].rstrip("\n") + "\n"
+    if case["api"] == "gu_wrap":
+        try:
+            module += "\n\n# f as a gufunc kernel: what f returns goes to out_[0]\n"
+            module += wrapped_kernel(case["module"]) + "\n"
+        except (SyntaxError, StopIteration, RecursionError, ValueError):
+            module += "\n\nf_gu = None     # f could not be rewritten\n"
+    return module + DRIVER.format(
         stack_kb=case["stack_kb"], build=build_text(case), calls=calls_text(case))
 
 
@@ -383,6 +441,8 @@ def run_case(case, workdir):
         return fh.outcome("ok", counts=counts)
     if case["api"] == "guvectorize":
         return compare_gu(case, mod, results, counts)
+    if case["api"] == "gu_wrap":
+        results = [outs[0] for _, outs in results]
     return compare_vector(case, mod, results, counts)
 
 
@@ -846,8 +906,7 @@ def _shrink_calls(case, out):
         i = out.get("bad_index")
         c = calls[k]
         if i is not None and len(c["args"][0]["data"]) > 1:
-            one = dict(c, args=[dict(a, data=[a["data"][i]], shape=[1]) for a in c["args"]])
-            yield _with_calls(case, [one])
+            yield _with_calls(case, [_elements(c, i, i + 1)])
     if len(calls) > 1:
         for j in range(len(calls)):
             yield _with_calls(case, calls[:j] + calls[j + 1:])
@@ -856,9 +915,17 @@ def _shrink_calls(case, out):
             n = len(c["args"][0]["data"])
             for size in (1, n // 4, n // 2):
                 if 0 < size < n:
-                    half = dict(c, args=[dict(a, data=a["data"][:size], shape=[size])
-                                         for a in c["args"]])
-                    yield _with_calls(case, calls[:j] + [half] + calls[j + 1:])
+                    yield _with_calls(case, calls[:j] + [_elements(c, 0, size)] + calls[j + 1:])
+
+
+def _elements(call, start, stop):
+    """call with its 1-d arguments (and outputs) cut to [start:stop]."""
+    def cut(a):
+        return dict(a, data=a["data"][start:stop], shape=[stop - start])
+    new = dict(call, args=[cut(a) for a in call["args"]])
+    if "outs" in call:
+        new["outs"] = [cut(a) for a in call["outs"]]
+    return new
 
 
 def _with_calls(case, calls):
