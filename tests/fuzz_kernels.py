@@ -350,13 +350,13 @@ def run(phase=lambda name: None):
 if __name__ == "__main__":
     for (loop, args, *outs), got in zip(CALLS, run()):
         if outs:
-            print("inputs after the call:", got[0])
-            print("outputs:", got[1])
-            for k in range(len(args[0])):
+            print("numbavec: inputs after the call:", got[0])
+            print("numbavec: outputs:", got[1])
+            for k in range(min(len(args[0]), 20)):
                 ins = [a.copy()[k] for a in args]
                 ref = [o.copy()[k:k + 1] if o[k].ndim == 0 else o.copy()[k] for o in outs[0]]
                 try:
-                    f(*ins, *ref)
+                    {kernel}(*ins, *ref)
                     print(f"py_func, outer element {{k}}: inputs", ins, "outputs", ref)
                 except Exception as exc:
                     print(f"py_func, outer element {{k}} raises {{type(exc).__name__}}: {{exc}}")
@@ -382,7 +382,8 @@ def render(case):
         except (SyntaxError, StopIteration, RecursionError, ValueError):
             module += "\n\nf_gu = None     # f could not be rewritten\n"
     return module + DRIVER.format(
-        stack_kb=case["stack_kb"], build=build_text(case), calls=calls_text(case))
+        stack_kb=case["stack_kb"], build=build_text(case), calls=calls_text(case),
+        kernel="f_gu" if case["api"] == "gu_wrap" else "f")
 
 
 def reproducer(case, out, note=""):

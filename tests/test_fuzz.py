@@ -113,8 +113,15 @@ def test_kernel_fuzzer_finds_a_known_fault(tmp_path):
         assert fuzz_kernels.known(case, out) is not None, out
 
 
-def test_kernel_reproducer_runs_standalone(tmp_path):
-    case = next(c for c in fuzz_kernels.cases(4, {"progs"}))
+@pytest.mark.parametrize("api", ["vectorize", "lazy", "gu_wrap", "guvectorize"])
+def test_kernel_reproducer_runs_standalone(api, tmp_path):
+    """A case the fuzzer passes runs as its own reproducer and prints the
+    results beside py_func's."""
+    candidates = (c for c in fuzz_kernels.cases(4, {"progs", "gufunc"}) if c["api"] == api
+                  and (c["gen"] == "gufunc") == (api == "guvectorize") and c["stack_kb"] == 0)
+    case = next(c for c in candidates
+                if fh.run_alone("fuzz_kernels", str(tmp_path), c, 20).get("counts", {})
+                .get("elements"))     # it ran and was compared
     out = fh.outcome("fail", "mismatch", "(for the test)", key="mismatch: test")
     path = tmp_path / "repro.py"
     path.write_text(fuzz_kernels.reproducer(case, out))
