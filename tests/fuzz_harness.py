@@ -418,6 +418,8 @@ def parse_args(argv, description):
                    help="failures minimized per distinct key (0: none)")
     p.add_argument("--minimize-seconds", type=float, default=60.0,
                    help="time limit of one minimization")
+    p.add_argument("--minimize-known", action="store_true",
+                   help="minimize the failures labelled as known faults too")
     p.add_argument("--only", default=None, help="comma-separated generators to run")
     p.add_argument("--list", action="store_true", help="print the first cases and exit")
     p.add_argument("--show", default=None, metavar="ID",
@@ -474,17 +476,20 @@ def main(fuzzer, module_name, argv=None):
         log.close()
     elapsed = time.monotonic() - start
     for case, out, history in pending:
-        report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args)
+        report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args,
+                       stats.known(case, out))
     print(stats.summary(elapsed))
     with open(os.path.join(outdir, "summary.txt"), "w") as fh:
         fh.write(stats.summary(elapsed) + "\n")
     return 1 if stats.unknown() else 0
 
 
-def report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args):
-    """Re-runs a failure alone, minimizes it, writes its reproducer."""
-    note = ""
-    if args.minimize > 0 and out["kind"] in ("crash", "hang"):
+def report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args, known):
+    """Re-runs a failure alone, minimizes it (unless it is a known fault and
+    --minimize-known is not given), writes its reproducer."""
+    note = f"known fault: {known}" if known else ""
+    minimizing = args.minimize > 0 and (not known or args.minimize_known)
+    if minimizing and out["kind"] in ("crash", "hang"):
         again = run_alone(module_name, logdir, case, case.get("timeout", args.timeout))
         if not same_failure(out, again):
             note = (f"NOT reproducible alone (alone: {again['status']} {again.get('kind')}); "
@@ -492,7 +497,7 @@ def report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args
             path = write_reproducer(fuzzer, outdir, case, out, note)
             print(f"  {case['id']}: {out['key']} -> {path} ({note[:60]})")
             return
-    if args.minimize > 0:
+    if minimizing:
         print(f"  minimizing {case['id']}: {out['key']}", flush=True)
         case, out = minimize(fuzzer, module_name, logdir, case, out,
                              case.get("timeout", args.timeout), args.minimize_seconds)
