@@ -80,10 +80,11 @@ def normalize(message):
 def exception_outcome(exc, phase):
     """The outcome of an exception that is not an accepted refusal."""
     name = type(exc).__name__
-    kind = {"SystemError": "system-error", "RuntimeError": "runtime-error"}.get(name,
-                                                                                "exception")
+    kinds = {"SystemError": "system-error", "RuntimeError": "runtime-error"}
+    kind = kinds.get(name, "exception")
     detail = f"{name} during {phase}: {exc}"
-    return outcome("fail", kind, detail, key=f"{kind}: {name} during {phase}: {normalize(str(exc))}")
+    key = f"{kind}: {name} during {phase}: {normalize(str(exc))}"
+    return outcome("fail", kind, detail, key=key)
 
 
 def mark_phase(phase):

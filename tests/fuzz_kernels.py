@@ -27,7 +27,6 @@ The same seed generates the same cases.
 """
 import ast
 import itertools
-import json
 import operator
 import os
 import sys
