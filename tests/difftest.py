@@ -401,28 +401,71 @@ def _py_pow(a, b):
     return a ** b
 
 
+SINGLE_NUDGE_CALLS = 32     # library calls per element the single-nudge sweep covers
+
+
+def _reference_with_hook(prog):
+    """(f, set_hook): the reference program, its _h calling whatever hook
+    set_hook installed last."""
+    holder = [lambda v: v]
+    g = {"math": MATH32, "np": np, "_h": lambda v: holder[0](v), "_pow": _py_pow}
+    exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
+    g.update(math=MATH32, int=_int64_result(int))    # after its own imports
+
+    def set_hook(hook):
+        holder[0] = hook
+    return g["f"], set_hook
+
+
 def _perturbed_references(prog, args, idx):
     """For elements idx: the reference re-run with every inexact library
-    result nudged by +-4 ULP and by +-1 ULP (all up, all down, random mixes
-    of +-4 and of -1/0/+1): a libm result 1 ULP from the correctly rounded
-    one can decide a branch (math.cos(x) == np.cos(x): two implementations),
-    or feed a function as sensitive as cos(1.7e9) or fmod(arctan(x), sinh(x))."""
+    result nudged (by +-4 ULP and +-1 ULP: all up, all down, random mixes),
+    then with one library call at a time nudged by one ULP.  A libm result 1
+    ULP from the correctly rounded one can decide a branch (math.cos(x) ==
+    np.cos(x) compares two implementations) or feed a function as sensitive
+    as cos(1.7e9) or fmod(arctan(x), sinh(x)).  A list of runs, each with one
+    result (or SKIP) per element of idx."""
+    f, set_hook = _reference_with_hook(prog)
+    sub = [a[idx] for a in args]
     runs = []
-    modes = ("zero", "up", "down", "up1", "down1", "mix1", "mix2",
-             "mix1_1", "mix2_1", "mix3_1", "mix4_1")
-    for mode in modes:
+    for mode in ("zero", "up", "down", "up1", "down1", "mix1", "mix2"):
         rnd = np.random.default_rng(zlib.crc32(mode.encode()))
 
         def hook(v, mode=mode, rnd=rnd):
             n = {"zero": 0, "up": 4, "down": -4, "up1": 1, "down1": -1}.get(mode)
-            steps = [-1, 0, 1] if mode.endswith("_1") else [-4, 4]
-            return _nudge(v, int(rnd.choice(steps)) if n is None else n)
-        g = {"math": MATH32, "np": np, "_h": hook, "_pow": _py_pow}
-        exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
-        g.update(math=MATH32, int=_int64_result(int))    # after its own imports
-        sub = [a[idx] for a in args]
-        runs.append(reference_raw(g["f"], sub, errors=PROG_ERRORS))
+            return _nudge(v, int(rnd.choice([-4, 4])) if n is None else n)
+        set_hook(hook)
+        runs.append(reference_raw(f, sub, errors=PROG_ERRORS))
+    runs += _single_nudges(f, set_hook, sub)
     return runs
+
+
+def _single_nudges(f, set_hook, args):
+    """Runs in which exactly one library call of an element is nudged by one
+    ULP up or down (the first SINGLE_NUDGE_CALLS calls of each element)."""
+    per_element = []
+    for i in range(len(args[0])):
+        elem = [a[i:i + 1] for a in args]
+        count = [0]
+
+        def counting(v):
+            count[0] += 1
+            return v
+        set_hook(counting)
+        reference_raw(f, elem, errors=PROG_ERRORS)
+        results = []
+        for j in range(min(count[0], SINGLE_NUDGE_CALLS)):
+            for step in (-1, 1):
+                seen = [0]
+
+                def one(v, j=j, step=step, seen=seen):
+                    seen[0] += 1
+                    return _nudge(v, step) if seen[0] == j + 1 else v
+                set_hook(one)
+                results.append(reference_raw(f, elem, errors=PROG_ERRORS)[0])
+        per_element.append(results)
+    width = max((len(r) for r in per_element), default=0)
+    return [[r[w] if w < len(r) else SKIP for r in per_element] for w in range(width)]
 
 
 def _program_inputs(t, nparams, rng):
