@@ -465,8 +465,9 @@ def main(fuzzer, module_name, argv=None):
                                       "known": stats.known(case, out),
                                       "detail": out["detail"][:3000]}) + "\n")
                 log.flush()
-                seen[out["key"]] += 1
-                if seen[out["key"]] <= max(args.minimize, 1):
+                which = (out["key"], stats.known(case, out))     # a new fault may share a key
+                seen[which] += 1
+                if seen[which] <= max(args.minimize, 1):
                     print(f"  FAIL {case['id']} ({case['gen']}): {out['key']}", flush=True)
                     pending.append((case, out, history))
             if stats.cases % 200 == 0:

@@ -304,7 +304,7 @@ def gen_mutant(r):
         return gen_progs(r)
     module = f"# mutations: {'; '.join(what)}\n{text}\n"
     return program(module, [[[t] * p.nparams, o] for t, o in zip(p.argtypes, p.out_types)],
-                   errors="prog", ulps=8, derived_ref=True)
+                   errors="prog", ulps=8, ints_via_float=True)
 
 
 # ---------------------------------------------------------------- unsupported constructs
