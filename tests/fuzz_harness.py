@@ -419,8 +419,8 @@ def parse_args(argv, description):
                    help="failures minimized per distinct key (0: none)")
     p.add_argument("--minimize-seconds", type=float, default=60.0,
                    help="time limit of one minimization")
-    p.add_argument("--minimize-known", action="store_true",
-                   help="minimize the failures labelled as known faults too")
+    p.add_argument("--minimize-known-seconds", type=float, default=20.0,
+                   help="time limit of the minimization of a known fault")
     p.add_argument("--only", default=None, help="comma-separated generators to run")
     p.add_argument("--list", action="store_true", help="print the first cases and exit")
     p.add_argument("--show", default=None, metavar="ID",
@@ -487,10 +487,12 @@ def main(fuzzer, module_name, argv=None):
 
 
 def report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args, known):
-    """Re-runs a failure alone, minimizes it (unless it is a known fault and
-    --minimize-known is not given), writes its reproducer."""
+    """Re-runs a failure alone, minimizes it (a known fault for a shorter
+    time: the run's time goes to the new ones), writes its reproducer."""
     note = f"known fault: {known}" if known else ""
-    minimizing = args.minimize > 0 and (not known or args.minimize_known)
+    minimizing = args.minimize > 0
+    budget = min(args.minimize_seconds, args.minimize_known_seconds) if known \
+        else args.minimize_seconds
     if minimizing and out["kind"] in ("crash", "hang"):
         again = run_alone(module_name, logdir, case, case.get("timeout", args.timeout))
         if not same_failure(out, again):
@@ -502,7 +504,7 @@ def report_failure(fuzzer, module_name, logdir, outdir, case, out, history, args
     if minimizing:
         print(f"  minimizing {case['id']}: {out['key']}", flush=True)
         case, out = minimize(fuzzer, module_name, logdir, case, out,
-                             case.get("timeout", args.timeout), args.minimize_seconds)
+                             case.get("timeout", args.timeout), budget)
     path = write_reproducer(fuzzer, outdir, case, out, note)
     print(f"  {case['id']}: {out['key']} -> {path}", flush=True)
 
