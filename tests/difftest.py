@@ -375,7 +375,12 @@ PROG_ULPS = 8
 
 
 def _nudge(v, n):
-    """v moved n ULP (in its own precision); other values unchanged."""
+    """v moved n ULP (in its own precision; both parts of a complex value);
+    other values unchanged."""
+    if isinstance(v, (complex, np.complex64, np.complex128)):
+        part = np.float32 if isinstance(v, np.complex64) else np.float64
+        z = complex(_nudge(part(v.real), n), _nudge(part(v.imag), n))
+        return z if isinstance(v, complex) else type(v)(z)
     if isinstance(v, float):
         v = np.float64(v)
         py = True
