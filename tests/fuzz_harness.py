@@ -344,6 +344,10 @@ def minimize(fuzzer, module_name, logdir, case, out, timeout, budget_s, log=prin
 
 # ---- the parent: statistics, reports ----
 
+def plural(kind):
+    return kind + ("es" if kind.endswith(("sh", "ch")) else "s")
+
+
 class Stats:
     def __init__(self, known=None):
         self.known = known or (lambda case, out: None)
@@ -382,7 +386,7 @@ class Stats:
                  "{invalid}, failures: {fail}".format(
                      ok=self.status["ok"], refused=self.status["refused"],
                      invalid=self.status["invalid"], fail=self.status["fail"]),
-                 "  " + ", ".join(f"{k}s: {self.kinds[k]}" for k in FAIL_KINDS),
+                 "  " + ", ".join(f"{plural(k)}: {self.kinds[k]}" for k in FAIL_KINDS),
                  "by generator:"]
         for gen in sorted(self.by_gen):
             c = self.by_gen[gen]
