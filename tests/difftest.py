@@ -19,13 +19,19 @@ two must agree, with these deliberate exceptions (DESIGN.md):
 
 Floats are compared within a ULP bound (NaN equals NaN, infinities exactly);
 "exact" comparisons also check the sign of zeros.
+
+The last section checks whole random programs (tests/progs.py): the pytest
+test in test_language.py, the release run (tests/difftest_release.py) and the
+kernel fuzzer (tests/fuzz_kernels.py) share :func:`check_program`.
 """
 import importlib.util
 import itertools
 import math
 import os
+import re
 import types
 import warnings
+import zlib
 
 import numpy as np
 
@@ -120,10 +126,14 @@ def _math32(fn):
         if not _float32_args(args):
             return fn(*args)
         # the float32 function: its arguments are float32 too (a weak
-        # Python float is rounded first, as NEP 50 does)
+        # Python float is rounded first, as NEP 50 does); ldexp's exponent
+        # stays an int
+        rounded = [float(np.float32(x)) if isinstance(x, (int, float, np.number)) else x
+                   for x in args]
+        if fn is math.ldexp:
+            rounded[1:] = args[1:]
         with np.errstate(all="ignore"):
-            r = fn(*[float(np.float32(x)) if isinstance(x, (int, float, np.number)) else x
-                     for x in args])
+            r = fn(*rounded)
             return np.float32(r) if isinstance(r, float) else r
     wrapped.__name__ = fn.__name__
     return wrapped
@@ -141,12 +151,25 @@ def _int64_result(fn):
     return wrapped
 
 
+def _nan_sign(fn):
+    """copysign(x, nan): the sign of a NaN that an operation made is not
+    specified (x86 makes it negative, a constant folder may not): not compared."""
+    def wrapped(x, y):
+        if math.isnan(y):
+            raise ValueError("copysign from a NaN")
+        return fn(x, y)
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
 def _make_math32():
     mod = types.ModuleType("math")
     for name in dir(math):
         obj = getattr(math, name)
         if name in ("floor", "ceil", "trunc"):
             obj = _int64_result(obj)
+        elif name == "copysign":
+            obj = _math32(_nan_sign(obj))
         elif callable(obj) and name not in ("isnan", "isinf", "isfinite"):
             obj = _math32(obj)
         setattr(mod, name, obj)
@@ -341,3 +364,208 @@ def load_source(source, directory, name=None, env=None):
 
 def sig_string(out, ins):
     return f"{np.dtype(out).name}({', '.join(np.dtype(d).name for d in ins)})"
+
+
+# ---- random programs (tests/progs.py) ----
+
+N_INPUTS = 50
+# also skipped in programs: a Python float ** that goes complex (NumPy: nan)
+# and then meets math.f or a comparison raises TypeError
+PROG_ERRORS = REFERENCE_ERRORS + (TypeError,)
+PROG_ULPS = 8
+
+
+def _nudge(v, n):
+    """v moved n ULP (in its own precision; both parts of a complex value);
+    other values unchanged."""
+    if isinstance(v, (complex, np.complex64, np.complex128)):
+        part = np.float32 if isinstance(v, np.complex64) else np.float64
+        z = complex(_nudge(part(v.real), n), _nudge(part(v.imag), n))
+        return z if isinstance(v, complex) else type(v)(z)
+    if isinstance(v, float):
+        v = np.float64(v)
+        py = True
+    elif isinstance(v, (np.float32, np.float64)):
+        py = False
+    else:
+        return v
+    if not np.isfinite(v) or n == 0:
+        return float(v) if py else v
+    step = v.dtype.type(np.inf if n > 0 else -np.inf)
+    for _ in range(abs(n)):
+        v = np.nextafter(v, step)
+    return float(v) if py else v
+
+
+def _py_pow(a, b):
+    """Python float ** with NumPy's float64 answers where Python raises or
+    goes complex (a kernel's weak float is a float64)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and (
+            isinstance(a, float) or isinstance(b, float)):
+        with np.errstate(all="ignore"):
+            return float(np.float64(a) ** np.float64(b))
+    return a ** b
+
+
+SINGLE_NUDGE_CALLS = 32     # library calls per element the single-nudge sweep covers
+
+
+def _reference_with_hook(prog):
+    """(f, set_hook): the reference program, its _h calling whatever hook
+    set_hook installed last."""
+    holder = [lambda v: v]
+    g = {"math": MATH32, "np": np, "_h": lambda v: holder[0](v), "_pow": _py_pow}
+    exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
+    g.update(math=MATH32, int=_int64_result(int))    # after its own imports
+
+    def set_hook(hook):
+        holder[0] = hook
+    return g["f"], set_hook
+
+
+def _perturbed_references(prog, args, idx):
+    """For elements idx: the reference re-run with every inexact library
+    result nudged (by +-4 ULP and +-1 ULP: all up, all down, random mixes),
+    then with one library call at a time nudged by one ULP.  A libm result 1
+    ULP from the correctly rounded one can decide a branch (math.cos(x) ==
+    np.cos(x) compares two implementations) or feed a function as sensitive
+    as cos(1.7e9) or fmod(arctan(x), sinh(x)).  A list of runs, each with one
+    result (or SKIP) per element of idx."""
+    f, set_hook = _reference_with_hook(prog)
+    sub = [a[idx] for a in args]
+    runs = []
+    for mode in ("zero", "up", "down", "up1", "down1", "mix1", "mix2"):
+        rnd = np.random.default_rng(zlib.crc32(mode.encode()))
+
+        def hook(v, mode=mode, rnd=rnd):
+            n = {"zero": 0, "up": 4, "down": -4, "up1": 1, "down1": -1}.get(mode)
+            return _nudge(v, int(rnd.choice([-4, 4])) if n is None else n)
+        set_hook(hook)
+        runs.append(reference_raw(f, sub, errors=PROG_ERRORS))
+    runs += _single_nudges(f, set_hook, sub)
+    return runs
+
+
+def _single_nudges(f, set_hook, args):
+    """Runs in which exactly one library call of an element is nudged by one
+    ULP up or down (the first SINGLE_NUDGE_CALLS calls of each element)."""
+    per_element = []
+    for i in range(len(args[0])):
+        elem = [a[i:i + 1] for a in args]
+        count = [0]
+
+        def counting(v):
+            count[0] += 1
+            return v
+        set_hook(counting)
+        reference_raw(f, elem, errors=PROG_ERRORS)
+        results = []
+        for j in range(min(count[0], SINGLE_NUDGE_CALLS)):
+            for step in (-1, 1):
+                seen = [0]
+
+                def one(v, j=j, step=step, seen=seen):
+                    seen[0] += 1
+                    return _nudge(v, step) if seen[0] == j + 1 else v
+                set_hook(one)
+                results.append(reference_raw(f, elem, errors=PROG_ERRORS)[0])
+        per_element.append(results)
+    width = max((len(r) for r in per_element), default=0)
+    return [[r[w] if w < len(r) else SKIP for r in per_element] for w in range(width)]
+
+
+def _program_inputs(t, nparams, rng):
+    edges = edge_values(t)
+    cols = []
+    for _ in range(nparams):
+        e = rng.choice(edges, N_INPUTS)
+        r = random_values(t, N_INPUTS, rng)
+        cols.append(np.where(rng.random(N_INPUTS) < 0.5, e, r).astype(t))
+    return cols
+
+
+def _narrowed(got, raw):
+    """(got, its dtype), cast to the type Python's results end in when that
+    is narrower: a lazily compiled kernel returns its static (promoted)
+    type, e.g. float64 where `x32 or np.fabs(0.5)` took the float32 path in
+    Python (DESIGN: one static type), as a declared float32 output would
+    have cast it."""
+    nat = natural_dtype(raw)
+    if nat.kind == got.dtype.kind and nat.itemsize < got.dtype.itemsize:
+        with np.errstate(all="ignore"):
+            return got.astype(nat), nat
+    return got, got.dtype
+
+
+# A Python int constant that meets a typed value it does not fit is refused
+# at compile time, as NumPy 2 refuses it at run time (OverflowError): the
+# generator's literals (100 ** 2, -100) do so for the narrow integer types.
+NEP50_REFUSAL = re.compile(r"Python integer \S+ out of bounds for|Python integer too large")
+
+
+def check_program(prog, target, tmpdir, lazy=False, refusal_ok=False, name=None, counts=None):
+    """Compile prog for each of its signatures (lazy: for the inputs' dtypes,
+    at the first call) and compare with py_func; returns (compared,
+    skipped_illconditioned, failure message or None).  A TypingError is a
+    failure, unless refusal_ok: then it propagates.  A signature refused
+    for a Python int out of its type's bounds (NEP50_REFUSAL) is skipped and
+    counted in counts["refused"] (counts: a dict, or None)."""
+    import numbavec
+
+    mod = load_source(prog.source, tmpdir, name=name or f"nv_prog_{prog.seed}")
+    where = f"seed {prog.seed} ({target}), {prog.signatures()}:\n{prog.source}"
+
+    def refused(exc):
+        if not NEP50_REFUSAL.search(str(exc)):
+            return False
+        if counts is not None:
+            counts["refused"] = counts.get("refused", 0) + 1
+        return True
+
+    ref = reference_function(mod.f, {"_pow": _py_pow})
+    rng = np.random.default_rng(prog.seed)
+    compared = ill = 0
+    lazy_uf = numbavec.vectorize(target=target)(mod.f) if lazy else None
+    for sig, t, out in zip(prog.signatures(), prog.argtypes, prog.out_types):
+        args = _program_inputs(t, prog.nparams, rng)
+        try:
+            if lazy:
+                with np.errstate(all="ignore"):
+                    got = lazy_uf(*args)     # compiles here
+                out = got.dtype
+            else:
+                uf = numbavec.vectorize([sig], target=target)(mod.f)
+                got = call_loop(uf, args, [np.dtype(t)] * prog.nparams + [np.dtype(out)])
+        except numbavec.TypingError as exc:
+            if refused(exc):
+                continue
+            if refusal_ok:
+                raise
+            return compared, ill, f"compile error {exc}\n{where}"
+        raw = reference_raw(ref, args, errors=PROG_ERRORS)
+        if lazy:
+            got, out = _narrowed(got, raw)
+        exp, mask = cast_all(raw, out)
+        bad = mismatch(got, exp, PROG_ULPS if got.dtype.kind in "fc" else 0) & mask
+        compared += int(mask.sum())
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            runs = _perturbed_references(prog, args, idx)
+            still = []
+            for j, i in enumerate(idx):
+                cands = [cast_all([r[j]], out) for r in runs]
+                vals = [v for v, m in cands if m[0]]
+                if not vals:
+                    continue
+                if any(not mismatch(got[i:i + 1], v, PROG_ULPS).any() for v in vals):
+                    continue        # matches a perturbed reference: rounding
+                if any(mismatch(vals[0], v, PROG_ULPS).any() for v in vals[1:]):
+                    ill += 1        # ill-conditioned: the reference itself moves
+                    continue
+                still.append(i)
+            if still:
+                b = np.zeros_like(bad)
+                b[still] = True
+                return compared, ill, (f"{len(still)} mismatches for {t} -> {out}:\n"
+                                       + describe(args, got, exp, b) + f"\n{where}")
+    return compared, ill, None

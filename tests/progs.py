@@ -102,7 +102,9 @@ class _Gen:
         if kind == "T" and not self.isfloat:
             lit = str(self.r.choice([0, 1, 2, 3, 5, 7, 10, 100]))
             return lit, lit
-        lit = self.r.choice(["0.5", "2.0", "1.5", "0.1", "3.0", "1e-3", "10.0", "-1.25", "0.0"])
+        # "(-1.25)": a bare -1.25 as the base of ** would be -(1.25 ** x) in
+        # the kernel and _pow(-1.25, x) in the reference
+        lit = self.r.choice(["0.5", "2.0", "1.5", "0.1", "3.0", "1e-3", "10.0", "(-1.25)", "0.0"])
         if self.chance(0.3) and not self.isfloat:
             t = self.expr("T", 0)
             return f"float({t[0]})", f"float({t[1]})"
@@ -111,14 +113,18 @@ class _Gen:
     _NAME = re.compile(r"\b([abc]|v\d+)\b")
 
     def typed(self, e):
-        """e anchored to the parameters' dtype in an integer family when it
-        holds no typed name: where a weak value would leak into a variable,
-        a conditional expression, and/or or min/max, Python keeps a Python
-        int (its type depends on the path) while the kernel has one static
-        type (a deliberate difference, not compared)."""
-        if self.isfloat or self._NAME.search(e[0]):
+        """e anchored to the parameters' dtype when it holds no typed name:
+        where a weak value would leak into a variable, a conditional
+        expression, and/or or min/max, Python keeps a Python int or float
+        (its type depends on the path) while the kernel has one static type
+        (a deliberate difference, not compared).  In the float family the
+        difference is a float32 rounding, which a cancellation later can
+        make large (found by the 10,000-program release run)."""
+        if self._NAME.search(e[0]):
             return e
         p = self.params[0]
+        if self.isfloat:        # p ** 0.0 is 1.0 in p's dtype, for nan and inf too
+            return f"({e[0]} * ({p} ** 0.0))", f"({e[1]} * ({p} ** 0.0))"
         return f"({e[0]} + ({p} ^ {p}))", f"({e[1]} + ({p} ^ {p}))"
 
     def bin(self, op, a, b):
@@ -176,7 +182,10 @@ class _Gen:
                 call = f"math.{fn}({a[0]})"
                 ref = f"math.{fn}({a[1]})"
             else:
+                # np.f of a Python float is a (strong) float64: anchored, as a
+                # float32 kernel variable would otherwise be float64 throughout
                 fn = self.r.choice(self.np1)
+                a = self.typed(a) if self.isfloat else a
                 call = f"np.{fn}({a[0]})"
                 ref = f"np.{fn}({a[1]})"
             return call, (ref if fn in EXACT_MATH else f"_h({ref})")
@@ -194,7 +203,7 @@ class _Gen:
             if fn == "-":
                 return f"(-{a[0]})", f"(-{a[1]})"
             if fn in ("min", "max"):
-                b = self.expr(k, d)
+                a, b = self.typed(a), self.typed(self.expr(k, d))
                 return f"{fn}({a[0]}, {b[0]})", f"{fn}({a[1]}, {b[1]})"
             if fn == "math.floor":
                 # a weak int meeting a float operand
@@ -205,7 +214,7 @@ class _Gen:
             return self.ifexp(k, d)
         if roll < 0.94:
             op = self.r.choice(["and", "or"])
-            return self.bin(op, self.expr(k, d), self.expr(k, d))
+            return self.bin(op, self.typed(self.expr(k, d)), self.typed(self.expr(k, d)))
         return self.leaf(k)
 
     def ifexp(self, kind, d):

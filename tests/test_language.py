@@ -809,121 +809,8 @@ import progs  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("NUMBAVEC_DIFF_PROGRAMS", "300"))
 SEED0 = int(os.environ.get("NUMBAVEC_DIFF_SEED", "20250101"))
-N_INPUTS = 50
-# also skipped in programs: a Python float ** that goes complex (NumPy: nan)
-# and then meets math.f or a comparison raises TypeError
-PROG_ERRORS = dt.REFERENCE_ERRORS + (TypeError,)
-PROG_ULPS = 8
 # seeds whose failure is a known numbavec bug: seed -> reason
 KNOWN_BAD_PROGRAMS = {}
-
-
-def _nudge(v, n):
-    """v moved n ULP (in its own precision); other values unchanged."""
-    if isinstance(v, float):
-        v = np.float64(v)
-        py = True
-    elif isinstance(v, (np.float32, np.float64)):
-        py = False
-    else:
-        return v
-    if not np.isfinite(v) or n == 0:
-        return float(v) if py else v
-    step = v.dtype.type(np.inf if n > 0 else -np.inf)
-    for _ in range(abs(n)):
-        v = np.nextafter(v, step)
-    return float(v) if py else v
-
-
-def _py_pow(a, b):
-    """Python float ** with NumPy's float64 answers where Python raises or
-    goes complex (a kernel's weak float is a float64)."""
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and (
-            isinstance(a, float) or isinstance(b, float)):
-        with np.errstate(all="ignore"):
-            return float(np.float64(a) ** np.float64(b))
-    return a ** b
-
-
-def _perturbed_references(prog, args, idx):
-    """For elements idx: the reference re-run with every inexact library
-    result nudged by +-4 ULP (all up, all down, two random mixes)."""
-    runs = []
-    for mode in ("zero", "up", "down", "mix1", "mix2"):
-        rnd = np.random.default_rng(zlib.crc32(mode.encode()))
-
-        def hook(v, mode=mode, rnd=rnd):
-            n = {"zero": 0, "up": 4, "down": -4}.get(mode)
-            return _nudge(v, int(rnd.choice([-4, 4])) if n is None else n)
-        g = {"math": dt.MATH32, "np": np, "_h": hook, "_pow": _py_pow}
-        exec(compile(prog.ref_source, f"<reference seed {prog.seed}>", "exec"), g)
-        g.update(math=dt.MATH32, int=dt._int64_result(int))    # after its own imports
-        sub = [a[idx] for a in args]
-        runs.append(dt.reference_raw(g["f"], sub, errors=PROG_ERRORS))
-    return runs
-
-
-def _program_inputs(t, nparams, rng):
-    edges = dt.edge_values(t)
-    cols = []
-    for _ in range(nparams):
-        e = rng.choice(edges, N_INPUTS)
-        r = dt.random_values(t, N_INPUTS, rng)
-        cols.append(np.where(rng.random(N_INPUTS) < 0.5, e, r).astype(t))
-    return cols
-
-
-# A Python int constant that meets a typed value it does not fit is refused
-# at compile time, as NumPy 2 refuses it at run time (OverflowError): the
-# generator's literals (100 ** 2, -100) do so for the narrow integer types.
-NEP50_REFUSAL = re.compile(r"Python integer \S+ out of bounds for|Python integer too large")
-
-
-def check_program(prog, target, tmpdir):
-    """Compile prog for each signature and compare with py_func; returns
-    (compared, skipped_illconditioned, failure message or None).  A
-    signature refused for a Python int out of its bounds is counted in
-    _PROG_STATS["refused"], not compared."""
-    mod = dt.load_source(prog.source, tmpdir, name=f"nv_prog_{prog.seed}")
-    where = f"seed {prog.seed} ({target}), {prog.signatures()}:\n{prog.source}"
-    ref = dt.reference_function(mod.f, {"_pow": _py_pow})
-    rng = np.random.default_rng(prog.seed)
-    compared = ill = 0
-    for sig, t, out in zip(prog.signatures(), prog.argtypes, prog.out_types):
-        try:
-            uf = vectorize([sig], target=target)(mod.f)
-        except numbavec.TypingError as exc:
-            if NEP50_REFUSAL.search(str(exc)):
-                _PROG_STATS["refused"] += 1
-                continue
-            return compared, ill, f"compile error {exc}\n{where}"
-        args = _program_inputs(t, prog.nparams, rng)
-        raw = dt.reference_raw(ref, args, errors=PROG_ERRORS)
-        exp, mask = dt.cast_all(raw, out)
-        got = dt.call_loop(uf, args, [np.dtype(t)] * prog.nparams + [np.dtype(out)])
-        bad = dt.mismatch(got, exp, PROG_ULPS if got.dtype.kind in "fc" else 0) & mask
-        compared += int(mask.sum())
-        if bad.any():
-            idx = np.flatnonzero(bad)
-            runs = _perturbed_references(prog, args, idx)
-            still = []
-            for j, i in enumerate(idx):
-                cands = [dt.cast_all([r[j]], out) for r in runs]
-                vals = [v for v, m in cands if m[0]]
-                if not vals:
-                    continue
-                if any(not dt.mismatch(got[i:i + 1], v, PROG_ULPS).any() for v in vals):
-                    continue        # matches a perturbed reference: rounding
-                if any(dt.mismatch(vals[0], v, PROG_ULPS).any() for v in vals[1:]):
-                    ill += 1        # ill-conditioned: the reference itself moves
-                    continue
-                still.append(i)
-            if still:
-                b = np.zeros_like(bad)
-                b[still] = True
-                return compared, ill, (f"{len(still)} mismatches for {t} -> {out}:\n"
-                                       + dt.describe(args, got, exp, b) + f"\n{where}")
-    return compared, ill, None
 
 
 _PROG_STATS = {"programs": 0, "compared": 0, "ill": 0, "refused": 0}
@@ -970,7 +857,7 @@ def test_random_program(seed, prog_dir, prog_exclude):
     the source; LIST as printed in the failure)."""
     prog = progs.generate(seed, prog_exclude)
     target = TARGETS[seed % 2]
-    compared, ill, failure = check_program(prog, target, prog_dir)
+    compared, ill, failure = dt.check_program(prog, target, prog_dir, counts=_PROG_STATS)
     _PROG_STATS["programs"] += 1
     _PROG_STATS["compared"] += compared
     _PROG_STATS["ill"] += ill
