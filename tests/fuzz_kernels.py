@@ -27,8 +27,8 @@ The same seed generates the same cases.
 """
 import ast
 import itertools
-import operator
 import os
+import re
 import sys
 import types
 
@@ -415,6 +415,14 @@ def expectation(out):
 
 # ---------------------------------------------------------------- the worker side
 
+# Refusals of kernels Python runs that numbavec makes on purpose, at stated
+# limits (DESIGN.md, "Bounded compilation"), or where NumPy 2 would raise
+# (a Python int that does not fit the type it meets).
+STATED_LIMITS = re.compile(
+    r"nested too deeply|the kernel is too large|variables once its device functions"
+    r"|too large for a kernel|out of bounds for|Python integer too large|did not settle")
+
+
 def run_case(case, workdir):
     import numbavec
 
@@ -431,7 +439,7 @@ def run_case(case, workdir):
     try:
         results = mod.run(phase)
     except numbavec.TypingError as exc:
-        if case["valid"]:
+        if case["valid"] and not STATED_LIMITS.search(str(exc)):
             return fh.outcome("fail", "false-refusal", f"TypingError for a valid kernel: {exc}",
                               key=f"false-refusal: {fh.normalize(str(exc).split(': ', 1)[-1])}")
         return fh.outcome("refused")
@@ -765,133 +773,14 @@ def derive_ref_source(module):
 
 # ---------------------------------------------------------------- known faults (parent)
 
-INT64 = (-(2 ** 63), 2 ** 63 - 1)
-
-
-_INT_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-            ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-            ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
-
-
-def _const_ints(module):
-    """The values of the integer constants and constant integer expressions
-    of a module (huge powers left out)."""
-    try:
-        tree = ast.parse(module)
-    except (SyntaxError, RecursionError, MemoryError):
-        return []
-    values = []
-
-    def value(node):
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Invert)):
-            v = value(node.operand)
-            return None if v is None else (-v if isinstance(node.op, ast.USub) else ~v)
-        if isinstance(node, ast.BinOp):
-            a, b = value(node.left), value(node.right)
-            if a is None or b is None:
-                return None
-            if isinstance(node.op, ast.Pow) and (b < 0 or b > 4096):
-                return None
-            if isinstance(node.op, ast.LShift) and (b < 0 or b > 4096):
-                return None
-            fn = _INT_OPS.get(type(node.op))
-            try:
-                return None if fn is None else fn(a, b)
-            except (ZeroDivisionError, ValueError, OverflowError, TypeError):
-                return None
-        return None
-
-    try:
-        for node in ast.walk(tree):
-            v = value(node)
-            if isinstance(v, int):
-                values.append(v)
-    except RecursionError:
-        pass
-    return values
-
-
-def _assigns_parameter(module):
-    try:
-        tree = ast.parse(module)
-    except (SyntaxError, RecursionError, MemoryError):
-        return False
-    fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f"),
-                None)
-    if fdef is None:
-        return False
-    params = {a.arg for a in fdef.args.args}
-    return any(isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
-               and n.id in params for n in ast.walk(fdef))
-
-
-def _big_tuple_index(module):
-    try:
-        tree = ast.parse(module)
-    except (SyntaxError, RecursionError, MemoryError):
-        return False
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Tuple):
-            v = [c for c in _const_ints(ast.unparse(n.slice))]
-            if v and abs(v[-1]) >= 2 ** 31:
-                return True
-    return False
-
-
-def _k_unassigned(case, out):
-    return ("returned NULL without setting an exception" in out["key"]
-            or (case["api"] == "lazy" and "did not contain a loop" in out["key"]))
-
-
-def _k_true(case, out):
-    return "'numpy.bool' object cannot be interpreted" in out["detail"]
-
-
-def _k_icmp(case, out):
-    return out["kind"] == "runtime-error" and "ICmp" in out["detail"]
-
-
-def _k_wrap(case, out):
-    return out["kind"] == "mismatch" and any(not INT64[0] <= v <= INT64[1]
-                                             for v in _const_ints(case["module"]))
-
-
-def _k_tuple_index(case, out):
-    return out["kind"] == "mismatch" and _big_tuple_index(case["module"])
-
-
-def _k_gu_param(case, out):
-    return case["api"] == "guvectorize" and _assigns_parameter(case["module"])
-
-
-def _k_small_stack(case, out):
-    return out["kind"] == "crash" and case["stack_kb"] > 0
-
-
-def _k_inference_passes(case, out):
-    return case.get("params", {}).get("form", "").startswith("backward")
-
-
-def _k_compile_time(case, out):
-    form = case.get("params", {}).get("form")
-    return out["kind"] == "hang" and (case["gen"] == "jit" or form in ("pow_int", "statements"))
-
-
-KNOWN_FAULTS = [
-    ("SystemError for a maybe-unassigned `acc += y` or an undefined `q.real`", _k_unassigned),
-    ("np.True_ global raises a raw TypeError", _k_true),
-    ("int8/16/32 against uint64 comparisons emit invalid LLVM IR", _k_icmp),
-    ("Python-int constant expressions wrap in int64 (x / 10**20)", _k_wrap),
-    ("(x, y)[4294967297] returns y", _k_tuple_index),
-    ("reassigning a gufunc array parameter corrupts the heap", _k_gu_param),
-    ("deep nesting segfaults on a 512 KB thread stack", _k_small_stack),
-    ("type inference gives up after 64 passes on a long backward chain", _k_inference_passes),
-    ("compile time blows up (nested @jit helpers, integer ** chains, 100,000 statements)",
-     _k_compile_time),
-]
+# Faults found and not fixed yet: (label, test(case, outcome)).  A failure one
+# of them matches is reported apart and does not fail a run or the smoke
+# tests.  Empty: every fault this fuzzer has found is fixed (the first runs'
+# list -- SystemErrors after a failed step, np.True_ globals, int/uint64
+# comparisons, Python ints wrapping in int64, tuple indices cut to C int,
+# reassigned gufunc array parameters, deep nesting on small stacks, type
+# inference's pass limit, unbounded compile time -- is in the git history).
+KNOWN_FAULTS = []
 
 
 def known(case, out):

@@ -27,7 +27,6 @@ and ``python tests/progs.py SEED --exclude ...`` prints it again.
 """
 import math
 import os
-import re
 import zlib
 
 import numpy as np
