@@ -106,7 +106,8 @@ def _cuda_vectorize(sigs_or_function, kwargs):
     def build(pyfunc, signatures):
         src, common = _kernel(pyfunc, kwargs)
         return _core._cuda_vectorize(pyfunc, src.funcdef, src.location, list(signatures),
-                                     nin=_arity(pyfunc), **common)
+                                     nin=_arity(pyfunc),
+                                     cache=_function_cache(pyfunc, src, "cuda", kwargs), **common)
 
     if inspect.isfunction(sigs_or_function):
         return build(sigs_or_function, ())

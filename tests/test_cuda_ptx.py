@@ -212,12 +212,17 @@ def test_float32_stays_float32_without_trig():
         assert f64_instructions(ptx) == set(), backend
 
 
-def test_grid_stride_loop_reads_special_registers():
-    ptx = cuda.compile_ptx(arith, "float32(float32, float32)", backend="llvm")
+def test_compile_ptx_is_the_ptx_the_ufunc_runs():
+    """compile_ptx builds the cuda ufunc's own grid-stride entries (it used a
+    test entry of its own: the PTX it showed was not the PTX that runs)."""
+    ptx = cuda.compile_ptx(arith, "float32(float32, float32)")
     for reg in ("%tid.x", "%ctaid.x", "%ntid.x", "%nctaid.x"):
         assert reg in ptx
-    # x0, x1, out and n
-    assert len(re.findall(r"\.param \.u64", ptx)) == 4
+    entries = re.findall(r"\.entry (\w+)\(", ptx)
+    assert sorted(entries) == [f"nv_arith_{v}" for v in ("c32", "c64", "s32", "s64")]
+    f = vectorize(["float32(float32, float32)"], target="cuda")(arith)
+    runs = f.inspect_ptx("float32(float32, float32)").replace("nv_arith_0_", "nv_arith_")
+    assert runs == ptx
 
 
 def test_integer_division_by_zero_raises_no_flag_on_gpu():

@@ -436,6 +436,8 @@ def test_compiled_kernel_runs():
     x = np.arange(n, dtype=np.float32)
     y = np.ones(n, np.float32)
     dx, dy, out = cuda.to_device(x), cuda.to_device(y), cuda.device_array(n, np.float32)
-    _, block = mod.max_block_size("nv_saxpy_like")
-    mod.launch("nv_saxpy_like", 64, block, dx, dy, out, n)
+    # the cuda ufunc's contiguous entry with 64-bit indices: (x0, s0lo, s0hi,
+    # x1, s1lo, s1hi, out, n) -- the scalar words unused for arrays
+    _, block = mod.max_block_size("nv_saxpy_like_c64")
+    mod.launch("nv_saxpy_like_c64", 64, block, dx, 0, 0, dy, 0, 0, out, n)
     np.testing.assert_array_equal(out.copy_to_host(), 2 * x + y)

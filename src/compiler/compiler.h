@@ -422,7 +422,8 @@ LLVMValueRef cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMMo
 
 /* ---- jit.c ---- */
 
-/* A module under construction in its own thread-safe context. */
+/* A module under construction in its own context: a thread-safe one for the
+ * host JIT, or a plain one (tsctx NULL) that cc_module_dispose disposes. */
 typedef struct CcModule {
     LLVMOrcThreadSafeContextRef tsctx;
     LLVMContextRef ctx;
@@ -558,7 +559,8 @@ typedef struct CcCompiled {
 
 /* Where compiled code runs: the host JIT (jit.c), or PTX (cuda's ptx.c). */
 typedef struct CcBackend {
-    const char *name; /* in cache keys and error messages: "host", "cuda" */
+    const char *name;    /* in cache keys and error messages: "host", "cuda" */
+    const char *variant; /* in cache keys: what else the code depends on, or NULL */
     const CcEmitTarget *target;
     int name_errors; /* a failure after typing names the kernel and signature */
     int (*module_new)(const struct CcBackend *be, CcModule *m, const char *name);

@@ -394,7 +394,7 @@ compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend 
     PyObject *key = NULL, *entry = NULL, *blob = NULL;
     int rc = -1;
     char sigbuf[TS_STRSIZE], label[TS_STRSIZE + 64];
-    snprintf(label, sizeof(label), "%s/%s/%s", be->name, b->what,
+    snprintf(label, sizeof(label), "%s/%s/%s/%s", be->name, be->variant ? be->variant : "", b->what,
              ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf)));
     key = PyObject_CallMethod(k->cache, "key", "s", label);
     const char *hex = key ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;

@@ -343,6 +343,8 @@ cc_module_dispose(CcModule *m)
     }
     if (m->tsctx != NULL) {
         LLVMOrcDisposeThreadSafeContext(m->tsctx);
+    } else if (m->ctx != NULL) {
+        LLVMContextDispose(m->ctx); /* a context of its own (PTX modules) */
     }
     memset(m, 0, sizeof(*m));
 }

@@ -166,9 +166,10 @@ enum { CUDA_C32, CUDA_C64, CUDA_S32, CUDA_S64, CUDA_NENTRIES };
 
 /* How many dimensions the strided entries take (the 4 KiB parameter space). */
 int cuda_kernel_dims(int nin, int wide);
-/* Builds <name>_c32, _c64, _s32, _s64 around kernel into mod.  0/-1. */
+/* Builds the entries names[CUDA_C32 ...] (<base>_c32, _c64, _s32, _s64)
+ * around kernel into mod.  0/-1. */
 int cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
-                       const char *name, LLVMValueRef entries[CUDA_NENTRIES]);
+                       const char *const names[CUDA_NENTRIES], LLVMValueRef entries[CUDA_NENTRIES]);
 /* Builds the block reduction <name> of the binary kernel over kind. */
 LLVMValueRef cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind,
                                const char *name);
@@ -189,9 +190,10 @@ int cuda_parse_arch(const char *arch, int *sm, char suffix[4]);
 typedef struct CudaCode {
     PyObject *ptx, *llvm, *reduce_ptx;
 } CudaCode;
-int cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSignature *sig,
-                       const char *arch, PyObject *backend, int fastmath, int reduce,
-                       const char *name, CudaCode *out);
+int cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend,
+                       int reduce, const char *name, CudaCode *out);
+/* "nv_" and pyname made a PTX identifier: the symbol base of PTX entries. */
+void cuda_symbol_base(const char *pyname, char *buf, size_t size);
 void cuda_code_clear(CudaCode *c);
 /*
  * 0 when the PTX text (a str) calls nothing outside itself: libdevice is

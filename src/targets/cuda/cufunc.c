@@ -114,9 +114,7 @@ add_loop(CuFunc *f, TsSignature *sig)
     /* the reduce kernel only for a (T, T) -> T loop */
     int reduce = cf_can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
                  && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
-    if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, sig, f->arch, f->backend,
-                           f->fastmath, reduce, name, &l->code)
-        < 0) {
+    if (cuda_compile_ufunc(f->kernel, sig, f->arch, f->backend, reduce, name, &l->code) < 0) {
         PyMem_Free(l);
         return -1;
     }
@@ -133,9 +131,8 @@ recompile(CuFunc *f, CuLoop *l, const char *arch, PyObject *backend)
     TsSignature sig = l->sig;
     CudaCode code;
     loop_name(f, l->index, name, sizeof(name));
-    if (cuda_compile_ufunc(f->pyfunc, f->funcdef, f->location, &sig, arch,
-                           backend ? backend : f->backend, f->fastmath, l->code.reduce_ptx != NULL,
-                           name, &code)
+    if (cuda_compile_ufunc(f->kernel, &sig, arch, backend ? backend : f->backend,
+                           l->code.reduce_ptx != NULL, name, &code)
         < 0) {
         return -1;
     }
@@ -474,7 +471,8 @@ get_doc(PyObject *self, void *c)
 static PyObject *
 get_pyfunc(PyObject *self, void *c)
 {
-    return Py_NewRef(((CuFunc *)self)->pyfunc);
+    CcKernel *k = ((CuFunc *)self)->kernel;
+    return Py_NewRef(k != NULL && k->pyfunc != NULL ? k->pyfunc : Py_None);
 }
 
 static PyObject *
@@ -560,9 +558,9 @@ cufunc_traverse(PyObject *self, visitproc visit, void *arg)
 {
     CuFunc *f = (CuFunc *)self;
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(f->pyfunc);
-    Py_VISIT(f->funcdef);
-    Py_VISIT(f->location);
+    if (cc_kernel_traverse(f->kernel, visit, arg) < 0) {
+        return -1;
+    }
     Py_VISIT(f->identity);
     Py_VISIT(f->resolver);
     Py_VISIT(f->cache);
@@ -573,9 +571,7 @@ static int
 cufunc_clear(PyObject *self)
 {
     CuFunc *f = (CuFunc *)self;
-    Py_CLEAR(f->pyfunc);
-    Py_CLEAR(f->funcdef);
-    Py_CLEAR(f->location);
+    cc_kernel_clear(f->kernel);
     Py_CLEAR(f->identity);
     Py_CLEAR(f->resolver);
     Py_CLEAR(f->cache);
@@ -607,6 +603,7 @@ cufunc_dealloc(PyObject *self)
     }
     PyErr_Restore(et, ev, tb);
     PyMem_Free(f->loops);
+    cc_kernel_free(f->kernel);
     Py_CLEAR(f->name);
     Py_CLEAR(f->doc);
     Py_CLEAR(f->backend);
@@ -668,15 +665,20 @@ static PyType_Spec cufunc_spec = {
 static PyObject *
 cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "source", "signatures", "identity", "fastmath",
-                             "name",   "doc",     "arch",   "backend",    "nin",      NULL};
+    static char *kwlist[] = {"pyfunc",   "funcdef", "source", "signatures", "identity",
+                             "fastmath", "name",    "doc",    "arch",       "backend",
+                             "nin",      "cache",   NULL};
     PyObject *pyfunc, *funcdef, *source, *sigs, *identity = Py_None, *name, *doc = Py_None;
-    PyObject *backend = Py_None;
+    PyObject *backend = Py_None, *cache = Py_None;
     const char *arch = "sm_90";
     int fastmath = 0, nin = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OpUOsOi", kwlist, &pyfunc, &funcdef,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OpUOsOiO", kwlist, &pyfunc, &funcdef,
                                      &source, &sigs, &identity, &fastmath, &name, &doc, &arch,
-                                     &backend, &nin)) {
+                                     &backend, &nin, &cache)) {
+        return NULL;
+    }
+    const char *pyname = PyUnicode_AsUTF8AndSize(name, NULL);
+    if (pyname == NULL) {
         return NULL;
     }
     TsSignature *list = NULL;
@@ -692,23 +694,21 @@ cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     f->name = Py_NewRef(name);
     f->doc = Py_NewRef(doc);
-    f->pyfunc = Py_NewRef(pyfunc);
-    f->funcdef = Py_NewRef(funcdef);
-    f->location = Py_NewRef(source);
+    f->kernel = cc_kernel_new(pyfunc, funcdef, source, pyname, fastmath, 1, cache);
     f->backend = Py_NewRef(backend);
     f->reorderable =
         PyUnicode_Check(identity) && PyUnicode_CompareWithASCIIString(identity, "reorderable") == 0;
     f->identity = Py_NewRef(identity);
     f->resolver = NULL;
     f->cache = PyDict_New();
-    f->fastmath = fastmath;
     f->loops = NULL;
     f->nloops = 0;
     f->nin = n > 0 ? list[0].nargs : nin;
     f->lazy = n == 0;
     snprintf(f->arch, sizeof(f->arch), "%s", arch);
     PyObject_GC_Track((PyObject *)f);
-    if (f->cache == NULL || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
+    if (f->kernel == NULL || f->cache == NULL
+        || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
     if (f->nin < 1) {

@@ -20,10 +20,11 @@ typedef struct CuLoop {
 } CuLoop;
 
 typedef struct CuFunc {
-    PyObject_HEAD PyObject *name, *doc, *pyfunc, *funcdef, *location, *identity, *backend;
+    PyObject_HEAD PyObject *name, *doc, *identity, *backend;
+    CcKernel *kernel;   /* owned: the decorated function, what every loop compiles */
     PyObject *resolver; /* numpy.ufunc with our loops and no-op bodies */
     PyObject *cache;    /* key tuple -> loop index */
-    int nin, fastmath, reorderable;
+    int nin, reorderable;
     int lazy; /* no signatures given: new input types compile new loops */
     char arch[16];
     int sm;              /* arch's number (90 for sm_90) */

@@ -305,18 +305,15 @@ build_strided(Kb *k, LLVMValueRef kernel, const TsSignature *sig, const char *na
 }
 
 int
-cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, const char *name,
-                   LLVMValueRef entries[CUDA_NENTRIES])
+cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
+                   const char *const names[CUDA_NENTRIES], LLVMValueRef entries[CUDA_NENTRIES])
 {
-    static const char *const suffix[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
     for (int v = 0; v < CUDA_NENTRIES; v++) {
         Kb k;
-        char ename[200];
         int wide = v == CUDA_C64 || v == CUDA_S64;
         kb_init(&k, mod, wide);
-        snprintf(ename, sizeof(ename), "%s%s", name, suffix[v]);
-        entries[v] = v < CUDA_S32 ? build_contiguous(&k, kernel, sig, ename)
-                                  : build_strided(&k, kernel, sig, ename,
+        entries[v] = v < CUDA_S32 ? build_contiguous(&k, kernel, sig, names[v])
+                                  : build_strided(&k, kernel, sig, names[v],
                                                   cuda_kernel_dims(sig->nargs, wide));
         LLVMDisposeBuilder(k.b);
     }

@@ -77,6 +77,7 @@ typedef struct PtxJob {
     char suffix[4]; /* "a" for sm_90a, else "" */
     int fastmath;
     int use_nvvm;
+    char variant[32]; /* "sm_90/nvvm": what the PTX depends on, for cache keys */
 } PtxJob;
 
 int
@@ -135,78 +136,6 @@ choose_backend(PyObject *backend, PtxJob *job)
     return -1;
 }
 
-/* ---- the entry point ---- */
-
-static LLVMValueRef
-sreg(LLVMBuilderRef b, LLVMModuleRef mod, const char *which)
-{
-    char name[64];
-    snprintf(name, sizeof(name), "llvm.nvvm.read.ptx.sreg.%s", which);
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, NULL, 0);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(ctx, id, NULL, 0);
-    LLVMValueRef v = LLVMBuildCall2(b, fty, f, NULL, 0, which);
-    return LLVMBuildZExt(b, v, LLVMInt64TypeInContext(ctx), "");
-}
-
-/*
- * void name(T0 *x0, ..., Tout *out, i64 n):
- *   for (i = ctaid*ntid + tid; i < n; i += ntid*nctaid) out[i] = kernel(x0[i], ...)
- */
-static LLVMValueRef
-build_entry(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, const char *name)
-{
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
-    LLVMTypeRef params[TS_MAXARGS + 2];
-    int np = sig->nargs;
-    for (int k = 0; k <= np; k++) {
-        params[k] = ptr;
-    }
-    params[np + 1] = i64;
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)np + 2, 0);
-    LLVMValueRef f = LLVMAddFunction(mod, name, fty);
-    LLVMValueRef n = LLVMGetParam(f, (unsigned)np + 1);
-    LLVMSetValueName2(n, "n", 1);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, f, "entry");
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ctx, f, "loop");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, f, "done");
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-
-    LLVMPositionBuilderAtEnd(b, entry);
-    LLVMValueRef ntid = sreg(b, mod, "ntid.x");
-    LLVMValueRef start = LLVMBuildAdd(b, LLVMBuildMul(b, sreg(b, mod, "ctaid.x"), ntid, ""),
-                                      sreg(b, mod, "tid.x"), "start");
-    LLVMValueRef stride = LLVMBuildMul(b, ntid, sreg(b, mod, "nctaid.x"), "stride");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, start, n, ""), loop, done);
-
-    LLVMPositionBuilderAtEnd(b, loop);
-    LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-    LLVMValueRef args[TS_MAXARGS];
-    for (int k = 0; k < np; k++) {
-        TsKind kind = sig->args[k].kind;
-        LLVMValueRef base = LLVMGetParam(f, (unsigned)k);
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, cc_memory_type(ctx, kind), base, &i, 1, "x.p");
-        args[k] = cc_load(b, kind, p, "x");
-    }
-    LLVMValueRef r =
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, (unsigned)np, "r");
-    LLVMValueRef op = LLVMBuildInBoundsGEP2(b, cc_memory_type(ctx, sig->ret.kind),
-                                            LLVMGetParam(f, (unsigned)np), &i, 1, "out.p");
-    cc_store(b, sig->ret.kind, r, op);
-    LLVMValueRef next = LLVMBuildAdd(b, i, stride, "i.next");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), loop, done);
-    LLVMValueRef in_v[2] = {start, next};
-    LLVMBasicBlockRef in_b[2] = {entry, loop};
-    LLVMAddIncoming(i, in_v, in_b, 2);
-
-    LLVMPositionBuilderAtEnd(b, done);
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(b);
-    return f;
-}
-
 /* !nvvm.annotations = !{!{ptr @f, !"kernel", i32 1}}: the entry for libNVVM
  * (and for LLVM's NVPTX back end, which also reads it). */
 static void
@@ -227,6 +156,10 @@ annotate_kernel(LLVMModuleRef mod, LLVMValueRef f)
 typedef struct Diag {
     char message[512];
 } Diag;
+
+/* The diagnostics of the module being compiled (the GIL serialises
+ * compilations; one per thread all the same). */
+static _Thread_local Diag diag_now;
 
 static void
 on_diagnostic(LLVMDiagnosticInfoRef info, void *opaque)
@@ -513,132 +446,132 @@ error:
     return ptx;
 }
 
-/* ---- _core._cuda_ptx ---- */
+/* ---- the PTX back end of the driver ---- */
 
-typedef struct Source {
-    PyObject *pyfunc, *funcdef, *lines; /* borrowed */
-    const char *filename;
-    int first_line, line_offset;
-} Source;
-
-/* Which entry points emit_kernel builds around the scalar kernel. */
-typedef enum { ENTRY_TEST, ENTRY_UFUNC, ENTRY_REDUCE } EntryKind;
-
-/* Lowers, types and emits the kernel and its entries into mod; *nentries
- * set.  0/-1. */
 static int
-emit_kernel(const Source *src, TsSignature *sig, LLVMModuleRef mod, const PtxJob *job,
-            const char *name, EntryKind what, LLVMValueRef *entries, int *nentries)
+ptx_module_new(const CcBackend *be, CcModule *m, const char *name)
 {
-    CcFunction fn = {0};
-    int rc = -1;
-    if ((fn.arena = cc_arena_new()) == NULL) {
-        return -1;
-    }
-    fn.name = name;
-    fn.filename = src->filename;
-    fn.source_lines = src->lines;
-    fn.first_line = src->first_line;
-    fn.line_offset = src->line_offset;
-    if (cc_lower(&fn, src->funcdef, src->pyfunc) < 0 || cc_typeinfer(&fn, sig) < 0) {
-        goto error;
-    }
-    if (sig->ret.kind == TS_INFER) {
-        sig->ret.kind = cc_storage(fn.ret);
-    }
-    char kname[160];
-    snprintf(kname, sizeof(kname), "%.100s.impl", name);
-    LLVMValueRef kernel =
-        cc_emit_function_for(&fn, sig, mod, kname, job->fastmath, &cuda_emit_target);
-    if (kernel == NULL) {
-        goto error;
-    }
-    if (what == ENTRY_TEST) {
-        entries[0] = build_entry(mod, kernel, sig, name);
-        *nentries = 1;
-    } else if (what == ENTRY_UFUNC) {
-        cuda_build_entries(mod, kernel, sig, name, entries);
-        *nentries = CUDA_NENTRIES;
-    } else {
-        char rname[200];
-        snprintf(rname, sizeof(rname), "%s_r", name);
-        entries[0] = cuda_build_reduce(mod, kernel, sig->ret.kind, rname);
-        *nentries = 1;
-    }
-    for (int k = 0; k < *nentries; k++) {
-        annotate_kernel(mod, entries[k]);
+    memset(m, 0, sizeof(*m));
+    memset(&diag_now, 0, sizeof(diag_now));
+    m->ctx = LLVMContextCreate();
+    LLVMContextSetDiagnosticHandler(m->ctx, on_diagnostic, &diag_now);
+    m->mod = LLVMModuleCreateWithNameInContext(name, m->ctx);
+    return 0;
+}
+
+/* The entries annotated as kernels, the module checked, then PTX through the
+ * chosen back end; out->llvm keeps the IR as the back end got it. */
+static int
+ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key, PyObject **blob,
+           CcCompiled *out)
+{
+    const PtxJob *job = be->job;
+    for (int k = 0; k < e->n; k++) {
+        annotate_kernel(m->mod, e->fns[k]);
     }
     char *msg = NULL;
-    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
         PyErr_Format(cuda_Error,
                      "numbavec generated invalid LLVM IR (a bug in numbavec; please "
                      "report it): %s",
                      msg);
         LLVMDisposeMessage(msg);
-        goto error;
-    }
-    LLVMDisposeMessage(msg);
-    rc = 0;
-error:
-    cc_arena_free(fn.arena);
-    return rc;
-}
-
-static int
-parse_source(PyObject *location, Source *src)
-{
-    PyObject *filename;
-    if (!PyArg_ParseTuple(location, "UiO!i", &filename, &src->first_line, &PyList_Type, &src->lines,
-                          &src->line_offset)) {
+        cc_module_dispose(m);
         return -1;
     }
-    src->filename = PyUnicode_AsUTF8AndSize(filename, NULL);
-    return src->filename ? 0 : -1;
+    LLVMDisposeMessage(msg);
+    char *text = LLVMPrintModuleToString(m->mod);
+    out->llvm = PyUnicode_FromString(text);
+    LLVMDisposeMessage(text);
+    if (out->llvm != NULL) {
+        out->text = job->use_nvvm ? ptx_nvvm(m->mod, e->fns, e->n, job)
+                                  : ptx_llvm(m->mod, e->fns, e->n, job, &diag_now);
+    }
+    cc_module_dispose(m);
+    if (out->text == NULL || cuda_check_resolved(out->text) < 0) {
+        return -1;
+    }
+    if (blob != NULL) {
+        *blob = Py_NewRef(out->text);
+    }
+    return 0;
 }
 
-/*
- * Puts the kernel (its name, file and line) and the signature in front of
- * the message of the exception being raised, so that a failure after type
- * inference (an invalid module, libNVVM, the NVPTX back end) names the
- * kernel it is about.  The exception keeps its type and attributes: only a
- * one-string args is rewritten.  TypingErrors point at the source already;
- * they and MemoryError are left as they are.
- */
-static void
-name_kernel_in_error(const Source *src, const TsSignature *sig)
+/* A stored PTX text: nothing to link, the driver loads it on first use. */
+static int
+ptx_load(const CcBackend *be, const char *key, PyObject *blob, const char *ir, const CcEntries *e,
+         CcCompiled *out)
 {
-    if (!PyErr_Occurred() || PyErr_ExceptionMatches(nv_TypingError)
-        || PyErr_ExceptionMatches(PyExc_MemoryError)) {
-        return;
+    if (!PyUnicode_Check(blob)) {
+        PyErr_SetString(PyExc_ValueError, "a cuda cache entry holds PTX text");
+        return -1;
     }
-    PyObject *type, *value, *tb, *args = NULL, *qualname = NULL, *text = NULL;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (value == NULL || (args = PyObject_GetAttrString(value, "args")) == NULL
-        || !PyTuple_Check(args) || PyTuple_Size(args) != 1
-        || !PyUnicode_Check(PyTuple_GetItem(args, 0))) {
-        goto done;
-    }
-    if ((qualname = PyObject_GetAttrString(src->pyfunc, "__qualname__")) == NULL
-        || !PyUnicode_Check(qualname)) {
-        goto done;
-    }
-    char sigbuf[256];
-    text = PyUnicode_FromFormat("cuda kernel '%U' (%s:%d) for %s: %U", qualname, src->filename,
-                                src->first_line, ts_signature_str(sig, sigbuf, sizeof(sigbuf)),
-                                PyTuple_GetItem(args, 0));
-    PyObject *new_args = text != NULL ? PyTuple_Pack(1, text) : NULL;
-    if (new_args != NULL) {
-        PyObject_SetAttrString(value, "args", new_args);
-        Py_DECREF(new_args);
-    }
-done:
-    PyErr_Clear(); /* a failure here keeps the original message */
-    Py_XDECREF(args);
-    Py_XDECREF(qualname);
-    Py_XDECREF(text);
-    PyErr_Restore(type, value, tb);
+    out->text = Py_NewRef(blob);
+    out->llvm = PyUnicode_FromString(ir);
+    return out->llvm != NULL ? 0 : -1;
 }
+
+/* The back end for job (which it points to: job must outlive it). */
+static CcBackend
+ptx_backend(PtxJob *job)
+{
+    CcBackend be = {
+        .name = "cuda",
+        .target = &cuda_emit_target,
+        .name_errors = 1,
+        .module_new = ptx_module_new,
+        .finish = ptx_finish,
+        .load = ptx_load,
+        .job = job,
+    };
+    snprintf(job->variant, sizeof(job->variant), "sm_%d%s/%s%s", job->sm, job->suffix,
+             job->use_nvvm ? "nvvm" : "llvm", job->fastmath ? "/fast" : "");
+    be.variant = job->variant;
+    return be;
+}
+
+/* ---- the builders: the ufunc's entries, its reduce entry ---- */
+
+static int
+ufunc_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+           const TsSignature *ksig, CcEntries *e)
+{
+    const char *names[CUDA_NENTRIES];
+    for (int v = 0; v < CUDA_NENTRIES; v++) {
+        names[v] = e->names[v];
+    }
+    return cuda_build_entries(mod, kernels[0], ksig, names, e->fns);
+}
+
+static const char *const ufunc_suffixes[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
+
+/* The grid-stride entries a cuda ufunc runs (kernels.c): also what
+ * compile_ptx shows, so the PTX it shows is the PTX that runs. */
+static const CcBuilder ufunc_builder = {
+    .what = "cuda-ufunc",
+    .form = CC_SCALAR_KERNEL,
+    .nentries = CUDA_NENTRIES,
+    .suffixes = ufunc_suffixes,
+    .wrap = ufunc_wrap,
+};
+
+static int
+reduce_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+            const TsSignature *ksig, CcEntries *e)
+{
+    e->fns[0] = cuda_build_reduce(mod, kernels[0], ksig->ret.kind, e->names[0]);
+    return e->fns[0] != NULL ? 0 : -1;
+}
+
+static const char *const reduce_suffix[] = {"_r"};
+
+static const CcBuilder reduce_builder = {
+    .what = "cuda-reduce",
+    .form = CC_SCALAR_KERNEL,
+    .nentries = 1,
+    .suffixes = reduce_suffix,
+    .wrap = reduce_wrap,
+};
 
 /* A kernel's PTX must call nothing outside itself (cuda.h). */
 int
@@ -678,20 +611,25 @@ cuda_check_resolved(PyObject *ptx)
     return -1;
 }
 
-/* A PTX-safe entry name: the Python name with anything else as '_'. */
-static void
-entry_name(PyObject *pyfunc, char *buf, size_t size)
+/* A PTX-safe symbol base: "nv_" and the Python name, anything else as '_'. */
+void
+cuda_symbol_base(const char *pyname, char *buf, size_t size)
 {
-    PyObject *name = PyObject_GetAttrString(pyfunc, "__name__");
-    const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
-    PyErr_Clear();
-    snprintf(buf, size, "nv_%s", s ? s : "kernel");
+    snprintf(buf, size, "nv_%.100s", pyname != NULL ? pyname : "kernel");
     for (char *p = buf; *p; p++) {
         if (!isalnum((unsigned char)*p) && *p != '_') {
             *p = '_';
         }
     }
-    Py_XDECREF(name);
+}
+
+static void
+dump_ptx(const char *name, const PtxJob *job, const char *arch, PyObject *ptx)
+{
+    if (ptx != NULL && (cc_dump_flags() & CC_DUMP_PTX)) {
+        fprintf(stderr, "--- PTX %s (%s, %s) ---\n%s\n", name, arch,
+                job->use_nvvm ? "nvvm" : "llvm", PyUnicode_AsUTF8AndSize(ptx, NULL));
+    }
 }
 
 PyObject *
@@ -699,19 +637,18 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"pyfunc", "funcdef", "source",   "signature",
                              "arch",   "backend", "fastmath", NULL};
-    Source src = {0};
-    PyObject *location, *signature, *backend = Py_None;
+    PyObject *pyfunc, *funcdef, *location, *signature, *backend = Py_None;
     const char *arch = "sm_90";
     int fastmath = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|sOp", kwlist, &src.pyfunc, &src.funcdef,
-                                     &location, &signature, &arch, &backend, &fastmath)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|sOp", kwlist, &pyfunc, &funcdef, &location,
+                                     &signature, &arch, &backend, &fastmath)) {
         return NULL;
     }
     PtxJob job = {0};
     TsSignature sig;
     job.fastmath = fastmath;
-    if (parse_source(location, &src) < 0 || parse_arch(arch, &job) < 0
-        || choose_backend(backend, &job) < 0 || ts_parse_signature(signature, &sig) < 0) {
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job) < 0
+        || ts_parse_signature(signature, &sig) < 0) {
         return NULL;
     }
     if (sig.nargs == 0 || sig.ret.kind == TS_VOID) {
@@ -719,30 +656,26 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
                                          "a scalar");
         return NULL;
     }
-    char name[128];
-    entry_name(src.pyfunc, name, sizeof(name));
-    Diag diag = {{0}};
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &diag);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
-    LLVMValueRef entry = NULL;
-    int nentries = 0;
+    PyObject *pyname = PyObject_GetAttrString(pyfunc, "__name__");
+    const char *s =
+        pyname != NULL && PyUnicode_Check(pyname) ? PyUnicode_AsUTF8AndSize(pyname, NULL) : NULL;
+    PyErr_Clear();
+    char base[CC_NAME_SIZE];
+    cuda_symbol_base(s, base, sizeof(base));
+    Py_XDECREF(pyname);
+    CcKernel *k = cc_kernel_new(pyfunc, funcdef, location, base, fastmath, 1, NULL);
+    if (k == NULL) {
+        return NULL;
+    }
+    CcBackend be = ptx_backend(&job);
+    CcCompiled out;
     PyObject *ptx = NULL;
-    if (emit_kernel(&src, &sig, mod, &job, name, ENTRY_TEST, &entry, &nentries) == 0) {
-        ptx = job.use_nvvm ? ptx_nvvm(mod, &entry, 1, &job) : ptx_llvm(mod, &entry, 1, &job, &diag);
+    if (cc_compile(k, &sig, &ufunc_builder, &be, base, &out) == 0) {
+        ptx = Py_NewRef(out.text);
+        cc_compiled_clear(&out);
     }
-    LLVMDisposeModule(mod);
-    LLVMContextDispose(ctx);
-    if (ptx != NULL && cuda_check_resolved(ptx) < 0) {
-        Py_CLEAR(ptx);
-    }
-    if (ptx == NULL) {
-        name_kernel_in_error(&src, &sig);
-    }
-    if (ptx != NULL && (cc_dump_flags() & CC_DUMP_PTX)) {
-        fprintf(stderr, "--- PTX (%s, %s) ---\n%s\n", arch, job.use_nvvm ? "nvvm" : "llvm",
-                PyUnicode_AsUTF8AndSize(ptx, NULL));
-    }
+    cc_kernel_free(k);
+    dump_ptx(base, &job, arch, ptx);
     return ptx;
 }
 
@@ -756,72 +689,41 @@ cuda_code_clear(CudaCode *c)
     Py_CLEAR(c->reduce_ptx);
 }
 
-/* One module of `what` compiled to PTX (and its IR text when llvm != NULL). */
-static PyObject *
-compile_module(const Source *src, TsSignature *sig, PtxJob *job, const char *name, EntryKind what,
-               PyObject **llvm)
-{
-    Diag diag = {{0}};
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &diag);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
-    LLVMValueRef entries[CUDA_NENTRIES];
-    int n = 0;
-    PyObject *ptx = NULL;
-    if (emit_kernel(src, sig, mod, job, name, what, entries, &n) == 0) {
-        if (llvm != NULL) {
-            char *text = LLVMPrintModuleToString(mod);
-            *llvm = PyUnicode_FromString(text);
-            LLVMDisposeMessage(text);
-        }
-        if (llvm == NULL || *llvm != NULL) {
-            ptx = job->use_nvvm ? ptx_nvvm(mod, entries, n, job)
-                                : ptx_llvm(mod, entries, n, job, &diag);
-        }
-    }
-    LLVMDisposeModule(mod);
-    LLVMContextDispose(ctx);
-    if (ptx != NULL && cuda_check_resolved(ptx) < 0) {
-        Py_CLEAR(ptx);
-    }
-    if (ptx == NULL) {
-        name_kernel_in_error(src, sig);
-    }
-    return ptx;
-}
-
 int
-cuda_compile_ufunc(PyObject *pyfunc, PyObject *funcdef, PyObject *location, TsSignature *sig,
-                   const char *arch, PyObject *backend, int fastmath, int reduce, const char *name,
-                   CudaCode *out)
+cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend, int reduce,
+                   const char *name, CudaCode *out)
 {
-    Source src = {0};
     PtxJob job = {0};
-    src.pyfunc = pyfunc;
-    src.funcdef = funcdef;
-    job.fastmath = fastmath;
+    CcCompiled c;
+    job.fastmath = k->fastmath;
     memset(out, 0, sizeof(*out));
-    if (parse_source(location, &src) < 0 || parse_arch(arch, &job) < 0
-        || choose_backend(backend, &job) < 0) {
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job) < 0) {
         return -1;
     }
-    out->ptx = compile_module(&src, sig, &job, name, ENTRY_UFUNC, &out->llvm);
-    if (out->ptx != NULL && reduce) {
+    CcBackend be = ptx_backend(&job);
+    if (cc_compile(k, sig, &ufunc_builder, &be, name, &c) < 0) {
+        return -1;
+    }
+    *sig = c.sig;
+    out->ptx = Py_NewRef(c.text);
+    out->llvm = Py_NewRef(c.llvm);
+    cc_compiled_clear(&c);
+    if (reduce) {
         PtxJob rjob = job;
         rjob.use_nvvm = 0; /* shared memory: see cuda.h */
-        out->reduce_ptx = compile_module(&src, sig, &rjob, name, ENTRY_REDUCE, NULL);
-    }
-    if (out->ptx == NULL || (reduce && out->reduce_ptx == NULL)) {
-        cuda_code_clear(out);
-        return -1;
-    }
-    if (cc_dump_flags() & CC_DUMP_PTX) {
-        fprintf(stderr, "--- PTX %s (%s, %s) ---\n%s\n", name, arch, job.use_nvvm ? "nvvm" : "llvm",
-                PyUnicode_AsUTF8AndSize(out->ptx, NULL));
-        if (out->reduce_ptx != NULL) {
-            fprintf(stderr, "--- PTX %s_r (%s, llvm) ---\n%s\n", name, arch,
-                    PyUnicode_AsUTF8AndSize(out->reduce_ptx, NULL));
+        CcBackend rbe = ptx_backend(&rjob);
+        if (cc_compile(k, sig, &reduce_builder, &rbe, name, &c) < 0) {
+            cuda_code_clear(out);
+            return -1;
         }
+        out->reduce_ptx = Py_NewRef(c.text);
+        cc_compiled_clear(&c);
+    }
+    dump_ptx(name, &job, arch, out->ptx);
+    if (out->reduce_ptx != NULL) {
+        PtxJob rjob = job;
+        rjob.use_nvvm = 0;
+        dump_ptx(name, &rjob, arch, out->reduce_ptx);
     }
     return 0;
 }
