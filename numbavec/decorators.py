@@ -8,12 +8,11 @@ import functools
 import inspect
 import sys
 
+import numpy as np
+
 from numbavec import _core
 from numbavec._source import KernelSource, names_by_line
 
-_TARGETS = {"cpu": "cpu", "parallel": "parallel", "cuda": "cuda", "gpu": "cuda"}
-# cuda gufuncs are a future feature: guvectorize runs on the host targets
-_GU_TARGETS = {"cpu": "cpu", "parallel": "parallel"}
 _OPTIONS = {"target", "identity", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
 
 
@@ -34,29 +33,19 @@ def _arity(pyfunc):
     return code.co_argcount
 
 
-def _choices(names):
-    quoted = [repr(n) for n in names]
-    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-
-def _check_options(kwargs, allowed=_OPTIONS, who="vectorize", targets=_TARGETS):
+def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
+    """Refuses options numbavec does not know.  Which targets exist and what
+    each makes is the C side's to say (src/targets/cpu.c, tg_for)."""
     unknown = set(kwargs) - allowed
     if unknown:
         raise TypeError(f"{who}() got unexpected option(s): {', '.join(sorted(unknown))}")
     target = kwargs.get("target", "cpu")
     if not isinstance(target, str):
-        raise TypeError(f"{who}(): target must be a str ({_choices(targets)}), "
+        raise TypeError(f"{who}(): target must be a str ('cpu', 'parallel', ...), "
                         f"not {type(target).__name__}")
-    if target not in targets:
-        if _TARGETS.get(target) == "cuda":
-            raise NotImplementedError(
-                f"{who}() does not support target={target!r} yet (cuda gufuncs are a future "
-                f"feature); it supports target {_choices(targets)}. "
-                "vectorize(target='cuda') makes cuda ufuncs.")
-        raise ValueError(f"{who}(): unknown target {target!r} (choose {_choices(targets)})")
     if kwargs.get("forceobj"):
         raise ValueError("numbavec always compiles in nopython mode; forceobj=True is not supported")
-    return targets[target]
+    return target
 
 
 def vectorize(ftylist_or_function=(), **kwargs):
@@ -73,19 +62,10 @@ def vectorize(ftylist_or_function=(), **kwargs):
     ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
-    if target == "cuda":
-        return _cuda_vectorize(ftylist_or_function, kwargs)
     if inspect.isfunction(ftylist_or_function):
-        return _build_lazy(ftylist_or_function, target, kwargs)
+        return _build(ftylist_or_function, (), target, kwargs)
     signatures = ftylist_or_function
-    lazy = isinstance(signatures, (list, tuple)) and len(signatures) == 0
-
-    def decorate(pyfunc):
-        if lazy:
-            return _build_lazy(pyfunc, target, kwargs)
-        return _build(pyfunc, signatures, target, kwargs)
-
-    return decorate
+    return lambda pyfunc: _build(pyfunc, signatures, target, kwargs)
 
 
 def _function_cache(pyfunc, src, target, kwargs):
@@ -99,51 +79,30 @@ def _function_cache(pyfunc, src, target, kwargs):
     return FunctionCache(pyfunc, src, target, options)
 
 
-def _cuda_vectorize(sigs_or_function, kwargs):
-    """target='cuda'/'gpu': PTX per signature now (needs libdevice, not a GPU);
-    the GPU is needed from the first call, which raises CudaSupportError
-    without one.  No signatures: compiled on call for the inputs' dtypes."""
-    def build(pyfunc, signatures):
-        src, common = _kernel(pyfunc, kwargs)
-        return _core._cuda_vectorize(pyfunc, src.funcdef, src.location, list(signatures),
-                                     nin=_arity(pyfunc),
-                                     cache=_function_cache(pyfunc, src, "cuda", kwargs), **common)
-
-    if inspect.isfunction(sigs_or_function):
-        return build(sigs_or_function, ())
-    if isinstance(sigs_or_function, str):
-        sigs_or_function = [sigs_or_function]
-    return lambda pyfunc: build(pyfunc, sigs_or_function)
-
-
 def _build(pyfunc, signatures, target, kwargs):
+    """What vectorize makes on target: compiled now for the signatures, or on
+    call for the types it meets (none given: a lazy ufunc, which compiles
+    inside NumPy's own dispatch)."""
     src, common = _kernel(pyfunc, kwargs)
-    ufunc = _core.vectorize(pyfunc, src.funcdef, src.location, signatures, target=target,
-                            cache=_function_cache(pyfunc, src, target, kwargs), **common)
-    _decorate(ufunc, pyfunc, src)
-    return ufunc
+    obj = _core.vectorize(pyfunc, src.funcdef, src.location, signatures, target=target,
+                          nin=_arity(pyfunc), cache=_function_cache(pyfunc, src, target, kwargs),
+                          **common)
+    return _decorate(obj, pyfunc, src)
 
 
-def _build_lazy(pyfunc, target, kwargs):
-    """A real ufunc with no loops: each new input-type combination compiles
-    one inside NumPy's dispatch (src/vectorize/dufunc.c).  guvectorize with
-    only a layout plugs in the same way: its C side passes its own
-    VzLazyBackend to vz_make_lazy_ufunc."""
-    src, common = _kernel(pyfunc, kwargs)
-    ufunc = _core.lazy_vectorize(pyfunc, src.funcdef, src.location, _arity(pyfunc),
-                                 target=target,
-                                 cache=_function_cache(pyfunc, src, target, kwargs), **common)
-    _decorate(ufunc, pyfunc, src)
-    return ufunc
-
-
-def _decorate(ufunc, pyfunc, src):
-    lib = _core._code_of(ufunc)
-    ufunc.py_func = pyfunc
-    ufunc.inspect_llvm = lib.inspect_llvm
-    ufunc.inspect_asm = lib.inspect_asm
-    # a plain function of its own (no reference to the ufunc: no cycle)
-    ufunc.inspect_types = _types_printer(lib, pyfunc, src)
+def _decorate(obj, pyfunc, src):
+    """numbavec's introspection (py_func, inspect_llvm, inspect_asm,
+    inspect_types) on what a factory made, where its type does not offer it
+    already: a NumPy ufunc carries it as attributes (its code: the Library
+    behind it); an object of numbavec's own answers for itself."""
+    code = _core._code_of(obj) if isinstance(obj, np.ufunc) else obj
+    offered = dir(type(obj))
+    for name, value in (("py_func", pyfunc), ("inspect_llvm", code.inspect_llvm),
+                        ("inspect_asm", code.inspect_asm),
+                        ("inspect_types", _types_printer(code, pyfunc, src))):
+        if name not in offered:
+            setattr(obj, name, value)
+    return obj
 
 
 def _types_printer(lib, pyfunc, src):
@@ -242,18 +201,18 @@ def guvectorize(*args, **kwargs):
     if inspect.isfunction(signatures):
         raise TypeError("guvectorize needs signatures and a layout: "
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
-    target = _check_options(kwargs, _GU_OPTIONS, "guvectorize", _GU_TARGETS)
+    target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
     if isinstance(signatures, (list, tuple)) and len(signatures) == 0:
         raise TypeError("guvectorize needs at least one signature in this build")
 
     def decorate(pyfunc):
         src, common = _kernel(pyfunc, kwargs, "guvectorize")
         writable = _writable_indices(pyfunc, kwargs.get("writable_args", ()))
-        ufunc = _core.guvectorize(
+        obj = _core.guvectorize(
             pyfunc, src.funcdef, src.location, signatures, layout, target=target,
-            writable_args=writable, boundscheck=bool(kwargs.get("boundscheck", True)), **common)
-        _decorate(ufunc, pyfunc, src)
-        return ufunc
+            writable_args=writable, boundscheck=bool(kwargs.get("boundscheck", True)),
+            cache=_function_cache(pyfunc, src, target, kwargs), **common)
+        return _decorate(obj, pyfunc, src)
 
     return decorate
 

@@ -442,8 +442,8 @@ def test_libnvvm_failure_names_the_kernel():
     from numbavec._source import KernelSource
     src = KernelSource(named_kernel)
     with pytest.raises(cuda.CudaError, match=r"^cuda kernel 'named_kernel' .* libNVVM"):
-        _core._cuda_vectorize(named_kernel, src.funcdef, src.location, ["f4(f4)"], nin=1,
-                              name="named_kernel", arch="sm_60", backend="nvvm")
+        _core.vectorize(named_kernel, src.funcdef, src.location, ["f4(f4)"], target="cuda",
+                        nin=1, name="named_kernel", arch="sm_60", backend="nvvm")
 
 
 def test_nvptx_refusal_names_the_kernel():

@@ -35,8 +35,8 @@ EXAMPLES = [
 
 def cu(pyfunc, sigs, arch="sm_90", identity=None):
     src = KernelSource(pyfunc)
-    return _core._cuda_vectorize(pyfunc, src.funcdef, src.location, sigs, identity=identity,
-                                 name=pyfunc.__name__, doc=pyfunc.__doc__, arch=arch)
+    return _core.vectorize(pyfunc, src.funcdef, src.location, sigs, target="cuda",
+                           identity=identity, name=pyfunc.__name__, doc=pyfunc.__doc__, arch=arch)
 
 
 # ---- on every machine ----
@@ -215,14 +215,14 @@ def test_every_numpy_name_of_a_type_is_that_type():
 @pytest.mark.parametrize("arch", ["sm_90", "compute_80", "90", "sm_90a"])
 def test_arch_spellings(arch):
     src = KernelSource(add)
-    f = _core._cuda_vectorize(add, src.funcdef, src.location, [], name="add", nin=2, arch=arch)
+    f = _core.vectorize(add, src.funcdef, src.location, [], target="cuda", name="add", nin=2, arch=arch)
     assert f.ntypes == 0
 
 
 def test_bad_arch_fails_at_decoration():
     src = KernelSource(add)
     with pytest.raises(ValueError, match="arch"):
-        _core._cuda_vectorize(add, src.funcdef, src.location, [], name="add", nin=2, arch="volta")
+        _core.vectorize(add, src.funcdef, src.location, [], target="cuda", name="add", nin=2, arch="volta")
 
 
 def test_device_casts_checked_before_launch():

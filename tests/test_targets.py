@@ -46,7 +46,7 @@ def offered(message):
 @pytest.mark.parametrize("target", ["cuda", "gpu"])
 def test_guvectorize_cuda_is_not_supported_yet(target):
     with pytest.raises(NotImplementedError) as info:
-        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)
+        make_gufunc(target)
     text = str(info.value)
     assert f"guvectorize() does not support target={target!r} yet" in text
     assert "unknown" not in text
@@ -92,20 +92,29 @@ def test_host_ufuncs_still_work_on_both_host_targets():
 
 
 @pytest.mark.parametrize("target", ["cuda", "gpu"])
-def test_core_factories_name_cuda_clearly(target):
-    """Below the decorators (_core), asking the host loop factories for cuda
-    says where cuda ufuncs come from instead of offering cuda as a choice."""
+def test_one_core_factory_per_decorator_for_every_target(target):
+    """Below the decorators, _core.vectorize and _core.guvectorize take every
+    target by name: the target says what it makes (no branch on cuda in
+    decorators.py)."""
     src = KernelSource(copy)
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(NotImplementedError, match=rf"target='{target}' yet; it supports "
+                                                  r"target 'cpu' or 'parallel'"):
         _core.guvectorize(copy, src.funcdef, src.location, ["void(float64[:], float64[:])"],
                           "(n)->(n)", target=target)
-    text = str(info.value)
-    assert "gufuncs do not support cuda yet" in text and "vectorize(target='cuda')" in text
     src = KernelSource(add1)
-    with pytest.raises(ValueError, match="has no host loops"):
-        _core.vectorize(add1, src.funcdef, src.location, ["float64(float64)"], target=target)
-    with pytest.raises(ValueError, match=r"unknown target 'tpu' \(choose 'cpu' or 'parallel'\)"):
+    with pytest.raises(ValueError, match=r"unknown target 'tpu' \(choose 'cpu', 'parallel', "
+                                         r"'cuda' or 'gpu'\)"):
         _core.vectorize(add1, src.funcdef, src.location, ["float64(float64)"], target="tpu")
+    if HAVE_LIBDEVICE:
+        u = _core.vectorize(add1, src.funcdef, src.location, ["float64(float64)"], target=target)
+        assert isinstance(u, _core.CUDAUFunc)
+
+
+def test_cuda_options_are_the_cuda_targets():
+    src = KernelSource(add1)
+    with pytest.raises(TypeError, match="arch= and backend= are options of the cuda target"):
+        _core.vectorize(add1, src.funcdef, src.location, ["float64(float64)"], target="cpu",
+                        arch="sm_90")
 
 
 @pytest.mark.parametrize("call", [

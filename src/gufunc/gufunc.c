@@ -251,64 +251,46 @@ PyDoc_STRVAR(guvectorize_doc,
              "signature `layout`; a layout without '->' has no outputs (the kernel\n"
              "writes into its inputs).");
 
-static PyObject *
-guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+PyObject *
+gu_make_guvectorize(const TgTarget *t, TgRequest *r)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef",  "source",        "signatures", "layout",
-                             "target", "identity", "writable_args", "fastmath",   "boundscheck",
-                             "name",   "doc",      "cache",         NULL};
-    PyObject *pyfunc, *funcdef, *source, *sigobj, *layout_obj, *identity = Py_None;
-    PyObject *writable = NULL, *cache = Py_None;
-    const char *target_name = "cpu", *name = NULL, *doc = NULL;
-    int fastmath = 0, boundscheck = 1;
     GuLayout layout;
-    Options o = {0};
-    TsSignature *sigs = NULL;
-    Py_ssize_t nsigs = 0;
+    Options o = {.target = t, .layout = &layout};
     VzLibrary *lib = NULL;
     PyObject *ufunc = NULL, *result = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzO", kwlist, &pyfunc, &funcdef,
-                                     &PyTuple_Type, &source, &sigobj, &layout_obj, &target_name,
-                                     &identity, &writable, &fastmath, &boundscheck, &name, &doc,
-                                     &cache)) {
+    if (gu_parse_layout(r->layout, &layout) < 0 || cc_jit_init() < 0) {
+        cc_kernel_free(r->kernel);
         return NULL;
     }
-    o.target = tg_lookup(target_name);
-    if (o.target == NULL || gu_parse_layout(layout_obj, &layout) < 0 || cc_jit_init() < 0
-        || ts_parse_signature_list(sigobj, &sigs, &nsigs) < 0) {
-        goto done;
+    if ((lib = vz_library_new(t, r->kernel)) == NULL) {
+        return NULL;
     }
-    if (nsigs == 0) {
+    if (r->nsigs == 0) {
         PyErr_SetString(PyExc_TypeError, "guvectorize needs at least one signature");
         goto done;
     }
-    o.layout = &layout;
     for (int k = layout.nin; k < layout.nargs; k++) {
         o.written[k] = 1;
     }
-    if (writable != NULL && writable != Py_None
-        && parse_writable(writable, &layout, o.written) < 0) {
+    if (r->writable != NULL && r->writable != Py_None
+        && parse_writable(r->writable, &layout, o.written) < 0) {
         goto done;
     }
-    CcKernel *kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, boundscheck, cache);
-    if (kernel == NULL || (lib = vz_library_new(o.target, kernel)) == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nsigs; i++) {
-        if (compile_one(lib, &o, &sigs[i]) < 0) {
+    for (Py_ssize_t i = 0; i < r->nsigs; i++) {
+        if (compile_one(lib, &o, &r->sigs[i]) < 0) {
             goto done;
         }
     }
     /* every loop writes what any of them writes (the same source) */
-    for (Py_ssize_t i = 0; i < nsigs; i++) {
+    for (Py_ssize_t i = 0; i < r->nsigs; i++) {
         memcpy(((GuLoop *)lib->items[i]->data)->written, o.written, sizeof(o.written));
     }
-    ufunc = make_ufunc(lib, &layout, identity, doc);
+    ufunc = make_ufunc(lib, &layout, r->identity, r->doc);
     if (ufunc == NULL) {
         goto done;
     }
     set_writable(ufunc, &layout, o.written);
-    if (gu_register_methods(ufunc, (int)nsigs) < 0) {
+    if (gu_register_methods(ufunc, (int)r->nsigs) < 0) {
         goto done;
     }
     result = ufunc;
@@ -316,6 +298,37 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 done:
     Py_XDECREF(ufunc);
     Py_XDECREF(lib);
+    return result;
+}
+
+static PyObject *
+guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pyfunc", "funcdef",  "source",        "signatures", "layout",
+                             "target", "identity", "writable_args", "fastmath",   "boundscheck",
+                             "name",   "doc",      "cache",         NULL};
+    PyObject *pyfunc, *funcdef, *source, *sigobj, *layout, *identity = Py_None;
+    PyObject *writable = NULL, *cache = Py_None;
+    const char *target_name = "cpu", *name = NULL, *doc = NULL;
+    int fastmath = 0, boundscheck = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzO", kwlist, &pyfunc, &funcdef,
+                                     &PyTuple_Type, &source, &sigobj, &layout, &target_name,
+                                     &identity, &writable, &fastmath, &boundscheck, &name, &doc,
+                                     &cache)) {
+        return NULL;
+    }
+    TgRequest r = {.identity = identity, .doc = doc, .layout = layout, .writable = writable};
+    TsSignature *sigs = NULL;
+    const TgTarget *t = tg_for(target_name, "guvectorize");
+    if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    r.sigs = sigs;
+    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, boundscheck, cache);
+    if (r.kernel != NULL) {
+        result = t->make->guvectorize(t, &r);
+    }
     PyMem_Free(sigs);
     return result;
 }

@@ -91,6 +91,8 @@ int gu_register_methods(PyObject *ufunc, int ntypes);
 
 /* ---- gufunc.c ---- */
 
+/* The host targets' guvectorize factory (target.h).  New reference or NULL. */
+PyObject *gu_make_guvectorize(const TgTarget *t, TgRequest *r);
 int gu_init_module(PyObject *module);
 
 #endif /* NV_GUFUNC_H */

@@ -1,7 +1,11 @@
 /*
- * cpu.c - the cpu target: NumPy calls the JIT-compiled serial loop directly.
+ * cpu.c - the cpu target (NumPy calls the JIT-compiled serial loop
+ * directly), and the table of every target the decorators may name.
  */
 #include "targets/target.h"
+
+#include "gufunc/gufunc.h"
+#include "vectorize/vectorize.h"
 
 #include <string.h>
 
@@ -25,26 +29,74 @@ cpu_run_range(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns)
     fn(ctx, 0, n);
 }
 
-const TgTarget tg_cpu = {"cpu", cpu_wrap_loop, cpu_free_data, cpu_run_range};
+/* The host targets make real NumPy ufuncs and gufuncs around host loops. */
+const TgFactories tg_host_factories = {vz_make_vectorize, gu_make_guvectorize};
+
+const TgTarget tg_cpu = {
+    .name = "cpu",
+    .make = &tg_host_factories,
+    .wrap_loop = cpu_wrap_loop,
+    .free_data = cpu_free_data,
+    .run_range = cpu_run_range,
+};
+
+/* ---- the table of targets ---- */
+
+static const struct {
+    const char *name;
+    const TgTarget *target;
+} targets[] = {
+    {"cpu", &tg_cpu},
+    {"parallel", &tg_parallel},
+    {"cuda", &tg_cuda},
+    {"gpu", &tg_cuda}, /* Numba's alias */
+};
+#define NTARGETS (sizeof(targets) / sizeof(targets[0]))
+
+/* Whether target t makes what who asks for. */
+static int
+makes(const TgTarget *t, const char *who)
+{
+    return strcmp(who, "guvectorize") == 0 ? t->make->guvectorize != NULL
+                                           : t->make->vectorize != NULL;
+}
+
+/* "'cpu', 'parallel' or 'cuda'": the names of the targets who may name. */
+static void
+choices(const char *who, char *buf, size_t size)
+{
+    size_t at = 0, n = 0, count = 0;
+    for (size_t i = 0; i < NTARGETS; i++) {
+        count += makes(targets[i].target, who);
+    }
+    buf[0] = '\0';
+    for (size_t i = 0; i < NTARGETS && at < size; i++) {
+        if (!makes(targets[i].target, who)) {
+            continue;
+        }
+        n++;
+        const char *sep = n == 1 ? "" : n == count ? " or " : ", ";
+        at += (size_t)snprintf(buf + at, size - at, "%s'%s'", sep, targets[i].name);
+    }
+}
 
 const TgTarget *
-tg_lookup(const char *name)
+tg_for(const char *name, const char *who)
 {
-    static const TgTarget *const all[] = {&tg_cpu, &tg_parallel};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-        if (strcmp(all[i]->name, name) == 0) {
-            return all[i];
+    char offered[128];
+    choices(who, offered, sizeof(offered));
+    for (size_t i = 0; i < NTARGETS; i++) {
+        if (strcmp(targets[i].name, name) != 0) {
+            continue;
         }
-    }
-    if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) {
-        /* cuda ufuncs are made by cufunc.c, not from host loops */
-        PyErr_Format(PyExc_ValueError,
-                     "target '%s' has no host loops: cuda ufuncs come from "
-                     "vectorize(target='cuda'), and gufuncs do not support cuda yet "
-                     "(host loops run on 'cpu' or 'parallel')",
-                     name);
+        if (makes(targets[i].target, who)) {
+            return targets[i].target;
+        }
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s() does not support target='%s' yet; it supports target %s", who, name,
+                     offered);
         return NULL;
     }
-    PyErr_Format(PyExc_ValueError, "unknown target '%s' (choose 'cpu' or 'parallel')", name);
+    PyErr_Format(PyExc_ValueError, "%s(): unknown target '%s' (choose %s)", who, name, offered);
     return NULL;
 }

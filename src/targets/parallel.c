@@ -248,7 +248,13 @@ par_run_range(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns)
     }
 }
 
-const TgTarget tg_parallel = {"parallel", par_wrap_loop, par_free_data, par_run_range};
+const TgTarget tg_parallel = {
+    .name = "parallel",
+    .make = &tg_host_factories,
+    .wrap_loop = par_wrap_loop,
+    .free_data = par_free_data,
+    .run_range = par_run_range,
+};
 
 /* ---- _core.set_num_threads & co. ---- */
 

@@ -1,25 +1,51 @@
 /*
  * target.h - the execution targets, one const vtable each.
  *
- * A target receives the serial inner loop JIT-compiled for one signature and
- * returns the function and data NumPy should call.  Callers never test which
- * target they hold.
+ * A target says what makes the objects the decorators return on it (its
+ * factories: the host ufunc and gufunc factories for cpu and parallel,
+ * the cuda ufunc for cuda), and the host targets receive the serial inner
+ * loop JIT-compiled for one signature and return the function and data
+ * NumPy should call.  Callers never test which target they hold.
  *
- *   cpu.c        the serial loop itself
+ *   cpu.c        the serial loop itself; the table of targets
  *   parallel.c   a trampoline that splits the loop over the thread pool
  *   pool.c       the persistent pthread pool (pool.h)
+ *   cuda/        the cuda target (cuda.h)
  */
 #ifndef NV_TARGET_H
 #define NV_TARGET_H
 
 #include "common.h"
+#include "compiler/compiler.h"
 #include "typesig/typesig.h"
 
 /* Runs the indices [start, stop) of a range; ctx is the caller's. */
 typedef void (*TgRangeFn)(void *ctx, npy_intp start, npy_intp stop);
 
+/* What a decorator asks a target to make (references borrowed). */
+typedef struct TgRequest {
+    CcKernel *kernel;        /* taken over by the factory (freed on failure too) */
+    const TsSignature *sigs; /* the signatures given */
+    Py_ssize_t nsigs;        /* 0: compiled on call, for the types it meets */
+    int nin;                 /* the kernel's arity */
+    PyObject *identity;
+    const char *doc;
+    PyObject *layout, *writable; /* guvectorize: the layout, writable_args */
+    const char *arch;            /* cuda: the PTX arch (NULL: its default) */
+    PyObject *backend;           /* cuda: 'nvvm', 'llvm' or None */
+} TgRequest;
+
+struct TgTarget;
+
+/* The factories of a target: a new reference, or NULL with an exception. */
+typedef struct TgFactories {
+    PyObject *(*vectorize)(const struct TgTarget *t, TgRequest *r);
+    PyObject *(*guvectorize)(const struct TgTarget *t, TgRequest *r); /* NULL: not yet */
+} TgFactories;
+
 typedef struct TgTarget {
     const char *name;
+    const TgFactories *make;
     /*
      * serial: the JIT'd loop for sig; cost: an estimate of the serial
      * loop's nanoseconds per element (rough: the parallel target refines
@@ -40,10 +66,13 @@ typedef struct TgTarget {
 
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;
+extern const TgTarget tg_cuda;              /* targets/cuda/cufunc.c */
+extern const TgFactories tg_host_factories; /* cpu.c: vectorize.c's and gufunc.c's */
 
-/* "cpu", "parallel" (the host targets); NULL with ValueError naming the
- * choices ('cuda' has no host loops: cufunc.c makes its ufuncs). */
-const TgTarget *tg_lookup(const char *name);
+/* The target `name` ("cpu", "parallel", "cuda" or its alias "gpu") for what
+ * who ("vectorize", "guvectorize") makes; NULL with ValueError naming the
+ * choices, or NotImplementedError for a target without that factory yet. */
+const TgTarget *tg_for(const char *name, const char *who);
 
 int tg_init_module(PyObject *module); /* set_num_threads & co.; 0/-1 */
 

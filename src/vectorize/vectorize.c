@@ -362,20 +362,6 @@ vz_library_new(const TgTarget *target, CcKernel *kernel)
     return lib;
 }
 
-/* A library for the decorated function of the factory's arguments (all
- * borrowed).  New reference or NULL. */
-static Library *
-library_for(const char *target_name, PyObject *pyfunc, PyObject *funcdef, PyObject *source,
-            const char *name, int fastmath, PyObject *cache)
-{
-    const TgTarget *target = tg_lookup(target_name);
-    if (target == NULL || cc_jit_init() < 0) {
-        return NULL;
-    }
-    CcKernel *k = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, 1, cache);
-    return k != NULL ? vz_library_new(target, k) : NULL;
-}
-
 static PyObject *
 make_ufunc(Library *lib, PyObject *identity, const char *doc)
 {
@@ -438,54 +424,6 @@ check_signatures(const TsSignature *sigs, Py_ssize_t n)
     return 0;
 }
 
-PyDoc_STRVAR(vectorize_doc,
-             "vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
-             "          fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
-             "Compiles pyfunc (whose ast.FunctionDef is funcdef; source is (filename,\n"
-             "first_line, lines, line_offset)) for each signature into a real ufunc.\n"
-             "cache: a numbavec.cache.FunctionCache, or None.\n"
-             "_code_of(ufunc) is the Library owning the code.");
-
-static PyObject *
-vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"pyfunc",   "funcdef", "source", "signatures", "target", "identity",
-                             "fastmath", "name",    "doc",    "cache",      NULL};
-    PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None, *cache = Py_None;
-    const char *target_name = "cpu", *name = NULL, *doc = NULL;
-    int fastmath = 0;
-    TsSignature *sigs = NULL;
-    Py_ssize_t nsigs = 0;
-    Library *lib = NULL;
-    PyObject *ufunc = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzzO", kwlist, &pyfunc, &funcdef,
-                                     &PyTuple_Type, &source, &sigobj, &target_name, &identity,
-                                     &fastmath, &name, &doc, &cache)) {
-        return NULL;
-    }
-    lib = library_for(target_name, pyfunc, funcdef, source, name, fastmath, cache);
-    if (lib == NULL || ts_parse_signature_list(sigobj, &sigs, &nsigs) < 0) {
-        goto done;
-    }
-    if (nsigs == 0) {
-        PyErr_SetString(PyExc_TypeError, "vectorize needs at least one signature");
-        goto done;
-    }
-    if (check_signatures(sigs, nsigs) < 0) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nsigs; i++) {
-        if (vz_library_add(lib, &sigs[i]) < 0) {
-            goto done;
-        }
-    }
-    ufunc = make_ufunc(lib, identity, doc);
-done:
-    Py_XDECREF(lib);
-    PyMem_Free(sigs);
-    return ufunc;
-}
-
 /* ---- lazy ufuncs: the Library as a dufunc.c backend ---- */
 
 static Py_ssize_t
@@ -526,37 +464,86 @@ lazy_size(PyObject *compiler)
 
 static const VzLazyBackend library_backend = {lazy_find, lazy_compile, lazy_entry, lazy_size};
 
-PyDoc_STRVAR(lazy_vectorize_doc,
-             "lazy_vectorize(pyfunc, funcdef, source, nin, target='cpu', identity=None,\n"
-             "               fastmath=False, name=None, doc=None, cache=None) -> numpy.ufunc\n\n"
-             "A real ufunc with no loops yet: each call with new input types compiles\n"
-             "one (see vectorize for the arguments).");
+/* ---- the host factory: what vectorize makes on cpu and parallel ---- */
 
-static PyObject *
-lazy_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+PyObject *
+vz_make_vectorize(const TgTarget *t, TgRequest *r)
 {
-    static char *kwlist[] = {"pyfunc",   "funcdef", "source", "nin",   "target", "identity",
-                             "fastmath", "name",    "doc",    "cache", NULL};
-    PyObject *pyfunc, *funcdef, *source, *identity = Py_None, *cache = Py_None;
-    const char *target_name = "cpu", *name = NULL, *doc = NULL;
-    int nin, fastmath = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!i|sOpzzO", kwlist, &pyfunc, &funcdef,
-                                     &PyTuple_Type, &source, &nin, &target_name, &identity,
-                                     &fastmath, &name, &doc, &cache)) {
+    if (r->arch != NULL || (r->backend != NULL && r->backend != Py_None)) {
+        cc_kernel_free(r->kernel);
+        PyErr_Format(PyExc_TypeError, "arch= and backend= are options of the cuda target, not '%s'",
+                     t->name);
         return NULL;
     }
-    if (nin < 1 || nin > TS_MAXARGS) {
-        PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS, nin);
+    if (cc_jit_init() < 0 || (r->nsigs > 0 && check_signatures(r->sigs, r->nsigs) < 0)) {
+        cc_kernel_free(r->kernel);
         return NULL;
     }
-    Library *lib = library_for(target_name, pyfunc, funcdef, source, name, fastmath, cache);
+    if (r->nsigs == 0 && (r->nin < 1 || r->nin > TS_MAXARGS)) {
+        cc_kernel_free(r->kernel);
+        PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS,
+                     r->nin);
+        return NULL;
+    }
+    Library *lib = vz_library_new(t, r->kernel);
     if (lib == NULL) {
         return NULL;
     }
-    PyObject *ufunc = vz_make_lazy_ufunc(lib->kernel->name, doc, nin, 1, identity, &library_backend,
-                                         (PyObject *)lib);
+    PyObject *ufunc = NULL;
+    if (r->nsigs == 0) {
+        ufunc = vz_make_lazy_ufunc(lib->kernel->name, r->doc, r->nin, 1, r->identity,
+                                   &library_backend, (PyObject *)lib);
+    } else {
+        Py_ssize_t i = 0;
+        while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {
+            i++;
+        }
+        ufunc = i == r->nsigs ? make_ufunc(lib, r->identity, r->doc) : NULL;
+    }
     Py_DECREF(lib);
     return ufunc;
+}
+
+PyDoc_STRVAR(vectorize_doc,
+             "vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
+             "          fastmath=False, name=None, doc=None, cache=None, nin=-1, arch=None,\n"
+             "          backend=None) -> numpy.ufunc or numbavec.cuda.CUDAUFunc\n\n"
+             "What @vectorize makes: pyfunc (whose ast.FunctionDef is funcdef; source is\n"
+             "(filename, first_line, lines, line_offset)) compiled for each signature by\n"
+             "the target's factory; no signatures: compiled on call for the types it\n"
+             "meets (nin: the kernel's arity).  cache: a numbavec.cache.FunctionCache,\n"
+             "or None.  arch, backend: the cuda target's.");
+
+static PyObject *
+vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pyfunc",   "funcdef",  "source",  "signatures", "target",
+                             "identity", "fastmath", "name",    "doc",        "cache",
+                             "nin",      "arch",     "backend", NULL};
+    PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None, *cache = Py_None;
+    PyObject *backend = Py_None;
+    const char *target_name = "cpu", *name = NULL, *doc = NULL, *arch = NULL;
+    int fastmath = 0, nin = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzzOizO", kwlist, &pyfunc, &funcdef,
+                                     &PyTuple_Type, &source, &sigobj, &target_name, &identity,
+                                     &fastmath, &name, &doc, &cache, &nin, &arch, &backend)) {
+        return NULL;
+    }
+    TgRequest r = {.nin = nin, .identity = identity, .doc = doc, .arch = arch, .backend = backend};
+    TsSignature *sigs = NULL;
+    const TgTarget *t = tg_for(target_name, "vectorize");
+    if (t == NULL
+        || (PyObject_IsTrue(sigobj) && ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    r.sigs = sigs;
+    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, 1, cache);
+    if (r.kernel != NULL) {
+        result = t->make->vectorize(t, &r);
+    }
+    PyMem_Free(sigs);
+    return result;
 }
 
 PyDoc_STRVAR(lazy_add_doc,
@@ -599,8 +586,6 @@ code_of(PyObject *module, PyObject *ufunc)
 
 static PyMethodDef vectorize_methods[] = {
     {"_code_of", code_of, METH_O, code_of_doc},
-    {"lazy_vectorize", (PyCFunction)(void (*)(void))lazy_vectorize, METH_VARARGS | METH_KEYWORDS,
-     lazy_vectorize_doc},
     {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
     {"vectorize", (PyCFunction)(void (*)(void))vectorize, METH_VARARGS | METH_KEYWORDS,
      vectorize_doc},

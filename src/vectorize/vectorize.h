@@ -159,6 +159,10 @@ Py_ssize_t vz_library_size(VzLibrary *lib);
 /* "nv.<name>": the symbol base of the library's code. */
 void vz_symbol_base(const VzLibrary *lib, char *buf, size_t size);
 
+/* The host targets' vectorize factory (target.h): an eager ufunc for the
+ * request's signatures, or a lazy one without.  New reference or NULL. */
+PyObject *vz_make_vectorize(const TgTarget *t, TgRequest *r);
+
 int vz_init_module(PyObject *module);
 
 #endif /* NV_VECTORIZE_H */

@@ -16,10 +16,13 @@
  * share.
  */
 #include "targets/cuda/cufunc.h"
+
 #include "vectorize/vectorize.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <string.h>
+#include <structmember.h>
 
 static PyObject *cufunc_type = NULL;
 
@@ -547,6 +550,32 @@ inspect_llvm(PyObject *self, PyObject *args)
     return l ? Py_NewRef(l->code.llvm) : NULL;
 }
 
+/* variable_types(sig=None): {variable: type} of one signature, or a dict of
+ * all by signature (the protocol of a host ufunc's Library). */
+static PyObject *
+variable_types(PyObject *self, PyObject *args)
+{
+    CuFunc *f = (CuFunc *)self;
+    PyObject *which = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &which)) {
+        return NULL;
+    }
+    if (which != Py_None) {
+        CuLoop *l = loop_for(f, which);
+        return l ? Py_NewRef(l->code.var_types) : NULL;
+    }
+    PyObject *all = PyDict_New();
+    for (Py_ssize_t i = 0; all != NULL && i < f->nloops; i++) {
+        char buf[TS_STRSIZE];
+        PyObject *key = PyUnicode_FromString(ts_signature_str(&f->loops[i]->sig, buf, sizeof(buf)));
+        if (key == NULL || PyDict_SetItem(all, key, f->loops[i]->code.var_types) < 0) {
+            Py_CLEAR(all);
+        }
+        Py_XDECREF(key);
+    }
+    return all;
+}
+
 static PyObject *
 cufunc_repr(PyObject *self)
 {
@@ -564,6 +593,7 @@ cufunc_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(f->identity);
     Py_VISIT(f->resolver);
     Py_VISIT(f->cache);
+    Py_VISIT(f->dict);
     return 0;
 }
 
@@ -575,6 +605,7 @@ cufunc_clear(PyObject *self)
     Py_CLEAR(f->identity);
     Py_CLEAR(f->resolver);
     Py_CLEAR(f->cache);
+    Py_CLEAR(f->dict);
     return 0;
 }
 
@@ -634,6 +665,10 @@ static PyMethodDef cufunc_methods[] = {
      "inspect_ptx(signature=None, reduce=False): the PTX of one signature"},
     {"inspect_llvm", inspect_llvm, METH_VARARGS,
      "inspect_llvm(signature=None): the LLVM IR handed to the PTX back end"},
+    {"inspect_asm", inspect_ptx, METH_VARARGS,
+     "inspect_asm(signature=None): the GPU's assembly, PTX (as inspect_ptx)"},
+    {"variable_types", variable_types, METH_VARARGS,
+     "variable_types(signature=None): {variable: type} of one signature, or of all"},
     {"_plan", (PyCFunction)(void (*)(void))cf_plan, METH_VARARGS | METH_KEYWORDS,
      "Test hook: the launch plan of a call, without a GPU."},
     {"_resolve", cf_resolve_hook, METH_VARARGS, "Test hook: the loop a call would use."},
@@ -642,11 +677,21 @@ static PyMethodDef cufunc_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef cufunc_members[] = {
+    {"__dictoffset__", T_PYSSIZET, offsetof(CuFunc, dict), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot cufunc_slots[] = {
-    {Py_tp_dealloc, cufunc_dealloc}, {Py_tp_traverse, cufunc_traverse},
-    {Py_tp_clear, cufunc_clear},     {Py_tp_call, cf_call},
-    {Py_tp_repr, cufunc_repr},       {Py_tp_getset, cufunc_getset},
-    {Py_tp_methods, cufunc_methods}, {0, NULL},
+    {Py_tp_dealloc, cufunc_dealloc},
+    {Py_tp_traverse, cufunc_traverse},
+    {Py_tp_clear, cufunc_clear},
+    {Py_tp_call, cf_call},
+    {Py_tp_repr, cufunc_repr},
+    {Py_tp_getset, cufunc_getset},
+    {Py_tp_methods, cufunc_methods},
+    {Py_tp_members, cufunc_members},
+    {0, NULL},
 };
 
 static PyType_Spec cufunc_spec = {
@@ -658,56 +703,34 @@ static PyType_Spec cufunc_spec = {
 };
 
 /*
- * _cuda_vectorize(pyfunc, funcdef, source, signatures, identity=None,
- *                 fastmath=False, name=, doc=, arch='sm_90', backend=None)
- * signatures may be empty: compiled on call for the inputs' dtypes.
+ * The cuda target's vectorize factory (target.h): a CUDAUFunc with a loop
+ * for each signature, or none yet (compiled on call for the input types).
  */
 static PyObject *
-cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
+cuda_make_vectorize(const TgTarget *t, TgRequest *r)
 {
-    static char *kwlist[] = {"pyfunc",   "funcdef", "source", "signatures", "identity",
-                             "fastmath", "name",    "doc",    "arch",       "backend",
-                             "nin",      "cache",   NULL};
-    PyObject *pyfunc, *funcdef, *source, *sigs, *identity = Py_None, *name, *doc = Py_None;
-    PyObject *backend = Py_None, *cache = Py_None;
-    const char *arch = "sm_90";
-    int fastmath = 0, nin = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OpUOsOiO", kwlist, &pyfunc, &funcdef,
-                                     &source, &sigs, &identity, &fastmath, &name, &doc, &arch,
-                                     &backend, &nin, &cache)) {
-        return NULL;
-    }
-    const char *pyname = PyUnicode_AsUTF8AndSize(name, NULL);
-    if (pyname == NULL) {
-        return NULL;
-    }
-    TsSignature *list = NULL;
-    Py_ssize_t n = 0;
-    if (PySequence_Size(sigs) > 0 && ts_parse_signature_list(sigs, &list, &n) < 0) {
-        return NULL;
-    }
-    PyErr_Clear();
     CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)cufunc_type);
     if (f == NULL) {
-        PyMem_Free(list);
+        cc_kernel_free(r->kernel);
         return NULL;
     }
-    f->name = Py_NewRef(name);
-    f->doc = Py_NewRef(doc);
-    f->kernel = cc_kernel_new(pyfunc, funcdef, source, pyname, fastmath, 1, cache);
-    f->backend = Py_NewRef(backend);
-    f->reorderable =
-        PyUnicode_Check(identity) && PyUnicode_CompareWithASCIIString(identity, "reorderable") == 0;
-    f->identity = Py_NewRef(identity);
+    f->kernel = r->kernel;
+    f->name = Py_NewRef(r->kernel->name_obj);
+    f->doc = r->doc != NULL ? PyUnicode_FromString(r->doc) : Py_NewRef(Py_None);
+    f->backend = Py_NewRef(r->backend != NULL ? r->backend : Py_None);
+    f->reorderable = PyUnicode_Check(r->identity)
+                     && PyUnicode_CompareWithASCIIString(r->identity, "reorderable") == 0;
+    f->identity = Py_NewRef(r->identity);
     f->resolver = NULL;
     f->cache = PyDict_New();
+    f->dict = NULL;
     f->loops = NULL;
     f->nloops = 0;
-    f->nin = n > 0 ? list[0].nargs : nin;
-    f->lazy = n == 0;
-    snprintf(f->arch, sizeof(f->arch), "%s", arch);
+    f->nin = r->nsigs > 0 ? r->sigs[0].nargs : r->nin;
+    f->lazy = r->nsigs == 0;
+    snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
     PyObject_GC_Track((PyObject *)f);
-    if (f->kernel == NULL || f->cache == NULL
+    if (f->doc == NULL || f->cache == NULL
         || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
@@ -715,30 +738,32 @@ cuda_vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "a cuda ufunc takes at least one argument");
         goto error;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (list[i].nargs != f->nin) {
+    for (Py_ssize_t i = 0; i < r->nsigs; i++) {
+        if (r->sigs[i].nargs != f->nin) {
             PyErr_SetString(PyExc_TypeError, "all signatures must take the same number of "
                                              "arguments");
             goto error;
         }
-        if (add_loop(f, &list[i]) < 0) {
+        TsSignature sig = r->sigs[i];
+        if (add_loop(f, &sig) < 0) {
             goto error;
         }
     }
     if (rebuild_resolver(f) < 0) {
         goto error;
     }
-    PyMem_Free(list);
     return (PyObject *)f;
 error:
-    PyMem_Free(list);
     Py_DECREF(f);
     return NULL;
 }
 
+static const TgFactories cuda_factories = {cuda_make_vectorize, NULL};
+
+/* cuda has no host loops: its factory makes CUDAUFuncs. */
+const TgTarget tg_cuda = {.name = "cuda", .make = &cuda_factories};
+
 static PyMethodDef cufunc_functions[] = {
-    {"_cuda_vectorize", (PyCFunction)(void (*)(void))cuda_vectorize, METH_VARARGS | METH_KEYWORDS,
-     "the cuda target of vectorize"},
     {"_cuda_staging", cuda_staging_py, METH_VARARGS,
      "_cuda_staging(on=None): whether large host calls are staged (the previous setting)"},
     {NULL, NULL, 0, NULL},

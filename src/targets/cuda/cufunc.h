@@ -24,6 +24,7 @@ typedef struct CuFunc {
     CcKernel *kernel;   /* owned: the decorated function, what every loop compiles */
     PyObject *resolver; /* numpy.ufunc with our loops and no-op bodies */
     PyObject *cache;    /* key tuple -> loop index */
+    PyObject *dict;     /* __dict__: the decorator's inspect_types lives there */
     int nin, reorderable;
     int lazy; /* no signatures given: new input types compile new loops */
     char arch[16];

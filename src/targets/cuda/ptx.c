@@ -687,6 +687,7 @@ cuda_code_clear(CudaCode *c)
     Py_CLEAR(c->ptx);
     Py_CLEAR(c->llvm);
     Py_CLEAR(c->reduce_ptx);
+    Py_CLEAR(c->var_types);
 }
 
 int
@@ -707,6 +708,7 @@ cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *ba
     *sig = c.sig;
     out->ptx = Py_NewRef(c.text);
     out->llvm = Py_NewRef(c.llvm);
+    out->var_types = Py_NewRef(c.var_types);
     cc_compiled_clear(&c);
     if (reduce) {
         PtxJob rjob = job;
