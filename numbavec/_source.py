@@ -10,6 +10,8 @@ import inspect
 import linecache
 import textwrap
 
+from numbavec import _core
+
 
 class KernelSource:
     """The parsed source of one Python function.
@@ -41,12 +43,63 @@ class KernelSource:
             source = "if 1:\n" + source
             offset -= 1
         try:
-            tree = ast.parse(source, filename)
+            tree = _parse(source, filename, offset)
         except SyntaxError:
-            tree = ast.parse(textwrap.dedent("".join(lines)), filename)
             offset = first_line - 1
+            tree = _parse(textwrap.dedent("".join(lines)), filename, offset)
         self.funcdef = _find_function(tree, pyfunc)
         self.location = (filename, first_line, list(lines), offset)
+
+
+# CPython sizes its recursion limits for a main thread's 8 MB stack.  Parsing,
+# and freeing, a deeply nested tree recurses once per level in C, and on a
+# thread with far less room (threading.stack_size(512 * 1024)) overflows it:
+# a segfault inside CPython (3.13), where the plain function would have run.
+# So on such a thread the source is parsed on a thread of _PARSE_STACK bytes,
+# and its tree comes back only when it is shallow enough to be compiled, and
+# freed, on the caller's stack (the compiler's own budget of levels there);
+# otherwise it is freed where it was made and the kernel refused.
+_ROOMY = 4 << 20
+_PARSE_STACK = 16 << 20
+
+
+def _roomy():
+    room = _core._stack_room()
+    return room is None or room >= _ROOMY
+
+
+def _parse(source, filename, line_offset):
+    if _roomy():
+        return ast.parse(source, filename)
+    return _core._call_with_stack(_PARSE_STACK, _parse_bounded, source, filename, line_offset,
+                                  _core._depth_budget())
+
+
+def _parse_bounded(source, filename, line_offset, budget):
+    tree = ast.parse(source, filename)
+    where = _deeper_than(tree, budget)
+    if where is None:
+        return tree
+    del tree                            # freed here, on the large stack
+    line, col = where
+    raise _core.TypingError(
+        f"{filename}:{line + line_offset}:{col + 1}: the kernel is nested too deeply for this "
+        f"thread's stack (more than {budget} levels here; compile it on a thread with a "
+        f"larger stack)")
+
+
+def _deeper_than(tree, budget):
+    """(line, column) of a node nested more than budget levels deep in tree,
+    or None; a walk without recursion."""
+    todo = [(tree, 1, (1, 0))]
+    while todo:
+        node, depth, where = todo.pop()
+        if hasattr(node, "lineno"):
+            where = (node.lineno, node.col_offset)
+        if depth > budget:
+            return where
+        todo.extend((child, depth + 1, where) for child in ast.iter_child_nodes(node))
+    return None
 
 
 # {filename: (the file's lines, {first line: FunctionDef})}: one parse per file
@@ -64,7 +117,7 @@ def _from_module_tree(self, pyfunc):
         return False
     linecache.checkcache(filename)      # as inspect does: a file edited since
     lines = linecache.getlines(filename, pyfunc.__globals__)
-    if not lines:
+    if not lines or not _roomy():
         return False
     cached = _module_trees.get(filename)
     if cached is None or cached[0] is not lines:

@@ -8,6 +8,7 @@
 #define NV_IMPORT_NUMPY
 #include "common.h"
 
+#include "compiler/compiler.h"
 #include "gufunc/gufunc.h"
 #include "targets/cuda/cuda.h"
 #include "targets/target.h"
@@ -47,8 +48,9 @@ PyInit__core(void)
         return NULL;
     }
     if (PyModule_AddStringConstant(m, "llvm_version", NUMBAVEC_LLVM_VERSION_STRING) < 0
-        || add_exceptions(m) < 0 || ts_init_module(m) < 0 || vz_init_module(m) < 0
-        || tg_init_module(m) < 0 || gu_init_module(m) < 0 || cuda_init_module(m) < 0) {
+        || add_exceptions(m) < 0 || cc_init_module(m) < 0 || ts_init_module(m) < 0
+        || vz_init_module(m) < 0 || tg_init_module(m) < 0 || gu_init_module(m) < 0
+        || cuda_init_module(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -4,6 +4,8 @@
  * Pipeline, one file a pass (each section below belongs to one .c file):
  *
  *   arena.c      the per-compilation arena that owns every IR object
+ *   stack.c      the C stack the compiling thread has left; calls on a
+ *                thread with a larger one (parsing deep user code)
  *   lower.c      Python `ast` objects -> untyped IR tree (CcNode), names
  *                resolved: locals, frozen globals/closure constants, builtins
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
@@ -212,6 +214,21 @@ typedef struct CcFunction {
     int max_depth;     /* lower.c: the nesting this thread's stack has room for */
     int nnodes;        /* lower.c: the nodes made so far */
 } CcFunction;
+
+/* ---- stack.c ---- */
+
+/* Bytes of C stack left below the caller on this thread (SIZE_MAX: unknown). */
+size_t cc_stack_room(void);
+/* The levels of nesting a kernel compiled from here may have: CC_MAX_DEPTH,
+ * or less where this thread's stack has less room. */
+#define CC_MAX_DEPTH 2000
+int cc_depth_budget(void);
+/* callable(*args) (args a tuple, both borrowed): here when this thread has
+ * `stack` bytes of room, else on a new thread with a stack of that size,
+ * the caller waiting without the GIL.  New reference, or NULL with the
+ * exception the call raised. */
+PyObject *cc_call_with_stack(size_t stack, PyObject *callable, PyObject *args);
+int cc_init_module(PyObject *module); /* _call_with_stack, _stack_room; 0/-1 */
 
 /* ---- lower.c ---- */
 

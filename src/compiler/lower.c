@@ -1710,56 +1710,7 @@ lower_expr_kind(Lower *L, PyObject *node)
     }
 }
 
-/* ---- how deep a tree may be ---- */
-
-/*
- * Every pass over the tree (this one, typeinfer, emit) recurses once per
- * level of nesting, so the depth of a kernel is bounded: by MAX_DEPTH, and
- * by what the stack of the compiling thread has room for (a thread made
- * with threading.stack_size(512 * 1024) has far less than the main one).
- * STACK_PER_LEVEL is about twice what the deepest pass was measured to use
- * per level; STACK_RESERVE is left for LLVM and the calls around us.
- */
-#define MAX_DEPTH       2000
-#define STACK_PER_LEVEL 640
-#define STACK_RESERVE   (128 * 1024)
-
-/* The lowest address of this thread's stack, or NULL when unknown (read
- * once per thread: pthread_getattr_np reads /proc for the main thread). */
-static char *
-stack_low(void)
-{
-    static _Thread_local char *low;
-    static _Thread_local int known;
-    if (!known) {
-        pthread_attr_t attr;
-        void *addr = NULL;
-        size_t size = 0;
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            if (pthread_attr_getstack(&attr, &addr, &size) != 0) {
-                addr = NULL;
-            }
-            pthread_attr_destroy(&attr);
-        }
-        low = addr;
-        known = 1;
-    }
-    return low;
-}
-
-/* How many levels of nesting a kernel compiled from here may have. */
-static int
-depth_budget(void)
-{
-    char here;
-    char *low = stack_low();
-    if (low == NULL || &here <= low) {
-        return MAX_DEPTH;
-    }
-    size_t room = (size_t)(&here - low);
-    size_t levels = room > STACK_RESERVE ? (room - STACK_RESERVE) / STACK_PER_LEVEL : 0;
-    return levels < MAX_DEPTH ? (int)levels : MAX_DEPTH;
-}
+/* ---- how deep a tree may be (cc_depth_budget) ---- */
 
 /* One more level of nesting at node; -1 with a TypingError past the budget. */
 static int
@@ -1768,7 +1719,7 @@ enter(Lower *L, PyObject *node)
     if (++L->fn->depth <= L->fn->max_depth) {
         return 0;
     }
-    if (L->fn->max_depth < MAX_DEPTH) {
+    if (L->fn->max_depth < CC_MAX_DEPTH) {
         cc_error(L->fn, loc_of(L, node),
                  "the kernel is nested too deeply for this thread's stack (more than %d levels "
                  "here; compile it on a thread with a larger stack)",
@@ -1777,7 +1728,7 @@ enter(Lower *L, PyObject *node)
         cc_error(L->fn, loc_of(L, node),
                  "the kernel is nested too deeply (more than %d levels of expressions, "
                  "statements and inlined device functions)",
-                 MAX_DEPTH);
+                 CC_MAX_DEPTH);
     }
     return -1;
 }
@@ -2339,7 +2290,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     L.pyfunc = pyfunc;
     L.name = fn->name;
     fn->depth = 0;
-    fn->max_depth = depth_budget();
+    fn->max_depth = cc_depth_budget();
     fn->nnodes = 0;
     int rc = -1;
     fn->body = new_node(&L, ND_BLOCK, funcdef);
