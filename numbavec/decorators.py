@@ -68,14 +68,16 @@ def vectorize(ftylist_or_function=(), **kwargs):
     return lambda pyfunc: _build(pyfunc, signatures, target, kwargs)
 
 
-def _function_cache(pyfunc, src, target, kwargs):
-    """A FunctionCache when cache=True, else None."""
+def _function_cache(pyfunc, src, target, kwargs, **more):
+    """A FunctionCache when cache=True, else None.  Its key holds every
+    option that changes the code: more are a factory's own (a gufunc's
+    layout, boundscheck and writable_args)."""
     if not kwargs.get("cache"):
         return None
     from numbavec.cache import FunctionCache
 
     options = {"identity": kwargs.get("identity"),
-               "fastmath": bool(kwargs.get("fastmath", False))}
+               "fastmath": bool(kwargs.get("fastmath", False)), **more}
     return FunctionCache(pyfunc, src, target, options)
 
 
@@ -186,14 +188,21 @@ def guvectorize(*args, **kwargs):
     or the argument tuple ``'(float64[:], float64[:])'``), ``layout`` a NumPy
     gufunc signature such as ``'(n),()->(n)'``.  A layout without ``->`` has
     no outputs: the kernel writes into its inputs, and the writes reach the
-    caller's arrays.  Options: ``target`` ('cpu', 'parallel'; not 'cuda' yet), ``identity``,
-    ``writable_args`` (indices or names of inputs the kernel writes; inputs
-    it assigns to are writable anyway), ``fastmath``, ``boundscheck``
-    (default True: an index out of bounds raises IndexError), ``nopython``
-    and ``cache`` (accepted).  Returns a real ``numpy.ufunc``.
+    caller's arrays.  A layout alone (``@guvectorize('(n),()->(n)')``) makes
+    a dynamic gufunc: a loop is compiled for each new combination of input
+    dtypes, and an output the call gives no type (``dtype=``) takes the type
+    the kernel stores into it.  Options: ``target`` ('cpu', 'parallel'; not
+    'cuda' yet), ``identity``, ``writable_args`` (indices or names of inputs
+    the kernel writes; inputs it assigns to are writable anyway),
+    ``fastmath``, ``boundscheck`` (default True: an index out of bounds
+    raises IndexError), ``nopython`` (accepted) and ``cache`` (machine code
+    kept on disk, as for vectorize).  Returns a real ``numpy.ufunc``.
     """
-    if len(args) == 1 and "layout" in kwargs:
-        args = (args[0], kwargs.pop("layout"))
+    if len(args) <= 1 and "layout" in kwargs:
+        args = (args[0] if args else (), kwargs.pop("layout"))
+    if len(args) == 1 and isinstance(args[0], str) and "(" in args[0] \
+            and "[" not in args[0]:
+        args = ((), args[0])    # a layout alone: a dynamic gufunc (Numba's form)
     if len(args) != 2:
         raise TypeError("guvectorize(signatures, layout, **options) needs signatures and a "
                         "layout, e.g. guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
@@ -202,16 +211,16 @@ def guvectorize(*args, **kwargs):
         raise TypeError("guvectorize needs signatures and a layout: "
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
     target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
-    if isinstance(signatures, (list, tuple)) and len(signatures) == 0:
-        raise TypeError("guvectorize needs at least one signature in this build")
 
     def decorate(pyfunc):
         src, common = _kernel(pyfunc, kwargs, "guvectorize")
         writable = _writable_indices(pyfunc, kwargs.get("writable_args", ()))
+        boundscheck = bool(kwargs.get("boundscheck", True))
+        cache = _function_cache(pyfunc, src, target, kwargs, layout=str(layout),
+                                boundscheck=boundscheck, writable_args=writable)
         obj = _core.guvectorize(
             pyfunc, src.funcdef, src.location, signatures, layout, target=target,
-            writable_args=writable, boundscheck=bool(kwargs.get("boundscheck", True)),
-            cache=_function_cache(pyfunc, src, target, kwargs), **common)
+            writable_args=writable, boundscheck=boundscheck, cache=cache, **common)
         return _decorate(obj, pyfunc, src)
 
     return decorate

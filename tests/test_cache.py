@@ -869,3 +869,85 @@ def test_an_empty_closure_cell_is_keyed_as_the_global_the_compiler_reads(tmp_pat
     first = fc.key("float64(float64, float64)")
     mod.k = 3.0
     assert fc.key("float64(float64, float64)") != first
+
+
+# ---- guvectorize: eager and dynamic gufuncs go through the same cache ----
+
+GU_KERNEL = '''
+import numpy as np
+from numbavec import guvectorize
+
+@guvectorize({sigs}, {layout!r}, target={target!r}, cache=True, boundscheck={boundscheck})
+def kern(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 2.0 + y[{index}]
+'''
+
+GU_RUN = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, {moddir!r})
+import kmod
+from numbavec import _core
+x = np.linspace(0, 1, 6).reshape(2, 3)
+try:
+    result = kmod.kern(x, x).tolist()       # a dynamic gufunc compiles here
+    result += kmod.kern(x.astype(np.float32), x.astype(np.float32)).tolist()
+except IndexError as e:
+    result = "IndexError"
+info = _core._jit_info()
+print(json.dumps({{"compilations": info["compilations"], "object_loads": info["object_loads"],
+                   "result": result, "types": kmod.kern.types,
+                   "llvm": len(kmod.kern.inspect_llvm())}}))
+'''
+
+
+def run_gu(moddir, cachedir, sigs="[]", layout="(n),(n)->(n)", target="cpu",
+           boundscheck=True, index="i"):
+    write_module(moddir, body=GU_KERNEL, sigs=sigs, layout=layout, target=target,
+                 boundscheck=boundscheck, index=index)
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", GU_RUN.format(moddir=str(moddir))], env=env,
+                         cwd=str(moddir), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def gu_expected():
+    x = np.linspace(0, 1, 6).reshape(2, 3)
+    x32 = x.astype(np.float32)
+    return (x * 2.0 + x).tolist() + (x32 * np.float32(2.0) + x32).tolist()
+
+
+@pytest.mark.parametrize("sigs", ["[]", "['void(f8[:], f8[:], f8[:])', 'void(f4[:], f4[:], f4[:])']"])
+def test_gufunc_cold_then_warm(dirs, target, sigs):
+    moddir, cachedir = dirs
+    cold = run_gu(moddir, cachedir, sigs=sigs, target=target)
+    assert (cold["compilations"], cold["object_loads"]) == (2, 0)
+    warm = run_gu(moddir, cachedir, sigs=sigs, target=target)
+    assert (warm["compilations"], warm["object_loads"]) == (0, 2)     # no LLVM pass at all
+    assert warm["result"] == cold["result"] == gu_expected()
+    assert warm["types"] == cold["types"] == ["dd->d", "ff->f"]
+    assert warm["llvm"] == 2
+
+
+@pytest.mark.parametrize("change", [
+    {"layout": "(n),(m)->(n)"},          # the same signatures, another layout
+    {"boundscheck": False},              # the code without its bounds checks
+    {"index": "i + 0"},                  # the source
+])
+def test_gufunc_each_key_part_misses(dirs, change):
+    moddir, cachedir = dirs
+    run_gu(moddir, cachedir)
+    again = run_gu(moddir, cachedir, **change)
+    assert (again["compilations"], again["object_loads"]) == (2, 0)
+
+
+def test_gufunc_bounds_checks_are_not_loaded_from_an_entry_without_them(dirs):
+    moddir, cachedir = dirs
+    # y[i + 1] reads past the end: without checks the read goes unnoticed ...
+    run_gu(moddir, cachedir, boundscheck=False, index="i + 1")
+    # ... and with them the same source must raise, not load that code
+    again = run_gu(moddir, cachedir, boundscheck=True, index="i + 1")
+    assert again["result"] == "IndexError"

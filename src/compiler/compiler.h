@@ -150,6 +150,11 @@ typedef struct CcVar {
     int is_param;
     const CcType *ty; /* set by typeinfer */
     void *slot;       /* emit.c: the alloca (LLVMValueRef) */
+    /* typeinfer: an array parameter whose element kind the signature left
+     * out (TS_INFER: a dynamic gufunc's output the call gave no type): the
+     * promotion of every value stored into it, UNKNOWN until one is. */
+    int infer_elem;
+    const CcType *elem;
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -344,11 +349,15 @@ int cc_builtin_attr(CcFlavor flavor);
 int cc_builtin_cast(TsKind k);
 /* ---- typeinfer.c ---- */
 
-/* Types every node of fn, parameters typed by sig; sets fn->ret.  0/-1. */
 /* The float kind math on a value of type t runs in: float32 for float32 and
  * complex64 (and their parts), else float64. */
 TsKind cc_math_kind(const CcType *t);
+/* Types every node of fn, parameters typed by sig; sets fn->ret.  An array
+ * argument of kind TS_INFER (a gufunc's) takes the promotion of what the
+ * kernel stores into it.  0/-1. */
 int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
+/* sig with each TS_INFER array kind replaced by the kind typeinfer found. */
+void cc_inferred_signature(const CcFunction *fn, TsSignature *sig);
 
 /* ---- values.c ---- */
 

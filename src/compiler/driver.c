@@ -433,11 +433,31 @@ done:
 
 /* ---- cc_compile ---- */
 
+/* sig with the kinds of its TS_INFER arrays (a dynamic gufunc's outputs
+ * the call gave no type) found by typing fn for it, so that the cache key,
+ * the builder and the ufunc's loop see ordinary kinds.  0/-1. */
+static int
+resolve_signature(CcFunction *fn, const TsSignature *sig, TsSignature *resolved)
+{
+    *resolved = *sig;
+    for (int i = 0; i < sig->nargs; i++) {
+        if (sig->args[i].kind == TS_INFER && sig->args[i].ndim > 0) {
+            if (cc_typeinfer(fn, sig) < 0) {
+                return -1;
+            }
+            cc_inferred_signature(fn, resolved);
+            return 0;
+        }
+    }
+    return 0;
+}
+
 int
 cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
            const char *base, CcCompiled *out)
 {
     CcFunction fn;
+    TsSignature resolved;
     int rc = -1;
     memset(out, 0, sizeof(*out));
     out->sig = *sig;
@@ -448,9 +468,11 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     if (function_init(&fn, k) < 0) {
         return -1;
     }
-    if (cc_lower(&fn, k->funcdef, k->pyfunc) < 0 || kernel_signature(b, &fn, sig, out) < 0) {
+    if (cc_lower(&fn, k->funcdef, k->pyfunc) < 0 || resolve_signature(&fn, sig, &resolved) < 0
+        || kernel_signature(b, &fn, &resolved, out) < 0) {
         goto done;
     }
+    out->sig = resolved;
     if (k->cache != NULL && be->load != NULL) {
         rc = compile_cached(&fn, k, b, be, base, out);
     } else {

@@ -46,12 +46,12 @@ cc_weak_type(CcTypeKind kind)
 
 /* Arrays of up to TS_MAXDIMS dimensions, made on first use (with the GIL;
  * the entries never change once set). */
-static CcType array_types[TS_NSCALAR][TS_MAXDIMS + 1];
+static CcType array_types[TS_NSCALAR + 1][TS_MAXDIMS + 1]; /* + arrays of TS_INFER */
 
 const CcType *
 cc_array_type(TsKind kind, int ndim)
 {
-    CcType *t = &array_types[kind][ndim];
+    CcType *t = &array_types[kind == TS_INFER ? TS_NSCALAR : kind][ndim];
     t->kind = CT_ARRAY;
     t->scalar = kind;
     t->n = ndim;
@@ -978,7 +978,7 @@ array_index(Infer *in, CcNode *n, const CcType **out)
                         "(slices and partial indexing are not supported in a kernel)",
                         a->n, a->n, n->nargs);
     }
-    *out = cc_scalar_type(a->scalar);
+    *out = a->scalar == TS_INFER ? UNKNOWN : cc_scalar_type(a->scalar);
     return 0;
 }
 
@@ -1027,6 +1027,34 @@ array_attr(Infer *in, CcNode *n, const CcType **out)
 }
 
 /*
+ * a[i, ...] = v, a an array whose element kind is inferred: that kind is
+ *   the promotion of every v stored into a (weak values as NEP 50 has
+ *   them: 1.0 into an array holding float32 keeps float32)
+ */
+static int
+infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
+{
+    CcNode *base = n->lhs->lhs;
+    if (base->kind != ND_VAR || !base->var->infer_elem || t == UNKNOWN) {
+        return 0;
+    }
+    CcVar *a = base->var;
+    const CcType *p = a->elem == UNKNOWN ? t : cc_promote(a->elem, t);
+    if (is_tuple(t) || p == NULL) {
+        char name[96];
+        return cc_error(in->fn, n->loc, "cannot store %s into the array '%s'",
+                        cc_type_name(t, name, sizeof(name)), a->name);
+    }
+    if (p != a->elem) {
+        a->elem = p;
+        a->ty = cc_array_type(cc_storage(p), a->ty->n);
+        in->changed = 1;
+    }
+    *elem = cc_scalar_type(cc_storage(p));
+    return 0;
+}
+
+/*
  * setitem := a[i, ...] = v
  *   v is cast to a's element kind (as NumPy's casting='unsafe' assignment
  *   does), except complex into a real array, which is an error
@@ -1035,7 +1063,8 @@ static int
 setitem(Infer *in, CcNode *n)
 {
     const CcType *elem, *t;
-    if (expr(in, n->lhs, &elem) < 0 || expr(in, n->rhs, &t) < 0) {
+    if (expr(in, n->lhs, &elem) < 0 || expr(in, n->rhs, &t) < 0
+        || infer_element(in, n, t, &elem) < 0) {
         return -1;
     }
     if (elem == UNKNOWN || t == UNKNOWN) {
@@ -1369,8 +1398,14 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
                         sig->nargs, fn->name, fn->nparams);
     }
     for (int i = 0; i < fn->nparams; i++) {
-        if (sig->ret.kind == TS_VOID && sig->args[i].ndim > 0 && sig->args[i].kind < TS_NSCALAR) {
-            fn->vars[i]->ty = cc_array_type(sig->args[i].kind, sig->args[i].ndim);
+        CcVar *v = fn->vars[i];
+        v->infer_elem =
+            sig->ret.kind == TS_VOID && sig->args[i].ndim > 0 && sig->args[i].kind == TS_INFER;
+        v->elem = UNKNOWN;
+        if (v->infer_elem
+            || (sig->ret.kind == TS_VOID && sig->args[i].ndim > 0
+                && sig->args[i].kind < TS_NSCALAR)) {
+            v->ty = cc_array_type(sig->args[i].kind, sig->args[i].ndim);
             continue;
         }
         if (sig->args[i].ndim != 0 || sig->args[i].kind >= TS_NSCALAR) {
@@ -1404,6 +1439,14 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
             return -1;
         }
     }
+    for (int i = 0; i < fn->nparams; i++) {
+        if (fn->vars[i]->infer_elem && fn->vars[i]->elem == UNKNOWN) {
+            return cc_error(fn, fn->body->loc,
+                            "the type of '%s' cannot be inferred: the kernel stores no value "
+                            "of a known type into it (pass it to the call, or give signatures)",
+                            fn->vars[i]->name);
+        }
+    }
     in.backward = 0;
     in.final = 1;
     in.ret = UNKNOWN;
@@ -1414,4 +1457,14 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
         return -1;
     }
     return check_return(&in, sig);
+}
+
+void
+cc_inferred_signature(const CcFunction *fn, TsSignature *sig)
+{
+    for (int i = 0; i < fn->nparams && i < sig->nargs; i++) {
+        if (fn->vars[i]->infer_elem) {
+            sig->args[i].kind = cc_storage(fn->vars[i]->ty);
+        }
+    }
 }

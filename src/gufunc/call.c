@@ -262,30 +262,36 @@ method_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *d
 }
 
 int
-gu_register_methods(PyObject *ufunc, int ntypes)
+gu_register_method(PyObject *ufunc, int t)
 {
     PyUFuncObject *uf = (PyUFuncObject *)ufunc;
     PyArray_DTypeMeta *dtypes[TS_MAXARGS];
     PyType_Slot slots[] = {{NPY_METH_strided_loop, (void *)method_loop}, {0, NULL}};
-    for (int t = 0; t < ntypes; t++) {
-        for (int k = 0; k < uf->nargs; k++) {
-            PyArray_Descr *d = PyArray_DescrFromType(uf->types[t * uf->nargs + k]);
-            if (d == NULL) {
-                return -1;
-            }
-            dtypes[k] = NPY_DTYPE(d); /* a static type: outlives the descr */
-            Py_DECREF(d);
+    for (int k = 0; k < uf->nargs; k++) {
+        PyArray_Descr *d = PyArray_DescrFromType(uf->types[t * uf->nargs + k]);
+        if (d == NULL) {
+            return -1;
         }
-        PyArrayMethod_Spec spec = {
-            .name = "numbavec_gufunc_loop",
-            .nin = uf->nin,
-            .nout = uf->nout,
-            .casting = NPY_NO_CASTING,
-            .flags = 0,
-            .dtypes = dtypes,
-            .slots = slots,
-        };
-        if (PyUFunc_AddLoopFromSpec(ufunc, &spec) < 0) {
+        dtypes[k] = NPY_DTYPE(d); /* a static type: outlives the descr */
+        Py_DECREF(d);
+    }
+    PyArrayMethod_Spec spec = {
+        .name = "numbavec_gufunc_loop",
+        .nin = uf->nin,
+        .nout = uf->nout,
+        .casting = NPY_NO_CASTING,
+        .flags = 0,
+        .dtypes = dtypes,
+        .slots = slots,
+    };
+    return PyUFunc_AddLoopFromSpec(ufunc, &spec);
+}
+
+int
+gu_register_methods(PyObject *ufunc, int ntypes)
+{
+    for (int t = 0; t < ntypes; t++) {
+        if (gu_register_method(ufunc, t) < 0) {
             return -1;
         }
     }

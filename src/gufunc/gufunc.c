@@ -251,6 +251,163 @@ PyDoc_STRVAR(guvectorize_doc,
              "signature `layout`; a layout without '->' has no outputs (the kernel\n"
              "writes into its inputs).");
 
+/* ---- dynamic gufuncs: the Library as a dufunc.c backend ---- */
+
+/* What a lazy gufunc keeps for its later compilations (the Library's
+ * extra): its layout and what it writes. */
+typedef struct Lazy {
+    GuLayout layout;
+    Options o; /* o.layout points at layout */
+} Lazy;
+
+static Options *
+lazy_options(PyObject *compiler)
+{
+    return &((Lazy *)((VzLibrary *)compiler)->extra)->o;
+}
+
+/* The entry for these kinds: the inputs', and each output's where the call
+ * gave it a type; an output given none takes the kind the kernel infers. */
+static Py_ssize_t
+gu_lazy_find(PyObject *compiler, const TsKind *kinds, int nin)
+{
+    VzLibrary *lib = (VzLibrary *)compiler;
+    int nargs = lazy_options(compiler)->layout->nargs;
+    for (Py_ssize_t i = 0; i < lib->n; i++) {
+        const TsSignature *s = &lib->items[i]->cc.sig;
+        const GuLoop *gl = lib->items[i]->data;
+        int same = 1;
+        for (int k = 0; same && k < nargs; k++) {
+            same = k >= nin && kinds[k] == TS_INFER ? gl->inferred[k] : s->args[k].kind == kinds[k];
+        }
+        if (same) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The entry before the last with the last one's kinds, or -1. */
+static Py_ssize_t
+same_kinds(const VzLibrary *lib)
+{
+    const TsSignature *last = &lib->items[lib->n - 1]->cc.sig;
+    for (Py_ssize_t i = 0; i < lib->n - 1; i++) {
+        const TsSignature *s = &lib->items[i]->cc.sig;
+        int same = 1;
+        for (int k = 0; same && k < last->nargs; k++) {
+            same = s->args[k].kind == last->args[k].kind;
+        }
+        if (same) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Compiles the kinds as a signature of the layout's arrays; an output of
+ * no given type takes the type the kernel stores into it.  When inference
+ * gives the kinds of an entry compiled already (for an out= of that type),
+ * the new code is dropped and that entry serves both. */
+static Py_ssize_t
+gu_lazy_compile(PyObject *compiler, const TsKind *kinds, int nin)
+{
+    VzLibrary *lib = (VzLibrary *)compiler;
+    Options *o = lazy_options(compiler);
+    TsSignature sig;
+    memset(&sig, 0, sizeof(sig));
+    sig.ret.kind = TS_VOID;
+    sig.nargs = o->layout->nargs;
+    for (int k = 0; k < sig.nargs; k++) {
+        int ndim = o->layout->ndims[k];
+        sig.args[k].kind = kinds[k];
+        /* a written () argument is a 1-element view (res[0] = ...) */
+        sig.args[k].ndim = ndim == 0 && o->written[k] ? 1 : ndim;
+    }
+    if (compile_one(lib, o, &sig) < 0) {
+        return -1;
+    }
+    Py_ssize_t i = lib->n - 1, earlier = same_kinds(lib);
+    GuLoop *gl = lib->items[i]->data;
+    for (int k = nin; k < sig.nargs; k++) {
+        gl->inferred[k] = kinds[k] == TS_INFER;
+    }
+    if (earlier >= 0) {
+        GuLoop *kept = lib->items[earlier]->data;
+        for (int k = nin; k < sig.nargs; k++) {
+            kept->inferred[k] |= gl->inferred[k];
+        }
+        vz_library_drop_last(lib);
+        return earlier;
+    }
+    return i;
+}
+
+static void
+gu_lazy_entry(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
+              TsKind *kinds)
+{
+    VzCompiled *c = ((VzLibrary *)compiler)->items[i];
+    *fn = c->fn;
+    *data = c->data;
+    for (int k = 0; k < c->cc.sig.nargs; k++) {
+        kinds[k] = c->cc.sig.args[k].kind;
+    }
+}
+
+static Py_ssize_t
+gu_lazy_size(PyObject *compiler)
+{
+    return ((VzLibrary *)compiler)->n;
+}
+
+static void set_writable(PyObject *ufunc, const GuLayout *layout, const unsigned char *written);
+
+/* The entry's ArrayMethod (errors reach the caller), and the inputs the
+ * kernel writes made read-write (what this compilation found). */
+static int
+gu_lazy_add_method(PyObject *ufunc, PyObject *compiler, Py_ssize_t i, const TsKind *kinds)
+{
+    Options *o = lazy_options(compiler);
+    VzLibrary *lib = (VzLibrary *)compiler;
+    memcpy(((GuLoop *)lib->items[i]->data)->written, o->written, sizeof(o->written));
+    set_writable(ufunc, o->layout, o->written);
+    return gu_register_method(ufunc, (int)i);
+}
+
+static const VzLazyBackend gufunc_backend = {
+    gu_lazy_find, gu_lazy_compile, gu_lazy_entry, gu_lazy_size, gu_lazy_add_method,
+};
+
+static void
+lazy_free(void *extra)
+{
+    PyMem_Free(extra);
+}
+
+/* A gufunc with no loops yet: each call with new types compiles one. */
+static PyObject *
+make_lazy(VzLibrary *lib, const Options *o, TgRequest *r)
+{
+    Lazy *lazy = PyMem_Calloc(1, sizeof(Lazy));
+    if (lazy == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    lazy->layout = *o->layout;
+    lazy->o = *o;
+    lazy->o.layout = &lazy->layout;
+    lib->extra = lazy;
+    lib->free_extra = lazy_free;
+    PyObject *ufunc =
+        vz_make_lazy_ufunc(lib->kernel->name, r->doc, lazy->layout.nin, lazy->layout.nout,
+                           r->identity, &gufunc_backend, (PyObject *)lib, lazy->layout.text);
+    if (ufunc != NULL) {
+        set_writable(ufunc, &lazy->layout, lazy->o.written);
+    }
+    return ufunc;
+}
+
 PyObject *
 gu_make_guvectorize(const TgTarget *t, TgRequest *r)
 {
@@ -265,15 +422,15 @@ gu_make_guvectorize(const TgTarget *t, TgRequest *r)
     if ((lib = vz_library_new(t, r->kernel)) == NULL) {
         return NULL;
     }
-    if (r->nsigs == 0) {
-        PyErr_SetString(PyExc_TypeError, "guvectorize needs at least one signature");
-        goto done;
-    }
     for (int k = layout.nin; k < layout.nargs; k++) {
         o.written[k] = 1;
     }
     if (r->writable != NULL && r->writable != Py_None
         && parse_writable(r->writable, &layout, o.written) < 0) {
+        goto done;
+    }
+    if (r->nsigs == 0) {
+        result = make_lazy(lib, &o, r);
         goto done;
     }
     for (Py_ssize_t i = 0; i < r->nsigs; i++) {
@@ -320,7 +477,8 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     TgRequest r = {.identity = identity, .doc = doc, .layout = layout, .writable = writable};
     TsSignature *sigs = NULL;
     const TgTarget *t = tg_for(target_name, "guvectorize");
-    if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {
+    if (t == NULL
+        || (PyObject_IsTrue(sigobj) && ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0)) {
         return NULL;
     }
     PyObject *result = NULL;

@@ -77,7 +77,10 @@ typedef struct GuLoop {
     int itemsize[TS_MAXARGS];
     unsigned char contig[TS_MAXARGS];  /* declared [::1]: checked per call */
     unsigned char written[TS_MAXARGS]; /* outputs and writable inputs */
-    double cost_ns;                    /* one kernel call per unit of core work */
+    /* a dynamic gufunc's: the outputs whose kinds are what the kernel's
+     * stores infer (so a call that gives them no type may use this loop) */
+    unsigned char inferred[TS_MAXARGS];
+    double cost_ns; /* one kernel call per unit of core work */
 } GuLoop;
 
 /* NumPy's gufunc inner loop, legacy signature; data is a GuLoop. */
@@ -88,6 +91,9 @@ void gu_legacy_loop(char **args, npy_intp const *dims, npy_intp const *steps, vo
  * that errors raised inside a loop (IndexError) reach the caller, then
  * publishes the tables.  0/-1. */
 int gu_register_methods(PyObject *ufunc, int ntypes);
+/* Registers the ArrayMethod of entry t of ufunc's legacy tables (published
+ * or not: a lazy gufunc's, one at a time).  0/-1. */
+int gu_register_method(PyObject *ufunc, int t);
 
 /* ---- gufunc.c ---- */
 

@@ -345,6 +345,21 @@ done:
     return rc;
 }
 
+/* The output kinds the call gives (dtype= fixes them, an out= array has
+ * its own): the backend may compile for them (a gufunc's loop then writes
+ * into out= as it is); TS_INFER where the call gives none. */
+static void
+resolve_outputs(int nin, int nargs, PyArray_DTypeMeta *const op[],
+                PyArray_DTypeMeta *const signature[], TsKind *kinds)
+{
+    for (int k = nin; k < nargs; k++) {
+        PyArray_DTypeMeta *dt = signature[k] ? signature[k] : op[k];
+        if (dt == NULL || dtype_kind(dt, &kinds[k]) < 0) {
+            kinds[k] = TS_INFER;
+        }
+    }
+}
+
 /* ---- the loop NumPy calls ---- */
 
 typedef struct LoopData {
@@ -541,6 +556,24 @@ compile_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
     return i;
 }
 
+/* Makes entry i, new, known to NumPy.  0/-1. */
+static int
+register_loop(PyObject *ufunc, LazyState *st, Py_ssize_t i)
+{
+    TsKind all[VZ_MAXOPERANDS];
+    PyUFuncGenericFunction fn;
+    void *data;
+    st->backend->entry(st->compiler, i, &fn, &data, all);
+    /* Tables first: once NumPy knows the method, get_loop may run. */
+    if (publish_tables(ufunc, st) < 0) {
+        return -1;
+    }
+    if (st->backend->add_method != NULL) {
+        return st->backend->add_method(ufunc, st->compiler, i, all);
+    }
+    return add_array_method(ufunc, st, all);
+}
+
 /* The entry for kinds, compiled and registered now if it is new. */
 static Py_ssize_t
 ensure_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
@@ -553,20 +586,14 @@ ensure_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
     if (state_lock(st, &taken) < 0) {
         return -1;
     }
-    /* Another thread may have compiled it while this one waited. */
+    /* Another thread may have compiled it while this one waited.  A
+     * compilation may also turn out to give an entry that exists already
+     * (a dynamic gufunc's inferred outputs): that one is registered. */
     i = st->backend->find(st->compiler, kinds, st->nin);
-    if (i < 0) {
-        i = compile_loop(ufunc, st, kinds);
-        TsKind all[VZ_MAXOPERANDS];
-        PyUFuncGenericFunction fn;
-        void *data;
-        if (i >= 0) {
-            st->backend->entry(st->compiler, i, &fn, &data, all);
-        }
-        /* Tables first: once NumPy knows the method, get_loop may run. */
-        if (i >= 0 && (publish_tables(ufunc, st) < 0 || add_array_method(ufunc, st, all) < 0)) {
-            i = -1;
-        }
+    Py_ssize_t before = st->backend->size(st->compiler);
+    if (i < 0 && (i = compile_loop(ufunc, st, kinds)) >= before
+        && register_loop(ufunc, st, i) < 0) {
+        i = -1;
     }
     state_unlock(st, taken);
     return i;
@@ -592,6 +619,7 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
     if (resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
         return -1;
     }
+    resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
     Py_ssize_t i = ensure_loop(ufunc, st, kinds);
     if (i < 0) {
         return -1;
@@ -617,7 +645,7 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
 
 PyObject *
 vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObject *identity,
-                   const VzLazyBackend *backend, PyObject *compiler)
+                   const VzLazyBackend *backend, PyObject *compiler, const char *core_signature)
 {
     PyObject *ufunc = NULL, *capsule = NULL, *wildcard = NULL;
     LazyState *st = NULL;
@@ -643,7 +671,8 @@ vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObjec
                         .nin = nin,
                         .nout = nout,
                         .identity = identity,
-                        .owner = (PyObject *)st};
+                        .owner = (PyObject *)st,
+                        .signature = core_signature};
     ufunc = vz_make_ufunc(&spec);
     if (ufunc == NULL) {
         goto error;
@@ -692,7 +721,11 @@ vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin)
         PyErr_Format(PyExc_TypeError, "this ufunc takes %d arguments, not %d", st->nin, nin);
         return NULL;
     }
-    return ensure_loop(ufunc, st, kinds) < 0 ? NULL : Py_NewRef(Py_None);
+    TsKind all[VZ_MAXOPERANDS];
+    for (int k = 0; k < st->nin + st->nout; k++) {
+        all[k] = k < nin ? kinds[k] : TS_INFER;
+    }
+    return ensure_loop(ufunc, st, all) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 int

@@ -66,6 +66,9 @@ library_dealloc(PyObject *self)
     }
     PyMem_Free(lib->items);
     cc_kernel_free(lib->kernel);
+    if (lib->extra != NULL && lib->free_extra != NULL) {
+        lib->free_extra(lib->extra);
+    }
     PyTypeObject *tp = Py_TYPE(self);
     freefunc free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     free(self);
@@ -246,6 +249,12 @@ vz_library_append(VzLibrary *lib, VzCompiled *c)
     }
     lib->items[lib->n] = c;
     return lib->n++;
+}
+
+void
+vz_library_drop_last(VzLibrary *lib)
+{
+    compiled_free(lib->items[--lib->n]);
 }
 
 VzCompiled *
@@ -492,7 +501,7 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
     PyObject *ufunc = NULL;
     if (r->nsigs == 0) {
         ufunc = vz_make_lazy_ufunc(lib->kernel->name, r->doc, r->nin, 1, r->identity,
-                                   &library_backend, (PyObject *)lib);
+                                   &library_backend, (PyObject *)lib, NULL);
     } else {
         Py_ssize_t i = 0;
         while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {

@@ -74,21 +74,27 @@ int vz_check_ufunc_layout(void);
 #define VZ_MAXOPERANDS (TS_MAXARGS + 8)
 
 /*
- * What a lazy ufunc compiles with.  `compiler` is the backend's object (a
- * Library for @vectorize; a gufunc brings its own backend and object, and
- * then reuses the whole of dufunc.c: the promoter, the lock, registration).
- * All run with the GIL held.
- *   find     the entry compiled for input kinds args[nin], or -1 (no exception)
- *   compile  compiles args[nin] and appends it: its index, or -1 with an exception
- *   entry    entry i's loop and data, and the kinds of all nin + nout operands
- *   size     the number of entries
+ * What a lazy ufunc compiles with.  `compiler` is the backend's object (the
+ * Library of @vectorize or of @guvectorize), which then reuses the whole of
+ * dufunc.c: the promoter, the lock, registration.  kinds are those of all
+ * nin + nout operands: an output's is the type the call gave it (out=,
+ * dtype=) or TS_INFER; a backend whose kernel decides its outputs
+ * (vectorize) ignores them.  All run with the GIL held.
+ *   find        the entry compiled for kinds, or -1 (no exception)
+ *   compile     compiles kinds and appends it: its index, or -1 with an exception
+ *   entry       entry i's loop and data, and the kinds of all its operands
+ *   size        the number of entries
+ *   add_method  registers entry i (operand kinds `kinds`) with NumPy, its
+ *               legacy tables published already; NULL: an ArrayMethod that
+ *               calls the legacy loop.  0/-1.
  */
 typedef struct VzLazyBackend {
-    Py_ssize_t (*find)(PyObject *compiler, const TsKind *args, int nin);
-    Py_ssize_t (*compile)(PyObject *compiler, const TsKind *args, int nin);
+    Py_ssize_t (*find)(PyObject *compiler, const TsKind *kinds, int nin);
+    Py_ssize_t (*compile)(PyObject *compiler, const TsKind *kinds, int nin);
     void (*entry)(PyObject *compiler, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
                   TsKind *kinds);
     Py_ssize_t (*size)(PyObject *compiler);
+    int (*add_method)(PyObject *ufunc, PyObject *compiler, Py_ssize_t i, const TsKind *kinds);
 } VzLazyBackend;
 
 /*
@@ -98,7 +104,8 @@ typedef struct VzLazyBackend {
  * owner, its lazy state, keeps a reference).  New reference or NULL.
  */
 PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
-                             PyObject *identity, const VzLazyBackend *backend, PyObject *compiler);
+                             PyObject *identity, const VzLazyBackend *backend, PyObject *compiler,
+                             const char *core_signature);
 /* The backend's object behind a lazy ufunc's owner (borrowed), or NULL
  * (no exception) when owner is not a lazy state. */
 PyObject *vz_lazy_compiler(PyObject *owner);
@@ -137,6 +144,8 @@ typedef struct VzLibrary {
     Py_ssize_t n, cap;
     VzCompiled **items; /* PyMem array of cap, n used; each entry PyMem */
     CcKernel *kernel;   /* owned */
+    void *extra;        /* the factory's own (a gufunc's layout), or NULL */
+    void (*free_extra)(void *extra);
 } VzLibrary;
 
 /* A new, empty library running on target; takes kernel over (and frees it
@@ -148,6 +157,9 @@ Py_ssize_t vz_library_add(VzLibrary *lib, const TsSignature *sig);
 /* Appends c (from vz_compiled_new; the library takes it over, and frees it
  * on failure): its index, or -1 with an exception. */
 Py_ssize_t vz_library_append(VzLibrary *lib, VzCompiled *c);
+/* Frees the last entry, which nothing has published yet (a compilation
+ * that turned out to repeat an entry). */
+void vz_library_drop_last(VzLibrary *lib);
 VzCompiled *vz_compiled_new(void); /* zeroed; NULL with MemoryError */
 void vz_compiled_free(VzCompiled *c);
 /* The entry whose argument kinds are args, or -1 (no exception). */

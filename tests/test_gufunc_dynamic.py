@@ -1,0 +1,265 @@
+"""Dynamic gufuncs: @guvectorize(layout) with no signatures, on every target.
+
+A loop is compiled inside NumPy's dispatch for each new combination of input
+dtypes.  Outputs the call gives no type take the type of what the kernel
+stores into them (Numba raises "Too few arguments" there); dtype= and
+signature= give them one.  An out= array is cast into, as NumPy does for
+every ufunc (its dispatch ignores out='s dtype), keeping the caller's values
+where the kernel does not write.  Results are checked against py_func run by
+the interpreter on the same arrays.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import kernel_from_source
+from numbavec import TypingError, guvectorize
+
+
+@pytest.fixture(autouse=True)
+def force_parallel(forced):
+    """Every test here: the parallel target splits even small calls."""
+
+
+def add_const(a, c, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + c
+
+
+def total(a, res):
+    s = 0
+    for i in range(a.shape[0]):
+        s += a[i]
+    res[0] = s
+
+
+def test_layout_alone_makes_a_dynamic_gufunc(target):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    assert isinstance(gu, np.ufunc)
+    assert gu.signature == '(n),()->(n)'
+    assert (gu.nin, gu.nout) == (2, 1)
+    assert gu.types == []                   # nothing compiled before the first call
+    assert gu.py_func is add_const
+
+
+@pytest.mark.parametrize("dtype, expected_types", [
+    (np.float64, ['dd->d']), (np.float32, ['ff->f']), (np.int32, ['ii->i']),
+    (np.int8, ['bb->b']), (np.complex128, ['DD->D']), (np.uint16, ['HH->H']),
+])
+def test_output_type_follows_the_stores(target, dtype, expected_types):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    a = (np.arange(12) % 7).astype(dtype).reshape(3, 4)
+    c = dtype(3)
+    got = gu(a, c)
+    expected = np.empty_like(a)
+    for row in range(3):
+        add_const(a[row], c, expected[row])
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert gu.types == expected_types
+
+
+def test_one_loop_per_input_combination(target):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    x = np.arange(6.0)
+    gu(x, 1.0)
+    gu(x[::2], 2.0)                        # same dtypes: no new loop
+    gu(x.reshape(2, 3), np.array([1.0, 2.0])[:, None])
+    assert gu.types == ['dd->d']
+    gu(x.astype(np.float32), np.float32(1))
+    assert gu.types == ['dd->d', 'ff->f']
+
+
+def test_weak_python_scalars_keep_the_array_type(target):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    got = gu(np.arange(4, dtype=np.float32), 1.5)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.arange(4, dtype=np.float32) + np.float32(1.5))
+
+
+def test_scalar_output_reduction(target):
+    gu = guvectorize('(n)->()', target=target)(total)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(gu(a), a.sum(axis=-1))
+    assert gu.types == ['d->d']
+    i16 = np.arange(12, dtype=np.int16).reshape(3, 4)
+    got = gu(i16)
+    # the interpreter: 0 + np.int16 stays int16 (NEP 50), so the result is int16
+    ref = np.empty(3, dtype=np.int16)
+    for row in range(3):
+        cell = np.empty(1, dtype=np.int16)
+        total(i16[row], cell)
+        ref[row] = cell[0]
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_promotion_of_several_stores(target):
+    src = '''
+def k(a, out):
+    out[0] = 0
+    for i in range(a.shape[0]):
+        out[0] += a[i] * 0.5
+'''
+    gu = guvectorize('(n)->()', target=target)(kernel_from_source(src))
+    got = gu(np.arange(10, dtype=np.int32).reshape(2, 5))
+    assert got.dtype == np.float64          # int stored, then int32 * 0.5 (float64)
+    np.testing.assert_array_equal(got, [5.0, 17.5])
+
+
+def test_several_outputs_each_inferred(target):
+    src = '''
+def k(a, lo, hi, count):
+    lo[0] = a[0]
+    hi[0] = a[0]
+    n = 0
+    for i in range(a.shape[0]):
+        lo[0] = min(lo[0], a[i])
+        hi[0] = max(hi[0], a[i])
+        n += 1
+    count[0] = n
+'''
+    gu = guvectorize('(n)->(),(),()', target=target)(kernel_from_source(src))
+    a = np.array([[3, 1, 2], [9, 7, 8]], dtype=np.uint8)
+    lo, hi, count = gu(a)
+    assert (lo.dtype, hi.dtype, count.dtype) == (np.uint8, np.uint8, np.int64)
+    np.testing.assert_array_equal(lo, [1, 7])
+    np.testing.assert_array_equal(hi, [3, 9])
+    np.testing.assert_array_equal(count, [3, 3])
+
+
+def test_dtype_gives_the_output_type(target):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    x = np.arange(5.0)
+    got = gu(x, 1.0, dtype=np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.add(x, 1.0, dtype=np.float32))
+    assert gu(x, 1.0).dtype == np.float64
+    assert sorted(gu.types) == ['dd->d', 'ff->f']
+
+
+def test_out_of_another_dtype_is_cast_into_keeping_its_values(target):
+    src = '''
+def k(a, out):
+    for i in range(0, a.shape[0], 2):
+        out[i] = a[i] * 2
+'''
+    gu = guvectorize('(n)->(n)', target=target)(kernel_from_source(src))
+    a = np.arange(6.0)
+    out = np.full(6, -1, dtype=np.float32)
+    res = gu(a, out=out)
+    assert res is out
+    np.testing.assert_array_equal(out, [0, -1, 4, -1, 8, -1])
+    assert gu.types == ['d->d']
+
+
+def test_out_given_first_then_inferred_share_one_loop(target):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    x = np.arange(4.0)
+    out = np.zeros(4)
+    gu(x, 1.0, out=out)
+    np.testing.assert_array_equal(out, x + 1)
+    np.testing.assert_array_equal(gu(x, 2.0), x + 2)
+    np.testing.assert_array_equal(gu(x, 3.0, dtype=np.float64), x + 3)
+    assert gu.types == ['dd->d']
+
+
+def test_no_output_layout_writes_inputs(target):
+    src = '''
+def k(a, b):
+    for i in range(a.shape[0]):
+        a[i] = b[i] * 3
+'''
+    gu = guvectorize('(n),(n)', target=target)(kernel_from_source(src))
+    a = np.zeros((2, 3), dtype=np.int64)
+    gu(a, np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3) * 3)
+    assert gu.types == ['ll->'] or gu.types == ['qq->']
+
+
+def test_an_output_never_stored_is_a_typing_error(target):
+    src = '''
+def k(a, out):
+    for i in range(a.shape[0]):
+        out[i] = out[i]
+'''
+    gu = guvectorize('(n)->(n)', target=target)(kernel_from_source(src))
+    with pytest.raises(TypingError, match="type of 'out' cannot be inferred"):
+        gu(np.arange(3.0))
+    assert gu.types == []
+    # with a type from the call it compiles
+    np.testing.assert_array_equal(gu(np.arange(3.0), dtype=np.float64).shape, (3,))
+
+
+def test_storing_a_tuple_is_a_typing_error(target):
+    src = '''
+def k(a, out):
+    out[0] = (a[0], a[0])
+'''
+    gu = guvectorize('(n)->()', target=target)(kernel_from_source(src))
+    with pytest.raises(TypingError, match="cannot store"):
+        gu(np.arange(3.0))
+
+
+def test_typing_errors_reach_the_caller_and_register_nothing(target):
+    src = '''
+def k(a, out):
+    out[0] = a.nope
+'''
+    gu = guvectorize('(n)->()', target=target)(kernel_from_source(src))
+    for _ in range(2):
+        with pytest.raises(TypingError):
+            gu(np.arange(3.0))
+    assert gu.types == []
+
+
+def test_index_error_from_a_dynamic_loop(target):
+    src = '''
+def k(a, out):
+    out[0] = a[a.shape[0]]
+'''
+    gu = guvectorize('(n)->()', target=target)(kernel_from_source(src))
+    with pytest.raises(IndexError):
+        gu(np.arange(3.0))
+
+
+def test_matches_the_eager_gufunc(target):
+    eager = guvectorize(['void(f8[:], f8, f8[:])'], '(n),()->(n)', target=target)(add_const)
+    lazy = guvectorize('(n),()->(n)', target=target)(add_const)
+    rng = np.random.default_rng(3)
+    a, c = rng.random((4, 5, 6)), rng.random((4, 1))
+    np.testing.assert_array_equal(lazy(a, c), eager(a, c))
+
+
+def test_empty_signature_list_and_layout_keyword(target):
+    gu1 = guvectorize([], '(n)->()', target=target)(total)
+    gu2 = guvectorize(layout='(n)->()', target=target)(total)
+    for gu in (gu1, gu2):
+        np.testing.assert_array_equal(gu(np.ones((2, 3))), [3.0, 3.0])
+        assert gu.types == ['d->d']
+
+
+def test_threads_compiling_the_same_types_at_once(target):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    x = np.arange(100.0)
+    results, errors = [], []
+    barrier = threading.Barrier(8)
+
+    def call(dtype):
+        try:
+            barrier.wait()
+            results.append(gu(x.astype(dtype), dtype(1)))
+        except Exception as e:     # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(dt,))
+               for dt in [np.float64, np.float32] * 4]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(gu.types) == ['dd->d', 'ff->f']
+    for r in results:
+        np.testing.assert_array_equal(r, np.arange(100) + 1)
