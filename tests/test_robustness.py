@@ -45,6 +45,11 @@ EXACT = [
     ("return x & (2**64 - 1)", "u8(u8)", [[0, 2**64 - 1, 2**63 + 5]]),
     ("return x * float(10**20)", "f8(f8)", [[2.0]]),
     ("return math.sqrt(10**40) + x", "f8(f8)", [[0.0]]),
+    # builtins of constants fold exactly too (abs(-2**63) wrapped to -2**63)
+    ("return abs(-2**63) + x", "f4(f4)", [[1.0, -0.5]]),
+    ("return max(2**64, 3, 2**70) // 2**60 + x", "i8(i8)", [[1, -2]]),
+    ("return min(-2**65, 7) // 2**60 + x", "i8(i8)", [[1]]),
+    ("return int(2**64) / 2 + x", "f8(f8)", [[0.5]]),
 ]
 
 
@@ -281,3 +286,33 @@ def test_deep_nesting_is_an_error_not_a_crash(depth, stack, expected):
     proc = run_python(DEEP.format(depth=depth, stack=stack), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert expected in proc.stdout, proc.stdout
+
+
+# ---- round(), unary + : NumPy's rules (found by the kernel fuzzer) ----
+
+@pytest.mark.parametrize("sig", ["u8(u8)", "i8(i8)", "i1(i1)", "u2(u2)"])
+def test_round_of_an_integer_to_digits_is_itself(target, sig):
+    """round(uint64, 2) went through float64 and lost the low bits; NumPy
+    gives the integer itself for ndigits >= 0, and rounds through float64
+    below (half to even: round(int8(125), -1) is 120)."""
+    info = np.iinfo(np.dtype(sig[:2]))
+    values = [0, 1, 105, 125, int(info.max) // 3, int(info.max) // 2 + 1]
+    if info.min < 0:
+        values += [-125, int(info.min) // 2]
+    for nd in (0, 2, -1, -2):
+        # the extremes only where the result is the integer itself: below,
+        # float64 rounds them past the type's range, where NumPy's cast is
+        # undefined and the kernel's saturates (DESIGN-NOTES)
+        extremes = [int(info.max), int(info.min)] if nd >= 0 else []
+        k = kernel(f"return round(x, {nd})")
+        assert_like_py_func(vectorize([sig], target=target)(k), k, values + extremes)
+
+
+@pytest.mark.parametrize("body", ["return +(x & x)", "return round(x)", "return round(x, 1)"])
+def test_bool_has_no_positive_or_round(target, body):
+    """np.positive and round() have no bool loop in NumPy 2 (py_func raises)."""
+    k = kernel(body)
+    with pytest.raises(TypeError):
+        k(np.bool_(True))
+    with pytest.raises(TypingError, match="not supported for bool"):
+        vectorize(["b1(b1)"], target=target)(k)

@@ -1335,7 +1335,8 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
 
 /*
  * round(x): half to even, to an int.  round(x, n): NumPy's np.round, in
- * x's kind: rint(x * 10**n) / 10**n, or rint(x / 10**-n) * 10**-n for n < 0.
+ * x's kind: rint(x * 10**n) / 10**n, or rint(x / 10**-n) * 10**-n for n < 0
+ * (an integer x: itself for n >= 0, through float64 for n < 0).
  */
 static LLVMValueRef
 round_call(Emit *E, CcNode *n)
@@ -1365,7 +1366,13 @@ round_call(Emit *E, CcNode *n)
     y = float_intrinsic(E, "llvm.rint", k, &y, 1);
     LLVMValueRef r = LLVMBuildSelect(E->b, neg, LLVMBuildFMul(E->b, y, f, ""),
                                      LLVMBuildFDiv(E->b, y, f, ""), "round");
-    return convert(E, r, k, out);
+    r = convert(E, r, k, out);
+    if (ts_is_float(xk)) {
+        return r;
+    }
+    /* NumPy rounds an integer to n >= 0 digits as itself, exactly */
+    LLVMValueRef same = expr_as(E, n->args[0], out);
+    return same != NULL ? LLVMBuildSelect(E->b, neg, r, same, "round.int") : NULL;
 }
 
 /* np.sign: -1, 0 or 1 in x's kind; NaN stays NaN. */

@@ -1202,6 +1202,46 @@ lower_name(Lower *L, PyObject *node)
     return n;
 }
 
+/*
+ * abs(), int(), min() and max() of Python int constants, folded exactly as
+ * Python computes them (abs(-2**63) is 2**63, not int64's -2**63); n
+ * unchanged otherwise.  NULL with an exception.
+ */
+static CcNode *
+fold_int_call(Lower *L, CcNode *n, CcFlavor flavor)
+{
+    if (flavor != FL_ABS && flavor != FL_INT && flavor != FL_MIN && flavor != FL_MAX) {
+        return n;
+    }
+    PyObject *r = NULL;
+    for (int i = 0; i < n->nargs; i++) {
+        PyObject *v = const_int_value(n->args[i]);
+        if (v == NULL) {
+            Py_XDECREF(r);
+            return n;
+        }
+        if (r == NULL) {
+            r = flavor == FL_ABS ? PyNumber_Absolute(v) : Py_NewRef(v);
+        } else {
+            int later = PyObject_RichCompareBool(v, r, flavor == FL_MIN ? Py_LT : Py_GT);
+            if (later != 0) {
+                Py_DECREF(r);
+                r = later > 0 ? Py_NewRef(v) : NULL;
+            }
+        }
+        Py_DECREF(v);
+        if (r == NULL) {
+            return NULL;
+        }
+    }
+    CcNode *out = int_const(L, NULL, r);
+    Py_DECREF(r);
+    if (out != NULL) {
+        out->loc = n->loc;
+    }
+    return out;
+}
+
 static CcNode *
 builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
 {
@@ -1217,7 +1257,7 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
         n->args = args;
         n->nargs = nargs;
     }
-    return n;
+    return n != NULL ? fold_int_call(L, n, b->flavor) : NULL;
 }
 
 /* ---- arrays (gufunc kernels) ---- */

@@ -474,7 +474,9 @@ unary(Infer *in, CcNode *n, const CcType **out)
         *out = cc_scalar_type(TS_BOOL);
         return is_tuple(t) ? type_error(in, n, "not", t, NULL) : 0;
     }
-    if (is_tuple(t) || (n->op == OP_NEG && is_bool(t)) || (n->op == OP_INVERT && !is_integral(t))) {
+    /* np.negative and np.positive have no bool loop */
+    if (is_tuple(t) || ((n->op == OP_NEG || n->op == OP_POS) && is_bool(t))
+        || (n->op == OP_INVERT && !is_integral(t))) {
         char what[16]; /* "unary -", "unary +", "~" */
         snprintf(what, sizeof(what), n->op == OP_INVERT ? "%s" : "unary %s", cc_op_name(n->op));
         return type_error(in, n, what, t, NULL);
@@ -646,14 +648,17 @@ round_call(Infer *in, CcNode *n, const CcType **out)
     if (check_real(in, n, x) < 0) {
         return -1;
     }
+    if (is_bool(x)) {
+        return type_error(in, n, "round()", x, NULL); /* np.bool_ has no __round__ */
+    }
     if (n->nargs == 2) {
         if (!is_integral(n->args[1]->ty)) {
             return type_error(in, n->args[1], "round() ndigits", n->args[1]->ty, NULL);
         }
-        *out = is_bool(x) ? cc_weak_type(CT_WEAK_INT) : x;
+        *out = x;
         return 0;
     }
-    *out = is_integral(x) && !is_bool(x) ? x : cc_weak_type(CT_WEAK_INT);
+    *out = is_integral(x) ? x : cc_weak_type(CT_WEAK_INT);
     return 0;
 }
 
@@ -711,15 +716,16 @@ call_arg_type(const CcNode *n, const CcType *result)
 }
 
 /* call_type, then its Python int constant arguments fitted (ldexp's
- * exponent is an int of its own). */
+ * exponent and round's ndigits are ints of their own). */
 static int
 call(Infer *in, CcNode *n, const CcType **out)
 {
     if (call_type(in, n, out) < 0) {
         return -1;
     }
+    const CcBuiltin *b = cc_builtin(n->builtin);
     const CcType *as = *out == UNKNOWN ? UNKNOWN : call_arg_type(n, *out);
-    int nargs = cc_builtin(n->builtin)->op == M_LDEXP ? 1 : n->nargs;
+    int nargs = b->op == M_LDEXP || b->flavor == FL_ROUND ? 1 : n->nargs;
     for (int i = 0; as == UNKNOWN && *out != UNKNOWN && i < n->nargs; i++) {
         if (held_const(in, n->args[i], *out) < 0) {
             return -1;
