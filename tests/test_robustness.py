@@ -316,3 +316,18 @@ def test_bool_has_no_positive_or_round(target, body):
         k(np.bool_(True))
     with pytest.raises(TypingError, match="not supported for bool"):
         vectorize(["b1(b1)"], target=target)(k)
+
+
+BIG_TRUTH = [
+    "return x if 2**100 else -x",
+    "return bool(2**64) + x",
+    "return (not 2**100) + x",
+    "return x if not 2**64 else -x",
+]
+
+
+@pytest.mark.parametrize("body", BIG_TRUTH)
+def test_the_truth_of_an_int_constant_beyond_int64(target, body):
+    """2**100 was tested through its low 64 bits (0: false)."""
+    k = kernel(body)
+    assert_like_py_func(vectorize(["i2(i2)"], target=target)(k), k, [5, -3])

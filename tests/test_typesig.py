@@ -117,7 +117,7 @@ def test_call_builds_signature():
 
 @pytest.mark.parametrize("call,exc,message", [
     (lambda: core.float32(core.void), TypeError, "void is not a valid argument"),
-    (lambda: core.float32(1), TypeError, "argument 1"),
+    (lambda: core.float32(object()), TypeError, "argument 1"),  # a number is a cast
     (lambda: core.float32(core.float32, x=1), TypeError, "keyword"),
     (lambda: core.float64[:](core.float64), TypeError, "cannot be a return type"),
     (lambda: core.float32("flaot32"), ValueError, "unknown type 'flaot32'"),
@@ -319,3 +319,26 @@ def test_object_errors(obj, exc, message):
 def test_list_errors(obj, exc, message):
     with pytest.raises(exc, match=message.replace("(", r"\(")):
         core.parse_signatures(obj)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("float32", np.False_), ("float32", 1.5), ("int8", 100.7), ("uint16", 7),
+    ("bool_", 2), ("complex64", 1.5), ("float64", np.int64(3)),
+])
+def test_a_type_called_on_a_value_is_numpy_s_cast(name, value):
+    """numbavec.float32(x) is a cast in a kernel (np.float32(x)); in Python it
+    made a signature and raised for a value, so py_func disagreed with the
+    kernel (the kernel fuzzer found it).  Numba's types cast the same way."""
+    got = getattr(numbavec, name)(value)
+    expected = getattr(np, name)(value)
+    assert type(got) is type(expected) and got == expected
+
+
+def test_a_type_called_on_an_array_casts_it():
+    got = numbavec.float32(np.arange(3))
+    assert got.dtype == np.float32 and got.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_type_called_on_types_is_still_a_signature():
+    assert str(numbavec.float32(numbavec.float32, "f8")) == "float32(float32, float64)"
+    assert str(numbavec.float32()) == "float32()"

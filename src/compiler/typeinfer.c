@@ -225,6 +225,7 @@ typedef struct Infer {
 #define UNKNOWN NULL
 
 static int expr(Infer *in, CcNode *n, const CcType **out);
+static int condition(Infer *in, CcNode *cond);
 
 static int
 type_error(Infer *in, CcNode *n, const char *what, const CcType *a, const CcType *b)
@@ -242,6 +243,19 @@ static int
 is_tuple(const CcType *t)
 {
     return t->kind == CT_TUPLE;
+}
+
+/* A Python int constant whose truth alone is used (if 2**100:, not G,
+ * bool(G)): held as 1 when it lies outside int64 (and so is nonzero), where
+ * its low 64 bits could be 0. */
+static void
+truth_only(CcNode *n)
+{
+    if (n->kind == ND_CONST && n->ty->kind == CT_WEAK_INT && n->big) {
+        n->big = 0;
+        n->ival = 1;
+        n->ihigh = 0;
+    }
 }
 
 static int
@@ -471,6 +485,7 @@ unary(Infer *in, CcNode *n, const CcType **out)
         return 0;
     }
     if (n->op == OP_NOT) {
+        truth_only(n->lhs);
         *out = cc_scalar_type(TS_BOOL);
         return is_tuple(t) ? type_error(in, n, "not", t, NULL) : 0;
     }
@@ -724,6 +739,10 @@ call(Infer *in, CcNode *n, const CcType **out)
         return -1;
     }
     const CcBuiltin *b = cc_builtin(n->builtin);
+    if (b->flavor == FL_BOOL) {
+        truth_only(n->args[0]);
+        return 0;
+    }
     const CcType *as = *out == UNKNOWN ? UNKNOWN : call_arg_type(n, *out);
     int nargs = b->op == M_LDEXP || b->flavor == FL_ROUND ? 1 : n->nargs;
     for (int i = 0; as == UNKNOWN && *out != UNKNOWN && i < n->nargs; i++) {
@@ -1127,9 +1146,8 @@ expr(Infer *in, CcNode *n, const CcType **out)
         }
         break;
     case ND_IFEXP: {
-        const CcType *c;
         CcNode *both[2] = {n->then, n->els};
-        rc = expr(in, n->cond, &c);
+        rc = condition(in, n->cond);
         if (rc == 0) {
             rc = promote_all(in, both, 2, &t);
         }
@@ -1223,6 +1241,7 @@ condition(Infer *in, CcNode *cond)
     if (t != UNKNOWN && is_tuple(t)) {
         return type_error(in, cond, "truth value", t, NULL);
     }
+    truth_only(cond);
     return 0;
 }
 

@@ -461,7 +461,30 @@ call_argument(PyObject *arg, int index, TsType *out)
     return 0;
 }
 
-/* float32(float32, float32) -> Signature; float64[:](...) is refused. */
+/* float32(x) of a value x (a number, an array): NumPy's np.float32(x), the
+ * cast the same call is in a kernel (as Numba's types do), so that py_func
+ * computes what the kernel does.  NULL without an exception when the call
+ * is not one. */
+static PyObject *
+type_cast(const TsType *t, PyObject *args)
+{
+    PyObject *arg = PyTuple_Size(args) == 1 ? PyTuple_GetItem(args, 0) : NULL;
+    TsType ignored;
+    if (arg == NULL || t->ndim > 0 || t->kind >= TS_NSCALAR || PyUnicode_Check(arg)
+        || ts_type_check(arg, &ignored) || !PyNumber_Check(arg)) {
+        return NULL;
+    }
+    PyObject *scalar_type = PyArray_TypeObjectFromType(ts_kind_typenum(t->kind));
+    if (scalar_type == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(scalar_type, arg, NULL);
+    Py_DECREF(scalar_type);
+    return r;
+}
+
+/* float32(float32, float32) -> Signature; float64[:](...) is refused;
+ * float32(value) is a cast (type_cast). */
 static PyObject *
 type_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -471,6 +494,10 @@ type_call(PyObject *self, PyObject *args, PyObject *kwargs)
     if (kwargs != NULL && PyObject_Length(kwargs) > 0) {
         PyErr_SetString(PyExc_TypeError, "a signature takes no keyword arguments");
         return NULL;
+    }
+    PyObject *cast = type_cast(&sig.ret, args);
+    if (cast != NULL || PyErr_Occurred()) {
+        return cast;
     }
     if (sig.ret.ndim > 0) {
         PyErr_Format(PyExc_TypeError,
