@@ -447,3 +447,52 @@ sys.exit(os.waitstatus_to_exitcode(status))
     proc = run_python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
                       timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+FORK_RACE = """
+import os, sys, threading, signal
+import numpy as np
+from numbavec import vectorize
+sys.setswitchinterval(1.0)     # threads switch only where one blocks
+hung = 0
+for round_ in range(12):
+    inside, release = threading.Event(), threading.Event()
+    class Slow:
+        @property
+        def value(self):
+            inside.set()
+            release.wait(30)
+            return 2.0
+    slow = Slow()
+    def k(x):
+        return x * slow.value
+    f = vectorize(target={target!r})(k)
+    c = threading.Thread(target=lambda: f(np.float64([1.0])))
+    c.start()
+    inside.wait(30)
+    a = threading.Thread(target=lambda: f(np.float64([1.0])))   # waits for the lock
+    a.start()
+    release.set()
+    c.join()      # c releases the lock, a takes it without the GIL, and may not have the GIL yet
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(20)
+        os._exit(0 if f(np.int32([4]))[0] == 8 else 3)
+    _, status = os.waitpid(pid, 0)
+    a.join()
+    hung += os.waitstatus_to_exitcode(status) != 0
+sys.exit(hung)
+"""
+
+
+def test_fork_just_as_another_thread_takes_the_lock(target, tmp_path):
+    """A thread that took the compile lock without the GIL had not yet said
+    so when another thread forked: the child found the lock held by no one
+    it knew and deadlocked (about 3 rounds in 10).  Every child now makes a
+    new lock for a state whose lock predates its fork."""
+    from conftest import run_python
+    script = tmp_path / "fork_race.py"
+    script.write_text(FORK_RACE.format(target=target))
+    proc = run_python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
+                      timeout=300)
+    assert proc.returncode == 0, f"{proc.returncode} of 12 children hung\n{proc.stderr[-2000:]}"

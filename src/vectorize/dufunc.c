@@ -36,6 +36,7 @@
 #include "vectorize/vectorize.h"
 
 #include <numpy/dtype_api.h>
+#include <pthread.h>
 #include <pythread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ typedef struct LazyState {
     PyObject *identity;      /* owned: None or the identity value */
     PyThread_type_lock lock; /* one compilation at a time */
     unsigned long owner;     /* thread holding lock, or 0 */
-    pid_t owner_pid;         /* the process in which owner took it */
+    unsigned long lock_fork; /* fork_generation when lock was made */
     Compiling *compiling;    /* the owner's compilations, innermost first */
     Tables *tables;          /* current first, then retired ones */
 } LazyState;
@@ -131,15 +132,27 @@ static PyType_Spec state_spec = {
 /* ---- the lock ---- */
 
 /*
- * A lock held when this process was forked belongs to a thread the child
- * does not have: the child takes a new one (the old one is left, held,
- * forever) and forgets the compilations of that thread, whose entries were
- * never added.  owner and owner_pid change only with the GIL held.  0/-1.
+ * Counts the forks this process came out of as a child (pthread_atfork).
+ * In a child no other thread exists, so a lock made before the fork may
+ * be held for ever by a thread the child does not have -- including one
+ * that had just taken it without the GIL and had not yet said so.  A
+ * state whose lock is older than the last fork makes a new one.
  */
+static volatile unsigned long fork_generation;
+
+static void
+count_fork(void)
+{
+    fork_generation++;
+}
+
+/* The child takes a new lock (the old one is left, perhaps held, for ever)
+ * and forgets the compilations of the thread that held it, whose entries
+ * were never added.  0/-1. */
 static int
 renew_after_fork(LazyState *st)
 {
-    if (st->owner == 0 || st->owner_pid == getpid()) {
+    if (st->lock_fork == fork_generation) {
         return 0;
     }
     PyThread_type_lock lock = PyThread_allocate_lock();
@@ -148,6 +161,7 @@ renew_after_fork(LazyState *st)
         return -1;
     }
     st->lock = lock;
+    st->lock_fork = fork_generation;
     st->owner = 0;
     st->compiling = NULL;
     return 0;
@@ -158,36 +172,40 @@ renew_after_fork(LazyState *st)
  * would deadlock with the compiling thread, which needs the GIL back (the
  * cache and the compiler call Python, where the interpreter may switch
  * threads).  Re-entrant for its owner, so that a compilation reaching the
- * same ufunc again cannot deadlock itself.  *taken: 1 if it was taken
- * here.  0/-1.
+ * same ufunc again cannot deadlock itself.  *taken: the lock taken here,
+ * or NULL (the caller held it already).  0/-1.
  */
 static int
-state_lock(LazyState *st, int *taken)
+state_lock(LazyState *st, PyThread_type_lock *taken)
 {
     unsigned long me = PyThread_get_thread_ident();
-    *taken = 0;
+    *taken = NULL;
     if (renew_after_fork(st) < 0) {
         return -1;
     }
     if (st->owner == me) {
         return 0;
     }
-    if (!PyThread_acquire_lock(st->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(st->lock, WAIT_LOCK);
+    PyThread_type_lock lock = st->lock;
+    if (!PyThread_acquire_lock(lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     st->owner = me;
-    st->owner_pid = getpid();
-    *taken = 1;
+    *taken = lock;
     return 0;
 }
 
+/* Releases the lock state_lock took (the one it took, should the state
+ * have made a new one since, after a fork). */
 static void
-state_unlock(LazyState *st, int taken)
+state_unlock(LazyState *st, PyThread_type_lock taken)
 {
-    if (taken) {
-        st->owner = 0;
-        PyThread_release_lock(st->lock);
+    if (taken != NULL) {
+        if (st->lock == taken) {
+            st->owner = 0;
+        }
+        PyThread_release_lock(taken);
     }
 }
 
@@ -578,7 +596,7 @@ register_loop(PyObject *ufunc, LazyState *st, Py_ssize_t i)
 static Py_ssize_t
 ensure_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
 {
-    int taken;
+    PyThread_type_lock taken;
     Py_ssize_t i = st->backend->find(st->compiler, kinds, st->nin);
     if (i >= 0) {
         return i;
@@ -662,6 +680,7 @@ vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObjec
     st->nout = nout;
     st->identity = Py_NewRef(identity);
     st->lock = PyThread_allocate_lock();
+    st->lock_fork = fork_generation;
     if (st->lock == NULL) {
         PyErr_NoMemory();
         goto error;
@@ -731,6 +750,10 @@ vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin)
 int
 vz_init_dufunc(PyObject *module)
 {
+    if (pthread_atfork(NULL, NULL, count_fork) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "numbavec: pthread_atfork failed");
+        return -1;
+    }
     state_type = PyType_FromSpec(&state_spec);
     return state_type != NULL ? 0 : -1;
 }
