@@ -477,8 +477,7 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     TgRequest r = {.identity = identity, .doc = doc, .layout = layout, .writable = writable};
     TsSignature *sigs = NULL;
     const TgTarget *t = tg_for(target_name, "guvectorize");
-    if (t == NULL
-        || (PyObject_IsTrue(sigobj) && ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0)) {
+    if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {
         return NULL;
     }
     PyObject *result = NULL;

@@ -492,11 +492,13 @@ ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
 {
     TsSignature *sigs = NULL;
     Py_ssize_t n = 1;
-    int many = PyList_Check(obj) || (PyTuple_Check(obj) && !is_arg_tuple(obj));
+    /* [] and () are no signatures (a lazy ufunc); '' is a bad one */
+    int none = (PyList_Check(obj) || PyTuple_Check(obj)) && PySequence_Size(obj) == 0;
+    int many = none || PyList_Check(obj) || (PyTuple_Check(obj) && !is_arg_tuple(obj));
     *out = NULL;
     *count = 0;
     if (many) {
-        n = PyList_Check(obj) ? PyList_Size(obj) : PyTuple_Size(obj);
+        n = none ? 0 : PyList_Check(obj) ? PyList_Size(obj) : PyTuple_Size(obj);
     }
     /* One element at least, so that an empty list is not a NULL result. */
     sigs = PyMem_Malloc(sizeof(TsSignature) * (size_t)(n > 0 ? n : 1));

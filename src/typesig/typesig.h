@@ -95,7 +95,8 @@ int ts_parse_signature(PyObject *obj, TsSignature *out);
 /*
  * Parses a signature or a list/tuple-of-signatures into a new PyMem array
  * (*out, *count); the caller frees it with PyMem_Free.  A bare tuple of
- * types is one signature, not a list.  0/-1.
+ * types is one signature, not a list; [] and () are none (count 0), and
+ * '' is an error.  0/-1.
  */
 int ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count);
 

@@ -541,8 +541,7 @@ vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     TgRequest r = {.nin = nin, .identity = identity, .doc = doc, .arch = arch, .backend = backend};
     TsSignature *sigs = NULL;
     const TgTarget *t = tg_for(target_name, "vectorize");
-    if (t == NULL
-        || (PyObject_IsTrue(sigobj) && ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0)) {
+    if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {
         return NULL;
     }
     PyObject *result = NULL;
