@@ -67,3 +67,23 @@ def test_help_command(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "--sysinfo" in proc.stdout
+
+
+def test_the_oldest_numpy_is_named_alike_everywhere():
+    """pyproject's requirement, the oldest NumPy CI tests and the README
+    name one version (they once said 2.1, 2.0 and nothing)."""
+    import re
+
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.exists(os.path.join(checkout, "pyproject.toml")):
+        pytest.skip("tests outside their checkout")
+
+    def read(*parts):
+        with open(os.path.join(checkout, *parts)) as fh:
+            return fh.read()
+
+    required = re.search(r'dependencies = \["numpy>=([0-9.]+)"\]', read("pyproject.toml")).group(1)
+    tested = re.search(r'OLDEST_NUMPY="numpy==([0-9.]+)\.\*"', read(".ci", "install-and-test"))
+    assert tested.group(1) == required
+    readme = read("README.md")
+    assert f"NumPy {required})" in readme and f"NumPy >= {required}" in readme

@@ -263,3 +263,65 @@ def test_threads_compiling_the_same_types_at_once(target):
     assert sorted(gu.types) == ['dd->d', 'ff->f']
     for r in results:
         np.testing.assert_array_equal(r, np.arange(100) + 1)
+
+
+def test_no_attribute_can_free_or_corrupt_a_gufunc_s_code(target):
+    """As for ufuncs (test_lazy): the loops own their code, eager or dynamic."""
+    import gc
+
+    lazy = guvectorize('(n),()->(n)', target=target)(add_const)
+    eager = guvectorize(['void(f8[:], f8, f8[:])'], '(n),()->(n)', target=target)(add_const)
+    for gu in (lazy, eager):
+        gu(np.arange(3.0), 1.0)
+        for name in list(vars(gu)):
+            delattr(gu, name)
+        for name in ("_numbavec_lazy", "_numbavec_code", "py_func", "inspect_llvm"):
+            setattr(gu, name, 42)
+        gc.collect()
+        np.testing.assert_array_equal(gu(np.arange(3.0), 2.0), [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(lazy(np.arange(3, dtype=np.int16), np.int16(1)), [1, 2, 3])
+
+
+_REENTRANT = []
+
+
+def test_compiling_a_dynamic_gufunc_may_call_it_with_other_types(target):
+    """A kernel whose compilation (a global's property) calls the same
+    gufunc with other types: the inner call compiles its own loop first."""
+    src = """
+def k(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * SCALE.value
+"""
+    class CallsBack:
+        gu = None
+        calls = 0
+
+        @property
+        def value(self):
+            if self.calls == 0 and self.gu is not None:
+                self.calls += 1
+                _REENTRANT.append(self.gu(np.arange(3, dtype=np.int32)))
+            return 2
+
+    scale = CallsBack()
+    k = kernel_from_source(src)
+    k.__globals__["SCALE"] = scale
+    gu = guvectorize('(n)->(n)', target=target)(k)
+    scale.gu = gu
+    _REENTRANT.clear()
+    np.testing.assert_array_equal(gu(np.arange(3.0)), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(_REENTRANT[0], [0, 2, 4])
+    assert sorted(gu.types) == ['d->d', 'i->i']
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_signature_string_is_an_error_not_a_dynamic_gufunc(target, empty):
+    """'' was falsy and so made a lazy ufunc or a dynamic gufunc silently
+    (the signature fuzzer found it); only [] and () mean no signatures."""
+    from numbavec import vectorize
+
+    with pytest.raises(ValueError, match="empty signature"):
+        guvectorize(empty, '(n)->()', target=target)(total)
+    with pytest.raises(ValueError, match="empty signature"):
+        vectorize(empty, target=target)(lambda x: x)
