@@ -7,7 +7,8 @@ dimension) and (1000, 2e4) (a long outer loop), float64.  Implementations:
 
   C loop      the same loop compiled here with ``cc -O3 -march=native``,
               called through ctypes on the whole array: one core's bandwidth
-  numbavec    target='cpu' and target='parallel'
+  numbavec    target='cpu' and target='parallel'; "dynamic": cpu with no
+              signatures (the loop compiled at the first call)
   NumPy       the expression with out= (triad: two passes, as NumPy must)
   Numba       @guvectorize cpu and parallel with the same kernels (when
               ``import numba`` works)
@@ -127,6 +128,9 @@ def main():
     for t in ("cpu", "parallel"):
         impls[f"numbavec {t}"] = {n: guvectorize(s, lay, target=t)(k)
                                   for n, (k, s, lay, _) in KERNELS.items()}
+    # no signatures: a loop compiled by the first call, inside NumPy's dispatch
+    impls["numbavec dynamic"] = {n: guvectorize(lay, target="cpu")(k)
+                                 for n, (k, _, lay, _) in KERNELS.items()}
     try:
         import numba
         for t in ("cpu", "parallel"):
