@@ -38,7 +38,7 @@ raise_divbyzero_if(Emit *E, LLVMValueRef cond)
         cc_add_fn_attr(f, "cold");
     }
     LLVMValueRef flag = LLVMConstInt(i32, FE_DIVBYZERO, 0);
-    LLVMBuildCall2(E->b, fty, f, &flag, 1, "");
+    LLVMBuildCall2(E->b, fty, f, &flag, 1, "feraiseexcept");
     LLVMBuildBr(E->b, after);
     LLVMPositionBuilderAtEnd(E->b, after);
 }
@@ -58,21 +58,24 @@ int_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     }
     /* b == -1 is special-cased: INT_MIN / -1 traps on x86 */
     LLVMValueRef is_m1 = LLVMBuildICmp(E->b, LLVMIntEQ, b, em_int_const(E, k, -1), "b.m1");
-    LLVMValueRef special = LLVMBuildOr(E->b, is_zero, is_m1, "");
+    LLVMValueRef special = LLVMBuildOr(E->b, is_zero, is_m1, "b.special");
     LLVMValueRef safe = LLVMBuildSelect(E->b, special, one, b, "b.safe");
     LLVMValueRef q = LLVMBuildSDiv(E->b, a, safe, "q");
     LLVMValueRef r = LLVMBuildSRem(E->b, a, safe, "r");
     /* C truncates; Python floors: adjust when the remainder's sign differs */
-    LLVMValueRef r_nz = LLVMBuildICmp(E->b, LLVMIntNE, r, zero, "");
-    LLVMValueRef sign = LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, b, ""), zero, "");
+    LLVMValueRef r_nz = LLVMBuildICmp(E->b, LLVMIntNE, r, zero, "r.nz");
+    LLVMValueRef sign =
+        LLVMBuildICmp(E->b, LLVMIntSLT, LLVMBuildXor(E->b, r, b, "r.xor.b"), zero, "sign.differs");
     LLVMValueRef adj = LLVMBuildAnd(E->b, r_nz, sign, "adj");
     if (op == OP_FLOORDIV) {
-        LLVMValueRef q2 = LLVMBuildSub(E->b, q, LLVMBuildZExt(E->b, adj, LLVMTypeOf(q), ""), "");
+        LLVMValueRef q2 =
+            LLVMBuildSub(E->b, q, LLVMBuildZExt(E->b, adj, LLVMTypeOf(q), "adj.int"), "q.floor");
         LLVMValueRef neg = LLVMBuildSub(E->b, zero, a, "neg");
-        return LLVMBuildSelect(E->b, is_zero, zero, LLVMBuildSelect(E->b, is_m1, neg, q2, ""),
+        return LLVMBuildSelect(E->b, is_zero, zero, LLVMBuildSelect(E->b, is_m1, neg, q2, "q.m1"),
                                "floordiv");
     }
-    LLVMValueRef r2 = LLVMBuildAdd(E->b, r, LLVMBuildSelect(E->b, adj, b, zero, ""), "");
+    LLVMValueRef r2 =
+        LLVMBuildAdd(E->b, r, LLVMBuildSelect(E->b, adj, b, zero, "r.adj"), "r.floor");
     return LLVMBuildSelect(E->b, special, zero, r2, "mod");
 }
 
@@ -90,7 +93,7 @@ em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef neg = ts_is_signed(k) ? LLVMBuildICmp(E->b, LLVMIntSLT, b, zero, "e.neg")
                                        : LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
     LLVMValueRef e0 = LLVMBuildSelect(E->b, neg, zero, b, "e");
-    LLVMValueRef start = LLVMBuildICmp(E->b, LLVMIntEQ, e0, zero, "");
+    LLVMValueRef start = LLVMBuildICmp(E->b, LLVMIntEQ, e0, zero, "e.zero");
     LLVMBuildCondBr(E->b, start, done, loop);
 
     LLVMPositionBuilderAtEnd(E->b, loop);
@@ -98,10 +101,10 @@ em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef r = LLVMBuildPhi(E->b, t, "r"), base = LLVMBuildPhi(E->b, t, "base");
     LLVMValueRef e = LLVMBuildPhi(E->b, t, "e");
     LLVMValueRef odd = LLVMBuildTrunc(E->b, e, LLVMInt1TypeInContext(E->ctx), "odd");
-    LLVMValueRef r2 = LLVMBuildSelect(E->b, odd, LLVMBuildMul(E->b, r, base, ""), r, "");
-    LLVMValueRef base2 = LLVMBuildMul(E->b, base, base, "");
-    LLVMValueRef e2 = LLVMBuildLShr(E->b, e, one, "");
-    LLVMValueRef more = LLVMBuildICmp(E->b, LLVMIntNE, e2, zero, "");
+    LLVMValueRef r2 = LLVMBuildSelect(E->b, odd, LLVMBuildMul(E->b, r, base, "r.mul"), r, "r.next");
+    LLVMValueRef base2 = LLVMBuildMul(E->b, base, base, "base.next");
+    LLVMValueRef e2 = LLVMBuildLShr(E->b, e, one, "e.next");
+    LLVMValueRef more = LLVMBuildICmp(E->b, LLVMIntNE, e2, zero, "e.more");
     LLVMBasicBlockRef loop_end = em_current_block(E);
     LLVMBuildCondBr(E->b, more, loop, done);
     LLVMValueRef r_in[2] = {one, r2}, base_in[2] = {a, base2}, e_in[2] = {e0, e2};
@@ -118,12 +121,12 @@ em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
         return result;
     }
     /* negative exponents */
-    LLVMValueRef a_one = LLVMBuildICmp(E->b, LLVMIntEQ, a, one, "");
-    LLVMValueRef a_m1 = LLVMBuildICmp(E->b, LLVMIntEQ, a, em_int_const(E, k, -1), "");
-    LLVMValueRef b_odd = LLVMBuildTrunc(E->b, b, LLVMInt1TypeInContext(E->ctx), "");
-    LLVMValueRef m1_pow = LLVMBuildSelect(E->b, b_odd, em_int_const(E, k, -1), one, "");
-    LLVMValueRef negres =
-        LLVMBuildSelect(E->b, a_one, one, LLVMBuildSelect(E->b, a_m1, m1_pow, zero, ""), "");
+    LLVMValueRef a_one = LLVMBuildICmp(E->b, LLVMIntEQ, a, one, "a.one");
+    LLVMValueRef a_m1 = LLVMBuildICmp(E->b, LLVMIntEQ, a, em_int_const(E, k, -1), "a.m1");
+    LLVMValueRef b_odd = LLVMBuildTrunc(E->b, b, LLVMInt1TypeInContext(E->ctx), "b.odd");
+    LLVMValueRef m1_pow = LLVMBuildSelect(E->b, b_odd, em_int_const(E, k, -1), one, "m1.pow");
+    LLVMValueRef negres = LLVMBuildSelect(
+        E->b, a_one, one, LLVMBuildSelect(E->b, a_m1, m1_pow, zero, "pow.m1"), "pow.neg");
     return LLVMBuildSelect(E->b, neg, negres, result, "pow");
 }
 
@@ -134,17 +137,17 @@ int_shift(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMValueRef width = em_int_const(E, k, ts_bits(k));
     LLVMValueRef in_range = LLVMBuildICmp(E->b, LLVMIntULT, b, width, "sh.ok");
-    LLVMValueRef safe = LLVMBuildSelect(E->b, in_range, b, em_int_const(E, k, 0), "");
+    LLVMValueRef safe = LLVMBuildSelect(E->b, in_range, b, em_int_const(E, k, 0), "sh.safe");
     if (op == OP_LSHIFT) {
-        return LLVMBuildSelect(E->b, in_range, LLVMBuildShl(E->b, a, safe, ""),
+        return LLVMBuildSelect(E->b, in_range, LLVMBuildShl(E->b, a, safe, "shl.raw"),
                                em_int_const(E, k, 0), "shl");
     }
     if (!ts_is_signed(k)) {
-        return LLVMBuildSelect(E->b, in_range, LLVMBuildLShr(E->b, a, safe, ""),
+        return LLVMBuildSelect(E->b, in_range, LLVMBuildLShr(E->b, a, safe, "shr.raw"),
                                em_int_const(E, k, 0), "shr");
     }
-    LLVMValueRef fill = LLVMBuildAShr(E->b, a, em_int_const(E, k, ts_bits(k) - 1), "");
-    return LLVMBuildSelect(E->b, in_range, LLVMBuildAShr(E->b, a, safe, ""), fill, "shr");
+    LLVMValueRef fill = LLVMBuildAShr(E->b, a, em_int_const(E, k, ts_bits(k) - 1), "shr.fill");
+    return LLVMBuildSelect(E->b, in_range, LLVMBuildAShr(E->b, a, safe, "shr.raw"), fill, "shr");
 }
 
 static LLVMValueRef
@@ -220,8 +223,8 @@ order_key(Emit *E, LLVMValueRef x)
     LLVMTypeRef it = LLVMIntTypeInContext(E->ctx, bits);
     LLVMValueRef bitsv = LLVMBuildBitCast(E->b, x, it, "bits");
     /* negative values: flip the magnitude bits, so larger magnitudes order lower */
-    LLVMValueRef sign = LLVMBuildAShr(E->b, bitsv, LLVMConstInt(it, bits - 1, 0), "");
-    LLVMValueRef flip = LLVMBuildLShr(E->b, sign, LLVMConstInt(it, 1, 0), "");
+    LLVMValueRef sign = LLVMBuildAShr(E->b, bitsv, LLVMConstInt(it, bits - 1, 0), "sign");
+    LLVMValueRef flip = LLVMBuildLShr(E->b, sign, LLVMConstInt(it, 1, 0), "flip");
     return LLVMBuildXor(E->b, bitsv, flip, "key");
 }
 
@@ -250,12 +253,12 @@ em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, c
     }
     LLVMValueRef ord = LLVMBuildFCmp(E->b, LLVMRealORD, a, b, "ord");
     LLVMValueRef eq = LLVMBuildFCmp(E->b, LLVMRealOEQ, a, b, "eq");
-    LLVMValueRef order = LLVMBuildICmp(E->b, ip, order_key(E, a), order_key(E, b), "");
+    LLVMValueRef order = LLVMBuildICmp(E->b, ip, order_key(E, a), order_key(E, b), "order");
     LLVMValueRef r;
     if (pred == LLVMRealOLE || pred == LLVMRealOGE) {
-        r = LLVMBuildOr(E->b, order, eq, ""); /* -0 <= +0 and +0 <= -0 */
+        r = LLVMBuildOr(E->b, order, eq, "order.eq"); /* -0 <= +0 and +0 <= -0 */
     } else {
-        r = LLVMBuildAnd(E->b, order, LLVMBuildNot(E->b, eq, ""), "");
+        r = LLVMBuildAnd(E->b, order, LLVMBuildNot(E->b, eq, "ne"), "order.ne");
     }
     return LLVMBuildAnd(E->b, r, ord, name);
 }
@@ -266,25 +269,29 @@ float_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMValueRef zero = em_real_const(E, k, 0.0), one = em_real_const(E, k, 1.0);
     LLVMValueRef mod = LLVMBuildFRem(E->b, a, b, "fmod");
-    LLVMValueRef div = LLVMBuildFDiv(E->b, LLVMBuildFSub(E->b, a, mod, ""), b, "div");
-    LLVMValueRef mod_nz = LLVMBuildFCmp(E->b, LLVMRealUNE, mod, zero, "");
-    LLVMValueRef b_neg = em_quiet_fcmp(E, LLVMRealOLT, b, zero, "");
-    LLVMValueRef mod_neg = em_quiet_fcmp(E, LLVMRealOLT, mod, zero, "");
-    LLVMValueRef fix = LLVMBuildAnd(E->b, mod_nz, LLVMBuildXor(E->b, b_neg, mod_neg, ""), "fix");
+    LLVMValueRef div = LLVMBuildFDiv(E->b, LLVMBuildFSub(E->b, a, mod, "a.sub.mod"), b, "div");
+    LLVMValueRef mod_nz = LLVMBuildFCmp(E->b, LLVMRealUNE, mod, zero, "mod.nz");
+    LLVMValueRef b_neg = em_quiet_fcmp(E, LLVMRealOLT, b, zero, "b.neg");
+    LLVMValueRef mod_neg = em_quiet_fcmp(E, LLVMRealOLT, mod, zero, "mod.neg");
+    LLVMValueRef fix =
+        LLVMBuildAnd(E->b, mod_nz, LLVMBuildXor(E->b, b_neg, mod_neg, "sign.differs"), "fix");
     LLVMValueRef b_zero = LLVMBuildFCmp(E->b, LLVMRealOEQ, b, zero, "b.zero");
     if (op == OP_MOD) {
-        LLVMValueRef m = LLVMBuildSelect(E->b, fix, LLVMBuildFAdd(E->b, mod, b, ""), mod, "");
-        m = LLVMBuildSelect(E->b, mod_nz, m, em_copysign_of(E, k, zero, b), "");
+        LLVMValueRef m =
+            LLVMBuildSelect(E->b, fix, LLVMBuildFAdd(E->b, mod, b, "mod.add.b"), mod, "mod.fixed");
+        m = LLVMBuildSelect(E->b, mod_nz, m, em_copysign_of(E, k, zero, b), "mod.signed");
         return LLVMBuildSelect(E->b, b_zero, mod, m, "mod");
     }
-    div = LLVMBuildSelect(E->b, fix, LLVMBuildFSub(E->b, div, one, ""), div, "");
+    div = LLVMBuildSelect(E->b, fix, LLVMBuildFSub(E->b, div, one, "div.sub.1"), div, "div.fixed");
     LLVMValueRef fl = floor_of(E, k, div);
-    LLVMValueRef up = em_quiet_fcmp(E, LLVMRealOGT, LLVMBuildFSub(E->b, div, fl, ""),
-                                    em_real_const(E, k, 0.5), "");
-    fl = LLVMBuildSelect(E->b, up, LLVMBuildFAdd(E->b, fl, one, ""), fl, "");
+    LLVMValueRef up = em_quiet_fcmp(E, LLVMRealOGT, LLVMBuildFSub(E->b, div, fl, "div.frac"),
+                                    em_real_const(E, k, 0.5), "round.up");
+    fl =
+        LLVMBuildSelect(E->b, up, LLVMBuildFAdd(E->b, fl, one, "floor.add.1"), fl, "floor.rounded");
     LLVMValueRef quotient = LLVMBuildFDiv(E->b, a, b, "q");
-    LLVMValueRef div_nz = LLVMBuildFCmp(E->b, LLVMRealUNE, div, zero, "");
-    LLVMValueRef r = LLVMBuildSelect(E->b, div_nz, fl, em_copysign_of(E, k, zero, quotient), "");
+    LLVMValueRef div_nz = LLVMBuildFCmp(E->b, LLVMRealUNE, div, zero, "div.nz");
+    LLVMValueRef r =
+        LLVMBuildSelect(E->b, div_nz, fl, em_copysign_of(E, k, zero, quotient), "floordiv.signed");
     return LLVMBuildSelect(E->b, b_zero, quotient, r, "floordiv");
 }
 
@@ -317,10 +324,10 @@ static LLVMValueRef
 complex_mul(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
 {
     LLVMValueRef a = em_re_of(E, x), b = em_im_of(E, x), c = em_re_of(E, y), d = em_im_of(E, y);
-    LLVMValueRef re =
-        LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, a, c, ""), LLVMBuildFMul(E->b, b, d, ""), "");
-    LLVMValueRef im =
-        LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, d, ""), LLVMBuildFMul(E->b, b, c, ""), "");
+    LLVMValueRef re = LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, a, c, "ac"),
+                                    LLVMBuildFMul(E->b, b, d, "bd"), "prod.re");
+    LLVMValueRef im = LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, d, "ad"),
+                                    LLVMBuildFMul(E->b, b, c, "bc"), "prod.im");
     return em_make_complex(E, k, re, im);
 }
 
@@ -337,38 +344,42 @@ complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
     LLVMBasicBlockRef bb_zero = em_new_block(E, "cdiv.zero"),
                       bb_smith = em_new_block(E, "cdiv.smith");
     LLVMBasicBlockRef done = em_new_block(E, "cdiv.done");
-    LLVMBuildCondBr(E->b, em_quiet_fcmp(E, LLVMRealOGE, ac, ad, ""), bb_re, bb_im);
+    LLVMBuildCondBr(E->b, em_quiet_fcmp(E, LLVMRealOGE, ac, ad, "re.larger"), bb_re, bb_im);
 
     LLVMPositionBuilderAtEnd(E->b, bb_re);
-    LLVMValueRef both_zero = LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, ac, zero, ""),
-                                          LLVMBuildFCmp(E->b, LLVMRealOEQ, ad, zero, ""), "");
+    LLVMValueRef both_zero =
+        LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, ac, zero, "c.zero"),
+                     LLVMBuildFCmp(E->b, LLVMRealOEQ, ad, zero, "d.zero"), "y.zero");
     LLVMBuildCondBr(E->b, both_zero, bb_zero, bb_smith);
 
     LLVMPositionBuilderAtEnd(E->b, bb_zero);
-    LLVMValueRef z =
-        em_make_complex(E, k, LLVMBuildFDiv(E->b, a, ac, ""), LLVMBuildFDiv(E->b, b, ad, ""));
+    LLVMValueRef z = em_make_complex(E, k, LLVMBuildFDiv(E->b, a, ac, "zdiv.re"),
+                                     LLVMBuildFDiv(E->b, b, ad, "zdiv.im"));
     LLVMBuildBr(E->b, done);
 
     LLVMPositionBuilderAtEnd(E->b, bb_smith);
     LLVMValueRef rat = LLVMBuildFDiv(E->b, d, c, "rat");
     LLVMValueRef scl = LLVMBuildFDiv(
-        E->b, one, LLVMBuildFAdd(E->b, c, LLVMBuildFMul(E->b, d, rat, ""), ""), "scl");
+        E->b, one, LLVMBuildFAdd(E->b, c, LLVMBuildFMul(E->b, d, rat, "d.rat"), "denom"), "scl");
     LLVMValueRef s1 = em_make_complex(
         E, k,
-        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, b, rat, ""), ""), scl, ""),
-        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, b, LLVMBuildFMul(E->b, a, rat, ""), ""), scl, ""));
+        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, b, rat, "b.rat"), "num.re"),
+                      scl, "q.re"),
+        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, b, LLVMBuildFMul(E->b, a, rat, "a.rat"), "num.im"),
+                      scl, "q.im"));
     LLVMBasicBlockRef smith_end = em_current_block(E);
     LLVMBuildBr(E->b, done);
 
     LLVMPositionBuilderAtEnd(E->b, bb_im);
     LLVMValueRef rat2 = LLVMBuildFDiv(E->b, c, d, "rat");
     LLVMValueRef scl2 = LLVMBuildFDiv(
-        E->b, one, LLVMBuildFAdd(E->b, d, LLVMBuildFMul(E->b, c, rat2, ""), ""), "scl");
+        E->b, one, LLVMBuildFAdd(E->b, d, LLVMBuildFMul(E->b, c, rat2, "c.rat"), "denom"), "scl");
     LLVMValueRef s2 = em_make_complex(
         E, k,
-        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, rat2, ""), b, ""), scl2, ""),
-        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, b, rat2, ""), a, ""), scl2,
-                      ""));
+        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, rat2, "a.rat"), b, "num.re"),
+                      scl2, "q.re"),
+        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, b, rat2, "b.rat"), a, "num.im"),
+                      scl2, "q.im"));
     LLVMBasicBlockRef im_end = em_current_block(E);
     LLVMBuildBr(E->b, done);
 
@@ -395,7 +406,8 @@ complex_exp(Emit *E, TsKind k, LLVMValueRef z)
     LLVMValueRef ex = em_float_intrinsic(E, "llvm.exp", p, &x, 1);
     LLVMValueRef c = em_float_intrinsic(E, "llvm.cos", p, &y, 1);
     LLVMValueRef s = em_float_intrinsic(E, "llvm.sin", p, &y, 1);
-    return em_make_complex(E, k, LLVMBuildFMul(E->b, ex, c, ""), LLVMBuildFMul(E->b, ex, s, ""));
+    return em_make_complex(E, k, LLVMBuildFMul(E->b, ex, c, "exp.re"),
+                           LLVMBuildFMul(E->b, ex, s, "exp.im"));
 }
 
 static LLVMValueRef
@@ -419,22 +431,23 @@ complex_powi(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef n)
     LLVMValueRef r_slot = em_entry_alloca(E, ct, "cpow.r"),
                  p_slot = em_entry_alloca(E, ct, "cpow.p");
     LLVMValueRef m_slot = em_entry_alloca(E, i64, "cpow.m");
-    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, n, zero64, "");
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, n, zero64, "n.neg");
     LLVMBuildStore(E->b, one, r_slot);
     LLVMBuildStore(E->b, z, p_slot);
-    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, n, ""), n, "m"), m_slot);
+    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, n, "minus.n"), n, "m"),
+                   m_slot);
     LLVMBasicBlockRef loop = em_new_block(E, "cpow.loop"), done = em_new_block(E, "cpow.done");
     LLVMBuildBr(E->b, loop);
     LLVMPositionBuilderAtEnd(E->b, loop);
-    LLVMValueRef m = LLVMBuildLoad2(E->b, i64, m_slot, "");
-    LLVMValueRef r = LLVMBuildLoad2(E->b, ct, r_slot, ""),
-                 pw = LLVMBuildLoad2(E->b, ct, p_slot, "");
-    LLVMValueRef odd = LLVMBuildTrunc(E->b, m, LLVMInt1TypeInContext(E->ctx), "");
-    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, odd, complex_mul(E, k, r, pw), r, ""), r_slot);
+    LLVMValueRef m = LLVMBuildLoad2(E->b, i64, m_slot, "m");
+    LLVMValueRef r = LLVMBuildLoad2(E->b, ct, r_slot, "r"),
+                 pw = LLVMBuildLoad2(E->b, ct, p_slot, "p");
+    LLVMValueRef odd = LLVMBuildTrunc(E->b, m, LLVMInt1TypeInContext(E->ctx), "odd");
+    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, odd, complex_mul(E, k, r, pw), r, "r.next"), r_slot);
     LLVMBuildStore(E->b, complex_mul(E, k, pw, pw), p_slot);
-    LLVMValueRef m2 = LLVMBuildLShr(E->b, m, LLVMConstInt(i64, 1, 0), "");
+    LLVMValueRef m2 = LLVMBuildLShr(E->b, m, LLVMConstInt(i64, 1, 0), "m.next");
     LLVMBuildStore(E->b, m2, m_slot);
-    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m2, zero64, ""), loop, done);
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m2, zero64, "m.more"), loop, done);
     LLVMPositionBuilderAtEnd(E->b, done);
     LLVMValueRef result = LLVMBuildLoad2(E->b, ct, r_slot, "cpow.int");
     LLVMBasicBlockRef inv = em_new_block(E, "cpow.inv"), out = em_new_block(E, "cpow.out");
@@ -451,11 +464,14 @@ complex_powi(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef n)
     LLVMAddIncoming(phi, vals, blocks, 2);
     /* NumPy's npy_cpow: n = 1, 2, 3 multiply directly */
     LLVMValueRef sq = complex_mul(E, k, z, z), cube = complex_mul(E, k, sq, z);
-    LLVMValueRef small = LLVMBuildSelect(
-        E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 3, 0), ""), cube, phi, "");
-    small = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 2, 0), ""),
-                            sq, small, "");
-    return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 1, 0), ""), z,
+    LLVMValueRef small =
+        LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 3, 0), "n.is3"),
+                        cube, phi, "cpow.3");
+    small =
+        LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 2, 0), "n.is2"),
+                        sq, small, "cpow.2");
+    return LLVMBuildSelect(E->b,
+                           LLVMBuildICmp(E->b, LLVMIntEQ, n, LLVMConstInt(i64, 1, 0), "n.is1"), z,
                            small, "cpow.small");
 }
 
@@ -473,24 +489,26 @@ complex_pow(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef w)
     LLVMValueRef wr = em_re_of(E, w), wi = em_im_of(E, w);
     LLVMValueRef w_zero = LLVMBuildNot(E->b, em_truthy(E, w, k), "w.zero");
     LLVMValueRef z_zero = LLVMBuildNot(E->b, em_truthy(E, z, k), "z.zero");
-    LLVMValueRef wi_zero = LLVMBuildFCmp(E->b, LLVMRealOEQ, wi, zero, "");
+    LLVMValueRef wi_zero = LLVMBuildFCmp(E->b, LLVMRealOEQ, wi, zero, "wi.zero");
     LLVMValueRef trunc = em_float_intrinsic(E, "llvm.trunc", p, &wr, 1);
     LLVMValueRef small =
-        em_quiet_fcmp(E, LLVMRealOLT, em_fabs_of(E, p, wr), em_real_const(E, p, 100.0), "");
+        em_quiet_fcmp(E, LLVMRealOLT, em_fabs_of(E, p, wr), em_real_const(E, p, 100.0), "wr.small");
     LLVMValueRef is_int = LLVMBuildAnd(
-        E->b, LLVMBuildAnd(E->b, wi_zero, LLVMBuildFCmp(E->b, LLVMRealOEQ, wr, trunc, ""), ""),
+        E->b,
+        LLVMBuildAnd(E->b, wi_zero, LLVMBuildFCmp(E->b, LLVMRealOEQ, wr, trunc, "wr.whole"),
+                     "w.real.whole"),
         small, "w.int");
     LLVMBasicBlockRef b_int = em_new_block(E, "cpow.int"), b_gen = em_new_block(E, "cpow.gen");
     LLVMBasicBlockRef done = em_new_block(E, "cpow.done");
     /* the special cases: w == 0 gives 1; z == 0 gives 0 for a positive real w */
     LLVMValueRef nanv = em_real_const(E, p, NAN);
     LLVMValueRef one = em_make_complex(E, k, em_real_const(E, p, 1.0), zero);
-    LLVMValueRef pos_real = em_quiet_fcmp(E, LLVMRealOGT, wr, zero, "");
+    LLVMValueRef pos_real = em_quiet_fcmp(E, LLVMRealOGT, wr, zero, "wr.pos");
     LLVMValueRef at_zero = LLVMBuildSelect(E->b, pos_real, em_make_complex(E, k, zero, zero),
-                                           em_make_complex(E, k, nanv, nanv), "");
+                                           em_make_complex(E, k, nanv, nanv), "cpow.at0");
     LLVMValueRef r_special = LLVMBuildSelect(E->b, w_zero, one, at_zero, "cpow.special");
     LLVMBasicBlockRef start = em_current_block(E);
-    LLVMValueRef special = LLVMBuildOr(E->b, w_zero, z_zero, "");
+    LLVMValueRef special = LLVMBuildOr(E->b, w_zero, z_zero, "cpow.is.special");
     LLVMBasicBlockRef b_rest = em_new_block(E, "cpow.rest");
     LLVMBuildCondBr(E->b, special, done, b_rest);
     LLVMPositionBuilderAtEnd(E->b, b_rest);
@@ -521,11 +539,11 @@ complex_binop(Emit *E, CcOp op, TsKind k, LLVMValueRef x, LLVMValueRef y)
 {
     switch (op) {
     case OP_ADD:
-        return em_make_complex(E, k, LLVMBuildFAdd(E->b, em_re_of(E, x), em_re_of(E, y), ""),
-                               LLVMBuildFAdd(E->b, em_im_of(E, x), em_im_of(E, y), ""));
+        return em_make_complex(E, k, LLVMBuildFAdd(E->b, em_re_of(E, x), em_re_of(E, y), "sum.re"),
+                               LLVMBuildFAdd(E->b, em_im_of(E, x), em_im_of(E, y), "sum.im"));
     case OP_SUB:
-        return em_make_complex(E, k, LLVMBuildFSub(E->b, em_re_of(E, x), em_re_of(E, y), ""),
-                               LLVMBuildFSub(E->b, em_im_of(E, x), em_im_of(E, y), ""));
+        return em_make_complex(E, k, LLVMBuildFSub(E->b, em_re_of(E, x), em_re_of(E, y), "diff.re"),
+                               LLVMBuildFSub(E->b, em_im_of(E, x), em_im_of(E, y), "diff.im"));
     case OP_MUL:
         return complex_mul(E, k, x, y);
     case OP_DIV:

@@ -9,6 +9,9 @@
  */
 #include "compiler/emit.h"
 
+#include <stdio.h>
+#include <string.h>
+
 /* ---- types ---- */
 
 LLVMTypeRef
@@ -31,15 +34,39 @@ em_type_of(Emit *E, const CcType *t)
 
 /* ---- conversions ---- */
 
+/* The name of v converted to kind k: "x.f32" for a value named x ("conv.f32"
+ * for an unnamed one), so that a dump shows where the kernel converts. */
+static const char *
+cast_name(LLVMValueRef v, TsKind k, char *buf, size_t size)
+{
+    static const char *const suffix[TS_NSCALAR] = {
+        [TS_BOOL] = "bool",       [TS_INT8] = "i8",     [TS_INT16] = "i16",
+        [TS_INT32] = "i32",       [TS_INT64] = "i64",   [TS_UINT8] = "u8",
+        [TS_UINT16] = "u16",      [TS_UINT32] = "u32",  [TS_UINT64] = "u64",
+        [TS_FLOAT32] = "f32",     [TS_FLOAT64] = "f64", [TS_COMPLEX64] = "c64",
+        [TS_COMPLEX128] = "c128",
+    };
+    size_t len = 0;
+    const char *base = LLVMGetValueName2(v, &len);
+    if (len == 0) {
+        base = "conv";
+        len = strlen(base);
+    }
+    snprintf(buf, size, "%.*s.%s", (int)len, base, k < TS_NSCALAR ? suffix[k] : "?");
+    return buf;
+}
+
 /* float -> integer kind `to`: saturating, NaN -> 0 (Python would raise). */
 static LLVMValueRef
-float_to_int(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
+float_to_int(Emit *E, LLVMValueRef v, TsKind from, TsKind to, const char *name)
 {
     /* saturating at the target's own range, NaN -> 0: defined for every
      * input (a C or LLVM cast is not), e.g. int8(300.0) == 127 */
     LLVMTypeRef over[2] = {cc_value_type(E->ctx, to), cc_value_type(E->ctx, from)};
-    const char *name = ts_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat";
-    return em_intrinsic(E, name, over, 2, &v, 1);
+    LLVMValueRef r =
+        em_intrinsic(E, ts_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2, &v, 1);
+    LLVMSetValueName2(r, name, strlen(name));
+    return r;
 }
 
 LLVMValueRef
@@ -63,24 +90,27 @@ em_convert(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
     if (ts_is_complex(from)) {
         return em_convert(E, em_re_of(E, v), em_part_kind(from), to);
     }
+    char name[64];
+    cast_name(v, to, name, sizeof(name));
     if (from == TS_BOOL) {
-        return ts_is_float(to) ? LLVMBuildUIToFP(E->b, v, t, "") : LLVMBuildZExt(E->b, v, t, "");
+        return ts_is_float(to) ? LLVMBuildUIToFP(E->b, v, t, name)
+                               : LLVMBuildZExt(E->b, v, t, name);
     }
     if (ts_is_float(from)) {
         if (ts_is_float(to)) {
-            return ts_bits(to) > ts_bits(from) ? LLVMBuildFPExt(E->b, v, t, "")
-                                               : LLVMBuildFPTrunc(E->b, v, t, "");
+            return ts_bits(to) > ts_bits(from) ? LLVMBuildFPExt(E->b, v, t, name)
+                                               : LLVMBuildFPTrunc(E->b, v, t, name);
         }
-        return float_to_int(E, v, from, to);
+        return float_to_int(E, v, from, to, name);
     }
     if (ts_is_float(to)) {
-        return ts_is_signed(from) ? LLVMBuildSIToFP(E->b, v, t, "")
-                                  : LLVMBuildUIToFP(E->b, v, t, "");
+        return ts_is_signed(from) ? LLVMBuildSIToFP(E->b, v, t, name)
+                                  : LLVMBuildUIToFP(E->b, v, t, name);
     }
     if (ts_bits(to) < ts_bits(from)) {
-        return LLVMBuildTrunc(E->b, v, t, "");
+        return LLVMBuildTrunc(E->b, v, t, name);
     }
-    return ts_is_signed(from) ? LLVMBuildSExt(E->b, v, t, "") : LLVMBuildZExt(E->b, v, t, "");
+    return ts_is_signed(from) ? LLVMBuildSExt(E->b, v, t, name) : LLVMBuildZExt(E->b, v, t, name);
 }
 
 LLVMValueRef

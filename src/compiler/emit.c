@@ -84,8 +84,8 @@ unary(Emit *E, CcNode *n)
         return LLVMBuildNot(E->b, v, "inv");
     }
     if (ts_is_complex(k)) {
-        return em_make_complex(E, k, LLVMBuildFNeg(E->b, em_re_of(E, v), ""),
-                               LLVMBuildFNeg(E->b, em_im_of(E, v), ""));
+        return em_make_complex(E, k, LLVMBuildFNeg(E->b, em_re_of(E, v), "neg.re"),
+                               LLVMBuildFNeg(E->b, em_im_of(E, v), "neg.im"));
     }
     return ts_is_float(k) ? LLVMBuildFNeg(E->b, v, "neg") : LLVMBuildNeg(E->b, v, "neg");
 }
@@ -149,9 +149,9 @@ em_wide_int_of(Emit *E, const CcNode *node, LLVMValueRef v, TsKind k, unsigned b
         return v;
     }
     if (k == TS_BOOL || !ts_is_signed(k)) {
-        return LLVMBuildZExt(E->b, v, t, "");
+        return LLVMBuildZExt(E->b, v, t, "wide");
     }
-    return LLVMBuildSExt(E->b, v, t, "");
+    return LLVMBuildSExt(E->b, v, t, "wide");
 }
 
 static int
@@ -416,7 +416,7 @@ element_address(Emit *E, CcNode *n)
             return NULL;
         }
         LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, idx, LLVMConstInt(i64, 0, 0), "neg");
-        LLVMValueRef wrapped = LLVMBuildAdd(E->b, idx, a->shape[k], "");
+        LLVMValueRef wrapped = LLVMBuildAdd(E->b, idx, a->shape[k], "idx.wrapped");
         idx = LLVMBuildSelect(E->b, neg, wrapped, idx, "idx");
         if (E->fn->boundscheck) {
             LLVMValueRef bad = LLVMBuildICmp(E->b, LLVMIntUGE, idx, a->shape[k], "oob");
@@ -428,7 +428,8 @@ element_address(Emit *E, CcNode *n)
         if (k == n->nargs - 1 && a->unit_last) {
             stride = LLVMConstInt(i64, (unsigned long long)ts_itemsize(n->lhs->var->ty->scalar), 0);
         }
-        offset = LLVMBuildNSWAdd(E->b, offset, LLVMBuildNSWMul(E->b, idx, stride, ""), "off");
+        offset =
+            LLVMBuildNSWAdd(E->b, offset, LLVMBuildNSWMul(E->b, idx, stride, "idx.bytes"), "off");
     }
     return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &offset, 1, "elem");
 }
@@ -696,8 +697,11 @@ for_stmt(Emit *E, CcNode *n)
     LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, step, zero, "up");
     LLVMValueRef down = LLVMBuildICmp(E->b, LLVMIntSLT, step, zero, "down");
     LLVMValueRef more = LLVMBuildOr(
-        E->b, LLVMBuildAnd(E->b, up, LLVMBuildICmp(E->b, LLVMIntSLT, i, stop, ""), ""),
-        LLVMBuildAnd(E->b, down, LLVMBuildICmp(E->b, LLVMIntSGT, i, stop, ""), ""), "more");
+        E->b,
+        LLVMBuildAnd(E->b, up, LLVMBuildICmp(E->b, LLVMIntSLT, i, stop, "below.stop"), "up.more"),
+        LLVMBuildAnd(E->b, down, LLVMBuildICmp(E->b, LLVMIntSGT, i, stop, "above.stop"),
+                     "down.more"),
+        "more");
     LLVMBuildCondBr(E->b, more, body, els);
 
     continue_at(E, body, 1);
@@ -706,7 +710,7 @@ for_stmt(Emit *E, CcNode *n)
         return -1;
     }
     continue_at(E, latch, 1);
-    LLVMValueRef i2 = LLVMBuildLoad2(E->b, i64, counter, "");
+    LLVMValueRef i2 = LLVMBuildLoad2(E->b, i64, counter, "i.cur");
     if (unit_step(n)) {
         /* i < stop <= INT64_MAX (or i > stop >= INT64_MIN): i + 1 cannot
          * wrap, and saying so (nsw) lets LLVM count and vectorize the loop */
@@ -751,7 +755,7 @@ stmt(Emit *E, CcNode *n)
             return -1;
         }
         for (int i = 0; i < n->nargs; i++) {
-            LLVMValueRef item = LLVMBuildExtractValue(E->b, v, (unsigned)i, "");
+            LLVMValueRef item = LLVMBuildExtractValue(E->b, v, (unsigned)i, n->vars[i]->name);
             store_var(E, n->vars[i], item, n->rhs->ty->elems[i]);
         }
         return 0;

@@ -134,7 +134,8 @@ LLVMValueRef em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVM
 
 /* A builtin call (ND_CALL). */
 LLVMValueRef em_call(Emit *E, CcNode *n);
-/* A call of the LLVM intrinsic `name` with its overload types. */
+/* A call of the LLVM intrinsic `name` with its overload types, named after
+ * it without "llvm." ("fabs", "sadd.with.overflow"), as libm calls are. */
 LLVMValueRef em_intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
                           LLVMValueRef *args, unsigned nargs);
 /* A float intrinsic overloaded on its one float type: llvm.exp.f32 ... */

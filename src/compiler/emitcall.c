@@ -16,6 +16,8 @@
 
 /* ---- calls of intrinsics and libm ---- */
 
+/* The call is named after the intrinsic ("floor" for llvm.floor), as a libm
+ * call is after its function, so that dumps read like the source. */
 LLVMValueRef
 em_intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over, LLVMValueRef *args,
              unsigned nargs)
@@ -23,7 +25,7 @@ em_intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, overloads, n_over);
     LLVMTypeRef fty = LLVMIntrinsicGetType(E->ctx, id, overloads, n_over);
-    return LLVMBuildCall2(E->b, fty, f, args, nargs, "");
+    return LLVMBuildCall2(E->b, fty, f, args, nargs, name + strlen("llvm."));
 }
 
 /* A float intrinsic overloaded on its one float type: llvm.exp.f32 ... */
@@ -105,8 +107,10 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         /* NumPy's definition, (a < b || isnan(a)) ? a : b, with quiet
          * compares only: a NaN in either operand propagates, no flag */
         LLVMRealPredicate p = op == M_MINIMUM ? LLVMRealOLT : LLVMRealOGT;
-        LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a[0], a[0], "");
-        LLVMValueRef pick_a = LLVMBuildOr(E->b, em_quiet_fcmp(E, p, a[0], a[1], ""), a_nan, "");
+        LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a[0], a[0], "a.nan");
+        LLVMValueRef a_wins =
+            em_quiet_fcmp(E, p, a[0], a[1], op == M_MINIMUM ? "cmp.lt" : "cmp.gt");
+        LLVMValueRef pick_a = LLVMBuildOr(E->b, a_wins, a_nan, "pick.a");
         return LLVMBuildSelect(E->b, pick_a, a[0], a[1], op == M_MINIMUM ? "minimum" : "maximum");
     }
     case M_ISNAN:
@@ -174,14 +178,15 @@ minmax(Emit *E, CcNode *n, TsKind k, int is_max)
         }
         LLVMValueRef better;
         if (ts_is_float(k)) {
-            better = em_quiet_fcmp(E, is_max ? LLVMRealOGT : LLVMRealOLT, key, best_key, "");
+            better = em_quiet_fcmp(E, is_max ? LLVMRealOGT : LLVMRealOLT, key, best_key, "better");
         } else {
             /* keys of integers compared with Python ints are signed */
             int s = (weak && ts_is_int(k)) || (k != TS_BOOL && ts_is_signed(k));
-            better = LLVMBuildICmp(E->b, em_int_pred(is_max ? OP_GT : OP_LT, s), key, best_key, "");
+            better = LLVMBuildICmp(E->b, em_int_pred(is_max ? OP_GT : OP_LT, s), key, best_key,
+                                   "better");
         }
         best = LLVMBuildSelect(E->b, better, x, best, is_max ? "max" : "min");
-        best_key = LLVMBuildSelect(E->b, better, key, best_key, "");
+        best_key = LLVMBuildSelect(E->b, better, key, best_key, "best.key");
     }
     return best;
 }
@@ -203,8 +208,8 @@ abs_value(Emit *E, CcNode *n)
     if (k == TS_BOOL || !ts_is_signed(k)) {
         return v;
     }
-    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, v, em_int_const(E, k, 0), "");
-    return LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, v, ""), v, "abs");
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, v, em_int_const(E, k, 0), "is.neg");
+    return LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, v, "neg"), v, "abs");
 }
 
 static LLVMValueRef
@@ -219,7 +224,8 @@ complex_part(Emit *E, CcNode *n, CcFlavor flavor)
         if (!ts_is_complex(k)) {
             return v;
         }
-        return em_make_complex(E, k, em_re_of(E, v), LLVMBuildFNeg(E->b, em_im_of(E, v), ""));
+        return em_make_complex(E, k, em_re_of(E, v),
+                               LLVMBuildFNeg(E->b, em_im_of(E, v), "conj.im"));
     }
     if (ts_is_complex(k)) {
         return flavor == FL_REAL ? em_re_of(E, v) : em_im_of(E, v);
@@ -244,7 +250,8 @@ complex_pred(Emit *E, CcMathOp op, TsKind k, LLVMValueRef z)
     TsKind p = em_part_kind(k);
     LLVMValueRef re = em_re_of(E, z), im = em_im_of(E, z);
     LLVMValueRef a = math_op(E, op, p, &re), b = math_op(E, op, p, &im);
-    return op == M_ISFINITE ? LLVMBuildAnd(E->b, a, b, "finite") : LLVMBuildOr(E->b, a, b, "");
+    return op == M_ISFINITE ? LLVMBuildAnd(E->b, a, b, "finite")
+                            : LLVMBuildOr(E->b, a, b, op == M_ISNAN ? "isnan" : "isinf");
 }
 
 /* cmath.f(z): the C library's complex function, or phase/polar/rect. */
@@ -263,9 +270,10 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
         }
         LLVMValueRef c = em_float_intrinsic(E, "llvm.cos", p, &phi, 1);
         LLVMValueRef s = em_float_intrinsic(E, "llvm.sin", p, &phi, 1);
-        return em_convert(
-            E, em_make_complex(E, k, LLVMBuildFMul(E->b, r, c, ""), LLVMBuildFMul(E->b, r, s, "")),
-            k, cc_storage(n->ty));
+        return em_convert(E,
+                          em_make_complex(E, k, LLVMBuildFMul(E->b, r, c, "rect.re"),
+                                          LLVMBuildFMul(E->b, r, s, "rect.im")),
+                          k, cc_storage(n->ty));
     }
     LLVMValueRef z = em_expr_as(E, n->args[0], k);
     if (z == NULL) {
@@ -278,7 +286,8 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
     case M_POLAR: {
         LLVMValueRef t = LLVMGetUndef(em_type_of(E, n->ty));
         t = LLVMBuildInsertValue(
-            E->b, t, em_convert(E, em_complex_abs(E, k, z), p, cc_storage(n->ty->elems[0])), 0, "");
+            E->b, t, em_convert(E, em_complex_abs(E, k, z), p, cc_storage(n->ty->elems[0])), 0,
+            "polar.r");
         return LLVMBuildInsertValue(
             E->b, t, em_convert(E, em_libm(E, "atan2", p, yx, 2), p, cc_storage(n->ty->elems[1])),
             1, "polar");
@@ -325,14 +334,14 @@ round_call(Emit *E, CcNode *n)
         return NULL;
     }
     LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, nd, em_int_const(E, TS_INT64, 0), "nd.neg");
-    LLVMValueRef mag = LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, nd, ""), nd, "");
+    LLVMValueRef mag = LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, nd, "minus.nd"), nd, "nd.abs");
     LLVMValueRef pw[2] = {em_real_const(E, k, 10.0), em_convert(E, mag, TS_INT64, k)};
     LLVMValueRef f = em_float_intrinsic(E, "llvm.pow", k, pw, 2);
-    LLVMValueRef up = LLVMBuildFMul(E->b, x, f, ""), down = LLVMBuildFDiv(E->b, x, f, "");
-    LLVMValueRef y = LLVMBuildSelect(E->b, neg, down, up, "");
+    LLVMValueRef up = LLVMBuildFMul(E->b, x, f, "x.mul"), down = LLVMBuildFDiv(E->b, x, f, "x.div");
+    LLVMValueRef y = LLVMBuildSelect(E->b, neg, down, up, "x.scaled");
     y = em_float_intrinsic(E, "llvm.rint", k, &y, 1);
-    LLVMValueRef r = LLVMBuildSelect(E->b, neg, LLVMBuildFMul(E->b, y, f, ""),
-                                     LLVMBuildFDiv(E->b, y, f, ""), "round");
+    LLVMValueRef r = LLVMBuildSelect(E->b, neg, LLVMBuildFMul(E->b, y, f, "y.mul"),
+                                     LLVMBuildFDiv(E->b, y, f, "y.div"), "round");
     r = em_convert(E, r, k, out);
     if (ts_is_float(xk)) {
         return r;
@@ -356,15 +365,16 @@ sign_call(Emit *E, CcNode *n)
          * flag on NaN, which np.sign does not */
         LLVMValueRef zero = em_real_const(E, k, 0.0);
         LLVMValueRef r = em_copysign_of(E, k, em_real_const(E, k, 1.0), x);
-        r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealUNO, x, x, ""), x, r, "");
-        return LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, x, zero, ""), zero, r,
+        r = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealUNO, x, x, "x.nan"), x, r,
+                            "sign.nan");
+        return LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, x, zero, "x.zero"), zero, r,
                                "sign");
     }
     LLVMValueRef zero = em_int_const(E, k, 0);
-    LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntNE, x, zero, ""),
-                                     em_int_const(E, k, 1), zero, "");
+    LLVMValueRef r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntNE, x, zero, "x.nz"),
+                                     em_int_const(E, k, 1), zero, "sign.nz");
     if (ts_is_signed(k)) {
-        r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, ""),
+        r = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, "x.neg"),
                             em_int_const(E, k, -1), r, "sign");
     }
     return r;
@@ -382,9 +392,10 @@ ldexp_call(Emit *E, CcNode *n, TsKind out)
         return NULL;
     }
     LLVMValueRef lim = em_int_const(E, TS_INT64, 1 << 20);
-    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, e, lim, ""), lim, e, "");
+    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, e, lim, "e.over"), lim, e, "e.max");
     LLVMValueRef nlim = em_int_const(E, TS_INT64, -(1 << 20));
-    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, e, nlim, ""), nlim, e, "");
+    e = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, e, nlim, "e.under"), nlim, e,
+                        "e.clamped");
     LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), t = cc_value_type(E->ctx, k);
     LLVMTypeRef params[2] = {t, i32};
     LLVMTypeRef fty = LLVMFunctionType(t, params, 2, 0);
@@ -396,7 +407,7 @@ ldexp_call(Emit *E, CcNode *n, TsKind out)
         name = k == TS_FLOAT32 ? "ldexpf" : "ldexp";
     }
     LLVMValueRef f = cc_declare_pure(E->mod, name, fty);
-    LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "")};
+    LLVMValueRef args[2] = {x, LLVMBuildTrunc(E->b, e, i32, "e.i32")};
     return em_convert(E, LLVMBuildCall2(E->b, fty, f, args, 2, name), k, out);
 }
 
@@ -409,13 +420,13 @@ fminmax(Emit *E, CcMathOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef a_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, a, a, "a.nan");
     LLVMValueRef b_nan = LLVMBuildFCmp(E->b, LLVMRealUNO, b, b, "b.nan");
     LLVMValueRef zero = em_real_const(E, k, 0.0);
-    LLVMValueRef a2 =
-        LLVMBuildSelect(E->b, a_nan, LLVMBuildSelect(E->b, b_nan, zero, b, ""), a, "");
-    LLVMValueRef b2 = LLVMBuildSelect(E->b, b_nan, a2, b, "");
+    LLVMValueRef a2 = LLVMBuildSelect(
+        E->b, a_nan, LLVMBuildSelect(E->b, b_nan, zero, b, "b.or.zero"), a, "a.nonnan");
+    LLVMValueRef b2 = LLVMBuildSelect(E->b, b_nan, a2, b, "b.nonnan");
     LLVMValueRef args[2] = {a2, b2};
     LLVMValueRef r =
         em_float_intrinsic(E, op == M_FMIN ? "llvm.minnum" : "llvm.maxnum", k, args, 2);
-    return LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, a_nan, b_nan, ""), a, r,
+    return LLVMBuildSelect(E->b, LLVMBuildAnd(E->b, a_nan, b_nan, "both.nan"), a, r,
                            op == M_FMIN ? "fmin" : "fmax");
 }
 
