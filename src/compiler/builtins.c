@@ -6,7 +6,7 @@
  * resolved to objects by lower.c (globals and closures are frozen at compile
  * time), and objects to builtin ids here, through a dict built on first use
  * from the table below.  typeinfer.c types a call by the builtin's flavor;
- * emit.c emits it by flavor and CcMathOp.
+ * emitcall.c emits it by flavor and CcMathOp.
  */
 #include "compiler/compiler.h"
 

@@ -13,7 +13,12 @@
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,
  *                variables get the promotion of everything assigned to them
  *   values.c     the LLVM types of scalar kinds; loads and stores of them
- *   emit.c       typed IR -> one LLVM function "ret kernel(args...)"
+ *   emit.c       typed IR -> one LLVM function "ret kernel(args...)": the
+ *                pass (expressions, statements, the function); emit.h is
+ *                what the emitter's files share:
+ *   convert.c      LLVM types of value types, casts between kinds, truth
+ *   arith.c        integer, float and complex arithmetic
+ *   emitcall.c     builtin calls; calls of LLVM intrinsics and libm
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
  *   jit.c        host target machine, optimisation + libmvec, object code,

@@ -1,0 +1,141 @@
+/*
+ * convert.c - the LLVM type of a value type, conversions between scalar
+ * kinds, and Python truth values, for the emitter (emit.h).
+ *
+ * Values are held in their storage kind (cc_storage); typeinfer decides where
+ * one kind meets another, and the emitter converts there through here.  The
+ * conversions are NumPy's casts, except float -> int, which saturates (NaN
+ * -> 0) where C and LLVM leave the result undefined.
+ */
+#include "compiler/emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- types ---- */
+
+LLVMTypeRef
+em_type_of(Emit *E, const CcType *t)
+{
+    if (t->kind != CT_TUPLE) {
+        return cc_value_type(E->ctx, cc_storage(t));
+    }
+    LLVMTypeRef *elems = cc_alloc(E->fn->arena, sizeof(LLVMTypeRef) * (size_t)(t->n + 1));
+    if (elems == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < t->n; i++) {
+        if ((elems[i] = em_type_of(E, t->elems[i])) == NULL) {
+            return NULL;
+        }
+    }
+    return LLVMStructTypeInContext(E->ctx, elems, (unsigned)t->n, 0);
+}
+
+/* ---- conversions ---- */
+
+/* The name of v converted to kind k: "x.f32" for a value named x ("conv.f32"
+ * for an unnamed one), so that a dump shows where the kernel converts. */
+static const char *
+cast_name(LLVMValueRef v, TsKind k, char *buf, size_t size)
+{
+    static const char *const suffix[TS_NSCALAR] = {
+        [TS_BOOL] = "bool",       [TS_INT8] = "i8",     [TS_INT16] = "i16",
+        [TS_INT32] = "i32",       [TS_INT64] = "i64",   [TS_UINT8] = "u8",
+        [TS_UINT16] = "u16",      [TS_UINT32] = "u32",  [TS_UINT64] = "u64",
+        [TS_FLOAT32] = "f32",     [TS_FLOAT64] = "f64", [TS_COMPLEX64] = "c64",
+        [TS_COMPLEX128] = "c128",
+    };
+    size_t len = 0;
+    const char *base = LLVMGetValueName2(v, &len);
+    if (len == 0) {
+        base = "conv";
+        len = strlen(base);
+    }
+    snprintf(buf, size, "%.*s.%s", (int)len, base, k < TS_NSCALAR ? suffix[k] : "?");
+    return buf;
+}
+
+/* float -> integer kind `to`: saturating, NaN -> 0 (Python would raise). */
+static LLVMValueRef
+float_to_int(Emit *E, LLVMValueRef v, TsKind from, TsKind to, const char *name)
+{
+    /* saturating at the target's own range, NaN -> 0: defined for every
+     * input (a C or LLVM cast is not), e.g. int8(300.0) == 127 */
+    LLVMTypeRef over[2] = {cc_value_type(E->ctx, to), cc_value_type(E->ctx, from)};
+    LLVMValueRef r =
+        em_intrinsic(E, ts_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2, &v, 1);
+    LLVMSetValueName2(r, name, strlen(name));
+    return r;
+}
+
+LLVMValueRef
+em_convert(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
+{
+    if (from == to) {
+        return v;
+    }
+    LLVMTypeRef t = cc_value_type(E->ctx, to);
+    if (to == TS_BOOL) {
+        return em_truthy(E, v, from);
+    }
+    if (ts_is_complex(to)) {
+        TsKind p = em_part_kind(to);
+        if (ts_is_complex(from)) {
+            return em_make_complex(E, to, em_convert(E, em_re_of(E, v), em_part_kind(from), p),
+                                   em_convert(E, em_im_of(E, v), em_part_kind(from), p));
+        }
+        return em_make_complex(E, to, em_convert(E, v, from, p), em_real_const(E, p, 0.0));
+    }
+    if (ts_is_complex(from)) {
+        return em_convert(E, em_re_of(E, v), em_part_kind(from), to);
+    }
+    char name[64];
+    cast_name(v, to, name, sizeof(name));
+    if (from == TS_BOOL) {
+        return ts_is_float(to) ? LLVMBuildUIToFP(E->b, v, t, name)
+                               : LLVMBuildZExt(E->b, v, t, name);
+    }
+    if (ts_is_float(from)) {
+        if (ts_is_float(to)) {
+            return ts_bits(to) > ts_bits(from) ? LLVMBuildFPExt(E->b, v, t, name)
+                                               : LLVMBuildFPTrunc(E->b, v, t, name);
+        }
+        return float_to_int(E, v, from, to, name);
+    }
+    if (ts_is_float(to)) {
+        return ts_is_signed(from) ? LLVMBuildSIToFP(E->b, v, t, name)
+                                  : LLVMBuildUIToFP(E->b, v, t, name);
+    }
+    if (ts_bits(to) < ts_bits(from)) {
+        return LLVMBuildTrunc(E->b, v, t, name);
+    }
+    return ts_is_signed(from) ? LLVMBuildSExt(E->b, v, t, name) : LLVMBuildZExt(E->b, v, t, name);
+}
+
+LLVMValueRef
+em_convert_type(Emit *E, LLVMValueRef v, const CcType *from, const CcType *to)
+{
+    if (from->kind == CT_TUPLE || to->kind == CT_TUPLE) {
+        return v; /* typeinfer only lets equal tuple types meet */
+    }
+    return em_convert(E, v, cc_storage(from), cc_storage(to));
+}
+
+/* Python truth value: nonzero; NaN is true; complex: either part. */
+LLVMValueRef
+em_truthy(Emit *E, LLVMValueRef v, TsKind k)
+{
+    if (k == TS_BOOL) {
+        return v;
+    }
+    if (ts_is_complex(k)) {
+        TsKind p = em_part_kind(k);
+        return LLVMBuildOr(E->b, em_truthy(E, em_re_of(E, v), p), em_truthy(E, em_im_of(E, v), p),
+                           "nz");
+    }
+    if (ts_is_float(k)) {
+        return LLVMBuildFCmp(E->b, LLVMRealUNE, v, em_real_const(E, k, 0.0), "nz");
+    }
+    return LLVMBuildICmp(E->b, LLVMIntNE, v, em_int_const(E, k, 0), "nz");
+}

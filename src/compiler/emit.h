@@ -1,0 +1,149 @@
+/*
+ * emit.h - what the emitter's files share: the context of the function being
+ * emitted (Emit), small constructors of values and blocks, and the helpers
+ * the files call across (em_ prefix).
+ *
+ * The emitter turns typed IR into LLVM IR (compiler.h lists its entry points,
+ * all in emit.c).  It is four files, one concern each:
+ *
+ *   emit.c      the pass: expressions, statements, the function, gufunc kernels
+ *   convert.c   the LLVM types of value types, conversions between kinds,
+ *               Python truth values
+ *   arith.c     integer, float and complex arithmetic; quiet float compares
+ *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
+ *               intrinsics and libm
+ *
+ * The one-line constructors are static inline here, as PostgreSQL's
+ * llvmjit_emit.h has them: a call per constant would only hide the IR.
+ */
+#ifndef NV_COMPILER_EMIT_H
+#define NV_COMPILER_EMIT_H
+
+#include "compiler/compiler.h"
+
+enum { MAX_LOOP_DEPTH = 64 };
+
+typedef struct Emit {
+    CcFunction *fn;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef func;
+    int reachable; /* the insertion point can be reached */
+    int depth;     /* loops we are in */
+    LLVMBasicBlockRef break_to[MAX_LOOP_DEPTH], continue_to[MAX_LOOP_DEPTH];
+    int broken[MAX_LOOP_DEPTH];   /* a break reaches the loop's exit */
+    LLVMBasicBlockRef inline_end; /* where the innermost inlined function returns to */
+    int inline_returned;          /* some return of it jumped there */
+    int fastmath;                 /* fast-math flags will be set: no NaNs */
+    /* gufunc kernels (cc_emit_gufunc_kernel) */
+    int gufunc;                    /* returns an i32 status, not a value */
+    LLVMBasicBlockRef index_error; /* `ret CC_STATUS_INDEX`, made on first use */
+    const CcEmitTarget *target;    /* host or GPU math and flags */
+} Emit;
+
+static inline TsKind
+em_part_kind(TsKind k)
+{
+    return k == TS_COMPLEX64 ? TS_FLOAT32 : TS_FLOAT64;
+}
+
+static inline LLVMValueRef
+em_real_const(Emit *E, TsKind k, double v)
+{
+    return LLVMConstReal(cc_value_type(E->ctx, k), v);
+}
+
+static inline LLVMValueRef
+em_int_const(Emit *E, TsKind k, long long v)
+{
+    return LLVMConstInt(cc_value_type(E->ctx, k), (unsigned long long)v, 1);
+}
+
+static inline LLVMValueRef
+em_make_complex(Emit *E, TsKind k, LLVMValueRef re, LLVMValueRef im)
+{
+    LLVMValueRef v = LLVMGetUndef(cc_value_type(E->ctx, k));
+    v = LLVMBuildInsertValue(E->b, v, re, 0, "c.re");
+    return LLVMBuildInsertValue(E->b, v, im, 1, "c");
+}
+
+static inline LLVMValueRef
+em_re_of(Emit *E, LLVMValueRef z)
+{
+    return LLVMBuildExtractValue(E->b, z, 0, "re");
+}
+
+static inline LLVMValueRef
+em_im_of(Emit *E, LLVMValueRef z)
+{
+    return LLVMBuildExtractValue(E->b, z, 1, "im");
+}
+
+static inline LLVMBasicBlockRef
+em_new_block(Emit *E, const char *name)
+{
+    return LLVMAppendBasicBlockInContext(E->ctx, E->func, name);
+}
+
+static inline LLVMBasicBlockRef
+em_current_block(Emit *E)
+{
+    return LLVMGetInsertBlock(E->b);
+}
+
+/* ---- emit.c ---- */
+
+/* Emits n: its value, NULL with an exception. */
+LLVMValueRef em_expr(Emit *E, CcNode *n);
+/* Emits n and converts it to kind k. */
+LLVMValueRef em_expr_as(Emit *E, CcNode *n, TsKind k);
+/* An alloca in the function's entry block (a loop's variables). */
+LLVMValueRef em_entry_alloca(Emit *E, LLVMTypeRef t, const char *name);
+/* The icmp predicate of a comparison operator (OP_EQ ... OP_GE). */
+LLVMIntPredicate em_int_pred(CcOp op, int is_signed);
+/* An integral value as an integer of `bits` (64 or 128) by value; node (may
+ * be NULL): a Python int constant outside int64 is its own int128. */
+LLVMValueRef em_wide_int_of(Emit *E, const CcNode *node, LLVMValueRef v, TsKind k, unsigned bits);
+
+/* ---- convert.c ---- */
+
+/* The LLVM type of a value of type t (a tuple: a struct).  NULL with
+ * MemoryError. */
+LLVMTypeRef em_type_of(Emit *E, const CcType *t);
+/* v of kind `from` as kind `to`: NumPy's casts (float -> int saturates). */
+LLVMValueRef em_convert(Emit *E, LLVMValueRef v, TsKind from, TsKind to);
+LLVMValueRef em_convert_type(Emit *E, LLVMValueRef v, const CcType *from, const CcType *to);
+/* Python truth value: nonzero; NaN is true; complex: either part. */
+LLVMValueRef em_truthy(Emit *E, LLVMValueRef v, TsKind k);
+
+/* ---- arith.c ---- */
+
+/* a op b for a binary arithmetic operator on kind k; NULL (no exception)
+ * for an operator the kind has no emission for. */
+LLVMValueRef em_arith(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b);
+/* Integer a ** b by squaring (a negative b: the truncated exact value). */
+LLVMValueRef em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b);
+/* |z| of a complex value, in its part kind. */
+LLVMValueRef em_complex_abs(Emit *E, TsKind k, LLVMValueRef z);
+/* fcmp pred that raises no invalid flag for a quiet NaN (see arith.c). */
+LLVMValueRef em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b,
+                           const char *name);
+
+/* ---- emitcall.c ---- */
+
+/* A builtin call (ND_CALL). */
+LLVMValueRef em_call(Emit *E, CcNode *n);
+/* A call of the LLVM intrinsic `name` with its overload types, named after
+ * it without "llvm." ("fabs", "sadd.with.overflow"), as libm calls are. */
+LLVMValueRef em_intrinsic(Emit *E, const char *name, LLVMTypeRef *overloads, unsigned n_over,
+                          LLVMValueRef *args, unsigned nargs);
+/* A float intrinsic overloaded on its one float type: llvm.exp.f32 ... */
+LLVMValueRef em_float_intrinsic(Emit *E, const char *name, TsKind k, LLVMValueRef *args,
+                                unsigned nargs);
+/* A libm function of float kind k (sinf for float32, sin for float64). */
+LLVMValueRef em_libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, unsigned nargs);
+LLVMValueRef em_fabs_of(Emit *E, TsKind k, LLVMValueRef x);
+LLVMValueRef em_copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef sign);
+
+#endif /* NV_COMPILER_EMIT_H */
