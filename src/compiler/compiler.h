@@ -6,6 +6,8 @@
  *   arena.c      the per-compilation arena that owns every IR object
  *   stack.c      the C stack the compiling thread has left; calls on a
  *                thread with a larger one (parsing deep user code)
+ *   diag.c       TypingErrors at a source location: file:line:col, the
+ *                source line and a caret (every pass reports through it)
  *   lower.c      Python `ast` objects -> untyped IR tree (CcNode), names
  *                resolved: locals, frozen globals/closure constants, builtins
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
@@ -243,6 +245,8 @@ int cc_init_module(PyObject *module); /* _call_with_stack, _stack_room; 0/-1 */
  * TypingError.
  */
 int cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc);
+
+/* ---- diag.c ---- */
 
 /* Raises TypingError "file:line:col: msg" + source line + caret; returns -1. */
 int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);
