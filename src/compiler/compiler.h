@@ -10,6 +10,8 @@
  *                source line and a caret (every pass reports through it)
  *   lower.c      Python `ast` objects -> untyped IR tree (CcNode), names
  *                resolved: locals, frozen globals/closure constants, builtins
+ *   astkind.c    the node classes of Python's `ast` module, as lower.c
+ *                switches on them (lower.h: shared by lower.c's files)
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,

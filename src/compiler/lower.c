@@ -2,8 +2,8 @@
  * lower.c - Python `ast` objects -> the untyped IR tree.
  *
  * The decorator hands over the FunctionDef node parsed from the function's
- * source.  This pass walks it (comparing node classes through a dict built
- * from the `ast` module), builds CcNodes in the arena, and resolves every
+ * source.  This pass walks it (switching on the node classes astkind.c
+ * maps to AstKinds), builds CcNodes in the arena, and resolves every
  * name: a local variable (any name stored to in the function, as in
  * Python), else a closure cell, a global or a builtin whose value is frozen
  * now - a number, a NumPy scalar, a module (for `math.exp`) or a function
@@ -12,183 +12,11 @@
  *
  * Each lowering function carries the Python grammar it accepts above it.
  */
-#include "compiler/compiler.h"
+#include "compiler/lower.h"
 
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
-
-/* ---- node classes of the ast module ---- */
-
-typedef enum AstKind {
-    A_UNSUPPORTED = 0,
-    A_FUNCTIONDEF,
-    A_RETURN,
-    A_ASSIGN,
-    A_AUGASSIGN,
-    A_ANNASSIGN,
-    A_IF,
-    A_WHILE,
-    A_FOR,
-    A_BREAK,
-    A_CONTINUE,
-    A_PASS,
-    A_EXPR,
-    A_BINOP,
-    A_UNARYOP,
-    A_BOOLOP,
-    A_COMPARE,
-    A_IFEXP,
-    A_CALL,
-    A_CONSTANT,
-    A_NAME,
-    A_ATTRIBUTE,
-    A_TUPLE,
-    A_SUBSCRIPT,
-    A_STORE,
-    /* operators: their CcOp follows from the table */
-    A_OPERATOR,
-} AstKind;
-
-typedef struct AstClass {
-    const char *name;
-    AstKind kind;
-    int op;           /* CcOp for A_OPERATOR, -1 if the operator is unsupported */
-    const char *what; /* A_UNSUPPORTED: how the error names it */
-} AstClass;
-
-static const AstClass ast_classes[] = {
-    {"FunctionDef", A_FUNCTIONDEF, 0, NULL},
-    {"Return", A_RETURN, 0, NULL},
-    {"Assign", A_ASSIGN, 0, NULL},
-    {"AugAssign", A_AUGASSIGN, 0, NULL},
-    {"AnnAssign", A_ANNASSIGN, 0, NULL},
-    {"If", A_IF, 0, NULL},
-    {"While", A_WHILE, 0, NULL},
-    {"For", A_FOR, 0, NULL},
-    {"Break", A_BREAK, 0, NULL},
-    {"Continue", A_CONTINUE, 0, NULL},
-    {"Pass", A_PASS, 0, NULL},
-    {"Expr", A_EXPR, 0, NULL},
-    {"BinOp", A_BINOP, 0, NULL},
-    {"UnaryOp", A_UNARYOP, 0, NULL},
-    {"BoolOp", A_BOOLOP, 0, NULL},
-    {"Compare", A_COMPARE, 0, NULL},
-    {"IfExp", A_IFEXP, 0, NULL},
-    {"Call", A_CALL, 0, NULL},
-    {"Constant", A_CONSTANT, 0, NULL},
-    {"Name", A_NAME, 0, NULL},
-    {"Attribute", A_ATTRIBUTE, 0, NULL},
-    {"Tuple", A_TUPLE, 0, NULL},
-    {"Subscript", A_SUBSCRIPT, 0, NULL},
-    {"Store", A_STORE, 0, NULL},
-    {"Add", A_OPERATOR, OP_ADD, "+"},
-    {"Sub", A_OPERATOR, OP_SUB, "-"},
-    {"Mult", A_OPERATOR, OP_MUL, "*"},
-    {"Div", A_OPERATOR, OP_DIV, "/"},
-    {"FloorDiv", A_OPERATOR, OP_FLOORDIV, "//"},
-    {"Mod", A_OPERATOR, OP_MOD, "%"},
-    {"Pow", A_OPERATOR, OP_POW, "**"},
-    {"LShift", A_OPERATOR, OP_LSHIFT, "<<"},
-    {"RShift", A_OPERATOR, OP_RSHIFT, ">>"},
-    {"BitAnd", A_OPERATOR, OP_BITAND, "&"},
-    {"BitOr", A_OPERATOR, OP_BITOR, "|"},
-    {"BitXor", A_OPERATOR, OP_BITXOR, "^"},
-    {"MatMult", A_OPERATOR, -1, "@"},
-    {"USub", A_OPERATOR, OP_NEG, "-"},
-    {"UAdd", A_OPERATOR, OP_POS, "+"},
-    {"Invert", A_OPERATOR, OP_INVERT, "~"},
-    {"Not", A_OPERATOR, OP_NOT, "not"},
-    {"And", A_OPERATOR, OP_AND, "and"},
-    {"Or", A_OPERATOR, OP_OR, "or"},
-    {"Eq", A_OPERATOR, OP_EQ, "=="},
-    {"NotEq", A_OPERATOR, OP_NE, "!="},
-    {"Lt", A_OPERATOR, OP_LT, "<"},
-    {"LtE", A_OPERATOR, OP_LE, "<="},
-    {"Gt", A_OPERATOR, OP_GT, ">"},
-    {"GtE", A_OPERATOR, OP_GE, ">="},
-    {"Is", A_OPERATOR, -1, "is"},
-    {"IsNot", A_OPERATOR, -1, "is not"},
-    {"In", A_OPERATOR, -1, "in"},
-    {"NotIn", A_OPERATOR, -1, "not in"},
-    /* named so that errors say what the construct is */
-    {"List", A_UNSUPPORTED, 0, "list displays"},
-    {"Dict", A_UNSUPPORTED, 0, "dict displays"},
-    {"Set", A_UNSUPPORTED, 0, "set displays"},
-    {"ListComp", A_UNSUPPORTED, 0, "list comprehensions"},
-    {"DictComp", A_UNSUPPORTED, 0, "dict comprehensions"},
-    {"SetComp", A_UNSUPPORTED, 0, "set comprehensions"},
-    {"GeneratorExp", A_UNSUPPORTED, 0, "generator expressions"},
-    {"Lambda", A_UNSUPPORTED, 0, "lambda expressions"},
-    {"JoinedStr", A_UNSUPPORTED, 0, "f-strings"},
-    {"Yield", A_UNSUPPORTED, 0, "generators (yield)"},
-    {"YieldFrom", A_UNSUPPORTED, 0, "generators (yield from)"},
-    {"Await", A_UNSUPPORTED, 0, "await expressions"},
-    {"Starred", A_UNSUPPORTED, 0, "starred expressions (*args)"},
-    {"NamedExpr", A_UNSUPPORTED, 0, "assignment expressions (:=)"},
-    {"Slice", A_UNSUPPORTED, 0, "slices"},
-    {"Try", A_UNSUPPORTED, 0, "'try' statements (exceptions)"},
-    {"TryStar", A_UNSUPPORTED, 0, "'try' statements (exceptions)"},
-    {"Raise", A_UNSUPPORTED, 0, "'raise' statements (exceptions)"},
-    {"Assert", A_UNSUPPORTED, 0, "'assert' statements"},
-    {"With", A_UNSUPPORTED, 0, "'with' statements"},
-    {"AsyncWith", A_UNSUPPORTED, 0, "'async with' statements"},
-    {"AsyncFor", A_UNSUPPORTED, 0, "'async for' loops"},
-    {"AsyncFunctionDef", A_UNSUPPORTED, 0, "nested functions"},
-    {"ClassDef", A_UNSUPPORTED, 0, "class definitions"},
-    {"Delete", A_UNSUPPORTED, 0, "'del' statements"},
-    {"Import", A_UNSUPPORTED, 0, "imports inside a kernel"},
-    {"ImportFrom", A_UNSUPPORTED, 0, "imports inside a kernel"},
-    {"Global", A_UNSUPPORTED, 0, "'global' declarations"},
-    {"Nonlocal", A_UNSUPPORTED, 0, "'nonlocal' declarations"},
-    {"Match", A_UNSUPPORTED, 0, "'match' statements"},
-};
-
-enum { NCLASSES = sizeof(ast_classes) / sizeof(ast_classes[0]) };
-
-/* {ast class: index into ast_classes}, built once from the ast module. */
-static PyObject *ast_table = NULL;
-
-static int
-build_ast_table(void)
-{
-    PyObject *ast = PyImport_ImportModule("ast");
-    if (ast == NULL) {
-        return -1;
-    }
-    PyObject *table = PyDict_New();
-    for (int i = 0; table != NULL && i < NCLASSES; i++) {
-        PyObject *cls = PyObject_GetAttrString(ast, ast_classes[i].name);
-        if (cls == NULL) {
-            PyErr_Clear(); /* e.g. TryStar before 3.11 */
-            continue;
-        }
-        PyObject *idx = PyLong_FromLong(i);
-        if (idx == NULL || PyDict_SetItem(table, cls, idx) < 0) {
-            Py_CLEAR(table);
-        }
-        Py_XDECREF(idx);
-        Py_DECREF(cls);
-    }
-    Py_DECREF(ast);
-    ast_table = table;
-    return table == NULL ? -1 : 0;
-}
-
-/* The table entry of node's class, or NULL for classes not listed. */
-static const AstClass *
-ast_class(PyObject *node)
-{
-    PyObject *idx = PyDict_GetItem(ast_table, (PyObject *)Py_TYPE(node));
-    return idx == NULL ? NULL : &ast_classes[PyLong_AsLong(idx)];
-}
-
-static AstKind
-ast_kind(PyObject *node)
-{
-    const AstClass *c = ast_class(node);
-    return c == NULL ? A_UNSUPPORTED : c->kind;
-}
 
 /* ---- the lowering context ---- */
 
@@ -284,7 +112,7 @@ new_node(Lower *L, CcNodeKind kind, PyObject *ast)
 static int
 unsupported(Lower *L, PyObject *node, const char *context)
 {
-    const AstClass *c = ast_class(node);
+    const AstClass *c = lw_ast_class(node);
     CcLoc loc = loc_of(L, node);
     if (c != NULL && c->what != NULL) {
         return cc_error(L->fn, loc, "%s are not supported in a kernel", c->what);
@@ -445,11 +273,11 @@ collect_locals(Lower *L, PyObject *funcdef)
     PyObject *node;
     int rc = it ? 0 : -1;
     while (rc == 0 && (node = PyIter_Next(it)) != NULL) {
-        if (ast_kind(node) == A_NAME) {
+        if (lw_ast_kind(node) == A_NAME) {
             PyObject *ctx = get(node, "ctx");
             if (ctx == NULL) {
                 rc = -1;
-            } else if (ast_kind(ctx) == A_STORE) {
+            } else if (lw_ast_kind(ctx) == A_STORE) {
                 const char *name = get_str(L, node, "id");
                 name = scoped(L, name);
                 rc = (name == NULL || add_var(L->fn, name) == NULL) ? -1 : 0;
@@ -887,7 +715,7 @@ lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
 static int
 lower_op(Lower *L, PyObject *op, PyObject *at)
 {
-    const AstClass *c = ast_class(op);
+    const AstClass *c = lw_ast_class(op);
     if (c == NULL || c->kind != A_OPERATOR) {
         unsupported(L, op, "operator");
         return -1;
@@ -1017,7 +845,7 @@ lower_ifexp(Lower *L, PyObject *node)
 static PyObject *
 resolve_object(Lower *L, PyObject *node, int *local)
 {
-    AstKind kind = ast_kind(node);
+    AstKind kind = lw_ast_kind(node);
     *local = 0;
     if (kind == A_NAME) {
         const char *name = get_str(L, node, "id");
@@ -1181,7 +1009,7 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
 static int
 is_param_name(Lower *L, PyObject *node)
 {
-    if (ast_kind(node) != A_NAME) {
+    if (lw_ast_kind(node) != A_NAME) {
         return 0;
     }
     const char *name = get_str(L, node, "id");
@@ -1200,7 +1028,7 @@ lower_index(Lower *L, PyObject *node)
     if (n == NULL || slice == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
         goto done;
     }
-    if (ast_kind(slice) == A_TUPLE) {
+    if (lw_ast_kind(slice) == A_TUPLE) {
         n->args = lower_expr_list(L, slice, "elts", &n->nargs);
     } else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
         n->nargs = 1;
@@ -1431,7 +1259,7 @@ lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     if (D.globals == NULL || D.closure == NULL) {
         goto done;
     }
-    if (ast_kind(funcdef) != A_FUNCTIONDEF) {
+    if (lw_ast_kind(funcdef) != A_FUNCTIONDEF) {
         PyErr_SetString(PyExc_TypeError, "numbavec: a device function's source must be an "
                                          "ast.FunctionDef");
         goto done;
@@ -1477,7 +1305,7 @@ lower_call(Lower *L, PyObject *node)
     }
     int local, nargs;
     PyObject *callee = resolve_object(L, func, &local);
-    if (callee == NULL && local && ast_kind(func) == A_ATTRIBUTE) {
+    if (callee == NULL && local && lw_ast_kind(func) == A_ATTRIBUTE) {
         const char *attr = get_str(L, func, "attr");
         if (attr != NULL && strcmp(attr, "conjugate") == 0) {
             CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));
@@ -1592,9 +1420,9 @@ lower_subscript(Lower *L, PyObject *node)
     }
     /* a constant index, possibly negated */
     int negate = 0;
-    if (ast_kind(slice) == A_UNARYOP) {
+    if (lw_ast_kind(slice) == A_UNARYOP) {
         PyObject *op = get(slice, "op"), *operand = get(slice, "operand");
-        const AstClass *c = op ? ast_class(op) : NULL;
+        const AstClass *c = op ? lw_ast_class(op) : NULL;
         if (c != NULL && c->kind == A_OPERATOR && c->op == OP_NEG && operand != NULL) {
             negate = 1;
             Py_DECREF(slice);
@@ -1604,7 +1432,7 @@ lower_subscript(Lower *L, PyObject *node)
         Py_XDECREF(op);
         Py_XDECREF(operand);
     }
-    if (ast_kind(slice) != A_CONSTANT || (value = get(slice, "value")) == NULL
+    if (lw_ast_kind(slice) != A_CONSTANT || (value = get(slice, "value")) == NULL
         || !PyLong_Check(value) || PyBool_Check(value)) {
         PyErr_Clear();
         cc_error(L->fn, loc_of(L, node),
@@ -1635,7 +1463,7 @@ error:
 static CcNode *
 lower_expr_kind(Lower *L, PyObject *node)
 {
-    switch (ast_kind(node)) {
+    switch (lw_ast_kind(node)) {
     case A_BINOP:
         return lower_binop(L, node);
     case A_UNARYOP:
@@ -1702,8 +1530,8 @@ static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
 static CcVar *
 target_var(Lower *L, PyObject *target)
 {
-    if (ast_kind(target) != A_NAME) {
-        if (ast_kind(target) == A_SUBSCRIPT) {
+    if (lw_ast_kind(target) != A_NAME) {
+        if (lw_ast_kind(target) == A_SUBSCRIPT) {
             cc_error(L->fn, loc_of(L, target),
                      "item assignment is not supported in a "
                      "vectorize kernel");
@@ -1739,7 +1567,7 @@ lower_setitem(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 static CcNode *
 assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 {
-    if (ast_kind(target) == A_SUBSCRIPT) {
+    if (lw_ast_kind(target) == A_SUBSCRIPT) {
         PyObject *base = get(target, "value");
         int array = base != NULL && is_param_name(L, base);
         Py_XDECREF(base);
@@ -1747,7 +1575,7 @@ assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
             return lower_setitem(L, stmt, target, value);
         }
     }
-    if (ast_kind(target) == A_TUPLE) {
+    if (lw_ast_kind(target) == A_TUPLE) {
         PyObject *elts = get(target, "elts");
         if (elts == NULL) {
             return NULL;
@@ -1808,7 +1636,7 @@ lower_assign(Lower *L, PyObject *node)
         PyObject *t = PyList_GetItem(targets, i);
         CcNode *v = value;
         if (i > 0) {
-            if (ast_kind(PyList_GetItem(targets, 0)) != A_NAME) {
+            if (lw_ast_kind(PyList_GetItem(targets, 0)) != A_NAME) {
                 cc_error(L->fn, loc_of(L, node),
                          "chained assignment to tuples is not "
                          "supported in a kernel");
@@ -1984,7 +1812,7 @@ lower_for(Lower *L, PyObject *node)
         goto done;
     }
     int local = 0, ok = 0;
-    if (ast_kind(iter) == A_CALL && (func = get(iter, "func")) != NULL) {
+    if (lw_ast_kind(iter) == A_CALL && (func = get(iter, "func")) != NULL) {
         PyObject *callee = resolve_object(L, func, &local);
         PyObject *builtins = PyImport_ImportModule("builtins");
         PyObject *range = builtins ? PyObject_GetAttrString(builtins, "range") : NULL;
@@ -2051,7 +1879,7 @@ is_docstring(PyObject *node)
 {
     PyObject *value = get(node, "value");
     int doc = 0;
-    if (value != NULL && ast_kind(value) == A_CONSTANT) {
+    if (value != NULL && lw_ast_kind(value) == A_CONSTANT) {
         PyObject *c = get(value, "value");
         doc = c != NULL && PyUnicode_Check(c);
         Py_XDECREF(c);
@@ -2064,7 +1892,7 @@ is_docstring(PyObject *node)
 static CcNode *
 lower_stmt_kind(Lower *L, PyObject *node)
 {
-    switch (ast_kind(node)) {
+    switch (lw_ast_kind(node)) {
     case A_ASSIGN:
         return lower_assign(L, node);
     case A_AUGASSIGN:
@@ -2236,7 +2064,7 @@ closure_values(PyObject *pyfunc)
 int
 cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
 {
-    if (ast_table == NULL && build_ast_table() < 0) {
+    if (lw_ast_init() < 0) {
         return -1;
     }
     Lower L = {0};
@@ -2256,7 +2084,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     if (L.globals == NULL || L.closure == NULL) {
         goto done;
     }
-    if (ast_kind(funcdef) != A_FUNCTIONDEF) {
+    if (lw_ast_kind(funcdef) != A_FUNCTIONDEF) {
         PyErr_SetString(PyExc_TypeError, "numbavec: expected an ast.FunctionDef");
         goto done;
     }
