@@ -12,6 +12,9 @@
  *                resolved: locals, frozen globals/closure constants, builtins
  *   astkind.c    the node classes of Python's `ast` module, as lower.c
  *                switches on them (lower.h: shared by lower.c's files)
+ *   resolve.c    names that are not locals (closure cells, globals,
+ *                builtins, modules), frozen into constants; Python int
+ *                arithmetic on constants, folded as Python computes it
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,

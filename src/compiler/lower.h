@@ -4,6 +4,8 @@
  *
  *   astkind.c  the node classes of Python's `ast` module, as AstKinds
  *   lower.c    the pass: Python `ast` objects -> untyped IR (CcNode)
+ *   resolve.c  names that are not locals, frozen into constants; Python
+ *              int arithmetic on constants, folded
  *
  * Cross-file functions carry the prefix lw_; everything else stays static
  * in its file.  Each section below belongs to one .c file.
@@ -56,5 +58,67 @@ int lw_ast_init(void); /* builds the class table once; 0/-1 */
 /* The table entry of node's class, or NULL for classes not listed. */
 const AstClass *lw_ast_class(PyObject *node);
 AstKind lw_ast_kind(PyObject *node); /* A_UNSUPPORTED for classes not listed */
+
+/* ---- lower.c ---- */
+
+/*
+ * One function being lowered: the kernel, or a device function inlined
+ * into it (then prefix names its variables apart, src points at its own
+ * source, result is the variable its returns assign, and parent is the
+ * caller's context: the chain that recursion is checked against).
+ */
+typedef struct Lower {
+    CcFunction *fn;
+    PyObject *pyfunc;  /* borrowed */
+    PyObject *globals; /* owned: pyfunc.__globals__ */
+    PyObject *closure; /* owned: {free variable name: value} */
+    char *assigned;    /* definite assignment, one flag per variable */
+    int nassigned;     /* variables that existed when assigned was made */
+    int terminated;    /* the current path ended (return/break/continue) */
+    int loop_depth;
+    const char *name;    /* the function's name, for messages */
+    const CcSource *src; /* NULL for the kernel */
+    const char *prefix;  /* "name@n." for an inlined function, else NULL */
+    CcVar *result;       /* inlined: the variable returns assign */
+    PyObject *device;    /* inlined: the device function object (borrowed) */
+    struct Lower *parent;
+} Lower;
+
+/* node.attr: a new reference, or NULL.  NULL at once while an exception is
+ * pending (lowering unwinds without entering Python). */
+PyObject *lw_get(PyObject *node, const char *attr);
+/* Where node is ({0, 0}: nowhere); an exception pending stays pending. */
+CcLoc lw_loc_of(Lower *L, PyObject *node);
+/* A zeroed node in the arena at ast's location (NULL: the body's); NULL
+ * with a TypingError past the kernel's node limit, or a MemoryError. */
+CcNode *lw_new_node(Lower *L, CcNodeKind kind, PyObject *ast);
+/* The str node.attr copied into the arena (Name.id), or NULL. */
+const char *lw_get_str(Lower *L, PyObject *node, const char *attr);
+/* The local variable `name` as L's function sees it, or NULL. */
+CcVar *lw_local_var(Lower *L, const char *name);
+
+/* ---- resolve.c ---- */
+
+/* {free variable name: cell contents} of pyfunc (borrowed): a new dict,
+ * or NULL with an exception. */
+PyObject *lw_closure_values(PyObject *pyfunc);
+/* The frozen value of the non-local `name`: a new reference, or NULL with
+ * a TypingError at loc when it is not defined. */
+PyObject *lw_resolve_global(Lower *L, const char *name, CcLoc loc);
+/* The object a Name or attribute chain names when its base is not a local
+ * (`math.pi`): a new reference.  NULL with a TypingError, or NULL with
+ * *local set (no exception) when the expression is computed at run time. */
+PyObject *lw_resolve_object(Lower *L, PyObject *node, int *local);
+/* value (borrowed) as an ND_CONST at ast; NULL without an exception when
+ * it is not a number or NumPy scalar. */
+CcNode *lw_value_const(Lower *L, PyObject *ast, PyObject *value);
+/* The same for a frozen global, NULL with a TypingError saying why a
+ * value of its type cannot be used. */
+CcNode *lw_lower_frozen(Lower *L, PyObject *node, PyObject *value);
+/* n (ND_BINOP, ND_UNARY; or an abs/int/min/max call) of Python int
+ * constants, folded as Python computes it; n itself when it is not one.
+ * NULL with a TypingError when the result would be too large. */
+CcNode *lw_fold_int_op(Lower *L, CcNode *n);
+CcNode *lw_fold_int_call(Lower *L, CcNode *n, CcFlavor flavor);
 
 #endif /* NV_COMPILER_LOWER_H */
