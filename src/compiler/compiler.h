@@ -15,6 +15,8 @@
  *   resolve.c    names that are not locals (closure cells, globals,
  *                builtins, modules), frozen into constants; Python int
  *                arithmetic on constants, folded as Python computes it
+ *   inline.c     device functions (@numbavec.jit), inlined at each call
+ *                into the caller's IR (ND_INLINE)
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,

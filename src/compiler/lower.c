@@ -2,14 +2,15 @@
  * lower.c - Python `ast` objects -> the untyped IR tree.
  *
  * The decorator hands over the FunctionDef node parsed from the function's
- * source.  This pass walks it (switching on the node classes astkind.c
- * maps to AstKinds), builds CcNodes in the arena, and resolves every
- * name: a local variable (any name stored to in the function, as in
- * Python), else a closure cell, a global or a builtin whose value is frozen
- * now - a number, a NumPy scalar, a module (for `math.exp`) or a function
- * that builtins.c knows; resolve.c reads and freezes those, and folds
- * arithmetic on Python int constants.  It also checks definite assignment: a local read
- * on a path where it may not be assigned is a TypingError at that line.
+ * source.  This pass walks it (switching on the AstKinds of astkind.c),
+ * builds CcNodes in the arena, and resolves every name: a local variable
+ * (any name stored to in the function, as in Python), else a closure cell,
+ * a global or a builtin whose value is frozen now - a number, a NumPy
+ * scalar, a module (for `math.exp`) or a function that builtins.c knows.
+ * resolve.c reads and freezes those and folds arithmetic on Python int
+ * constants; inline.c lowers a device function's body where it is called.
+ * This file also checks definite assignment: a local read on a path where
+ * it may not be assigned is a TypingError at that line.
  *
  * Each lowering function carries the Python grammar it accepts above it.
  */
@@ -178,8 +179,8 @@ grow_vars(CcFunction *fn)
  */
 #define MAX_VARS 5000
 
-static CcVar *
-add_var(CcFunction *fn, const char *name)
+CcVar *
+lw_add_var(CcFunction *fn, const char *name)
 {
     CcVar *v = find_var(fn, name);
     if (v != NULL) {
@@ -206,8 +207,8 @@ add_var(CcFunction *fn, const char *name)
 
 /* A local's name as stored: an inlined function's locals carry its prefix
  * so that they never meet the caller's (or another inlining's). */
-static const char *
-scoped(Lower *L, const char *name)
+const char *
+lw_scoped(Lower *L, const char *name)
 {
     if (L->prefix == NULL || name == NULL) {
         return name;
@@ -223,7 +224,7 @@ scoped(Lower *L, const char *name)
 CcVar *
 lw_local_var(Lower *L, const char *name)
 {
-    const char *s = scoped(L, name);
+    const char *s = lw_scoped(L, name);
     return s != NULL ? find_var(L->fn, s) : NULL;
 }
 
@@ -242,8 +243,8 @@ lw_get_str(Lower *L, PyObject *node, const char *attr)
 }
 
 /* Every name stored to anywhere in the function is local (Python's rule). */
-static int
-collect_locals(Lower *L, PyObject *funcdef)
+int
+lw_collect_locals(Lower *L, PyObject *funcdef)
 {
     PyObject *ast = PyImport_ImportModule("ast");
     PyObject *walk = ast ? PyObject_CallMethod(ast, "walk", "O", funcdef) : NULL;
@@ -257,8 +258,8 @@ collect_locals(Lower *L, PyObject *funcdef)
                 rc = -1;
             } else if (lw_ast_kind(ctx) == A_STORE) {
                 const char *name = lw_get_str(L, node, "id");
-                name = scoped(L, name);
-                rc = (name == NULL || add_var(L->fn, name) == NULL) ? -1 : 0;
+                name = lw_scoped(L, name);
+                rc = (name == NULL || lw_add_var(L->fn, name) == NULL) ? -1 : 0;
             }
             Py_XDECREF(ctx);
         }
@@ -314,8 +315,8 @@ lower_attr_expr(Lower *L, PyObject *node, const char *attr)
 }
 
 /* Lowers the list node.attr into a new arena array; *count gets its size. */
-static CcNode **
-lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
+CcNode **
+lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
 {
     PyObject *list = lw_get(node, attr);
     if (list == NULL) {
@@ -404,7 +405,7 @@ lower_boolop(Lower *L, PyObject *node)
     n->op = (CcOp)op;
     /* only the first operand is always evaluated */
     char *before = save_assigned(L);
-    n->args = lower_expr_list(L, node, "values", &n->nargs);
+    n->args = lw_lower_expr_list(L, node, "values", &n->nargs);
     if (before != NULL) {
         memcpy(L->assigned, before, (size_t)L->nassigned);
     }
@@ -538,7 +539,7 @@ lower_index(Lower *L, PyObject *node)
         goto done;
     }
     if (lw_ast_kind(slice) == A_TUPLE) {
-        n->args = lower_expr_list(L, slice, "elts", &n->nargs);
+        n->args = lw_lower_expr_list(L, slice, "elts", &n->nargs);
     } else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
         n->nargs = 1;
         n->args[0] = lower_expr(L, slice);
@@ -604,185 +605,7 @@ lower_attribute(Lower *L, PyObject *node)
     return builtin_call(L, node, cc_builtin_attr(flavor), args, 1);
 }
 
-/* ---- device functions ---- */
-
-static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
-static int lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
-static int collect_locals(Lower *L, PyObject *funcdef);
-/* A @numbavec.jit object: it can hand over its parsed source. */
-static int
-is_device_function(PyObject *obj)
-{
-    return !PyType_Check(obj) && PyObject_HasAttrString(obj, "_numbavec_device_source");
-}
-
-/* Recursion cannot be inlined: a TypingError naming the cycle "f -> g -> f". */
-static int
-check_recursion(Lower *L, PyObject *node, PyObject *callee, const char *name)
-{
-    int found = 0;
-    for (Lower *p = L; p != NULL && !found; p = p->parent) {
-        found = p->device == callee;
-    }
-    if (!found) {
-        return 0;
-    }
-    char chain[512] = "";
-    size_t used = 0;
-    const char *names[64];
-    int k = 0;
-    for (Lower *p = L; p != NULL && k < 64; p = p->parent) {
-        names[k++] = p->name;
-        if (p->device == callee) {
-            break;
-        }
-    }
-    for (int i = k - 1; i >= 0 && used < sizeof(chain); i--) {
-        used += (size_t)snprintf(chain + used, sizeof(chain) - used, "%s -> ", names[i]);
-    }
-    if (used < sizeof(chain)) {
-        snprintf(chain + used, sizeof(chain) - used, "%s", name);
-    }
-    return cc_error(L->fn, lw_loc_of(L, node),
-                    "recursion is not supported in a kernel "
-                    "(device functions are inlined): %s",
-                    chain);
-}
-
-/* The CcSource of a device function from its (pyfunc, funcdef, location). */
-static CcSource *
-device_source(Lower *L, PyObject *info, PyObject **pyfunc, PyObject **funcdef)
-{
-    PyObject *filename, *lines;
-    CcSource *src = cc_alloc(L->fn->arena, sizeof(CcSource));
-    if (src == NULL) {
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(info, "OO(UiO!i)", pyfunc, funcdef, &filename, &src->first_line,
-                          &PyList_Type, &lines, &src->line_offset)) {
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8AndSize(filename, NULL);
-    PyObject *name = PyObject_GetAttrString(*pyfunc, "__name__");
-    const char *nm = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
-    src->filename = fname ? cc_strdup(L->fn->arena, fname) : NULL;
-    src->name = nm ? cc_strdup(L->fn->arena, nm) : NULL;
-    Py_XDECREF(name);
-    src->lines = lines;
-    /* the arena keeps everything the IR points into */
-    if (src->filename == NULL || src->name == NULL || cc_arena_keep(L->fn->arena, info) < 0) {
-        return NULL;
-    }
-    return src;
-}
-
-/* The inlined body: parameters assigned the arguments, then the statements. */
-static CcNode *
-inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int nargs)
-{
-    CcVar *params[TS_MAXARGS];
-    int nparams = 0;
-    if (lower_params(D, funcdef, params, &nparams) < 0) {
-        return NULL;
-    }
-    if (nparams != nargs) {
-        D->src = NULL; /* the caller's mistake: point at the call */
-        cc_error(D->fn, lw_loc_of(D->parent, node), "%s() takes %d argument(s), %d given", D->name,
-                 nparams, nargs);
-        return NULL;
-    }
-    if (collect_locals(D, funcdef) < 0) {
-        return NULL;
-    }
-    D->nassigned = D->fn->nvars;
-    D->assigned = cc_alloc(D->fn->arena, (size_t)D->nassigned + 1);
-    CcNode *body = D->assigned ? lw_new_node(D, ND_BLOCK, funcdef) : NULL;
-    if (body == NULL
-        || (body->args = cc_alloc(D->fn->arena, sizeof(CcNode *) * (size_t)(nparams + 1)))
-               == NULL) {
-        return NULL;
-    }
-    for (int i = 0; i < nparams; i++) {
-        CcNode *a = lw_new_node(D->parent, ND_ASSIGN, node);
-        if (a == NULL) {
-            return NULL;
-        }
-        a->var = params[i];
-        a->rhs = args[i];
-        body->args[i] = a;
-        D->assigned[params[i]->index] = 1;
-    }
-    if ((body->args[nparams] = lower_block(D, funcdef, "body")) == NULL) {
-        return NULL;
-    }
-    body->args[nparams]->loc = body->loc; /* "can end without returning" points at the def */
-    body->nargs = nparams + 1;
-    return body;
-}
-
-/*
- * call := device_function '(' args ')'
- *   The device function's body is lowered here, into variables of its own
- *   ("name@n.var"), as an ND_INLINE expression: its parameters are assigned
- *   the arguments, each return assigns the result variable and leaves the
- *   body.  Typing happens where it is inlined, so every call site gets the
- *   types of its own arguments.  Its names resolve in its own module.
- */
-static CcNode *
-lower_device_call(Lower *L, PyObject *node, PyObject *callee)
-{
-    Lower D = {0};
-    PyObject *info = NULL, *funcdef = NULL;
-    CcNode *n = NULL;
-    int nargs;
-    CcNode **args = lower_expr_list(L, node, "args", &nargs);
-    if (args == NULL
-        || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
-        goto done;
-    }
-    D.fn = L->fn;
-    D.parent = L;
-    D.device = callee;
-    if ((D.src = device_source(L, info, &D.pyfunc, &funcdef)) == NULL) {
-        goto done;
-    }
-    D.name = D.src->name;
-    if (check_recursion(L, node, callee, D.name) < 0) {
-        goto done;
-    }
-    if (nargs > TS_MAXARGS) {
-        cc_error(L->fn, lw_loc_of(L, node), "too many arguments for %s()", D.name);
-        goto done;
-    }
-    char prefix[96];
-    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
-    D.prefix = cc_strdup(L->fn->arena, prefix);
-    D.result = D.prefix ? add_var(L->fn, scoped(&D, "return")) : NULL;
-    if (D.result == NULL) {
-        goto done;
-    }
-    D.globals = lw_get(D.pyfunc, "__globals__");
-    D.closure = D.globals ? lw_closure_values(D.pyfunc) : NULL;
-    if (D.globals == NULL || D.closure == NULL) {
-        goto done;
-    }
-    if (lw_ast_kind(funcdef) != A_FUNCTIONDEF) {
-        PyErr_SetString(PyExc_TypeError, "numbavec: a device function's source must be an "
-                                         "ast.FunctionDef");
-        goto done;
-    }
-    n = lw_new_node(L, ND_INLINE, node);
-    if (n != NULL) {
-        n->var = D.result;
-        n->then = inline_body(&D, node, funcdef, args, nargs);
-        n = n->then ? n : NULL;
-    }
-done:
-    Py_XDECREF(D.globals);
-    Py_XDECREF(D.closure);
-    Py_XDECREF(info);
-    return n;
-}
+/* ---- calls, constants, tuples, subscripts ---- */
 
 static int
 is_builtin_len(PyObject *callee)
@@ -832,14 +655,14 @@ lower_call(Lower *L, PyObject *node)
         }
         goto done;
     }
-    if (is_device_function(callee)) {
-        n = lower_device_call(L, node, callee);
+    if (lw_is_device_function(callee)) {
+        n = lw_lower_device_call(L, node, callee);
         Py_DECREF(callee);
         goto done;
     }
     if (is_builtin_len(callee)) {
         Py_DECREF(callee);
-        CcNode **args = lower_expr_list(L, node, "args", &nargs);
+        CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
         if (args != NULL && nargs != 1) {
             cc_error(L->fn, lw_loc_of(L, node), "len() takes 1 argument, %d given", nargs);
         } else if (args != NULL) {
@@ -866,7 +689,7 @@ lower_call(Lower *L, PyObject *node)
         goto done;
     }
     Py_DECREF(callee);
-    CcNode **args = lower_expr_list(L, node, "args", &nargs);
+    CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
     if (args != NULL) {
         n = builtin_call(L, node, builtin, args, nargs);
     }
@@ -902,7 +725,7 @@ static CcNode *
 lower_tuple(Lower *L, PyObject *node)
 {
     CcNode *n = lw_new_node(L, ND_TUPLE, node);
-    if (n == NULL || (n->args = lower_expr_list(L, node, "elts", &n->nargs)) == NULL) {
+    if (n == NULL || (n->args = lw_lower_expr_list(L, node, "elts", &n->nargs)) == NULL) {
         return NULL;
     }
     return n;
@@ -1031,8 +854,6 @@ lower_expr(Lower *L, PyObject *node)
 }
 
 /* ---- statements ---- */
-
-static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
 
 static CcVar *
 target_var(Lower *L, PyObject *target)
@@ -1258,14 +1079,14 @@ lower_if(Lower *L, PyObject *node)
     }
     char *before = save_assigned(L);
     int term_before = L->terminated;
-    if (before == NULL || (n->then = lower_block(L, node, "body")) == NULL) {
+    if (before == NULL || (n->then = lw_lower_block(L, node, "body")) == NULL) {
         return NULL;
     }
     char *after_then = save_assigned(L);
     int then_term = L->terminated;
     memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = term_before;
-    if (after_then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
+    if (after_then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
     merge_assigned(L, after_then, then_term, save_assigned(L), L->terminated);
@@ -1282,7 +1103,7 @@ loop_body(Lower *L, PyObject *node, const char **before_out)
         return NULL;
     }
     L->loop_depth++;
-    CcNode *body = lower_block(L, node, "body");
+    CcNode *body = lw_lower_block(L, node, "body");
     L->loop_depth--;
     memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = 0;
@@ -1298,7 +1119,7 @@ lower_while(Lower *L, PyObject *node)
     CcNode *n = lw_new_node(L, ND_WHILE, node);
     if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL
         || (n->then = loop_body(L, node, &before)) == NULL
-        || (n->els = lower_block(L, node, "orelse")) == NULL) {
+        || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
     memcpy(L->assigned, before, (size_t)L->nassigned);
@@ -1337,7 +1158,7 @@ lower_for(Lower *L, PyObject *node)
                  "in a kernel");
         goto done;
     }
-    if ((n->args = lower_expr_list(L, iter, "args", &n->nargs)) == NULL) {
+    if ((n->args = lw_lower_expr_list(L, iter, "args", &n->nargs)) == NULL) {
         goto done;
     }
     if (n->nargs < 1 || n->nargs > 3) {
@@ -1355,7 +1176,7 @@ lower_for(Lower *L, PyObject *node)
     mark_assigned(L, n->var); /* inside the body only */
     n->then = loop_body(L, node, &before);
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    if (n->then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
+    if (n->then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
@@ -1450,8 +1271,8 @@ lower_stmt(Lower *L, PyObject *node)
 }
 
 /* block := statement+     (node.attr is a list of statements) */
-static CcNode *
-lower_block(Lower *L, PyObject *node, const char *attr)
+CcNode *
+lw_lower_block(Lower *L, PyObject *node, const char *attr)
 {
     PyObject *list = lw_get(node, attr);
     if (list == NULL) {
@@ -1478,8 +1299,8 @@ lower_block(Lower *L, PyObject *node, const char *attr)
 
 /* parameters := name (',' name)*     no defaults, *args, **kwargs or keyword-only
  * params (room for TS_MAXARGS) and *nparams receive the variables if given. */
-static int
-lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
+int
+lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
 {
     PyObject *args = lw_get(funcdef, "args");
     int rc = -1;
@@ -1510,8 +1331,9 @@ lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
             PyObject *lists[2] = {posonly, plain};
             for (int j = 0; rc == 0 && j < 2; j++) {
                 for (Py_ssize_t i = 0; rc == 0 && i < PyList_Size(lists[j]); i++) {
-                    const char *name = scoped(L, lw_get_str(L, PyList_GetItem(lists[j], i), "arg"));
-                    CcVar *v = name ? add_var(L->fn, name) : NULL;
+                    const char *name =
+                        lw_scoped(L, lw_get_str(L, PyList_GetItem(lists[j], i), "arg"));
+                    CcVar *v = name ? lw_add_var(L->fn, name) : NULL;
                     rc = v != NULL ? 0 : -1;
                     if (v != NULL && L->prefix == NULL) {
                         v->is_param = 1; /* an inlined function's are plain locals */
@@ -1566,7 +1388,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
         PyErr_SetString(PyExc_TypeError, "numbavec: expected an ast.FunctionDef");
         goto done;
     }
-    if (lower_params(&L, funcdef, NULL, NULL) < 0 || collect_locals(&L, funcdef) < 0) {
+    if (lw_lower_params(&L, funcdef, NULL, NULL) < 0 || lw_collect_locals(&L, funcdef) < 0) {
         goto done;
     }
     L.nassigned = fn->nvars;
@@ -1575,7 +1397,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
         goto done;
     }
     memset(L.assigned, 1, (size_t)fn->nparams);
-    CcNode *body = lower_block(&L, funcdef, "body");
+    CcNode *body = lw_lower_block(&L, funcdef, "body");
     if (body != NULL) {
         body->loc = fn->body->loc;
         fn->body = body;

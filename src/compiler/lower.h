@@ -6,6 +6,7 @@
  *   lower.c    the pass: Python `ast` objects -> untyped IR (CcNode)
  *   resolve.c  names that are not locals, frozen into constants; Python
  *              int arithmetic on constants, folded
+ *   inline.c   device functions, inlined at each call
  *
  * Cross-file functions carry the prefix lw_; everything else stays static
  * in its file.  Each section below belongs to one .c file.
@@ -94,8 +95,25 @@ CcLoc lw_loc_of(Lower *L, PyObject *node);
 CcNode *lw_new_node(Lower *L, CcNodeKind kind, PyObject *ast);
 /* The str node.attr copied into the arena (Name.id), or NULL. */
 const char *lw_get_str(Lower *L, PyObject *node, const char *attr);
+/* The variable name of fn, added when new; NULL with a TypingError past
+ * the kernel's variable limit, or a MemoryError. */
+CcVar *lw_add_var(CcFunction *fn, const char *name);
+/* name as L's function stores it: with L's prefix when it is inlined
+ * (in the arena; NULL when name is NULL or memory runs out). */
+const char *lw_scoped(Lower *L, const char *name);
 /* The local variable `name` as L's function sees it, or NULL. */
 CcVar *lw_local_var(Lower *L, const char *name);
+/* Adds every name funcdef stores to as a variable (Python's rule).  0/-1. */
+int lw_collect_locals(Lower *L, PyObject *funcdef);
+/* The expressions of the list node.attr, in a new arena array (*count: how
+ * many), or NULL. */
+CcNode **lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count);
+/* The statements of the list node.attr as an ND_BLOCK, or NULL. */
+CcNode *lw_lower_block(Lower *L, PyObject *node, const char *attr);
+/* The parameters of funcdef as variables (into params, room for
+ * TS_MAXARGS, and *nparams, when params is not NULL); the kernel's also
+ * set fn->nparams.  0/-1 with a TypingError. */
+int lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
 
 /* ---- resolve.c ---- */
 
@@ -109,8 +127,8 @@ PyObject *lw_resolve_global(Lower *L, const char *name, CcLoc loc);
  * (`math.pi`): a new reference.  NULL with a TypingError, or NULL with
  * *local set (no exception) when the expression is computed at run time. */
 PyObject *lw_resolve_object(Lower *L, PyObject *node, int *local);
-/* value (borrowed) as an ND_CONST at ast; NULL without an exception when
- * it is not a number or NumPy scalar. */
+/* value (borrowed) as an ND_CONST at ast; NULL with an exception, or
+ * without one when value is not a number or a NumPy scalar. */
 CcNode *lw_value_const(Lower *L, PyObject *ast, PyObject *value);
 /* The same for a frozen global, NULL with a TypingError saying why a
  * value of its type cannot be used. */
@@ -120,5 +138,14 @@ CcNode *lw_lower_frozen(Lower *L, PyObject *node, PyObject *value);
  * NULL with a TypingError when the result would be too large. */
 CcNode *lw_fold_int_op(Lower *L, CcNode *n);
 CcNode *lw_fold_int_call(Lower *L, CcNode *n, CcFlavor flavor);
+
+/* ---- inline.c ---- */
+
+/* Whether obj is a device function (@numbavec.jit): it can hand over its
+ * parsed source.  Errors count as no. */
+int lw_is_device_function(PyObject *obj);
+/* The call `node` of callee (a device function, borrowed) as an ND_INLINE
+ * expression: the callee's body lowered in place.  NULL with an exception. */
+CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
 
 #endif /* NV_COMPILER_LOWER_H */
