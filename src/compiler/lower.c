@@ -17,7 +17,6 @@
 #include "compiler/lower.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <string.h>
 
 /* ---- the lowering context ---- */
@@ -103,8 +102,6 @@ unsupported(Lower *L, PyObject *node, const char *context)
     Py_XDECREF(name);
     return rc;
 }
-
-/* ---- variables ---- */
 
 /* ---- variables: an array in creation order, found by name through a
  * hash index (inlining a device function adds its variables, renamed) ---- */
