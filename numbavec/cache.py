@@ -137,13 +137,13 @@ def _walk_names(funcdef):
 
 
 def _lookup(pyfunc, name):
-    """(found, value) of a name pyfunc reads, where lower.c's resolve_global
+    """(found, value) of a name pyfunc reads, where resolve.c's lw_resolve_global
     finds it: a closure cell, else a global (an empty cell too), else a builtin."""
     code = pyfunc.__code__
     if name in code.co_freevars and pyfunc.__closure__ is not None:
         try:
             return True, pyfunc.__closure__[code.co_freevars.index(name)].cell_contents
-        except ValueError:      # an empty cell: lower.c's closure_values leaves it out
+        except ValueError:      # an empty cell: resolve.c's lw_closure_values leaves it out
             pass
     if name in pyfunc.__globals__:
         return True, pyfunc.__globals__[name]
@@ -182,7 +182,7 @@ def _describe(value, seen):
 
 
 def _is_device_function(value):
-    """As lower.c tells them (PyObject_HasAttrString: any error is a no)."""
+    """As inline.c tells them (PyObject_HasAttrString: any error is a no)."""
     try:
         return not isinstance(value, type) and hasattr(value, "_numbavec_device_source")
     except Exception:  # noqa: BLE001 - a __getattr__ raising something else

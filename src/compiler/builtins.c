@@ -3,7 +3,7 @@
  *
  * A kernel names a builtin through any Python object that is one: `abs`,
  * `math.exp`, `np.exp`, `from math import exp`, `np.float32`.  Names are
- * resolved to objects by lower.c (globals and closures are frozen at compile
+ * resolved to objects by resolve.c (globals and closures are frozen at compile
  * time), and objects to builtin ids here, through a dict built on first use
  * from the table below.  typeinfer.c types a call by the builtin's flavor;
  * emitcall.c emits it by flavor and CcMathOp.

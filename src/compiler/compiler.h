@@ -6,8 +6,18 @@
  *   arena.c      the per-compilation arena that owns every IR object
  *   stack.c      the C stack the compiling thread has left; calls on a
  *                thread with a larger one (parsing deep user code)
- *   lower.c      Python `ast` objects -> untyped IR tree (CcNode), names
- *                resolved: locals, frozen globals/closure constants, builtins
+ *   diag.c       TypingErrors at a source location: file:line:col, the
+ *                source line and a caret (every pass reports through it)
+ *   lower.c      Python `ast` objects -> untyped IR tree (CcNode): locals,
+ *                expressions, statements, definite assignment
+ *   astkind.c    the node classes of Python's `ast` module, as AstKinds
+ *   resolve.c    names that are not locals (closure cells, globals,
+ *                builtins, modules), frozen into constants; Python int
+ *                arithmetic on constants, folded as Python computes it
+ *   inline.c     device functions (@numbavec.jit), inlined at each call
+ *                into the caller's IR (ND_INLINE)
+ *                (astkind.c, resolve.c and inline.c are lower.c's helpers:
+ *                their sections are in lower.h, internal to the four)
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,
@@ -248,6 +258,8 @@ int cc_init_module(PyObject *module); /* _call_with_stack, _stack_room; 0/-1 */
  * TypingError.
  */
 int cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc);
+
+/* ---- diag.c ---- */
 
 /* Raises TypingError "file:line:col: msg" + source line + caret; returns -1. */
 int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);

@@ -2,311 +2,31 @@
  * lower.c - Python `ast` objects -> the untyped IR tree.
  *
  * The decorator hands over the FunctionDef node parsed from the function's
- * source.  This pass walks it (comparing node classes through a dict built
- * from the `ast` module), builds CcNodes in the arena, and resolves every
- * name: a local variable (any name stored to in the function, as in
- * Python), else a closure cell, a global or a builtin whose value is frozen
- * now - a number, a NumPy scalar, a module (for `math.exp`) or a function
- * that builtins.c knows.  It also checks definite assignment: a local read
- * on a path where it may not be assigned is a TypingError at that line.
+ * source.  This pass walks it (switching on the AstKinds of astkind.c),
+ * builds CcNodes in the arena, and resolves every name: a local variable
+ * (any name stored to in the function, as in Python), else a closure cell,
+ * a global or a builtin whose value is frozen now - a number, a NumPy
+ * scalar, a module (for `math.exp`) or a function that builtins.c knows.
+ * resolve.c reads and freezes those and folds arithmetic on Python int
+ * constants; inline.c lowers a device function's body where it is called.
+ * This file also checks definite assignment: a local read on a path where
+ * it may not be assigned is a TypingError at that line.
  *
  * Each lowering function carries the Python grammar it accepts above it.
  */
-#include "compiler/compiler.h"
+#include "compiler/lower.h"
 
 #include <limits.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <string.h>
 
-/* ---- node classes of the ast module ---- */
-
-typedef enum AstKind {
-    A_UNSUPPORTED = 0,
-    A_FUNCTIONDEF,
-    A_RETURN,
-    A_ASSIGN,
-    A_AUGASSIGN,
-    A_ANNASSIGN,
-    A_IF,
-    A_WHILE,
-    A_FOR,
-    A_BREAK,
-    A_CONTINUE,
-    A_PASS,
-    A_EXPR,
-    A_BINOP,
-    A_UNARYOP,
-    A_BOOLOP,
-    A_COMPARE,
-    A_IFEXP,
-    A_CALL,
-    A_CONSTANT,
-    A_NAME,
-    A_ATTRIBUTE,
-    A_TUPLE,
-    A_SUBSCRIPT,
-    A_STORE,
-    /* operators: their CcOp follows from the table */
-    A_OPERATOR,
-} AstKind;
-
-typedef struct AstClass {
-    const char *name;
-    AstKind kind;
-    int op;           /* CcOp for A_OPERATOR, -1 if the operator is unsupported */
-    const char *what; /* A_UNSUPPORTED: how the error names it */
-} AstClass;
-
-static const AstClass ast_classes[] = {
-    {"FunctionDef", A_FUNCTIONDEF, 0, NULL},
-    {"Return", A_RETURN, 0, NULL},
-    {"Assign", A_ASSIGN, 0, NULL},
-    {"AugAssign", A_AUGASSIGN, 0, NULL},
-    {"AnnAssign", A_ANNASSIGN, 0, NULL},
-    {"If", A_IF, 0, NULL},
-    {"While", A_WHILE, 0, NULL},
-    {"For", A_FOR, 0, NULL},
-    {"Break", A_BREAK, 0, NULL},
-    {"Continue", A_CONTINUE, 0, NULL},
-    {"Pass", A_PASS, 0, NULL},
-    {"Expr", A_EXPR, 0, NULL},
-    {"BinOp", A_BINOP, 0, NULL},
-    {"UnaryOp", A_UNARYOP, 0, NULL},
-    {"BoolOp", A_BOOLOP, 0, NULL},
-    {"Compare", A_COMPARE, 0, NULL},
-    {"IfExp", A_IFEXP, 0, NULL},
-    {"Call", A_CALL, 0, NULL},
-    {"Constant", A_CONSTANT, 0, NULL},
-    {"Name", A_NAME, 0, NULL},
-    {"Attribute", A_ATTRIBUTE, 0, NULL},
-    {"Tuple", A_TUPLE, 0, NULL},
-    {"Subscript", A_SUBSCRIPT, 0, NULL},
-    {"Store", A_STORE, 0, NULL},
-    {"Add", A_OPERATOR, OP_ADD, "+"},
-    {"Sub", A_OPERATOR, OP_SUB, "-"},
-    {"Mult", A_OPERATOR, OP_MUL, "*"},
-    {"Div", A_OPERATOR, OP_DIV, "/"},
-    {"FloorDiv", A_OPERATOR, OP_FLOORDIV, "//"},
-    {"Mod", A_OPERATOR, OP_MOD, "%"},
-    {"Pow", A_OPERATOR, OP_POW, "**"},
-    {"LShift", A_OPERATOR, OP_LSHIFT, "<<"},
-    {"RShift", A_OPERATOR, OP_RSHIFT, ">>"},
-    {"BitAnd", A_OPERATOR, OP_BITAND, "&"},
-    {"BitOr", A_OPERATOR, OP_BITOR, "|"},
-    {"BitXor", A_OPERATOR, OP_BITXOR, "^"},
-    {"MatMult", A_OPERATOR, -1, "@"},
-    {"USub", A_OPERATOR, OP_NEG, "-"},
-    {"UAdd", A_OPERATOR, OP_POS, "+"},
-    {"Invert", A_OPERATOR, OP_INVERT, "~"},
-    {"Not", A_OPERATOR, OP_NOT, "not"},
-    {"And", A_OPERATOR, OP_AND, "and"},
-    {"Or", A_OPERATOR, OP_OR, "or"},
-    {"Eq", A_OPERATOR, OP_EQ, "=="},
-    {"NotEq", A_OPERATOR, OP_NE, "!="},
-    {"Lt", A_OPERATOR, OP_LT, "<"},
-    {"LtE", A_OPERATOR, OP_LE, "<="},
-    {"Gt", A_OPERATOR, OP_GT, ">"},
-    {"GtE", A_OPERATOR, OP_GE, ">="},
-    {"Is", A_OPERATOR, -1, "is"},
-    {"IsNot", A_OPERATOR, -1, "is not"},
-    {"In", A_OPERATOR, -1, "in"},
-    {"NotIn", A_OPERATOR, -1, "not in"},
-    /* named so that errors say what the construct is */
-    {"List", A_UNSUPPORTED, 0, "list displays"},
-    {"Dict", A_UNSUPPORTED, 0, "dict displays"},
-    {"Set", A_UNSUPPORTED, 0, "set displays"},
-    {"ListComp", A_UNSUPPORTED, 0, "list comprehensions"},
-    {"DictComp", A_UNSUPPORTED, 0, "dict comprehensions"},
-    {"SetComp", A_UNSUPPORTED, 0, "set comprehensions"},
-    {"GeneratorExp", A_UNSUPPORTED, 0, "generator expressions"},
-    {"Lambda", A_UNSUPPORTED, 0, "lambda expressions"},
-    {"JoinedStr", A_UNSUPPORTED, 0, "f-strings"},
-    {"Yield", A_UNSUPPORTED, 0, "generators (yield)"},
-    {"YieldFrom", A_UNSUPPORTED, 0, "generators (yield from)"},
-    {"Await", A_UNSUPPORTED, 0, "await expressions"},
-    {"Starred", A_UNSUPPORTED, 0, "starred expressions (*args)"},
-    {"NamedExpr", A_UNSUPPORTED, 0, "assignment expressions (:=)"},
-    {"Slice", A_UNSUPPORTED, 0, "slices"},
-    {"Try", A_UNSUPPORTED, 0, "'try' statements (exceptions)"},
-    {"TryStar", A_UNSUPPORTED, 0, "'try' statements (exceptions)"},
-    {"Raise", A_UNSUPPORTED, 0, "'raise' statements (exceptions)"},
-    {"Assert", A_UNSUPPORTED, 0, "'assert' statements"},
-    {"With", A_UNSUPPORTED, 0, "'with' statements"},
-    {"AsyncWith", A_UNSUPPORTED, 0, "'async with' statements"},
-    {"AsyncFor", A_UNSUPPORTED, 0, "'async for' loops"},
-    {"AsyncFunctionDef", A_UNSUPPORTED, 0, "nested functions"},
-    {"ClassDef", A_UNSUPPORTED, 0, "class definitions"},
-    {"Delete", A_UNSUPPORTED, 0, "'del' statements"},
-    {"Import", A_UNSUPPORTED, 0, "imports inside a kernel"},
-    {"ImportFrom", A_UNSUPPORTED, 0, "imports inside a kernel"},
-    {"Global", A_UNSUPPORTED, 0, "'global' declarations"},
-    {"Nonlocal", A_UNSUPPORTED, 0, "'nonlocal' declarations"},
-    {"Match", A_UNSUPPORTED, 0, "'match' statements"},
-};
-
-enum { NCLASSES = sizeof(ast_classes) / sizeof(ast_classes[0]) };
-
-/* {ast class: index into ast_classes}, built once from the ast module. */
-static PyObject *ast_table = NULL;
-
-static int
-build_ast_table(void)
-{
-    PyObject *ast = PyImport_ImportModule("ast");
-    if (ast == NULL) {
-        return -1;
-    }
-    PyObject *table = PyDict_New();
-    for (int i = 0; table != NULL && i < NCLASSES; i++) {
-        PyObject *cls = PyObject_GetAttrString(ast, ast_classes[i].name);
-        if (cls == NULL) {
-            PyErr_Clear(); /* e.g. TryStar before 3.11 */
-            continue;
-        }
-        PyObject *idx = PyLong_FromLong(i);
-        if (idx == NULL || PyDict_SetItem(table, cls, idx) < 0) {
-            Py_CLEAR(table);
-        }
-        Py_XDECREF(idx);
-        Py_DECREF(cls);
-    }
-    Py_DECREF(ast);
-    ast_table = table;
-    return table == NULL ? -1 : 0;
-}
-
-/* The table entry of node's class, or NULL for classes not listed. */
-static const AstClass *
-ast_class(PyObject *node)
-{
-    PyObject *idx = PyDict_GetItem(ast_table, (PyObject *)Py_TYPE(node));
-    return idx == NULL ? NULL : &ast_classes[PyLong_AsLong(idx)];
-}
-
-static AstKind
-ast_kind(PyObject *node)
-{
-    const AstClass *c = ast_class(node);
-    return c == NULL ? A_UNSUPPORTED : c->kind;
-}
-
-/* ---- errors ---- */
-
-static int
-source_line(PyObject *lines, int first_line, int line, char *buf, size_t size)
-{
-    Py_ssize_t idx = line - first_line;
-    if (lines == NULL || idx < 0 || idx >= PyList_Size(lines)) {
-        return -1;
-    }
-    Py_ssize_t n;
-    const char *text = PyUnicode_AsUTF8AndSize(PyList_GetItem(lines, idx), &n);
-    if (text == NULL) {
-        PyErr_Clear();
-        return -1;
-    }
-    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r')) {
-        n--;
-    }
-    snprintf(buf, size, "%.*s", (int)n, text);
-    return 0;
-}
-
-int
-cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
-{
-    char msg[512], line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (PyErr_Occurred()) {
-        return -1; /* keep the first, more precise error */
-    }
-    /* a node of an inlined device function points into that function's file */
-    const char *filename = loc.src ? loc.src->filename : fn->filename;
-    PyObject *lines = loc.src ? loc.src->lines : fn->source_lines;
-    int first = loc.src ? loc.src->first_line : fn->first_line;
-    if (source_line(lines, first, loc.line, line, sizeof(line)) < 0) {
-        PyErr_Format(nv_TypingError, "%s:%d:%d: %s", filename, loc.line, loc.col + 1, msg);
-        return -1;
-    }
-    /* col is a byte offset (Python's col_offset) */
-    size_t col = loc.col >= 0 && (size_t)loc.col <= strlen(line) ? (size_t)loc.col : 0;
-    char *pad = ts_caret_padding(line, line + col);
-    if (pad != NULL) {
-        PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s^", filename, loc.line,
-                     loc.col + 1, msg, line, pad);
-        PyMem_Free(pad);
-    }
-    return -1;
-}
-
-int
-cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what)
-{
-    PyObject *type, *value, *tb;
-    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-        return -1;
-    }
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
-    PyObject *text = PyObject_Str(value), *name = PyObject_GetAttrString(type, "__name__");
-    const char *msg = text != NULL ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
-    const char *tname = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
-    PyErr_Clear();
-    cc_error(fn, loc, "%s raised %s: %.200s", what, tname != NULL ? tname : "an exception",
-             msg != NULL ? msg : "?");
-    Py_XDECREF(text);
-    Py_XDECREF(name);
-    PyObject *etype, *err, *etb;
-    PyErr_Fetch(&etype, &err, &etb);
-    PyErr_NormalizeException(&etype, &err, &etb);
-    if (err != NULL) {
-        PyException_SetCause(err, Py_NewRef(value)); /* steals the reference */
-    }
-    PyErr_Restore(etype, err, etb);
-    Py_DECREF(type);
-    Py_DECREF(value);
-    Py_XDECREF(tb);
-    return -1;
-}
-
 /* ---- the lowering context ---- */
-
-/*
- * One function being lowered: the kernel, or a device function inlined
- * into it (then prefix names its variables apart, src points at its own
- * source, result is the variable its returns assign, and parent is the
- * caller's context: the chain that recursion is checked against).
- */
-typedef struct Lower {
-    CcFunction *fn;
-    PyObject *pyfunc;  /* borrowed */
-    PyObject *globals; /* owned: pyfunc.__globals__ */
-    PyObject *closure; /* owned: {free variable name: value} */
-    char *assigned;    /* definite assignment, one flag per variable */
-    int nassigned;     /* variables that existed when assigned was made */
-    int terminated;    /* the current path ended (return/break/continue) */
-    int loop_depth;
-    const char *name;    /* the function's name, for messages */
-    const CcSource *src; /* NULL for the kernel */
-    const char *prefix;  /* "name@n." for an inlined function, else NULL */
-    CcVar *result;       /* inlined: the variable returns assign */
-    PyObject *device;    /* inlined: the device function object (borrowed) */
-    struct Lower *parent;
-} Lower;
 
 /* node.attr (new reference), or NULL.  Nothing is looked up while an
  * exception is pending: lowering goes on after a failed step only to
  * unwind, and Python must not be entered with an exception set (it may
  * replace or drop it). */
-static PyObject *
-get(PyObject *node, const char *attr)
+PyObject *
+lw_get(PyObject *node, const char *attr)
 {
     if (PyErr_Occurred()) {
         return NULL;
@@ -316,13 +36,13 @@ get(PyObject *node, const char *attr)
 
 /* Where node is; {0, 0} when it says nothing.  An exception pending when
  * it is called stays pending (callers report errors at a location). */
-static CcLoc
-loc_of(Lower *L, PyObject *node)
+CcLoc
+lw_loc_of(Lower *L, PyObject *node)
 {
     CcLoc loc = {0, 0};
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyObject *line = get(node, "lineno"), *col = get(node, "col_offset");
+    PyObject *line = lw_get(node, "lineno"), *col = lw_get(node, "col_offset");
     if (line != NULL && col != NULL) {
         loc.line = (int)PyLong_AsLong(line) + (L->src ? L->src->line_offset : L->fn->line_offset);
         loc.col = (int)PyLong_AsLong(col);
@@ -344,13 +64,13 @@ loc_of(Lower *L, PyObject *node)
  */
 #define MAX_NODES 100000
 
-static CcNode *
-new_node(Lower *L, CcNodeKind kind, PyObject *ast)
+CcNode *
+lw_new_node(Lower *L, CcNodeKind kind, PyObject *ast)
 {
     if (++L->fn->nnodes > MAX_NODES) {
         if (!PyErr_Occurred()) {
             cc_error(L->fn,
-                     ast != NULL   ? loc_of(L, ast)
+                     ast != NULL   ? lw_loc_of(L, ast)
                      : L->fn->body ? L->fn->body->loc
                                    : (CcLoc){0, 0},
                      "the kernel is too large: more than %d operations once its device functions "
@@ -362,7 +82,7 @@ new_node(Lower *L, CcNodeKind kind, PyObject *ast)
     CcNode *n = cc_alloc(L->fn->arena, sizeof(CcNode));
     if (n != NULL) {
         n->kind = kind;
-        n->loc = ast != NULL ? loc_of(L, ast) : L->fn->body ? L->fn->body->loc : (CcLoc){0, 0};
+        n->loc = ast != NULL ? lw_loc_of(L, ast) : L->fn->body ? L->fn->body->loc : (CcLoc){0, 0};
     }
     return n;
 }
@@ -370,8 +90,8 @@ new_node(Lower *L, CcNodeKind kind, PyObject *ast)
 static int
 unsupported(Lower *L, PyObject *node, const char *context)
 {
-    const AstClass *c = ast_class(node);
-    CcLoc loc = loc_of(L, node);
+    const AstClass *c = lw_ast_class(node);
+    CcLoc loc = lw_loc_of(L, node);
     if (c != NULL && c->what != NULL) {
         return cc_error(L->fn, loc, "%s are not supported in a kernel", c->what);
     }
@@ -382,8 +102,6 @@ unsupported(Lower *L, PyObject *node, const char *context)
     Py_XDECREF(name);
     return rc;
 }
-
-/* ---- variables ---- */
 
 /* ---- variables: an array in creation order, found by name through a
  * hash index (inlining a device function adds its variables, renamed) ---- */
@@ -458,8 +176,8 @@ grow_vars(CcFunction *fn)
  */
 #define MAX_VARS 5000
 
-static CcVar *
-add_var(CcFunction *fn, const char *name)
+CcVar *
+lw_add_var(CcFunction *fn, const char *name)
 {
     CcVar *v = find_var(fn, name);
     if (v != NULL) {
@@ -486,8 +204,8 @@ add_var(CcFunction *fn, const char *name)
 
 /* A local's name as stored: an inlined function's locals carry its prefix
  * so that they never meet the caller's (or another inlining's). */
-static const char *
-scoped(Lower *L, const char *name)
+const char *
+lw_scoped(Lower *L, const char *name)
 {
     if (L->prefix == NULL || name == NULL) {
         return name;
@@ -500,18 +218,18 @@ scoped(Lower *L, const char *name)
     return s;
 }
 
-static CcVar *
-local_var(Lower *L, const char *name)
+CcVar *
+lw_local_var(Lower *L, const char *name)
 {
-    const char *s = scoped(L, name);
+    const char *s = lw_scoped(L, name);
     return s != NULL ? find_var(L->fn, s) : NULL;
 }
 
 /* A str attribute of node copied into the arena (e.g. Name.id). */
-static const char *
-get_str(Lower *L, PyObject *node, const char *attr)
+const char *
+lw_get_str(Lower *L, PyObject *node, const char *attr)
 {
-    PyObject *s = get(node, attr);
+    PyObject *s = lw_get(node, attr);
     if (s == NULL) {
         return NULL;
     }
@@ -522,8 +240,8 @@ get_str(Lower *L, PyObject *node, const char *attr)
 }
 
 /* Every name stored to anywhere in the function is local (Python's rule). */
-static int
-collect_locals(Lower *L, PyObject *funcdef)
+int
+lw_collect_locals(Lower *L, PyObject *funcdef)
 {
     PyObject *ast = PyImport_ImportModule("ast");
     PyObject *walk = ast ? PyObject_CallMethod(ast, "walk", "O", funcdef) : NULL;
@@ -531,14 +249,14 @@ collect_locals(Lower *L, PyObject *funcdef)
     PyObject *node;
     int rc = it ? 0 : -1;
     while (rc == 0 && (node = PyIter_Next(it)) != NULL) {
-        if (ast_kind(node) == A_NAME) {
-            PyObject *ctx = get(node, "ctx");
+        if (lw_ast_kind(node) == A_NAME) {
+            PyObject *ctx = lw_get(node, "ctx");
             if (ctx == NULL) {
                 rc = -1;
-            } else if (ast_kind(ctx) == A_STORE) {
-                const char *name = get_str(L, node, "id");
-                name = scoped(L, name);
-                rc = (name == NULL || add_var(L->fn, name) == NULL) ? -1 : 0;
+            } else if (lw_ast_kind(ctx) == A_STORE) {
+                const char *name = lw_get_str(L, node, "id");
+                name = lw_scoped(L, name);
+                rc = (name == NULL || lw_add_var(L->fn, name) == NULL) ? -1 : 0;
             }
             Py_XDECREF(ctx);
         }
@@ -576,361 +294,6 @@ merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term)
     L->terminated = a_term && b_term;
 }
 
-/* ---- frozen globals ---- */
-
-/* The value of a non-local name: closure cell, global, builtin.  New ref. */
-static PyObject *
-resolve_global(Lower *L, const char *name, CcLoc loc)
-{
-    PyObject *v = L->closure ? PyDict_GetItemString(L->closure, name) : NULL;
-    if (v == NULL) {
-        v = PyDict_GetItemString(L->globals, name);
-    }
-    if (v == NULL) {
-        PyObject *builtins = PyImport_ImportModule("builtins");
-        if (builtins == NULL) {
-            return NULL;
-        }
-        PyObject *b = PyObject_GetAttrString(builtins, name);
-        Py_DECREF(builtins);
-        if (b == NULL) {
-            PyErr_Clear();
-            cc_error(L->fn, loc, "name '%s' is not defined", name);
-        }
-        return b;
-    }
-    Py_INCREF(v);
-    return v;
-}
-
-static CcNode *
-const_node(Lower *L, PyObject *ast, const CcType *ty)
-{
-    CcNode *n = new_node(L, ND_CONST, ast);
-    if (n != NULL) {
-        n->ty = ty;
-    }
-    return n;
-}
-
-/* The largest Python int a kernel's constants may hold, in bits: enough for
- * any float64 (2**1024) with room, small enough that no constant
- * expression can take long to compute. */
-#define MAX_INT_BITS 16384
-
-/* The number of bits of the Python int value (its bit_length()), or -1. */
-static long
-int_bits(PyObject *value)
-{
-    PyObject *bits = PyObject_CallMethod(value, "bit_length", NULL);
-    long n = bits != NULL ? PyLong_AsLong(bits) : -1;
-    Py_XDECREF(bits);
-    return n;
-}
-
-/* (ihigh:ival) := value clamped to int128, in two's complement.  0/-1. */
-static int
-int128_words(PyObject *value, long long *high, long long *low)
-{
-    PyObject *lo = NULL, *hi = NULL, *shift = PyLong_FromLong(64);
-    PyObject *lim = PyLong_FromLong(127), *one = PyLong_FromLong(1);
-    PyObject *max = lim && one ? PyNumber_Lshift(one, lim) : NULL; /* 2**127 */
-    PyObject *top = max ? PyNumber_Subtract(max, one) : NULL;
-    PyObject *bottom = max ? PyNumber_Negative(max) : NULL;
-    PyObject *v = NULL;
-    int rc = -1;
-    if (top != NULL && bottom != NULL) {
-        v = PyObject_RichCompareBool(value, top, Py_GT) == 1      ? Py_NewRef(top)
-            : PyObject_RichCompareBool(value, bottom, Py_LT) == 1 ? Py_NewRef(bottom)
-                                                                  : Py_NewRef(value);
-    }
-    if (v != NULL && !PyErr_Occurred() && (hi = PyNumber_Rshift(v, shift)) != NULL) {
-        *low = (long long)PyLong_AsUnsignedLongLongMask(v);
-        *high = (long long)PyLong_AsUnsignedLongLongMask(hi);
-        rc = PyErr_Occurred() ? -1 : 0;
-    }
-    Py_XDECREF(lo);
-    Py_XDECREF(hi);
-    Py_XDECREF(v);
-    Py_XDECREF(shift);
-    Py_XDECREF(lim);
-    Py_XDECREF(one);
-    Py_XDECREF(max);
-    Py_XDECREF(top);
-    Py_XDECREF(bottom);
-    return rc;
-}
-
-/*
- * A Python int as a weak constant, exactly: an int64 in ival, or, outside
- * int64, an int128 in (ihigh:ival) and the value itself (see CcNode.big).
- */
-static CcNode *
-int_const(Lower *L, PyObject *ast, PyObject *value)
-{
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (v == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_INT));
-    if (n == NULL || !overflow) {
-        if (n != NULL) {
-            n->ival = v;
-        }
-        return n;
-    }
-    long bits = int_bits(value);
-    if (bits < 0) {
-        return NULL;
-    }
-    if (bits > MAX_INT_BITS) {
-        cc_error(L->fn, n->loc,
-                 "integer constant of %ld bits is too large for a kernel (the limit is %d bits)",
-                 bits, MAX_INT_BITS);
-        return NULL;
-    }
-    if (int128_words(value, &n->ihigh, &n->ival) < 0 || cc_arena_keep(L->fn->arena, value) < 0) {
-        return NULL;
-    }
-    n->big = 1;
-    n->pyint = value;
-    return n;
-}
-
-/* The exact Python int of a weak int constant (new reference), or NULL
- * (no exception) when n is not one. */
-static PyObject *
-const_int_value(const CcNode *n)
-{
-    if (n->kind != ND_CONST || n->ty->kind != CT_WEAK_INT) {
-        return NULL;
-    }
-    return n->big ? Py_NewRef(n->pyint) : PyLong_FromLongLong(n->ival);
-}
-
-/* Whether a op b of Python ints may be computed now: operands that give a
- * result of at most MAX_INT_BITS (an estimate, from their sizes). */
-static int
-fold_in_bounds(Lower *L, CcOp op, PyObject *a, PyObject *b, CcLoc loc)
-{
-    long abits = int_bits(a), bbits = int_bits(b);
-    if (abits < 0 || bbits < 0) {
-        return -1;
-    }
-    long long need = abits > bbits ? abits : bbits;
-    if (op == OP_MUL) {
-        need = (long long)abits + bbits;
-    } else if (op == OP_POW || op == OP_LSHIFT) {
-        int overflow;
-        long long e = PyLong_AsLongLongAndOverflow(b, &overflow);
-        if (overflow < 0 || e < 0) {
-            return 1; /* a float, or no shift: Python decides */
-        }
-        need = overflow ? LLONG_MAX : op == OP_LSHIFT ? abits + e : (abits <= 1 ? 1 : abits * e);
-        if (op == OP_POW && abits > 1 && e > 0 && need / e != abits) {
-            need = LLONG_MAX;
-        }
-    }
-    if (need > MAX_INT_BITS) {
-        cc_error(L->fn, loc,
-                 "integer constant expression too large for a kernel "
-                 "(more than %d bits)",
-                 MAX_INT_BITS);
-        return -1;
-    }
-    return 1;
-}
-
-/* Python's a op b on two ints: a new reference (an int, or a float for /
- * and negative powers), or NULL with an exception. */
-static PyObject *
-python_int_op(CcOp op, PyObject *a, PyObject *b)
-{
-    switch (op) {
-    case OP_ADD:
-        return PyNumber_Add(a, b);
-    case OP_SUB:
-        return PyNumber_Subtract(a, b);
-    case OP_MUL:
-        return PyNumber_Multiply(a, b);
-    case OP_DIV:
-        return PyNumber_TrueDivide(a, b);
-    case OP_FLOORDIV:
-        return PyNumber_FloorDivide(a, b);
-    case OP_MOD:
-        return PyNumber_Remainder(a, b);
-    case OP_POW:
-        return PyNumber_Power(a, b, Py_None);
-    case OP_LSHIFT:
-        return PyNumber_Lshift(a, b);
-    case OP_RSHIFT:
-        return PyNumber_Rshift(a, b);
-    case OP_BITAND:
-        return PyNumber_And(a, b);
-    case OP_BITOR:
-        return PyNumber_Or(a, b);
-    case OP_BITXOR:
-        return PyNumber_Xor(a, b);
-    case OP_NEG:
-        return PyNumber_Negative(a);
-    case OP_POS:
-        return PyNumber_Positive(a);
-    case OP_INVERT:
-        return PyNumber_Invert(a);
-    default:
-        return Py_NewRef(Py_NotImplemented);
-    }
-}
-
-/*
- * Constant folding of Python ints, exactly as Python computes them, so
- * that `x / 10**20` or `2**70 // 2**68` mean what they mean in Python (the
- * kernel computes Python ints in int64 otherwise).  Returns n unchanged
- * when its operands are not both int constants, or when Python raises (a
- * division by zero keeps the kernel's own semantics); NULL with a
- * TypingError for a result too large.
- */
-static CcNode *
-fold_int_op(Lower *L, CcNode *n)
-{
-    PyObject *a = const_int_value(n->lhs), *b = NULL, *r = NULL;
-    CcNode *out = n;
-    if (a == NULL || (n->kind == ND_BINOP && (b = const_int_value(n->rhs)) == NULL)) {
-        goto done;
-    }
-    if (b != NULL) {
-        int ok = fold_in_bounds(L, n->op, a, b, n->loc);
-        if (ok <= 0) {
-            out = NULL;
-            goto done;
-        }
-    }
-    r = python_int_op(n->op, a, b);
-    if (r == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            out = NULL;
-        }
-        PyErr_Clear();
-        goto done;
-    }
-    if (PyLong_Check(r)) {
-        out = int_const(L, NULL, r);
-    } else if (PyFloat_Check(r)) {
-        out = const_node(L, NULL, cc_weak_type(CT_WEAK_FLOAT));
-        if (out != NULL) {
-            out->fval = PyFloat_AsDouble(r);
-        }
-    }
-    if (out != NULL && out != n) {
-        out->loc = n->loc;
-    }
-done:
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    Py_XDECREF(r);
-    return out;
-}
-
-static int
-get_double(PyObject *obj, const char *attr, double *out)
-{
-    PyObject *part = attr ? PyObject_GetAttrString(obj, attr) : (Py_INCREF(obj), obj);
-    if (part == NULL) {
-        return -1;
-    }
-    *out = PyFloat_AsDouble(part);
-    Py_DECREF(part);
-    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
-}
-
-/* A NumPy scalar as a constant of its own kind. */
-static CcNode *
-numpy_const(Lower *L, PyObject *ast, PyObject *value)
-{
-    PyArray_Descr *descr = PyArray_DescrFromScalar(value);
-    TsKind kind;
-    if (descr == NULL) {
-        return NULL;
-    }
-    int ok = ts_kind_from_typenum(descr->type_num, &kind) == 0;
-    Py_DECREF(descr);
-    if (!ok) {
-        cc_error(L->fn, loc_of(L, ast), "a NumPy scalar of this dtype cannot be used in a kernel");
-        return NULL;
-    }
-    CcNode *n = const_node(L, ast, cc_scalar_type(kind));
-    if (n == NULL) {
-        return NULL;
-    }
-    if (ts_is_complex(kind)) {
-        if (get_double(value, "real", &n->fval) < 0 || get_double(value, "imag", &n->fimag) < 0) {
-            return NULL;
-        }
-    } else if (ts_is_float(kind)) {
-        if (get_double(value, NULL, &n->fval) < 0) {
-            return NULL;
-        }
-    } else if (kind == TS_BOOL) {
-        int truth = PyObject_IsTrue(value);
-        if (truth < 0) {
-            return NULL;
-        }
-        n->ival = truth;
-    } else {
-        PyObject *i = PyNumber_Index(value);
-        if (i == NULL) {
-            return NULL;
-        }
-        n->ival =
-            kind == TS_UINT64 ? (long long)PyLong_AsUnsignedLongLong(i) : PyLong_AsLongLong(i);
-        Py_DECREF(i);
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    return n;
-}
-
-/*
- * A frozen Python value as a constant: bool (typed), int, float, complex
- * (weak), or a NumPy scalar (typed).  Returns NULL without an exception
- * when value is none of these.
- */
-static CcNode *
-value_const(Lower *L, PyObject *ast, PyObject *value)
-{
-    if (PyBool_Check(value)) {
-        CcNode *n = const_node(L, ast, cc_scalar_type(TS_BOOL));
-        if (n != NULL) {
-            n->ival = value == Py_True;
-        }
-        return n;
-    }
-    if (PyLong_Check(value)) {
-        return int_const(L, ast, value);
-    }
-    if (PyFloat_Check(value)) {
-        CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_FLOAT));
-        if (n != NULL) {
-            n->fval = PyFloat_AsDouble(value);
-        }
-        return n;
-    }
-    if (PyComplex_Check(value)) {
-        CcNode *n = const_node(L, ast, cc_weak_type(CT_WEAK_COMPLEX));
-        if (n != NULL) {
-            n->fval = PyComplex_RealAsDouble(value);
-            n->fimag = PyComplex_ImagAsDouble(value);
-        }
-        return n;
-    }
-    if (PyArray_IsScalar(value, Generic)) {
-        return numpy_const(L, ast, value);
-    }
-    return NULL;
-}
-
 /* ---- expressions ---- */
 
 static CcNode *lower_expr(Lower *L, PyObject *node);
@@ -939,7 +302,7 @@ static CcNode *lower_expr(Lower *L, PyObject *node);
 static CcNode *
 lower_attr_expr(Lower *L, PyObject *node, const char *attr)
 {
-    PyObject *value = get(node, attr);
+    PyObject *value = lw_get(node, attr);
     if (value == NULL) {
         return NULL;
     }
@@ -949,10 +312,10 @@ lower_attr_expr(Lower *L, PyObject *node, const char *attr)
 }
 
 /* Lowers the list node.attr into a new arena array; *count gets its size. */
-static CcNode **
-lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
+CcNode **
+lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
 {
-    PyObject *list = get(node, attr);
+    PyObject *list = lw_get(node, attr);
     if (list == NULL) {
         return NULL;
     }
@@ -973,13 +336,14 @@ lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count)
 static int
 lower_op(Lower *L, PyObject *op, PyObject *at)
 {
-    const AstClass *c = ast_class(op);
+    const AstClass *c = lw_ast_class(op);
     if (c == NULL || c->kind != A_OPERATOR) {
         unsupported(L, op, "operator");
         return -1;
     }
     if (c->op < 0) {
-        cc_error(L->fn, loc_of(L, at), "the '%s' operator is not supported in a kernel", c->what);
+        cc_error(L->fn, lw_loc_of(L, at), "the '%s' operator is not supported in a kernel",
+                 c->what);
         return -1;
     }
     return c->op;
@@ -988,7 +352,7 @@ lower_op(Lower *L, PyObject *op, PyObject *at)
 static int
 node_op(Lower *L, PyObject *node)
 {
-    PyObject *op = get(node, "op");
+    PyObject *op = lw_get(node, "op");
     if (op == NULL) {
         return -1;
     }
@@ -1001,7 +365,7 @@ node_op(Lower *L, PyObject *node)
 static CcNode *
 lower_binop(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_BINOP, node);
+    CcNode *n = lw_new_node(L, ND_BINOP, node);
     int op = node_op(L, node);
     if (n == NULL || op < 0) {
         return NULL;
@@ -1009,28 +373,28 @@ lower_binop(Lower *L, PyObject *node)
     n->op = (CcOp)op;
     n->lhs = lower_attr_expr(L, node, "left");
     n->rhs = n->lhs ? lower_attr_expr(L, node, "right") : NULL;
-    return n->rhs ? fold_int_op(L, n) : NULL;
+    return n->rhs ? lw_fold_int_op(L, n) : NULL;
 }
 
 /* unary := ('-' | '+' | '~' | 'not') expr */
 static CcNode *
 lower_unary(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_UNARY, node);
+    CcNode *n = lw_new_node(L, ND_UNARY, node);
     int op = node_op(L, node);
     if (n == NULL || op < 0) {
         return NULL;
     }
     n->op = (CcOp)op;
     n->lhs = lower_attr_expr(L, node, "operand");
-    return n->lhs ? fold_int_op(L, n) : NULL;
+    return n->lhs ? lw_fold_int_op(L, n) : NULL;
 }
 
 /* boolop := expr ('and' | 'or') expr ... */
 static CcNode *
 lower_boolop(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_BOOLOP, node);
+    CcNode *n = lw_new_node(L, ND_BOOLOP, node);
     int op = node_op(L, node);
     if (n == NULL || op < 0) {
         return NULL;
@@ -1038,7 +402,7 @@ lower_boolop(Lower *L, PyObject *node)
     n->op = (CcOp)op;
     /* only the first operand is always evaluated */
     char *before = save_assigned(L);
-    n->args = lower_expr_list(L, node, "values", &n->nargs);
+    n->args = lw_lower_expr_list(L, node, "values", &n->nargs);
     if (before != NULL) {
         memcpy(L->assigned, before, (size_t)L->nassigned);
     }
@@ -1049,8 +413,8 @@ lower_boolop(Lower *L, PyObject *node)
 static CcNode *
 lower_compare(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_COMPARE, node);
-    PyObject *ops = get(node, "ops"), *comparators = get(node, "comparators");
+    CcNode *n = lw_new_node(L, ND_COMPARE, node);
+    PyObject *ops = lw_get(node, "ops"), *comparators = lw_get(node, "comparators");
     if (n == NULL || ops == NULL || comparators == NULL) {
         goto error;
     }
@@ -1082,7 +446,7 @@ error:
 static CcNode *
 lower_ifexp(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_IFEXP, node);
+    CcNode *n = lw_new_node(L, ND_IFEXP, node);
     if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL) {
         return NULL;
     }
@@ -1095,151 +459,36 @@ lower_ifexp(Lower *L, PyObject *node)
     return n->els ? n : NULL;
 }
 
-/*
- * The Python object an expression names, for names and attribute chains
- * that are not locals: `math`, `math.pi`, `np.float32`.  New reference;
- * NULL with a TypingError.  *local is set instead when the base is a local.
- */
-static PyObject *
-resolve_object(Lower *L, PyObject *node, int *local)
-{
-    AstKind kind = ast_kind(node);
-    *local = 0;
-    if (kind == A_NAME) {
-        const char *name = get_str(L, node, "id");
-        if (name == NULL) {
-            return NULL;
-        }
-        if (local_var(L, name) != NULL) {
-            *local = 1;
-            return NULL;
-        }
-        return resolve_global(L, name, loc_of(L, node));
-    }
-    if (kind == A_ATTRIBUTE) {
-        PyObject *base_node = get(node, "value");
-        if (base_node == NULL) {
-            return NULL;
-        }
-        PyObject *base = resolve_object(L, base_node, local);
-        Py_DECREF(base_node);
-        const char *attr = get_str(L, node, "attr");
-        if (base == NULL || attr == NULL) {
-            Py_XDECREF(base);
-            return NULL;
-        }
-        PyObject *v = PyObject_GetAttrString(base, attr);
-        if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            cc_error(L->fn, loc_of(L, node), "'%s' has no attribute '%s'",
-                     PyModule_Check(base) ? PyModule_GetName(base) : "object", attr);
-        } else if (v == NULL) {
-            char what[128];
-            snprintf(what, sizeof(what), "reading attribute '%.64s'", attr);
-            cc_error_raised(L->fn, loc_of(L, node), what);
-        }
-        Py_DECREF(base);
-        return v;
-    }
-    *local = 1; /* any other expression: its value is computed */
-    return NULL;
-}
-
-/* The frozen value of a global or attribute chain, as a constant. */
-static CcNode *
-lower_frozen(Lower *L, PyObject *node, PyObject *value)
-{
-    CcNode *n = value_const(L, node, value);
-    if (n != NULL || PyErr_Occurred()) {
-        return n;
-    }
-    PyObject *tname = PyObject_GetAttrString((PyObject *)Py_TYPE(value), "__name__");
-    const char *s = tname != NULL ? PyUnicode_AsUTF8AndSize(tname, NULL) : NULL;
-    if (cc_builtin_lookup(value) >= 0 || PyModule_Check(value)) {
-        cc_error(L->fn, loc_of(L, node),
-                 "a %s can only be called or used for its "
-                 "attributes in a kernel",
-                 s != NULL ? s : "function");
-    } else {
-        cc_error(L->fn, loc_of(L, node),
-                 "a value of type '%s' cannot be used in a kernel "
-                 "(only numbers, NumPy scalars, math/cmath/numpy and their functions)",
-                 s != NULL ? s : "?");
-    }
-    Py_XDECREF(tname);
-    return NULL;
-}
-
 /* name := identifier   (a local, or a frozen global/closure value) */
 static CcNode *
 lower_name(Lower *L, PyObject *node)
 {
-    const char *name = get_str(L, node, "id");
+    const char *name = lw_get_str(L, node, "id");
     if (name == NULL) {
         return NULL;
     }
-    CcVar *var = local_var(L, name);
+    CcVar *var = lw_local_var(L, name);
     if (var != NULL) {
         if (!L->assigned[var->index] && !L->terminated) {
-            cc_error(L->fn, loc_of(L, node),
+            cc_error(L->fn, lw_loc_of(L, node),
                      "local variable '%s' may be used before it is "
                      "assigned",
                      name);
             return NULL;
         }
-        CcNode *n = new_node(L, ND_VAR, node);
+        CcNode *n = lw_new_node(L, ND_VAR, node);
         if (n != NULL) {
             n->var = var;
         }
         return n;
     }
-    PyObject *value = resolve_global(L, name, loc_of(L, node));
+    PyObject *value = lw_resolve_global(L, name, lw_loc_of(L, node));
     if (value == NULL) {
         return NULL;
     }
-    CcNode *n = lower_frozen(L, node, value);
+    CcNode *n = lw_lower_frozen(L, node, value);
     Py_DECREF(value);
     return n;
-}
-
-/*
- * abs(), int(), min() and max() of Python int constants, folded exactly as
- * Python computes them (abs(-2**63) is 2**63, not int64's -2**63); n
- * unchanged otherwise.  NULL with an exception.
- */
-static CcNode *
-fold_int_call(Lower *L, CcNode *n, CcFlavor flavor)
-{
-    if (flavor != FL_ABS && flavor != FL_INT && flavor != FL_MIN && flavor != FL_MAX) {
-        return n;
-    }
-    PyObject *r = NULL;
-    for (int i = 0; i < n->nargs; i++) {
-        PyObject *v = const_int_value(n->args[i]);
-        if (v == NULL) {
-            Py_XDECREF(r);
-            return n;
-        }
-        if (r == NULL) {
-            r = flavor == FL_ABS ? PyNumber_Absolute(v) : Py_NewRef(v);
-        } else {
-            int later = PyObject_RichCompareBool(v, r, flavor == FL_MIN ? Py_LT : Py_GT);
-            if (later != 0) {
-                Py_DECREF(r);
-                r = later > 0 ? Py_NewRef(v) : NULL;
-            }
-        }
-        Py_DECREF(v);
-        if (r == NULL) {
-            return NULL;
-        }
-    }
-    CcNode *out = int_const(L, NULL, r);
-    Py_DECREF(r);
-    if (out != NULL) {
-        out->loc = n->loc;
-    }
-    return out;
 }
 
 static CcNode *
@@ -1247,17 +496,17 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
 {
     const CcBuiltin *b = cc_builtin(builtin);
     if (nargs < b->min_args || nargs > b->max_args) {
-        cc_error(L->fn, loc_of(L, at), "%s() takes %d%s argument(s), %d given", b->name,
+        cc_error(L->fn, lw_loc_of(L, at), "%s() takes %d%s argument(s), %d given", b->name,
                  b->min_args, b->max_args > b->min_args ? " or more" : "", nargs);
         return NULL;
     }
-    CcNode *n = new_node(L, ND_CALL, at);
+    CcNode *n = lw_new_node(L, ND_CALL, at);
     if (n != NULL) {
         n->builtin = builtin;
         n->args = args;
         n->nargs = nargs;
     }
-    return n != NULL ? fold_int_call(L, n, b->flavor) : NULL;
+    return n != NULL ? lw_fold_int_call(L, n, b->flavor) : NULL;
 }
 
 /* ---- arrays (gufunc kernels) ---- */
@@ -1267,10 +516,10 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
 static int
 is_param_name(Lower *L, PyObject *node)
 {
-    if (ast_kind(node) != A_NAME) {
+    if (lw_ast_kind(node) != A_NAME) {
         return 0;
     }
-    const char *name = get_str(L, node, "id");
+    const char *name = lw_get_str(L, node, "id");
     CcVar *var = name != NULL ? find_var(L->fn, name) : NULL;
     PyErr_Clear();
     return var != NULL && var->is_param;
@@ -1280,14 +529,14 @@ is_param_name(Lower *L, PyObject *node)
 static CcNode *
 lower_index(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_INDEX, node);
-    PyObject *slice = get(node, "slice");
+    CcNode *n = lw_new_node(L, ND_INDEX, node);
+    PyObject *slice = lw_get(node, "slice");
     CcNode *result = NULL;
     if (n == NULL || slice == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
         goto done;
     }
-    if (ast_kind(slice) == A_TUPLE) {
-        n->args = lower_expr_list(L, slice, "elts", &n->nargs);
+    if (lw_ast_kind(slice) == A_TUPLE) {
+        n->args = lw_lower_expr_list(L, slice, "elts", &n->nargs);
     } else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
         n->nargs = 1;
         n->args[0] = lower_expr(L, slice);
@@ -1305,7 +554,7 @@ done:
 static CcNode *
 array_attr(Lower *L, PyObject *at, CcArrayAttr which, CcNode *array)
 {
-    CcNode *n = new_node(L, ND_ARRAYATTR, at);
+    CcNode *n = lw_new_node(L, ND_ARRAYATTR, at);
     if (n != NULL) {
         n->index = which;
         n->lhs = array;
@@ -1318,16 +567,16 @@ static CcNode *
 lower_attribute(Lower *L, PyObject *node)
 {
     int local;
-    PyObject *value = resolve_object(L, node, &local);
+    PyObject *value = lw_resolve_object(L, node, &local);
     if (value != NULL) {
-        CcNode *n = lower_frozen(L, node, value);
+        CcNode *n = lw_lower_frozen(L, node, value);
         Py_DECREF(value);
         return n;
     }
     if (!local) {
         return NULL;
     }
-    const char *attr = get_str(L, node, "attr");
+    const char *attr = lw_get_str(L, node, "attr");
     if (attr == NULL) {
         return NULL;
     }
@@ -1340,7 +589,7 @@ lower_attribute(Lower *L, PyObject *node)
     }
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
-        cc_error(L->fn, loc_of(L, node),
+        cc_error(L->fn, lw_loc_of(L, node),
                  "attribute '%s' is not supported on a value in a "
                  "kernel (only .real and .imag)",
                  attr);
@@ -1353,187 +602,7 @@ lower_attribute(Lower *L, PyObject *node)
     return builtin_call(L, node, cc_builtin_attr(flavor), args, 1);
 }
 
-/* ---- device functions ---- */
-
-static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
-static int lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
-static int collect_locals(Lower *L, PyObject *funcdef);
-static PyObject *closure_values(PyObject *pyfunc);
-
-/* A @numbavec.jit object: it can hand over its parsed source. */
-static int
-is_device_function(PyObject *obj)
-{
-    return !PyType_Check(obj) && PyObject_HasAttrString(obj, "_numbavec_device_source");
-}
-
-/* Recursion cannot be inlined: a TypingError naming the cycle "f -> g -> f". */
-static int
-check_recursion(Lower *L, PyObject *node, PyObject *callee, const char *name)
-{
-    int found = 0;
-    for (Lower *p = L; p != NULL && !found; p = p->parent) {
-        found = p->device == callee;
-    }
-    if (!found) {
-        return 0;
-    }
-    char chain[512] = "";
-    size_t used = 0;
-    const char *names[64];
-    int k = 0;
-    for (Lower *p = L; p != NULL && k < 64; p = p->parent) {
-        names[k++] = p->name;
-        if (p->device == callee) {
-            break;
-        }
-    }
-    for (int i = k - 1; i >= 0 && used < sizeof(chain); i--) {
-        used += (size_t)snprintf(chain + used, sizeof(chain) - used, "%s -> ", names[i]);
-    }
-    if (used < sizeof(chain)) {
-        snprintf(chain + used, sizeof(chain) - used, "%s", name);
-    }
-    return cc_error(L->fn, loc_of(L, node),
-                    "recursion is not supported in a kernel "
-                    "(device functions are inlined): %s",
-                    chain);
-}
-
-/* The CcSource of a device function from its (pyfunc, funcdef, location). */
-static CcSource *
-device_source(Lower *L, PyObject *info, PyObject **pyfunc, PyObject **funcdef)
-{
-    PyObject *filename, *lines;
-    CcSource *src = cc_alloc(L->fn->arena, sizeof(CcSource));
-    if (src == NULL) {
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(info, "OO(UiO!i)", pyfunc, funcdef, &filename, &src->first_line,
-                          &PyList_Type, &lines, &src->line_offset)) {
-        return NULL;
-    }
-    const char *fname = PyUnicode_AsUTF8AndSize(filename, NULL);
-    PyObject *name = PyObject_GetAttrString(*pyfunc, "__name__");
-    const char *nm = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
-    src->filename = fname ? cc_strdup(L->fn->arena, fname) : NULL;
-    src->name = nm ? cc_strdup(L->fn->arena, nm) : NULL;
-    Py_XDECREF(name);
-    src->lines = lines;
-    /* the arena keeps everything the IR points into */
-    if (src->filename == NULL || src->name == NULL || cc_arena_keep(L->fn->arena, info) < 0) {
-        return NULL;
-    }
-    return src;
-}
-
-/* The inlined body: parameters assigned the arguments, then the statements. */
-static CcNode *
-inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int nargs)
-{
-    CcVar *params[TS_MAXARGS];
-    int nparams = 0;
-    if (lower_params(D, funcdef, params, &nparams) < 0) {
-        return NULL;
-    }
-    if (nparams != nargs) {
-        D->src = NULL; /* the caller's mistake: point at the call */
-        cc_error(D->fn, loc_of(D->parent, node), "%s() takes %d argument(s), %d given", D->name,
-                 nparams, nargs);
-        return NULL;
-    }
-    if (collect_locals(D, funcdef) < 0) {
-        return NULL;
-    }
-    D->nassigned = D->fn->nvars;
-    D->assigned = cc_alloc(D->fn->arena, (size_t)D->nassigned + 1);
-    CcNode *body = D->assigned ? new_node(D, ND_BLOCK, funcdef) : NULL;
-    if (body == NULL
-        || (body->args = cc_alloc(D->fn->arena, sizeof(CcNode *) * (size_t)(nparams + 1)))
-               == NULL) {
-        return NULL;
-    }
-    for (int i = 0; i < nparams; i++) {
-        CcNode *a = new_node(D->parent, ND_ASSIGN, node);
-        if (a == NULL) {
-            return NULL;
-        }
-        a->var = params[i];
-        a->rhs = args[i];
-        body->args[i] = a;
-        D->assigned[params[i]->index] = 1;
-    }
-    if ((body->args[nparams] = lower_block(D, funcdef, "body")) == NULL) {
-        return NULL;
-    }
-    body->args[nparams]->loc = body->loc; /* "can end without returning" points at the def */
-    body->nargs = nparams + 1;
-    return body;
-}
-
-/*
- * call := device_function '(' args ')'
- *   The device function's body is lowered here, into variables of its own
- *   ("name@n.var"), as an ND_INLINE expression: its parameters are assigned
- *   the arguments, each return assigns the result variable and leaves the
- *   body.  Typing happens where it is inlined, so every call site gets the
- *   types of its own arguments.  Its names resolve in its own module.
- */
-static CcNode *
-lower_device_call(Lower *L, PyObject *node, PyObject *callee)
-{
-    Lower D = {0};
-    PyObject *info = NULL, *funcdef = NULL;
-    CcNode *n = NULL;
-    int nargs;
-    CcNode **args = lower_expr_list(L, node, "args", &nargs);
-    if (args == NULL
-        || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
-        goto done;
-    }
-    D.fn = L->fn;
-    D.parent = L;
-    D.device = callee;
-    if ((D.src = device_source(L, info, &D.pyfunc, &funcdef)) == NULL) {
-        goto done;
-    }
-    D.name = D.src->name;
-    if (check_recursion(L, node, callee, D.name) < 0) {
-        goto done;
-    }
-    if (nargs > TS_MAXARGS) {
-        cc_error(L->fn, loc_of(L, node), "too many arguments for %s()", D.name);
-        goto done;
-    }
-    char prefix[96];
-    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
-    D.prefix = cc_strdup(L->fn->arena, prefix);
-    D.result = D.prefix ? add_var(L->fn, scoped(&D, "return")) : NULL;
-    if (D.result == NULL) {
-        goto done;
-    }
-    D.globals = get(D.pyfunc, "__globals__");
-    D.closure = D.globals ? closure_values(D.pyfunc) : NULL;
-    if (D.globals == NULL || D.closure == NULL) {
-        goto done;
-    }
-    if (ast_kind(funcdef) != A_FUNCTIONDEF) {
-        PyErr_SetString(PyExc_TypeError, "numbavec: a device function's source must be an "
-                                         "ast.FunctionDef");
-        goto done;
-    }
-    n = new_node(L, ND_INLINE, node);
-    if (n != NULL) {
-        n->var = D.result;
-        n->then = inline_body(&D, node, funcdef, args, nargs);
-        n = n->then ? n : NULL;
-    }
-done:
-    Py_XDECREF(D.globals);
-    Py_XDECREF(D.closure);
-    Py_XDECREF(info);
-    return n;
-}
+/* ---- calls, constants, tuples, subscripts ---- */
 
 static int
 is_builtin_len(PyObject *callee)
@@ -1552,19 +621,19 @@ is_builtin_len(PyObject *callee)
 static CcNode *
 lower_call(Lower *L, PyObject *node)
 {
-    PyObject *func = get(node, "func"), *keywords = get(node, "keywords");
+    PyObject *func = lw_get(node, "func"), *keywords = lw_get(node, "keywords");
     CcNode *n = NULL;
     if (func == NULL || keywords == NULL) {
         goto done;
     }
     if (PyList_Size(keywords) > 0) {
-        cc_error(L->fn, loc_of(L, node), "keyword arguments are not supported in a kernel");
+        cc_error(L->fn, lw_loc_of(L, node), "keyword arguments are not supported in a kernel");
         goto done;
     }
     int local, nargs;
-    PyObject *callee = resolve_object(L, func, &local);
-    if (callee == NULL && local && ast_kind(func) == A_ATTRIBUTE) {
-        const char *attr = get_str(L, func, "attr");
+    PyObject *callee = lw_resolve_object(L, func, &local);
+    if (callee == NULL && local && lw_ast_kind(func) == A_ATTRIBUTE) {
+        const char *attr = lw_get_str(L, func, "attr");
         if (attr != NULL && strcmp(attr, "conjugate") == 0) {
             CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));
             if (args != NULL && (args[0] = lower_attr_expr(L, func, "value")) != NULL) {
@@ -1572,27 +641,27 @@ lower_call(Lower *L, PyObject *node)
             }
             goto done;
         }
-        cc_error(L->fn, loc_of(L, func),
+        cc_error(L->fn, lw_loc_of(L, func),
                  "method calls are not supported in a kernel "
                  "(only .conjugate())");
         goto done;
     }
     if (callee == NULL) {
         if (local) {
-            cc_error(L->fn, loc_of(L, func), "only builtin functions can be called in a kernel");
+            cc_error(L->fn, lw_loc_of(L, func), "only builtin functions can be called in a kernel");
         }
         goto done;
     }
-    if (is_device_function(callee)) {
-        n = lower_device_call(L, node, callee);
+    if (lw_is_device_function(callee)) {
+        n = lw_lower_device_call(L, node, callee);
         Py_DECREF(callee);
         goto done;
     }
     if (is_builtin_len(callee)) {
         Py_DECREF(callee);
-        CcNode **args = lower_expr_list(L, node, "args", &nargs);
+        CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
         if (args != NULL && nargs != 1) {
-            cc_error(L->fn, loc_of(L, node), "len() takes 1 argument, %d given", nargs);
+            cc_error(L->fn, lw_loc_of(L, node), "len() takes 1 argument, %d given", nargs);
         } else if (args != NULL) {
             n = array_attr(L, node, AA_LEN, args[0]);
         }
@@ -1607,7 +676,7 @@ lower_call(Lower *L, PyObject *node)
         if (builtin == -1) {
             PyObject *r = PyObject_Repr(callee);
             const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
-            cc_error(L->fn, loc_of(L, func), "%s cannot be called in a kernel%s", s ? s : "this",
+            cc_error(L->fn, lw_loc_of(L, func), "%s cannot be called in a kernel%s", s ? s : "this",
                      PyObject_HasAttrString(callee, "__code__")
                          ? " (decorate it with @numbavec.jit)"
                          : "");
@@ -1617,7 +686,7 @@ lower_call(Lower *L, PyObject *node)
         goto done;
     }
     Py_DECREF(callee);
-    CcNode **args = lower_expr_list(L, node, "args", &nargs);
+    CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
     if (args != NULL) {
         n = builtin_call(L, node, builtin, args, nargs);
     }
@@ -1631,17 +700,17 @@ done:
 static CcNode *
 lower_constant(Lower *L, PyObject *node)
 {
-    PyObject *value = get(node, "value");
+    PyObject *value = lw_get(node, "value");
     if (value == NULL) {
         return NULL;
     }
-    CcNode *n = value_const(L, node, value);
+    CcNode *n = lw_value_const(L, node, value);
     if (n == NULL && !PyErr_Occurred()) {
         const char *what = PyUnicode_Check(value) ? "strings"
                            : value == Py_None     ? "None"
                            : PyBytes_Check(value) ? "bytes"
                                                   : "this constant";
-        cc_error(L->fn, loc_of(L, node), "%s %s not supported in a kernel", what,
+        cc_error(L->fn, lw_loc_of(L, node), "%s %s not supported in a kernel", what,
                  value == Py_None ? "is" : "are");
     }
     Py_DECREF(value);
@@ -1652,8 +721,8 @@ lower_constant(Lower *L, PyObject *node)
 static CcNode *
 lower_tuple(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_TUPLE, node);
-    if (n == NULL || (n->args = lower_expr_list(L, node, "elts", &n->nargs)) == NULL) {
+    CcNode *n = lw_new_node(L, ND_TUPLE, node);
+    if (n == NULL || (n->args = lw_lower_expr_list(L, node, "elts", &n->nargs)) == NULL) {
         return NULL;
     }
     return n;
@@ -1664,23 +733,23 @@ lower_tuple(Lower *L, PyObject *node)
 static CcNode *
 lower_subscript(Lower *L, PyObject *node)
 {
-    PyObject *base = get(node, "value");
+    PyObject *base = lw_get(node, "value");
     int array = base != NULL && is_param_name(L, base);
     Py_XDECREF(base);
     if (array) {
         return lower_index(L, node);
     }
-    CcNode *n = new_node(L, ND_GETITEM, node);
-    PyObject *slice = get(node, "slice");
+    CcNode *n = lw_new_node(L, ND_GETITEM, node);
+    PyObject *slice = lw_get(node, "slice");
     PyObject *value = NULL;
     if (n == NULL || slice == NULL) {
         goto error;
     }
     /* a constant index, possibly negated */
     int negate = 0;
-    if (ast_kind(slice) == A_UNARYOP) {
-        PyObject *op = get(slice, "op"), *operand = get(slice, "operand");
-        const AstClass *c = op ? ast_class(op) : NULL;
+    if (lw_ast_kind(slice) == A_UNARYOP) {
+        PyObject *op = lw_get(slice, "op"), *operand = lw_get(slice, "operand");
+        const AstClass *c = op ? lw_ast_class(op) : NULL;
         if (c != NULL && c->kind == A_OPERATOR && c->op == OP_NEG && operand != NULL) {
             negate = 1;
             Py_DECREF(slice);
@@ -1690,10 +759,10 @@ lower_subscript(Lower *L, PyObject *node)
         Py_XDECREF(op);
         Py_XDECREF(operand);
     }
-    if (ast_kind(slice) != A_CONSTANT || (value = get(slice, "value")) == NULL
+    if (lw_ast_kind(slice) != A_CONSTANT || (value = lw_get(slice, "value")) == NULL
         || !PyLong_Check(value) || PyBool_Check(value)) {
         PyErr_Clear();
-        cc_error(L->fn, loc_of(L, node),
+        cc_error(L->fn, lw_loc_of(L, node),
                  "only tuples indexed by an integer constant are "
                  "supported in a kernel");
         goto error;
@@ -1702,7 +771,7 @@ lower_subscript(Lower *L, PyObject *node)
     long long index = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (overflow || index > INT_MAX || index < -(long long)INT_MAX) {
         PyErr_Clear();
-        cc_error(L->fn, loc_of(L, node), "tuple index out of range");
+        cc_error(L->fn, lw_loc_of(L, node), "tuple index out of range");
         goto error;
     }
     n->index = (int)index * (negate ? -1 : 1);
@@ -1721,7 +790,7 @@ error:
 static CcNode *
 lower_expr_kind(Lower *L, PyObject *node)
 {
-    switch (ast_kind(node)) {
+    switch (lw_ast_kind(node)) {
     case A_BINOP:
         return lower_binop(L, node);
     case A_UNARYOP:
@@ -1760,12 +829,12 @@ enter(Lower *L, PyObject *node)
         return 0;
     }
     if (L->fn->max_depth < CC_MAX_DEPTH) {
-        cc_error(L->fn, loc_of(L, node),
+        cc_error(L->fn, lw_loc_of(L, node),
                  "the kernel is nested too deeply for this thread's stack (more than %d levels "
                  "here; compile it on a thread with a larger stack)",
                  L->fn->max_depth);
     } else {
-        cc_error(L->fn, loc_of(L, node),
+        cc_error(L->fn, lw_loc_of(L, node),
                  "the kernel is nested too deeply (more than %d levels of expressions, "
                  "statements and inlined device functions)",
                  CC_MAX_DEPTH);
@@ -1783,23 +852,21 @@ lower_expr(Lower *L, PyObject *node)
 
 /* ---- statements ---- */
 
-static CcNode *lower_block(Lower *L, PyObject *node, const char *attr);
-
 static CcVar *
 target_var(Lower *L, PyObject *target)
 {
-    if (ast_kind(target) != A_NAME) {
-        if (ast_kind(target) == A_SUBSCRIPT) {
-            cc_error(L->fn, loc_of(L, target),
+    if (lw_ast_kind(target) != A_NAME) {
+        if (lw_ast_kind(target) == A_SUBSCRIPT) {
+            cc_error(L->fn, lw_loc_of(L, target),
                      "item assignment is not supported in a "
                      "vectorize kernel");
         } else {
-            cc_error(L->fn, loc_of(L, target), "only names can be assigned to in a kernel");
+            cc_error(L->fn, lw_loc_of(L, target), "only names can be assigned to in a kernel");
         }
         return NULL;
     }
-    const char *name = get_str(L, target, "id");
-    return name != NULL ? local_var(L, name) : NULL;
+    const char *name = lw_get_str(L, target, "id");
+    return name != NULL ? lw_local_var(L, name) : NULL;
 }
 
 static void
@@ -1812,7 +879,7 @@ mark_assigned(Lower *L, CcVar *var)
 static CcNode *
 lower_setitem(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 {
-    CcNode *n = new_node(L, ND_SETITEM, stmt);
+    CcNode *n = lw_new_node(L, ND_SETITEM, stmt);
     if (n == NULL || (n->lhs = lower_index(L, target)) == NULL) {
         return NULL;
     }
@@ -1825,20 +892,20 @@ lower_setitem(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 static CcNode *
 assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 {
-    if (ast_kind(target) == A_SUBSCRIPT) {
-        PyObject *base = get(target, "value");
+    if (lw_ast_kind(target) == A_SUBSCRIPT) {
+        PyObject *base = lw_get(target, "value");
         int array = base != NULL && is_param_name(L, base);
         Py_XDECREF(base);
         if (array) {
             return lower_setitem(L, stmt, target, value);
         }
     }
-    if (ast_kind(target) == A_TUPLE) {
-        PyObject *elts = get(target, "elts");
+    if (lw_ast_kind(target) == A_TUPLE) {
+        PyObject *elts = lw_get(target, "elts");
         if (elts == NULL) {
             return NULL;
         }
-        CcNode *n = new_node(L, ND_UNPACK, stmt);
+        CcNode *n = lw_new_node(L, ND_UNPACK, stmt);
         Py_ssize_t k = PyList_Size(elts);
         if (n != NULL) {
             n->vars = cc_alloc(L->fn->arena, sizeof(CcVar *) * (size_t)(k + 1));
@@ -1860,7 +927,7 @@ assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
         return n;
     }
     CcVar *var = target_var(L, target);
-    CcNode *n = var != NULL ? new_node(L, ND_ASSIGN, stmt) : NULL;
+    CcNode *n = var != NULL ? lw_new_node(L, ND_ASSIGN, stmt) : NULL;
     if (n != NULL) {
         n->var = var;
         n->rhs = value;
@@ -1873,7 +940,7 @@ assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 static CcNode *
 lower_assign(Lower *L, PyObject *node)
 {
-    PyObject *targets = get(node, "targets");
+    PyObject *targets = lw_get(node, "targets");
     CcNode *value = targets ? lower_attr_expr(L, node, "value") : NULL;
     CcNode *result = NULL;
     if (value == NULL) {
@@ -1885,7 +952,7 @@ lower_assign(Lower *L, PyObject *node)
         goto done;
     }
     /* a = b = value: evaluate once into the first target, copy to the rest */
-    CcNode *block = new_node(L, ND_BLOCK, node);
+    CcNode *block = lw_new_node(L, ND_BLOCK, node);
     if (block == NULL
         || (block->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)k)) == NULL) {
         goto done;
@@ -1894,13 +961,13 @@ lower_assign(Lower *L, PyObject *node)
         PyObject *t = PyList_GetItem(targets, i);
         CcNode *v = value;
         if (i > 0) {
-            if (ast_kind(PyList_GetItem(targets, 0)) != A_NAME) {
-                cc_error(L->fn, loc_of(L, node),
+            if (lw_ast_kind(PyList_GetItem(targets, 0)) != A_NAME) {
+                cc_error(L->fn, lw_loc_of(L, node),
                          "chained assignment to tuples is not "
                          "supported in a kernel");
                 goto done;
             }
-            v = new_node(L, ND_VAR, node);
+            v = lw_new_node(L, ND_VAR, node);
             if (v == NULL) {
                 goto done;
             }
@@ -1921,13 +988,13 @@ done:
 static CcNode *
 lower_augassign(Lower *L, PyObject *node)
 {
-    PyObject *target = get(node, "target");
+    PyObject *target = lw_get(node, "target");
     CcNode *result = NULL;
     if (target == NULL) {
         return NULL;
     }
     CcNode *lhs = lower_expr(L, target); /* reads the variable: checks assignment */
-    CcNode *op = new_node(L, ND_BINOP, node);
+    CcNode *op = lw_new_node(L, ND_BINOP, node);
     int opcode = node_op(L, node);
     if (lhs != NULL && op != NULL && opcode >= 0 && lhs->kind == ND_INDEX) {
         /* a[i] op= v: a[i] = a[i] op v (indices are pure: evaluating them
@@ -1941,7 +1008,7 @@ lower_augassign(Lower *L, PyObject *node)
     }
     if (lhs == NULL || op == NULL || opcode < 0 || lhs->kind != ND_VAR) {
         if (lhs != NULL && lhs->kind != ND_VAR && !PyErr_Occurred()) {
-            cc_error(L->fn, loc_of(L, node), "only local variables can be updated in a kernel");
+            cc_error(L->fn, lw_loc_of(L, node), "only local variables can be updated in a kernel");
         }
         goto done;
     }
@@ -1959,11 +1026,11 @@ done:
 static CcNode *
 lower_annassign(Lower *L, PyObject *node)
 {
-    PyObject *target = get(node, "target"), *value = get(node, "value");
+    PyObject *target = lw_get(node, "target"), *value = lw_get(node, "value");
     CcNode *result = NULL;
     if (target != NULL && value != NULL) {
         if (value == Py_None) {
-            result = new_node(L, ND_BLOCK, node); /* a bare declaration */
+            result = lw_new_node(L, ND_BLOCK, node); /* a bare declaration */
         } else {
             CcNode *v = lower_expr(L, value);
             result = v ? assign_to(L, node, target, v) : NULL;
@@ -1978,16 +1045,16 @@ lower_annassign(Lower *L, PyObject *node)
 static CcNode *
 lower_return(Lower *L, PyObject *node)
 {
-    PyObject *value = get(node, "value");
+    PyObject *value = lw_get(node, "value");
     CcNode *n = NULL;
     if (value == Py_None) {
         if (L->result != NULL) {
-            cc_error(L->fn, loc_of(L, node), "a device function must return a value");
+            cc_error(L->fn, lw_loc_of(L, node), "a device function must return a value");
         } else {
             /* a bare return: typeinfer allows it in gufunc kernels only */
-            n = new_node(L, ND_RETURN, node);
+            n = lw_new_node(L, ND_RETURN, node);
         }
-    } else if (value != NULL && (n = new_node(L, ND_RETURN, node)) != NULL) {
+    } else if (value != NULL && (n = lw_new_node(L, ND_RETURN, node)) != NULL) {
         n->lhs = lower_expr(L, value);
         n->var = L->result; /* inlined: assign the result, leave the body */
         n = n->lhs ? n : NULL;
@@ -2003,20 +1070,20 @@ lower_return(Lower *L, PyObject *node)
 static CcNode *
 lower_if(Lower *L, PyObject *node)
 {
-    CcNode *n = new_node(L, ND_IF, node);
+    CcNode *n = lw_new_node(L, ND_IF, node);
     if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL) {
         return NULL;
     }
     char *before = save_assigned(L);
     int term_before = L->terminated;
-    if (before == NULL || (n->then = lower_block(L, node, "body")) == NULL) {
+    if (before == NULL || (n->then = lw_lower_block(L, node, "body")) == NULL) {
         return NULL;
     }
     char *after_then = save_assigned(L);
     int then_term = L->terminated;
     memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = term_before;
-    if (after_then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
+    if (after_then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
     merge_assigned(L, after_then, then_term, save_assigned(L), L->terminated);
@@ -2033,7 +1100,7 @@ loop_body(Lower *L, PyObject *node, const char **before_out)
         return NULL;
     }
     L->loop_depth++;
-    CcNode *body = lower_block(L, node, "body");
+    CcNode *body = lw_lower_block(L, node, "body");
     L->loop_depth--;
     memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = 0;
@@ -2046,10 +1113,10 @@ static CcNode *
 lower_while(Lower *L, PyObject *node)
 {
     const char *before;
-    CcNode *n = new_node(L, ND_WHILE, node);
+    CcNode *n = lw_new_node(L, ND_WHILE, node);
     if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL
         || (n->then = loop_body(L, node, &before)) == NULL
-        || (n->els = lower_block(L, node, "orelse")) == NULL) {
+        || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
     memcpy(L->assigned, before, (size_t)L->nassigned);
@@ -2062,16 +1129,16 @@ lower_while(Lower *L, PyObject *node)
 static CcNode *
 lower_for(Lower *L, PyObject *node)
 {
-    PyObject *target = get(node, "target"), *iter = get(node, "iter");
+    PyObject *target = lw_get(node, "target"), *iter = lw_get(node, "iter");
     PyObject *func = NULL;
-    CcNode *n = new_node(L, ND_FOR_RANGE, node);
+    CcNode *n = lw_new_node(L, ND_FOR_RANGE, node);
     CcNode *result = NULL;
     if (n == NULL || target == NULL || iter == NULL) {
         goto done;
     }
     int local = 0, ok = 0;
-    if (ast_kind(iter) == A_CALL && (func = get(iter, "func")) != NULL) {
-        PyObject *callee = resolve_object(L, func, &local);
+    if (lw_ast_kind(iter) == A_CALL && (func = lw_get(iter, "func")) != NULL) {
+        PyObject *callee = lw_resolve_object(L, func, &local);
         PyObject *builtins = PyImport_ImportModule("builtins");
         PyObject *range = builtins ? PyObject_GetAttrString(builtins, "range") : NULL;
         ok = callee != NULL && callee == range;
@@ -2083,16 +1150,16 @@ lower_for(Lower *L, PyObject *node)
         }
     }
     if (!ok) {
-        cc_error(L->fn, loc_of(L, iter),
+        cc_error(L->fn, lw_loc_of(L, iter),
                  "only 'for ... in range(...)' loops are supported "
                  "in a kernel");
         goto done;
     }
-    if ((n->args = lower_expr_list(L, iter, "args", &n->nargs)) == NULL) {
+    if ((n->args = lw_lower_expr_list(L, iter, "args", &n->nargs)) == NULL) {
         goto done;
     }
     if (n->nargs < 1 || n->nargs > 3) {
-        cc_error(L->fn, loc_of(L, iter), "range() takes 1 to 3 arguments, %d given", n->nargs);
+        cc_error(L->fn, lw_loc_of(L, iter), "range() takes 1 to 3 arguments, %d given", n->nargs);
         goto done;
     }
     if ((n->var = target_var(L, target)) == NULL) {
@@ -2106,7 +1173,7 @@ lower_for(Lower *L, PyObject *node)
     mark_assigned(L, n->var); /* inside the body only */
     n->then = loop_body(L, node, &before);
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    if (n->then == NULL || (n->els = lower_block(L, node, "orelse")) == NULL) {
+    if (n->then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
@@ -2123,22 +1190,22 @@ static CcNode *
 lower_jump(Lower *L, PyObject *node, CcNodeKind kind)
 {
     if (L->loop_depth == 0) {
-        cc_error(L->fn, loc_of(L, node), "'%s' outside a loop",
+        cc_error(L->fn, lw_loc_of(L, node), "'%s' outside a loop",
                  kind == ND_BREAK ? "break" : "continue");
         return NULL;
     }
     L->terminated = 1;
-    return new_node(L, kind, node);
+    return lw_new_node(L, kind, node);
 }
 
 /* A statement that is only a string constant (a docstring) does nothing. */
 static int
 is_docstring(PyObject *node)
 {
-    PyObject *value = get(node, "value");
+    PyObject *value = lw_get(node, "value");
     int doc = 0;
-    if (value != NULL && ast_kind(value) == A_CONSTANT) {
-        PyObject *c = get(value, "value");
+    if (value != NULL && lw_ast_kind(value) == A_CONSTANT) {
+        PyObject *c = lw_get(value, "value");
         doc = c != NULL && PyUnicode_Check(c);
         Py_XDECREF(c);
     }
@@ -2150,7 +1217,7 @@ is_docstring(PyObject *node)
 static CcNode *
 lower_stmt_kind(Lower *L, PyObject *node)
 {
-    switch (ast_kind(node)) {
+    switch (lw_ast_kind(node)) {
     case A_ASSIGN:
         return lower_assign(L, node);
     case A_AUGASSIGN:
@@ -2170,19 +1237,19 @@ lower_stmt_kind(Lower *L, PyObject *node)
     case A_CONTINUE:
         return lower_jump(L, node, ND_CONTINUE);
     case A_PASS:
-        return new_node(L, ND_BLOCK, node);
+        return lw_new_node(L, ND_BLOCK, node);
     case A_EXPR: {
         if (is_docstring(node)) {
-            return new_node(L, ND_BLOCK, node);
+            return lw_new_node(L, ND_BLOCK, node);
         }
-        CcNode *n = new_node(L, ND_EXPR, node);
+        CcNode *n = lw_new_node(L, ND_EXPR, node);
         if (n == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
             return NULL;
         }
         return n;
     }
     case A_FUNCTIONDEF:
-        cc_error(L->fn, loc_of(L, node),
+        cc_error(L->fn, lw_loc_of(L, node),
                  "nested functions are not supported in a kernel "
                  "(use a module-level @numbavec.jit function)");
         return NULL;
@@ -2201,15 +1268,15 @@ lower_stmt(Lower *L, PyObject *node)
 }
 
 /* block := statement+     (node.attr is a list of statements) */
-static CcNode *
-lower_block(Lower *L, PyObject *node, const char *attr)
+CcNode *
+lw_lower_block(Lower *L, PyObject *node, const char *attr)
 {
-    PyObject *list = get(node, attr);
+    PyObject *list = lw_get(node, attr);
     if (list == NULL) {
         return NULL;
     }
     Py_ssize_t k = PyList_Size(list);
-    CcNode *b = new_node(L, ND_BLOCK, k > 0 ? PyList_GetItem(list, 0) : node);
+    CcNode *b = lw_new_node(L, ND_BLOCK, k > 0 ? PyList_GetItem(list, 0) : node);
     if (b != NULL) {
         b->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(k + 1));
     }
@@ -2229,31 +1296,31 @@ lower_block(Lower *L, PyObject *node, const char *attr)
 
 /* parameters := name (',' name)*     no defaults, *args, **kwargs or keyword-only
  * params (room for TS_MAXARGS) and *nparams receive the variables if given. */
-static int
-lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
+int
+lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
 {
-    PyObject *args = get(funcdef, "args");
+    PyObject *args = lw_get(funcdef, "args");
     int rc = -1;
     if (args == NULL) {
         return -1;
     }
     static const char *const forbidden[] = {"vararg", "kwarg"};
     for (int i = 0; i < 2; i++) {
-        PyObject *v = get(args, forbidden[i]);
+        PyObject *v = lw_get(args, forbidden[i]);
         int bad = v != NULL && v != Py_None;
         Py_XDECREF(v);
         if (bad) {
-            cc_error(L->fn, loc_of(L, funcdef),
+            cc_error(L->fn, lw_loc_of(L, funcdef),
                      "*args and **kwargs are not supported in a "
                      "kernel");
             goto done;
         }
     }
-    PyObject *kwonly = get(args, "kwonlyargs"), *defaults = get(args, "defaults");
-    PyObject *posonly = get(args, "posonlyargs"), *plain = get(args, "args");
+    PyObject *kwonly = lw_get(args, "kwonlyargs"), *defaults = lw_get(args, "defaults");
+    PyObject *posonly = lw_get(args, "posonlyargs"), *plain = lw_get(args, "args");
     if (kwonly && defaults && posonly && plain) {
         if (PyList_Size(kwonly) > 0 || PyList_Size(defaults) > 0) {
-            cc_error(L->fn, loc_of(L, funcdef),
+            cc_error(L->fn, lw_loc_of(L, funcdef),
                      "keyword-only parameters and default values "
                      "are not supported in a kernel");
         } else {
@@ -2261,14 +1328,15 @@ lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
             PyObject *lists[2] = {posonly, plain};
             for (int j = 0; rc == 0 && j < 2; j++) {
                 for (Py_ssize_t i = 0; rc == 0 && i < PyList_Size(lists[j]); i++) {
-                    const char *name = scoped(L, get_str(L, PyList_GetItem(lists[j], i), "arg"));
-                    CcVar *v = name ? add_var(L->fn, name) : NULL;
+                    const char *name =
+                        lw_scoped(L, lw_get_str(L, PyList_GetItem(lists[j], i), "arg"));
+                    CcVar *v = name ? lw_add_var(L->fn, name) : NULL;
                     rc = v != NULL ? 0 : -1;
                     if (v != NULL && L->prefix == NULL) {
                         v->is_param = 1; /* an inlined function's are plain locals */
                     }
                     if (params != NULL && v != NULL && *nparams == TS_MAXARGS) {
-                        cc_error(L->fn, loc_of(L, funcdef),
+                        cc_error(L->fn, lw_loc_of(L, funcdef),
                                  "a device function takes at most %d parameters", TS_MAXARGS);
                         rc = -1;
                     } else if (params != NULL && v != NULL) {
@@ -2290,39 +1358,10 @@ done:
     return rc;
 }
 
-/* {free variable name: cell contents} of pyfunc (empty cells left out). */
-static PyObject *
-closure_values(PyObject *pyfunc)
-{
-    PyObject *code = get(pyfunc, "__code__");
-    PyObject *names = code ? get(code, "co_freevars") : NULL;
-    PyObject *cells = get(pyfunc, "__closure__");
-    PyObject *result = PyDict_New();
-    Py_ssize_t n = names ? PyTuple_Size(names) : 0;
-    for (Py_ssize_t i = 0; result != NULL && cells != NULL && cells != Py_None && i < n; i++) {
-        PyObject *contents = get(PyTuple_GetItem(cells, i), "cell_contents");
-        if (contents == NULL) {
-            PyErr_Clear(); /* an empty cell: the name is simply undefined */
-            continue;
-        }
-        if (PyDict_SetItem(result, PyTuple_GetItem(names, i), contents) < 0) {
-            Py_CLEAR(result);
-        }
-        Py_DECREF(contents);
-    }
-    Py_XDECREF(code);
-    Py_XDECREF(names);
-    Py_XDECREF(cells);
-    if (PyErr_Occurred()) {
-        Py_CLEAR(result);
-    }
-    return result;
-}
-
 int
 cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
 {
-    if (ast_table == NULL && build_ast_table() < 0) {
+    if (lw_ast_init() < 0) {
         return -1;
     }
     Lower L = {0};
@@ -2333,20 +1372,20 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     fn->max_depth = cc_depth_budget();
     fn->nnodes = 0;
     int rc = -1;
-    fn->body = new_node(&L, ND_BLOCK, funcdef);
+    fn->body = lw_new_node(&L, ND_BLOCK, funcdef);
     if (fn->body == NULL) {
         return -1;
     }
-    L.globals = get(pyfunc, "__globals__");
-    L.closure = closure_values(pyfunc);
+    L.globals = lw_get(pyfunc, "__globals__");
+    L.closure = lw_closure_values(pyfunc);
     if (L.globals == NULL || L.closure == NULL) {
         goto done;
     }
-    if (ast_kind(funcdef) != A_FUNCTIONDEF) {
+    if (lw_ast_kind(funcdef) != A_FUNCTIONDEF) {
         PyErr_SetString(PyExc_TypeError, "numbavec: expected an ast.FunctionDef");
         goto done;
     }
-    if (lower_params(&L, funcdef, NULL, NULL) < 0 || collect_locals(&L, funcdef) < 0) {
+    if (lw_lower_params(&L, funcdef, NULL, NULL) < 0 || lw_collect_locals(&L, funcdef) < 0) {
         goto done;
     }
     L.nassigned = fn->nvars;
@@ -2355,7 +1394,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
         goto done;
     }
     memset(L.assigned, 1, (size_t)fn->nparams);
-    CcNode *body = lower_block(&L, funcdef, "body");
+    CcNode *body = lw_lower_block(&L, funcdef, "body");
     if (body != NULL) {
         body->loc = fn->body->loc;
         fn->body = body;

@@ -1,0 +1,151 @@
+/*
+ * lower.h - what the files of the lowering pass share (compiler.h's
+ * cc_lower is all that the rest of the compiler sees of them):
+ *
+ *   astkind.c  the node classes of Python's `ast` module, as AstKinds
+ *   lower.c    the pass: Python `ast` objects -> untyped IR (CcNode)
+ *   resolve.c  names that are not locals, frozen into constants; Python
+ *              int arithmetic on constants, folded
+ *   inline.c   device functions, inlined at each call
+ *
+ * Cross-file functions carry the prefix lw_; everything else stays static
+ * in its file.  Each section below belongs to one .c file.
+ */
+#ifndef NV_COMPILER_LOWER_H
+#define NV_COMPILER_LOWER_H
+
+#include "compiler/compiler.h"
+
+/* ---- astkind.c ---- */
+
+typedef enum AstKind {
+    A_UNSUPPORTED = 0,
+    A_FUNCTIONDEF,
+    A_RETURN,
+    A_ASSIGN,
+    A_AUGASSIGN,
+    A_ANNASSIGN,
+    A_IF,
+    A_WHILE,
+    A_FOR,
+    A_BREAK,
+    A_CONTINUE,
+    A_PASS,
+    A_EXPR,
+    A_BINOP,
+    A_UNARYOP,
+    A_BOOLOP,
+    A_COMPARE,
+    A_IFEXP,
+    A_CALL,
+    A_CONSTANT,
+    A_NAME,
+    A_ATTRIBUTE,
+    A_TUPLE,
+    A_SUBSCRIPT,
+    A_STORE,
+    /* operators: their CcOp follows from the table */
+    A_OPERATOR,
+} AstKind;
+
+typedef struct AstClass {
+    const char *name;
+    AstKind kind;
+    int op;           /* CcOp for A_OPERATOR, -1 if the operator is unsupported */
+    const char *what; /* A_UNSUPPORTED: how the error names it */
+} AstClass;
+
+int lw_ast_init(void); /* builds the class table once; 0/-1 */
+/* The table entry of node's class, or NULL for classes not listed. */
+const AstClass *lw_ast_class(PyObject *node);
+AstKind lw_ast_kind(PyObject *node); /* A_UNSUPPORTED for classes not listed */
+
+/* ---- lower.c ---- */
+
+/*
+ * One function being lowered: the kernel, or a device function inlined
+ * into it (then prefix names its variables apart, src points at its own
+ * source, result is the variable its returns assign, and parent is the
+ * caller's context: the chain that recursion is checked against).
+ */
+typedef struct Lower {
+    CcFunction *fn;
+    PyObject *pyfunc;  /* borrowed */
+    PyObject *globals; /* owned: pyfunc.__globals__ */
+    PyObject *closure; /* owned: {free variable name: value} */
+    char *assigned;    /* definite assignment, one flag per variable */
+    int nassigned;     /* variables that existed when assigned was made */
+    int terminated;    /* the current path ended (return/break/continue) */
+    int loop_depth;
+    const char *name;    /* the function's name, for messages */
+    const CcSource *src; /* NULL for the kernel */
+    const char *prefix;  /* "name@n." for an inlined function, else NULL */
+    CcVar *result;       /* inlined: the variable returns assign */
+    PyObject *device;    /* inlined: the device function object (borrowed) */
+    struct Lower *parent;
+} Lower;
+
+/* node.attr: a new reference, or NULL.  NULL at once while an exception is
+ * pending (lowering unwinds without entering Python). */
+PyObject *lw_get(PyObject *node, const char *attr);
+/* Where node is ({0, 0}: nowhere); an exception pending stays pending. */
+CcLoc lw_loc_of(Lower *L, PyObject *node);
+/* A zeroed node in the arena at ast's location (NULL: the body's); NULL
+ * with a TypingError past the kernel's node limit, or a MemoryError. */
+CcNode *lw_new_node(Lower *L, CcNodeKind kind, PyObject *ast);
+/* The str node.attr copied into the arena (Name.id), or NULL. */
+const char *lw_get_str(Lower *L, PyObject *node, const char *attr);
+/* The variable name of fn, added when new; NULL with a TypingError past
+ * the kernel's variable limit, or a MemoryError. */
+CcVar *lw_add_var(CcFunction *fn, const char *name);
+/* name as L's function stores it: with L's prefix when it is inlined
+ * (in the arena; NULL when name is NULL or memory runs out). */
+const char *lw_scoped(Lower *L, const char *name);
+/* The local variable `name` as L's function sees it, or NULL. */
+CcVar *lw_local_var(Lower *L, const char *name);
+/* Adds every name funcdef stores to as a variable (Python's rule).  0/-1. */
+int lw_collect_locals(Lower *L, PyObject *funcdef);
+/* The expressions of the list node.attr, in a new arena array (*count: how
+ * many), or NULL. */
+CcNode **lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count);
+/* The statements of the list node.attr as an ND_BLOCK, or NULL. */
+CcNode *lw_lower_block(Lower *L, PyObject *node, const char *attr);
+/* The parameters of funcdef as variables (into params, room for
+ * TS_MAXARGS, and *nparams, when params is not NULL); the kernel's also
+ * set fn->nparams.  0/-1 with a TypingError. */
+int lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
+
+/* ---- resolve.c ---- */
+
+/* {free variable name: cell contents} of pyfunc (borrowed): a new dict,
+ * or NULL with an exception. */
+PyObject *lw_closure_values(PyObject *pyfunc);
+/* The frozen value of the non-local `name`: a new reference, or NULL with
+ * a TypingError at loc when it is not defined. */
+PyObject *lw_resolve_global(Lower *L, const char *name, CcLoc loc);
+/* The object a Name or attribute chain names when its base is not a local
+ * (`math.pi`): a new reference.  NULL with a TypingError, or NULL with
+ * *local set (no exception) when the expression is computed at run time. */
+PyObject *lw_resolve_object(Lower *L, PyObject *node, int *local);
+/* value (borrowed) as an ND_CONST at ast; NULL with an exception, or
+ * without one when value is not a number or a NumPy scalar. */
+CcNode *lw_value_const(Lower *L, PyObject *ast, PyObject *value);
+/* The same for a frozen global, NULL with a TypingError saying why a
+ * value of its type cannot be used. */
+CcNode *lw_lower_frozen(Lower *L, PyObject *node, PyObject *value);
+/* n (ND_BINOP, ND_UNARY; or an abs/int/min/max call) of Python int
+ * constants, folded as Python computes it; n itself when it is not one.
+ * NULL with a TypingError when the result would be too large. */
+CcNode *lw_fold_int_op(Lower *L, CcNode *n);
+CcNode *lw_fold_int_call(Lower *L, CcNode *n, CcFlavor flavor);
+
+/* ---- inline.c ---- */
+
+/* Whether obj is a device function (@numbavec.jit): it can hand over its
+ * parsed source.  Errors count as no. */
+int lw_is_device_function(PyObject *obj);
+/* The call `node` of callee (a device function, borrowed) as an ND_INLINE
+ * expression: the callee's body lowered in place.  NULL with an exception. */
+CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
+
+#endif /* NV_COMPILER_LOWER_H */
