@@ -301,10 +301,19 @@ def test_same_function_twice_in_one_process_shares_the_code(tmp_path, monkeypatc
     def twice(x):
         return x * 3
 
-    live = _core._jit_info()["live_codes"]
-    a = vectorize(["f8(f8)"], cache=True)(twice)
-    b = vectorize(["f8(f8)"], cache=True)(twice)
-    assert _core._jit_info()["live_codes"] == live + 1
+    import gc
+
+    # ufuncs are collected in cycles: earlier tests' garbage, freed by a
+    # collection in between, would change the count
+    gc.collect()
+    gc.disable()
+    try:
+        live = _core._jit_info()["live_codes"]
+        a = vectorize(["f8(f8)"], cache=True)(twice)
+        b = vectorize(["f8(f8)"], cache=True)(twice)
+        assert _core._jit_info()["live_codes"] == live + 1
+    finally:
+        gc.enable()
     np.testing.assert_array_equal(a(np.arange(3.0)), b(np.arange(3.0)))
     del a
     np.testing.assert_array_equal(b(np.arange(3.0)), [0, 3, 6])
