@@ -331,3 +331,32 @@ def test_the_truth_of_an_int_constant_beyond_int64(target, body):
     """2**100 was tested through its low 64 bits (0: false)."""
     k = kernel(body)
     assert_like_py_func(vectorize(["i2(i2)"], target=target)(k), k, [5, -3])
+
+
+# ---- integer ** : straight-line for constants, one function otherwise ----
+
+@pytest.mark.parametrize("sig", ["i8(i8, i8)", "i1(i1, i1)", "u4(u4, u4)"])
+def test_integer_power_against_py_func(target, sig):
+    k = kernel("return y ** x + y ** 3 * y ** 0 + y ** 13", "y, x")
+    u = vectorize([sig], target=target)(k)
+    dt = np.dtype(sig[:2])
+    ys = [0, 1, 2, 3, 7, 11] + ([-1, -2, -3] if dt.kind == "i" else [200])
+    xs = [0, 1, 2, 3, 5, 9, 40, 63]
+    y, x = (np.array(c, dtype=dt) for c in zip(*[(a, b) for a in ys for b in xs]))
+    with np.errstate(all="ignore"):
+        assert_like_py_func(u, k, y, x)
+
+
+def test_integer_power_code_stays_linear_in_the_number_of_powers(target):
+    """Each ** inlined its own loop, and LLVM's cost grew as about n^2.6 with
+    n of them (2,000 took 45 s): constant exponents are multiplied out in
+    line, any other calls one out-of-line function per kind."""
+    body = "".join(f"    y = y ** x + y ** {e}\n" for e in range(2, 40))
+    k = kernel_from_source(f"def k(y, x):\n{body}    return y\n")
+    u = vectorize(["i8(i8, i8)"], target=target)(k)
+    ir = u.inspect_llvm("i8(i8, i8)")
+    assert ir.count("define internal i64 @numbavec.ipow.int64") == 1
+    assert "ipow.loop" in ir                      # the one function's loop
+    assert ir.count("ipow.loop:") == 1
+    with np.errstate(all="ignore"):
+        assert_like_py_func(u, k, [2, -3, 0, 1], [3, 0, 5, 1])

@@ -83,51 +83,125 @@ int_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
  * Integer a ** b by squaring.  A negative exponent gives the truncated
  * value of the exact result: 1 for a == 1, +-1 for a == -1, else 0
  * (NumPy raises for arrays; a kernel cannot, see DESIGN.md).
+ *
+ * A constant exponent (x ** 3, the usual case) is multiplied out in line;
+ * any other calls one function per kind and module, `numbavec.ipow.<kind>`,
+ * kept out of line: a loop in line per ** made a chain of n of them cost
+ * LLVM about n^2.6 (a 2,000-statement chain took 45 s).  Wrapping
+ * multiplication is associative, so both give the same bits.
  */
-LLVMValueRef
-em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
-{
-    LLVMValueRef zero = em_int_const(E, k, 0), one = em_int_const(E, k, 1);
-    LLVMBasicBlockRef entry = em_current_block(E);
-    LLVMBasicBlockRef loop = em_new_block(E, "ipow.loop"), done = em_new_block(E, "ipow.done");
-    LLVMValueRef neg = ts_is_signed(k) ? LLVMBuildICmp(E->b, LLVMIntSLT, b, zero, "e.neg")
-                                       : LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
-    LLVMValueRef e0 = LLVMBuildSelect(E->b, neg, zero, b, "e");
-    LLVMValueRef start = LLVMBuildICmp(E->b, LLVMIntEQ, e0, zero, "e.zero");
-    LLVMBuildCondBr(E->b, start, done, loop);
 
-    LLVMPositionBuilderAtEnd(E->b, loop);
+/* The truncated a ** b for a negative b (b_odd: b's lowest bit). */
+static LLVMValueRef
+int_pow_negative(LLVMBuilderRef bld, TsKind k, LLVMValueRef a, LLVMValueRef b_odd, LLVMTypeRef t)
+{
+    LLVMValueRef one = LLVMConstInt(t, 1, 0), zero = LLVMConstInt(t, 0, 0);
+    LLVMValueRef m1 = LLVMConstInt(t, (unsigned long long)-1, 1);
+    LLVMValueRef a_one = LLVMBuildICmp(bld, LLVMIntEQ, a, one, "a.one");
+    LLVMValueRef a_m1 = LLVMBuildICmp(bld, LLVMIntEQ, a, m1, "a.m1");
+    LLVMValueRef m1_pow = LLVMBuildSelect(bld, b_odd, m1, one, "m1.pow");
+    return LLVMBuildSelect(bld, a_one, one, LLVMBuildSelect(bld, a_m1, m1_pow, zero, "pow.m1"),
+                           "pow.neg");
+}
+
+/* a ** e for a constant e: at most two multiplications a bit of e. */
+static LLVMValueRef
+int_pow_const(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
+{
     LLVMTypeRef t = cc_value_type(E->ctx, k);
-    LLVMValueRef r = LLVMBuildPhi(E->b, t, "r"), base = LLVMBuildPhi(E->b, t, "base");
-    LLVMValueRef e = LLVMBuildPhi(E->b, t, "e");
-    LLVMValueRef odd = LLVMBuildTrunc(E->b, e, LLVMInt1TypeInContext(E->ctx), "odd");
-    LLVMValueRef r2 = LLVMBuildSelect(E->b, odd, LLVMBuildMul(E->b, r, base, "r.mul"), r, "r.next");
-    LLVMValueRef base2 = LLVMBuildMul(E->b, base, base, "base.next");
-    LLVMValueRef e2 = LLVMBuildLShr(E->b, e, one, "e.next");
-    LLVMValueRef more = LLVMBuildICmp(E->b, LLVMIntNE, e2, zero, "e.more");
-    LLVMBasicBlockRef loop_end = em_current_block(E);
-    LLVMBuildCondBr(E->b, more, loop, done);
+    if (ts_is_signed(k) && LLVMConstIntGetSExtValue(b) < 0) {
+        LLVMValueRef odd = LLVMConstInt(LLVMInt1TypeInContext(E->ctx),
+                                        (unsigned long long)LLVMConstIntGetSExtValue(b) & 1, 0);
+        return int_pow_negative(E->b, k, a, odd, t);
+    }
+    unsigned long long e = LLVMConstIntGetZExtValue(b);
+    LLVMValueRef r = NULL, base = a;
+    while (e != 0) {
+        if (e & 1) {
+            r = r == NULL ? base : LLVMBuildMul(E->b, r, base, "pow.mul");
+        }
+        e >>= 1;
+        if (e != 0) {
+            base = LLVMBuildMul(E->b, base, base, "pow.sq");
+        }
+    }
+    return r != NULL ? r : LLVMConstInt(t, 1, 0);
+}
+
+/* Fills ipow(a, b) of kind k: the loop by squaring, then negative b. */
+static void
+int_pow_body(LLVMContextRef ctx, LLVMValueRef fn, TsKind k)
+{
+    LLVMTypeRef t = cc_value_type(ctx, k);
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+    LLVMValueRef a = LLVMGetParam(fn, 0), b = LLVMGetParam(fn, 1);
+    LLVMSetValueName2(a, "a", 1);
+    LLVMSetValueName2(b, "b", 1);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, fn, "entry");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ctx, fn, "ipow.loop");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, fn, "ipow.done");
+    LLVMBuilderRef bld = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(bld, entry);
+    LLVMValueRef neg = ts_is_signed(k) ? LLVMBuildICmp(bld, LLVMIntSLT, b, zero, "e.neg")
+                                       : LLVMConstInt(LLVMInt1TypeInContext(ctx), 0, 0);
+    LLVMValueRef e0 = LLVMBuildSelect(bld, neg, zero, b, "e");
+    LLVMBuildCondBr(bld, LLVMBuildICmp(bld, LLVMIntEQ, e0, zero, "e.zero"), done, loop);
+
+    LLVMPositionBuilderAtEnd(bld, loop);
+    LLVMValueRef r = LLVMBuildPhi(bld, t, "r"), base = LLVMBuildPhi(bld, t, "base");
+    LLVMValueRef e = LLVMBuildPhi(bld, t, "e");
+    LLVMValueRef odd = LLVMBuildTrunc(bld, e, LLVMInt1TypeInContext(ctx), "odd");
+    LLVMValueRef r2 = LLVMBuildSelect(bld, odd, LLVMBuildMul(bld, r, base, "r.mul"), r, "r.next");
+    LLVMValueRef base2 = LLVMBuildMul(bld, base, base, "base.next");
+    LLVMValueRef e2 = LLVMBuildLShr(bld, e, one, "e.next");
+    LLVMBuildCondBr(bld, LLVMBuildICmp(bld, LLVMIntNE, e2, zero, "e.more"), loop, done);
     LLVMValueRef r_in[2] = {one, r2}, base_in[2] = {a, base2}, e_in[2] = {e0, e2};
-    LLVMBasicBlockRef from[2] = {entry, loop_end};
+    LLVMBasicBlockRef from[2] = {entry, loop};
     LLVMAddIncoming(r, r_in, from, 2);
     LLVMAddIncoming(base, base_in, from, 2);
     LLVMAddIncoming(e, e_in, from, 2);
 
-    LLVMPositionBuilderAtEnd(E->b, done);
-    LLVMValueRef result = LLVMBuildPhi(E->b, t, "ipow");
+    LLVMPositionBuilderAtEnd(bld, done);
+    LLVMValueRef result = LLVMBuildPhi(bld, t, "ipow");
     LLVMValueRef res_in[2] = {one, r2};
     LLVMAddIncoming(result, res_in, from, 2);
-    if (!ts_is_signed(k)) {
-        return result;
+    if (ts_is_signed(k)) {
+        LLVMValueRef b_odd = LLVMBuildTrunc(bld, b, LLVMInt1TypeInContext(ctx), "b.odd");
+        result = LLVMBuildSelect(bld, neg, int_pow_negative(bld, k, a, b_odd, t), result, "pow");
     }
-    /* negative exponents */
-    LLVMValueRef a_one = LLVMBuildICmp(E->b, LLVMIntEQ, a, one, "a.one");
-    LLVMValueRef a_m1 = LLVMBuildICmp(E->b, LLVMIntEQ, a, em_int_const(E, k, -1), "a.m1");
-    LLVMValueRef b_odd = LLVMBuildTrunc(E->b, b, LLVMInt1TypeInContext(E->ctx), "b.odd");
-    LLVMValueRef m1_pow = LLVMBuildSelect(E->b, b_odd, em_int_const(E, k, -1), one, "m1.pow");
-    LLVMValueRef negres = LLVMBuildSelect(
-        E->b, a_one, one, LLVMBuildSelect(E->b, a_m1, m1_pow, zero, "pow.m1"), "pow.neg");
-    return LLVMBuildSelect(E->b, neg, negres, result, "pow");
+    LLVMBuildRet(bld, result);
+    LLVMDisposeBuilder(bld);
+}
+
+/* The module's numbavec.ipow.<kind>, made on first use. */
+static LLVMValueRef
+int_pow_function(Emit *E, TsKind k)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "numbavec.ipow.%s", ts_kind_name(k));
+    LLVMValueRef fn = LLVMGetNamedFunction(E->mod, name);
+    if (fn != NULL) {
+        return fn;
+    }
+    LLVMTypeRef t = cc_value_type(E->ctx, k), params[2] = {t, t};
+    fn = LLVMAddFunction(E->mod, name, LLVMFunctionType(t, params, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(E->ctx, noinline, 0));
+    int_pow_body(E->ctx, fn, k);
+    return fn;
+}
+
+LLVMValueRef
+em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b)
+{
+    if (LLVMIsAConstantInt(b)) {
+        return int_pow_const(E, k, a, b);
+    }
+    LLVMValueRef fn = int_pow_function(E, k), args[2] = {a, b};
+    LLVMTypeRef t = cc_value_type(E->ctx, k), params[2] = {t, t};
+    return LLVMBuildCall2(E->b, LLVMFunctionType(t, params, 2, 0), fn, args, 2, "ipow");
 }
 
 /* NumPy's shifts: a shift by the width or more gives 0 (or -1 for >> of
