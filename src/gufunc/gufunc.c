@@ -153,46 +153,6 @@ compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
 
 /* ---- the ufunc ---- */
 
-static PyObject *
-make_ufunc(VzLibrary *lib, const GuLayout *layout, PyObject *identity, const char *doc)
-{
-    Py_ssize_t n = lib->n;
-    int nargs = layout->nargs;
-    PyUFuncGenericFunction *funcs = PyMem_Calloc((size_t)n, sizeof(*funcs));
-    void **data = PyMem_Calloc((size_t)n, sizeof(void *));
-    char *types = PyMem_Calloc((size_t)(n * nargs + 1), 1);
-    PyObject *ufunc = NULL;
-    if (funcs == NULL || data == NULL || types == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        funcs[i] = lib->items[i]->fn;
-        data[i] = lib->items[i]->data;
-        for (int k = 0; k < nargs; k++) {
-            types[i * nargs + k] = (char)ts_kind_typenum(lib->items[i]->cc.sig.args[k].kind);
-        }
-    }
-    VzUfuncSpec spec = {.name = lib->kernel->name,
-                        .doc = doc,
-                        .nin = layout->nin,
-                        .nout = layout->nout,
-                        .ntypes = (int)n,
-                        .funcs = funcs,
-                        .data = data,
-                        .types = types,
-                        .identity = identity,
-                        .owner = (PyObject *)lib,
-                        .signature = layout->text,
-                        .methods = 1};
-    ufunc = vz_make_ufunc(&spec);
-done:
-    PyMem_Free(funcs);
-    PyMem_Free(data);
-    PyMem_Free(types);
-    return ufunc;
-}
-
 /*
  * Written operands: read, written, and copied back when NumPy had to cast
  * or copy them (see the file comment).  NumPy adds its input flags to an
@@ -442,7 +402,14 @@ gu_make_guvectorize(const TgTarget *t, TgRequest *r)
     for (Py_ssize_t i = 0; i < r->nsigs; i++) {
         memcpy(((GuLoop *)lib->items[i]->data)->written, o.written, sizeof(o.written));
     }
-    ufunc = make_ufunc(lib, &layout, r->identity, r->doc);
+    VzUfuncSpec spec = {.name = lib->kernel->name,
+                        .doc = r->doc,
+                        .nin = layout.nin,
+                        .nout = layout.nout,
+                        .identity = r->identity,
+                        .signature = layout.text,
+                        .methods = 1};
+    ufunc = vz_library_ufunc(lib, &spec);
     if (ufunc == NULL) {
         goto done;
     }

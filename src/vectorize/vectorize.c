@@ -371,39 +371,36 @@ vz_library_new(const TgTarget *target, CcKernel *kernel)
     return lib;
 }
 
-static PyObject *
-make_ufunc(Library *lib, PyObject *identity, const char *doc)
+PyObject *
+vz_library_ufunc(VzLibrary *lib, VzUfuncSpec *spec)
 {
     Py_ssize_t n = lib->n;
-    int nin = n ? lib->items[0]->cc.sig.nargs : 0;
-    PyUFuncGenericFunction *funcs = PyMem_Calloc((size_t)n, sizeof(*funcs));
-    void **data = PyMem_Calloc((size_t)n, sizeof(void *));
-    char *types = PyMem_Calloc((size_t)(n * (nin + 1)), 1);
+    int nargs = spec->nin + spec->nout;
+    PyUFuncGenericFunction *funcs = PyMem_Calloc((size_t)n + 1, sizeof(*funcs));
+    void **data = PyMem_Calloc((size_t)n + 1, sizeof(void *));
+    char *types = PyMem_Calloc((size_t)(n * nargs + 1), 1);
     PyObject *ufunc = NULL;
     if (funcs == NULL || data == NULL || types == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        Compiled *c = lib->items[i];
-        funcs[i] = c->fn;
-        data[i] = c->data;
-        for (int k = 0; k < nin; k++) {
-            types[i * (nin + 1) + k] = (char)ts_kind_typenum(c->cc.sig.args[k].kind);
+        const TsSignature *sig = &lib->items[i]->cc.sig;
+        funcs[i] = lib->items[i]->fn;
+        data[i] = lib->items[i]->data;
+        for (int k = 0; k < sig->nargs; k++) {
+            types[i * nargs + k] = (char)ts_kind_typenum(sig->args[k].kind);
         }
-        types[i * (nin + 1) + nin] = (char)ts_kind_typenum(c->cc.sig.ret.kind);
+        if (sig->ret.kind != TS_VOID) {
+            types[i * nargs + sig->nargs] = (char)ts_kind_typenum(sig->ret.kind);
+        }
     }
-    VzUfuncSpec spec = {.name = lib->kernel->name,
-                        .doc = doc,
-                        .nin = nin,
-                        .nout = 1,
-                        .ntypes = (int)n,
-                        .funcs = funcs,
-                        .data = data,
-                        .types = types,
-                        .identity = identity,
-                        .owner = (PyObject *)lib};
-    ufunc = vz_make_ufunc(&spec);
+    spec->ntypes = (int)n;
+    spec->funcs = funcs;
+    spec->data = data;
+    spec->types = types;
+    spec->owner = (PyObject *)lib;
+    ufunc = vz_make_ufunc(spec);
 done:
     PyMem_Free(funcs);
     PyMem_Free(data);
@@ -507,7 +504,12 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
         while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {
             i++;
         }
-        ufunc = i == r->nsigs ? make_ufunc(lib, r->identity, r->doc) : NULL;
+        VzUfuncSpec spec = {.name = lib->kernel->name,
+                            .doc = r->doc,
+                            .nin = r->sigs[0].nargs, /* check_signatures: all alike */
+                            .nout = 1,
+                            .identity = r->identity};
+        ufunc = i == r->nsigs ? vz_library_ufunc(lib, &spec) : NULL;
     }
     Py_DECREF(lib);
     return ufunc;

@@ -148,6 +148,10 @@ typedef struct VzLibrary {
     void (*free_extra)(void *extra);
 } VzLibrary;
 
+/* The ufunc of lib's entries in order: spec gives the rest (name, doc,
+ * nin, nout, identity, signature, methods); its tables and owner (lib)
+ * are filled here.  New reference or NULL. */
+PyObject *vz_library_ufunc(VzLibrary *lib, VzUfuncSpec *spec);
 /* A new, empty library running on target; takes kernel over (and frees it
  * on failure).  New reference or NULL. */
 VzLibrary *vz_library_new(const TgTarget *target, CcKernel *kernel);
