@@ -176,5 +176,40 @@ def main():
         print()
 
 
+def add_const(a, c, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + c
+
+
+def small_calls(repeat):
+    """The cost of a call on 8 elements: eager against dynamic (no
+    signatures; Numba's dynamic gufunc needs out= and dispatches in Python)."""
+    import timeit
+
+    x, out = np.arange(8.0), np.empty(8)
+    impls = [("numbavec eager", guvectorize(["void(f8[:], f8, f8[:])"], "(n),()->(n)")(add_const),
+              {}),
+             ("numbavec dynamic", guvectorize("(n),()->(n)")(add_const), {})]
+    try:
+        import numba
+        impls += [("numba eager", numba.guvectorize(["void(f8[:], f8, f8[:])"],
+                                                   "(n),()->(n)")(add_const), {}),
+                  ("numba dynamic (out=)", numba.guvectorize("(n),()->(n)")(add_const),
+                   {"out": out})]
+    except Exception:     # noqa: BLE001 - no Numba rows
+        pass
+    print("## a call on 8 elements, `(n),()->(n)`\n")
+    print("| implementation | us per call | / numbavec eager |")
+    print("|---|---|---|")
+    base = None
+    for label, g, kw in impls:
+        g(x, 1.0, **kw)
+        t = min(timeit.repeat(lambda: g(x, 1.0, **kw), number=20000, repeat=repeat)) / 20000
+        base = base or t
+        print(f"| {label} | {t * 1e6:.2f} | {t / base:.2f} |")
+    print()
+
+
 if __name__ == "__main__":
     main()
+    small_calls(5)
