@@ -178,6 +178,25 @@ def k(a, b):
     assert gu.types == ['ll->'] or gu.types == ['qq->']
 
 
+def test_a_written_scalar_input_is_a_one_element_view(target):
+    """A () input the kernel writes (a[0] = ...) was passed as a scalar on
+    the first compilation, which then failed: whether it is written is
+    known only from the kernel."""
+    src = '''
+def k(a, b):
+    a[0] = b * 2
+'''
+    k = kernel_from_source(src)
+    gu = guvectorize('(),()', target=target)(k)
+    a = np.zeros(3)
+    gu(a, np.arange(3.0))
+    np.testing.assert_array_equal(a, [0.0, 2.0, 4.0])
+    gu = guvectorize('(),()', target=target)(k)
+    b = np.zeros(2, dtype=np.int32)
+    gu(b, np.array([5, 6], dtype=np.int32))
+    np.testing.assert_array_equal(b, [10, 12])
+
+
 def test_an_output_never_stored_is_a_typing_error(target):
     src = '''
 def k(a, out):

@@ -491,3 +491,18 @@ def test_long_dimension_names_stay_distinct(target):
 def test_bad_layouts_are_value_errors(layout, message):
     with pytest.raises(ValueError, match=message):
         guvectorize(["void(float64[:], float64[:])"], layout)(copy)
+
+
+@pytest.mark.xfail(strict=True, reason="known, not fixed: with only () core dimensions NumPy "
+                   "runs a gufunc as an elementwise ufunc, and an input the kernel writes "
+                   "that NumPy casts into a buffer is not written back (NumPy 2.2 and 2.5)")
+def test_written_scalar_input_that_numpy_casts_keeps_the_writes(target):
+    """The same in-place write through a (n) layout reaches the caller
+    (test_in_place_write_reaches_cast_input); through (),() it is lost."""
+    from conftest import kernel_from_source
+
+    k = kernel_from_source("def k(a, b):\n    a[0] = b * 2\n")
+    gu = guvectorize(['void(f8[:], f8)'], '(),()', target=target)(k)
+    a = np.zeros(4, dtype=np.float32)
+    gu(a, np.arange(4.0))
+    np.testing.assert_array_equal(a, [0.0, 2.0, 4.0, 6.0])

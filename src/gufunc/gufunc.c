@@ -31,6 +31,7 @@ typedef struct Options {
     const GuLayout *layout;
     const TgTarget *target;
     unsigned char written[TS_MAXARGS]; /* outputs and writable_args; grows */
+    int dynamic; /* signatures come from calls: a written () is a 1-element view */
 } Options;
 
 static unsigned long long
@@ -46,17 +47,23 @@ array_mask(const TsSignature *k, int declared_only)
 }
 
 /* The kernel's view of sig: checked against the layout, with what the
- * kernel itself writes added to the outputs and writable_args. */
+ * kernel itself writes added to the outputs and writable_args.  A dynamic
+ * gufunc's signature says nothing of how a () argument is passed: one the
+ * kernel writes (res[0] = ...) is a 1-element view, as users declare it. */
 static int
 body_signature(const void *ctx, const TsSignature *sig, const unsigned char *written,
                TsSignature *ksig)
 {
     const Options *o = ctx;
     unsigned char all[TS_MAXARGS];
+    TsSignature views = *sig;
     for (int k = 0; k < TS_MAXARGS; k++) {
         all[k] = o->written[k] | written[k];
+        if (o->dynamic && k < views.nargs && all[k] && o->layout->ndims[k] == 0) {
+            views.args[k].ndim = 1;
+        }
     }
-    return gu_check_signature(o->layout, sig, all, ksig);
+    return gu_check_signature(o->layout, &views, all, ksig);
 }
 
 /* Two versions of the kernel: the general one (unit stride where declared
@@ -247,24 +254,6 @@ gu_lazy_find(PyObject *compiler, const TsKind *kinds, int nin)
     return -1;
 }
 
-/* The entry before the last with the last one's kinds, or -1. */
-static Py_ssize_t
-same_kinds(const VzLibrary *lib)
-{
-    const TsSignature *last = &lib->items[lib->n - 1]->cc.sig;
-    for (Py_ssize_t i = 0; i < lib->n - 1; i++) {
-        const TsSignature *s = &lib->items[i]->cc.sig;
-        int same = 1;
-        for (int k = 0; same && k < last->nargs; k++) {
-            same = s->args[k].kind == last->args[k].kind;
-        }
-        if (same) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 /* Compiles the kinds as a signature of the layout's arrays; an output of
  * no given type takes the type the kernel stores into it.  When inference
  * gives the kinds of an entry compiled already (for an out= of that type),
@@ -281,18 +270,25 @@ gu_lazy_compile(PyObject *compiler, const TsKind *kinds, int nin)
     for (int k = 0; k < sig.nargs; k++) {
         int ndim = o->layout->ndims[k];
         sig.args[k].kind = kinds[k];
-        /* a written () argument is a 1-element view (res[0] = ...) */
-        sig.args[k].ndim = ndim == 0 && o->written[k] ? 1 : ndim;
+        /* an output is a 1-element view already here: inference of its
+         * kind types it as an array (a written input is one in
+         * body_signature, once the kernel says it writes it) */
+        sig.args[k].ndim = ndim == 0 && k >= nin ? 1 : ndim;
     }
     if (compile_one(lib, o, &sig) < 0) {
         return -1;
     }
-    Py_ssize_t i = lib->n - 1, earlier = same_kinds(lib);
+    Py_ssize_t i = lib->n - 1;
+    TsKind last[TS_MAXARGS];
+    for (int k = 0; k < sig.nargs; k++) {
+        last[k] = lib->items[i]->cc.sig.args[k].kind;
+    }
+    Py_ssize_t earlier = vz_library_find(lib, last, sig.nargs); /* i, or one before it */
     GuLoop *gl = lib->items[i]->data;
     for (int k = nin; k < sig.nargs; k++) {
         gl->inferred[k] = kinds[k] == TS_INFER;
     }
-    if (earlier >= 0) {
+    if (earlier < i) {
         GuLoop *kept = lib->items[earlier]->data;
         for (int k = nin; k < sig.nargs; k++) {
             kept->inferred[k] |= gl->inferred[k];
@@ -357,6 +353,7 @@ make_lazy(VzLibrary *lib, const Options *o, TgRequest *r)
     lazy->layout = *o->layout;
     lazy->o = *o;
     lazy->o.layout = &lazy->layout;
+    lazy->o.dynamic = 1;
     lib->extra = lazy;
     lib->free_extra = lazy_free;
     PyObject *ufunc =
