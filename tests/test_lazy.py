@@ -405,31 +405,40 @@ def test_compiling_a_loop_that_needs_itself_is_an_error(target):
     assert_same(f(np.float64([1.0])), np.float64([2.0]))
 
 
+# A lazy ufunc f whose compilation waits, inside its lock, until `release`
+# is set (`inside` says it got there).
+SLOW_COMPILE = """
+import os, sys, threading, signal
+import numpy as np
+from numbavec import vectorize
+
+def slow_ufunc():
+    inside, release = threading.Event(), threading.Event()
+
+    class Slow:
+        @property
+        def value(self):
+            inside.set()
+            release.wait(30)
+            return 2.0
+
+    slow = Slow()
+
+    def k(x):
+        return x * slow.value
+
+    return vectorize(target={target!r})(k), inside, release
+
+f, inside, release = slow_ufunc()
+"""
+
+
 def test_fork_while_another_thread_compiles(target, tmp_path):
     """A child forked while a thread holds the ufunc's compile lock can
     still compile (it used to deadlock on the lock of a thread it lacks)."""
     from conftest import run_python
     script = tmp_path / "fork_compile.py"
-    script.write_text(f"""
-import os, sys, threading
-import numpy as np
-from numbavec import vectorize
-
-inside, release = threading.Event(), threading.Event()
-
-class Slow:
-    @property
-    def value(self):
-        inside.set()
-        release.wait(30)
-        return 2.0
-
-slow = Slow()
-
-def k(x):
-    return x * slow.value
-
-f = vectorize(target={target!r})(k)
+    script.write_text(SLOW_COMPILE.format(target=target) + """
 t = threading.Thread(target=lambda: f(np.float64([1.0])))
 t.start()
 inside.wait(30)
@@ -450,23 +459,10 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 
 FORK_RACE = """
-import os, sys, threading, signal
-import numpy as np
-from numbavec import vectorize
 sys.setswitchinterval(1.0)     # threads switch only where one blocks
 hung = 0
 for round_ in range(12):
-    inside, release = threading.Event(), threading.Event()
-    class Slow:
-        @property
-        def value(self):
-            inside.set()
-            release.wait(30)
-            return 2.0
-    slow = Slow()
-    def k(x):
-        return x * slow.value
-    f = vectorize(target={target!r})(k)
+    f, inside, release = slow_ufunc()
     c = threading.Thread(target=lambda: f(np.float64([1.0])))
     c.start()
     inside.wait(30)
@@ -492,7 +488,7 @@ def test_fork_just_as_another_thread_takes_the_lock(target, tmp_path):
     new lock for a state whose lock predates its fork."""
     from conftest import run_python
     script = tmp_path / "fork_race.py"
-    script.write_text(FORK_RACE.format(target=target))
+    script.write_text(SLOW_COMPILE.format(target=target) + FORK_RACE)
     proc = run_python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
                       timeout=300)
     assert proc.returncode == 0, f"{proc.returncode} of 12 children hung\n{proc.stderr[-2000:]}"
