@@ -59,25 +59,25 @@ def launch_cost(cuda, repeat):
     x = cuda.device_array(1, np.float32)
     out = cuda.device_array(1, np.float32)
     s = cuda.stream()
-    mod.launch("nv_noop", 1, 32, x, out, 1, stream=s)      # warm-up (module load)
+    mod.launch("nv_noop_c64", 1, 32, x, 0, 0, out, 1, stream=s)      # warm-up (module load)
     s.synchronize()
     n = 10000
     t0 = time.perf_counter()
-    mod.launch("nv_noop", 1, 32, x, out, 1, stream=s, repeat=n)
+    mod.launch("nv_noop_c64", 1, 32, x, 0, 0, out, 1, stream=s, repeat=n)
     s.synchronize()
     c_loop = (time.perf_counter() - t0) / n
     t0 = time.perf_counter()
     for _ in range(n):
-        mod.launch("nv_noop", 1, 32, x, out, 1, stream=s)
+        mod.launch("nv_noop_c64", 1, 32, x, 0, 0, out, 1, stream=s)
     s.synchronize()
     per_call = (time.perf_counter() - t0) / n
     e0, e1 = cuda.event(), cuda.event()
     e0.record(s)
-    mod.launch("nv_noop", 1, 32, x, out, 1, stream=s, repeat=n)
+    mod.launch("nv_noop_c64", 1, 32, x, 0, 0, out, 1, stream=s, repeat=n)
     e1.record(s)
     e1.synchronize()
     gpu = e0.elapsed_time(e1) / 1e3 / n
-    return c_loop, per_call, gpu, mod.max_block_size("nv_noop")
+    return c_loop, per_call, gpu, mod.max_block_size("nv_noop_c64")
 
 
 def main(argv=None):

@@ -7,17 +7,24 @@
 #
 # Installs the wheel into a private folder (nothing system-wide), runs the
 # CUDA tests against it, then the two CUDA benchmarks.  Logs go to $OUT (or
-# ./gpu-results) as tests.log, transfer.txt and vectorize.txt.
+# ./gpu-results) as tests.log, figures.txt, transfer.txt and vectorize.txt.
 set -o pipefail
 out=${OUT:-gpu-results}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/numbavec-*.whl \
     || { echo "no wheel in .whl/ (run 'make wheel' where LLVM is installed)"; exit 2; }
 export PYTHONPATH=$site PYTHONUNBUFFERED=1
-python3 -c "import numbavec.cuda as c; c.detect()" | tee "$out/detect.txt"
-(cd tests && python3 -m pytest -q -p no:cacheprovider -rs test_cuda_*.py) 2>&1 \
-    | tee "$out/tests.log"
+# from /: run in the checkout, python3 -c would import its numbavec (no _core)
+(cd / && python3 -c "import numbavec.cuda as c; c.detect()") | tee "$out/detect.txt"
+# the files that only compile (PTX through ptxas) in parallel where pytest-xdist is
+# there; those that use the GPU one at a time (they read the device's free memory)
+par=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
+(cd tests && python3 -m pytest -q -p no:cacheprovider -rs $par test_cuda_ptx.py test_cuda_abi.py \
+    && NUMBAVEC_GPU_FIGURES="$out/figures.txt" python3 -m pytest -q -p no:cacheprovider \
+       -rs --durations=5 test_cuda_runtime.py test_cuda_vectorize.py test_cuda_interop.py \
+       test_cuda_device.py) 2>&1 | tee "$out/tests.log"
 status=$?
 python3 benchmarks/bench_cuda_transfer.py 2>&1 | tee "$out/transfer.txt"
 python3 benchmarks/bench_cuda_vectorize.py 2>&1 | tee "$out/vectorize.txt"
