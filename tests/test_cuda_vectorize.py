@@ -94,6 +94,15 @@ def test_plan_contiguous_and_scalar():
     assert (p["block"], p["grid"]) == (256, 4)
 
 
+@pytest.mark.parametrize("n, block", [(1, 32), (32, 32), (33, 64), (200, 224), (256, 256),
+                                      (10**5, 256)])
+def test_plan_small_calls_launch_whole_warps_only(n, block):
+    f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
+    x = np.ones(n, "f4")
+    p = f._plan(np.float32(2), x, x, sm_count=132, block=256)
+    assert (p["block"], p["grid"]) == (block, -(-n // block))
+
+
 def test_plan_grid_capped():
     f = vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy)
     x = np.ones(10**7, "f4")

@@ -47,6 +47,7 @@ device_operand(Operand *op, PyObject *dev)
     op->obj = dev;
     op->dtype = info.dtype;
     op->nd = info.nd;
+    op->foreign = info.foreign;
     op->ptr = info.ptr;
     if (info.nd > 0) { /* a 0-d array may have no shape array at all */
         memcpy(op->shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
@@ -79,6 +80,7 @@ operand_reset(Operand *op)
     op->obj = op->dev = NULL;
     op->dtype = NULL;
     op->nd = 0;
+    op->foreign = 0;
     op->ptr = 0;
     op->words[0] = op->words[1] = 0;
 }
@@ -228,6 +230,10 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
         contiguous = !array || m == 0 || p->strides[k][0] == itemsize[k];
     }
     p->block = block > 0 ? block : 1;
+    if (p->n < p->block) { /* a small call: whole warps for its elements, no idle ones */
+        Py_ssize_t warps = (p->n + 31) / 32 * 32;
+        p->block = warps < 32 ? 32 : (int)warps < p->block ? (int)warps : p->block;
+    }
     p->grid = (int)grid_for(p->n, p->block, sms);
     int narrow = p->n + (Py_ssize_t)p->grid * p->block < ((Py_ssize_t)1 << 31);
     for (int k = 0; narrow && k < nops; k++) {
@@ -490,6 +496,21 @@ extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
     }
     *lo = ptr + (uintptr_t)a;
     *hi = ptr + (uintptr_t)b;
+}
+
+int
+cf_check_foreign(const Operand *ops, int n)
+{
+    for (int k = 0; k < n; k++) {
+        uintptr_t lo, hi;
+        if (ops[k].what == OP_DEVICE && ops[k].foreign) {
+            extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
+            if (hi > lo && cuda_check_foreign_memory(lo, hi) < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 /*
@@ -854,7 +875,7 @@ run_call(Call *c)
     CuLoop *l = f->loops[c->loop];
     const TsSignature *sig = &l->sig;
     PyObject *result = NULL, *host = NULL, *res_dev = NULL;
-    if (cf_ensure_loaded(f, l, 0) < 0) {
+    if (cf_ensure_loaded(f, l, 0) < 0 || cf_check_foreign(c->ops, c->nin + c->have_out) < 0) {
         return NULL;
     }
     int sms = cf_sm_count();

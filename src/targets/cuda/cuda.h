@@ -97,6 +97,7 @@ int cuda_devicearray_init(PyObject *module);
 typedef struct CudaArrayInfo {
     CUdeviceptr ptr;
     int nd, readonly;
+    int foreign; /* over another library's memory, which may since have been freed */
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
     PyArray_Descr *dtype;
 } CudaArrayInfo;
@@ -124,6 +125,10 @@ PyObject *cuda_as_array(PyObject *obj);
  * exports through CAI or DLPack); 0 when it exports neither protocol (no
  * exception); -1 with an exception. */
 int cuda_foreign_array(PyObject *obj, PyObject **out);
+/* 0 when the bytes [lo, hi) lie in one live device allocation; else -1 with
+ * CudaError naming the driver's error, or ValueError past its end.  A call
+ * checks each operand that CudaArrayInfo.foreign marks before it launches. */
+int cuda_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi);
 
 /* ---- toolkit.c ---- */
 

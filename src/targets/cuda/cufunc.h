@@ -44,6 +44,7 @@ typedef struct Operand {
     PyObject *obj;        /* owned: the ndarray, device array or scalar */
     PyArray_Descr *dtype; /* borrowed from obj; NULL for Python scalars */
     int nd;
+    int foreign; /* a device array over another library's memory */
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
     CUdeviceptr ptr;
     unsigned long long words[2];
@@ -86,6 +87,10 @@ PyObject *cf_plan(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *cf_resolve_hook(PyObject *self, PyObject *args);
 void cf_operands_clear(Operand *ops, int n);
 int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
+/* Each of the n operands over another library's memory must lie in a live
+ * allocation (cuda_check_foreign_memory); run after the context is entered,
+ * before anything launches.  0/-1. */
+int cf_check_foreign(const Operand *ops, int n);
 int cf_is_kind(PyArray_Descr *d, TsKind k);  /* d holds kind k's values, natively */
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */

@@ -334,7 +334,8 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     int nd, axis, sms;
     Py_ssize_t gshape[NPY_MAXDIMS], gstrides[NPY_MAXDIMS], oshape[NPY_MAXDIMS];
     int ond = 0;
-    if (cf_ensure_loaded(f, l, 1) < 0 || (sms = cf_sm_count()) < 0 || reduce_operand(&rc, kind) < 0
+    if (cf_ensure_loaded(f, l, 1) < 0 || cf_check_foreign(&rc.op, 1) < 0
+        || (sms = cf_sm_count()) < 0 || reduce_operand(&rc, kind) < 0
         || red_geometry(&rc, item, &nd, gshape, gstrides, &axis) < 0) {
         goto error;
     }

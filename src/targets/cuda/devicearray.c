@@ -736,6 +736,9 @@ cuda_array_info(PyObject *obj, CudaArrayInfo *info)
     memcpy(info->strides, a->strides, sizeof(Py_ssize_t) * (size_t)a->nd);
     info->dtype = a->dtype;
     info->readonly = a->readonly;
+    /* ours: it owns its allocation, or is a view of an array that does */
+    info->foreign = a->alloc == 0
+                    && !(a->base != NULL && DA_CHECK(a->base) && ((DeviceArray *)a->base)->alloc);
     return 0;
 }
 

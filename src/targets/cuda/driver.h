@@ -46,6 +46,7 @@ enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 };
 enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 2 };
 enum { CU_MEMHOSTALLOC_PORTABLE = 1 };
+enum { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11, CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12 };
 enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 };
 enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_LOCATION_TYPE_DEVICE = 1 };
 
@@ -129,6 +130,7 @@ typedef struct CUDA_MEMCPY2D {
        unsigned shmem, CUstream s, void **params, void **extra))                                   \
     X(OccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize",                          \
       (int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize fn, size_t shmem, int limit))   \
+    X(PointerGetAttribute, "cuPointerGetAttribute", (void *data, int attr, CUdeviceptr p))         \
     X(GetErrorName, "cuGetErrorName", (CUresult rc, const char **s))                               \
     X(GetErrorString, "cuGetErrorString", (CUresult rc, const char **s))
 

@@ -17,6 +17,7 @@
 #include "targets/cuda/dlpack.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -715,6 +716,37 @@ cuda_foreign_array(PyObject *obj, PyObject **out)
     *out = from_dlpack(obj, dlpack);
     Py_DECREF(dlpack);
     return *out != NULL ? 1 : -1;
+}
+
+int
+cuda_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi)
+{
+    /* cuPointerGetAttribute, unlike cuPointerGetAttributes, fails for an
+     * address no allocation holds (freed, or host memory never registered):
+     * a kernel reading it would fault and poison the context for good */
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    const CudaDriver *d = cuda_driver();
+    if (d == NULL
+        || cuda_check(d->PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, lo),
+                      "cuPointerGetAttribute: another library's array is not in device memory "
+                      "allocated now (freed, or a host address)")
+               < 0
+        || cuda_check(d->PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, lo),
+                      "cuPointerGetAttribute") < 0) {
+        return -1;
+    }
+    if (hi - start > size) {
+        char msg[160]; /* PyErr_Format has no %llx before Python 3.12 */
+        snprintf(msg, sizeof msg,
+                 "another library's array spans bytes up to 0x%llx, past the end of its "
+                 "allocation [0x%llx, 0x%llx)",
+                 (unsigned long long)hi, (unsigned long long)start,
+                 (unsigned long long)(start + size));
+        PyErr_SetString(PyExc_ValueError, msg);
+        return -1;
+    }
+    return 0;
 }
 
 PyObject *

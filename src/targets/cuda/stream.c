@@ -144,6 +144,29 @@ handle_arg(PyObject *obj, const char *what, CUstream *out)
     return 0;
 }
 
+/* CuPy's streams (cupy.cuda.Stream, ExternalStream) have no __cuda_stream__
+ * yet (cupy/cupy#9401): their handle is .ptr.  1 with *out, 0 when obj is
+ * not one (no exception), -1 with an exception. */
+static int
+cupy_stream(PyObject *obj, CUstream *out)
+{
+    PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__module__");
+    const char *name = mod != NULL && PyUnicode_Check(mod) ? PyUnicode_AsUTF8AndSize(mod, NULL)
+                                                           : NULL;
+    int cupy = name != NULL && strncmp(name, "cupy.", 5) == 0;
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    PyObject *ptr = cupy ? PyObject_GetAttrString(obj, "ptr") : NULL;
+    if (ptr == NULL || !PyLong_Check(ptr)) {
+        Py_XDECREF(ptr);
+        PyErr_Clear();
+        return 0;
+    }
+    int rc = handle_arg(ptr, "stream=", out);
+    Py_DECREF(ptr);
+    return rc < 0 ? -1 : 1;
+}
+
 int
 cuda_stream_arg(PyObject *obj, CUstream *out)
 {
@@ -161,11 +184,17 @@ cuda_stream_arg(PyObject *obj, CUstream *out)
     PyObject *proto = PyObject_GetAttrString(obj, "__cuda_stream__");
     if (proto == NULL) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "stream= takes a numbavec Stream, an int handle or an "
-                     "object with __cuda_stream__, not %R",
-                     obj);
-        return -1;
+        int rc = cupy_stream(obj, out);
+        if (rc <= 0) {
+            if (rc == 0) {
+                PyErr_Format(PyExc_TypeError,
+                             "stream= takes a numbavec Stream, an int handle, a CuPy "
+                             "stream or an object with __cuda_stream__, not %R",
+                             obj);
+            }
+            return -1;
+        }
+        return 0;
     }
     PyObject *pair = PyCallable_Check(proto) ? PyObject_CallNoArgs(proto) : Py_NewRef(proto);
     Py_DECREF(proto);
