@@ -42,6 +42,8 @@ def timeit(fn, sync, reps):
 
 def competitors():
     out = {}
+    if not hasattr(np, "row_stack"):     # numba-cuda 0.30 still names it; NumPy 2.5 removed it
+        np.row_stack = np.vstack
     try:
         from numba import vectorize as nvec
         out["numba-cuda"] = (nvec(["float32(float32, float32, float32)"], target="cuda")(saxpy),
@@ -61,13 +63,45 @@ def competitors():
     return out
 
 
+def one_element_calls(f, label):
+    """N=1 saxpy on device arrays, per stream kind: what a small call costs
+    and how much of it is the launch's own (a bare cuLaunchKernel of a no-op
+    kernel, repeated from C, on the same stream)."""
+    from numbavec import _core
+    info = _core._cuda_detect()["devices"][0]
+    ptx = cuda.compile_ptx(lambda x: x, "float32(float32)",
+                           arch="sm_%d%d" % info["compute_capability"])
+    mod = _core._cuda_load_ptx(ptx)
+    name = [e for e in ("nv__lambda__c64", "nv_lambda_c64") if e in ptx]
+    x = np.ones(1, np.float32)
+    dx, dy, dout = cuda.to_device(x), cuda.to_device(x), cuda.device_array(1, np.float32)
+    mine = cuda.stream()
+    for sname, stream in (("legacy default", None), ("per-thread default", 2),
+                          ("a Stream", mine)):
+        t = timeit(lambda: f(np.float32(2.0), dx, dy, out=dout, stream=stream),
+                   cuda.synchronize, 2000)
+        bare = float("nan")
+        if name:
+            n = 20000
+            mod.launch(name[0], 1, 32, dx, 0, 0, dout, 1, stream=stream)
+            cuda.synchronize()
+            t0 = time.perf_counter()
+            mod.launch(name[0], 1, 32, dx, 0, 0, dout, 1, stream=stream, repeat=n)
+            cuda.synchronize()
+            bare = (time.perf_counter() - t0) / n
+        print(f"# N=1 saxpy ({label}), {sname:>18}: {t * 1e6:6.2f} us per call; "
+              f"bare launch {bare * 1e6:5.2f} us")
+
+
 def main():
     if not cuda.is_available():
         print(f"no CUDA GPU: {cuda.unavailable_reason()}; benchmark not run")
         return 0
     ours = (vectorize(["float32(float32, float32, float32)"], target="cuda")(saxpy),
             vectorize(["float32(float32, float32, float32)"], target="cuda")(gaussian_pdf))
+    one_element_calls(ours[0], "alone")
     others = competitors()
+    one_element_calls(ours[0], "numba-cuda and CuPy loaded")
     sync = cuda.synchronize
     print(f"{'N':>10} {'kernel':>8} {'who':>12} {'us/call':>10} {'GB/s':>8}")
     copy_bw = None
@@ -90,17 +124,20 @@ def main():
                     3 * 4 * n / t / 1e9 / copy_bw
             if "numba-cuda" in others:
                 from numba import cuda as ncuda
-                nx, ny = ncuda.to_device(x), ncuda.to_device(x)
+                nx, ny, nout = ncuda.to_device(x), ncuda.to_device(x), ncuda.device_array_like(x)
                 nargs = (np.float32(2.0), nx, ny) if k == 0 else (nx, np.float32(0), np.float32(1))
-                t = timeit(lambda: others["numba-cuda"][k](*nargs), ncuda.synchronize, 20)
-                print(f"{n:>10} {name:>8} {'numba-cuda':>12} {t * 1e6:>10.2f}")
+                t = timeit(lambda: others["numba-cuda"][k](*nargs, out=nout), ncuda.synchronize,
+                           20 if n > 10**6 else 200)
+                print(f"{n:>10} {name:>8} {'numba-cuda':>12} {t * 1e6:>10.2f}"
+                      f" {3 * 4 * n / t / 1e9:>8.1f}")
             if "cupy" in others:
                 import cupy
-                cx = cupy.asarray(x)
+                cx, cout = cupy.asarray(x), cupy.empty(n, cupy.float32)
                 cargs = (np.float32(2.0), cx, cx) if k == 0 else (cx, np.float32(0), np.float32(1))
-                t = timeit(lambda: others["cupy"][k](*cargs),
-                           cupy.cuda.runtime.deviceSynchronize, 20)
-                print(f"{n:>10} {name:>8} {'cupy':>12} {t * 1e6:>10.2f}")
+                t = timeit(lambda: others["cupy"][k](*cargs, cout),
+                           cupy.cuda.runtime.deviceSynchronize, 20 if n > 10**6 else 200)
+                print(f"{n:>10} {name:>8} {'cupy':>12} {t * 1e6:>10.2f}"
+                      f" {3 * 4 * n / t / 1e9:>8.1f}")
         if n >= 10**6:
             y = np.random.rand(n).astype(np.float32)
             host = timeit(lambda: ours[0](np.float32(2.0), x, y), lambda: None, 3)
