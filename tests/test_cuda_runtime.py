@@ -85,11 +85,22 @@ def test_stream_argument_forms_need_no_driver():
     a = fake(BASE, (3,), np.float32)
     with pytest.raises(TypeError, match="stream"):
         a.copy_to_host(stream=Bad())
+    # CuPy's streams have no __cuda_stream__: their .ptr is taken, for CuPy's
+    # types alone (found by module), not from any object with a .ptr
+    CupyLike = type("Stream", (), {"__module__": "cupy.cuda.stream", "ptr": 1234})
+    NotCupy = type("Stream", (), {"__module__": "cupyx_not", "ptr": 1234})
+    BadPtr = type("Stream", (), {"__module__": "cupy.cuda.stream", "ptr": -1})
+    with pytest.raises(TypeError, match="CuPy stream"):
+        a.copy_to_host(stream=NotCupy())
+    with pytest.raises(ValueError, match="stream handle"):
+        a.copy_to_host(stream=BadPtr())
     if not GPU:
         with pytest.raises(cuda.CudaSupportError):
             a.copy_to_host(stream=S())
         with pytest.raises(cuda.CudaSupportError):
             a.copy_to_host(stream=5)
+        with pytest.raises(cuda.CudaSupportError):
+            a.copy_to_host(stream=CupyLike())
 
 
 # ---- views over a fake pointer ----------------------------------------------
