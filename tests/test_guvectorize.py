@@ -493,16 +493,26 @@ def test_bad_layouts_are_value_errors(layout, message):
         guvectorize(["void(float64[:], float64[:])"], layout)(copy)
 
 
-@pytest.mark.xfail(strict=True, reason="known, not fixed: with only () core dimensions NumPy "
-                   "runs a gufunc as an elementwise ufunc, and an input the kernel writes "
-                   "that NumPy casts into a buffer is not written back (NumPy 2.2 and 2.5)")
-def test_written_scalar_input_that_numpy_casts_keeps_the_writes(target):
-    """The same in-place write through a (n) layout reaches the caller
-    (test_in_place_write_reaches_cast_input); through (),() it is lost."""
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.float64])
+def test_written_scalar_input_that_numpy_casts_keeps_the_writes(target, dtype):
+    """With no core dimension at all NumPy would run the gufunc elementwise,
+    through cast buffers it never copies back into an input; a gufunc that
+    writes an input takes NumPy's gufunc path instead, as (n) layouts do
+    (test_in_place_write_reaches_cast_input)."""
     from conftest import kernel_from_source
 
     k = kernel_from_source("def k(a, b):\n    a[0] = b * 2\n")
     gu = guvectorize(['void(f8[:], f8)'], '(),()', target=target)(k)
-    a = np.zeros(4, dtype=np.float32)
+    a = np.zeros(4, dtype=dtype)
     gu(a, np.arange(4.0))
     np.testing.assert_array_equal(a, [0.0, 2.0, 4.0, 6.0])
+    # strided, broadcast against a 2-d second operand, and a Python scalar
+    base = np.zeros(8, dtype=dtype)
+    gu(base[::2], 3.0)
+    np.testing.assert_array_equal(base, [6, 0, 6, 0, 6, 0, 6, 0])
+    m = np.zeros((2, 3), dtype=dtype)
+    gu(m, np.array([[1.0], [2.0]]))
+    np.testing.assert_array_equal(m, [[2, 2, 2], [4, 4, 4]])
+    # what NumPy reports of the ufunc is unchanged
+    assert gu.signature == "(),()"
+    assert gu.nin == 2 and gu.nout == 0

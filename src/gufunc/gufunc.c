@@ -177,6 +177,11 @@ set_writable(PyObject *ufunc, const GuLayout *layout, const unsigned char *writt
                               | NPY_ITER_OVERLAP_ASSUME_ELEMENTWISE;
         } else if (written[k]) {
             uf->op_flags[k] = NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY;
+            /* With no core dimension at all NumPy runs a gufunc elementwise,
+             * through buffers that are never copied back into an input:
+             * a cast input lost the kernel's writes.  Its gufunc path
+             * (unbuffered, UPDATEIFCOPY) takes zero core dimensions too. */
+            uf->core_enabled = 1;
         }
     }
 }
