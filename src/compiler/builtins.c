@@ -5,10 +5,11 @@
  * `math.exp`, `np.exp`, `from math import exp`, `np.float32`.  Names are
  * resolved to objects by resolve.c (globals and closures are frozen at compile
  * time), and objects to builtin ids here, through a dict built on first use
- * from the table below.  typeinfer.c types a call by the builtin's flavor;
- * emitcall.c emits it by flavor and CcMathOp.
+ * from the table below.  A builtin's flavor selects its row of
+ * cc_flavor_ops, at the end: how typeinfer.c types the call and how
+ * emitcall.c emits it (calls.h).
  */
-#include "compiler/compiler.h"
+#include "compiler/calls.h"
 
 #include <string.h>
 
@@ -299,3 +300,30 @@ cc_builtin_lookup(PyObject *obj)
     }
     return (int)PyLong_AsLong(id);
 }
+
+/* ---- what each flavor does in typeinfer.c and emitcall.c ---- */
+
+/* clang-format off: one row per flavor */
+const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
+    [FL_ABS]       = {ti_abs,       ec_abs,       FIT_RESULT},
+    [FL_MIN]       = {ti_minmax,    ec_minmax,    FIT_BY_VALUE},
+    [FL_MAX]       = {ti_minmax,    ec_minmax,    FIT_BY_VALUE},
+    [FL_INT]       = {ti_int_float, ec_convert,   FIT_RESULT},
+    [FL_FLOAT]     = {ti_int_float, ec_convert,   FIT_FLOAT},
+    [FL_COMPLEX]   = {ti_complex,   ec_complex,   FIT_FLOAT},
+    [FL_BOOL]      = {ti_predicate, ec_bool,      FIT_TRUTH},
+    [FL_CAST]      = {ti_cast,      ec_convert,   FIT_RESULT},
+    [FL_MATH]      = {ti_math,      ec_math,      FIT_FLOAT},
+    [FL_MATH_INT]  = {ti_math_int,  ec_math,      FIT_RESULT},
+    [FL_MATH_PRED] = {ti_predicate, ec_math,      FIT_FLOAT},
+    [FL_NP]        = {ti_np,        ec_math,      FIT_RESULT},
+    [FL_NP_PRED]   = {ti_predicate, ec_math,      FIT_FLOAT},
+    [FL_NP_MINMAX] = {ti_np,        ec_np_minmax, FIT_RESULT},
+    [FL_REAL]      = {ti_part,      ec_part,      FIT_RESULT},
+    [FL_IMAG]      = {ti_part,      ec_part,      FIT_RESULT},
+    [FL_CONJ]      = {ti_same,      ec_part,      FIT_RESULT},
+    [FL_CMATH]     = {ti_cmath,     ec_cmath,     FIT_FLOAT},
+    [FL_ROUND]     = {ti_round,     ec_round,     FIT_RESULT},
+    [FL_NP_SIGN]   = {ti_np_sign,   ec_sign,      FIT_RESULT},
+};
+/* clang-format on */

@@ -271,7 +271,7 @@ int cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what);
 
 /* ---- builtins.c ---- */
 
-/* How a builtin is typed and emitted (typeinfer.c and emit.c switch on it). */
+/* How a builtin is typed and emitted: its row in calls.h's cc_flavor_ops. */
 typedef enum CcFlavor {
     FL_ABS,
     FL_MIN,
@@ -293,6 +293,7 @@ typedef enum CcFlavor {
     FL_CMATH,   /* cmath.f: complex in; out by op */
     FL_ROUND,   /* round(x[, n]) */
     FL_NP_SIGN, /* np.sign: the argument's kind */
+    FL_COUNT
 } CcFlavor;
 
 /* The numeric operation behind FL_MATH* and FL_NP* builtins. */

@@ -9,7 +9,7 @@
  * intrinsic (the GPU) names its own library function (CcEmitTarget's
  * math_name); complex functions go to cmath.c.
  */
-#include "compiler/emit.h"
+#include "compiler/calls.h"
 
 #include <math.h>
 #include <string.h>
@@ -191,8 +191,8 @@ minmax(Emit *E, CcNode *n, TsKind k, int is_max)
     return best;
 }
 
-static LLVMValueRef
-abs_value(Emit *E, CcNode *n)
+LLVMValueRef
+ec_abs(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
 {
     TsKind k = cc_storage(n->args[0]->ty);
     LLVMValueRef v = em_expr(E, n->args[0]);
@@ -212,10 +212,12 @@ abs_value(Emit *E, CcNode *n)
     return LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, v, "neg"), v, "abs");
 }
 
-static LLVMValueRef
-complex_part(Emit *E, CcNode *n, CcFlavor flavor)
+/* x.real, x.imag, x.conjugate() */
+LLVMValueRef
+ec_part(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
 {
-    TsKind k = cc_storage(n->args[0]->ty), out = cc_storage(n->ty);
+    CcFlavor flavor = b->flavor;
+    TsKind k = cc_storage(n->args[0]->ty);
     LLVMValueRef v = em_expr(E, n->args[0]);
     if (v == NULL) {
         return NULL;
@@ -314,10 +316,10 @@ cmath_call(Emit *E, CcNode *n, CcMathOp op)
  * x's kind: rint(x * 10**n) / 10**n, or rint(x / 10**-n) * 10**-n for n < 0
  * (an integer x: itself for n >= 0, through float64 for n < 0).
  */
-static LLVMValueRef
-round_call(Emit *E, CcNode *n)
+LLVMValueRef
+ec_round(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
 {
-    TsKind out = cc_storage(n->ty), xk = cc_storage(n->args[0]->ty);
+    TsKind xk = cc_storage(n->args[0]->ty);
     if (n->nargs == 1 && !ts_is_float(xk)) {
         return em_expr_as(E, n->args[0], out);
     }
@@ -352,8 +354,8 @@ round_call(Emit *E, CcNode *n)
 }
 
 /* np.sign: -1, 0 or 1 in x's kind; NaN stays NaN. */
-static LLVMValueRef
-sign_call(Emit *E, CcNode *n)
+LLVMValueRef
+ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
 {
     TsKind k = cc_storage(n->ty);
     LLVMValueRef x = em_expr_as(E, n->args[0], k);
@@ -447,72 +449,89 @@ np_integer_call(Emit *E, CcNode *n, CcMathOp op, TsKind k)
 }
 
 LLVMValueRef
+ec_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    return minmax(E, n, out, b->flavor == FL_MAX);
+}
+
+/* int(x), float(x), np.float32(x) ...: a conversion */
+LLVMValueRef
+ec_convert(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    return em_expr_as(E, n->args[0], out);
+}
+
+LLVMValueRef
+ec_bool(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    LLVMValueRef v = em_expr(E, n->args[0]);
+    return v ? em_truthy(E, v, cc_storage(n->args[0]->ty)) : NULL;
+}
+
+/* complex(x), complex(re, im) */
+LLVMValueRef
+ec_complex(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    if (n->nargs == 1) {
+        return em_expr_as(E, n->args[0], out);
+    }
+    LLVMValueRef re = em_expr_as(E, n->args[0], TS_FLOAT64);
+    LLVMValueRef im = re ? em_expr_as(E, n->args[1], TS_FLOAT64) : NULL;
+    return im ? em_make_complex(E, TS_COMPLEX128, re, im) : NULL;
+}
+
+LLVMValueRef
+ec_cmath(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    return cmath_call(E, n, (CcMathOp)b->op);
+}
+
+/* np.minimum/np.maximum: integers compare as they are; floats as np.fmin
+ * and np.fmax do not (NaN-propagating) */
+LLVMValueRef
+ec_np_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    if (!ts_is_float(out)) {
+        return minmax(E, n, out, b->op == M_MAXIMUM || b->op == M_FMAX);
+    }
+    return ec_math(E, n, b, out);
+}
+
+/* math.f, np.f and their predicates: the arguments in the computing float
+ * kind (np.exp(z) is cmath's; np.square of an integer stays integral) */
+LLVMValueRef
+ec_math(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    LLVMValueRef args[2];
+    if (b->op == M_LDEXP) {
+        return ldexp_call(E, n, out);
+    }
+    if ((b->flavor == FL_NP || b->flavor == FL_NP_PRED)
+        && ts_is_complex(cc_storage(n->args[0]->ty))) {
+        return cmath_call(E, n, (CcMathOp)b->op); /* np.exp(z) ... */
+    }
+    if (b->flavor == FL_NP && !ts_is_float(out) && !ts_is_complex(out)) {
+        return np_integer_call(E, n, (CcMathOp)b->op, out);
+    }
+    const CcType *argty =
+        n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty) : n->args[0]->ty;
+    TsKind k = cc_math_kind(argty);
+    for (int i = 0; i < n->nargs; i++) {
+        if ((args[i] = em_expr_as(E, n->args[i], k)) == NULL) {
+            return NULL;
+        }
+    }
+    LLVMValueRef r = b->op == M_FMIN || b->op == M_FMAX
+                         ? fminmax(E, (CcMathOp)b->op, k, args[0], args[1])
+                         : math_op(E, (CcMathOp)b->op, k, args);
+    return em_convert(E, r, (b->flavor == FL_MATH_PRED || b->flavor == FL_NP_PRED) ? TS_BOOL : k,
+                      out);
+}
+
+/* A call of a builtin: its flavor's row of cc_flavor_ops (calls.h). */
+LLVMValueRef
 em_call(Emit *E, CcNode *n)
 {
     const CcBuiltin *b = cc_builtin(n->builtin);
-    TsKind out = cc_storage(n->ty);
-    LLVMValueRef args[2];
-    switch (b->flavor) {
-    case FL_ABS:
-        return abs_value(E, n);
-    case FL_MIN:
-    case FL_MAX:
-        return minmax(E, n, out, b->flavor == FL_MAX);
-    case FL_INT:
-    case FL_FLOAT:
-    case FL_CAST:
-        return em_expr_as(E, n->args[0], out);
-    case FL_BOOL: {
-        LLVMValueRef v = em_expr(E, n->args[0]);
-        return v ? em_truthy(E, v, cc_storage(n->args[0]->ty)) : NULL;
-    }
-    case FL_COMPLEX:
-        if (n->nargs == 1) {
-            return em_expr_as(E, n->args[0], out);
-        }
-        args[0] = em_expr_as(E, n->args[0], TS_FLOAT64);
-        args[1] = args[0] ? em_expr_as(E, n->args[1], TS_FLOAT64) : NULL;
-        return args[1] ? em_make_complex(E, TS_COMPLEX128, args[0], args[1]) : NULL;
-    case FL_REAL:
-    case FL_IMAG:
-    case FL_CONJ:
-        return complex_part(E, n, b->flavor);
-    case FL_CMATH:
-        return cmath_call(E, n, (CcMathOp)b->op);
-    case FL_ROUND:
-        return round_call(E, n);
-    case FL_NP_SIGN:
-        return sign_call(E, n);
-    case FL_NP_MINMAX:
-        if (!ts_is_float(out)) {
-            return minmax(E, n, out, b->op == M_MAXIMUM || b->op == M_FMAX);
-        }
-        /* fall through */
-    default: {
-        if (b->op == M_LDEXP) {
-            return ldexp_call(E, n, out);
-        }
-        if ((b->flavor == FL_NP || b->flavor == FL_NP_PRED)
-            && ts_is_complex(cc_storage(n->args[0]->ty))) {
-            return cmath_call(E, n, (CcMathOp)b->op); /* np.exp(z) ... */
-        }
-        if (b->flavor == FL_NP && !ts_is_float(out) && !ts_is_complex(out)) {
-            return np_integer_call(E, n, (CcMathOp)b->op, out);
-        }
-        /* math and NumPy functions: arguments in the computing float kind */
-        const CcType *argty =
-            n->nargs == 2 ? cc_promote(n->args[0]->ty, n->args[1]->ty) : n->args[0]->ty;
-        TsKind k = cc_math_kind(argty);
-        for (int i = 0; i < n->nargs; i++) {
-            if ((args[i] = em_expr_as(E, n->args[i], k)) == NULL) {
-                return NULL;
-            }
-        }
-        LLVMValueRef r = b->op == M_FMIN || b->op == M_FMAX
-                             ? fminmax(E, (CcMathOp)b->op, k, args[0], args[1])
-                             : math_op(E, (CcMathOp)b->op, k, args);
-        return em_convert(
-            E, r, (b->flavor == FL_MATH_PRED || b->flavor == FL_NP_PRED) ? TS_BOOL : k, out);
-    }
-    }
+    return cc_flavor_ops[b->flavor].emit(E, n, b, cc_storage(n->ty));
 }

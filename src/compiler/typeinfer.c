@@ -11,7 +11,7 @@
  *  - bool arithmetic is NumPy's: + is or, * is and, - is an error.
  * Each visitor carries its typing rule in the comment above it.
  */
-#include "compiler/compiler.h"
+#include "compiler/calls.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -624,10 +624,10 @@ pair_type(Infer *in, const CcType *a, const CcType *b)
  *   rect(r, phi)                 r, phi real: complex, as exp
  *   isnan isinf isfinite         bool
  */
-static int
-cmath_call(Infer *in, CcNode *n, const CcType *t, const CcType **out)
+int
+ti_cmath(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
 {
-    CcMathOp op = (CcMathOp)cc_builtin(n->builtin)->op;
+    CcMathOp op = (CcMathOp)b->op;
     switch (op) {
     case M_PHASE:
         *out = cmath_result(t, 0);
@@ -656,8 +656,8 @@ cmath_call(Infer *in, CcNode *n, const CcType *t, const CcType **out)
  * round(x)     Python's: half to even, an int (x's type if x is integral)
  * round(x, n)  n integral: NumPy's np.round, x's type
  */
-static int
-round_call(Infer *in, CcNode *n, const CcType **out)
+int
+ti_round(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
 {
     const CcType *x = n->args[0]->ty;
     if (check_real(in, n, x) < 0) {
@@ -708,23 +708,17 @@ static int call_type(Infer *in, CcNode *n, const CcType **out);
 static const CcType *
 call_arg_type(const CcNode *n, const CcType *result)
 {
-    const CcBuiltin *b = cc_builtin(n->builtin);
-    switch (b->flavor) {
-    case FL_MATH:
-    case FL_MATH_PRED:
-    case FL_NP_PRED:
-    case FL_CMATH:
-    case FL_FLOAT:
-    case FL_COMPLEX:
+    switch (cc_flavor_ops[cc_builtin(n->builtin)->flavor].fit) {
+    case FIT_FLOAT:
         return cc_weak_type(CT_WEAK_FLOAT);
-    case FL_BOOL:
+    case FIT_TRUTH:
         return UNKNOWN; /* its truth */
-    case FL_MIN:
-    case FL_MAX:
+    case FIT_BY_VALUE:
         /* Python's min/max compare by value and convert nothing: max(u8, -30)
          * is fine; an int only needs to be one the result's storage holds
          * (held_const) */
         return is_integral(result) ? UNKNOWN : result;
+    case FIT_RESULT:
     default:
         return result;
     }
@@ -777,99 +771,152 @@ call_type(Infer *in, CcNode *n, const CcType **out)
     if (b->op == M_LDEXP) {
         t = n->args[0]->ty; /* the exponent does not widen the result */
     }
-    switch (b->flavor) {
-    case FL_ABS:
-        if (is_complex_type(t)) {
-            t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT)
-                                           : cc_scalar_type(cc_math_kind(t));
-        }
-        break;
-    case FL_MIN:
-    case FL_MAX:
-        if (is_complex_type(t)) {
-            return type_error(in, n, b->name, t, NULL);
-        }
-        break;
-    case FL_INT:
-    case FL_FLOAT:
-        if (check_real(in, n, t) < 0) {
-            return -1;
-        }
-        t = cc_weak_type(b->flavor == FL_INT ? CT_WEAK_INT : CT_WEAK_FLOAT);
-        break;
-    case FL_COMPLEX:
-        if (n->nargs == 2 && check_real(in, n, t) < 0) {
-            return -1;
-        }
-        t = cc_weak_type(CT_WEAK_COMPLEX);
-        break;
-    case FL_BOOL:
-    case FL_MATH_PRED:
-    case FL_NP_PRED:
-        /* np.isnan(z) is NumPy's: either part */
-        if (b->flavor == FL_MATH_PRED && check_real(in, n, t) < 0) {
-            return -1;
-        }
-        t = cc_scalar_type(TS_BOOL);
-        break;
-    case FL_CAST:
-        t = cc_scalar_type((TsKind)b->op);
-        break;
-    case FL_MATH:
-        if (check_real(in, n, t) < 0) {
-            return -1;
-        }
-        t = cc_math_kind(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32)
-                                          : cc_weak_type(CT_WEAK_FLOAT);
-        break;
-    case FL_MATH_INT:
-        if (check_real(in, n, t) < 0) {
-            return -1;
-        }
-        t = cc_weak_type(CT_WEAK_INT);
-        break;
-    case FL_CMATH:
-        return cmath_call(in, n, t, out);
-    case FL_ROUND:
-        return round_call(in, n, out);
-    case FL_NP_SIGN:
-        if (is_bool(t) || check_real(in, n, t) < 0) {
-            return is_bool(t) ? type_error(in, n, b->name, t, NULL) : -1;
-        }
-        t = t->kind == CT_SCALAR ? t : cc_scalar_type(cc_storage(t));
-        break;
-    case FL_NP:
-        if (is_complex_type(t) && cc_math_has_complex((CcMathOp)b->op)) {
-            t = cc_scalar_type(complex_kind_of(t)); /* np.exp(z): NumPy's complex loop */
-            break;
-        }
-        /* fall through */
-    case FL_NP_MINMAX:
-        if (check_real(in, n, t) < 0) {
-            return -1;
-        }
-        if (b->flavor == FL_NP_MINMAX && t->kind == CT_SCALAR && !ts_is_float(t->scalar)) {
-            break; /* np.minimum of integers stays integral */
-        }
-        if (np_integer_op(b, t)) {
-            /* np.square/np.power wrap in the integer kind; np.floor/ceil/trunc
-             * return an integer unchanged (NumPy 2's integer loops) */
-            t = cc_scalar_type(cc_storage(t) == TS_BOOL ? TS_INT8 : cc_storage(t));
-            break;
-        }
-        t = cc_scalar_type(cc_math_kind(t));
-        break;
-    case FL_REAL:
-    case FL_IMAG:
-        if (t->kind == CT_WEAK_COMPLEX || t->kind == CT_WEAK_INT) {
-            t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT) : t;
-        } else if (ts_is_complex(t->scalar)) {
-            t = cc_scalar_type(cc_math_kind(t));
-        }
-        break;
-    case FL_CONJ:
-        break;
+    return cc_flavor_ops[b->flavor].type(in, n, b, t, out);
+}
+
+/* abs(x): x's type; a complex gives its part's float kind */
+int
+ti_abs(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (is_complex_type(t)) {
+        t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT)
+                                       : cc_scalar_type(cc_math_kind(t));
     }
+    *out = t;
+    return 0;
+}
+
+/* min/max(a, b, ...): the promotion; complex numbers have no order */
+int
+ti_minmax(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (is_complex_type(t)) {
+        return type_error(in, n, b->name, t, NULL);
+    }
+    *out = t;
+    return 0;
+}
+
+/* int(x), float(x): a weak int / float of a real x */
+int
+ti_int_float(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (check_real(in, n, t) < 0) {
+        return -1;
+    }
+    *out = cc_weak_type(b->flavor == FL_INT ? CT_WEAK_INT : CT_WEAK_FLOAT);
+    return 0;
+}
+
+/* complex(x[, y]): a weak complex; with two arguments both real */
+int
+ti_complex(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (n->nargs == 2 && check_real(in, n, t) < 0) {
+        return -1;
+    }
+    *out = cc_weak_type(CT_WEAK_COMPLEX);
+    return 0;
+}
+
+/* bool(x), math.isnan ..., np.isnan ...: bool (np.isnan(z) is NumPy's:
+ * either part; math's take reals only) */
+int
+ti_predicate(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (b->flavor == FL_MATH_PRED && check_real(in, n, t) < 0) {
+        return -1;
+    }
+    *out = cc_scalar_type(TS_BOOL);
+    return 0;
+}
+
+/* np.float32(x) ...: that kind (complex to real takes the real part) */
+int
+ti_cast(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    *out = cc_scalar_type((TsKind)b->op);
+    return 0;
+}
+
+/* math.f(x...): float32 for float32 arguments, else a weak float */
+int
+ti_math(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (check_real(in, n, t) < 0) {
+        return -1;
+    }
+    *out = cc_math_kind(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32)
+                                         : cc_weak_type(CT_WEAK_FLOAT);
+    return 0;
+}
+
+/* math.floor/ceil/trunc: a weak int */
+int
+ti_math_int(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (check_real(in, n, t) < 0) {
+        return -1;
+    }
+    *out = cc_weak_type(CT_WEAK_INT);
+    return 0;
+}
+
+/* np.sign(x): x's kind, strong; not of a bool (NumPy has no such loop) */
+int
+ti_np_sign(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (is_bool(t)) {
+        return type_error(in, n, b->name, t, NULL);
+    }
+    if (check_real(in, n, t) < 0) {
+        return -1;
+    }
+    *out = t->kind == CT_SCALAR ? t : cc_scalar_type(cc_storage(t));
+    return 0;
+}
+
+/* np.f(x...), np.minimum/np.maximum: the promoted float kind of the
+ * arguments (strong); NumPy's complex loop for np.exp(z) and the like;
+ * np.minimum of integers, np.square/np.power/np.floor... of an integral
+ * argument stay integral, as NumPy 2's integer loops */
+int
+ti_np(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (b->flavor == FL_NP && is_complex_type(t) && cc_math_has_complex((CcMathOp)b->op)) {
+        *out = cc_scalar_type(complex_kind_of(t));
+        return 0;
+    }
+    if (check_real(in, n, t) < 0) {
+        return -1;
+    }
+    if (b->flavor == FL_NP_MINMAX && t->kind == CT_SCALAR && !ts_is_float(t->scalar)) {
+        *out = t;
+    } else if (np_integer_op(b, t)) {
+        *out = cc_scalar_type(cc_storage(t) == TS_BOOL ? TS_INT8 : cc_storage(t));
+    } else {
+        *out = cc_scalar_type(cc_math_kind(t));
+    }
+    return 0;
+}
+
+/* x.real, x.imag: the part's kind (a weak int or float is its own part) */
+int
+ti_part(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (t->kind == CT_WEAK_COMPLEX || t->kind == CT_WEAK_INT) {
+        t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT) : t;
+    } else if (ts_is_complex(t->scalar)) {
+        t = cc_scalar_type(cc_math_kind(t));
+    }
+    *out = t;
+    return 0;
+}
+
+/* x.conjugate(): x's type */
+int
+ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
     *out = t;
     return 0;
 }

@@ -1,0 +1,77 @@
+/*
+ * calls.h - the builtin functions a kernel may call, as one table.
+ *
+ * builtins.c lists every builtin (name as users write it, flavor, numeric
+ * operation, arity).  Its flavor selects one row of cc_flavor_ops, which
+ * holds what the two passes do with such a call:
+ *
+ *   type   typeinfer.c: the result type, given t, the promotion of the
+ *          arguments' types (typeinfer has already reported UNKNOWN
+ *          arguments, tuples, and ldexp's exponent);
+ *   emit   emitcall.c: the value, given out, the storage kind of the
+ *          result that typeinfer chose;
+ *   fit    the type Python int constant arguments are fitted to.
+ *
+ * A new builtin of an existing flavor is one row in builtins.c.  A new
+ * flavor is an enumerator in compiler.h, a type and an emit function
+ * (ti_ in typeinfer.c, ec_ in emitcall.c) and their row in builtins.c.
+ */
+#ifndef NV_COMPILER_CALLS_H
+#define NV_COMPILER_CALLS_H
+
+#include "compiler/emit.h"
+
+typedef struct Infer Infer; /* typeinfer.c's pass state */
+
+/* What a call's Python int constant arguments are fitted to. */
+typedef enum CcArgFit {
+    FIT_RESULT,   /* the result type */
+    FIT_FLOAT,    /* a weak float: math.exp(1) computes in float */
+    FIT_TRUTH,    /* nothing: bool(x) takes its truth */
+    FIT_BY_VALUE, /* nothing but storage: min/max compare by value */
+} CcArgFit;
+
+typedef int (*CcCallType)(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t,
+                          const CcType **out);
+typedef LLVMValueRef (*CcCallEmit)(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+
+typedef struct CcFlavorOps {
+    CcCallType type;
+    CcCallEmit emit;
+    CcArgFit fit;
+} CcFlavorOps;
+
+extern const CcFlavorOps cc_flavor_ops[FL_COUNT];
+
+/* ---- typeinfer.c: a call's result type, by flavor (0/-1) ---- */
+
+int ti_abs(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_minmax(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_int_float(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_complex(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_predicate(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_cast(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_math(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_math_int(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_cmath(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_round(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_np_sign(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_np(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_part(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+
+/* ---- emitcall.c: a call's value, by flavor (NULL with an error) ---- */
+
+LLVMValueRef ec_abs(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_convert(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_bool(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_complex(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_part(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_cmath(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_round(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_np_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_math(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+
+#endif /* NV_COMPILER_CALLS_H */
