@@ -137,14 +137,11 @@ compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
         .wrap = body_wrap,
         .ctx = o,
     };
-    char base[64];
-    VzCompiled *c = vz_compiled_new();
+    VzCompiled *c = vz_library_compile(lib, sig, &builder);
     if (c == NULL) {
         return -1;
     }
-    vz_symbol_base(lib, base, sizeof(base));
-    if (cc_compile(lib->kernel, sig, &builder, &cc_host_backend, base, &c->cc) < 0
-        || (c->data = new_loop(o, &c->cc)) == NULL) {
+    if ((c->data = new_loop(o, &c->cc)) == NULL) {
         vz_compiled_free(c);
         return -1;
     }

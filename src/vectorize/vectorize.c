@@ -294,12 +294,20 @@ static const CcBuilder loop_builder = {
     .wrap = loop_wrap,
 };
 
-/* The symbol base of a library's code: "nv.<name>" (the JIT makes exports
- * unique, by process-wide id or by cache key). */
-void
-vz_symbol_base(const VzLibrary *lib, char *buf, size_t size)
+VzCompiled *
+vz_library_compile(VzLibrary *lib, const TsSignature *sig, const CcBuilder *builder)
 {
-    snprintf(buf, size, "nv.%.48s", lib->kernel->name);
+    char base[64]; /* "nv.<name>": the JIT makes exports unique (process-wide id or cache key) */
+    Compiled *c = vz_compiled_new();
+    if (c == NULL) {
+        return NULL;
+    }
+    snprintf(base, sizeof(base), "nv.%.48s", lib->kernel->name);
+    if (cc_compile(lib->kernel, sig, builder, &cc_host_backend, base, &c->cc) < 0) {
+        compiled_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* Compiled into an entry of its own, appended only when whole: Python code
@@ -307,16 +315,13 @@ vz_symbol_base(const VzLibrary *lib, char *buf, size_t size)
 Py_ssize_t
 vz_library_add(VzLibrary *lib, const TsSignature *sig)
 {
-    char base[64];
-    Compiled *c = vz_compiled_new();
+    Compiled *c = vz_library_compile(lib, sig, &loop_builder);
     if (c == NULL) {
         return -1;
     }
-    vz_symbol_base(lib, base, sizeof(base));
-    if (cc_compile(lib->kernel, sig, &loop_builder, &cc_host_backend, base, &c->cc) < 0
-        || lib->target->wrap_loop((PyUFuncGenericFunction)c->cc.addrs[0], &c->cc.sig, c->cc.cost_ns,
-                                  &c->fn, &c->data)
-               < 0) {
+    if (lib->target->wrap_loop((PyUFuncGenericFunction)c->cc.addrs[0], &c->cc.sig, c->cc.cost_ns,
+                               &c->fn, &c->data)
+        < 0) {
         compiled_free(c);
         return -1;
     }

@@ -172,8 +172,10 @@ Py_ssize_t vz_library_find(VzLibrary *lib, const TsKind *args, int nargs);
 void vz_library_entry(VzLibrary *lib, Py_ssize_t i, PyUFuncGenericFunction *fn, void **data,
                       const TsSignature **sig);
 Py_ssize_t vz_library_size(VzLibrary *lib);
-/* "nv.<name>": the symbol base of the library's code. */
-void vz_symbol_base(const VzLibrary *lib, char *buf, size_t size);
+/* sig compiled for the host through the driver with builder, into a new
+ * entry that is not appended yet (the caller finishes it, then
+ * vz_library_append or vz_compiled_free); NULL with an exception. */
+VzCompiled *vz_library_compile(VzLibrary *lib, const TsSignature *sig, const CcBuilder *builder);
 
 /* The host targets' vectorize factory (target.h): an eager ufunc for the
  * request's signatures, or a lazy one without.  New reference or NULL. */
