@@ -59,7 +59,7 @@ char *cc_strdup(CcArena *arena, const char *s);
 /* The arena keeps a reference to obj until it is freed (steals nothing). */
 int cc_arena_keep(CcArena *arena, PyObject *obj);
 
-/* ---- types (typeinfer.c) ---- */
+/* ---- types (cctype.c) ---- */
 
 /*
  * A value type: a scalar kind, or a weak Python literal kind (NEP 50), or a
