@@ -24,7 +24,30 @@
 #define NV_HIDDEN __attribute__((visibility("hidden")))
 #define NV_UNUSED __attribute__((unused))
 
-/* The package's exceptions, created in module.c (borrowed references). */
-extern PyObject *nv_TypingError;
+/*
+ * The module's Python-level state, in one place: its classes, exceptions
+ * and lookup tables.  Each area's *_init_module fills its fields (the
+ * tables on first use); they are strong references kept for the process's
+ * life.  The module is single-phase (m_size -1): it is initialised once per
+ * process and CPython refuses to load it into a subinterpreter, which is
+ * right, because what it runs on is process-wide (the JIT, the pool, the
+ * CUDA driver: DESIGN-NOTES, "The process-wide runtime").
+ */
+typedef struct NvState {
+    PyObject *typing_error;       /* numbavec.TypingError (module.c) */
+    PyObject *cuda_error;         /* numbavec.cuda.CudaError (cudamodule.c) */
+    PyObject *cuda_support_error; /* numbavec.cuda.CudaSupportError */
+    PyObject *library_type;       /* _core.Library: a ufunc's code (vectorize.c) */
+    PyObject *lazy_state_type;    /* a lazy ufunc's owner (dufunc.c) */
+    PyObject *cufunc_type;        /* numbavec.cuda's ufunc (cufunc.c) */
+    PyObject *stream_type;        /* numbavec.cuda.Stream (stream.c) */
+    PyObject *event_type;         /* numbavec.cuda.Event */
+    PyObject *devicearray_type;   /* numbavec.cuda.DeviceNDArray (devicearray.c) */
+    PyObject *cuda_module_type;   /* _core.CudaModule: loaded PTX (launch.c) */
+    PyObject *ast_kinds;          /* ast node class -> CcAstKind (astkind.c) */
+    PyObject *builtin_ids;        /* Python object -> builtin id (builtins.c) */
+} NvState;
+
+extern NvState nv_state;
 
 #endif /* NV_COMMON_H */

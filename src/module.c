@@ -15,7 +15,7 @@
 #include "typesig/typesig.h"
 #include "vectorize/vectorize.h"
 
-PyObject *nv_TypingError = NULL;
+NvState nv_state;
 
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT,
@@ -27,15 +27,15 @@ static struct PyModuleDef core_module = {
 static int
 add_exceptions(PyObject *m)
 {
-    nv_TypingError = PyErr_NewExceptionWithDoc(
+    nv_state.typing_error = PyErr_NewExceptionWithDoc(
         "numbavec.TypingError",
         "A kernel could not be compiled: an unsupported construct or types "
         "that do not fit.  The message gives file:line:col and a caret.",
         PyExc_TypeError, NULL);
-    if (nv_TypingError == NULL) {
+    if (nv_state.typing_error == NULL) {
         return -1;
     }
-    return PyModule_AddObjectRef(m, "TypingError", nv_TypingError);
+    return PyModule_AddObjectRef(m, "TypingError", nv_state.typing_error);
 }
 
 __attribute__((visibility("default"))) PyMODINIT_FUNC

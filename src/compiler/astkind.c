@@ -98,9 +98,8 @@ static const AstClass ast_classes[] = {
 
 enum { NCLASSES = sizeof(ast_classes) / sizeof(ast_classes[0]) };
 
-/* {ast class: index into ast_classes}, built once from the ast module. */
-static PyObject *ast_table = NULL;
-
+/* nv_state.ast_kinds: {ast class: index into ast_classes}, built once from
+ * the ast module. */
 static int
 build_ast_table(void)
 {
@@ -123,20 +122,20 @@ build_ast_table(void)
         Py_DECREF(cls);
     }
     Py_DECREF(ast);
-    ast_table = table;
+    nv_state.ast_kinds = table;
     return table == NULL ? -1 : 0;
 }
 
 int
 lw_ast_init(void)
 {
-    return ast_table != NULL ? 0 : build_ast_table();
+    return nv_state.ast_kinds != NULL ? 0 : build_ast_table();
 }
 
 const AstClass *
 lw_ast_class(PyObject *node)
 {
-    PyObject *idx = PyDict_GetItem(ast_table, (PyObject *)Py_TYPE(node));
+    PyObject *idx = PyDict_GetItem(nv_state.ast_kinds, (PyObject *)Py_TYPE(node));
     return idx == NULL ? NULL : &ast_classes[PyLong_AsLong(idx)];
 }
 

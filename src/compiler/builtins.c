@@ -170,10 +170,6 @@ static const CcBuiltin builtins[] = {
 
 enum { NBUILTINS = sizeof(builtins) / sizeof(builtins[0]) };
 
-/* {builtin object: id}, built on first lookup; lives as long as the process
- * (its keys are module-level functions and types, immortal in practice). */
-static PyObject *builtin_table = NULL;
-
 const CcBuiltin *
 cc_builtin(int id)
 {
@@ -280,17 +276,19 @@ build_table(void)
             return -1;
         }
     }
-    builtin_table = table;
+    /* {builtin object: id}, built on first lookup; lives as long as the
+     * process (its keys are module-level functions and types) */
+    nv_state.builtin_ids = table;
     return 0;
 }
 
 int
 cc_builtin_lookup(PyObject *obj)
 {
-    if (builtin_table == NULL && build_table() < 0) {
+    if (nv_state.builtin_ids == NULL && build_table() < 0) {
         return -2;
     }
-    PyObject *id = PyDict_GetItemWithError(builtin_table, obj);
+    PyObject *id = PyDict_GetItemWithError(nv_state.builtin_ids, obj);
     if (id == NULL) {
         if (PyErr_Occurred()) {
             /* unhashable objects are simply not builtins */
@@ -303,7 +301,8 @@ cc_builtin_lookup(PyObject *obj)
 
 /* ---- what each flavor does in typeinfer.c and emitcall.c ---- */
 
-/* clang-format off: one row per flavor */
+/* One row per flavor, in columns. */
+/* clang-format off */
 const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_ABS]       = {ti_abs,       ec_abs,       FIT_RESULT},
     [FL_MIN]       = {ti_minmax,    ec_minmax,    FIT_BY_VALUE},

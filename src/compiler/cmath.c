@@ -122,7 +122,7 @@ LLVMValueRef
 cc_emit_cmath(LLVMBuilderRef b, LLVMModuleRef mod, CcMathOp op, TsKind k, LLVMValueRef z)
 {
     (void)b, (void)mod, (void)k, (void)z;
-    PyErr_Format(nv_TypingError,
+    PyErr_Format(nv_state.typing_error,
                  "complex %s() is only available on x86-64 hosts in this "
                  "build",
                  c99_name(op) ? c99_name(op) + 1 : "math");

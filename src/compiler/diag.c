@@ -51,14 +51,14 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     PyObject *lines = loc.src ? loc.src->lines : fn->source_lines;
     int first = loc.src ? loc.src->first_line : fn->first_line;
     if (source_line(lines, first, loc.line, line, sizeof(line)) < 0) {
-        PyErr_Format(nv_TypingError, "%s:%d:%d: %s", filename, loc.line, loc.col + 1, msg);
+        PyErr_Format(nv_state.typing_error, "%s:%d:%d: %s", filename, loc.line, loc.col + 1, msg);
         return -1;
     }
     /* col is a byte offset (Python's col_offset) */
     size_t col = loc.col >= 0 && (size_t)loc.col <= strlen(line) ? (size_t)loc.col : 0;
     char *pad = ts_caret_padding(line, line + col);
     if (pad != NULL) {
-        PyErr_Format(nv_TypingError, "%s:%d:%d: %s\n    %s\n    %s^", filename, loc.line,
+        PyErr_Format(nv_state.typing_error, "%s:%d:%d: %s\n    %s\n    %s^", filename, loc.line,
                      loc.col + 1, msg, line, pad);
         PyMem_Free(pad);
     }

@@ -221,7 +221,7 @@ emit_kernels(CcFunction *fn, const CcKernel *k, const CcBuilder *b, const CcBack
 static void
 name_kernel_in_error(const CcKernel *k, const CcBackend *be, const TsSignature *sig)
 {
-    if (!be->name_errors || !PyErr_Occurred() || PyErr_ExceptionMatches(nv_TypingError)
+    if (!be->name_errors || !PyErr_Occurred() || PyErr_ExceptionMatches(nv_state.typing_error)
         || PyErr_ExceptionMatches(PyExc_MemoryError)) {
         return;
     }

@@ -655,8 +655,7 @@ ti_math(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType 
     if (check_real(in, n, t) < 0) {
         return -1;
     }
-    *out = cc_math_kind(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32)
-                                         : cc_weak_type(CT_WEAK_FLOAT);
+    *out = cc_math_kind(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32) : cc_weak_type(CT_WEAK_FLOAT);
     return 0;
 }
 

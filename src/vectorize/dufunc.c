@@ -72,8 +72,6 @@ typedef struct LazyState {
     Tables *tables;          /* current first, then retired ones */
 } LazyState;
 
-static PyObject *state_type = NULL;
-
 static int
 state_traverse(PyObject *self, visitproc visit, void *arg)
 {
@@ -214,7 +212,7 @@ static LazyState *
 state_of(PyObject *ufunc)
 {
     PyObject *owner = vz_ufunc_owner(ufunc);
-    if (owner == NULL || Py_TYPE(owner) != (PyTypeObject *)state_type) {
+    if (owner == NULL || Py_TYPE(owner) != (PyTypeObject *)nv_state.lazy_state_type) {
         PyErr_Format(PyExc_TypeError, "%R is not a lazy numbavec ufunc", ufunc);
         return NULL;
     }
@@ -224,7 +222,8 @@ state_of(PyObject *ufunc)
 PyObject *
 vz_lazy_compiler(PyObject *owner)
 {
-    if (owner == NULL || state_type == NULL || Py_TYPE(owner) != (PyTypeObject *)state_type) {
+    if (owner == NULL || nv_state.lazy_state_type == NULL
+        || Py_TYPE(owner) != (PyTypeObject *)nv_state.lazy_state_type) {
         return NULL;
     }
     return ((LazyState *)owner)->compiler;
@@ -670,8 +669,9 @@ vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout, PyObjec
     if (kind_dtypes[0] == NULL && init_dtypes() < 0) {
         return NULL;
     }
-    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)state_type, Py_tp_alloc);
-    if ((st = (LazyState *)alloc((PyTypeObject *)state_type, 0)) == NULL) {
+    allocfunc alloc =
+        (allocfunc)PyType_GetSlot((PyTypeObject *)nv_state.lazy_state_type, Py_tp_alloc);
+    if ((st = (LazyState *)alloc((PyTypeObject *)nv_state.lazy_state_type, 0)) == NULL) {
         return NULL;
     }
     st->backend = backend;
@@ -754,6 +754,6 @@ vz_init_dufunc(PyObject *module)
         PyErr_SetString(PyExc_RuntimeError, "numbavec: pthread_atfork failed");
         return -1;
     }
-    state_type = PyType_FromSpec(&state_spec);
-    return state_type != NULL ? 0 : -1;
+    nv_state.lazy_state_type = PyType_FromSpec(&state_spec);
+    return nv_state.lazy_state_type != NULL ? 0 : -1;
 }

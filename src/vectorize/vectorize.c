@@ -27,8 +27,6 @@
 typedef VzCompiled Compiled;
 typedef VzLibrary Library;
 
-static PyObject *library_type = NULL;
-
 static void
 compiled_free(Compiled *c)
 {
@@ -365,8 +363,8 @@ vz_library_size(VzLibrary *lib)
 VzLibrary *
 vz_library_new(const TgTarget *target, CcKernel *kernel)
 {
-    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)library_type, Py_tp_alloc);
-    Library *lib = (Library *)alloc((PyTypeObject *)library_type, 0);
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)nv_state.library_type, Py_tp_alloc);
+    Library *lib = (Library *)alloc((PyTypeObject *)nv_state.library_type, 0);
     if (lib == NULL) {
         cc_kernel_free(kernel);
         return NULL;
@@ -592,7 +590,8 @@ code_of(PyObject *module, PyObject *ufunc)
         return Py_NewRef(lazy);
     }
     if (owner != NULL
-        && (Py_TYPE(owner) == (PyTypeObject *)library_type || PyCapsule_CheckExact(owner))) {
+        && (Py_TYPE(owner) == (PyTypeObject *)nv_state.library_type
+            || PyCapsule_CheckExact(owner))) {
         return Py_NewRef(owner);
     }
     PyErr_Format(PyExc_TypeError, "%R is not a numbavec ufunc", ufunc);
@@ -610,11 +609,11 @@ static PyMethodDef vectorize_methods[] = {
 int
 vz_init_module(PyObject *module)
 {
-    library_type = PyType_FromSpec(&library_spec);
-    if (library_type == NULL || vz_check_ufunc_layout() < 0
+    nv_state.library_type = PyType_FromSpec(&library_spec);
+    if (nv_state.library_type == NULL || vz_check_ufunc_layout() < 0
         || PyModule_AddFunctions(module, vectorize_methods) < 0 || vz_init_testhooks(module) < 0
         || vz_init_dufunc(module) < 0) {
         return -1;
     }
-    return PyModule_AddObjectRef(module, "Library", library_type);
+    return PyModule_AddObjectRef(module, "Library", nv_state.library_type);
 }

@@ -27,10 +27,7 @@
 #include "compiler/compiler.h"
 #include "targets/cuda/driver.h"
 
-/* ---- cudamodule.c: the exceptions (borrowed references) ---- */
-
-extern PyObject *cuda_SupportError; /* numbavec.cuda.CudaSupportError */
-extern PyObject *cuda_Error;        /* numbavec.cuda.CudaError */
+/* ---- cudamodule.c: numbavec.cuda's functions and exceptions (in nv_state) ---- */
 
 int cuda_init_module(PyObject *module); /* 0/-1 */
 
@@ -72,9 +69,6 @@ void cuda_mem_trim(void);
 
 /* ---- stream.c ---- */
 
-extern PyObject *cuda_stream_type; /* numbavec.cuda.Stream */
-extern PyObject *cuda_event_type;  /* numbavec.cuda.Event */
-
 /*
  * The CUstream a `stream=` argument names: None or 0 (the default stream),
  * our Stream, an int handle, or an object with __cuda_stream__ (a
@@ -89,7 +83,6 @@ int cuda_stream_init_types(PyObject *module);
 
 /* ---- devicearray.c ---- */
 
-extern PyObject *cuda_devicearray_type; /* numbavec.cuda.DeviceNDArray */
 int cuda_devicearray_init(PyObject *module);
 
 /* What a cuda ufunc call (cucall.c, cureduce.c) reads of a DeviceNDArray

@@ -7,9 +7,6 @@
  */
 #include "targets/cuda/cuda.h"
 
-PyObject *cuda_SupportError = NULL;
-PyObject *cuda_Error = NULL;
-
 static PyObject *
 is_available(PyObject *module, PyObject *unused)
 {
@@ -152,11 +149,11 @@ cuda_init_module(PyObject *m)
     if (add_exception(m, "CudaSupportError",
                       "CUDA cannot be used here: no driver, no device or no toolkit "
                       "piece (the message says which).",
-                      PyExc_RuntimeError, &cuda_SupportError)
+                      PyExc_RuntimeError, &nv_state.cuda_support_error)
             < 0
         || add_exception(m, "CudaError",
                          "A CUDA driver call failed; .name is the driver's error name.",
-                         PyExc_RuntimeError, &cuda_Error)
+                         PyExc_RuntimeError, &nv_state.cuda_error)
                < 0
         || PyModule_AddFunctions(m, cuda_functions) < 0 || cuda_stream_init_types(m) < 0
         || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0 || cuda_cufunc_init(m) < 0) {

@@ -24,8 +24,6 @@
 #include <string.h>
 #include <structmember.h>
 
-static PyObject *cufunc_type = NULL;
-
 /* ---- compiling and loading ---- */
 
 static void
@@ -709,7 +707,7 @@ static PyType_Spec cufunc_spec = {
 static PyObject *
 cuda_make_vectorize(const TgTarget *t, TgRequest *r)
 {
-    CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)cufunc_type);
+    CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)nv_state.cufunc_type);
     if (f == NULL) {
         cc_kernel_free(r->kernel);
         return NULL;
@@ -772,8 +770,9 @@ static PyMethodDef cufunc_functions[] = {
 int
 cuda_cufunc_init(PyObject *module)
 {
-    cufunc_type = PyType_FromSpec(&cufunc_spec);
-    if (cufunc_type == NULL || PyModule_AddObjectRef(module, "CUDAUFunc", cufunc_type) < 0
+    nv_state.cufunc_type = PyType_FromSpec(&cufunc_spec);
+    if (nv_state.cufunc_type == NULL
+        || PyModule_AddObjectRef(module, "CUDAUFunc", nv_state.cufunc_type) < 0
         || PyModule_AddFunctions(module, cufunc_functions) < 0) {
         return -1;
     }

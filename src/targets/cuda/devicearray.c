@@ -17,8 +17,6 @@
 
 #include <string.h>
 
-PyObject *cuda_devicearray_type = NULL;
-
 /* ---- construction ---- */
 
 Py_ssize_t
@@ -74,7 +72,7 @@ static DeviceArray *
 new_array(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
           CUdeviceptr ptr, PyObject *base, CUstream stream, PyObject *stream_obj)
 {
-    PyTypeObject *tp = (PyTypeObject *)cuda_devicearray_type;
+    PyTypeObject *tp = (PyTypeObject *)nv_state.devicearray_type;
     allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
     DeviceArray *a = (DeviceArray *)alloc(tp, 0);
     if (a == NULL) {
@@ -711,9 +709,9 @@ static PyMethodDef da_functions[] = {
 int
 cuda_devicearray_init(PyObject *module)
 {
-    cuda_devicearray_type = PyType_FromSpec(&da_spec);
-    if (cuda_devicearray_type == NULL
-        || PyModule_AddObjectRef(module, "DeviceNDArray", cuda_devicearray_type) < 0
+    nv_state.devicearray_type = PyType_FromSpec(&da_spec);
+    if (nv_state.devicearray_type == NULL
+        || PyModule_AddObjectRef(module, "DeviceNDArray", nv_state.devicearray_type) < 0
         || PyModule_AddFunctions(module, da_functions) < 0 || da_copy_init(module) < 0) {
         return -1;
     }
@@ -737,8 +735,8 @@ cuda_array_info(PyObject *obj, CudaArrayInfo *info)
     info->dtype = a->dtype;
     info->readonly = a->readonly;
     /* ours: it owns its allocation, or is a view of an array that does */
-    info->foreign = a->alloc == 0
-                    && !(a->base != NULL && DA_CHECK(a->base) && ((DeviceArray *)a->base)->alloc);
+    info->foreign =
+        a->alloc == 0 && !(a->base != NULL && DA_CHECK(a->base) && ((DeviceArray *)a->base)->alloc);
     return 0;
 }
 

@@ -23,7 +23,7 @@ typedef struct DeviceArray {
     int readonly;
 } DeviceArray;
 
-#define DA_CHECK(o) PyObject_TypeCheck((o), (PyTypeObject *)cuda_devicearray_type)
+#define DA_CHECK(o) PyObject_TypeCheck((o), (PyTypeObject *)nv_state.devicearray_type)
 
 /* ---- devicearray.c ---- */
 

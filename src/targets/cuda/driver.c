@@ -195,7 +195,7 @@ const CudaDriver *
 cuda_driver(void)
 {
     if (load() < 0) {
-        PyErr_SetString(cuda_SupportError, driver.error);
+        PyErr_SetString(nv_state.cuda_support_error, driver.error);
         return NULL;
     }
     return cuda_drv;
@@ -228,7 +228,7 @@ cuda_check(CUresult rc, const char *what)
     }
     PyObject *name = PyUnicode_FromString(cname);
     PyObject *text = PyUnicode_FromFormat("%s: %s (%s)", cname, ctext, what);
-    PyObject *exc = (name && text) ? PyObject_CallFunction(cuda_Error, "O", text) : NULL;
+    PyObject *exc = (name && text) ? PyObject_CallFunction(nv_state.cuda_error, "O", text) : NULL;
     if (exc != NULL) {
         /* the driver's name and code, for callers that test them */
         if (PyObject_SetAttrString(exc, "name", name) == 0) {
@@ -238,7 +238,7 @@ cuda_check(CUresult rc, const char *what)
                 Py_DECREF(code);
             }
         }
-        PyErr_SetObject(cuda_Error, exc);
+        PyErr_SetObject(nv_state.cuda_error, exc);
         Py_DECREF(exc);
     }
     Py_XDECREF(name);

@@ -733,7 +733,8 @@ cuda_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi)
                       "allocated now (freed, or a host address)")
                < 0
         || cuda_check(d->PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, lo),
-                      "cuPointerGetAttribute") < 0) {
+                      "cuPointerGetAttribute")
+               < 0) {
         return -1;
     }
     if (hi - start > size) {

@@ -13,8 +13,6 @@ typedef struct Module {
     PyObject_HEAD CUmodule handle;
 } Module;
 
-static PyObject *module_type = NULL;
-
 enum { MAX_PARAMS = 64 };
 
 static void
@@ -48,7 +46,7 @@ typedef union Param {
 static int
 pack(PyObject *arg, Param *p)
 {
-    if (PyObject_TypeCheck(arg, (PyTypeObject *)cuda_devicearray_type)) {
+    if (PyObject_TypeCheck(arg, (PyTypeObject *)nv_state.devicearray_type)) {
         PyObject *ptr = PyObject_GetAttrString(arg, "device_pointer");
         p->u = ptr ? PyLong_AsUnsignedLongLong(ptr) : 0;
         Py_XDECREF(ptr);
@@ -149,7 +147,7 @@ load_ptx(PyObject *unused, PyObject *text)
     if (ptx == NULL || cuda_enter() < 0) {
         return NULL;
     }
-    Module *m = PyObject_New(Module, (PyTypeObject *)module_type);
+    Module *m = PyObject_New(Module, (PyTypeObject *)nv_state.cuda_module_type);
     if (m == NULL) {
         return NULL;
     }
@@ -170,8 +168,9 @@ static PyMethodDef launch_functions[] = {
 int
 cuda_launch_init(PyObject *module)
 {
-    module_type = PyType_FromSpec(&module_spec);
-    if (module_type == NULL || PyModule_AddObjectRef(module, "CudaModule", module_type) < 0
+    nv_state.cuda_module_type = PyType_FromSpec(&module_spec);
+    if (nv_state.cuda_module_type == NULL
+        || PyModule_AddObjectRef(module, "CudaModule", nv_state.cuda_module_type) < 0
         || PyModule_AddFunctions(module, launch_functions) < 0) {
         return -1;
     }

@@ -180,7 +180,7 @@ llvm_error(LLVMErrorRef err, const char *what)
         return 0;
     }
     char *msg = LLVMGetErrorMessage(err);
-    PyErr_Format(cuda_Error, "%s: %s", what, msg);
+    PyErr_Format(nv_state.cuda_error, "%s: %s", what, msg);
     LLVMDisposeErrorMessage(msg);
     return -1;
 }
@@ -247,7 +247,7 @@ nvptx_target(void)
     LLVMTargetRef t = NULL;
     char *err = NULL;
     if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err)) {
-        PyErr_Format(cuda_SupportError, "LLVM has no NVPTX back end: %s", err);
+        PyErr_Format(nv_state.cuda_support_error, "LLVM has no NVPTX back end: %s", err);
         LLVMDisposeMessage(err);
         return NULL;
     }
@@ -291,13 +291,13 @@ link_libdevice(LLVMModuleRef mod, const LLVMValueRef *keep, int nkeep, Diag *dia
     int failed = LLVMParseBitcodeInContext2(ctx, buf, &ld);
     LLVMDisposeMemoryBuffer(buf);
     if (failed) {
-        PyErr_Format(cuda_Error, "cannot parse libdevice: %s", diag->message);
+        PyErr_Format(nv_state.cuda_error, "cannot parse libdevice: %s", diag->message);
         return -1;
     }
     LLVMSetTarget(ld, LLVMGetTarget(mod));
     LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, ld)) { /* ld is consumed in any case */
-        PyErr_Format(cuda_Error, "linking libdevice failed: %s", diag->message);
+        PyErr_Format(nv_state.cuda_error, "linking libdevice failed: %s", diag->message);
         return -1;
     }
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
@@ -345,7 +345,7 @@ fold_reflect(LLVMModuleRef mod, const PtxJob *job)
         LLVMValueRef call = LLVMGetUser(u);
         u = LLVMGetNextUse(u);
         if (!LLVMIsACallInst(call)) {
-            PyErr_SetString(cuda_Error, "__nvvm_reflect used other than by a call");
+            PyErr_SetString(nv_state.cuda_error, "__nvvm_reflect used other than by a call");
             return -1;
         }
         const char *key = reflect_key(LLVMGetOperand(call, 0));
@@ -392,7 +392,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     char cpu[32];
     snprintf(cpu, sizeof(cpu), "sm_%d%s", job->sm, job->suffix);
     if (job->sm > (LLVM_VERSION_MAJOR >= 20 ? 120 : 90)) {
-        PyErr_Format(cuda_SupportError,
+        PyErr_Format(nv_state.cuda_support_error,
                      "LLVM %d's NVPTX back end does not know %s: use "
                      "libNVVM (backend='nvvm') or a lower arch",
                      LLVM_VERSION_MAJOR, cpu);
@@ -429,7 +429,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
         LLVMDisposeMessage(s);
     }
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &asm_buf)) {
-        PyErr_Format(cuda_Error, "NVPTX code generation failed: %s", err);
+        PyErr_Format(nv_state.cuda_error, "NVPTX code generation failed: %s", err);
         LLVMDisposeMessage(err);
         goto error;
     }
@@ -471,7 +471,7 @@ ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key
     }
     char *msg = NULL;
     if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
-        PyErr_Format(cuda_Error,
+        PyErr_Format(nv_state.cuda_error,
                      "numbavec generated invalid LLVM IR (a bug in numbavec; please "
                      "report it): %s",
                      msg);
@@ -604,7 +604,7 @@ cuda_check_resolved(PyObject *ptx)
         len++;
     }
     name[len] = '\0';
-    PyErr_Format(cuda_Error,
+    PyErr_Format(nv_state.cuda_error,
                  "the PTX calls %s, which neither libdevice nor the GPU provides (a bug in "
                  "numbavec's GPU math; please report it)",
                  name);

@@ -11,9 +11,6 @@
  */
 #include "targets/cuda/cuda.h"
 
-PyObject *cuda_stream_type = NULL;
-PyObject *cuda_event_type = NULL;
-
 typedef struct Stream {
     PyObject_HEAD CUstream handle;
     int owned;
@@ -111,7 +108,7 @@ cuda_stream_new(PyObject *module, PyObject *args)
     if (cuda_enter() < 0) {
         return NULL;
     }
-    Stream *s = PyObject_New(Stream, (PyTypeObject *)cuda_stream_type);
+    Stream *s = PyObject_New(Stream, (PyTypeObject *)nv_state.stream_type);
     if (s == NULL) {
         return NULL;
     }
@@ -151,8 +148,8 @@ static int
 cupy_stream(PyObject *obj, CUstream *out)
 {
     PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__module__");
-    const char *name = mod != NULL && PyUnicode_Check(mod) ? PyUnicode_AsUTF8AndSize(mod, NULL)
-                                                           : NULL;
+    const char *name =
+        mod != NULL && PyUnicode_Check(mod) ? PyUnicode_AsUTF8AndSize(mod, NULL) : NULL;
     int cupy = name != NULL && strncmp(name, "cupy.", 5) == 0;
     Py_XDECREF(mod);
     PyErr_Clear();
@@ -174,7 +171,7 @@ cuda_stream_arg(PyObject *obj, CUstream *out)
     if (obj == NULL || obj == Py_None) {
         return 0;
     }
-    if (PyObject_TypeCheck(obj, (PyTypeObject *)cuda_stream_type)) {
+    if (PyObject_TypeCheck(obj, (PyTypeObject *)nv_state.stream_type)) {
         *out = ((Stream *)obj)->handle;
         return 0;
     }
@@ -261,7 +258,7 @@ event_synchronize(PyObject *self, PyObject *unused)
 static PyObject *
 event_elapsed_time(PyObject *self, PyObject *other)
 {
-    if (!PyObject_TypeCheck(other, (PyTypeObject *)cuda_event_type)) {
+    if (!PyObject_TypeCheck(other, (PyTypeObject *)nv_state.event_type)) {
         PyErr_SetString(PyExc_TypeError, "elapsed_time() takes another Event");
         return NULL;
     }
@@ -303,7 +300,7 @@ cuda_event_new(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "|p", &timing) || cuda_enter() < 0) {
         return NULL;
     }
-    Event *e = PyObject_New(Event, (PyTypeObject *)cuda_event_type);
+    Event *e = PyObject_New(Event, (PyTypeObject *)nv_state.event_type);
     if (e == NULL) {
         return NULL;
     }
@@ -321,13 +318,13 @@ cuda_event_new(PyObject *module, PyObject *args)
 int
 cuda_stream_init_types(PyObject *module)
 {
-    cuda_stream_type = PyType_FromSpec(&stream_spec);
-    cuda_event_type = cuda_stream_type ? PyType_FromSpec(&event_spec) : NULL;
-    if (cuda_event_type == NULL) {
+    nv_state.stream_type = PyType_FromSpec(&stream_spec);
+    nv_state.event_type = nv_state.stream_type ? PyType_FromSpec(&event_spec) : NULL;
+    if (nv_state.event_type == NULL) {
         return -1;
     }
-    if (PyModule_AddObjectRef(module, "CudaStream", cuda_stream_type) < 0
-        || PyModule_AddObjectRef(module, "CudaEvent", cuda_event_type) < 0) {
+    if (PyModule_AddObjectRef(module, "CudaStream", nv_state.stream_type) < 0
+        || PyModule_AddObjectRef(module, "CudaEvent", nv_state.event_type) < 0) {
         return -1;
     }
     return 0;

@@ -157,7 +157,7 @@ cuda_libdevice_bytes(size_t *size)
     }
     const char *path = cuda_libdevice_path();
     if (path == NULL) {
-        PyErr_SetString(cuda_SupportError,
+        PyErr_SetString(nv_state.cuda_support_error,
                         "libdevice.10.bc not found (searched CUDA_HOME, CUDA_PATH, "
                         "/usr/local/cuda*/nvvm/libdevice and NVIDIA's pip wheels): "
                         "install the CUDA toolkit or nvidia-cuda-nvcc");
@@ -176,7 +176,7 @@ cuda_libdevice_bytes(size_t *size)
         fclose(fp);
     }
     if (buf == NULL) {
-        PyErr_Format(cuda_SupportError, "cannot read %s", path);
+        PyErr_Format(nv_state.cuda_support_error, "cannot read %s", path);
         return NULL;
     }
     toolkit.libdevice_bytes = buf;
@@ -251,8 +251,8 @@ nvvm_check(nvvmResult r, nvvmProgram prog, const char *what)
         && (log = PyMem_Malloc(size)) != NULL && toolkit.nvvm.GetProgramLog(prog, log) != 0) {
         log[0] = '\0';
     }
-    PyErr_Format(cuda_Error, "libNVVM %s failed: %s%s%s", what, toolkit.nvvm.GetErrorString(r),
-                 log && log[0] ? "\n" : "", log ? log : "");
+    PyErr_Format(nv_state.cuda_error, "libNVVM %s failed: %s%s%s", what,
+                 toolkit.nvvm.GetErrorString(r), log && log[0] ? "\n" : "", log ? log : "");
     PyMem_Free(log);
     return -1;
 }
@@ -261,7 +261,7 @@ PyObject *
 cuda_nvvm_compile(const char *ir, size_t size, const char *arch, const char *const *opts)
 {
     if (load_nvvm() < 0) {
-        PyErr_SetString(cuda_SupportError, toolkit.nvvm_error);
+        PyErr_SetString(nv_state.cuda_support_error, toolkit.nvvm_error);
         return NULL;
     }
     size_t ld_size;
