@@ -960,3 +960,50 @@ def test_gufunc_bounds_checks_are_not_loaded_from_an_entry_without_them(dirs):
     # ... and with them the same source must raise, not load that code
     again = run_gu(moddir, cachedir, boundscheck=True, index="i + 1")
     assert again["result"] == "IndexError"
+
+
+# ---- the cuda target: PTX through the same cache (no GPU needed) ----
+
+CUDA_KERNEL = '''
+from numbavec import vectorize
+
+@vectorize({sigs}, target="cuda", cache=True)
+def kern(x, y):
+    return x * y + {const}
+'''
+
+CUDA_RUN = '''
+import json, sys
+sys.path.insert(0, {moddir!r})
+import kmod
+from numbavec import _core
+info = _core._cuda_ptx_info()
+print(json.dumps({{"compilations": info["compilations"], "loads": info["loads"],
+                   "types": kmod.kern.types,
+                   "ptx": [kmod.kern.inspect_ptx(t) for t in ("f8(f8, f8)", "f4(f4, f4)")]}}))
+'''
+
+
+def run_cuda(moddir, cachedir, sigs="['f8(f8, f8)', 'f4(f4, f4)']", const="1"):
+    write_module(moddir, body=CUDA_KERNEL, sigs=sigs, const=const)
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", CUDA_RUN.format(moddir=str(moddir))], env=env,
+                         cwd=str(moddir), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_cuda_ufunc_cold_then_warm(dirs):
+    """The cache is a layer of the compile driver: the cuda target's PTX is
+    stored and taken back as the host's machine code is."""
+    moddir, cachedir = dirs
+    cold = run_cuda(moddir, cachedir)
+    assert (cold["compilations"], cold["loads"]) == (2, 0)
+    assert len(entry_paths(cachedir)) == 2
+    warm = run_cuda(moddir, cachedir)
+    assert (warm["compilations"], warm["loads"]) == (0, 2)
+    assert warm["ptx"] == cold["ptx"] and warm["types"] == cold["types"] == ["dd->d", "ff->f"]
+    changed = run_cuda(moddir, cachedir, const="2")       # the source is in the key
+    assert (changed["compilations"], changed["loads"]) == (2, 0)
+    assert changed["ptx"] != cold["ptx"]

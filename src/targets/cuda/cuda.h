@@ -241,5 +241,7 @@ int cuda_cufunc_init(PyObject *module);
 /* How emit.c lowers math for the GPU: libdevice's __nv_* functions. */
 extern const CcEmitTarget cuda_emit_target;
 PyObject *cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs);
+/* _core._cuda_ptx_info(): {compilations, loads} of the PTX back end (tests). */
+PyObject *cuda_ptx_info_py(PyObject *module, PyObject *unused);
 
 #endif /* NV_CUDA_H */

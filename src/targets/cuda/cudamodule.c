@@ -124,6 +124,8 @@ static PyMethodDef cuda_functions[] = {
      "_cuda_ptx(pyfunc, funcdef, source, signature, arch='sm_90', backend=None, "
      "fastmath=False): PTX of a grid-stride kernel out[i] = f(x0[i], ...)."},
     {"_cuda_check_error", check_error, METH_O, "Test hook: raise what a CUresult becomes."},
+    {"_cuda_ptx_info", cuda_ptx_info_py, METH_NOARGS,
+     "Test hook: {compilations, loads} of the PTX back end in this process."},
     {"_test_builtins", test_builtins, METH_NOARGS,
      "Test hook: (name, min_args, max_args) of every builtin a kernel may call."},
     {"_test_check_ptx", test_check_ptx, METH_O,

@@ -448,6 +448,19 @@ error:
 
 /* ---- the PTX back end of the driver ---- */
 
+/* What the back end did in this process: modules compiled to PTX, stored
+ * PTX taken from the cache instead (the GIL guards both). */
+static struct {
+    Py_ssize_t compilations, loads;
+} ptx_stats;
+
+PyObject *
+cuda_ptx_info_py(PyObject *module, PyObject *unused)
+{
+    return Py_BuildValue("{s:n,s:n}", "compilations", ptx_stats.compilations, "loads",
+                         ptx_stats.loads);
+}
+
 static int
 ptx_module_new(const CcBackend *be, CcModule *m, const char *name)
 {
@@ -491,6 +504,7 @@ ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key
     if (out->text == NULL || cuda_check_resolved(out->text) < 0) {
         return -1;
     }
+    ptx_stats.compilations++;
     if (blob != NULL) {
         *blob = Py_NewRef(out->text);
     }
@@ -508,6 +522,7 @@ ptx_load(const CcBackend *be, const char *key, PyObject *blob, const char *ir, c
     }
     out->text = Py_NewRef(blob);
     out->llvm = PyUnicode_FromString(ir);
+    ptx_stats.loads += out->llvm != NULL;
     return out->llvm != NULL ? 0 : -1;
 }
 
