@@ -46,6 +46,21 @@ array_mask(const TsSignature *k, int declared_only)
     return m;
 }
 
+int
+gu_kernel_signature(const GuLayout *layout, const unsigned char *base_written, int dynamic,
+                    const TsSignature *sig, const unsigned char *written, TsSignature *ksig)
+{
+    unsigned char all[TS_MAXARGS];
+    TsSignature views = *sig;
+    for (int k = 0; k < TS_MAXARGS; k++) {
+        all[k] = base_written[k] | written[k];
+        if (dynamic && k < views.nargs && all[k] && layout->ndims[k] == 0) {
+            views.args[k].ndim = 1;
+        }
+    }
+    return gu_check_signature(layout, &views, all, ksig);
+}
+
 /* The kernel's view of sig: checked against the layout, with what the
  * kernel itself writes added to the outputs and writable_args.  A dynamic
  * gufunc's signature says nothing of how a () argument is passed: one the
@@ -55,15 +70,22 @@ body_signature(const void *ctx, const TsSignature *sig, const unsigned char *wri
                TsSignature *ksig)
 {
     const Options *o = ctx;
-    unsigned char all[TS_MAXARGS];
-    TsSignature views = *sig;
-    for (int k = 0; k < TS_MAXARGS; k++) {
-        all[k] = o->written[k] | written[k];
-        if (o->dynamic && k < views.nargs && all[k] && o->layout->ndims[k] == 0) {
-            views.args[k].ndim = 1;
+    return gu_kernel_signature(o->layout, o->written, o->dynamic, sig, written, ksig);
+}
+
+int
+gu_kernel_variants(const GuLayout *layout, const TsSignature *ksig, unsigned long long masks[2])
+{
+    unsigned long long declared = array_mask(ksig, 1), all = array_mask(ksig, 0);
+    /* 1-element views of () arguments have stride 0: unit stride is as good */
+    for (int i = 0; i < ksig->nargs && i < 64; i++) {
+        if (layout->ndims[i] == 0 && ksig->args[i].ndim > 0) {
+            declared |= 1ULL << i;
         }
     }
-    return gu_check_signature(o->layout, &views, all, ksig);
+    masks[0] = declared;
+    masks[1] = all;
+    return all != declared ? 2 : 1;
 }
 
 /* Two versions of the kernel: the general one (unit stride where declared
@@ -72,17 +94,7 @@ body_signature(const void *ctx, const TsSignature *sig, const unsigned char *wri
 static int
 body_variants(const void *ctx, const TsSignature *ksig, unsigned long long masks[2])
 {
-    const Options *o = ctx;
-    unsigned long long declared = array_mask(ksig, 1), all = array_mask(ksig, 0);
-    /* 1-element views of () arguments have stride 0: unit stride is as good */
-    for (int i = 0; i < ksig->nargs && i < 64; i++) {
-        if (o->layout->ndims[i] == 0 && ksig->args[i].ndim > 0) {
-            declared |= 1ULL << i;
-        }
-    }
-    masks[0] = declared;
-    masks[1] = all;
-    return all != declared ? 2 : 1;
+    return gu_kernel_variants(((const Options *)ctx)->layout, ksig, masks);
 }
 
 static int
@@ -374,6 +386,9 @@ gu_make_guvectorize(const TgTarget *t, TgRequest *r)
     Options o = {.target = t, .layout = &layout};
     VzLibrary *lib = NULL;
     PyObject *ufunc = NULL, *result = NULL;
+    if (vz_refuse_cuda_options(t, r) < 0) {
+        return NULL;
+    }
     if (gu_parse_layout(r->layout, &layout) < 0 || cc_jit_init() < 0) {
         cc_kernel_free(r->kernel);
         return NULL;
@@ -427,20 +442,26 @@ done:
 static PyObject *
 guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef",  "source",        "signatures", "layout",
-                             "target", "identity", "writable_args", "fastmath",   "boundscheck",
-                             "name",   "doc",      "cache",         NULL};
+    static char *kwlist[] = {"pyfunc",   "funcdef",     "source",   "signatures",
+                             "layout",   "target",      "identity", "writable_args",
+                             "fastmath", "boundscheck", "name",     "doc",
+                             "cache",    "arch",        "backend",  NULL};
     PyObject *pyfunc, *funcdef, *source, *sigobj, *layout, *identity = Py_None;
-    PyObject *writable = NULL, *cache = Py_None;
-    const char *target_name = "cpu", *name = NULL, *doc = NULL;
+    PyObject *writable = NULL, *cache = Py_None, *backend = NULL;
+    const char *target_name = "cpu", *name = NULL, *doc = NULL, *arch = NULL;
     int fastmath = 0, boundscheck = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzO", kwlist, &pyfunc, &funcdef,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzOzO", kwlist, &pyfunc, &funcdef,
                                      &PyTuple_Type, &source, &sigobj, &layout, &target_name,
                                      &identity, &writable, &fastmath, &boundscheck, &name, &doc,
-                                     &cache)) {
+                                     &cache, &arch, &backend)) {
         return NULL;
     }
-    TgRequest r = {.identity = identity, .doc = doc, .layout = layout, .writable = writable};
+    TgRequest r = {.identity = identity,
+                   .doc = doc,
+                   .layout = layout,
+                   .writable = writable,
+                   .arch = arch,
+                   .backend = backend};
     TsSignature *sigs = NULL;
     const TgTarget *t = tg_for(target_name, "guvectorize");
     if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {

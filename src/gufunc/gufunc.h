@@ -25,10 +25,12 @@
 typedef struct GuLayout {
     int nin, nout; /* nout == 0: no '->', the kernel writes its inputs */
     int nargs;
-    int ndims[TS_MAXARGS];           /* core dimensions of each argument */
-    int dim[TS_MAXARGS][TS_MAXDIMS]; /* their indices among the distinct names */
-    int ndimnames;                   /* distinct dimension names (NumPy's core_num_dim_ix) */
-    char text[1024];                 /* the layout, as NumPy parses it */
+    int ndims[TS_MAXARGS];              /* core dimensions of each argument */
+    int dim[TS_MAXARGS][TS_MAXDIMS];    /* their indices among the distinct names */
+    int ndimnames;                      /* distinct dimension names (NumPy's core_num_dim_ix) */
+    long long fixed[GU_MAXCORE];        /* a frozen dimension's size ((3)), else 0 */
+    unsigned char optional[GU_MAXCORE]; /* a '?' dimension */
+    char text[1024];                    /* the layout, as NumPy parses it */
 } GuLayout;
 
 /* Parses a layout str; 0, or -1 with ValueError pointing at the bad part. */
@@ -43,6 +45,18 @@ int gu_parse_layout(PyObject *obj, GuLayout *out);
  */
 int gu_check_signature(const GuLayout *layout, const TsSignature *sig, const unsigned char *written,
                        TsSignature *kernel);
+
+/*
+ * The kernel's half of a gufunc builder (CcBuilder.kernel_signature and
+ * .variants), for the host factory here and the cuda target's: the
+ * signature checked against the layout with every written argument
+ * (base_written: outputs, writable_args; written: what the kernel assigns
+ * to), and the unit-stride versions worth emitting.
+ */
+int gu_kernel_signature(const GuLayout *layout, const unsigned char *base_written, int dynamic,
+                        const TsSignature *sig, const unsigned char *written, TsSignature *ksig);
+int gu_kernel_variants(const GuLayout *layout, const TsSignature *ksig,
+                       unsigned long long masks[2]);
 
 /* ---- loops.c ---- */
 

@@ -102,6 +102,8 @@ dimension(Parser *p, int arg)
             return fail(p, "too many dimension names");
         }
         p->names[ix] = d;
+        L->fixed[ix] = d.size > 0 ? d.size : 0;
+        L->optional[ix] = (unsigned char)d.optional;
         L->ndimnames++;
     } else if (p->names[ix].optional != d.optional) {
         return fail(p, d.optional ? "'?' on a dimension already used without it"

@@ -475,13 +475,22 @@ static const VzLazyBackend library_backend = {lazy_find, lazy_compile, lazy_entr
 
 /* ---- the host factory: what vectorize makes on cpu and parallel ---- */
 
-PyObject *
-vz_make_vectorize(const TgTarget *t, TgRequest *r)
+int
+vz_refuse_cuda_options(const TgTarget *t, TgRequest *r)
 {
     if (r->arch != NULL || (r->backend != NULL && r->backend != Py_None)) {
         cc_kernel_free(r->kernel);
         PyErr_Format(PyExc_TypeError, "arch= and backend= are options of the cuda target, not '%s'",
                      t->name);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *
+vz_make_vectorize(const TgTarget *t, TgRequest *r)
+{
+    if (vz_refuse_cuda_options(t, r) < 0) {
         return NULL;
     }
     if (cc_jit_init() < 0 || (r->nsigs > 0 && check_signatures(r->sigs, r->nsigs) < 0)) {

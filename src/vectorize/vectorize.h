@@ -177,6 +177,9 @@ Py_ssize_t vz_library_size(VzLibrary *lib);
  * vz_library_append or vz_compiled_free); NULL with an exception. */
 VzCompiled *vz_library_compile(VzLibrary *lib, const TsSignature *sig, const CcBuilder *builder);
 
+/* A host factory's first check: arch= and backend= are the cuda target's
+ * (TypeError, and r->kernel freed).  0/-1. */
+int vz_refuse_cuda_options(const TgTarget *t, TgRequest *r);
 /* The host targets' vectorize factory (target.h): an eager ufunc for the
  * request's signatures, or a lazy one without.  New reference or NULL. */
 PyObject *vz_make_vectorize(const TgTarget *t, TgRequest *r);
