@@ -7,7 +7,8 @@
 #
 # Installs the wheel into a private folder (nothing system-wide), runs the
 # CUDA tests against it, then the two CUDA benchmarks.  Logs go to $OUT (or
-# ./gpu-results) as tests.log, figures.txt, transfer.txt and vectorize.txt.
+# ./gpu-results) as tests.log, figures.txt, transfer.txt, vectorize.txt and
+# guvectorize.txt.
 set -o pipefail
 out=${OUT:-gpu-results}
 mkdir -p "$out"
@@ -24,8 +25,9 @@ par=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
 (cd tests && python3 -m pytest -q -p no:cacheprovider -rs $par test_cuda_ptx.py test_cuda_abi.py \
     && NUMBAVEC_GPU_FIGURES="$out/figures.txt" python3 -m pytest -q -p no:cacheprovider \
        -rs --durations=5 test_cuda_runtime.py test_cuda_vectorize.py test_cuda_interop.py \
-       test_cuda_device.py) 2>&1 | tee "$out/tests.log"
+       test_cuda_device.py test_cuda_gufunc.py) 2>&1 | tee "$out/tests.log"
 status=$?
 python3 benchmarks/bench_cuda_transfer.py 2>&1 | tee "$out/transfer.txt"
 python3 benchmarks/bench_cuda_vectorize.py 2>&1 | tee "$out/vectorize.txt"
+python3 benchmarks/bench_cuda_guvectorize.py 2>&1 | tee "$out/guvectorize.txt"
 exit $status

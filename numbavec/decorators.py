@@ -191,12 +191,15 @@ def guvectorize(*args, **kwargs):
     caller's arrays.  A layout alone (``@guvectorize('(n),()->(n)')``) makes
     a dynamic gufunc: a loop is compiled for each new combination of input
     dtypes, and an output the call gives no type (``dtype=``) takes the type
-    the kernel stores into it.  Options: ``target`` ('cpu', 'parallel'; not
-    'cuda' yet), ``identity``, ``writable_args`` (indices or names of inputs
-    the kernel writes; inputs it assigns to are writable anyway),
+    the kernel stores into it.  Options: ``target`` ('cpu', 'parallel', or
+    'cuda'/'gpu' with signatures: a cuda gufunc that broadcasts as NumPy's,
+    on host or device arrays), ``identity``, ``writable_args`` (indices or
+    names of inputs the kernel writes; inputs it assigns to are writable
+    anyway),
     ``fastmath``, ``boundscheck`` (default True: an index out of bounds
     raises IndexError), ``nopython`` (accepted) and ``cache`` (machine code
-    kept on disk, as for vectorize).  Returns a real ``numpy.ufunc``.
+    kept on disk, as for vectorize).  Returns a real ``numpy.ufunc`` (on
+    cpu and parallel).
     """
     if len(args) <= 1 and "layout" in kwargs:
         args = (args[0] if args else (), kwargs.pop("layout"))

@@ -40,6 +40,7 @@ typedef struct NvState {
     PyObject *library_type;       /* _core.Library: a ufunc's code (vectorize.c) */
     PyObject *lazy_state_type;    /* a lazy ufunc's owner (dufunc.c) */
     PyObject *cufunc_type;        /* numbavec.cuda's ufunc (cufunc.c) */
+    PyObject *cugufunc_type;      /* numbavec.cuda's gufunc (cugufunc.c) */
     PyObject *stream_type;        /* numbavec.cuda.Stream (stream.c) */
     PyObject *event_type;         /* numbavec.cuda.Event */
     PyObject *devicearray_type;   /* numbavec.cuda.DeviceNDArray (devicearray.c) */

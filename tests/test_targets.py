@@ -43,18 +43,15 @@ def offered(message):
     return re.findall(r"'([^']+)'", m[1])
 
 
+@pytest.mark.skipif(not HAVE_LIBDEVICE, reason="the CUDA toolkit's libdevice is not installed")
 @pytest.mark.parametrize("target", ["cuda", "gpu"])
-def test_guvectorize_cuda_is_not_supported_yet(target):
-    with pytest.raises(NotImplementedError) as info:
-        make_gufunc(target)
-    text = str(info.value)
-    assert f"guvectorize() does not support target={target!r} yet" in text
-    assert "unknown" not in text
-    assert offered(text) == ["cpu", "parallel"]
+def test_guvectorize_offers_cuda_and_its_alias(target):
+    gufunc = make_gufunc(target)
+    assert isinstance(gufunc, _core.CUDAGUFunc) and gufunc.types == ["d->d"]
+    assert gufunc.signature == "(n)->(n)"
 
 
-REFUSED = [(who, t) for who in sorted(MAKERS) for t in ["tpu", "CUDA", "", "cpu ", "gpu", "cuda"]
-           if not (who == "vectorize" and t in ("gpu", "cuda"))]
+REFUSED = [(who, t) for who in sorted(MAKERS) for t in ["tpu", "CUDA", "", "cpu "]]
 
 
 @pytest.mark.parametrize("who, target", REFUSED)
@@ -97,10 +94,10 @@ def test_one_core_factory_per_decorator_for_every_target(target):
     target by name: the target says what it makes (no branch on cuda in
     decorators.py)."""
     src = KernelSource(copy)
-    with pytest.raises(NotImplementedError, match=rf"target='{target}' yet; it supports "
-                                                  r"target 'cpu' or 'parallel'"):
-        _core.guvectorize(copy, src.funcdef, src.location, ["void(float64[:], float64[:])"],
-                          "(n)->(n)", target=target)
+    if HAVE_LIBDEVICE:
+        g = _core.guvectorize(copy, src.funcdef, src.location, ["void(float64[:], float64[:])"],
+                              "(n)->(n)", target=target)
+        assert isinstance(g, _core.CUDAGUFunc)
     src = KernelSource(add1)
     with pytest.raises(ValueError, match=r"unknown target 'tpu' \(choose 'cpu', 'parallel', "
                                          r"'cuda' or 'gpu'\)"):

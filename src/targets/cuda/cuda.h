@@ -171,6 +171,11 @@ int cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature
 /* Builds the block reduction <name> of the binary kernel over kind. */
 LLVMValueRef cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind,
                                const char *name);
+/* A gufunc's entry <name>(i64 *desc, i32 *status) around the body that
+ * gufunc/loops.c emits (GuBodyFn: one outer iteration per thread); the
+ * layout of desc is in kernels.c. */
+LLVMValueRef cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndimnames,
+                                     const char *name);
 enum { CUDA_REDUCE_DIMS = NPY_MAXDIMS };
 
 /* ---- ptx.c ---- */
@@ -191,6 +196,10 @@ typedef struct CudaCode {
 } CudaCode;
 int cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend,
                        int reduce, const char *name, CudaCode *out);
+/* sig of k compiled to PTX for arch with builder b (a cuda gufunc's): the
+ * driver's cc_compile with the PTX back end.  0/-1. */
+int cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
+                      const CcBuilder *b, const char *name, CcCompiled *out);
 /* "nv_" and pyname made a PTX identifier: the symbol base of PTX entries. */
 void cuda_symbol_base(const char *pyname, char *buf, size_t size);
 void cuda_code_clear(CudaCode *c);
@@ -237,6 +246,14 @@ PyObject *cuda_staging_py(PyObject *module, PyObject *args);
 /* ---- cufunc.c ---- */
 
 int cuda_cufunc_init(PyObject *module);
+
+/* ---- cugufunc.c ---- */
+
+struct TgTarget;
+struct TgRequest;
+/* The cuda target's guvectorize factory (target.h).  New reference or NULL. */
+PyObject *cuda_make_guvectorize(const struct TgTarget *t, struct TgRequest *r);
+int cuda_gufunc_init(PyObject *module);
 
 /* How emit.c lowers math for the GPU: libdevice's __nv_* functions. */
 extern const CcEmitTarget cuda_emit_target;

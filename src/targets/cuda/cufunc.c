@@ -143,8 +143,8 @@ recompile(CuFunc *f, CuLoop *l, const char *arch, PyObject *backend)
 }
 
 /* The device's compute capability as sm_NN's NN; -1 with an exception. */
-static int
-device_sm(void)
+int
+cf_device_sm(void)
 {
     static int sm = 0;
     int major = 0, minor = 0;
@@ -200,7 +200,7 @@ load_module(PyObject *ptx, CUmodule *mod)
 static int
 load_loop(CuFunc *f, CuLoop *l)
 {
-    int sm = device_sm();
+    int sm = cf_device_sm();
     if (sm < 0) {
         return -1;
     }
@@ -756,7 +756,7 @@ error:
     return NULL;
 }
 
-static const TgFactories cuda_factories = {cuda_make_vectorize, NULL};
+static const TgFactories cuda_factories = {cuda_make_vectorize, cuda_make_guvectorize};
 
 /* cuda has no host loops: its factory makes CUDAUFuncs. */
 const TgTarget tg_cuda = {.name = "cuda", .make = &cuda_factories};

@@ -91,6 +91,8 @@ int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
  * allocation (cuda_check_foreign_memory); run after the context is entered,
  * before anything launches.  0/-1. */
 int cf_check_foreign(const Operand *ops, int n);
+/* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
+int cf_device_sm(void);
 int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */

@@ -485,3 +485,116 @@ cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const cha
     LLVMDisposeBuilder(k.b);
     return f;
 }
+
+/* ---- a gufunc's entry ---- */
+
+static LLVMValueRef
+load_i64(Kb *k, LLVMValueRef base, LLVMValueRef idx, const char *name)
+{
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(k->b, k->i64, base, &idx, 1, "");
+    return LLVMBuildLoad2(k->b, k->i64, p, name);
+}
+
+static LLVMValueRef
+i64c(Kb *k, long long v)
+{
+    return LLVMConstInt(k->i64, (unsigned long long)v, 1);
+}
+
+/*
+ * <name>(i64 *desc, i32 *status): one thread per outer index, grid-stride.
+ * desc (cugufunc.c writes it): n, nd, shape[nd], base[A], lstride[A][nd]
+ * (bytes, 0 where broadcast), then the body's dims (1 + ndimnames) and
+ * steps (A outer steps, then the core strides).  Outer index i is
+ * decomposed over shape (the last dimension fastest); argument k is at
+ * base[k] + sum(index[d] * lstride[k][d]); the body runs that one outer
+ * iteration.  A nonzero status (an index out of bounds) is stored in
+ * *status when status is not null.
+ */
+LLVMValueRef
+cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndimnames,
+                        const char *name)
+{
+    Kb k;
+    kb_init(&k, mod, 1);
+    LLVMTypeRef params[2] = {k.ptr, k.ptr};
+    LLVMValueRef f =
+        LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(k.ctx), params, 2, 0));
+    LLVMValueRef desc = LLVMGetParam(f, 0), status = LLVMGetParam(f, 1);
+    LLVMSetValueName2(desc, "desc", 4);
+    LLVMSetValueName2(status, "status", 6);
+    Loop l;
+    loop_open(&k, &l, f, NULL);
+    LLVMValueRef n = load_i64(&k, desc, i64c(&k, 0), "n");
+    LLVMValueRef nd = load_i64(&k, desc, i64c(&k, 1), "nd");
+    l.n = n;
+    LLVMValueRef shape =
+        LLVMBuildInBoundsGEP2(k.b, k.i64, desc, (LLVMValueRef[]){i64c(&k, 2)}, 1, "shape");
+    LLVMValueRef base = LLVMBuildInBoundsGEP2(k.b, k.i64, shape, &nd, 1, "base");
+    LLVMValueRef lstride =
+        LLVMBuildInBoundsGEP2(k.b, k.i64, base, (LLVMValueRef[]){i64c(&k, nargs)}, 1, "lstride");
+    LLVMValueRef an = LLVMBuildMul(k.b, nd, i64c(&k, nargs), "a.nd");
+    LLVMValueRef dims = LLVMBuildInBoundsGEP2(k.b, k.i64, lstride, &an, 1, "dims");
+    LLVMValueRef steps = LLVMBuildInBoundsGEP2(
+        k.b, k.i64, dims, (LLVMValueRef[]){i64c(&k, 1 + ndimnames)}, 1, "steps");
+    LLVMValueRef args = LLVMBuildAlloca(k.b, LLVMArrayType(k.ptr, (unsigned)nargs), "args");
+    loop_start(&k, &l);
+
+    /* dec: d from nd down to 1, rem = i, off[k] = 0 */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(k.b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(k.ctx, f, "dec.head");
+    LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(k.ctx, f, "dec.dim");
+    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(k.ctx, f, "dec.done");
+    LLVMBuildBr(k.b, head);
+    LLVMPositionBuilderAtEnd(k.b, head);
+    LLVMValueRef d = LLVMBuildPhi(k.b, k.i64, "d");
+    LLVMValueRef rem = LLVMBuildPhi(k.b, k.i64, "rem");
+    LLVMValueRef off[TS_MAXARGS];
+    for (int a = 0; a < nargs; a++) {
+        off[a] = LLVMBuildPhi(k.b, k.i64, "off");
+        LLVMValueRef zero = i64c(&k, 0);
+        LLVMAddIncoming(off[a], &zero, &pre, 1);
+    }
+    LLVMAddIncoming(d, &nd, &pre, 1);
+    LLVMAddIncoming(rem, &l.i, &pre, 1);
+    LLVMBuildCondBr(k.b, LLVMBuildICmp(k.b, LLVMIntEQ, d, i64c(&k, 0), "dec.end"), call, step);
+
+    LLVMPositionBuilderAtEnd(k.b, step);
+    LLVMValueRef dm = LLVMBuildSub(k.b, d, i64c(&k, 1), "d.next");
+    LLVMValueRef size = load_i64(&k, shape, dm, "size");
+    LLVMValueRef q = LLVMBuildUDiv(k.b, rem, size, "q");
+    LLVMValueRef r = LLVMBuildSub(k.b, rem, LLVMBuildMul(k.b, q, size, ""), "r");
+    for (int a = 0; a < nargs; a++) {
+        LLVMValueRef at = LLVMBuildAdd(k.b, LLVMBuildMul(k.b, i64c(&k, a), nd, ""), dm, "");
+        LLVMValueRef st = load_i64(&k, lstride, at, "lst");
+        LLVMValueRef next = LLVMBuildAdd(k.b, off[a], LLVMBuildMul(k.b, r, st, ""), "off.next");
+        LLVMAddIncoming(off[a], &next, &step, 1);
+    }
+    LLVMAddIncoming(d, &dm, &step, 1);
+    LLVMAddIncoming(rem, &q, &step, 1);
+    LLVMBuildBr(k.b, head);
+
+    LLVMPositionBuilderAtEnd(k.b, call);
+    LLVMTypeRef aty = LLVMArrayType(k.ptr, (unsigned)nargs);
+    for (int a = 0; a < nargs; a++) {
+        LLVMValueRef p0 = load_i64(&k, base, i64c(&k, a), "arg.base");
+        LLVMValueRef p = LLVMBuildIntToPtr(k.b, LLVMBuildAdd(k.b, p0, off[a], ""), k.ptr, "arg");
+        LLVMValueRef idx[2] = {i64c(&k, 0), i64c(&k, a)};
+        LLVMBuildStore(k.b, p, LLVMBuildInBoundsGEP2(k.b, aty, args, idx, 2, ""));
+    }
+    LLVMValueRef bargs[5] = {args, dims, steps, i64c(&k, 0), i64c(&k, 1)};
+    LLVMValueRef st = LLVMBuildCall2(k.b, LLVMGlobalGetValueType(body), body, bargs, 5, "st");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(k.ctx, f, "status.set");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(k.ctx, f, "next");
+    LLVMValueRef failed =
+        LLVMBuildAnd(k.b, LLVMBuildICmp(k.b, LLVMIntNE, st, LLVMConstInt(k.i32, 0, 0), ""),
+                     LLVMBuildIsNotNull(k.b, status, ""), "failed");
+    LLVMBuildCondBr(k.b, failed, bad, next);
+    LLVMPositionBuilderAtEnd(k.b, bad);
+    LLVMBuildStore(k.b, st, status);
+    LLVMBuildBr(k.b, next);
+    LLVMPositionBuilderAtEnd(k.b, next);
+    loop_close(&k, &l);
+    LLVMDisposeBuilder(k.b);
+    return f;
+}

@@ -694,6 +694,25 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
     return ptx;
 }
 
+/* ---- one signature through another builder (a cuda gufunc's) ---- */
+
+int
+cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
+                  const CcBuilder *b, const char *name, CcCompiled *out)
+{
+    PtxJob job = {0};
+    job.fastmath = k->fastmath;
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job) < 0) {
+        return -1;
+    }
+    CcBackend be = ptx_backend(&job);
+    if (cc_compile(k, sig, b, &be, name, out) < 0) {
+        return -1;
+    }
+    dump_ptx(name, &job, arch, out->text);
+    return 0;
+}
+
 /* ---- one signature of a cuda ufunc ---- */
 
 void

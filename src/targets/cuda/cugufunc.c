@@ -1,0 +1,1136 @@
+/*
+ * cugufunc.c - @guvectorize(target='cuda'): generalized ufuncs on the GPU.
+ *
+ * Compilation is the host gufunc's, through the same driver: the kernel is
+ * typed and emitted with array arguments (gu_kernel_signature and
+ * gu_kernel_variants, gufunc.c), gufunc/loops.c emits the body that runs
+ * one outer iteration, and kernels.c puts a grid-stride entry around it:
+ * one GPU thread per element of the loop dimensions.  PTX comes from the
+ * PTX back end (cuda_compile_with), at decoration.
+ *
+ * A call does what NumPy's gufunc machinery does on the host:
+ *
+ *   - inputs (and outputs given positionally or as out=) are sorted into
+ *     device arrays (ours, CAI, DLPack), host arrays and scalars
+ *     (cf_classify);
+ *   - the first signature every input reaches is chosen: a device array
+ *     must have its exact dtype, a host array must cast safely, a Python
+ *     scalar by kind (NEP 50);
+ *   - core dimensions are bound from the operands' trailing dimensions
+ *     (checked against each other and against frozen sizes), the loop
+ *     dimensions of every operand are broadcast without copies (stride 0);
+ *   - host operands are copied to the device in the signature's dtype,
+ *     outputs are allocated there (or taken from out=), the descriptor
+ *     (kernels.c) is copied next to them and the entry is launched on
+ *     `stream`;
+ *   - with bounds checks on, the status word comes back: IndexError;
+ *   - a call with a device operand returns device arrays; a host call
+ *     returns host arrays, and writes the inputs the kernel wrote back.
+ *
+ * Not yet: axes=/axis=/keepdims=, '?' dimensions, signatures compiled on
+ * call (no signatures), device operands of another dtype, and the staged
+ * (pinned, chunked) pipeline for large host operands that cuda ufuncs use.
+ */
+#include "gufunc/gufunc.h"
+#include "targets/cuda/cufunc.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <structmember.h>
+
+typedef struct CuGuLoop {
+    TsSignature sig;  /* as declared */
+    TsSignature ksig; /* the kernel's view (arrays, 1-element views) */
+    PyObject *ptx, *llvm, *var_types;
+    char entry[CC_NAME_SIZE + 8];
+    CUmodule mod;
+    CUfunction fn;
+    int block;
+} CuGuLoop;
+
+typedef struct CuGuFunc {
+    PyObject_HEAD PyObject *name, *doc, *dict, *backend;
+    CcKernel *kernel;
+    GuLayout layout;
+    unsigned char written[TS_MAXARGS]; /* outputs, writable_args, what the kernel writes */
+    char arch[16];
+    int sm;
+    char arch_suffix[4];
+    CuGuLoop **loops;
+    Py_ssize_t nloops;
+} CuGuFunc;
+
+/* ---- compiling: the builder ---- */
+
+typedef struct GuCtx {
+    const GuLayout *layout;
+    const unsigned char *written;
+} GuCtx;
+
+static int
+cg_kernel_signature(const void *ctx, const TsSignature *sig, const unsigned char *written,
+                    TsSignature *ksig)
+{
+    const GuCtx *c = ctx;
+    return gu_kernel_signature(c->layout, c->written, 0, sig, written, ksig);
+}
+
+static int
+cg_variants(const void *ctx, const TsSignature *ksig, unsigned long long masks[2])
+{
+    return gu_kernel_variants(((const GuCtx *)ctx)->layout, ksig, masks);
+}
+
+static int
+cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const TsSignature *ksig,
+        CcEntries *e)
+{
+    const GuCtx *c = ctx;
+    char body_name[CC_NAME_SIZE + 16];
+    snprintf(body_name, sizeof(body_name), "%s_body", e->names[0]);
+    LLVMValueRef body =
+        gu_emit_body(mod, kernels[0], nk > 1 ? kernels[1] : NULL, c->layout, ksig, body_name);
+    if (body == NULL) {
+        return -1;
+    }
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    e->fns[0] =
+        cuda_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndimnames, e->names[0]);
+    return 0;
+}
+
+static const char *const cg_suffix[] = {"_gu"};
+
+static void
+loop_free(CuGuLoop *l)
+{
+    if (l == NULL) {
+        return;
+    }
+    if (l->mod != NULL && cuda_drv != NULL && cuda_enter() == 0) {
+        cuda_drv->ModuleUnload(l->mod);
+    }
+    Py_XDECREF(l->ptx);
+    Py_XDECREF(l->llvm);
+    Py_XDECREF(l->var_types);
+    PyMem_Free(l);
+}
+
+/* Compiles sig for arch into l (its PTX, IR, types).  0/-1. */
+static int
+compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
+{
+    GuCtx ctx = {&f->layout, f->written};
+    CcBuilder builder = {
+        .what = "cuda-gufunc",
+        .form = CC_GUFUNC_KERNEL,
+        .nentries = 1,
+        .suffixes = cg_suffix,
+        .kernel_signature = cg_kernel_signature,
+        .variants = cg_variants,
+        .wrap = cg_wrap,
+        .ctx = &ctx,
+    };
+    char base[CC_NAME_SIZE], name[CC_NAME_SIZE];
+    cuda_symbol_base(f->kernel->name, base, sizeof(base));
+    snprintf(name, sizeof(name), "%.100s_%zd", base, index);
+    CcCompiled c;
+    if (cuda_compile_with(f->kernel, &l->sig, arch, f->backend, &builder, name, &c) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < TS_MAXARGS; k++) {
+        f->written[k] |= c.written[k];
+    }
+    Py_XDECREF(l->ptx);
+    Py_XDECREF(l->llvm);
+    Py_XDECREF(l->var_types);
+    l->ptx = Py_NewRef(c.text);
+    l->llvm = Py_NewRef(c.llvm);
+    l->var_types = Py_NewRef(c.var_types);
+    l->ksig = c.ksig;
+    snprintf(l->entry, sizeof(l->entry), "%s%s", name, cg_suffix[0]);
+    cc_compiled_clear(&c);
+    return 0;
+}
+
+/* Loads l's module on first use: compiled again for an older device than
+ * the PTX's arch; the entry and its occupancy block.  0/-1. */
+static int
+ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index)
+{
+    if (cuda_driver() == NULL || cuda_enter() < 0) {
+        return -1;
+    }
+    if (l->fn != NULL) {
+        return 0;
+    }
+    int sm = cf_device_sm();
+    if (sm < 0) {
+        return -1;
+    }
+    if (sm < f->sm || (f->arch_suffix[0] && sm != f->sm)) {
+        char arch[16];
+        snprintf(arch, sizeof(arch), "sm_%d", sm);
+        if (compile_loop(f, l, index, arch) < 0) {
+            return -1;
+        }
+    }
+    const char *text = PyUnicode_AsUTF8AndSize(l->ptx, NULL);
+    if (text == NULL) {
+        return -1;
+    }
+    CUmodule mod = NULL;
+    CUresult rc;
+    Py_BEGIN_ALLOW_THREADS rc = cuda_drv->ModuleLoadDataEx(&mod, text, 0, NULL, NULL);
+    Py_END_ALLOW_THREADS if (cuda_check(rc, "cuModuleLoadDataEx (cuda gufunc)") < 0)
+    {
+        return -1;
+    }
+    CUfunction fn;
+    int min_grid = 0, block = 0;
+    if (cuda_check(cuda_drv->ModuleGetFunction(&fn, mod, l->entry), "cuModuleGetFunction") < 0
+        || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&min_grid, &block, fn, NULL, 0, 0),
+                      "cuOccupancyMaxPotentialBlockSize")
+               < 0) {
+        cuda_drv->ModuleUnload(mod);
+        return -1;
+    }
+    if (l->fn != NULL) { /* loaded meanwhile, by a thread that ran while we waited */
+        cuda_drv->ModuleUnload(mod);
+        return 0;
+    }
+    l->mod = mod;
+    l->fn = fn;
+    l->block = block > 0 ? block : 128;
+    return 0;
+}
+
+/* ---- a call ---- */
+
+typedef struct GuCall {
+    CuGuFunc *f;
+    int nargs, given_out[TS_MAXARGS];
+    Operand ops[TS_MAXARGS];
+    PyObject *stream;
+    CUstream s;
+    Py_ssize_t loop;
+    int device; /* a device operand: the results stay on the device */
+    /* the loop dimensions and the core sizes */
+    int lnd;
+    Py_ssize_t lshape[NPY_MAXDIMS];
+    Py_ssize_t core[GU_MAXCORE];
+    /* per argument, on the device */
+    PyObject *dev[TS_MAXARGS];  /* owned: what the kernel reads or writes */
+    PyObject *host[TS_MAXARGS]; /* owned: a host array to write back into (or NULL) */
+} GuCall;
+
+static void
+call_clear(GuCall *c)
+{
+    cf_operands_clear(c->ops, c->nargs);
+    for (int k = 0; k < c->nargs; k++) {
+        Py_CLEAR(c->dev[k]);
+        Py_CLEAR(c->host[k]);
+    }
+}
+
+static const char *
+fname(const GuCall *c)
+{
+    return c->f->kernel->name;
+}
+
+/* f(*inputs[, *outputs], out=None, stream=None).  0/-1. */
+static int
+parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
+{
+    const GuLayout *L = &f->layout;
+    memset(c, 0, sizeof(*c));
+    c->f = f;
+    c->stream = Py_None;
+    Py_ssize_t npos = PyTuple_Size(args);
+    if (npos != L->nin && npos != L->nargs) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", fname(c), L->nin,
+                     L->nin == 1 ? "" : "s", L->nout > 0 ? " (and optionally its outputs)" : "",
+                     npos);
+        return -1;
+    }
+    PyObject *outs[TS_MAXARGS] = {NULL};
+    for (Py_ssize_t k = L->nin; k < npos; k++) {
+        outs[k] = PyTuple_GetItem(args, k);
+    }
+    if (kwargs != NULL) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+                c->stream = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
+                if (npos > L->nin) {
+                    PyErr_SetString(PyExc_TypeError,
+                                    "cannot specify 'out' as both a positional and keyword "
+                                    "argument");
+                    return -1;
+                }
+                if (L->nout == 0) {
+                    PyErr_Format(PyExc_TypeError, "%s() has no outputs: out= is not taken",
+                                 fname(c));
+                    return -1;
+                }
+                int is_tuple = PyTuple_Check(value);
+                if (is_tuple ? PyTuple_Size(value) != L->nout : L->nout != 1) {
+                    PyErr_Format(PyExc_ValueError, "out= takes %s%d array%s for %s()'s %d output%s",
+                                 L->nout > 1 ? "a tuple of " : "", L->nout, L->nout == 1 ? "" : "s",
+                                 fname(c), L->nout, L->nout == 1 ? "" : "s");
+                    return -1;
+                }
+                for (int k = 0; k < L->nout; k++) {
+                    PyObject *o = is_tuple ? PyTuple_GetItem(value, k) : value;
+                    outs[L->nin + k] = o == Py_None ? NULL : o;
+                }
+            } else {
+                PyErr_Format(PyExc_TypeError,
+                             "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
+                             "takes out= and stream=)",
+                             fname(c), key);
+                return -1;
+            }
+        }
+    }
+    c->nargs = L->nargs;
+    for (int k = 0; k < L->nargs; k++) {
+        PyObject *obj = k < L->nin ? PyTuple_GetItem(args, k) : outs[k];
+        c->given_out[k] = k >= L->nin && obj != NULL;
+        if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
+            return -1;
+        }
+        if (c->given_out[k] && c->ops[k].what != OP_DEVICE && c->ops[k].what != OP_HOST) {
+            PyErr_Format(PyExc_TypeError, "%s(): output %d must be an array", fname(c), k - L->nin);
+            return -1;
+        }
+        c->device |= c->ops[k].what == OP_DEVICE;
+    }
+    return cuda_stream_arg(c->stream, &c->s);
+}
+
+/* Whether operand op may be passed to an argument of kind k. */
+static int
+reaches(const Operand *op, TsKind k)
+{
+    PyArray_Descr *want = PyArray_DescrFromType(ts_kind_typenum(k));
+    int ok = 0;
+    if (want == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    switch (op->what) {
+    case OP_DEVICE:
+        ok = PyArray_EquivTypes(op->dtype, want);
+        break;
+    case OP_HOST:
+    case OP_SCALAR:
+        ok = PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING);
+        break;
+    default: /* a Python number: NEP 50's weak scalar, by kind */
+        if (PyBool_Check(op->obj)) {
+            ok = 1;
+        } else if (PyLong_Check(op->obj)) {
+            ok = k != TS_BOOL;
+        } else if (PyFloat_Check(op->obj)) {
+            ok = ts_is_float(k) || ts_is_complex(k);
+        } else {
+            ok = ts_is_complex(k);
+        }
+    }
+    Py_DECREF(want);
+    return ok;
+}
+
+static int
+resolve(GuCall *c)
+{
+    CuGuFunc *f = c->f;
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        const TsSignature *sig = &f->loops[i]->sig;
+        int ok = 1;
+        for (int k = 0; ok && k < c->nargs; k++) {
+            const Operand *op = &c->ops[k];
+            if (k >= f->layout.nin && !c->given_out[k]) {
+                continue;
+            }
+            if (k >= f->layout.nin) { /* an output: cast into, same-kind */
+                PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+                ok = d != NULL
+                     && (op->what == OP_DEVICE
+                             ? PyArray_EquivTypes(d, op->dtype)
+                             : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
+                Py_XDECREF(d);
+                continue;
+            }
+            ok = reaches(op, sig->args[k].kind);
+        }
+        if (ok) {
+            c->loop = i;
+            return 0;
+        }
+    }
+    PyObject *types = PyList_New(0);
+    for (int k = 0; types != NULL && k < f->layout.nin; k++) {
+        const Operand *op = &c->ops[k];
+        PyObject *t = op->dtype != NULL
+                          ? PyObject_Str((PyObject *)op->dtype)
+                          : PyObject_GetAttrString((PyObject *)Py_TYPE(op->obj), "__name__");
+        if (t == NULL || PyList_Append(types, t) < 0) {
+            Py_CLEAR(types);
+        }
+        Py_XDECREF(t);
+    }
+    if (types != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): no signature takes these inputs (%R)%s; a device array must "
+                     "have the signature's dtype exactly, a host array must cast to it safely",
+                     fname(c), types, c->device ? " on the device" : "");
+        Py_DECREF(types);
+    }
+    return -1;
+}
+
+/* "Input operand 1", "Output operand 0": as NumPy names them */
+static void
+operand_name(const GuCall *c, int k, char *buf, size_t size)
+{
+    const GuLayout *L = &c->f->layout;
+    snprintf(buf, size, "%s operand %d", k < L->nin ? "Input" : "Output",
+             k < L->nin ? k : k - L->nin);
+}
+
+/* Binds the core sizes and broadcasts the loop dimensions.  0/-1. */
+static int
+bind_dims(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    for (int ix = 0; ix < L->ndimnames; ix++) {
+        if (L->optional[ix]) {
+            PyErr_Format(PyExc_NotImplementedError,
+                         "%s(): flexible ('?') core dimensions are not supported on cuda yet",
+                         fname(c));
+            return -1;
+        }
+        c->core[ix] = L->fixed[ix] > 0 ? (Py_ssize_t)L->fixed[ix] : -1;
+    }
+    c->lnd = 0;
+    for (int k = 0; k < c->nargs; k++) {
+        const Operand *op = &c->ops[k];
+        if (op->obj == NULL) {
+            continue; /* an output to allocate */
+        }
+        int nc = L->ndims[k];
+        if (op->nd < nc) {
+            char what[32];
+            operand_name(c, k, what, sizeof(what));
+            PyErr_Format(PyExc_ValueError,
+                         "%s: %s does not have enough dimensions (has %d, gufunc core with "
+                         "signature %s requires %d)",
+                         fname(c), what, op->nd, L->text, nc);
+            return -1;
+        }
+        for (int j = 0; j < nc; j++) {
+            int ix = L->dim[k][j];
+            Py_ssize_t size = op->shape[op->nd - nc + j];
+            if (c->core[ix] < 0) {
+                c->core[ix] = size;
+            } else if (c->core[ix] != size) {
+                char what[32];
+                operand_name(c, k, what, sizeof(what));
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s has a mismatch in its core dimension %d, with gufunc "
+                             "signature %s (size %zd is different from %zd)",
+                             fname(c), what, j, L->text, size, c->core[ix]);
+                return -1;
+            }
+        }
+        int lnd = op->nd - nc;
+        if (k >= L->nin) {
+            continue; /* an output's loop dimensions are checked against the result */
+        }
+        /* broadcast the loop dimensions, right-aligned */
+        if (lnd > c->lnd) {
+            memmove(c->lshape + (lnd - c->lnd), c->lshape, sizeof(Py_ssize_t) * (size_t)c->lnd);
+            for (int d = 0; d < lnd - c->lnd; d++) {
+                c->lshape[d] = 1;
+            }
+            c->lnd = lnd;
+        }
+        for (int d = 0; d < lnd; d++) {
+            Py_ssize_t have = c->lshape[c->lnd - lnd + d], got = op->shape[d];
+            if (have == 1) {
+                c->lshape[c->lnd - lnd + d] = got;
+            } else if (got != 1 && got != have) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: operands could not be broadcast together: loop dimension "
+                             "of size %zd against %zd (gufunc signature %s)",
+                             fname(c), got, have, L->text);
+                return -1;
+            }
+        }
+    }
+    for (int k = L->nin; k < c->nargs; k++) {
+        for (int j = 0; j < L->ndims[k]; j++) {
+            if (c->core[L->dim[k][j]] < 0) {
+                char what[32];
+                operand_name(c, k, what, sizeof(what));
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s has core dimension %d unspecified, with gufunc signature "
+                             "%s",
+                             fname(c), what, j, L->text);
+                return -1;
+            }
+        }
+        const Operand *op = &c->ops[k];
+        if (op->obj != NULL) {
+            int ok = op->nd == c->lnd + L->ndims[k];
+            for (int d = 0; ok && d < c->lnd; d++) {
+                ok = op->shape[d] == c->lshape[d];
+            }
+            if (!ok) {
+                char what[32];
+                operand_name(c, k, what, sizeof(what));
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s does not have the shape of the loop dimensions "
+                             "followed by its core dimensions (gufunc signature %s)",
+                             fname(c), what, L->text);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A new C-contiguous host array of obj in kind k (a safe or weak cast,
+ * checked by resolve). */
+static PyObject *
+host_as(PyObject *obj, TsKind k)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(k));
+    return d ? PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL) : NULL;
+}
+
+/* The device array argument k works on (c->dev[k]): the operand itself,
+ * its copy on the device, or a new output.  0/-1. */
+static int
+place(GuCall *c, int k)
+{
+    const GuLayout *L = &c->f->layout;
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    TsKind kind = sig->args[k].kind;
+    Operand *op = &c->ops[k];
+    if (op->what == OP_DEVICE) {
+        c->dev[k] = Py_NewRef(op->obj);
+        return 0;
+    }
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int nd;
+    PyObject *h = NULL;
+    if (op->obj != NULL && k < L->nin) {
+        if ((h = host_as(op->obj, kind)) == NULL) {
+            return -1;
+        }
+        nd = PyArray_NDIM((PyArrayObject *)h);
+        if (nd > 0) { /* NumPy gives a 0-d array NULL dims */
+            memcpy(shape, PyArray_DIMS((PyArrayObject *)h), sizeof(Py_ssize_t) * (size_t)nd);
+        }
+    } else {
+        nd = c->lnd + L->ndims[k];
+        memcpy(shape, c->lshape, sizeof(Py_ssize_t) * (size_t)c->lnd);
+        for (int j = 0; j < L->ndims[k]; j++) {
+            shape[c->lnd + j] = c->core[L->dim[k][j]];
+        }
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *dev = d ? cuda_array_empty(d, nd, shape, c->stream) : NULL;
+    if (dev == NULL) {
+        Py_XDECREF(h);
+        return -1;
+    }
+    if (h != NULL) {
+        PyObject *r = PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream);
+        if (r == NULL) {
+            Py_DECREF(dev);
+            Py_DECREF(h);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    c->dev[k] = dev;
+    /* host arrays the kernel writes: a given host output, a written host input */
+    if (op->what == OP_HOST && (k >= L->nin || c->f->written[k])) {
+        c->host[k] = Py_NewRef(op->obj);
+    }
+    Py_XDECREF(h);
+    return 0;
+}
+
+/* The descriptor kernels.c reads, as a device array on the call's stream. */
+static PyObject *
+descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info)
+{
+    const GuLayout *L = &c->f->layout;
+    int A = L->nargs, ncore = 0;
+    for (int k = 0; k < A; k++) {
+        ncore += L->ndims[k];
+    }
+    Py_ssize_t len = 2 + c->lnd + A + (Py_ssize_t)A * c->lnd + 1 + L->ndimnames + A + ncore;
+    PyObject *h = PyArray_SimpleNew(1, &len, NPY_INT64);
+    if (h == NULL) {
+        return NULL;
+    }
+    long long *v = PyArray_DATA((PyArrayObject *)h);
+    Py_ssize_t at = 0;
+    v[at++] = n;
+    v[at++] = c->lnd;
+    for (int d = 0; d < c->lnd; d++) {
+        v[at++] = c->lshape[d];
+    }
+    for (int k = 0; k < A; k++) {
+        v[at++] = (long long)info[k].ptr;
+    }
+    for (int k = 0; k < A; k++) {
+        int lnd = info[k].nd - L->ndims[k]; /* its loop dimensions, right-aligned */
+        for (int d = 0; d < c->lnd; d++) {
+            int e = d - (c->lnd - lnd);
+            v[at++] = e < 0 || info[k].shape[e] == 1 ? 0 : info[k].strides[e];
+        }
+    }
+    v[at++] = n;
+    for (int ix = 0; ix < L->ndimnames; ix++) {
+        v[at++] = c->core[ix];
+    }
+    for (int k = 0; k < A; k++) {
+        v[at++] = 0; /* outer steps: the body runs one iteration at its base */
+    }
+    for (int k = 0; k < A; k++) {
+        for (int j = 0; j < L->ndims[k]; j++) {
+            v[at++] = info[k].strides[info[k].nd - L->ndims[k] + j];
+        }
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(NPY_INT64);
+    PyObject *dev = d ? cuda_array_empty(d, 1, &len, c->stream) : NULL;
+    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream) : NULL;
+    Py_DECREF(h);
+    if (r == NULL) {
+        Py_XDECREF(dev);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return dev;
+}
+
+/* Declared [::1] arguments must be so on the device (host copies are). */
+static int
+check_contig(GuCall *c, const CudaArrayInfo *info)
+{
+    const CuGuLoop *l = c->f->loops[c->loop];
+    for (int k = 0; k < c->nargs; k++) {
+        int nc = c->f->layout.ndims[k];
+        if (!l->ksig.args[k].contig || nc == 0) {
+            continue;
+        }
+        Py_ssize_t last = info[k].shape[info[k].nd - 1];
+        if (last > 1 && info[k].strides[info[k].nd - 1] != ts_itemsize(l->sig.args[k].kind)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): argument %d is declared contiguous ([::1]) but its last core "
+                         "dimension is strided on the device; pass a contiguous array",
+                         fname(c), k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Launches the entry; with bounds checks, waits for the status.  0/-1. */
+static int
+launch(GuCall *c, Py_ssize_t n)
+{
+    CuGuFunc *f = c->f;
+    CuGuLoop *l = f->loops[c->loop];
+    CudaArrayInfo info[TS_MAXARGS];
+    int sms = cf_sm_count();
+    if (sms < 0 || cf_check_foreign(c->ops, c->nargs) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < c->nargs; k++) {
+        if (cuda_array_info(c->dev[k], &info[k]) < 0) {
+            return -1;
+        }
+        if (k < f->layout.nin && f->written[k] && info[k].readonly) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): input %d is written by the kernel but is "
+                         "read-only",
+                         fname(c), k);
+            return -1;
+        }
+    }
+    if (check_contig(c, info) < 0) {
+        return -1;
+    }
+    PyObject *desc = descriptor(c, n, info), *status = NULL;
+    int rc = -1;
+    if (desc == NULL) {
+        return -1;
+    }
+    if (f->kernel->boundscheck) {
+        Py_ssize_t one = 1;
+        PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
+        PyArray_Descr *d = PyArray_DescrFromType(NPY_INT32);
+        status = zero && d ? cuda_array_empty(d, 1, &one, c->stream) : NULL;
+        PyObject *r =
+            status ? PyObject_CallMethod(status, "copy_to_device", "OO", zero, c->stream) : NULL;
+        Py_XDECREF(zero);
+        if (r == NULL) {
+            goto done;
+        }
+        Py_DECREF(r);
+    }
+    CudaArrayInfo di, si = {0};
+    if (cuda_array_info(desc, &di) < 0 || (status && cuda_array_info(status, &si) < 0)) {
+        goto done;
+    }
+    int block = l->block;
+    if (n < block) { /* whole warps only, as a cuda ufunc's small calls */
+        block = (int)((n + 31) / 32 * 32);
+    }
+    Py_ssize_t grid = (n + block - 1) / block, cap = (Py_ssize_t)CUDA_GRID_PER_SM * sms;
+    grid = grid > cap ? cap : grid;
+    CUdeviceptr dp = di.ptr, sp = si.ptr;
+    void *params[2] = {&dp, &sp};
+    if (cuda_check(cuda_drv->LaunchKernel(l->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0,
+                                          c->s, params, NULL),
+                   "cuLaunchKernel (cuda gufunc)")
+        < 0) {
+        goto done;
+    }
+    if (status != NULL) {
+        PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->stream);
+        if (h == NULL) {
+            goto done;
+        }
+        int st = *(int *)PyArray_DATA((PyArrayObject *)h);
+        Py_DECREF(h);
+        if (st == CC_STATUS_INDEX) {
+            PyErr_SetString(PyExc_IndexError,
+                            "index out of bounds in a guvectorize kernel "
+                            "(the check is on by default; boundscheck=False turns it off)");
+            goto done;
+        }
+        if (st != 0) {
+            PyErr_Format(PyExc_RuntimeError, "a cuda gufunc kernel failed (status %d)", st);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(desc);
+    Py_XDECREF(status);
+    return rc;
+}
+
+/* Host arrays the kernel wrote get their values back (cast as NumPy
+ * casts into an out=).  0/-1. */
+static int
+write_back(GuCall *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (c->host[k] == NULL) {
+            continue;
+        }
+        PyObject *h = PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+        if (h == NULL) {
+            return -1;
+        }
+        int rc = PyArray_CopyInto((PyArrayObject *)c->host[k], (PyArrayObject *)h);
+        Py_DECREF(h);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The call's value for output k: the out= given, the device array, or
+ * (host call) its host copy, a scalar when it has no dimension. */
+static PyObject *
+result_of(GuCall *c, int k)
+{
+    if (c->given_out[k]) {
+        return Py_NewRef(c->ops[k].obj);
+    }
+    if (c->device) {
+        return Py_NewRef(c->dev[k]);
+    }
+    PyObject *h = PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+    return h != NULL ? PyArray_Return((PyArrayObject *)h) : NULL;
+}
+
+static PyObject *
+cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    const GuLayout *L = &f->layout;
+    GuCall c;
+    PyObject *result = NULL;
+    if (parse_call(f, args, kwargs, &c) < 0 || resolve(&c) < 0 || bind_dims(&c) < 0
+        || ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
+        goto done;
+    }
+    for (int k = 0; k < c.nargs; k++) {
+        if (place(&c, k) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t n = 1;
+    for (int d = 0; d < c.lnd; d++) {
+        n *= c.lshape[d];
+    }
+    if (n > 0 && launch(&c, n) < 0) {
+        goto done;
+    }
+    if (write_back(&c) < 0) {
+        goto done;
+    }
+    if (L->nout == 0) {
+        result = Py_NewRef(Py_None);
+    } else if (L->nout == 1) {
+        result = result_of(&c, L->nin);
+    } else if ((result = PyTuple_New(L->nout)) != NULL) {
+        for (int k = 0; k < L->nout; k++) {
+            PyObject *r = result_of(&c, L->nin + k);
+            if (r == NULL) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyTuple_SetItem(result, k, r);
+        }
+    }
+done:
+    call_clear(&c);
+    return result;
+}
+
+/* ---- the object ---- */
+
+/* The loop a signature argument names (a signature or NULL: the only one). */
+static CuGuLoop *
+loop_named(CuGuFunc *f, PyObject *args)
+{
+    PyObject *sigobj = NULL;
+    if (!PyArg_ParseTuple(args, "|O", &sigobj)) {
+        return NULL;
+    }
+    if (sigobj == NULL || sigobj == Py_None) {
+        if (f->nloops == 1) {
+            return f->loops[0];
+        }
+        PyErr_SetString(PyExc_TypeError, "this gufunc has several signatures: name one");
+        return NULL;
+    }
+    TsSignature sig;
+    if (ts_parse_signature(sigobj, &sig) < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        const TsSignature *s = &f->loops[i]->sig;
+        int same = s->nargs == sig.nargs;
+        for (int k = 0; same && k < sig.nargs; k++) {
+            same = s->args[k].kind == sig.args[k].kind;
+        }
+        if (same) {
+            return f->loops[i];
+        }
+    }
+    PyErr_Format(PyExc_KeyError, "no signature %R", sigobj);
+    return NULL;
+}
+
+static PyObject *
+inspect_ptx(PyObject *self, PyObject *args)
+{
+    CuGuLoop *l = loop_named((CuGuFunc *)self, args);
+    return l ? Py_NewRef(l->ptx) : NULL;
+}
+
+static PyObject *
+inspect_llvm(PyObject *self, PyObject *args)
+{
+    CuGuLoop *l = loop_named((CuGuFunc *)self, args);
+    return l ? Py_NewRef(l->llvm) : NULL;
+}
+
+static PyObject *
+variable_types(PyObject *self, PyObject *args)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    if (PyTuple_Size(args) > 0 && PyTuple_GetItem(args, 0) != Py_None) {
+        CuGuLoop *l = loop_named(f, args);
+        return l ? PyDict_Copy(l->var_types) : NULL;
+    }
+    PyObject *all = PyDict_New();
+    for (Py_ssize_t i = 0; all != NULL && i < f->nloops; i++) {
+        char buf[TS_STRSIZE];
+        PyObject *key = PyUnicode_FromString(ts_signature_str(&f->loops[i]->sig, buf, sizeof(buf)));
+        if (key == NULL || PyDict_SetItem(all, key, f->loops[i]->var_types) < 0) {
+            Py_CLEAR(all);
+        }
+        Py_XDECREF(key);
+    }
+    return all;
+}
+
+static PyObject *
+get_types(PyObject *self, void *closure)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    PyObject *list = PyList_New(f->nloops);
+    for (Py_ssize_t i = 0; list != NULL && i < f->nloops; i++) {
+        const TsSignature *s = &f->loops[i]->sig;
+        char buf[2 * TS_MAXARGS + 3];
+        int at = 0;
+        for (int k = 0; k < s->nargs; k++) {
+            PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(s->args[k].kind));
+            if (d == NULL) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            buf[at++] = d->type;
+            Py_DECREF(d);
+            if (k + 1 == f->layout.nin) {
+                buf[at++] = '-';
+                buf[at++] = '>';
+            }
+        }
+        buf[at] = '\0';
+        PyObject *t = PyUnicode_FromString(buf);
+        if (t == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, i, t);
+    }
+    return list;
+}
+
+static PyObject *
+get_signature(PyObject *self, void *closure)
+{
+    return PyUnicode_FromString(((CuGuFunc *)self)->layout.text);
+}
+
+static PyObject *
+get_nin(PyObject *self, void *closure)
+{
+    return PyLong_FromLong(((CuGuFunc *)self)->layout.nin);
+}
+
+static PyObject *
+get_nout(PyObject *self, void *closure)
+{
+    return PyLong_FromLong(((CuGuFunc *)self)->layout.nout);
+}
+
+static PyObject *
+get_nargs(PyObject *self, void *closure)
+{
+    return PyLong_FromLong(((CuGuFunc *)self)->layout.nargs);
+}
+
+static PyObject *
+get_ntypes(PyObject *self, void *closure)
+{
+    return PyLong_FromSsize_t(((CuGuFunc *)self)->nloops);
+}
+
+static PyObject *
+get_name(PyObject *self, void *closure)
+{
+    return Py_NewRef(((CuGuFunc *)self)->name);
+}
+
+static PyObject *
+get_doc(PyObject *self, void *closure)
+{
+    return Py_NewRef(((CuGuFunc *)self)->doc);
+}
+
+static PyObject *
+get_pyfunc(PyObject *self, void *closure)
+{
+    return Py_NewRef(((CuGuFunc *)self)->kernel->pyfunc);
+}
+
+static PyObject *
+cg_repr(PyObject *self)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    return PyUnicode_FromFormat("<numbavec cuda gufunc '%U' %s>", f->name, f->layout.text);
+}
+
+static int
+cg_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(f->dict);
+    if (f->kernel != NULL) {
+        Py_VISIT(f->kernel->pyfunc);
+    }
+    return 0;
+}
+
+static int
+cg_clear(PyObject *self)
+{
+    Py_CLEAR(((CuGuFunc *)self)->dict);
+    return 0;
+}
+
+static void
+cg_dealloc(PyObject *self)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    cg_clear(self);
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        loop_free(f->loops[i]);
+    }
+    PyMem_Free(f->loops);
+    Py_XDECREF(f->name);
+    Py_XDECREF(f->doc);
+    Py_XDECREF(f->backend);
+    if (f->kernel != NULL) {
+        cc_kernel_free(f->kernel);
+    }
+    freefunc free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    free(self);
+    Py_DECREF(tp);
+}
+
+static PyGetSetDef cg_getset[] = {
+    {"nin", get_nin, NULL, NULL, NULL},        {"nout", get_nout, NULL, NULL, NULL},
+    {"nargs", get_nargs, NULL, NULL, NULL},    {"ntypes", get_ntypes, NULL, NULL, NULL},
+    {"types", get_types, NULL, NULL, NULL},    {"signature", get_signature, NULL, NULL, NULL},
+    {"__name__", get_name, NULL, NULL, NULL},  {"__doc__", get_doc, NULL, NULL, NULL},
+    {"py_func", get_pyfunc, NULL, NULL, NULL}, {NULL},
+};
+
+static PyMethodDef cg_methods[] = {
+    {"inspect_ptx", inspect_ptx, METH_VARARGS, "inspect_ptx(signature=None): the PTX of one"},
+    {"inspect_llvm", inspect_llvm, METH_VARARGS,
+     "inspect_llvm(signature=None): the LLVM IR handed to the PTX back end"},
+    {"inspect_asm", inspect_ptx, METH_VARARGS,
+     "inspect_asm(signature=None): the GPU's assembly, PTX (as inspect_ptx)"},
+    {"variable_types", variable_types, METH_VARARGS,
+     "variable_types(signature=None): {variable: type} of one signature, or of all"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef cg_members[] = {
+    {"__dictoffset__", T_PYSSIZET, offsetof(CuGuFunc, dict), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot cg_slots[] = {
+    {Py_tp_dealloc, cg_dealloc}, {Py_tp_traverse, cg_traverse}, {Py_tp_clear, cg_clear},
+    {Py_tp_call, cg_call},       {Py_tp_repr, cg_repr},         {Py_tp_getset, cg_getset},
+    {Py_tp_methods, cg_methods}, {Py_tp_members, cg_members},   {0, NULL},
+};
+
+static PyType_Spec cg_spec = {
+    "numbavec.cuda.CUDAGUFunc",
+    sizeof(CuGuFunc),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    cg_slots,
+};
+
+/* The cuda target's guvectorize factory (target.h): a CUDAGUFunc with a
+ * loop for each signature, compiled to PTX now. */
+PyObject *
+cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
+{
+    if (r->nsigs == 0) {
+        cc_kernel_free(r->kernel);
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "guvectorize(target='cuda') needs its signatures for now (a dynamic "
+                        "gufunc, compiled on call, exists on cpu and parallel)");
+        return NULL;
+    }
+    CuGuFunc *f = PyObject_GC_New(CuGuFunc, (PyTypeObject *)nv_state.cugufunc_type);
+    if (f == NULL) {
+        cc_kernel_free(r->kernel);
+        return NULL;
+    }
+    f->kernel = r->kernel;
+    f->name = Py_NewRef(r->kernel->name_obj);
+    f->doc = r->doc != NULL ? PyUnicode_FromString(r->doc) : Py_NewRef(Py_None);
+    f->backend = Py_NewRef(r->backend != NULL ? r->backend : Py_None);
+    f->dict = NULL;
+    f->loops = NULL;
+    f->nloops = 0;
+    memset(f->written, 0, sizeof(f->written));
+    snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
+    PyObject_GC_Track((PyObject *)f);
+    if (f->doc == NULL || gu_parse_layout(r->layout, &f->layout) < 0
+        || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
+        goto error;
+    }
+    const GuLayout *L = &f->layout;
+    for (int k = L->nin; k < L->nargs; k++) {
+        f->written[k] = 1;
+    }
+    if (r->writable != NULL && r->writable != Py_None) {
+        Py_ssize_t nw = PySequence_Size(r->writable);
+        for (Py_ssize_t i = 0; i < nw; i++) {
+            PyObject *item = PySequence_GetItem(r->writable, i);
+            long k = item ? PyLong_AsLong(item) : -1;
+            Py_XDECREF(item);
+            if (k < 0 || k >= L->nin) {
+                if (!PyErr_Occurred()) {
+                    PyErr_Format(PyExc_ValueError, "writable_args: %ld is not an input", k);
+                }
+                goto error;
+            }
+            f->written[k] = 1;
+        }
+    }
+    if ((f->loops = PyMem_Calloc((size_t)r->nsigs, sizeof(CuGuLoop *))) == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < r->nsigs; i++) {
+        CuGuLoop *l = PyMem_Calloc(1, sizeof(CuGuLoop));
+        if (l == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        l->sig = r->sigs[i];
+        f->loops[f->nloops++] = l;
+        if (compile_loop(f, l, i, f->arch) < 0) {
+            goto error;
+        }
+    }
+    return (PyObject *)f;
+error:
+    Py_DECREF(f);
+    return NULL;
+}
+
+int
+cuda_gufunc_init(PyObject *module)
+{
+    nv_state.cugufunc_type = PyType_FromSpec(&cg_spec);
+    if (nv_state.cugufunc_type == NULL
+        || PyModule_AddObjectRef(module, "CUDAGUFunc", nv_state.cugufunc_type) < 0) {
+        return -1;
+    }
+    return 0;
+}

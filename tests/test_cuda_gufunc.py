@@ -1,0 +1,259 @@
+"""@guvectorize(target='cuda'): on every machine, the PTX of each layout
+kind through ptxas and the host-side checks of a call (core dimensions,
+broadcasting, types), which come before the driver; on a GPU, each layout
+kind against the cpu target's results, including the broadcasting calls
+numba-cuda refuses (its issues 6421, 5640 and 1538)."""
+
+import numpy as np
+import pytest
+
+from numbavec import _core, cuda, guvectorize
+from numbavec._source import KernelSource
+
+from conftest import GPU, assemble, kernel_from_source, needs_gpu, needs_ptxas
+
+HAVE_LIBDEVICE = cuda.toolkit_info()["libdevice"] is not None
+pytestmark = pytest.mark.skipif(not HAVE_LIBDEVICE and not GPU,
+                                reason="the CUDA toolkit's libdevice is not installed")
+
+DOT = """
+def k(a, b, out):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    out[0] = acc
+"""
+
+MATMUL = """
+def k(a, b, out):
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            acc = 0.0
+            for p in range(a.shape[1]):
+                acc += a[i, p] * b[p, j]
+            out[i, j] = acc
+"""
+
+RAMP = """
+def k(a, out):
+    for i in range(out.shape[0]):
+        out[i] = a * i
+"""
+
+MINMAX = """
+def k(a, lo, hi):
+    lo[0] = a[0]
+    hi[0] = a[0]
+    for i in range(a.shape[0]):
+        lo[0] = min(lo[0], a[i])
+        hi[0] = max(hi[0], a[i])
+"""
+
+SCALE = """
+def k(a, s):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * s
+"""
+
+STENCIL = """
+def k(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i + 1] - a[i]
+"""
+
+# (kernel, signatures, layout): one of each layout kind
+KINDS = {
+    "dot": (DOT, ["void(f4[:], f4[:], f4[:])", "void(f8[:], f8[:], f8[:])"], "(n),(n)->()"),
+    "matmul": (MATMUL, ["void(f4[:,:], f4[:,:], f4[:,:])", "void(f8[:,:], f8[:,:], f8[:,:])"],
+               "(m,n),(n,p)->(m,p)"),
+    "frozen": (RAMP, ["void(f8, f8[:])"], "()->(3)"),
+    "two_outputs": (MINMAX, ["void(f8[:], f8[:], f8[:])", "void(i4[:], i4[:], i4[:])"],
+                    "(n)->(),()"),
+    "no_output": (SCALE, ["void(f8[:], f8)"], "(n),()"),
+}
+
+
+def make(kind, target="cuda", **opts):
+    src, sigs, layout = KINDS[kind]
+    return guvectorize(sigs, layout, target=target, **opts)(kernel_from_source(src))
+
+
+# ---- on every machine ----
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_attributes(kind):
+    g = make(kind)
+    cpu = make(kind, "cpu")
+    assert isinstance(g, _core.CUDAGUFunc)
+    assert (g.nin, g.nout, g.nargs) == (cpu.nin, cpu.nout, cpu.nargs)
+    assert g.types == cpu.types and g.signature == cpu.signature
+    assert g.py_func is not None and "cuda gufunc" in repr(g)
+    assert ".entry nv_k_0_gu(" in g.inspect_ptx(KINDS[kind][1][0])
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_ptx_assembles(kind, arch, tmp_path):
+    src, sigs, layout = KINDS[kind]
+    pyfunc = kernel_from_source(src)
+    s = KernelSource(pyfunc)
+    g = _core.guvectorize(pyfunc, s.funcdef, s.location, sigs, layout, target="cuda", arch=arch)
+    for sig in sigs:
+        assemble(g.inspect_ptx(sig), arch, tmp_path)
+
+
+def test_no_signatures_is_not_yet_supported():
+    with pytest.raises(NotImplementedError, match="needs its signatures"):
+        guvectorize("(n)->()", target="cuda")(kernel_from_source(DOT))
+
+
+@pytest.mark.parametrize("args, match", [
+    ((np.ones(3), np.float64(2.0)), r"Input operand 1 does not have enough dimensions \(has 0"),
+    ((np.ones((2, 3)), np.ones((2, 4))), r"core dimension 0, .*size 4 is different from 3"),
+    ((np.ones((2, 3)), np.ones((3, 3))), "could not be broadcast"),
+])
+def test_core_and_loop_dimensions_are_checked_before_the_device(args, match):
+    g = make("dot")
+    with pytest.raises(ValueError, match=match):
+        g(*args)
+
+
+def test_frozen_and_output_dimensions_are_checked():
+    g = make("frozen")
+    with pytest.raises(ValueError, match=r"Output operand 0 has a mismatch in its core dimension "
+                                         r"0.*size 4 is different from 3"):
+        g(1.0, out=np.zeros(4))
+    with pytest.raises(ValueError, match="loop dimensions"):
+        g(np.ones(2), out=np.zeros((3, 3)))
+
+
+def test_arguments_are_checked():
+    g = make("dot")
+    with pytest.raises(TypeError, match="takes 2 inputs"):
+        g(np.ones(3))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
+        g(np.ones(3), np.ones(3), axes=[(0,), (0,), ()])
+    with pytest.raises(TypeError, match="no signature takes these inputs"):
+        g(np.ones(3, np.complex128), np.ones(3))
+    with pytest.raises(TypeError, match="has no outputs"):
+        make("no_output")(np.ones(3), 2.0, out=np.ones(3))
+
+
+@pytest.mark.skipif(GPU, reason="a GPU is present")
+def test_call_without_gpu_is_a_support_error():
+    with pytest.raises(cuda.CudaSupportError):
+        make("dot")(np.ones(3), np.ones(3))
+
+
+# ---- on a GPU: against the cpu target ----
+
+def both(kind, *args, **kwargs):
+    g, cpu = make(kind), make(kind, "cpu")
+    return g(*args, **kwargs), cpu(*args, **kwargs)
+
+
+def close(got, want, rtol=1e-5):
+    if isinstance(got, cuda.DeviceNDArray):
+        got = got.copy_to_host()
+    np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_broadcasts_as_numpy(dtype):
+    """The calls numba-cuda refuses (ValueError): loop dimensions broadcast."""
+    rng = np.random.default_rng(1)
+    x = rng.random((40, 16)).astype(dtype)
+    y = rng.random((30, 16)).astype(dtype)
+    got, want = both("dot", x[:, None, :], y[None, :, :])
+    assert got.shape == (40, 30) and got.dtype == dtype
+    close(got, want)
+    close(got, x @ y.T, rtol=1e-4)
+    # device arrays in: a device array out, no copies of the inputs
+    g = make("dot")
+    dy = cuda.to_device(y)
+    d = g(cuda.to_device(x[:, None, :]), dy)
+    assert isinstance(d, cuda.DeviceNDArray) and d.shape == (40, 30)
+    close(d, want)
+    close(g(x[3], y[5]), np.dot(x[3], y[5]), rtol=1e-4)     # no loop dimension: a scalar
+
+
+@needs_gpu
+def test_matmul_batch():
+    rng = np.random.default_rng(2)
+    a = rng.random((1000, 4, 3))
+    b = rng.random((3, 5))
+    got, want = both("matmul", a, b)
+    close(got, want)
+    close(got, a @ b)
+
+
+@needs_gpu
+def test_frozen_dimension_and_scalars():
+    got, want = both("frozen", np.arange(4.0))
+    close(got, want)
+    assert got.shape == (4, 3)
+    close(make("frozen")(2.5), [0.0, 2.5, 5.0])
+
+
+@needs_gpu
+def test_two_outputs():
+    rng = np.random.default_rng(3)
+    for x in (rng.random((50, 7)), rng.integers(-100, 100, (50, 7)).astype(np.int32)):
+        (lo, hi), (clo, chi) = both("two_outputs", x)
+        close(lo, clo)
+        close(hi, chi)
+        close(lo, x.min(axis=1))
+
+
+@needs_gpu
+def test_writes_into_inputs_reach_the_caller():
+    g = make("no_output")
+    a = np.arange(12.0).reshape(3, 4)
+    g(a, np.array([[1.0], [2.0], [3.0]])[:, 0])
+    close(a, np.arange(12.0).reshape(3, 4) * [[1.0], [2.0], [3.0]])
+    d = cuda.to_device(np.arange(4.0))
+    g(d, 3.0)
+    close(d, np.arange(4.0) * 3)
+    f32 = np.arange(4, dtype=np.float32)          # cast to float64 on the way, and back
+    g(f32, 2.0)
+    close(f32, np.arange(4) * 2)
+
+
+@needs_gpu
+def test_out_on_host_and_device():
+    g = make("dot")
+    x, y = np.random.rand(6, 8), np.random.rand(6, 8)
+    out = np.zeros(6)
+    assert g(x, y, out=out) is out
+    close(out, (x * y).sum(axis=1))
+    dout = cuda.device_array(6)
+    assert g(cuda.to_device(x), cuda.to_device(y), out=dout) is dout
+    close(dout, (x * y).sum(axis=1))
+    f32 = np.zeros(6, np.float32)                  # a host out= of another float kind
+    g(x, y, out=f32)
+    close(f32, (x * y).sum(axis=1), rtol=1e-5)
+
+
+@needs_gpu
+def test_stream_and_foreign_arrays():
+    cp = pytest.importorskip("cupy")
+    g = make("dot")
+    x = cp.random.rand(100, 16, dtype=cp.float32)
+    y = cp.random.rand(50, 16, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    d = g(x[:, None, :], y[None, :, :], stream=s)
+    s.synchronize()
+    close(d, (x.get() @ y.get().T), rtol=1e-4)
+
+
+@needs_gpu
+def test_index_out_of_bounds_is_index_error():
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target="cuda")(kernel_from_source(STENCIL))
+    with pytest.raises(IndexError, match="index out of bounds"):
+        g(np.arange(5.0))
+    unchecked = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target="cuda",
+                            boundscheck=False)(kernel_from_source(STENCIL))
+    got = unchecked(np.arange(5.0))
+    close(got[:-1], np.ones(4))                    # the last read is past the end: unchecked
