@@ -15,6 +15,8 @@ import numpy as np
 
 from numbavec import cuda, guvectorize
 
+from bench_cuda_vectorize import timeit     # best of 3 rounds of reps calls, synchronised
+
 
 def dot(a, b, out):
     acc = 0.0
@@ -34,19 +36,6 @@ def matmul(a, b, out):
 
 DOT_SIG = ["void(float32[:], float32[:], float32[:])"]
 MM_SIG = ["void(float32[:,:], float32[:,:], float32[:,:])"]
-
-
-def timeit(fn, sync, reps=20):
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
 
 
 def numba_cuda():
@@ -80,23 +69,24 @@ def main():
     dx, dy, dout = cuda.to_device(x), cuda.to_device(y), cuda.device_array(rows, np.float32)
     copy_src = cuda.device_array(rows * n, np.float32)
     copy_dst = cuda.device_array(rows * n, np.float32)
-    t = timeit(lambda: copy_dst.copy_to_device(copy_src), cuda.synchronize)
+    t = timeit(lambda: copy_dst.copy_to_device(copy_src), cuda.synchronize, 20)
     copy_bw = 2 * 4 * rows * n / t / 1e9
     moved = 4 * (2 * rows * n + rows)
     print(f"{'kernel':>18} {'who':>12} {'ms':>9} {'GB/s':>8}")
     print(f"{'d2d copy':>18} {'device':>12} {t * 1e3:>9.3f} {copy_bw:>8.1f}")
-    t = timeit(lambda: ours[0](dx, dy, out=dout), cuda.synchronize)
+    t = timeit(lambda: ours[0](dx, dy, out=dout), cuda.synchronize, 20)
     ours_dot = t
     print(f"{'dot 1e6x64':>18} {'numbavec':>12} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
     np.testing.assert_allclose(dout.copy_to_host(), (x * y).sum(axis=1), rtol=1e-4)
     if theirs is not None:
         nx, ny, nout = ncuda.to_device(x), ncuda.to_device(y), ncuda.device_array(rows, np.float32)
-        t = timeit(lambda: theirs[0](nx, ny, out=nout), ncuda.synchronize)
+        t = timeit(lambda: theirs[0](nx, ny, out=nout), ncuda.synchronize, 20)
         print(f"{'dot 1e6x64':>18} {'numba-cuda':>12} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
         numba_dot = t
     if cupy is not None:
         cx, cy = cupy.asarray(x), cupy.asarray(y)
-        t = timeit(lambda: cupy.einsum("ij,ij->i", cx, cy), cupy.cuda.runtime.deviceSynchronize)
+        t = timeit(lambda: cupy.einsum("ij,ij->i", cx, cy), cupy.cuda.runtime.deviceSynchronize,
+                   20)
         print(f"{'dot 1e6x64':>18} {'cupy einsum':>12} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
 
     batch = 10**5

@@ -91,6 +91,21 @@ def test_attributes(kind):
     assert ".entry nv_k_0_gu(" in g.inspect_ptx(KINDS[kind][1][0])
 
 
+def test_inspection_names_a_signature():
+    g = make("dot")
+    assert g.inspect_ptx("void(float32[:], float32[:], float32[:])") == g.inspect_ptx(
+        "void(f4[:], f4[:], f4[:])")
+    assert "nv_k_0_gu" in g.inspect_llvm("void(f4[:], f4[:], f4[:])")
+    assert set(g.variable_types()) == {"void(float32[:], float32[:], float32[:])",
+                                       "void(float64[:], float64[:], float64[:])"}
+    assert g.variable_types("void(f8[:], f8[:], f8[:])")["acc"] == "float64"
+    with pytest.raises(TypeError, match="several signatures"):
+        g.inspect_ptx()
+    with pytest.raises(KeyError, match="no compiled signature"):
+        g.inspect_ptx("void(i4[:], i4[:], i4[:])")
+    assert make("frozen").inspect_ptx() == make("frozen").inspect_asm()
+
+
 @needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -138,6 +153,14 @@ def test_arguments_are_checked():
         g(np.ones(3, np.complex128), np.ones(3))
     with pytest.raises(TypeError, match="has no outputs"):
         make("no_output")(np.ones(3), 2.0, out=np.ones(3))
+    with pytest.raises(TypeError, match="output 0 must be a NumPy array or a device array"):
+        g(np.ones((2, 3)), np.ones(3), out=[0.0, 0.0])
+    with pytest.raises(TypeError, match="no signature takes these inputs"):
+        g(np.ones(3), np.ones(3), out=np.zeros((), np.int8))     # no same-kind cast into it
+    with pytest.raises(TypeError, match="no signature takes these inputs"):
+        g(None, np.ones(3))
+    with pytest.raises(TypeError, match="stream="):
+        g(np.ones(3), np.ones(3), stream="default")
 
 
 @pytest.mark.skipif(GPU, reason="a GPU is present")
@@ -234,6 +257,18 @@ def test_out_on_host_and_device():
     f32 = np.zeros(6, np.float32)                  # a host out= of another float kind
     g(x, y, out=f32)
     close(f32, (x * y).sum(axis=1), rtol=1e-5)
+
+
+@needs_gpu
+def test_odd_shapes_and_zero_d_outputs():
+    g = make("dot")
+    out = np.zeros(())
+    assert g(np.arange(3.0), np.arange(3.0), out=out) is out and out == 5.0
+    close(g(np.ones((0, 3)), np.ones(3)), np.zeros(0))
+    assert g(np.ones(0), np.ones(0)) == 0.0
+    x = np.arange(6.0)
+    close(g(x[::-2], x[::2]), np.dot(x[::-2], x[::2]))
+    close(g([[1, 2], [3, 4]], [1, 1]), [3.0, 7.0])
 
 
 @needs_gpu

@@ -195,10 +195,8 @@ set_writable(PyObject *ufunc, const GuLayout *layout, const unsigned char *writt
     }
 }
 
-/* writable_args: a sequence of argument indices (the decorator turns names
- * into indices). */
-static int
-parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
+int
+gu_parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
 {
     Py_ssize_t n = PySequence_Size(obj);
     if (n < 0) {
@@ -400,7 +398,7 @@ gu_make_guvectorize(const TgTarget *t, TgRequest *r)
         o.written[k] = 1;
     }
     if (r->writable != NULL && r->writable != Py_None
-        && parse_writable(r->writable, &layout, o.written) < 0) {
+        && gu_parse_writable(r->writable, &layout, o.written) < 0) {
         goto done;
     }
     if (r->nsigs == 0) {

@@ -58,6 +58,10 @@ int gu_kernel_signature(const GuLayout *layout, const unsigned char *base_writte
 int gu_kernel_variants(const GuLayout *layout, const TsSignature *ksig,
                        unsigned long long masks[2]);
 
+/* writable_args: a sequence of argument indices (the decorator turns names
+ * into indices), each marked in written.  0, or -1 with TypeError/ValueError. */
+int gu_parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written);
+
 /* ---- loops.c ---- */
 
 /*

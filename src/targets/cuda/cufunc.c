@@ -492,33 +492,47 @@ get_signatures(PyObject *self, void *c)
     return l;
 }
 
-/* The loop for a signature (its argument types decide); KeyError. */
-static CuLoop *
-loop_for(CuFunc *f, PyObject *which)
+Py_ssize_t
+cf_signature_index(PyObject *which, const TsSignature *(*sig_of)(void *loops, Py_ssize_t i),
+                   void *loops, Py_ssize_t n)
 {
     if (which == NULL || which == Py_None) {
-        if (f->nloops == 1) {
-            return f->loops[0];
+        if (n == 1) {
+            return 0;
         }
         PyErr_SetString(PyExc_TypeError, "this ufunc has several signatures: name one");
-        return NULL;
+        return -1;
     }
     TsSignature want;
     if (ts_parse_signature(which, &want) < 0) {
-        return NULL;
+        return -1;
     }
-    for (Py_ssize_t i = 0; i < f->nloops; i++) {
-        const TsSignature *s = &f->loops[i]->sig;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const TsSignature *s = sig_of(loops, i);
         int same = s->nargs == want.nargs;
         for (int k = 0; same && k < s->nargs; k++) {
             same = s->args[k].kind == want.args[k].kind;
         }
         if (same) {
-            return f->loops[i];
+            return i;
         }
     }
     PyErr_Format(PyExc_KeyError, "no compiled signature matches %R", which);
-    return NULL;
+    return -1;
+}
+
+static const TsSignature *
+loop_sig(void *loops, Py_ssize_t i)
+{
+    return &((CuLoop **)loops)[i]->sig;
+}
+
+/* The loop for a signature (its argument types decide); KeyError. */
+static CuLoop *
+loop_for(CuFunc *f, PyObject *which)
+{
+    Py_ssize_t i = cf_signature_index(which, loop_sig, f->loops, f->nloops);
+    return i < 0 ? NULL : f->loops[i];
 }
 
 static PyObject *

@@ -91,6 +91,12 @@ int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
  * allocation (cuda_check_foreign_memory); run after the context is entered,
  * before anything launches.  0/-1. */
 int cf_check_foreign(const Operand *ops, int n);
+/* Which of n compiled signatures `which` names (any spelling of one, or
+ * None when there is only one): its index, or -1 with TypeError/KeyError.
+ * sig_of(loops, i) is the i-th signature (cuda ufuncs and gufuncs). */
+Py_ssize_t cf_signature_index(PyObject *which,
+                              const TsSignature *(*sig_of)(void *loops, Py_ssize_t i), void *loops,
+                              Py_ssize_t n);
 /* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
 int cf_device_sm(void);
 int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */

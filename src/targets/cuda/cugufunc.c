@@ -301,11 +301,15 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
     for (int k = 0; k < L->nargs; k++) {
         PyObject *obj = k < L->nin ? PyTuple_GetItem(args, k) : outs[k];
         c->given_out[k] = k >= L->nin && obj != NULL;
-        if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
+        if (c->given_out[k] && !PyArray_Check(obj) && !cuda_is_device_array(obj)
+            && !PyObject_HasAttrString(obj, "__cuda_array_interface__")
+            && !PyObject_HasAttrString(obj, "__dlpack__")) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): output %d must be a NumPy array or a device array, not %R",
+                         fname(c), k - L->nin, (PyObject *)Py_TYPE(obj));
             return -1;
         }
-        if (c->given_out[k] && c->ops[k].what != OP_DEVICE && c->ops[k].what != OP_HOST) {
-            PyErr_Format(PyExc_TypeError, "%s(): output %d must be an array", fname(c), k - L->nin);
+        if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
             return -1;
         }
         c->device |= c->ops[k].what == OP_DEVICE;
@@ -562,8 +566,9 @@ place(GuCall *c, int k)
         Py_DECREF(r);
     }
     c->dev[k] = dev;
-    /* host arrays the kernel writes: a given host output, a written host input */
-    if (op->what == OP_HOST && (k >= L->nin || c->f->written[k])) {
+    /* host arrays the kernel writes: a given host output (0-d too), a
+     * written host input */
+    if (op->obj != NULL && PyArray_Check(op->obj) && (k >= L->nin || c->f->written[k])) {
         c->host[k] = Py_NewRef(op->obj);
     }
     Py_XDECREF(h);
@@ -818,37 +823,22 @@ done:
 
 /* ---- the object ---- */
 
-/* The loop a signature argument names (a signature or NULL: the only one). */
+static const TsSignature *
+loop_sig(void *loops, Py_ssize_t i)
+{
+    return &((CuGuLoop **)loops)[i]->sig;
+}
+
+/* The loop a signature argument names (NULL or None: the only one). */
 static CuGuLoop *
 loop_named(CuGuFunc *f, PyObject *args)
 {
-    PyObject *sigobj = NULL;
-    if (!PyArg_ParseTuple(args, "|O", &sigobj)) {
+    PyObject *which = NULL;
+    if (!PyArg_ParseTuple(args, "|O", &which)) {
         return NULL;
     }
-    if (sigobj == NULL || sigobj == Py_None) {
-        if (f->nloops == 1) {
-            return f->loops[0];
-        }
-        PyErr_SetString(PyExc_TypeError, "this gufunc has several signatures: name one");
-        return NULL;
-    }
-    TsSignature sig;
-    if (ts_parse_signature(sigobj, &sig) < 0) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < f->nloops; i++) {
-        const TsSignature *s = &f->loops[i]->sig;
-        int same = s->nargs == sig.nargs;
-        for (int k = 0; same && k < sig.nargs; k++) {
-            same = s->args[k].kind == sig.args[k].kind;
-        }
-        if (same) {
-            return f->loops[i];
-        }
-    }
-    PyErr_Format(PyExc_KeyError, "no signature %R", sigobj);
-    return NULL;
+    Py_ssize_t i = cf_signature_index(which, loop_sig, f->loops, f->nloops);
+    return i < 0 ? NULL : f->loops[i];
 }
 
 static PyObject *
@@ -1087,20 +1077,9 @@ cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
     for (int k = L->nin; k < L->nargs; k++) {
         f->written[k] = 1;
     }
-    if (r->writable != NULL && r->writable != Py_None) {
-        Py_ssize_t nw = PySequence_Size(r->writable);
-        for (Py_ssize_t i = 0; i < nw; i++) {
-            PyObject *item = PySequence_GetItem(r->writable, i);
-            long k = item ? PyLong_AsLong(item) : -1;
-            Py_XDECREF(item);
-            if (k < 0 || k >= L->nin) {
-                if (!PyErr_Occurred()) {
-                    PyErr_Format(PyExc_ValueError, "writable_args: %ld is not an input", k);
-                }
-                goto error;
-            }
-            f->written[k] = 1;
-        }
+    if (r->writable != NULL && r->writable != Py_None
+        && gu_parse_writable(r->writable, L, f->written) < 0) {
+        goto error;
     }
     if ((f->loops = PyMem_Calloc((size_t)r->nsigs, sizeof(CuGuLoop *))) == NULL) {
         PyErr_NoMemory();
