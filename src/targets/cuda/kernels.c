@@ -492,7 +492,9 @@ static LLVMValueRef
 load_i64(Kb *k, LLVMValueRef base, LLVMValueRef idx, const char *name)
 {
     LLVMValueRef p = LLVMBuildInBoundsGEP2(k->b, k->i64, base, &idx, 1, "");
-    return LLVMBuildLoad2(k->b, k->i64, p, name);
+    LLVMValueRef v = LLVMBuildLoad2(k->b, k->i64, p, name);
+    LLVMSetAlignment(v, 8); /* the descriptor is an int64 array: one 8-byte load */
+    return v;
 }
 
 static LLVMValueRef
@@ -578,7 +580,12 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndi
     LLVMTypeRef aty = LLVMArrayType(k.ptr, (unsigned)nargs);
     for (int a = 0; a < nargs; a++) {
         LLVMValueRef p0 = load_i64(&k, base, i64c(&k, a), "arg.base");
-        LLVMValueRef p = LLVMBuildIntToPtr(k.b, LLVMBuildAdd(k.b, p0, off[a], ""), k.ptr, "arg");
+        /* device memory: made a global pointer first, so that the loads and
+         * stores through it are ld.global/st.global, not generic ones (a
+         * pointer read from memory has no address space LLVM can infer) */
+        LLVMValueRef g = LLVMBuildIntToPtr(k.b, LLVMBuildAdd(k.b, p0, off[a], ""),
+                                           LLVMPointerTypeInContext(k.ctx, 1), "arg.global");
+        LLVMValueRef p = LLVMBuildAddrSpaceCast(k.b, g, k.ptr, "arg");
         LLVMValueRef idx[2] = {i64c(&k, 0), i64c(&k, a)};
         LLVMBuildStore(k.b, p, LLVMBuildInBoundsGEP2(k.b, aty, args, idx, 2, ""));
     }
