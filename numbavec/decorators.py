@@ -192,8 +192,8 @@ def guvectorize(*args, **kwargs):
     a dynamic gufunc: a loop is compiled for each new combination of input
     dtypes, and an output the call gives no type (``dtype=``) takes the type
     the kernel stores into it.  Options: ``target`` ('cpu', 'parallel', or
-    'cuda'/'gpu' with signatures: a cuda gufunc that broadcasts as NumPy's,
-    on host or device arrays), ``identity``, ``writable_args`` (indices or
+    'cuda'/'gpu': a cuda gufunc that broadcasts as NumPy's, on host or
+    device arrays), ``identity``, ``writable_args`` (indices or
     names of inputs the kernel writes; inputs it assigns to are writable
     anyway),
     ``fastmath``, ``boundscheck`` (default True: an index out of bounds

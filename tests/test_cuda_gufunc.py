@@ -10,7 +10,7 @@ import pytest
 from numbavec import _core, cuda, guvectorize
 from numbavec._source import KernelSource
 
-from conftest import GPU, assemble, kernel_from_source, needs_gpu, needs_ptxas
+from conftest import GPU, HAVE_PTXAS, assemble, kernel_from_source, needs_gpu, needs_ptxas
 
 HAVE_LIBDEVICE = cuda.toolkit_info()["libdevice"] is not None
 pytestmark = pytest.mark.skipif(not HAVE_LIBDEVICE and not GPU,
@@ -118,9 +118,26 @@ def test_ptx_assembles(kind, arch, tmp_path):
         assemble(g.inspect_ptx(sig), arch, tmp_path)
 
 
-def test_no_signatures_is_not_yet_supported():
-    with pytest.raises(NotImplementedError, match="needs its signatures"):
-        guvectorize("(n)->()", target="cuda")(kernel_from_source(DOT))
+def test_dynamic_gufunc_compiles_the_call_types(tmp_path):
+    """Without signatures a call compiles its operands' kinds (before the
+    driver is needed); an output not given takes what the kernel stores."""
+    g = guvectorize("(n),(n)->()", target="cuda")(kernel_from_source(DOT))
+    assert isinstance(g, _core.CUDAGUFunc) and g.types == []
+    with pytest.raises(ValueError, match="core dimension 0"):
+        g(np.ones(3, np.float32), np.ones((2, 4), np.float32))
+    assert g.types == ["ff->f"]
+    with pytest.raises(ValueError, match="core dimension 0"):
+        g(np.ones(3), np.ones(4, np.float32))
+    assert g.types == ["ff->f", "df->d"]
+    with pytest.raises(ValueError, match="core dimension 0"):   # Python numbers: int64, float64
+        g(np.ones(3), [1.0, 2.0], out=np.zeros((), np.float32))
+    assert g.types[-1] == "dd->f"
+    if HAVE_PTXAS:
+        assemble(g.inspect_ptx("void(f8[:], f4[:], f8[:])"), "sm_90", tmp_path)
+    w = guvectorize("(n),()", target="cuda")(kernel_from_source(SCALE))
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        w(1.0, 2.0)
+    assert w.types == ["dd->"]                         # as the cpu target writes it
 
 
 @pytest.mark.parametrize("args, match", [
@@ -269,6 +286,29 @@ def test_odd_shapes_and_zero_d_outputs():
     x = np.arange(6.0)
     close(g(x[::-2], x[::2]), np.dot(x[::-2], x[::2]))
     close(g([[1, 2], [3, 4]], [1, 1]), [3.0, 7.0])
+
+
+@needs_gpu
+def test_dynamic_gufunc_on_the_device():
+    g = guvectorize("(n),(n)->()", target="cuda")(kernel_from_source(DOT))
+    cpu = guvectorize("(n),(n)->()")(kernel_from_source(DOT))
+    rng = np.random.default_rng(4)
+    for dtype in (np.float32, np.float64, np.int32):
+        x = (rng.random((20, 7)) * 10).astype(dtype)
+        y = (rng.random((5, 1, 7)) * 10).astype(dtype)
+        got, want = g(x, y), cpu(x, y)
+        assert got.dtype == want.dtype and got.shape == (5, 20)
+        close(got, want)
+    d = g(cuda.to_device(np.ones((3, 4))), cuda.to_device(np.arange(4.0)))
+    assert isinstance(d, cuda.DeviceNDArray)
+    close(d, [6.0, 6.0, 6.0])
+    out = np.zeros(3, np.float32)                  # a given out= decides its loop's type
+    assert g(np.ones((3, 4)), np.arange(4.0), out=out) is out
+    close(out, [6.0, 6.0, 6.0])
+    w = guvectorize("(n),()", target="cuda")(kernel_from_source(SCALE))
+    a = np.arange(4.0)
+    w(a, 2.0)
+    close(a, np.arange(4.0) * 2)
 
 
 @needs_gpu

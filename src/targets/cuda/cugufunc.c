@@ -27,9 +27,13 @@
  *   - a call with a device operand returns device arrays; a host call
  *     returns host arrays, and writes the inputs the kernel wrote back.
  *
- * Not yet: axes=/axis=/keepdims=, '?' dimensions, signatures compiled on
- * call (no signatures), device operands of another dtype, and the staged
- * (pinned, chunked) pipeline for large host operands that cuda ufuncs use.
+ * Without signatures (a dynamic gufunc) a call whose operands no loop has
+ * exactly compiles one for their kinds; an output not given takes the kind
+ * the kernel stores into it, as on the host targets.
+ *
+ * Not yet: axes=/axis=/keepdims=, '?' dimensions, device operands of
+ * another dtype, and the staged (pinned, chunked) pipeline for large host
+ * operands that cuda ufuncs use.
  */
 #include "gufunc/gufunc.h"
 #include "targets/cuda/cufunc.h"
@@ -58,6 +62,7 @@ typedef struct CuGuFunc {
     char arch_suffix[4];
     CuGuLoop **loops;
     Py_ssize_t nloops;
+    int lazy; /* no signatures given: a call compiles its input types */
 } CuGuFunc;
 
 /* ---- compiling: the builder ---- */
@@ -65,6 +70,7 @@ typedef struct CuGuFunc {
 typedef struct GuCtx {
     const GuLayout *layout;
     const unsigned char *written;
+    int dynamic; /* a signature from a call: a written () input is a 1-element view */
 } GuCtx;
 
 static int
@@ -72,7 +78,7 @@ cg_kernel_signature(const void *ctx, const TsSignature *sig, const unsigned char
                     TsSignature *ksig)
 {
     const GuCtx *c = ctx;
-    return gu_kernel_signature(c->layout, c->written, 0, sig, written, ksig);
+    return gu_kernel_signature(c->layout, c->written, c->dynamic, sig, written, ksig);
 }
 
 static int
@@ -120,7 +126,7 @@ loop_free(CuGuLoop *l)
 static int
 compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
 {
-    GuCtx ctx = {&f->layout, f->written};
+    GuCtx ctx = {&f->layout, f->written, f->lazy};
     CcBuilder builder = {
         .what = "cuda-gufunc",
         .form = CC_GUFUNC_KERNEL,
@@ -147,6 +153,7 @@ compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
     l->ptx = Py_NewRef(c.text);
     l->llvm = Py_NewRef(c.llvm);
     l->var_types = Py_NewRef(c.var_types);
+    l->sig = c.sig; /* outputs of a dynamic gufunc: the kinds the kernel stores */
     l->ksig = c.ksig;
     snprintf(l->entry, sizeof(l->entry), "%s%s", name, cg_suffix[0]);
     cc_compiled_clear(&c);
@@ -350,8 +357,29 @@ reaches(const Operand *op, TsKind k)
     return ok;
 }
 
-static int
-resolve(GuCall *c)
+/* The kind a dynamic gufunc compiles for operand op (a Python number: its
+ * NumPy default, as NumPy 2 gives a lone Python scalar). */
+static TsKind
+operand_kind(const Operand *op)
+{
+    TsKind k = TS_INFER;
+    if (op->dtype != NULL) {
+        if (ts_kind_from_typenum(op->dtype->type_num, &k) < 0) {
+            k = TS_INFER;
+        }
+        return k;
+    }
+    return PyBool_Check(op->obj)      ? TS_BOOL
+           : PyLong_Check(op->obj)    ? TS_INT64
+           : PyFloat_Check(op->obj)   ? TS_FLOAT64
+           : PyComplex_Check(op->obj) ? TS_COMPLEX128
+                                      : TS_INFER;
+}
+
+/* The first loop the operands reach: by safe cast, or (exact) by their own
+ * kinds; -1 (no exception) when none does. */
+static Py_ssize_t
+find_loop(GuCall *c, int exact)
 {
     CuGuFunc *f = c->f;
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
@@ -362,21 +390,83 @@ resolve(GuCall *c)
             if (k >= f->layout.nin && !c->given_out[k]) {
                 continue;
             }
-            if (k >= f->layout.nin) { /* an output: cast into, same-kind */
+            if (exact) {
+                ok = operand_kind(op) == sig->args[k].kind;
+            } else if (k >= f->layout.nin) { /* an output: cast into, same-kind */
                 PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
                 ok = d != NULL
                      && (op->what == OP_DEVICE
                              ? PyArray_EquivTypes(d, op->dtype)
                              : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
                 Py_XDECREF(d);
-                continue;
+            } else {
+                ok = reaches(op, sig->args[k].kind);
             }
-            ok = reaches(op, sig->args[k].kind);
         }
         if (ok) {
-            c->loop = i;
-            return 0;
+            return i;
         }
+    }
+    return -1;
+}
+
+/* A dynamic gufunc's new loop for the operands' kinds (an output not
+ * given takes what the kernel stores into it): its index, or -1. */
+static Py_ssize_t
+compile_for_call(GuCall *c)
+{
+    CuGuFunc *f = c->f;
+    const GuLayout *L = &f->layout;
+    TsSignature sig;
+    memset(&sig, 0, sizeof(sig));
+    sig.ret.kind = TS_VOID;
+    sig.nargs = L->nargs;
+    for (int k = 0; k < L->nargs; k++) {
+        int given = k < L->nin || c->given_out[k];
+        sig.args[k].kind = given ? operand_kind(&c->ops[k]) : TS_INFER;
+        if (given && sig.args[k].kind == TS_INFER) {
+            PyErr_Format(PyExc_TypeError, "%s(): argument %d has no type a kernel can take",
+                         fname(c), k);
+            return -1;
+        }
+        /* an output () is a 1-element view, as declared in a signature */
+        sig.args[k].ndim = L->ndims[k] == 0 && k >= L->nin ? 1 : L->ndims[k];
+    }
+    CuGuLoop **grown = PyMem_Realloc(f->loops, sizeof(CuGuLoop *) * (size_t)(f->nloops + 1));
+    CuGuLoop *l = PyMem_Calloc(1, sizeof(CuGuLoop));
+    if (grown != NULL) {
+        f->loops = grown;
+    }
+    if (grown == NULL || l == NULL) {
+        PyMem_Free(l);
+        PyErr_NoMemory();
+        return -1;
+    }
+    l->sig = sig;
+    if (compile_loop(f, l, f->nloops, f->arch) < 0) {
+        loop_free(l);
+        return -1;
+    }
+    f->loops[f->nloops] = l;
+    return f->nloops++;
+}
+
+static int
+resolve(GuCall *c)
+{
+    CuGuFunc *f = c->f;
+    /* a dynamic gufunc compiles the operands' own kinds; signatures given
+     * are reached as NumPy reaches a ufunc's loops */
+    Py_ssize_t i = find_loop(c, f->lazy);
+    if (i < 0 && f->lazy) {
+        i = compile_for_call(c);
+    }
+    if (i >= 0) {
+        c->loop = i;
+        return 0;
+    }
+    if (PyErr_Occurred()) {
+        return -1;
     }
     PyObject *types = PyList_New(0);
     for (int k = 0; types != NULL && k < f->layout.nin; k++) {
@@ -1047,13 +1137,6 @@ static PyType_Spec cg_spec = {
 PyObject *
 cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
 {
-    if (r->nsigs == 0) {
-        cc_kernel_free(r->kernel);
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "guvectorize(target='cuda') needs its signatures for now (a dynamic "
-                        "gufunc, compiled on call, exists on cpu and parallel)");
-        return NULL;
-    }
     CuGuFunc *f = PyObject_GC_New(CuGuFunc, (PyTypeObject *)nv_state.cugufunc_type);
     if (f == NULL) {
         cc_kernel_free(r->kernel);
@@ -1066,6 +1149,7 @@ cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
     f->dict = NULL;
     f->loops = NULL;
     f->nloops = 0;
+    f->lazy = r->nsigs == 0;
     memset(f->written, 0, sizeof(f->written));
     snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
     PyObject_GC_Track((PyObject *)f);
@@ -1081,7 +1165,7 @@ cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
         && gu_parse_writable(r->writable, L, f->written) < 0) {
         goto error;
     }
-    if ((f->loops = PyMem_Calloc((size_t)r->nsigs, sizeof(CuGuLoop *))) == NULL) {
+    if (r->nsigs > 0 && (f->loops = PyMem_Calloc((size_t)r->nsigs, sizeof(CuGuLoop *))) == NULL) {
         PyErr_NoMemory();
         goto error;
     }
