@@ -164,8 +164,8 @@ def test_arguments_are_checked():
     g = make("dot")
     with pytest.raises(TypeError, match="takes 2 inputs"):
         g(np.ones(3))
-    with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
-        g(np.ones(3), np.ones(3), axes=[(0,), (0,), ()])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dtype'"):
+        g(np.ones(3), np.ones(3), dtype=np.float32)
     with pytest.raises(TypeError, match="no signature takes these inputs"):
         g(np.ones(3, np.complex128), np.ones(3))
     with pytest.raises(TypeError, match="has no outputs"):
@@ -178,6 +178,26 @@ def test_arguments_are_checked():
         g(None, np.ones(3))
     with pytest.raises(TypeError, match="stream="):
         g(np.ones(3), np.ones(3), stream="default")
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"axes": [(0,), (0,)], "axis": 0}, TypeError, "both 'axis' and 'axes'"),
+    ({"axes": ((0,), (0,))}, TypeError, "axes should be a list"),
+    ({"axes": [(0,)]}, ValueError, "no entry for operand 1"),
+    ({"axes": [(0,), (0,), (), ()]}, ValueError, "an entry for each of the 3 operands"),
+    ({"axes": [(0, 1), (0,)]}, ValueError, "axes item 0 should be a tuple of 1"),
+    ({"axes": [(2,), (0,)]}, ValueError, "axis 2 is out of bounds"),
+    ({"axes": [("x",), (0,)]}, TypeError, "integer"),
+    ({"keepdims": True}, NotImplementedError, "keepdims"),
+])
+def test_axes_are_checked(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        make("dot")(np.ones((3, 4)), np.ones((3, 4)), **kwargs)
+
+
+def test_axis_needs_one_shared_core_dimension():
+    with pytest.raises(TypeError, match="single shared core dimension"):
+        make("matmul")(np.ones((2, 2)), np.ones((2, 2)), axis=0)
 
 
 @pytest.mark.skipif(GPU, reason="a GPU is present")
@@ -309,6 +329,32 @@ def test_dynamic_gufunc_on_the_device():
     a = np.arange(4.0)
     w(a, 2.0)
     close(a, np.arange(4.0) * 2)
+
+
+@needs_gpu
+def test_axes_and_axis_as_numpy():
+    rng = np.random.default_rng(5)
+    x, y = rng.random((6, 5, 4)), rng.random((6, 5, 4))
+    g, cpu = make("dot"), make("dot", "cpu")
+    for kw in ({"axes": [(0,), (0,), ()]}, {"axes": [(1,), (-2,)]}, {"axis": 0},
+               {"axis": -1}):
+        close(g(x, y, **kw), cpu(x, y, **kw))
+    close(g(cuda.to_device(x), cuda.to_device(y), axis=1), cpu(x, y, axis=1))
+    m, mc = make("matmul"), make("matmul", "cpu")
+    a, b = rng.random((3, 4, 7)), rng.random((4, 3, 5))   # m=7, n=4 at axes (2, 1); n, p at (0, 2)
+    kw = {"axes": [(2, 1), (0, 2), (1, 0)]}
+    got, want = m(a, b, **kw), mc(a, b, **kw)
+    assert got.shape == want.shape
+    close(got, want)
+    out = np.zeros(want.shape)
+    assert m(a, b, out=out, **kw) is out
+    close(out, want)
+    dout = cuda.device_array(want.shape)
+    assert m(cuda.to_device(a), cuda.to_device(b), out=dout, **kw) is dout
+    close(dout, want)
+    d = m(cuda.to_device(a), b, **kw)
+    assert isinstance(d, cuda.DeviceNDArray) and d.shape == want.shape
+    close(d, want)
 
 
 @needs_gpu

@@ -31,13 +31,17 @@
  * exactly compiles one for their kinds; an output not given takes the kind
  * the kernel stores into it, as on the host targets.
  *
- * Not yet: axes=/axis=/keepdims=, '?' dimensions, device operands of
- * another dtype, and the staged (pinned, chunked) pipeline for large host
- * operands that cuda ufuncs use.
+ * axes=/axis= move an operand's core dimensions last through a view
+ * (move_core); a new output is returned as the view that puts them back.
+ *
+ * Not yet: keepdims=, '?' dimensions, device operands of another dtype,
+ * and the staged (pinned, chunked) pipeline for large host operands that
+ * cuda ufuncs use.
  */
 #include "gufunc/gufunc.h"
 #include "targets/cuda/cufunc.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <structmember.h>
@@ -229,6 +233,11 @@ typedef struct GuCall {
     /* per argument, on the device */
     PyObject *dev[TS_MAXARGS];  /* owned: what the kernel reads or writes */
     PyObject *host[TS_MAXARGS]; /* owned: a host array to write back into (or NULL) */
+    /* axes=/axis=: where each operand's core dimensions are (-1: at the end) */
+    PyObject *axes, *axis;               /* borrowed */
+    int core_at[TS_MAXARGS][TS_MAXDIMS]; /* the axes, normalised, in core order */
+    int moved[TS_MAXARGS];               /* operand k's core dimensions are elsewhere */
+    PyObject *given[TS_MAXARGS];         /* owned: an out= as the caller gave it */
 } GuCall;
 
 static void
@@ -238,6 +247,7 @@ call_clear(GuCall *c)
     for (int k = 0; k < c->nargs; k++) {
         Py_CLEAR(c->dev[k]);
         Py_CLEAR(c->host[k]);
+        Py_CLEAR(c->given[k]);
     }
 }
 
@@ -247,7 +257,187 @@ fname(const GuCall *c)
     return c->f->kernel->name;
 }
 
-/* f(*inputs[, *outputs], out=None, stream=None).  0/-1. */
+/* One operand's entry of axes= (a tuple of ints, or an int for one core
+ * dimension) into c->core_at[k].  0/-1. */
+static int
+axes_entry(GuCall *c, int k, PyObject *entry)
+{
+    int nc = c->f->layout.ndims[k];
+    PyObject *seq = PyLong_Check(entry) ? PyTuple_Pack(1, entry) : PySequence_Tuple(entry);
+    if (seq == NULL || PyTuple_Size(seq) != nc) {
+        Py_XDECREF(seq);
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): axes item %d should be a tuple of %d axis indices (its core "
+                     "dimensions in %s)",
+                     fname(c), k, nc, c->f->layout.text);
+        return -1;
+    }
+    for (int j = 0; j < nc; j++) {
+        long a = PyLong_AsLong(PyTuple_GetItem(seq, j));
+        if (a == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        c->core_at[k][j] = (int)(a < INT_MIN ? INT_MIN : a > INT_MAX ? INT_MAX : a);
+    }
+    Py_DECREF(seq);
+    c->moved[k] = nc > 0;
+    return 0;
+}
+
+/* axes= (one entry per operand; outputs without core dimensions may be
+ * left out) or axis= (the one shared core dimension) into core_at.  The
+ * axes are normalised against each operand's rank in move_core. */
+static int
+parse_axes(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    if (c->axes != NULL && c->axis != NULL) {
+        PyErr_SetString(PyExc_TypeError, "cannot specify both 'axis' and 'axes'");
+        return -1;
+    }
+    if (c->axis != NULL) {
+        for (int k = 0; k < L->nargs; k++) {
+            if (L->ndims[k] > 1 || (L->ndims[k] == 1 && L->dim[k][0] != L->dim[0][0])) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s: axis can only be used with a single shared core dimension, "
+                             "not with the %s signature",
+                             fname(c), L->text);
+                return -1;
+            }
+            if (L->ndims[k] == 1 && axes_entry(c, k, c->axis) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (c->axes == NULL) {
+        return 0;
+    }
+    if (!PyList_Check(c->axes)) {
+        PyErr_SetString(PyExc_TypeError, "axes should be a list");
+        return -1;
+    }
+    Py_ssize_t n = PyList_Size(c->axes);
+    if (n > L->nargs) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): axes should be a list with an entry for each of "
+                     "the %d operands",
+                     fname(c), L->nargs);
+        return -1;
+    }
+    for (int k = 0; k < L->nargs; k++) {
+        if (k >= n) {
+            if (L->ndims[k] > 0) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s(): axes has no entry for operand %d, which has core "
+                             "dimensions",
+                             fname(c), k);
+                return -1;
+            }
+            continue;
+        }
+        if (axes_entry(c, k, PyList_GetItem(c->axes, k)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The permutation of an nd-dimensional operand k that puts its core
+ * dimensions (core_at[k]) last, in core order; checks the axes. */
+static int
+core_last(GuCall *c, int k, int nd, int *perm)
+{
+    int nc = c->f->layout.ndims[k], used[NPY_MAXDIMS] = {0}, at = 0;
+    if (nd < nc) {
+        return 0; /* bind_dims reports it */
+    }
+    for (int j = 0; j < nc; j++) {
+        int a = c->core_at[k][j];
+        a = a < 0 ? a + nd : a;
+        if (a < 0 || a >= nd || used[a]) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): axes item %d: axis %d is out of bounds for "
+                         "an operand of %d dimensions, or repeated",
+                         fname(c), k, c->core_at[k][j], nd);
+            return -1;
+        }
+        used[a] = 1;
+    }
+    for (int d = 0; d < nd; d++) {
+        if (!used[d]) {
+            perm[at++] = d;
+        }
+    }
+    for (int j = 0; j < nc; j++) {
+        int a = c->core_at[k][j];
+        perm[at++] = a < 0 ? a + nd : a;
+    }
+    return 0;
+}
+
+/* A view of device array obj with its dimensions permuted (perm[d]: the
+ * dimension of obj that becomes d); keeps obj alive.  New reference. */
+static PyObject *
+device_permuted(PyObject *obj, int nd, const int *perm)
+{
+    CudaArrayInfo info;
+    if (cuda_array_info(obj, &info) < 0) {
+        return NULL;
+    }
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = info.shape[perm[d]];
+        strides[d] = info.strides[perm[d]];
+    }
+    Py_INCREF(info.dtype);
+    return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+}
+
+/* axes=: an operand the caller gave (input or out=) is replaced by a view
+ * with its core dimensions last, which is what the kernel walks.  0/-1. */
+static int
+move_core(GuCall *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        Operand *op = &c->ops[k];
+        int perm[NPY_MAXDIMS];
+        if (!c->moved[k] || op->obj == NULL || op->nd < c->f->layout.ndims[k]) {
+            continue;
+        }
+        if (core_last(c, k, op->nd, perm) < 0) {
+            return -1;
+        }
+        PyObject *v;
+        if (op->what == OP_DEVICE) {
+            v = device_permuted(op->obj, op->nd, perm);
+        } else {
+            npy_intp pp[NPY_MAXDIMS];
+            for (int d = 0; d < op->nd; d++) {
+                pp[d] = perm[d];
+            }
+            PyArray_Dims p = {pp, op->nd};
+            v = PyArray_Transpose((PyArrayObject *)op->obj, &p);
+        }
+        if (v == NULL) {
+            return -1;
+        }
+        c->given[k] = op->obj; /* what result_of returns for an out= */
+        op->obj = v;
+        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+        for (int d = 0; d < op->nd; d++) {
+            shape[d] = op->shape[perm[d]];
+            strides[d] = op->strides[perm[d]];
+        }
+        memcpy(op->shape, shape, sizeof(Py_ssize_t) * (size_t)op->nd);
+        memcpy(op->strides, strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+    }
+    return 0;
+}
+
+/* f(*inputs[, *outputs], out=None, axes=None, axis=None, stream=None).  0/-1. */
 static int
 parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
 {
@@ -272,6 +462,14 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
         while (PyDict_Next(kwargs, &pos, &key, &value)) {
             if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
                 c->stream = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "axes") == 0) {
+                c->axes = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "axis") == 0) {
+                c->axis = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "keepdims") == 0) {
+                PyErr_Format(PyExc_NotImplementedError,
+                             "%s(): keepdims= is not supported on cuda yet", fname(c));
+                return -1;
             } else if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
                 if (npos > L->nin) {
                     PyErr_SetString(PyExc_TypeError,
@@ -298,7 +496,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
             } else {
                 PyErr_Format(PyExc_TypeError,
                              "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
-                             "takes out= and stream=)",
+                             "takes out=, axes=, axis= and stream=)",
                              fname(c), key);
                 return -1;
             }
@@ -321,7 +519,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
         }
         c->device |= c->ops[k].what == OP_DEVICE;
     }
-    return cuda_stream_arg(c->stream, &c->s);
+    return cuda_stream_arg(c->stream, &c->s) < 0 || parse_axes(c) < 0 ? -1 : 0;
 }
 
 /* Whether operand op may be passed to an argument of kind k. */
@@ -857,13 +1055,36 @@ static PyObject *
 result_of(GuCall *c, int k)
 {
     if (c->given_out[k]) {
-        return Py_NewRef(c->ops[k].obj);
+        return Py_NewRef(c->given[k] != NULL ? c->given[k] : c->ops[k].obj);
     }
-    if (c->device) {
-        return Py_NewRef(c->dev[k]);
+    PyObject *r = c->device
+                      ? Py_NewRef(c->dev[k])
+                      : PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+    if (r != NULL && c->moved[k]) {
+        /* axes=: the core dimensions go where the caller asked for them */
+        int nd = c->lnd + c->f->layout.ndims[k], perm[NPY_MAXDIMS], back[NPY_MAXDIMS];
+        if (core_last(c, k, nd, perm) < 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        for (int d = 0; d < nd; d++) {
+            back[perm[d]] = d;
+        }
+        PyObject *v;
+        if (c->device) {
+            v = device_permuted(r, nd, back);
+        } else {
+            npy_intp pp[NPY_MAXDIMS];
+            for (int d = 0; d < nd; d++) {
+                pp[d] = back[d];
+            }
+            PyArray_Dims p = {pp, nd};
+            v = PyArray_Transpose((PyArrayObject *)r, &p);
+        }
+        Py_DECREF(r);
+        r = v;
     }
-    PyObject *h = PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
-    return h != NULL ? PyArray_Return((PyArrayObject *)h) : NULL;
+    return r != NULL && !c->device ? PyArray_Return((PyArrayObject *)r) : r;
 }
 
 static PyObject *
@@ -873,8 +1094,8 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
     const GuLayout *L = &f->layout;
     GuCall c;
     PyObject *result = NULL;
-    if (parse_call(f, args, kwargs, &c) < 0 || resolve(&c) < 0 || bind_dims(&c) < 0
-        || ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
+    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || resolve(&c) < 0
+        || bind_dims(&c) < 0 || ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
         goto done;
     }
     for (int k = 0; k < c.nargs; k++) {
