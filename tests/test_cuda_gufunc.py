@@ -378,3 +378,21 @@ def test_index_out_of_bounds_is_index_error():
                             boundscheck=False)(kernel_from_source(STENCIL))
     got = unchecked(np.arange(5.0))
     close(got[:-1], np.ones(4))                    # the last read is past the end: unchecked
+
+
+def test_a_cuda_gufunc_in_a_cycle_is_collected():
+    """The kernel's function holds its globals, which hold a module-level
+    gufunc: the object traverses and clears what its kernel holds."""
+    import gc
+
+    def alive():
+        return sum(type(o) is _core.CUDAGUFunc for o in gc.get_objects())
+
+    gc.collect()
+    before = alive()
+    for _ in range(3):
+        g = make("dot")
+        g.py_func.__globals__["cycle"] = g
+        del g
+    gc.collect()
+    assert alive() == before

@@ -1264,7 +1264,8 @@ get_doc(PyObject *self, void *closure)
 static PyObject *
 get_pyfunc(PyObject *self, void *closure)
 {
-    return Py_NewRef(((CuGuFunc *)self)->kernel->pyfunc);
+    CcKernel *k = ((CuGuFunc *)self)->kernel;
+    return Py_NewRef(k != NULL && k->pyfunc != NULL ? k->pyfunc : Py_None);
 }
 
 static PyObject *
@@ -1280,16 +1281,18 @@ cg_traverse(PyObject *self, visitproc visit, void *arg)
     CuGuFunc *f = (CuGuFunc *)self;
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(f->dict);
-    if (f->kernel != NULL) {
-        Py_VISIT(f->kernel->pyfunc);
-    }
-    return 0;
+    Py_VISIT(f->backend);
+    return cc_kernel_traverse(f->kernel, visit, arg);
 }
 
+/* Breaks cycles through the kernel's function (its globals hold this
+ * object when it is defined at module level). */
 static int
 cg_clear(PyObject *self)
 {
-    Py_CLEAR(((CuGuFunc *)self)->dict);
+    CuGuFunc *f = (CuGuFunc *)self;
+    cc_kernel_clear(f->kernel);
+    Py_CLEAR(f->dict);
     return 0;
 }
 
