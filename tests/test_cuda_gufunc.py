@@ -396,3 +396,42 @@ def test_a_cuda_gufunc_in_a_cycle_is_collected():
         del g
     gc.collect()
     assert alive() == before
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU a well-formed call ends at the driver")
+def test_fuzzed_axes_end_in_an_error_never_a_crash():
+    """Random axes=/axis=/out= for the matmul layout: each call raises a
+    clear error before the driver, or reaches the driver (CudaSupportError
+    here); never a crash or another exception."""
+    import random
+
+    rng = random.Random(20261124)
+    g = make("matmul")
+    a, b = np.ones((5, 2, 3)), np.ones((3, 4))              # m=2, n=3, p=4 in natural order
+    valid = [[(1, 2), (-2, -1), (-2, -1)], [(-2, -1), (0, 1), (1, 2)], [(1, 2), (0, 1)]]
+    junk = [0, 1, -1, 3, 7, -9, 2**40, None, "x", 1.5, (), (0,), (1, 0), (0, 0), (2, 1, 0),
+            [0, 1], (True, False), (2, 0), (0, 2)]
+    outcomes = {"reached the driver": 0, "refused": 0}
+    for _ in range(400):
+        kw = {}
+        r = rng.random()
+        if r < 0.6:
+            axes = [list(e) if isinstance(e, tuple) else e for e in rng.choice(valid)]
+            for _ in range(rng.randrange(0, 3)):          # break some of it
+                if axes and rng.random() < 0.6:
+                    axes[rng.randrange(len(axes))] = rng.choice(junk)
+                else:
+                    axes.append(rng.choice(junk))
+            kw["axes"] = [tuple(e) if isinstance(e, list) else e for e in axes]
+        elif r < 0.8:
+            kw["axis"] = rng.choice(junk)
+        if rng.random() < 0.3:
+            kw["out"] = np.zeros(rng.choice([(5, 2, 4), (5, 4, 2), (2, 4), (5, 2, 2), ()]))
+        try:
+            g(a, b, **kw)
+        except cuda.CudaSupportError:
+            outcomes["reached the driver"] += 1
+        except (TypeError, ValueError, NotImplementedError, OverflowError):
+            outcomes["refused"] += 1
+    # the mutations must reach both outcomes, or the fuzz tests nothing
+    assert outcomes["reached the driver"] > 20 and outcomes["refused"] > 100, outcomes
