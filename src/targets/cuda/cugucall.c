@@ -1,0 +1,950 @@
+/*
+ * cugucall.c - a cuda gufunc's call: what NumPy's gufunc machinery does on
+ * the host, for the GPU.
+ *
+ *   - inputs (and outputs given positionally or as out=) are sorted into
+ *     device arrays (ours, CAI, DLPack), host arrays and scalars
+ *     (cf_classify); axes=/axis= replace them by views with their core
+ *     dimensions last (move_core);
+ *   - the first signature every input reaches is chosen: a device array
+ *     must have its exact dtype, a host array must cast safely, a Python
+ *     scalar by kind (NEP 50); a dynamic gufunc compiles the operands'
+ *     own kinds when no loop has them;
+ *   - core dimensions are bound from the operands' trailing dimensions
+ *     (checked against each other and against frozen sizes), the loop
+ *     dimensions of every operand are broadcast without copies (stride 0);
+ *   - host operands are copied to the device in the signature's dtype,
+ *     outputs are allocated there (or taken from out=), the descriptor
+ *     (kernels.c) is copied next to them and the entry is launched on
+ *     `stream`;
+ *   - with bounds checks on, the status word comes back: IndexError;
+ *   - a call with a device operand returns device arrays; a host call
+ *     returns host arrays, and writes the inputs the kernel wrote back; a
+ *     new output under axes= comes back as the view that puts its core
+ *     dimensions where axes= says.
+ *
+ * Not yet: keepdims=, '?' dimensions, device operands of another dtype,
+ * and the staged (pinned, chunked) pipeline for large host operands that
+ * cuda ufuncs use.
+ */
+#include "targets/cuda/cugufunc.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- a call ---- */
+
+typedef struct GuCall {
+    CuGuFunc *f;
+    int nargs, given_out[TS_MAXARGS];
+    Operand ops[TS_MAXARGS];
+    PyObject *stream;
+    CUstream s;
+    Py_ssize_t loop;
+    int device; /* a device operand: the results stay on the device */
+    /* the loop dimensions and the core sizes */
+    int lnd;
+    Py_ssize_t lshape[NPY_MAXDIMS];
+    Py_ssize_t core[GU_MAXCORE];
+    /* per argument, on the device */
+    PyObject *dev[TS_MAXARGS];  /* owned: what the kernel reads or writes */
+    PyObject *host[TS_MAXARGS]; /* owned: a host array to write back into (or NULL) */
+    /* axes=/axis=: where each operand's core dimensions are (-1: at the end) */
+    PyObject *axes, *axis;               /* borrowed */
+    int core_at[TS_MAXARGS][TS_MAXDIMS]; /* the axes, normalised, in core order */
+    int moved[TS_MAXARGS];               /* operand k's core dimensions are elsewhere */
+    PyObject *given[TS_MAXARGS];         /* owned: an out= as the caller gave it */
+} GuCall;
+
+static void
+call_clear(GuCall *c)
+{
+    cf_operands_clear(c->ops, c->nargs);
+    for (int k = 0; k < c->nargs; k++) {
+        Py_CLEAR(c->dev[k]);
+        Py_CLEAR(c->host[k]);
+        Py_CLEAR(c->given[k]);
+    }
+}
+
+static const char *
+fname(const GuCall *c)
+{
+    return c->f->kernel->name;
+}
+
+/* One operand's entry of axes= (a tuple of ints, or an int for one core
+ * dimension) into c->core_at[k].  0/-1. */
+static int
+axes_entry(GuCall *c, int k, PyObject *entry)
+{
+    int nc = c->f->layout.ndims[k];
+    PyObject *seq = PyLong_Check(entry) ? PyTuple_Pack(1, entry) : PySequence_Tuple(entry);
+    if (seq == NULL || PyTuple_Size(seq) != nc) {
+        Py_XDECREF(seq);
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): axes item %d should be a tuple of %d axis indices (its core "
+                     "dimensions in %s)",
+                     fname(c), k, nc, c->f->layout.text);
+        return -1;
+    }
+    for (int j = 0; j < nc; j++) {
+        long a = PyLong_AsLong(PyTuple_GetItem(seq, j));
+        if (a == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        c->core_at[k][j] = (int)(a < INT_MIN ? INT_MIN : a > INT_MAX ? INT_MAX : a);
+    }
+    Py_DECREF(seq);
+    c->moved[k] = nc > 0;
+    return 0;
+}
+
+/* axes= (one entry per operand; outputs without core dimensions may be
+ * left out) or axis= (the one shared core dimension) into core_at.  The
+ * axes are normalised against each operand's rank in move_core. */
+static int
+parse_axes(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    if (c->axes != NULL && c->axis != NULL) {
+        PyErr_SetString(PyExc_TypeError, "cannot specify both 'axis' and 'axes'");
+        return -1;
+    }
+    if (c->axis != NULL) {
+        for (int k = 0; k < L->nargs; k++) {
+            if (L->ndims[k] > 1 || (L->ndims[k] == 1 && L->dim[k][0] != L->dim[0][0])) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s: axis can only be used with a single shared core dimension, "
+                             "not with the %s signature",
+                             fname(c), L->text);
+                return -1;
+            }
+            if (L->ndims[k] == 1 && axes_entry(c, k, c->axis) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (c->axes == NULL) {
+        return 0;
+    }
+    if (!PyList_Check(c->axes)) {
+        PyErr_SetString(PyExc_TypeError, "axes should be a list");
+        return -1;
+    }
+    Py_ssize_t n = PyList_Size(c->axes);
+    if (n > L->nargs) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): axes should be a list with an entry for each of "
+                     "the %d operands",
+                     fname(c), L->nargs);
+        return -1;
+    }
+    for (int k = 0; k < L->nargs; k++) {
+        if (k >= n) {
+            if (L->ndims[k] > 0) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s(): axes has no entry for operand %d, which has core "
+                             "dimensions",
+                             fname(c), k);
+                return -1;
+            }
+            continue;
+        }
+        if (axes_entry(c, k, PyList_GetItem(c->axes, k)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The permutation of an nd-dimensional operand k that puts its core
+ * dimensions (core_at[k]) last, in core order; checks the axes. */
+static int
+core_last(GuCall *c, int k, int nd, int *perm)
+{
+    int nc = c->f->layout.ndims[k], used[NPY_MAXDIMS] = {0}, at = 0;
+    if (nd < nc) {
+        return 0; /* bind_dims reports it */
+    }
+    for (int j = 0; j < nc; j++) {
+        int a = c->core_at[k][j];
+        a = a < 0 ? a + nd : a;
+        if (a < 0 || a >= nd || used[a]) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): axes item %d: axis %d is out of bounds for "
+                         "an operand of %d dimensions, or repeated",
+                         fname(c), k, c->core_at[k][j], nd);
+            return -1;
+        }
+        used[a] = 1;
+    }
+    for (int d = 0; d < nd; d++) {
+        if (!used[d]) {
+            perm[at++] = d;
+        }
+    }
+    for (int j = 0; j < nc; j++) {
+        int a = c->core_at[k][j];
+        perm[at++] = a < 0 ? a + nd : a;
+    }
+    return 0;
+}
+
+/* A view of device array obj with its dimensions permuted (perm[d]: the
+ * dimension of obj that becomes d); keeps obj alive.  New reference. */
+static PyObject *
+device_permuted(PyObject *obj, int nd, const int *perm)
+{
+    CudaArrayInfo info;
+    if (cuda_array_info(obj, &info) < 0) {
+        return NULL;
+    }
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = info.shape[perm[d]];
+        strides[d] = info.strides[perm[d]];
+    }
+    Py_INCREF(info.dtype);
+    return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+}
+
+/* axes=: an operand the caller gave (input or out=) is replaced by a view
+ * with its core dimensions last, which is what the kernel walks.  0/-1. */
+static int
+move_core(GuCall *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        Operand *op = &c->ops[k];
+        int perm[NPY_MAXDIMS];
+        if (!c->moved[k] || op->obj == NULL || op->nd < c->f->layout.ndims[k]) {
+            continue;
+        }
+        if (core_last(c, k, op->nd, perm) < 0) {
+            return -1;
+        }
+        PyObject *v;
+        if (op->what == OP_DEVICE) {
+            v = device_permuted(op->obj, op->nd, perm);
+        } else {
+            npy_intp pp[NPY_MAXDIMS];
+            for (int d = 0; d < op->nd; d++) {
+                pp[d] = perm[d];
+            }
+            PyArray_Dims p = {pp, op->nd};
+            v = PyArray_Transpose((PyArrayObject *)op->obj, &p);
+        }
+        if (v == NULL) {
+            return -1;
+        }
+        c->given[k] = op->obj; /* what result_of returns for an out= */
+        op->obj = v;
+        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+        for (int d = 0; d < op->nd; d++) {
+            shape[d] = op->shape[perm[d]];
+            strides[d] = op->strides[perm[d]];
+        }
+        memcpy(op->shape, shape, sizeof(Py_ssize_t) * (size_t)op->nd);
+        memcpy(op->strides, strides, sizeof(Py_ssize_t) * (size_t)op->nd);
+    }
+    return 0;
+}
+
+/* f(*inputs[, *outputs], out=None, axes=None, axis=None, stream=None).  0/-1. */
+static int
+parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
+{
+    const GuLayout *L = &f->layout;
+    memset(c, 0, sizeof(*c));
+    c->f = f;
+    c->stream = Py_None;
+    Py_ssize_t npos = PyTuple_Size(args);
+    if (npos != L->nin && npos != L->nargs) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", fname(c), L->nin,
+                     L->nin == 1 ? "" : "s", L->nout > 0 ? " (and optionally its outputs)" : "",
+                     npos);
+        return -1;
+    }
+    PyObject *outs[TS_MAXARGS] = {NULL};
+    for (Py_ssize_t k = L->nin; k < npos; k++) {
+        outs[k] = PyTuple_GetItem(args, k);
+    }
+    if (kwargs != NULL) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+                c->stream = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "axes") == 0) {
+                c->axes = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "axis") == 0) {
+                c->axis = value;
+            } else if (PyUnicode_CompareWithASCIIString(key, "keepdims") == 0) {
+                PyErr_Format(PyExc_NotImplementedError,
+                             "%s(): keepdims= is not supported on cuda yet", fname(c));
+                return -1;
+            } else if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
+                if (npos > L->nin) {
+                    PyErr_SetString(PyExc_TypeError,
+                                    "cannot specify 'out' as both a positional and keyword "
+                                    "argument");
+                    return -1;
+                }
+                if (L->nout == 0) {
+                    PyErr_Format(PyExc_TypeError, "%s() has no outputs: out= is not taken",
+                                 fname(c));
+                    return -1;
+                }
+                int is_tuple = PyTuple_Check(value);
+                if (is_tuple ? PyTuple_Size(value) != L->nout : L->nout != 1) {
+                    PyErr_Format(PyExc_ValueError, "out= takes %s%d array%s for %s()'s %d output%s",
+                                 L->nout > 1 ? "a tuple of " : "", L->nout, L->nout == 1 ? "" : "s",
+                                 fname(c), L->nout, L->nout == 1 ? "" : "s");
+                    return -1;
+                }
+                for (int k = 0; k < L->nout; k++) {
+                    PyObject *o = is_tuple ? PyTuple_GetItem(value, k) : value;
+                    outs[L->nin + k] = o == Py_None ? NULL : o;
+                }
+            } else {
+                PyErr_Format(PyExc_TypeError,
+                             "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
+                             "takes out=, axes=, axis= and stream=)",
+                             fname(c), key);
+                return -1;
+            }
+        }
+    }
+    c->nargs = L->nargs;
+    for (int k = 0; k < L->nargs; k++) {
+        PyObject *obj = k < L->nin ? PyTuple_GetItem(args, k) : outs[k];
+        c->given_out[k] = k >= L->nin && obj != NULL;
+        if (c->given_out[k] && !PyArray_Check(obj) && !cuda_is_device_array(obj)
+            && !PyObject_HasAttrString(obj, "__cuda_array_interface__")
+            && !PyObject_HasAttrString(obj, "__dlpack__")) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): output %d must be a NumPy array or a device array, not %R",
+                         fname(c), k - L->nin, (PyObject *)Py_TYPE(obj));
+            return -1;
+        }
+        if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
+            return -1;
+        }
+        c->device |= c->ops[k].what == OP_DEVICE;
+    }
+    return cuda_stream_arg(c->stream, &c->s) < 0 || parse_axes(c) < 0 ? -1 : 0;
+}
+
+/* Whether operand op may be passed to an argument of kind k. */
+static int
+reaches(const Operand *op, TsKind k)
+{
+    PyArray_Descr *want = PyArray_DescrFromType(ts_kind_typenum(k));
+    int ok = 0;
+    if (want == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    switch (op->what) {
+    case OP_DEVICE:
+        ok = PyArray_EquivTypes(op->dtype, want);
+        break;
+    case OP_HOST:
+    case OP_SCALAR:
+        ok = PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING);
+        break;
+    default: /* a Python number: NEP 50's weak scalar, by kind */
+        if (PyBool_Check(op->obj)) {
+            ok = 1;
+        } else if (PyLong_Check(op->obj)) {
+            ok = k != TS_BOOL;
+        } else if (PyFloat_Check(op->obj)) {
+            ok = ts_is_float(k) || ts_is_complex(k);
+        } else {
+            ok = ts_is_complex(k);
+        }
+    }
+    Py_DECREF(want);
+    return ok;
+}
+
+/* The kind a dynamic gufunc compiles for operand op (a Python number: its
+ * NumPy default, as NumPy 2 gives a lone Python scalar). */
+static TsKind
+operand_kind(const Operand *op)
+{
+    TsKind k = TS_INFER;
+    if (op->dtype != NULL) {
+        if (ts_kind_from_typenum(op->dtype->type_num, &k) < 0) {
+            k = TS_INFER;
+        }
+        return k;
+    }
+    return PyBool_Check(op->obj)      ? TS_BOOL
+           : PyLong_Check(op->obj)    ? TS_INT64
+           : PyFloat_Check(op->obj)   ? TS_FLOAT64
+           : PyComplex_Check(op->obj) ? TS_COMPLEX128
+                                      : TS_INFER;
+}
+
+/* The first loop the operands reach: by safe cast, or (exact) by their own
+ * kinds; -1 (no exception) when none does. */
+static Py_ssize_t
+find_loop(GuCall *c, int exact)
+{
+    CuGuFunc *f = c->f;
+    for (Py_ssize_t i = 0; i < f->nloops; i++) {
+        const TsSignature *sig = &f->loops[i]->sig;
+        int ok = 1;
+        for (int k = 0; ok && k < c->nargs; k++) {
+            const Operand *op = &c->ops[k];
+            if (k >= f->layout.nin && !c->given_out[k]) {
+                continue;
+            }
+            if (exact) {
+                ok = operand_kind(op) == sig->args[k].kind;
+            } else if (k >= f->layout.nin) { /* an output: cast into, same-kind */
+                PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+                ok = d != NULL
+                     && (op->what == OP_DEVICE
+                             ? PyArray_EquivTypes(d, op->dtype)
+                             : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
+                Py_XDECREF(d);
+            } else {
+                ok = reaches(op, sig->args[k].kind);
+            }
+        }
+        if (ok) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* A dynamic gufunc's new loop for the operands' kinds (an output not
+ * given takes what the kernel stores into it): its index, or -1. */
+static Py_ssize_t
+compile_for_call(GuCall *c)
+{
+    CuGuFunc *f = c->f;
+    const GuLayout *L = &f->layout;
+    TsSignature sig;
+    memset(&sig, 0, sizeof(sig));
+    sig.ret.kind = TS_VOID;
+    sig.nargs = L->nargs;
+    for (int k = 0; k < L->nargs; k++) {
+        int given = k < L->nin || c->given_out[k];
+        sig.args[k].kind = given ? operand_kind(&c->ops[k]) : TS_INFER;
+        if (given && sig.args[k].kind == TS_INFER) {
+            PyErr_Format(PyExc_TypeError, "%s(): argument %d has no type a kernel can take",
+                         fname(c), k);
+            return -1;
+        }
+        /* an output () is a 1-element view, as declared in a signature */
+        sig.args[k].ndim = L->ndims[k] == 0 && k >= L->nin ? 1 : L->ndims[k];
+    }
+    CuGuLoop **grown = PyMem_Realloc(f->loops, sizeof(CuGuLoop *) * (size_t)(f->nloops + 1));
+    CuGuLoop *l = PyMem_Calloc(1, sizeof(CuGuLoop));
+    if (grown != NULL) {
+        f->loops = grown;
+    }
+    if (grown == NULL || l == NULL) {
+        PyMem_Free(l);
+        PyErr_NoMemory();
+        return -1;
+    }
+    l->sig = sig;
+    if (cg_compile_loop(f, l, f->nloops, f->arch) < 0) {
+        cg_loop_free(l);
+        return -1;
+    }
+    f->loops[f->nloops] = l;
+    return f->nloops++;
+}
+
+static int
+resolve(GuCall *c)
+{
+    CuGuFunc *f = c->f;
+    /* a dynamic gufunc compiles the operands' own kinds; signatures given
+     * are reached as NumPy reaches a ufunc's loops */
+    Py_ssize_t i = find_loop(c, f->lazy);
+    if (i < 0 && f->lazy) {
+        i = compile_for_call(c);
+    }
+    if (i >= 0) {
+        c->loop = i;
+        return 0;
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *types = PyList_New(0);
+    for (int k = 0; types != NULL && k < f->layout.nin; k++) {
+        const Operand *op = &c->ops[k];
+        PyObject *t = op->dtype != NULL
+                          ? PyObject_Str((PyObject *)op->dtype)
+                          : PyObject_GetAttrString((PyObject *)Py_TYPE(op->obj), "__name__");
+        if (t == NULL || PyList_Append(types, t) < 0) {
+            Py_CLEAR(types);
+        }
+        Py_XDECREF(t);
+    }
+    if (types != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): no signature takes these inputs (%R)%s; a device array must "
+                     "have the signature's dtype exactly, a host array must cast to it safely",
+                     fname(c), types, c->device ? " on the device" : "");
+        Py_DECREF(types);
+    }
+    return -1;
+}
+
+/* "Input operand 1", "Output operand 0": as NumPy names them */
+static void
+operand_name(const GuCall *c, int k, char *buf, size_t size)
+{
+    const GuLayout *L = &c->f->layout;
+    snprintf(buf, size, "%s operand %d", k < L->nin ? "Input" : "Output",
+             k < L->nin ? k : k - L->nin);
+}
+
+/* Binds the core sizes and broadcasts the loop dimensions.  0/-1. */
+static int
+bind_dims(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    for (int ix = 0; ix < L->ndimnames; ix++) {
+        if (L->optional[ix]) {
+            PyErr_Format(PyExc_NotImplementedError,
+                         "%s(): flexible ('?') core dimensions are not supported on cuda yet",
+                         fname(c));
+            return -1;
+        }
+        c->core[ix] = L->fixed[ix] > 0 ? (Py_ssize_t)L->fixed[ix] : -1;
+    }
+    c->lnd = 0;
+    for (int k = 0; k < c->nargs; k++) {
+        const Operand *op = &c->ops[k];
+        if (op->obj == NULL) {
+            continue; /* an output to allocate */
+        }
+        int nc = L->ndims[k];
+        if (op->nd < nc) {
+            char what[32];
+            operand_name(c, k, what, sizeof(what));
+            PyErr_Format(PyExc_ValueError,
+                         "%s: %s does not have enough dimensions (has %d, gufunc core with "
+                         "signature %s requires %d)",
+                         fname(c), what, op->nd, L->text, nc);
+            return -1;
+        }
+        for (int j = 0; j < nc; j++) {
+            int ix = L->dim[k][j];
+            Py_ssize_t size = op->shape[op->nd - nc + j];
+            if (c->core[ix] < 0) {
+                c->core[ix] = size;
+            } else if (c->core[ix] != size) {
+                char what[32];
+                operand_name(c, k, what, sizeof(what));
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s has a mismatch in its core dimension %d, with gufunc "
+                             "signature %s (size %zd is different from %zd)",
+                             fname(c), what, j, L->text, size, c->core[ix]);
+                return -1;
+            }
+        }
+        int lnd = op->nd - nc;
+        if (k >= L->nin) {
+            continue; /* an output's loop dimensions are checked against the result */
+        }
+        /* broadcast the loop dimensions, right-aligned */
+        if (lnd > c->lnd) {
+            memmove(c->lshape + (lnd - c->lnd), c->lshape, sizeof(Py_ssize_t) * (size_t)c->lnd);
+            for (int d = 0; d < lnd - c->lnd; d++) {
+                c->lshape[d] = 1;
+            }
+            c->lnd = lnd;
+        }
+        for (int d = 0; d < lnd; d++) {
+            Py_ssize_t have = c->lshape[c->lnd - lnd + d], got = op->shape[d];
+            if (have == 1) {
+                c->lshape[c->lnd - lnd + d] = got;
+            } else if (got != 1 && got != have) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: operands could not be broadcast together: loop dimension "
+                             "of size %zd against %zd (gufunc signature %s)",
+                             fname(c), got, have, L->text);
+                return -1;
+            }
+        }
+    }
+    for (int k = L->nin; k < c->nargs; k++) {
+        for (int j = 0; j < L->ndims[k]; j++) {
+            if (c->core[L->dim[k][j]] < 0) {
+                char what[32];
+                operand_name(c, k, what, sizeof(what));
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s has core dimension %d unspecified, with gufunc signature "
+                             "%s",
+                             fname(c), what, j, L->text);
+                return -1;
+            }
+        }
+        const Operand *op = &c->ops[k];
+        if (op->obj != NULL) {
+            int ok = op->nd == c->lnd + L->ndims[k];
+            for (int d = 0; ok && d < c->lnd; d++) {
+                ok = op->shape[d] == c->lshape[d];
+            }
+            if (!ok) {
+                char what[32];
+                operand_name(c, k, what, sizeof(what));
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s does not have the shape of the loop dimensions "
+                             "followed by its core dimensions (gufunc signature %s)",
+                             fname(c), what, L->text);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A new C-contiguous host array of obj in kind k (a safe or weak cast,
+ * checked by resolve). */
+static PyObject *
+host_as(PyObject *obj, TsKind k)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(k));
+    return d ? PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL) : NULL;
+}
+
+/* The device array argument k works on (c->dev[k]): the operand itself,
+ * its copy on the device, or a new output.  0/-1. */
+static int
+place(GuCall *c, int k)
+{
+    const GuLayout *L = &c->f->layout;
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    TsKind kind = sig->args[k].kind;
+    Operand *op = &c->ops[k];
+    if (op->what == OP_DEVICE) {
+        c->dev[k] = Py_NewRef(op->obj);
+        return 0;
+    }
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int nd;
+    PyObject *h = NULL;
+    if (op->obj != NULL && k < L->nin) {
+        if ((h = host_as(op->obj, kind)) == NULL) {
+            return -1;
+        }
+        nd = PyArray_NDIM((PyArrayObject *)h);
+        if (nd > 0) { /* NumPy gives a 0-d array NULL dims */
+            memcpy(shape, PyArray_DIMS((PyArrayObject *)h), sizeof(Py_ssize_t) * (size_t)nd);
+        }
+    } else {
+        nd = c->lnd + L->ndims[k];
+        memcpy(shape, c->lshape, sizeof(Py_ssize_t) * (size_t)c->lnd);
+        for (int j = 0; j < L->ndims[k]; j++) {
+            shape[c->lnd + j] = c->core[L->dim[k][j]];
+        }
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *dev = d ? cuda_array_empty(d, nd, shape, c->stream) : NULL;
+    if (dev == NULL) {
+        Py_XDECREF(h);
+        return -1;
+    }
+    if (h != NULL) {
+        PyObject *r = PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream);
+        if (r == NULL) {
+            Py_DECREF(dev);
+            Py_DECREF(h);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    c->dev[k] = dev;
+    /* host arrays the kernel writes: a given host output (0-d too), a
+     * written host input */
+    if (op->obj != NULL && PyArray_Check(op->obj) && (k >= L->nin || c->f->written[k])) {
+        c->host[k] = Py_NewRef(op->obj);
+    }
+    Py_XDECREF(h);
+    return 0;
+}
+
+/* The descriptor kernels.c reads, as a device array on the call's stream. */
+static PyObject *
+descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info)
+{
+    const GuLayout *L = &c->f->layout;
+    int A = L->nargs, ncore = 0;
+    for (int k = 0; k < A; k++) {
+        ncore += L->ndims[k];
+    }
+    Py_ssize_t len = 2 + c->lnd + A + (Py_ssize_t)A * c->lnd + 1 + L->ndimnames + A + ncore;
+    PyObject *h = PyArray_SimpleNew(1, &len, NPY_INT64);
+    if (h == NULL) {
+        return NULL;
+    }
+    long long *v = PyArray_DATA((PyArrayObject *)h);
+    Py_ssize_t at = 0;
+    v[at++] = n;
+    v[at++] = c->lnd;
+    for (int d = 0; d < c->lnd; d++) {
+        v[at++] = c->lshape[d];
+    }
+    for (int k = 0; k < A; k++) {
+        v[at++] = (long long)info[k].ptr;
+    }
+    for (int k = 0; k < A; k++) {
+        int lnd = info[k].nd - L->ndims[k]; /* its loop dimensions, right-aligned */
+        for (int d = 0; d < c->lnd; d++) {
+            int e = d - (c->lnd - lnd);
+            v[at++] = e < 0 || info[k].shape[e] == 1 ? 0 : info[k].strides[e];
+        }
+    }
+    v[at++] = n;
+    for (int ix = 0; ix < L->ndimnames; ix++) {
+        v[at++] = c->core[ix];
+    }
+    for (int k = 0; k < A; k++) {
+        v[at++] = 0; /* outer steps: the body runs one iteration at its base */
+    }
+    for (int k = 0; k < A; k++) {
+        for (int j = 0; j < L->ndims[k]; j++) {
+            v[at++] = info[k].strides[info[k].nd - L->ndims[k] + j];
+        }
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(NPY_INT64);
+    PyObject *dev = d ? cuda_array_empty(d, 1, &len, c->stream) : NULL;
+    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream) : NULL;
+    Py_DECREF(h);
+    if (r == NULL) {
+        Py_XDECREF(dev);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return dev;
+}
+
+/* Declared [::1] arguments must be so on the device (host copies are). */
+static int
+check_contig(GuCall *c, const CudaArrayInfo *info)
+{
+    const CuGuLoop *l = c->f->loops[c->loop];
+    for (int k = 0; k < c->nargs; k++) {
+        int nc = c->f->layout.ndims[k];
+        if (!l->ksig.args[k].contig || nc == 0) {
+            continue;
+        }
+        Py_ssize_t last = info[k].shape[info[k].nd - 1];
+        if (last > 1 && info[k].strides[info[k].nd - 1] != ts_itemsize(l->sig.args[k].kind)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): argument %d is declared contiguous ([::1]) but its last core "
+                         "dimension is strided on the device; pass a contiguous array",
+                         fname(c), k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Launches the entry; with bounds checks, waits for the status.  0/-1. */
+static int
+launch(GuCall *c, Py_ssize_t n)
+{
+    CuGuFunc *f = c->f;
+    CuGuLoop *l = f->loops[c->loop];
+    CudaArrayInfo info[TS_MAXARGS];
+    int sms = cf_sm_count();
+    if (sms < 0 || cf_check_foreign(c->ops, c->nargs) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < c->nargs; k++) {
+        if (cuda_array_info(c->dev[k], &info[k]) < 0) {
+            return -1;
+        }
+        if (k < f->layout.nin && f->written[k] && info[k].readonly) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): input %d is written by the kernel but is "
+                         "read-only",
+                         fname(c), k);
+            return -1;
+        }
+    }
+    if (check_contig(c, info) < 0) {
+        return -1;
+    }
+    PyObject *desc = descriptor(c, n, info), *status = NULL;
+    int rc = -1;
+    if (desc == NULL) {
+        return -1;
+    }
+    if (f->kernel->boundscheck) {
+        Py_ssize_t one = 1;
+        PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
+        PyArray_Descr *d = PyArray_DescrFromType(NPY_INT32);
+        status = zero && d ? cuda_array_empty(d, 1, &one, c->stream) : NULL;
+        PyObject *r =
+            status ? PyObject_CallMethod(status, "copy_to_device", "OO", zero, c->stream) : NULL;
+        Py_XDECREF(zero);
+        if (r == NULL) {
+            goto done;
+        }
+        Py_DECREF(r);
+    }
+    CudaArrayInfo di, si = {0};
+    if (cuda_array_info(desc, &di) < 0 || (status && cuda_array_info(status, &si) < 0)) {
+        goto done;
+    }
+    int block = l->block;
+    if (n < block) { /* whole warps only, as a cuda ufunc's small calls */
+        block = (int)((n + 31) / 32 * 32);
+    }
+    Py_ssize_t grid = (n + block - 1) / block, cap = (Py_ssize_t)CUDA_GRID_PER_SM * sms;
+    grid = grid > cap ? cap : grid;
+    CUdeviceptr dp = di.ptr, sp = si.ptr;
+    void *params[2] = {&dp, &sp};
+    if (cuda_check(cuda_drv->LaunchKernel(l->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0,
+                                          c->s, params, NULL),
+                   "cuLaunchKernel (cuda gufunc)")
+        < 0) {
+        goto done;
+    }
+    if (status != NULL) {
+        PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->stream);
+        if (h == NULL) {
+            goto done;
+        }
+        int st = *(int *)PyArray_DATA((PyArrayObject *)h);
+        Py_DECREF(h);
+        if (st == CC_STATUS_INDEX) {
+            PyErr_SetString(PyExc_IndexError,
+                            "index out of bounds in a guvectorize kernel "
+                            "(the check is on by default; boundscheck=False turns it off)");
+            goto done;
+        }
+        if (st != 0) {
+            PyErr_Format(PyExc_RuntimeError, "a cuda gufunc kernel failed (status %d)", st);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(desc);
+    Py_XDECREF(status);
+    return rc;
+}
+
+/* Host arrays the kernel wrote get their values back (cast as NumPy
+ * casts into an out=).  0/-1. */
+static int
+write_back(GuCall *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (c->host[k] == NULL) {
+            continue;
+        }
+        PyObject *h = PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+        if (h == NULL) {
+            return -1;
+        }
+        int rc = PyArray_CopyInto((PyArrayObject *)c->host[k], (PyArrayObject *)h);
+        Py_DECREF(h);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The call's value for output k: the out= given, the device array, or
+ * (host call) its host copy, a scalar when it has no dimension. */
+static PyObject *
+result_of(GuCall *c, int k)
+{
+    if (c->given_out[k]) {
+        return Py_NewRef(c->given[k] != NULL ? c->given[k] : c->ops[k].obj);
+    }
+    PyObject *r = c->device
+                      ? Py_NewRef(c->dev[k])
+                      : PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+    if (r != NULL && c->moved[k]) {
+        /* axes=: the core dimensions go where the caller asked for them */
+        int nd = c->lnd + c->f->layout.ndims[k], perm[NPY_MAXDIMS], back[NPY_MAXDIMS];
+        if (core_last(c, k, nd, perm) < 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        for (int d = 0; d < nd; d++) {
+            back[perm[d]] = d;
+        }
+        PyObject *v;
+        if (c->device) {
+            v = device_permuted(r, nd, back);
+        } else {
+            npy_intp pp[NPY_MAXDIMS];
+            for (int d = 0; d < nd; d++) {
+                pp[d] = back[d];
+            }
+            PyArray_Dims p = {pp, nd};
+            v = PyArray_Transpose((PyArrayObject *)r, &p);
+        }
+        Py_DECREF(r);
+        r = v;
+    }
+    return r != NULL && !c->device ? PyArray_Return((PyArrayObject *)r) : r;
+}
+
+PyObject *
+cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    const GuLayout *L = &f->layout;
+    GuCall c;
+    PyObject *result = NULL;
+    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || resolve(&c) < 0
+        || bind_dims(&c) < 0 || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
+        goto done;
+    }
+    for (int k = 0; k < c.nargs; k++) {
+        if (place(&c, k) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t n = 1;
+    for (int d = 0; d < c.lnd; d++) {
+        n *= c.lshape[d];
+    }
+    if (n > 0 && launch(&c, n) < 0) {
+        goto done;
+    }
+    if (write_back(&c) < 0) {
+        goto done;
+    }
+    if (L->nout == 0) {
+        result = Py_NewRef(Py_None);
+    } else if (L->nout == 1) {
+        result = result_of(&c, L->nin);
+    } else if ((result = PyTuple_New(L->nout)) != NULL) {
+        for (int k = 0; k < L->nout; k++) {
+            PyObject *r = result_of(&c, L->nin + k);
+            if (r == NULL) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyTuple_SetItem(result, k, r);
+        }
+    }
+done:
+    call_clear(&c);
+    return result;
+}
