@@ -96,7 +96,9 @@ def _decorate(obj, pyfunc, src):
     """numbavec's introspection (py_func, inspect_llvm, inspect_asm,
     inspect_types) on what a factory made, where its type does not offer it
     already: a NumPy ufunc carries it as attributes (its code: the Library
-    behind it); an object of numbavec's own answers for itself."""
+    behind it); an object of numbavec's own answers for itself.  Every object
+    says where it was defined, as the function does (``__module__``,
+    ``__qualname__``, ``__wrapped__``), so that pickle finds it by name."""
     code = _core._code_of(obj) if isinstance(obj, np.ufunc) else obj
     offered = dir(type(obj))
     for name, value in (("py_func", pyfunc), ("inspect_llvm", code.inspect_llvm),
@@ -104,6 +106,9 @@ def _decorate(obj, pyfunc, src):
                         ("inspect_types", _types_printer(code, pyfunc, src))):
         if name not in offered:
             setattr(obj, name, value)
+    obj.__module__ = getattr(pyfunc, "__module__", None)
+    obj.__qualname__ = getattr(pyfunc, "__qualname__", pyfunc.__name__)
+    obj.__wrapped__ = pyfunc
     return obj
 
 

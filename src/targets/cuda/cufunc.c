@@ -670,7 +670,20 @@ static PyGetSetDef cufunc_getset[] = {
     {NULL},
 };
 
+PyObject *
+cf_reduce_by_name(PyObject *self, PyObject *unused)
+{
+    PyObject *name = PyObject_GetAttrString(self, "__qualname__");
+    if (name == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        name = PyObject_GetAttrString(self, "__name__");
+    }
+    return name;
+}
+
 static PyMethodDef cufunc_methods[] = {
+    {"__reduce__", cf_reduce_by_name, METH_NOARGS,
+     "Pickled by reference: its module and qualified name, as a function is."},
     {"reduce", (PyCFunction)(void (*)(void))cf_reduce, METH_VARARGS | METH_KEYWORDS,
      "reduce(array, axis=0, stream=None): a tree reduction on the device"},
     {"inspect_ptx", inspect_ptx, METH_VARARGS,
