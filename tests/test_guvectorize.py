@@ -516,3 +516,15 @@ def test_written_scalar_input_that_numpy_casts_keeps_the_writes(target, dtype):
     # what NumPy reports of the ufunc is unchanged
     assert gu.signature == "(),()"
     assert gu.nin == 2 and gu.nout == 0
+
+
+@pytest.mark.parametrize("sig", ["f8[:], f8, f8[:]", "float64[:], float64, float64[:],"])
+def test_numba_bare_argument_lists(target, sig):
+    """Numba's guvectorize takes a signature as a bare argument list."""
+    from conftest import kernel_from_source
+
+    k = kernel_from_source("def k(a, b, out):\n    for i in range(a.shape[0]):\n"
+                           "        out[i] = a[i] + b\n")
+    g = guvectorize([sig], "(n),()->(n)", target=target)(k)
+    assert g.types == ["dd->d"]
+    np.testing.assert_array_equal(g(np.arange(3.0), 2.0), [2.0, 3.0, 4.0])

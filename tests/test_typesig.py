@@ -149,6 +149,9 @@ SIGNATURES = [
     ("void(f8[:], f8[:, :], f8[::1], f8[ : , : : 1 ])",
      "void(float64[:], float64[:, :], float64[::1], float64[:, ::1])"),
     ("(f8[:], f8)", "(float64[:], float64)"),
+    # Numba's bare argument lists: the return type left out, as in "(f8[:], f8)"
+    ("f8[:], f8, f8[:]", "(float64[:], float64, float64[:])"),
+    ("int32[:], int32, int32[:],", "(int32[:], int32, int32[:])"),
     ("\tvoid(\nf4[:])\n", "void(float32[:])"),
     ("intp(uintp)", f"{np.dtype(np.intp).name}({np.dtype(np.uintp).name})"),
     ("f4(" + ", ".join(["f4"] * 32) + ")", "float32(" + ", ".join(["float32"] * 32) + ")"),
@@ -226,6 +229,8 @@ STRING_ERRORS = [
     ("f4(f4) x", "unexpected text after the signature", "x"),
     ("f4(f4))", "unexpected text after the signature", ")"),
     ("f4", "missing '('", ""),
+    ("f4, f4 f4", "expected ',' after an argument type", "f4"),
+    ("f4, void", "void is not a valid argument type", "void"),
     ("f4 f4(f4)", "expected '('", "f4(f4)"),
     ("", "empty signature", ""),
     ("   ", "empty signature", ""),

@@ -1,7 +1,8 @@
 /*
  * parse.c - user signatures -> TsSignature.
  *
- * Owns the string grammar ("float32(float32, f4[:, ::1])", "(i8, f8)") and
+ * Owns the string grammar ("float32(float32, f4[:, ::1])", "(i8, f8)", and
+ * Numba's bare argument list "f8[:], f8") and
  * the Python forms a decorator accepts: a str, a Signature made by calling a
  * type, an argument tuple with the return type left out, or a list of any of
  * them.  Everything else in numbavec sees only the TsSignature values made
@@ -252,6 +253,37 @@ parse_args(Parser *ps, TsSignature *sig)
     }
 }
 
+/* bare := arg (',' arg)+ [','] to the end: Numba's argument list without
+ * parentheses ("f8[:], f8, f8[:]"), the return type left out as in
+ * "(f8[:], f8, f8[:])".  One type alone stays an error (a forgotten '('). */
+static int
+parse_bare_args(Parser *ps, TsSignature *sig)
+{
+    sig->nargs = 0;
+    for (;;) {
+        if (parse_arg(ps, sig) < 0) {
+            return -1;
+        }
+        if (at_end(ps)) {
+            return 0;
+        }
+        if (!consume(ps, ',')) {
+            return parse_error(ps, ps->p, "expected ',' after an argument type");
+        }
+        if (at_end(ps)) {
+            return 0;
+        }
+    }
+}
+
+/* Whether the rest of the text is a bare argument list: a ',' and no '('. */
+static int
+is_bare_list(const Parser *ps)
+{
+    size_t n = (size_t)(ps->end - ps->p);
+    return memchr(ps->p, '(', n) == NULL && memchr(ps->p, ',', n) != NULL;
+}
+
 /* return := type, a scalar or void */
 static int
 parse_return(Parser *ps, TsType *ret)
@@ -270,7 +302,7 @@ parse_return(Parser *ps, TsType *ret)
     return 0;
 }
 
-/* signature := [return] '(' args end */
+/* signature := [return] '(' args end | bare */
 static int
 parse_signature_text(Parser *ps, TsSignature *sig)
 {
@@ -280,6 +312,9 @@ parse_signature_text(Parser *ps, TsSignature *sig)
     sig->ret.kind = TS_INFER;
     sig->ret.ndim = 0;
     sig->ret.contig = 0;
+    if (is_bare_list(ps)) {
+        return parse_bare_args(ps, sig);
+    }
     if (*ps->p != '(' && parse_return(ps, &sig->ret) < 0) {
         return -1;
     }
