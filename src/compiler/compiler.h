@@ -547,7 +547,10 @@ typedef struct CcKernel {
 CcKernel *cc_kernel_new(PyObject *pyfunc, PyObject *funcdef, PyObject *source, const char *name,
                         int fastmath, int boundscheck, PyObject *cache);
 int cc_kernel_traverse(const CcKernel *k, visitproc visit, void *arg);
-void cc_kernel_clear(CcKernel *k); /* its Python references only (GC) */
+void cc_kernel_clear(CcKernel *k);
+/* The decorated function (new reference), or None once the kernel is
+ * cleared (the object that owns it is being collected). */
+PyObject *cc_kernel_pyfunc(const CcKernel *k); /* its Python references only (GC) */
 void cc_kernel_free(CcKernel *k);
 
 enum { CC_MAXENTRIES = 4, CC_NAME_SIZE = 160 };

@@ -69,6 +69,12 @@ cc_kernel_traverse(const CcKernel *k, visitproc visit, void *arg)
     return 0;
 }
 
+PyObject *
+cc_kernel_pyfunc(const CcKernel *k)
+{
+    return Py_NewRef(k != NULL && k->pyfunc != NULL ? k->pyfunc : Py_None);
+}
+
 void
 cc_kernel_clear(CcKernel *k)
 {

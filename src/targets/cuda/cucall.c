@@ -617,24 +617,41 @@ cf_cast_input(Call *c, Operand *op, TsKind kind)
     return 0;
 }
 
+PyObject *
+cf_to_device(PyObject *obj, TsKind kind, PyObject *stream)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+    PyObject *h =
+        d ? PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL) : NULL;
+    if (h == NULL) {
+        return NULL;
+    }
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int nd = PyArray_NDIM((PyArrayObject *)h);
+    if (nd > 0) { /* NumPy gives a 0-d array NULL dims */
+        memcpy(shape, PyArray_DIMS((PyArrayObject *)h), sizeof(Py_ssize_t) * (size_t)nd);
+    }
+    PyArray_Descr *dd = PyArray_DESCR((PyArrayObject *)h);
+    Py_INCREF(dd);
+    PyObject *dev = cuda_array_empty(dd, nd, shape, stream);
+    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, stream) : NULL;
+    Py_DECREF(h);
+    if (r == NULL) {
+        Py_XDECREF(dev);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return dev;
+}
+
 /* Host arrays -> device copies of the loop's dtype (not broadcast). */
 int
 cf_upload(Call *c, Operand *op, TsKind kind)
 {
-    PyObject *h = host_as(op, kind);
-    if (h == NULL) {
+    PyObject *dev = cf_to_device(op->obj, kind, c->stream);
+    if (dev == NULL) {
         return -1;
     }
-    PyArray_Descr *dd = PyArray_DESCR((PyArrayObject *)h);
-    Py_INCREF(dd);
-    PyObject *dev = cuda_array_empty(dd, op->nd, op->shape, c->stream);
-    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream) : NULL;
-    Py_DECREF(h);
-    if (r == NULL) {
-        Py_XDECREF(dev);
-        return -1;
-    }
-    Py_DECREF(r);
     use_copy(op, dev);
     return 0;
 }

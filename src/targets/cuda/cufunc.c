@@ -470,10 +470,9 @@ get_doc(PyObject *self, void *c)
 }
 
 static PyObject *
-get_pyfunc(PyObject *self, void *c)
+get_pyfunc(PyObject *self, void *closure)
 {
-    CcKernel *k = ((CuFunc *)self)->kernel;
-    return Py_NewRef(k != NULL && k->pyfunc != NULL ? k->pyfunc : Py_None);
+    return cc_kernel_pyfunc(((CuFunc *)self)->kernel);
 }
 
 static PyObject *

@@ -106,6 +106,9 @@ int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */
 int cf_cast_input(Call *c, Operand *op, TsKind kind);
+/* obj (a host array, scalar or number) as a new C-contiguous device array
+ * of kind, copied on stream (NumPy converts it first).  New reference. */
+PyObject *cf_to_device(PyObject *obj, TsKind kind, PyObject *stream);
 int cf_upload(Call *c, Operand *op, TsKind kind);
 
 /* The test hooks' keywords without sm_count= and block= (default 132, 256),

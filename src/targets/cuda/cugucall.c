@@ -615,15 +615,6 @@ bind_dims(GuCall *c)
     return 0;
 }
 
-/* A new C-contiguous host array of obj in kind k (a safe or weak cast,
- * checked by resolve). */
-static PyObject *
-host_as(PyObject *obj, TsKind k)
-{
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(k));
-    return d ? PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL) : NULL;
-}
-
 /* The device array argument k works on (c->dev[k]): the operand itself,
  * its copy on the device, or a new output.  0/-1. */
 static int
@@ -637,46 +628,26 @@ place(GuCall *c, int k)
         c->dev[k] = Py_NewRef(op->obj);
         return 0;
     }
-    Py_ssize_t shape[NPY_MAXDIMS];
-    int nd;
-    PyObject *h = NULL;
-    if (op->obj != NULL && k < L->nin) {
-        if ((h = host_as(op->obj, kind)) == NULL) {
-            return -1;
-        }
-        nd = PyArray_NDIM((PyArrayObject *)h);
-        if (nd > 0) { /* NumPy gives a 0-d array NULL dims */
-            memcpy(shape, PyArray_DIMS((PyArrayObject *)h), sizeof(Py_ssize_t) * (size_t)nd);
-        }
-    } else {
-        nd = c->lnd + L->ndims[k];
+    if (op->obj != NULL && k < L->nin) { /* a host input: its copy, in the loop's dtype */
+        c->dev[k] = cf_to_device(op->obj, kind, c->stream);
+    } else { /* an output: the loop dimensions, then its core dimensions */
+        Py_ssize_t shape[NPY_MAXDIMS];
+        int nd = c->lnd + L->ndims[k];
         memcpy(shape, c->lshape, sizeof(Py_ssize_t) * (size_t)c->lnd);
         for (int j = 0; j < L->ndims[k]; j++) {
             shape[c->lnd + j] = c->core[L->dim[k][j]];
         }
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+        c->dev[k] = d ? cuda_array_empty(d, nd, shape, c->stream) : NULL;
     }
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *dev = d ? cuda_array_empty(d, nd, shape, c->stream) : NULL;
-    if (dev == NULL) {
-        Py_XDECREF(h);
+    if (c->dev[k] == NULL) {
         return -1;
     }
-    if (h != NULL) {
-        PyObject *r = PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream);
-        if (r == NULL) {
-            Py_DECREF(dev);
-            Py_DECREF(h);
-            return -1;
-        }
-        Py_DECREF(r);
-    }
-    c->dev[k] = dev;
     /* host arrays the kernel writes: a given host output (0-d too), a
      * written host input */
     if (op->obj != NULL && PyArray_Check(op->obj) && (k >= L->nin || c->f->written[k])) {
         c->host[k] = Py_NewRef(op->obj);
     }
-    Py_XDECREF(h);
     return 0;
 }
 
@@ -723,15 +694,8 @@ descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info)
             v[at++] = info[k].strides[info[k].nd - L->ndims[k] + j];
         }
     }
-    PyArray_Descr *d = PyArray_DescrFromType(NPY_INT64);
-    PyObject *dev = d ? cuda_array_empty(d, 1, &len, c->stream) : NULL;
-    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, c->stream) : NULL;
+    PyObject *dev = cf_to_device(h, TS_INT64, c->stream);
     Py_DECREF(h);
-    if (r == NULL) {
-        Py_XDECREF(dev);
-        return NULL;
-    }
-    Py_DECREF(r);
     return dev;
 }
 
@@ -791,15 +755,11 @@ launch(GuCall *c, Py_ssize_t n)
     if (f->kernel->boundscheck) {
         Py_ssize_t one = 1;
         PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
-        PyArray_Descr *d = PyArray_DescrFromType(NPY_INT32);
-        status = zero && d ? cuda_array_empty(d, 1, &one, c->stream) : NULL;
-        PyObject *r =
-            status ? PyObject_CallMethod(status, "copy_to_device", "OO", zero, c->stream) : NULL;
+        status = zero ? cf_to_device(zero, TS_INT32, c->stream) : NULL;
         Py_XDECREF(zero);
-        if (r == NULL) {
+        if (status == NULL) {
             goto done;
         }
-        Py_DECREF(r);
     }
     CudaArrayInfo di, si = {0};
     if (cuda_array_info(desc, &di) < 0 || (status && cuda_array_info(status, &si) < 0)) {

@@ -278,22 +278,9 @@ get_ntypes(PyObject *self, void *closure)
 }
 
 static PyObject *
-get_name(PyObject *self, void *closure)
-{
-    return Py_NewRef(((CuGuFunc *)self)->name);
-}
-
-static PyObject *
-get_doc(PyObject *self, void *closure)
-{
-    return Py_NewRef(((CuGuFunc *)self)->doc);
-}
-
-static PyObject *
 get_pyfunc(PyObject *self, void *closure)
 {
-    CcKernel *k = ((CuGuFunc *)self)->kernel;
-    return Py_NewRef(k != NULL && k->pyfunc != NULL ? k->pyfunc : Py_None);
+    return cc_kernel_pyfunc(((CuGuFunc *)self)->kernel);
 }
 
 static PyObject *
@@ -350,7 +337,6 @@ static PyGetSetDef cg_getset[] = {
     {"nin", get_nin, NULL, NULL, NULL},        {"nout", get_nout, NULL, NULL, NULL},
     {"nargs", get_nargs, NULL, NULL, NULL},    {"ntypes", get_ntypes, NULL, NULL, NULL},
     {"types", get_types, NULL, NULL, NULL},    {"signature", get_signature, NULL, NULL, NULL},
-    {"__name__", get_name, NULL, NULL, NULL},  {"__doc__", get_doc, NULL, NULL, NULL},
     {"py_func", get_pyfunc, NULL, NULL, NULL}, {NULL},
 };
 
@@ -369,6 +355,8 @@ static PyMethodDef cg_methods[] = {
 
 static PyMemberDef cg_members[] = {
     {"__dictoffset__", T_PYSSIZET, offsetof(CuGuFunc, dict), READONLY, NULL},
+    {"__name__", T_OBJECT, offsetof(CuGuFunc, name), READONLY, NULL},
+    {"__doc__", T_OBJECT, offsetof(CuGuFunc, doc), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
