@@ -371,6 +371,12 @@ verify(LLVMModuleRef mod)
  * gives the same machine code for these modules (checked with the
  * benchmarks) at five times the optimisation time (13 ms against 2.6 ms
  * here), most of it in the CGSCC inliner and repeated simplification.
+ * Gufunc kernels that carry a value through memory (out[i] = f(out[i - 1]),
+ * an exponential moving average) need two passes more: correlated-propagation
+ * proves the index in bounds (i - 1 >= 0 from the loop's start), which takes
+ * the bounds check out of the loop, and loop-load-elim then forwards the
+ * value stored in one iteration to the next instead of reloading it (the
+ * moving average ran 1.9x faster, about 1 ms more compile time).
  */
 /*
  * InstCombine named in a textual pipeline checks, in LLVM 18+, that one
@@ -388,6 +394,7 @@ static const char kernel_pipeline[] =
     "always-inline,"
     "function(sroa,early-cse," INSTCOMBINE ",simplifycfg,"
     "loop-mssa(licm),loop(loop-rotate),loop-simplify,lcssa,loop(indvars),"
+    "correlated-propagation," INSTCOMBINE ",simplifycfg,loop(indvars),loop-load-elim,"
     "inject-tli-mappings,loop-vectorize," INSTCOMBINE ",simplifycfg)";
 
 static int
