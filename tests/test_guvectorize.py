@@ -362,9 +362,10 @@ def test_signature_layout_mismatch(target, sig, layout, message):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("x[0, 0] = 1.0", "takes 1 index"),
+    ("x[0, 0] = 1.0", "too many indices"),
     ("x[1.5] = 1.0", "indices must be integers"),
-    ("y = x", "can only be indexed"),
+    ("if x:\n        pass", "truth value of an array is ambiguous"),
+    ("x[:] = x[None, :]", "2-d array into a 1-d view"),
     ("x[0] = 1j", "cannot store complex"),
     ("return x[0]", "returns nothing"),
     ("x[0] = len(x) + x.shape[3]", "out of range"),

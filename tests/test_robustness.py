@@ -205,10 +205,10 @@ def test_assigning_an_array_parameter_is_a_typing_error(target, body):
         guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
 
 
-def test_assigning_an_array_to_a_variable_is_a_typing_error(target):
-    k = kernel("b = a\nout[0] = b[0]", "a, out")
-    with pytest.raises(TypingError, match="the array 'a' can only be indexed"):
-        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
+def test_an_array_in_a_variable_is_a_view(target):
+    k = kernel("b = a\nb = b[::-1]\nout[0] = b[0]", "a, out")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
+    assert gu(np.arange(4.0)) == 3.0
 
 
 # ---- the compiler's own bounds: depth, size, passes ----

@@ -287,8 +287,8 @@ floor_of(Emit *E, TsKind k, LLVMValueRef x)
  * `oeq` see the floats: a < b is ord(a, b) && key(a) < key(b) && !(a == b).
  * Under fastmath (no NaNs) the plain compare is used.
  */
-static LLVMValueRef
-order_key(Emit *E, LLVMValueRef x)
+LLVMValueRef
+em_order_key(Emit *E, LLVMValueRef x)
 {
     LLVMTypeRef ft = LLVMTypeOf(x);
     int vector = LLVMGetTypeKind(ft) == LLVMVectorTypeKind;
@@ -327,7 +327,7 @@ em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, c
     }
     LLVMValueRef ord = LLVMBuildFCmp(E->b, LLVMRealORD, a, b, "ord");
     LLVMValueRef eq = LLVMBuildFCmp(E->b, LLVMRealOEQ, a, b, "eq");
-    LLVMValueRef order = LLVMBuildICmp(E->b, ip, order_key(E, a), order_key(E, b), "order");
+    LLVMValueRef order = LLVMBuildICmp(E->b, ip, em_order_key(E, a), em_order_key(E, b), "order");
     LLVMValueRef r;
     if (pred == LLVMRealOLE || pred == LLVMRealOGE) {
         r = LLVMBuildOr(E->b, order, eq, "order.eq"); /* -0 <= +0 and +0 <= -0 */

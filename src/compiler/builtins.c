@@ -139,6 +139,7 @@ static const CcBuiltin builtins[] = {
     {"numpy.fmax", FL_NP_MINMAX, M_FMAX, 2, 2},
     {"numpy.absolute", FL_ABS, M_NONE, 1, 1},
     {"numpy.sign", FL_NP_SIGN, M_NONE, 1, 1},
+    {"numpy.where", FL_WHERE, M_NONE, 3, 3},
 #define CMATH(name, op, n)                                                                         \
     {                                                                                              \
         "cmath." name, FL_CMATH, op, n, n                                                          \
@@ -165,6 +166,39 @@ static const CcBuiltin builtins[] = {
     CMATH("isinf", M_ISINF, 1),
     CMATH("isfinite", M_ISFINITE, 1),
 #undef CMATH
+    {"numpy.empty", FL_ALLOC, AL_EMPTY, 1, 1},
+    {"numpy.zeros", FL_ALLOC, AL_ZEROS, 1, 1},
+    {"numpy.ones", FL_ALLOC, AL_ONES, 1, 1},
+    {"numpy.full", FL_ALLOC, AL_FULL, 2, 2},
+    {"numpy.empty_like", FL_LIKE, AL_EMPTY, 1, 1},
+    {"numpy.zeros_like", FL_LIKE, AL_ZEROS, 1, 1},
+    {"numpy.ones_like", FL_LIKE, AL_ONES, 1, 1},
+    {"numpy.full_like", FL_LIKE, AL_FULL, 2, 2},
+    {"numpy.copy", FL_LIKE, AL_COPY, 1, 1},
+#define REDUCE(name, op)                                                                           \
+    {                                                                                              \
+        "numpy." name, FL_REDUCE, op, 1, 2                                                         \
+    }
+    REDUCE("sum", R_SUM),
+    REDUCE("prod", R_PROD),
+    REDUCE("min", R_MIN),
+    REDUCE("max", R_MAX),
+    REDUCE("amin", R_MIN),
+    REDUCE("amax", R_MAX),
+    REDUCE("mean", R_MEAN),
+    REDUCE("any", R_ANY),
+    REDUCE("all", R_ALL),
+    REDUCE("nansum", R_NANSUM),
+    REDUCE("nanprod", R_NANPROD),
+    REDUCE("nanmin", R_NANMIN),
+    REDUCE("nanmax", R_NANMAX),
+    REDUCE("nanmean", R_NANMEAN),
+    REDUCE("argmin", R_ARGMIN),
+    REDUCE("argmax", R_ARGMAX),
+#undef REDUCE
+    /* for idx in np.ndindex(shape) lowers to a range loop over these */
+    {".ndsize", FL_NDSIZE, M_NONE, 1, 1},
+    {".unravel", FL_UNRAVEL, M_NONE, 2, 2},
 };
 /* clang-format on */
 
@@ -180,6 +214,17 @@ int
 cc_builtin_count(void)
 {
     return NBUILTINS;
+}
+
+int
+cc_builtin_by_name(const char *name)
+{
+    for (int i = 0; i < NBUILTINS; i++) {
+        if (strcmp(builtins[i].name, name) == 0) {
+            return i;
+        }
+    }
+    return -1;
 }
 
 int
@@ -324,5 +369,11 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_CMATH]     = {ti_cmath,     ec_cmath,     FIT_FLOAT},
     [FL_ROUND]     = {ti_round,     ec_round,     FIT_RESULT},
     [FL_NP_SIGN]   = {ti_np_sign,   ec_sign,      FIT_RESULT},
+    [FL_WHERE]     = {ti_where,     ec_where,     FIT_RESULT},
+    [FL_ALLOC]     = {ti_array_call, ec_array_call, FIT_RESULT},
+    [FL_LIKE]      = {ti_array_call, ec_array_call, FIT_RESULT},
+    [FL_REDUCE]    = {ti_array_call, ec_array_call, FIT_RESULT},
+    [FL_NDSIZE]    = {ti_array_call, ec_array_call, FIT_RESULT},
+    [FL_UNRAVEL]   = {ti_array_call, ec_array_call, FIT_RESULT},
 };
 /* clang-format on */

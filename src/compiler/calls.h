@@ -59,6 +59,10 @@ int ti_np_sign(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const 
 int ti_np(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_part(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_where(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+/* array functions (np.zeros, np.sum ...): typed by typeinfer.c's array_call,
+ * not through the promotion of their arguments; this row only says so */
+int ti_array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 
 /* ---- emitcall.c: a call's value, by flavor (NULL with an error) ---- */
 
@@ -73,5 +77,8 @@ LLVMValueRef ec_round(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_np_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_math(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_where(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+/* emitarray.c: np.zeros(...), np.sum(a) ... */
+LLVMValueRef ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 
 #endif /* NV_COMPILER_CALLS_H */

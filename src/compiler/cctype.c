@@ -51,6 +51,21 @@ cc_array_type(TsKind kind, int ndim)
     return t;
 }
 
+const CcType *
+cc_elem_type(const CcType *t)
+{
+    if (t == NULL || t->kind != CT_ARRAY) {
+        return t;
+    }
+    return t->scalar == TS_INFER ? NULL : cc_scalar_type(t->scalar); /* NULL: not known yet */
+}
+
+int
+cc_is_array(const CcType *t)
+{
+    return t != NULL && t->kind == CT_ARRAY;
+}
+
 TsKind
 cc_storage(const CcType *t)
 {

@@ -29,6 +29,9 @@
  *   convert.c      LLVM types of value types, casts between kinds, truth
  *   arith.c        integer, float and complex arithmetic
  *   emitcall.c     builtin calls; calls of LLVM intrinsics and libm
+ *   emitarray.c    arrays: views, fused elementwise loops, broadcast
+ *                  assignment, allocation (freed when the call returns),
+ *                  reductions
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
  *   jit.c        host target machine, optimisation + libmvec, object code,
@@ -72,7 +75,7 @@ typedef enum CcTypeKind {
     CT_WEAK_FLOAT,
     CT_WEAK_COMPLEX,
     CT_TUPLE,
-    CT_ARRAY, /* a gufunc kernel's array argument: scalar, n = ndim */
+    CT_ARRAY, /* an array view: scalar (its element kind), n = ndim */
 } CcTypeKind;
 
 typedef struct CcType CcType;
@@ -86,7 +89,10 @@ struct CcType {
 const CcType *cc_scalar_type(TsKind kind); /* static singletons */
 const CcType *cc_weak_type(CcTypeKind kind);
 const CcType *cc_array_type(TsKind kind, int ndim); /* static singletons */
-TsKind cc_storage(const CcType *t);                 /* the kind a value is held in */
+/* An array's element type (a scalar type); any other type itself. */
+const CcType *cc_elem_type(const CcType *t);
+int cc_is_array(const CcType *t);   /* t is not NULL and an array */
+TsKind cc_storage(const CcType *t); /* the kind a value is held in */
 int cc_is_weak(const CcType *t);
 /* NumPy 2's result_type of two value types (weak rules of NEP 50). */
 const CcType *cc_promote(const CcType *a, const CcType *b);
@@ -119,10 +125,15 @@ typedef enum CcNodeKind {
     ND_BREAK,
     ND_CONTINUE,
     ND_EXPR, /* lhs evaluated for its effects */
-    /* arrays (gufunc kernels) */
-    ND_INDEX,     /* lhs[args[0], ...]: an element of the array lhs (expression) */
-    ND_ARRAYATTR, /* lhs.shape / .size / .ndim or len(lhs): index is a CcArrayAttr */
-    ND_SETITEM,   /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it) */
+    /* arrays (emitarray.c) */
+    ND_INDEX,     /* lhs[args[0], ...]: an element, or a view when an index is a
+                     slice, None or ..., or fewer indices than dimensions */
+    ND_ARRAYATTR, /* lhs.shape / .size / .ndim / .T ... or len(lhs): index is a CcArrayAttr */
+    ND_SETITEM,   /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it);
+                     a view target takes rhs broadcast (a scalar or an array) */
+    ND_SLICE,     /* an index: lhs:rhs:cond (start, stop, step; each may be NULL) */
+    ND_NEWAXIS,   /* an index: None (np.newaxis) */
+    ND_ELLIPSIS,  /* an index: ... */
 } CcNodeKind;
 
 typedef enum CcArrayAttr {
@@ -130,6 +141,9 @@ typedef enum CcArrayAttr {
     AA_SIZE,
     AA_NDIM,
     AA_LEN,
+    AA_T,        /* a.T: the view with its dimensions reversed */
+    AA_STRIDES,  /* a tuple of byte strides */
+    AA_ITEMSIZE, /* bytes per element */
 } CcArrayAttr;
 
 typedef enum CcOp {
@@ -211,6 +225,9 @@ struct CcNode {
     int big;
     long long ihigh;
     PyObject *pyint;
+    /* emitarray.c: inside an elementwise loop, the value of this array leaf
+     * at the loop's index (an LLVMValueRef), else NULL */
+    void *elem;
 };
 
 /* One function being compiled for one signature. */
@@ -233,6 +250,8 @@ typedef struct CcFunction {
     int depth;         /* lower.c: the nesting being lowered */
     int max_depth;     /* lower.c: the nesting this thread's stack has room for */
     int nnodes;        /* lower.c: the nodes made so far */
+    int allocates;     /* typeinfer: the kernel may allocate arrays (np.zeros, a temporary) */
+    int device;        /* driver: compiled for a device (cuda), which has no malloc */
 } CcFunction;
 
 /* ---- stack.c ---- */
@@ -293,6 +312,12 @@ typedef enum CcFlavor {
     FL_CMATH,   /* cmath.f: complex in; out by op */
     FL_ROUND,   /* round(x[, n]) */
     FL_NP_SIGN, /* np.sign: the argument's kind */
+    FL_WHERE,   /* np.where(cond, x, y): elementwise choice, both computed */
+    FL_ALLOC,   /* np.empty/zeros/ones/full(shape[, fill], dtype=): op is a CcAllocOp */
+    FL_LIKE,    /* np.empty_like ... (a[, fill], dtype=), a.copy(): op is a CcAllocOp */
+    FL_REDUCE,  /* np.sum(a), a.max() ...: op is a CcReduceOp */
+    FL_NDSIZE,  /* np.ndindex's loop: the product of a shape (a tuple or an int) */
+    FL_UNRAVEL, /* np.ndindex's loop: the index tuple of a flat index in a shape */
     FL_COUNT
 } CcFlavor;
 
@@ -347,6 +372,33 @@ typedef enum CcMathOp {
     M_NONE,
 } CcMathOp;
 
+/* What an allocation fills its array with. */
+typedef enum CcAllocOp {
+    AL_EMPTY,
+    AL_ZEROS,
+    AL_ONES,
+    AL_FULL,
+    AL_COPY,
+} CcAllocOp;
+
+/* A reduction of a whole array to a scalar. */
+typedef enum CcReduceOp {
+    R_SUM,
+    R_PROD,
+    R_MIN,
+    R_MAX,
+    R_MEAN,
+    R_ANY,
+    R_ALL,
+    R_NANSUM,
+    R_NANPROD,
+    R_NANMIN,
+    R_NANMAX,
+    R_NANMEAN,
+    R_ARGMIN,
+    R_ARGMAX,
+} CcReduceOp;
+
 typedef struct CcBuiltin {
     const char *name; /* as users write it: "math.exp" */
     CcFlavor flavor;
@@ -361,6 +413,9 @@ int cc_builtin_lookup(PyObject *obj);
 const CcBuiltin *cc_builtin(int id);
 int cc_builtin_count(void); /* ids are 0 .. cc_builtin_count() - 1 */
 int cc_math_arity(CcMathOp op);
+/* The id of the builtin named as builtins.c's table names it ("numpy.sum",
+ * "min"), or -1. */
+int cc_builtin_by_name(const char *name);
 /* The builtin ids of x.real, x.imag, x.conjugate(). */
 int cc_builtin_attr(CcFlavor flavor);
 /* The builtin id of the cast to kind k (np.float32 ...), or -1. */
@@ -436,7 +491,15 @@ void cc_dump_ir(const CcFunction *fn, const char *label);
  * out of bounds (fn->boundscheck): the kernel stops there.  NULL with an
  * exception on failure.
  */
-enum { CC_STATUS_OK = 0, CC_STATUS_INDEX = 1 };
+enum {
+    CC_STATUS_OK = 0,
+    CC_STATUS_INDEX = 1, /* IndexError */
+    CC_STATUS_NOMEM = 2, /* MemoryError: an allocation failed */
+    CC_STATUS_SHAPE = 3, /* ValueError: shapes that do not broadcast */
+    CC_STATUS_VALUE = 4, /* ValueError: a negative dimension, an empty reduction */
+};
+/* The exception type and message of a nonzero status (with the GIL). */
+void cc_raise_status(int status);
 LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
                                    const char *name, int fastmath, unsigned long long unit_stride);
 
@@ -632,7 +695,8 @@ extern const CcBackend cc_host_backend;
 int cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
                const char *base, CcCompiled *out);
 void cc_compiled_clear(CcCompiled *c);
-/* The parameters fn's (lowered) body assigns to: written[TS_MAXARGS]. */
+/* Adds to written[TS_MAXARGS] the parameters fn's body stores into, directly
+ * or through views kept in variables. */
 void cc_written_params(const CcFunction *fn, unsigned char *written);
 
 #endif /* NV_COMPILER_H */

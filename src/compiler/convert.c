@@ -17,6 +17,9 @@
 LLVMTypeRef
 em_type_of(Emit *E, const CcType *t)
 {
+    if (t->kind == CT_ARRAY) {
+        return em_array_type(E, t->n);
+    }
     if (t->kind != CT_TUPLE) {
         return cc_value_type(E->ctx, cc_storage(t));
     }

@@ -205,6 +205,7 @@ emit_kernels(CcFunction *fn, const CcKernel *k, const CcBuilder *b, const CcBack
         return kernels[0] != NULL ? 0 : -1;
     }
     unsigned long long masks[2];
+    fn->device = be != &cc_host_backend;
     *nk = b->variants(b->ctx, ksig, masks);
     for (int v = 0; v < *nk; v++) {
         snprintf(name, sizeof(name), "%s.kernel%s", base, v ? ".contig" : "");
@@ -260,31 +261,112 @@ done:
     PyErr_Restore(type, value, tb);
 }
 
-/* Sets written[i] for every parameter i that the tree n assigns to (an
- * element of an array parameter; a scalar parameter cannot be written). */
+/*
+ * The parameters a kernel writes: those some a[...] = v stores into, a being
+ * the parameter or a view of it kept in a variable (row = out[i]; row[:] = 0),
+ * through any chain of assignments.  An array's augmented assignment (a +=
+ * 1) is a store once typeinfer has made it one (cc_compile runs this before
+ * and after typing; the second adds what only types tell).
+ */
+typedef unsigned long long ParamMask;
+
+/* The parameters whose memory the value of n may be a view of. */
+static ParamMask
+views_of(const CcNode *n, const ParamMask *alias)
+{
+    if (n == NULL) {
+        return 0;
+    }
+    switch (n->kind) {
+    case ND_VAR:
+        return n->var->is_param ? (n->var->index < 64 ? 1ULL << n->var->index : 0)
+                                : alias[n->var->index];
+    case ND_INDEX:
+    case ND_GETITEM:
+        return views_of(n->lhs, alias);
+    case ND_ARRAYATTR:
+        return n->index == AA_T ? views_of(n->lhs, alias) : 0;
+    case ND_INLINE:
+        return alias[n->var->index];
+    case ND_IFEXP:
+        return views_of(n->then, alias) | views_of(n->els, alias);
+    case ND_TUPLE: {
+        ParamMask m = 0;
+        for (int i = 0; i < n->nargs; i++) {
+            m |= views_of(n->args[i], alias);
+        }
+        return m;
+    }
+    default:
+        return 0; /* scalars, and the new arrays of calls and array expressions */
+    }
+}
+
+/* One pass over n: variables take the views of what is assigned to them
+ * (*changed when one grows); stores mark their parameters in *written. */
 static void
-mark_written(const CcNode *n, unsigned char *written)
+flow_views(const CcNode *n, ParamMask *alias, ParamMask *written, int *changed)
 {
     if (n == NULL) {
         return;
     }
-    if (n->kind == ND_SETITEM && n->lhs->lhs->kind == ND_VAR && n->lhs->lhs->var->is_param) {
-        written[n->lhs->lhs->var->index] = 1;
+    ParamMask m;
+    switch (n->kind) {
+    case ND_ASSIGN:
+        m = views_of(n->rhs, alias);
+        if ((alias[n->var->index] | m) != alias[n->var->index]) {
+            alias[n->var->index] |= m;
+            *changed = 1;
+        }
+        break;
+    case ND_UNPACK:
+        m = views_of(n->rhs, alias);
+        for (int i = 0; i < n->nargs; i++) {
+            if ((alias[n->vars[i]->index] | m) != alias[n->vars[i]->index]) {
+                alias[n->vars[i]->index] |= m;
+                *changed = 1;
+            }
+        }
+        break;
+    case ND_RETURN:
+        if (n->var != NULL
+            && (alias[n->var->index] | views_of(n->lhs, alias)) != alias[n->var->index]) {
+            alias[n->var->index] |= views_of(n->lhs, alias);
+            *changed = 1;
+        }
+        break;
+    case ND_SETITEM:
+        *written |= views_of(n->lhs->lhs, alias);
+        break;
+    default:
+        break;
     }
     const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
     for (int i = 0; i < 5; i++) {
-        mark_written(kids[i], written);
+        flow_views(kids[i], alias, written, changed);
     }
     for (int i = 0; n->args != NULL && i < n->nargs; i++) {
-        mark_written(n->args[i], written);
+        flow_views(n->args[i], alias, written, changed);
     }
 }
 
 void
 cc_written_params(const CcFunction *fn, unsigned char *written)
 {
-    memset(written, 0, TS_MAXARGS);
-    mark_written(fn->body, written);
+    ParamMask *alias = PyMem_Calloc((size_t)fn->nvars + 1, sizeof(ParamMask)), mask = 0;
+    int changed = 1;
+    for (int pass = 0; changed && pass <= 64 + fn->nvars; pass++) {
+        changed = 0;
+        mask = 0;
+        flow_views(fn->body, alias != NULL ? alias : &mask, &mask, &changed);
+        if (alias == NULL) {
+            break; /* no memory for the flow: direct stores only */
+        }
+    }
+    PyMem_Free(alias);
+    for (int i = 0; i < TS_MAXARGS && i < 64; i++) {
+        written[i] |= (unsigned char)((mask >> i) & 1);
+    }
 }
 
 /* The kernel's view of sig (the builder's, or sig itself) and the
@@ -292,6 +374,7 @@ cc_written_params(const CcFunction *fn, unsigned char *written)
 static int
 kernel_signature(const CcBuilder *b, CcFunction *fn, const TsSignature *sig, CcCompiled *out)
 {
+    memset(out->written, 0, sizeof(out->written));
     cc_written_params(fn, out->written);
     if (b->kernel_signature == NULL) {
         out->ksig = *sig;
@@ -316,6 +399,13 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
     if (cc_typeinfer(fn, &out->ksig) < 0 || entry_names(b, base, &e) < 0) {
         return -1;
     }
+    /* typing made a += 1 on arrays stores: the arrays they write (a ()
+     * parameter's kind was settled by the first analysis, and stays) */
+    unsigned char typed[TS_MAXARGS] = {0};
+    cc_written_params(fn, typed);
+    for (int i = 0; i < out->ksig.nargs; i++) {
+        out->written[i] |= out->ksig.args[i].ndim > 0 ? typed[i] : 0;
+    }
     if (cc_dump_flags() & CC_DUMP_IR) {
         char label[CC_NAME_SIZE + TS_STRSIZE + 8], sigbuf[TS_STRSIZE];
         snprintf(label, sizeof(label), "%s %s", k->name,
@@ -338,6 +428,32 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
 done:
     cc_module_dispose(&m);
     return rc;
+}
+
+/* ---- what a gufunc kernel's status means ---- */
+
+void
+cc_raise_status(int status)
+{
+    switch (status) {
+    case CC_STATUS_INDEX:
+        PyErr_SetString(PyExc_IndexError,
+                        "index out of bounds in a guvectorize kernel "
+                        "(the check is on by default; boundscheck=False turns it off)");
+        break;
+    case CC_STATUS_SHAPE:
+        PyErr_SetString(PyExc_ValueError,
+                        "could not broadcast together the shapes of an array assignment or "
+                        "expression in a guvectorize kernel");
+        break;
+    case CC_STATUS_VALUE:
+        PyErr_SetString(PyExc_ValueError,
+                        "a guvectorize kernel asked for a negative dimension, a zero slice step "
+                        "or a reduction of an empty (zero-size) array that has no identity");
+        break;
+    default: /* CC_STATUS_NOMEM, or a copy that could not be made */
+        PyErr_NoMemory();
+    }
 }
 
 /* ---- the cache ---- */

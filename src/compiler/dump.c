@@ -22,8 +22,10 @@ static const char *const kind_names[] = {
     [ND_BREAK] = "break",         [ND_CONTINUE] = "continue",
     [ND_EXPR] = "expr",           [ND_INDEX] = "index",
     [ND_ARRAYATTR] = "arrayattr", [ND_SETITEM] = "setitem",
+    [ND_SLICE] = "slice",         [ND_NEWAXIS] = "newaxis",
+    [ND_ELLIPSIS] = "ellipsis",
 };
-_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) == ND_SETITEM + 1,
+_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) == ND_ELLIPSIS + 1,
                "a name for every node kind");
 
 static const char *const op_names[] = {

@@ -16,15 +16,6 @@
 
 #include <llvm/Config/llvm-config.h>
 
-/* An array parameter: its data pointer, shape and byte strides (SSA values;
- * an array is never assigned).  var->slot points at one. */
-typedef struct ArrayVal {
-    LLVMValueRef data;
-    LLVMValueRef shape[TS_MAXDIMS];
-    LLVMValueRef stride[TS_MAXDIMS];
-    int unit_last; /* last dimension: unit element stride */
-} ArrayVal;
-
 /* The host: LLVM's math intrinsics and the C library, real FP flags. */
 const CcEmitTarget cc_host_target = {"host", NULL, 1, 1};
 
@@ -366,7 +357,10 @@ inline_call(Emit *E, CcNode *n)
     E->inline_end = end;
     E->inline_returned = 0;
     int rc = block(E, n->then);
-    if (rc == 0 && E->reachable) {
+    if (rc == 0 && E->reachable && n->index == 1) {
+        E->inline_returned = 1; /* called for its effect: it may end without a return */
+        jump(E, end);
+    } else if (rc == 0 && E->reachable) {
         rc = cc_error(E->fn, n->then->loc,
                       "the device function can end without returning "
                       "a value");
@@ -382,118 +376,20 @@ inline_call(Emit *E, CcNode *n)
                           n->var->name);
 }
 
-/* ---- arrays (gufunc kernels) ---- */
-
-/* The block that ends the kernel with CC_STATUS_INDEX. */
-static LLVMBasicBlockRef
-index_error_block(Emit *E)
-{
-    if (E->index_error == NULL) {
-        LLVMBasicBlockRef here = LLVMGetInsertBlock(E->b);
-        E->index_error = em_new_block(E, "index.error");
-        LLVMPositionBuilderAtEnd(E->b, E->index_error);
-        LLVMBuildRet(E->b, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_INDEX, 0));
-        LLVMPositionBuilderAtEnd(E->b, here);
-    }
-    return E->index_error;
-}
-
-/*
- * The address of a[i, j, ...]: data + sum(index_k * stride_k), a negative
- * index counting from the end (Python).  With boundscheck an index still
- * outside [0, shape) ends the kernel with CC_STATUS_INDEX; LLVM removes
- * the check where the loop bounds prove it (for i in range(len(a))).
- */
-static LLVMValueRef
-element_address(Emit *E, CcNode *n)
-{
-    ArrayVal *a = n->lhs->var->slot;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
-    LLVMValueRef offset = LLVMConstInt(i64, 0, 0);
-    for (int k = 0; k < n->nargs; k++) {
-        LLVMValueRef idx = em_expr_as(E, n->args[k], TS_INT64);
-        if (idx == NULL) {
-            return NULL;
-        }
-        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, idx, LLVMConstInt(i64, 0, 0), "neg");
-        LLVMValueRef wrapped = LLVMBuildAdd(E->b, idx, a->shape[k], "idx.wrapped");
-        idx = LLVMBuildSelect(E->b, neg, wrapped, idx, "idx");
-        if (E->fn->boundscheck) {
-            LLVMValueRef bad = LLVMBuildICmp(E->b, LLVMIntUGE, idx, a->shape[k], "oob");
-            LLVMBasicBlockRef ok = em_new_block(E, "index.ok");
-            LLVMBuildCondBr(E->b, bad, index_error_block(E), ok);
-            LLVMPositionBuilderAtEnd(E->b, ok);
-        }
-        LLVMValueRef stride = a->stride[k];
-        if (k == n->nargs - 1 && a->unit_last) {
-            stride = LLVMConstInt(i64, (unsigned long long)ts_itemsize(n->lhs->var->ty->scalar), 0);
-        }
-        offset =
-            LLVMBuildNSWAdd(E->b, offset, LLVMBuildNSWMul(E->b, idx, stride, "idx.bytes"), "off");
-    }
-    return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &offset, 1, "elem");
-}
-
-static LLVMValueRef
-load_element(Emit *E, CcNode *n)
-{
-    LLVMValueRef p = element_address(E, n);
-    return p ? cc_load(E->b, n->lhs->var->ty->scalar, p, n->lhs->var->name) : NULL;
-}
-
-static LLVMValueRef
-array_attr(Emit *E, CcNode *n)
-{
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
-    const CcType *t = n->lhs->kind == ND_VAR ? n->lhs->var->ty : n->lhs->ty;
-    if (t->kind == CT_TUPLE) {
-        return LLVMConstInt(i64, (unsigned long long)t->n, 0); /* len(tuple) */
-    }
-    ArrayVal *a = n->lhs->var->slot;
-    switch ((CcArrayAttr)n->index) {
-    case AA_LEN:
-        return a->shape[0];
-    case AA_NDIM:
-        return LLVMConstInt(i64, (unsigned long long)t->n, 0);
-    case AA_SIZE: {
-        LLVMValueRef size = LLVMConstInt(i64, 1, 0);
-        for (int k = 0; k < t->n; k++) {
-            size = LLVMBuildNSWMul(E->b, size, a->shape[k], "size");
-        }
-        return size;
-    }
-    case AA_SHAPE: {
-        LLVMValueRef v = LLVMGetUndef(em_type_of(E, n->ty));
-        for (int k = 0; k < t->n; k++) {
-            v = LLVMBuildInsertValue(E->b, v, a->shape[k], (unsigned)k, "shape");
-        }
-        return v;
-    }
-    }
-    return NULL;
-}
-
-static int
-setitem(Emit *E, CcNode *n)
-{
-    TsKind kind = n->lhs->lhs->var->ty->scalar;
-    LLVMValueRef v = em_expr(E, n->rhs);
-    LLVMValueRef p = v != NULL ? element_address(E, n->lhs) : NULL;
-    if (p == NULL) {
-        return -1;
-    }
-    cc_store(E->b, kind, em_convert_type(E, v, n->rhs->ty, cc_scalar_type(kind)), p);
-    return 0;
-}
-
 LLVMValueRef
 em_expr(Emit *E, CcNode *n)
 {
+    if (n->elem != NULL) {
+        return n->elem; /* an array leaf inside an elementwise loop: its element */
+    }
+    if (cc_is_array(n->ty) && n->kind != ND_VAR && n->kind != ND_INLINE) {
+        return em_array_expr(E, n); /* a view, or an expression computed into an array */
+    }
     switch (n->kind) {
     case ND_INDEX:
-        return load_element(E, n);
+        return em_index(E, n);
     case ND_ARRAYATTR:
-        return array_attr(E, n);
+        return em_array_attr(E, n);
     case ND_CONST:
         return constant(E, n);
     case ND_VAR:
@@ -543,6 +439,10 @@ block(Emit *E, CcNode *n)
 static void
 store_var(Emit *E, CcVar *var, LLVMValueRef v, const CcType *from)
 {
+    if (cc_is_array(var->ty)) {
+        LLVMBuildStore(E->b, v, (LLVMValueRef)var->slot); /* a view: the same type */
+        return;
+    }
     LLVMBuildStore(E->b, em_convert_type(E, v, from, var->ty), (LLVMValueRef)var->slot);
 }
 
@@ -763,8 +663,13 @@ stmt(Emit *E, CcNode *n)
         if (E->gufunc && n->var == NULL) {
             /* a gufunc kernel's own return (a device function's inlined
              * return, n->var set, only leaves the inlined body) */
-            LLVMBuildRet(E->b, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_OK, 0));
-            E->reachable = 0;
+            em_return_status(E, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_OK, 0));
+            return 0;
+        }
+        if (n->lhs == NULL) {
+            /* a bare return of an inlined device function called for its effect */
+            E->inline_returned = 1;
+            jump(E, E->inline_end);
             return 0;
         }
         if ((v = em_expr(E, n->lhs)) == NULL) {
@@ -796,7 +701,7 @@ stmt(Emit *E, CcNode *n)
     case ND_EXPR:
         return em_expr(E, n->lhs) != NULL ? 0 : -1;
     case ND_SETITEM:
-        return setitem(E, n);
+        return em_setitem_view(E, n);
     default:
         return cc_error(E->fn, n->loc, "internal error: cannot emit this statement");
     }
@@ -941,37 +846,30 @@ declare_gufunc(Emit *E, const TsSignature *sig, const char *name)
     return f;
 }
 
-/* Binds parameter var (argument i, first LLVM parameter *p) to its value. */
+/* Binds parameter var (argument i, first LLVM parameter *p) to its value:
+ * an array's view is built from its data, shape and strides parameters. */
 static int
 bind_param(Emit *E, CcVar *var, const TsType *t, unsigned *p, unsigned long long unit_stride, int i)
 {
     char name[96];
+    var->slot = LLVMBuildAlloca(E->b, em_type_of(E, var->ty), var->name);
     if (t->ndim == 0) {
         LLVMValueRef v = LLVMGetParam(E->func, (*p)++);
         LLVMSetValueName2(v, var->name, strlen(var->name));
-        var->slot = LLVMBuildAlloca(E->b, em_type_of(E, var->ty), var->name);
         store_var(E, var, v, cc_scalar_type(t->kind));
         return 0;
     }
-    ArrayVal *a = cc_alloc(E->fn->arena, sizeof(ArrayVal));
-    if (a == NULL) {
-        return -1;
+    LLVMValueRef params[1 + 2 * TS_MAXDIMS];
+    static const char *const what[3] = {"data", "shape", "stride"};
+    for (int k = 0; k < 1 + 2 * t->ndim; k++) {
+        params[k] = LLVMGetParam(E->func, (*p)++);
+        int part = k == 0 ? 0 : k <= t->ndim ? 1 : 2;
+        snprintf(name, sizeof(name), "%s.%s%d", var->name, what[part],
+                 part == 0 ? 0 : (k - 1) % t->ndim);
+        LLVMSetValueName2(params[k], name, strlen(name));
     }
-    a->data = LLVMGetParam(E->func, (*p)++);
-    snprintf(name, sizeof(name), "%s.data", var->name);
-    LLVMSetValueName2(a->data, name, strlen(name));
-    for (int k = 0; k < t->ndim; k++) {
-        a->shape[k] = LLVMGetParam(E->func, (*p)++);
-        snprintf(name, sizeof(name), "%s.shape%d", var->name, k);
-        LLVMSetValueName2(a->shape[k], name, strlen(name));
-    }
-    for (int k = 0; k < t->ndim; k++) {
-        a->stride[k] = LLVMGetParam(E->func, (*p)++);
-        snprintf(name, sizeof(name), "%s.stride%d", var->name, k);
-        LLVMSetValueName2(a->stride[k], name, strlen(name));
-    }
-    a->unit_last = i < 64 && (unit_stride >> i) & 1;
-    var->slot = a;
+    int unit_last = i < 64 && (unit_stride >> i) & 1;
+    LLVMBuildStore(E->b, em_param_view(E, var->ty, params, unit_last), (LLVMValueRef)var->slot);
     return 0;
 }
 
@@ -999,6 +897,7 @@ cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
             v->slot = v->ty != NULL ? LLVMBuildAlloca(E.b, em_type_of(&E, v->ty), v->name) : NULL;
         }
     }
+    em_alloc_begin(&E);
     LLVMBasicBlockRef body = em_new_block(&E, "body");
     LLVMBuildBr(E.b, body);
     continue_at(&E, body, 1);
@@ -1006,7 +905,10 @@ cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
         rc = block(&E, fn->body);
     }
     if (rc == 0 && E.reachable) {
-        LLVMBuildRet(E.b, LLVMConstInt(LLVMInt32TypeInContext(E.ctx), CC_STATUS_OK, 0));
+        em_return_status(&E, LLVMConstInt(LLVMInt32TypeInContext(E.ctx), CC_STATUS_OK, 0));
+    }
+    if (rc == 0) {
+        em_alloc_end(&E);
     }
     return finish_function(&E, rc);
 }

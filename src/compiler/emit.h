@@ -4,7 +4,7 @@
  * the files call across (em_ prefix).
  *
  * The emitter turns typed IR into LLVM IR (compiler.h lists its entry points,
- * all in emit.c).  It is four files, one concern each:
+ * all in emit.c).  It is five files, one concern each:
  *
  *   emit.c      the pass: expressions, statements, the function, gufunc kernels
  *   convert.c   the LLVM types of value types, conversions between kinds,
@@ -12,6 +12,7 @@
  *   arith.c     integer, float and complex arithmetic; quiet float compares
  *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
  *               intrinsics and libm
+ *   emitarray.c arrays: views, elementwise loops, allocation, reductions
  *
  * The one-line constructors are static inline here, as PostgreSQL's
  * llvmjit_emit.h has them: a call per constant would only hide the IR.
@@ -37,9 +38,12 @@ typedef struct Emit {
     int inline_returned;          /* some return of it jumped there */
     int fastmath;                 /* fast-math flags will be set: no NaNs */
     /* gufunc kernels (cc_emit_gufunc_kernel) */
-    int gufunc;                    /* returns an i32 status, not a value */
-    LLVMBasicBlockRef index_error; /* `ret CC_STATUS_INDEX`, made on first use */
-    const CcEmitTarget *target;    /* host or GPU math and flags */
+    int gufunc;                 /* returns an i32 status, not a value */
+    LLVMBasicBlockRef fail[8];  /* emitarray.c: the block returning status k, made on first use */
+    LLVMValueRef alloc_head;    /* emitarray.c: the call's allocations (NULL: it makes none) */
+    LLVMValueRef status_slot;   /* the status the cleanup block returns */
+    LLVMBasicBlockRef cleanup;  /* frees the allocations, returns the status */
+    const CcEmitTarget *target; /* host or GPU math and flags */
 } Emit;
 
 static inline TsKind
@@ -106,6 +110,27 @@ LLVMIntPredicate em_int_pred(CcOp op, int is_signed);
  * be NULL): a Python int constant outside int64 is its own int128. */
 LLVMValueRef em_wide_int_of(Emit *E, const CcNode *node, LLVMValueRef v, TsKind k, unsigned bits);
 
+/* ---- emitarray.c ---- */
+
+/* The LLVM type of a view of ndim dimensions: { ptr, [n x i64], [n x i64] }. */
+LLVMTypeRef em_array_type(Emit *E, int ndim);
+/* A gufunc parameter's view from its LLVM parameters (data, shape...,
+ * strides...); unit_last: its last stride is the item size. */
+LLVMValueRef em_param_view(Emit *E, const CcType *t, LLVMValueRef *params, int unit_last);
+/* An array-typed node's value (a view; an elementwise expression is
+ * computed into a new array). */
+LLVMValueRef em_array_expr(Emit *E, CcNode *n);
+LLVMValueRef em_index(Emit *E, CcNode *n);      /* ND_INDEX: an element or a view */
+LLVMValueRef em_array_attr(Emit *E, CcNode *n); /* ND_ARRAYATTR */
+int em_setitem_view(Emit *E, CcNode *n);        /* ND_SETITEM */
+/* Returns status from a gufunc kernel (through the cleanup of what it
+ * allocated); ends the insertion block. */
+void em_return_status(Emit *E, LLVMValueRef status);
+/* Ends the kernel with status when bad (an i1) holds. */
+void em_check(Emit *E, LLVMValueRef bad, int status);
+void em_alloc_begin(Emit *E); /* in the entry block: the allocation list */
+void em_alloc_end(Emit *E);   /* after the body: the cleanup block */
+
 /* ---- convert.c ---- */
 
 /* The LLVM type of a value of type t (a tuple: a struct).  NULL with
@@ -126,6 +151,9 @@ LLVMValueRef em_arith(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b
 LLVMValueRef em_int_pow(Emit *E, TsKind k, LLVMValueRef a, LLVMValueRef b);
 /* |z| of a complex value, in its part kind. */
 LLVMValueRef em_complex_abs(Emit *E, TsKind k, LLVMValueRef z);
+/* A float's bits as a signed integer that orders as the float does (-0
+ * below +0; NaNs at the ends); its own inverse on the integer. */
+LLVMValueRef em_order_key(Emit *E, LLVMValueRef x);
 /* fcmp pred that raises no invalid flag for a quiet NaN (see arith.c). */
 LLVMValueRef em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b,
                            const char *name);

@@ -353,6 +353,21 @@ ec_round(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
     return same != NULL ? LLVMBuildSelect(E->b, neg, r, same, "round.int") : NULL;
 }
 
+/* np.where(c, x, y): x where c is true, else y, both in the result's kind
+ * (both are computed, as NumPy computes both arrays). */
+LLVMValueRef
+ec_where(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    (void)b;
+    LLVMValueRef c = em_expr(E, n->args[0]);
+    LLVMValueRef x = c != NULL ? em_expr_as(E, n->args[1], out) : NULL;
+    LLVMValueRef y = x != NULL ? em_expr_as(E, n->args[2], out) : NULL;
+    if (y == NULL) {
+        return NULL;
+    }
+    return LLVMBuildSelect(E->b, em_truthy(E, c, cc_storage(n->args[0]->ty)), x, y, "where");
+}
+
 /* np.sign: -1, 0 or 1 in x's kind; NaN stays NaN. */
 LLVMValueRef
 ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)

@@ -509,10 +509,11 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
     return n != NULL ? lw_fold_int_call(L, n, b->flavor) : NULL;
 }
 
-/* ---- arrays (gufunc kernels) ---- */
+/* ---- arrays ---- */
 
-/* Nonzero when node is the name of a parameter: only parameters can be
- * arrays, so only their subscripts are array indexing. */
+/* Nonzero when node is the name of a parameter: a parameter's subscripts are
+ * always array indexing (a gufunc's arrays); other subscripts by a constant
+ * are tuple items until typeinfer finds an array there. */
 static int
 is_param_name(Lower *L, PyObject *node)
 {
@@ -525,28 +526,90 @@ is_param_name(Lower *L, PyObject *node)
     return var != NULL && var->is_param;
 }
 
-/* index := name '[' expr (',' expr)* ']'     (typeinfer checks it is an array) */
+/* A part of a slice (start, stop or step): NULL when left out (*ok stays 1). */
+static CcNode *
+slice_part(Lower *L, PyObject *slice, const char *attr, int *ok)
+{
+    PyObject *v = lw_get(slice, attr);
+    if (v == NULL) {
+        *ok = 0;
+        return NULL;
+    }
+    CcNode *n = NULL;
+    if (v != Py_None) {
+        n = lower_expr(L, v);
+        *ok = n != NULL;
+    }
+    Py_DECREF(v);
+    return n;
+}
+
+/* One index of a subscript: an expression, a slice, None/np.newaxis or `...`. */
+static CcNode *
+lower_index_item(Lower *L, PyObject *item)
+{
+    AstKind kind = lw_ast_kind(item);
+    if (kind == A_SLICE) {
+        int ok = 1;
+        CcNode *n = lw_new_node(L, ND_SLICE, item);
+        if (n == NULL) {
+            return NULL;
+        }
+        n->lhs = slice_part(L, item, "lower", &ok);
+        n->rhs = ok ? slice_part(L, item, "upper", &ok) : NULL;
+        n->cond = ok ? slice_part(L, item, "step", &ok) : NULL;
+        return ok ? n : NULL;
+    }
+    if (kind == A_CONSTANT || kind == A_NAME || kind == A_ATTRIBUTE) {
+        PyObject *value = NULL;
+        int local = 0;
+        if (kind == A_CONSTANT) {
+            value = lw_get(item, "value");
+        } else if ((value = lw_resolve_object(L, item, &local)) == NULL) {
+            PyErr_Clear(); /* lower_expr reports it again, or it is a local */
+        }
+        int none = value == Py_None, ellipsis = value == Py_Ellipsis;
+        Py_XDECREF(value);
+        if (none || ellipsis) {
+            return lw_new_node(L, none ? ND_NEWAXIS : ND_ELLIPSIS, item);
+        }
+    }
+    return lower_expr(L, item);
+}
+
+/* index := expr '[' item (',' item)* ']'     item: expr | slice | None | ...
+ *   (typeinfer checks that expr is an array) */
 static CcNode *
 lower_index(Lower *L, PyObject *node)
 {
     CcNode *n = lw_new_node(L, ND_INDEX, node);
     PyObject *slice = lw_get(node, "slice");
+    PyObject *elts = NULL;
     CcNode *result = NULL;
     if (n == NULL || slice == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {
         goto done;
     }
     if (lw_ast_kind(slice) == A_TUPLE) {
-        n->args = lw_lower_expr_list(L, slice, "elts", &n->nargs);
-    } else if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) != NULL) {
+        if ((elts = lw_get(slice, "elts")) == NULL) {
+            goto done;
+        }
+        n->nargs = (int)PyList_Size(elts);
+    } else {
         n->nargs = 1;
-        n->args[0] = lower_expr(L, slice);
-        if (n->args[0] == NULL) {
-            n->args = NULL;
+    }
+    if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(n->nargs + 1))) == NULL) {
+        goto done;
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        PyObject *item = elts != NULL ? PyList_GetItem(elts, i) : slice;
+        if ((n->args[i] = lower_index_item(L, item)) == NULL) {
+            goto done;
         }
     }
-    result = n->args != NULL ? n : NULL;
+    result = n;
 done:
     Py_XDECREF(slice);
+    Py_XDECREF(elts);
     return result;
 }
 
@@ -580,18 +643,22 @@ lower_attribute(Lower *L, PyObject *node)
     if (attr == NULL) {
         return NULL;
     }
-    static const char *const array_attrs[] = {"shape", "size", "ndim"};
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(attr, array_attrs[i]) == 0) {
+    static const struct {
+        const char *name;
+        CcArrayAttr which;
+    } array_attrs[] = {{"shape", AA_SHAPE}, {"size", AA_SIZE},       {"ndim", AA_NDIM},
+                       {"T", AA_T},         {"strides", AA_STRIDES}, {"itemsize", AA_ITEMSIZE}};
+    for (size_t i = 0; i < sizeof(array_attrs) / sizeof(array_attrs[0]); i++) {
+        if (strcmp(attr, array_attrs[i].name) == 0) {
             CcNode *array = lower_attr_expr(L, node, "value");
-            return array != NULL ? array_attr(L, node, (CcArrayAttr)i, array) : NULL;
+            return array != NULL ? array_attr(L, node, array_attrs[i].which, array) : NULL;
         }
     }
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
         cc_error(L->fn, lw_loc_of(L, node),
-                 "attribute '%s' is not supported on a value in a "
-                 "kernel (only .real and .imag)",
+                 "attribute '%s' is not supported on a value in a kernel (only .real, .imag, "
+                 "and on arrays .shape, .size, .ndim, .T, .strides and .itemsize)",
                  attr);
         return NULL;
     }
@@ -616,8 +683,189 @@ is_builtin_len(PyObject *callee)
     return same;
 }
 
+/* The kind of the dtype object obj (np.float32, np.dtype('f4'), 'f4', float
+ * ...) as NumPy's dtype() reads it; -1 with a TypingError at `at`. */
+static int
+dtype_kind(Lower *L, PyObject *at, PyObject *obj, TsKind *out)
+{
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *dt = np != NULL ? PyObject_CallMethod(np, "dtype", "O", obj) : NULL;
+    PyObject *num = dt != NULL ? PyObject_GetAttrString(dt, "num") : NULL;
+    long typenum = num != NULL ? PyLong_AsLong(num) : -1;
+    Py_XDECREF(np);
+    Py_XDECREF(dt);
+    Py_XDECREF(num);
+    if (typenum < 0 || ts_kind_from_typenum((int)typenum, out) < 0) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) {
+            return -1; /* KeyboardInterrupt ... */
+        }
+        PyErr_Clear();
+        PyObject *r = PyObject_Repr(obj);
+        const char *text = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
+        cc_error(L->fn, lw_loc_of(L, at), "dtype=%.80s is not a dtype a kernel supports",
+                 text != NULL ? text : "?");
+        Py_XDECREF(r);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The keyword arguments of a call of builtin b: only dtype= of the array
+ * constructors, which is a dtype object (n->index = 1 + its kind) or the
+ * .dtype of an array (n->rhs: the array, typed later).  0/-1.
+ */
+static int
+call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, CcNode *n)
+{
+    for (Py_ssize_t i = 0; i < PyList_Size(keywords); i++) {
+        PyObject *kw = PyList_GetItem(keywords, i);
+        const char *name = lw_get_str(L, kw, "arg");
+        if (name == NULL) {
+            PyErr_Clear();
+            return cc_error(L->fn, lw_loc_of(L, kw), "**kwargs are not supported in a kernel");
+        }
+        int axis = b->flavor == FL_REDUCE && strcmp(name, "axis") == 0;
+        if (!axis
+            && ((b->flavor != FL_ALLOC && b->flavor != FL_LIKE) || strcmp(name, "dtype") != 0)) {
+            return cc_error(L->fn, lw_loc_of(L, kw),
+                            "%s() takes no keyword argument '%s' in a kernel%s", b->name, name,
+                            b->flavor == FL_ALLOC || b->flavor == FL_LIKE ? " (only dtype=)"
+                            : b->flavor == FL_REDUCE                      ? " (only axis=)"
+                                                                          : "");
+        }
+        PyObject *value = lw_get(kw, "value");
+        if (value == NULL) {
+            return -1;
+        }
+        if (axis) {
+            /* axis=k: a second argument, as np.sum(a, k) has it; axis=None: none */
+            PyObject *c = lw_ast_kind(value) == A_CONSTANT ? lw_get(value, "value") : NULL;
+            int none = c == Py_None;
+            Py_XDECREF(c);
+            PyErr_Clear();
+            CcNode *k = none ? NULL : lower_expr(L, value);
+            Py_DECREF(value);
+            if (none) {
+                continue;
+            }
+            if (k == NULL) {
+                return -1;
+            }
+            if (n->nargs != 1) {
+                return cc_error(L->fn, lw_loc_of(L, kw), "%s() got the axis twice", b->name);
+            }
+            CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3);
+            if (args == NULL) {
+                return -1;
+            }
+            args[0] = n->args[0];
+            args[1] = k;
+            n->args = args;
+            n->nargs = 2;
+            continue;
+        }
+        int local, rc = 0;
+        const char *attr = lw_ast_kind(value) == A_ATTRIBUTE ? lw_get_str(L, value, "attr") : NULL;
+        PyObject *obj = lw_resolve_object(L, value, &local);
+        if (obj != NULL) {
+            TsKind k;
+            rc = dtype_kind(L, value, obj, &k);
+            n->index = 1 + (int)k;
+            Py_DECREF(obj);
+        } else if (local && attr != NULL && strcmp(attr, "dtype") == 0) {
+            PyErr_Clear();
+            n->rhs = lower_attr_expr(L, value, "value");
+            rc = n->rhs != NULL ? 0 : -1;
+        } else {
+            if (local) {
+                PyErr_Clear();
+                cc_error(L->fn, lw_loc_of(L, value),
+                         "dtype= must be a dtype (np.float32, 'f8' ...) or an array's .dtype");
+            }
+            rc = -1;
+        }
+        Py_DECREF(value);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The methods of values: x.conjugate(), and of arrays a.sum(), a.copy() ...
+ * (the NumPy function of that name, the array first). */
+static CcNode *
+method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
+{
+    static const char *const methods[] = {"sum", "prod", "min",    "max",    "mean",
+                                          "any", "all",  "argmin", "argmax", "copy"};
+    const char *attr = lw_get_str(L, func, "attr");
+    if (attr == NULL) {
+        return NULL;
+    }
+    int builtin = -1;
+    if (strcmp(attr, "conjugate") == 0) {
+        builtin = cc_builtin_attr(FL_CONJ);
+    }
+    PyObject *owner = lw_get(func, "value");
+    const char *owner_attr =
+        owner != NULL && lw_ast_kind(owner) == A_ATTRIBUTE ? lw_get_str(L, owner, "attr") : NULL;
+    if (strcmp(attr, "type") == 0 && owner_attr != NULL && strcmp(owner_attr, "dtype") == 0) {
+        /* a.dtype.type(x): x cast to a's element kind, which typeinfer knows */
+        int nargs;
+        CcNode *n = lw_new_node(L, ND_CALL, node);
+        CcNode **args = n != NULL ? lw_lower_expr_list(L, node, "args", &nargs) : NULL;
+        if (args != NULL && nargs != 1) {
+            cc_error(L->fn, lw_loc_of(L, node), "dtype.type() takes 1 argument, %d given", nargs);
+            args = NULL;
+        }
+        if (args != NULL && (n->rhs = lower_attr_expr(L, owner, "value")) != NULL) {
+            n->builtin = cc_builtin_cast(TS_FLOAT64); /* until typed */
+            n->args = args;
+            n->nargs = 1;
+        }
+        Py_DECREF(owner);
+        return args != NULL && n->rhs != NULL ? n : NULL;
+    }
+    Py_XDECREF(owner);
+    PyErr_Clear();
+    for (size_t i = 0; builtin < 0 && i < sizeof(methods) / sizeof(methods[0]); i++) {
+        if (strcmp(attr, methods[i]) == 0) {
+            char name[32];
+            snprintf(name, sizeof(name), "numpy.%s", attr);
+            builtin = cc_builtin_by_name(name);
+        }
+    }
+    if (builtin < 0) {
+        cc_error(L->fn, lw_loc_of(L, func),
+                 "the method .%s() is not supported in a kernel (only .conjugate(), and on "
+                 "arrays .sum(), .prod(), .min(), .max(), .mean(), .any(), .all(), .argmin(), "
+                 ".argmax() and .copy())",
+                 attr);
+        return NULL;
+    }
+    int nargs;
+    CcNode **rest = lw_lower_expr_list(L, node, "args", &nargs);
+    CcNode **args =
+        rest != NULL ? cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(nargs + 2)) : NULL;
+    if (args == NULL || (args[0] = lower_attr_expr(L, func, "value")) == NULL) {
+        return NULL;
+    }
+    memcpy(args + 1, rest, sizeof(CcNode *) * (size_t)nargs);
+    CcNode *n = builtin_call(L, node, builtin, args, nargs + 1);
+    if (n != NULL && n->kind == ND_CALL && cc_builtin(builtin)->flavor == FL_REDUCE) {
+        n->index = 1; /* a method: of arrays only (np.sum(x) takes a scalar too) */
+    }
+    if (n != NULL && n->kind == ND_CALL
+        && call_keywords(L, node, keywords, cc_builtin(builtin), n) < 0) {
+        return NULL;
+    }
+    return n;
+}
+
 /* call := func '(' args ')'    func: a builtin, len, a device function, a type
- *                              (a cast), or expr '.conjugate' */
+ *                              (a cast), or a method (method_call) */
 static CcNode *
 lower_call(Lower *L, PyObject *node)
 {
@@ -626,30 +874,28 @@ lower_call(Lower *L, PyObject *node)
     if (func == NULL || keywords == NULL) {
         goto done;
     }
-    if (PyList_Size(keywords) > 0) {
-        cc_error(L->fn, lw_loc_of(L, node), "keyword arguments are not supported in a kernel");
-        goto done;
-    }
     int local, nargs;
     PyObject *callee = lw_resolve_object(L, func, &local);
     if (callee == NULL && local && lw_ast_kind(func) == A_ATTRIBUTE) {
-        const char *attr = lw_get_str(L, func, "attr");
-        if (attr != NULL && strcmp(attr, "conjugate") == 0) {
-            CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));
-            if (args != NULL && (args[0] = lower_attr_expr(L, func, "value")) != NULL) {
-                n = builtin_call(L, node, cc_builtin_attr(FL_CONJ), args, 1);
-            }
-            goto done;
-        }
-        cc_error(L->fn, lw_loc_of(L, func),
-                 "method calls are not supported in a kernel "
-                 "(only .conjugate())");
+        n = method_call(L, node, func, keywords);
         goto done;
     }
     if (callee == NULL) {
         if (local) {
             cc_error(L->fn, lw_loc_of(L, func), "only builtin functions can be called in a kernel");
         }
+        goto done;
+    }
+    int builtin =
+        lw_is_device_function(callee) || is_builtin_len(callee) ? -1 : cc_builtin_lookup(callee);
+    int kw_ok =
+        builtin >= 0
+        && (cc_builtin(builtin)->flavor == FL_ALLOC || cc_builtin(builtin)->flavor == FL_LIKE
+            || cc_builtin(builtin)->flavor == FL_REDUCE);
+    if (PyList_Size(keywords) > 0 && !kw_ok) {
+        cc_error(L->fn, lw_loc_of(L, node), "keyword arguments are not supported in a kernel%s",
+                 builtin >= 0 ? " for this function" : "");
+        Py_DECREF(callee);
         goto done;
     }
     if (lw_is_device_function(callee)) {
@@ -667,7 +913,6 @@ lower_call(Lower *L, PyObject *node)
         }
         goto done;
     }
-    int builtin = cc_builtin_lookup(callee);
     TsType cast;
     if (builtin == -1 && ts_type_check(callee, &cast) && cast.ndim == 0 && cast.kind < TS_NSCALAR) {
         builtin = cc_builtin_cast(cast.kind); /* numbavec.float32(x): a cast */
@@ -676,8 +921,15 @@ lower_call(Lower *L, PyObject *node)
         if (builtin == -1) {
             PyObject *r = PyObject_Repr(callee);
             const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
+            PyObject *mod = PyObject_GetAttrString(callee, "__module__");
+            PyErr_Clear();
+            int numpy = mod != NULL && PyUnicode_Check(mod)
+                        && strncmp(PyUnicode_AsUTF8AndSize(mod, NULL), "numpy", 5) == 0;
+            Py_XDECREF(mod);
+            PyErr_Clear();
             cc_error(L->fn, lw_loc_of(L, func), "%s cannot be called in a kernel%s", s ? s : "this",
-                     PyObject_HasAttrString(callee, "__code__")
+                     numpy ? " (this NumPy function is not supported yet)"
+                     : PyObject_HasAttrString(callee, "__code__")
                          ? " (decorate it with @numbavec.jit)"
                          : "");
             Py_XDECREF(r);
@@ -689,6 +941,10 @@ lower_call(Lower *L, PyObject *node)
     CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
     if (args != NULL) {
         n = builtin_call(L, node, builtin, args, nargs);
+    }
+    if (n != NULL && n->kind == ND_CALL && kw_ok
+        && call_keywords(L, node, keywords, cc_builtin(builtin), n) < 0) {
+        n = NULL;
     }
 done:
     Py_XDECREF(func);
@@ -728,13 +984,33 @@ lower_tuple(Lower *L, PyObject *node)
     return n;
 }
 
-/* subscript := expr '[' integer constant ']'     (tuples)
- *            | index                             (arrays: a parameter) */
+/* A subscript by a constant integer (possibly negated). */
+static int
+is_constant_subscript(PyObject *node)
+{
+    PyObject *slice = lw_get(node, "slice");
+    if (slice != NULL && lw_ast_kind(slice) == A_UNARYOP) {
+        PyObject *operand = lw_get(slice, "operand");
+        Py_DECREF(slice);
+        slice = operand;
+    }
+    PyObject *value =
+        slice != NULL && lw_ast_kind(slice) == A_CONSTANT ? lw_get(slice, "value") : NULL;
+    int yes = value != NULL && PyLong_Check(value) && !PyBool_Check(value);
+    Py_XDECREF(slice);
+    Py_XDECREF(value);
+    PyErr_Clear();
+    return yes;
+}
+
+/* subscript := expr '[' integer constant ']'     (tuples; arrays too, as
+ *                                                 typeinfer finds)
+ *            | index                             (arrays) */
 static CcNode *
 lower_subscript(Lower *L, PyObject *node)
 {
     PyObject *base = lw_get(node, "value");
-    int array = base != NULL && is_param_name(L, base);
+    int array = base != NULL && (is_param_name(L, base) || !is_constant_subscript(node));
     Py_XDECREF(base);
     if (array) {
         return lower_index(L, node);
@@ -858,8 +1134,8 @@ target_var(Lower *L, PyObject *target)
     if (lw_ast_kind(target) != A_NAME) {
         if (lw_ast_kind(target) == A_SUBSCRIPT) {
             cc_error(L->fn, lw_loc_of(L, target),
-                     "item assignment is not supported in a "
-                     "vectorize kernel");
+                     "array items cannot be targets of a tuple assignment in a kernel "
+                     "(assign them one by one)");
         } else {
             cc_error(L->fn, lw_loc_of(L, target), "only names can be assigned to in a kernel");
         }
@@ -893,12 +1169,7 @@ static CcNode *
 assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
 {
     if (lw_ast_kind(target) == A_SUBSCRIPT) {
-        PyObject *base = lw_get(target, "value");
-        int array = base != NULL && is_param_name(L, base);
-        Py_XDECREF(base);
-        if (array) {
-            return lower_setitem(L, stmt, target, value);
-        }
+        return lower_setitem(L, stmt, target, value); /* a[...] = v: typeinfer checks a */
     }
     if (lw_ast_kind(target) == A_TUPLE) {
         PyObject *elts = lw_get(target, "elts");
@@ -1017,6 +1288,9 @@ lower_augassign(Lower *L, PyObject *node)
     if ((op->rhs = lower_attr_expr(L, node, "value")) != NULL) {
         result = assign_to(L, node, target, op);
     }
+    if (result != NULL) {
+        result->index = 1; /* augmented: an array variable is updated in place (typeinfer) */
+    }
 done:
     Py_DECREF(target);
     return result;
@@ -1048,11 +1322,10 @@ lower_return(Lower *L, PyObject *node)
     PyObject *value = lw_get(node, "value");
     CcNode *n = NULL;
     if (value == Py_None) {
-        if (L->result != NULL) {
-            cc_error(L->fn, lw_loc_of(L, node), "a device function must return a value");
-        } else {
-            /* a bare return: typeinfer allows it in gufunc kernels only */
-            n = lw_new_node(L, ND_RETURN, node);
+        /* a bare return: typeinfer allows it in gufunc kernels, and in device
+         * functions called for their effect (fill(out, 0)) */
+        if ((n = lw_new_node(L, ND_RETURN, node)) != NULL) {
+            n->var = L->result;
         }
     } else if (value != NULL && (n = lw_new_node(L, ND_RETURN, node)) != NULL) {
         n->lhs = lower_expr(L, value);
@@ -1124,35 +1397,311 @@ lower_while(Lower *L, PyObject *node)
     return n;
 }
 
+/* A hidden variable (a name no Python code can spell), not subject to the
+ * definite-assignment check: the lowering assigns it before every use. */
+static CcVar *
+hidden_var(Lower *L, const char *what)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%s.%d", what, L->fn->nnodes);
+    const char *scoped = lw_scoped(L, name);
+    return scoped != NULL ? lw_add_var(L->fn, scoped) : NULL;
+}
+
+static CcNode *
+var_node(Lower *L, PyObject *at, CcVar *var)
+{
+    CcNode *n = lw_new_node(L, ND_VAR, at);
+    if (n != NULL) {
+        n->var = var;
+    }
+    return n;
+}
+
+static CcNode *
+assign_node(Lower *L, PyObject *at, CcVar *var, CcNode *value)
+{
+    CcNode *n = value != NULL ? lw_new_node(L, ND_ASSIGN, at) : NULL;
+    if (n != NULL) {
+        n->var = var;
+        n->rhs = value;
+    }
+    return n;
+}
+
+/* The Python object a call's function names (new reference), or NULL
+ * without an exception when it names none (a local, a method). */
+static PyObject *
+callee_of(Lower *L, PyObject *call)
+{
+    if (lw_ast_kind(call) != A_CALL) {
+        return NULL;
+    }
+    int local;
+    PyObject *func = lw_get(call, "func");
+    PyObject *callee = func != NULL ? lw_resolve_object(L, func, &local) : NULL;
+    Py_XDECREF(func);
+    PyErr_Clear();
+    return callee;
+}
+
+static int
+is_builtin_named(PyObject *obj, const char *name)
+{
+    PyObject *builtins = PyImport_ImportModule("builtins");
+    PyObject *f = builtins != NULL ? PyObject_GetAttrString(builtins, name) : NULL;
+    int same = obj != NULL && f != NULL && obj == f;
+    Py_XDECREF(f);
+    Py_XDECREF(builtins);
+    PyErr_Clear();
+    return same;
+}
+
+/*
+ * for := 'for' target 'in' iterable ':' block ['else' ':' block]
+ *   iterable: an array (its rows, or elements when it is 1-d), enumerate(a[,
+ *   start]) or zip(a, b, ...), lowered to a range loop over hidden variables:
+ *     it = a;  for i in range(len(it)): x = it[i]; block
+ */
+static CcNode *
+lower_for_each(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObject *iter)
+{
+    PyObject *callee = callee_of(L, iter);
+    int enumerate = is_builtin_named(callee, "enumerate"), zip = is_builtin_named(callee, "zip");
+    Py_XDECREF(callee);
+    PyObject *iters = NULL, *targets = NULL;
+    CcNode *result = NULL;
+    int nargs = 1, first = enumerate; /* the first target that takes an item */
+    if (enumerate || zip) {
+        if ((iters = lw_get(iter, "args")) == NULL) {
+            return NULL;
+        }
+        nargs = (int)PyList_Size(iters);
+        if (enumerate && (nargs < 1 || nargs > 2)) {
+            cc_error(L->fn, lw_loc_of(L, iter), "enumerate() takes 1 or 2 arguments, %d given",
+                     nargs);
+            goto done;
+        }
+        if (zip && (nargs < 1 || nargs > 16)) {
+            cc_error(L->fn, lw_loc_of(L, iter), "zip() of 1 to 16 arrays is supported, not %d",
+                     nargs);
+            goto done;
+        }
+        if (lw_ast_kind(target) != A_TUPLE || (targets = lw_get(target, "elts")) == NULL
+            || PyList_Size(targets) != (enumerate ? 2 : nargs)) {
+            PyErr_Clear();
+            cc_error(L->fn, lw_loc_of(L, target), "unpack %s's items into %d names",
+                     enumerate ? "enumerate()" : "zip()", enumerate ? 2 : nargs);
+            goto done;
+        }
+    }
+    int nseq = enumerate ? 1 : nargs;
+    CcVar *counter = hidden_var(L, "for.i");
+    CcNode *pre = lw_new_node(L, ND_BLOCK, node), *body = lw_new_node(L, ND_BLOCK, node);
+    CcNode *len = NULL;
+    if (counter == NULL || pre == NULL || body == NULL
+        || (pre->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(nseq + 2))) == NULL
+        || (body->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(nseq + 3))) == NULL) {
+        goto done;
+    }
+    CcNode **lens = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(nseq + 1));
+    if (lens == NULL) {
+        goto done;
+    }
+    for (int k = 0; k < nseq; k++) {
+        PyObject *src = iters != NULL ? PyList_GetItem(iters, k) : iter;
+        CcVar *it = hidden_var(L, "for.it");
+        CcNode *value = it != NULL ? lower_expr(L, src) : NULL;
+        if ((pre->args[pre->nargs] = assign_node(L, src, it, value)) == NULL) {
+            goto done;
+        }
+        pre->nargs++;
+        CcNode *ref = var_node(L, src, it);
+        if (ref == NULL || (lens[k] = array_attr(L, src, AA_LEN, ref)) == NULL) {
+            goto done;
+        }
+        /* the item: it[i] */
+        CcNode *item = lw_new_node(L, ND_INDEX, src);
+        if (item == NULL || (item->lhs = var_node(L, src, it)) == NULL
+            || (item->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) == NULL
+            || (item->args[0] = var_node(L, src, counter)) == NULL) {
+            goto done;
+        }
+        item->nargs = 1;
+        PyObject *t = targets != NULL ? PyList_GetItem(targets, first + k) : target;
+        CcVar *x = target_var(L, t);
+        if (x == NULL || (body->args[body->nargs] = assign_node(L, t, x, item)) == NULL) {
+            goto done;
+        }
+        body->nargs++;
+    }
+    if (nseq == 1) {
+        len = lens[0];
+    } else if ((len = lw_new_node(L, ND_CALL, iter)) != NULL) {
+        len->builtin = cc_builtin_by_name("min"); /* zip stops at the shortest */
+        len->args = lens;
+        len->nargs = nseq;
+    }
+    if (len == NULL || (loop->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) == NULL) {
+        goto done;
+    }
+    loop->args[0] = len;
+    loop->nargs = 1;
+    loop->var = counter;
+    if (enumerate) {
+        /* j = i (+ start) */
+        PyObject *t = PyList_GetItem(targets, 0);
+        CcVar *j = target_var(L, t);
+        CcNode *value = var_node(L, t, counter);
+        if (j != NULL && value != NULL && nargs == 2) {
+            CcNode *add = lw_new_node(L, ND_BINOP, t);
+            if (add != NULL) {
+                add->op = OP_ADD;
+                add->lhs = value;
+                add->rhs = lower_expr(L, PyList_GetItem(iters, 1));
+            }
+            value = add != NULL && add->rhs != NULL ? add : NULL;
+        }
+        if (j == NULL || (body->args[body->nargs] = assign_node(L, t, j, value)) == NULL) {
+            goto done;
+        }
+        body->nargs++;
+    }
+    const char *before;
+    char *saved = save_assigned(L);
+    if (saved == NULL) {
+        goto done;
+    }
+    for (int i = 0; i < body->nargs; i++) {
+        mark_assigned(L, body->args[i]->var); /* inside the body only */
+    }
+    CcNode *user = loop_body(L, node, &before);
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
+        goto done;
+    }
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    L->terminated = 0;
+    body->args[body->nargs++] = user;
+    loop->then = body;
+    pre->args[pre->nargs++] = loop;
+    result = pre;
+done:
+    Py_XDECREF(iters);
+    Py_XDECREF(targets);
+    return result;
+}
+
+static CcNode *assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value);
+
+static CcNode *
+hidden_call(Lower *L, PyObject *at, const char *name, CcNode **args, int nargs)
+{
+    CcNode *n = lw_new_node(L, ND_CALL, at);
+    if (n != NULL) {
+        n->builtin = cc_builtin_by_name(name);
+        n->args = args;
+        n->nargs = nargs;
+    }
+    return n;
+}
+
+/*
+ * for idx in np.ndindex(shape)   (or np.ndindex(d0, d1, ...)): the indices
+ * of shape in C order, lowered to a range loop over the flat index:
+ *   sh = shape;  for k in range(.ndsize(sh)): idx = .unravel(k, sh); block
+ * (the shape's length, so the index tuple's, is known only once typed)
+ */
+static CcNode *
+lower_for_ndindex(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObject *iter)
+{
+    int nargs;
+    CcNode **dims = lw_lower_expr_list(L, iter, "args", &nargs);
+    if (dims == NULL) {
+        return NULL;
+    }
+    if (nargs == 0) {
+        cc_error(L->fn, lw_loc_of(L, iter), "np.ndindex() needs a shape");
+        return NULL;
+    }
+    CcNode *shape = dims[0];
+    if (nargs > 1 && (shape = lw_new_node(L, ND_TUPLE, iter)) != NULL) {
+        shape->args = dims;
+        shape->nargs = nargs;
+    }
+    CcVar *sh = hidden_var(L, "for.shape"), *k = hidden_var(L, "for.k");
+    CcNode *pre = lw_new_node(L, ND_BLOCK, node), *body = lw_new_node(L, ND_BLOCK, node);
+    CcNode **size_args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 2);
+    CcNode **idx_args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3);
+    if (shape == NULL || sh == NULL || k == NULL || pre == NULL || body == NULL || size_args == NULL
+        || idx_args == NULL || (pre->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3)) == NULL
+        || (body->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3)) == NULL
+        || (loop->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) == NULL
+        || (pre->args[0] = assign_node(L, iter, sh, shape)) == NULL
+        || (size_args[0] = var_node(L, iter, sh)) == NULL
+        || (loop->args[0] = hidden_call(L, iter, ".ndsize", size_args, 1)) == NULL
+        || (idx_args[0] = var_node(L, iter, k)) == NULL
+        || (idx_args[1] = var_node(L, iter, sh)) == NULL) {
+        return NULL;
+    }
+    pre->nargs = 1;
+    loop->nargs = 1;
+    loop->var = k;
+    const char *before;
+    char *saved = save_assigned(L);
+    CcNode *index = hidden_call(L, iter, ".unravel", idx_args, 2);
+    if (saved == NULL || index == NULL
+        || (body->args[0] = assign_to(L, node, target, index)) == NULL) {
+        return NULL; /* assign_to marks the target assigned, inside the body only */
+    }
+    CcNode *user = loop_body(L, node, &before);
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
+        return NULL;
+    }
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    L->terminated = 0;
+    body->args[1] = user;
+    body->nargs = 2;
+    loop->then = body;
+    pre->args[pre->nargs++] = loop;
+    return pre;
+}
+
+/* Whether obj is numpy's `name`. */
+static int
+is_numpy_named(PyObject *obj, const char *name)
+{
+    PyObject *np = obj != NULL ? PyImport_ImportModule("numpy") : NULL;
+    PyObject *f = np != NULL ? PyObject_GetAttrString(np, name) : NULL;
+    int same = f != NULL && obj == f;
+    Py_XDECREF(f);
+    Py_XDECREF(np);
+    PyErr_Clear();
+    return same;
+}
+
 /* for := 'for' name 'in' 'range' '(' expr [',' expr [',' expr]] ')' ':' block
- *        ['else' ':' block] */
+ *        ['else' ':' block]
+ *      | 'for' target 'in' iterable ...        (lower_for_each) */
 static CcNode *
 lower_for(Lower *L, PyObject *node)
 {
     PyObject *target = lw_get(node, "target"), *iter = lw_get(node, "iter");
-    PyObject *func = NULL;
     CcNode *n = lw_new_node(L, ND_FOR_RANGE, node);
     CcNode *result = NULL;
     if (n == NULL || target == NULL || iter == NULL) {
         goto done;
     }
-    int local = 0, ok = 0;
-    if (lw_ast_kind(iter) == A_CALL && (func = lw_get(iter, "func")) != NULL) {
-        PyObject *callee = lw_resolve_object(L, func, &local);
-        PyObject *builtins = PyImport_ImportModule("builtins");
-        PyObject *range = builtins ? PyObject_GetAttrString(builtins, "range") : NULL;
-        ok = callee != NULL && callee == range;
-        Py_XDECREF(callee);
-        Py_XDECREF(range);
-        Py_XDECREF(builtins);
-        if (PyErr_Occurred()) {
-            goto done;
-        }
+    PyObject *callee = callee_of(L, iter);
+    int range = is_builtin_named(callee, "range"), ndindex = is_numpy_named(callee, "ndindex");
+    Py_XDECREF(callee);
+    if (ndindex) {
+        result = lower_for_ndindex(L, node, n, target, iter);
+        goto done;
     }
-    if (!ok) {
-        cc_error(L->fn, lw_loc_of(L, iter),
-                 "only 'for ... in range(...)' loops are supported "
-                 "in a kernel");
+    if (!range) {
+        result = lower_for_each(L, node, n, target, iter);
         goto done;
     }
     if ((n->args = lw_lower_expr_list(L, iter, "args", &n->nargs)) == NULL) {
@@ -1182,7 +1731,6 @@ lower_for(Lower *L, PyObject *node)
 done:
     Py_XDECREF(target);
     Py_XDECREF(iter);
-    Py_XDECREF(func);
     return result;
 }
 

@@ -43,6 +43,7 @@ typedef enum AstKind {
     A_ATTRIBUTE,
     A_TUPLE,
     A_SUBSCRIPT,
+    A_SLICE,
     A_STORE,
     /* operators: their CcOp follows from the table */
     A_OPERATOR,

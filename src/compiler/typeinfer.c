@@ -28,6 +28,10 @@ typedef struct Infer {
     const CcType *ret;    /* promotion of the returned values */
     CcNode *bare_return;  /* a `return` without a value, if any */
     CcNode *last_return;  /* the kernel's last `return value`: where errors point */
+    int gufunc;           /* a guvectorize kernel: arrays may be allocated */
+    /* the elementwise operation being typed took an array operand: the
+     * largest ndim of those (-1: none); its operands are typed by element */
+    int lift;
 } Infer;
 
 /* A sentinel for "not known yet" (a variable not typed in this pass). */
@@ -35,6 +39,11 @@ typedef struct Infer {
 
 static int expr(Infer *in, CcNode *n, const CcType **out);
 static int condition(Infer *in, CcNode *cond);
+static int array_index(Infer *in, CcNode *n, const CcType **out);
+static int array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
+static int array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+static int shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+static int setitem(Infer *in, CcNode *n);
 
 static int
 type_error(Infer *in, CcNode *n, const char *what, const CcType *a, const CcType *b)
@@ -189,6 +198,20 @@ fit_consts(Infer *in, CcNode **args, int nargs, const CcType *as)
     return 0;
 }
 
+/* An operand of an elementwise operation: an array stands for its element
+ * (the operation is lifted over it: in->lift). */
+static const CcType *
+lift_operand(Infer *in, const CcType *t)
+{
+    if (!cc_is_array(t)) {
+        return t;
+    }
+    if (t->n > in->lift) {
+        in->lift = t->n;
+    }
+    return t->scalar == TS_INFER ? UNKNOWN : cc_scalar_type(t->scalar);
+}
+
 /* Types the operands of a binary node; *out is UNKNOWN if either is. */
 static int
 operands(Infer *in, CcNode *n, const CcType **l, const CcType **r)
@@ -196,6 +219,8 @@ operands(Infer *in, CcNode *n, const CcType **l, const CcType **r)
     if (expr(in, n->lhs, l) < 0 || expr(in, n->rhs, r) < 0) {
         return -1;
     }
+    *l = lift_operand(in, *l);
+    *r = lift_operand(in, *r);
     return 0;
 }
 
@@ -289,6 +314,7 @@ unary(Infer *in, CcNode *n, const CcType **out)
     if (expr(in, n->lhs, &t) < 0) {
         return -1;
     }
+    t = lift_operand(in, t);
     *out = t;
     if (t == UNKNOWN) {
         return 0;
@@ -322,6 +348,12 @@ compare(Infer *in, CcNode *n, const CcType **out)
         if (expr(in, n->args[i], &t) < 0) {
             return -1;
         }
+        t = lift_operand(in, t);
+        if (in->lift >= 0 && n->nargs > 2) {
+            return cc_error(in->fn, n->loc,
+                            "a chained comparison of arrays has no truth value (NumPy raises); "
+                            "compare them pair by pair with &");
+        }
         if (t != UNKNOWN && is_tuple(t)) {
             return type_error(in, n->args[i], "comparison", t, NULL);
         }
@@ -353,6 +385,7 @@ promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
         if (expr(in, args[i], &t) < 0) {
             return -1;
         }
+        t = lift_operand(in, t);
         if (t == UNKNOWN) {
             unknown = 1;
             continue;
@@ -542,6 +575,10 @@ call(Infer *in, CcNode *n, const CcType **out)
         return -1;
     }
     const CcBuiltin *b = cc_builtin(n->builtin);
+    if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
+        || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL) {
+        return 0;
+    }
     if (b->flavor == FL_BOOL) {
         truth_only(n->args[0]);
         return 0;
@@ -564,6 +601,25 @@ call_type(Infer *in, CcNode *n, const CcType **out)
 {
     const CcBuiltin *b = cc_builtin(n->builtin);
     const CcType *t;
+    if (b->flavor == FL_CAST && n->rhs != NULL) {
+        /* a.dtype.type(x): the cast to a's element kind */
+        const CcType *a;
+        *out = UNKNOWN;
+        if (array_operand(in, n, n->rhs, &a) < 0) {
+            return -1;
+        }
+        if (a == UNKNOWN || a->scalar == TS_INFER) {
+            return 0;
+        }
+        n->builtin = cc_builtin_cast(a->scalar);
+        b = cc_builtin(n->builtin);
+    }
+    if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE) {
+        return array_call(in, n, b, out);
+    }
+    if (b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL) {
+        return shape_call(in, n, b, out);
+    }
     if (promote_all(in, n->args, n->nargs, &t) < 0) {
         return -1;
     }
@@ -729,6 +785,22 @@ ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType 
     return 0;
 }
 
+/* np.where(c, x, y): the promotion of x and y (c is only a truth value) */
+int
+ti_where(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    const CcType *x = cc_elem_type(n->args[1]->ty), *y = cc_elem_type(n->args[2]->ty);
+    (void)t;
+    *out = UNKNOWN;
+    if (x == UNKNOWN || y == UNKNOWN) {
+        return 0;
+    }
+    if ((*out = cc_promote(x, y)) == NULL) {
+        return type_error(in, n, b->name, x, y);
+    }
+    return 0;
+}
+
 static int
 tuple_getitem(Infer *in, CcNode *n, const CcType **out)
 {
@@ -739,6 +811,23 @@ tuple_getitem(Infer *in, CcNode *n, const CcType **out)
     *out = UNKNOWN;
     if (t == UNKNOWN) {
         return 0;
+    }
+    if (cc_is_array(t)) {
+        /* a[3] on an array that is not a parameter: array indexing after all */
+        CcNode *k = cc_alloc(in->fn->arena, sizeof(CcNode));
+        CcNode **args = cc_alloc(in->fn->arena, sizeof(CcNode *));
+        if (k == NULL || args == NULL) {
+            return -1;
+        }
+        k->kind = ND_CONST;
+        k->loc = n->loc;
+        k->ty = cc_weak_type(CT_WEAK_INT);
+        k->ival = n->index;
+        args[0] = k;
+        n->kind = ND_INDEX;
+        n->args = args;
+        n->nargs = 1;
+        return array_index(in, n, out);
     }
     if (!is_tuple(t)) {
         return type_error(in, n, "indexing", t, NULL);
@@ -794,38 +883,68 @@ inline_call(Infer *in, CcNode *n, const CcType **out)
     }
     *out = n->var->ty;
     if (*out == UNKNOWN && in->final) {
-        return cc_error(in->fn, n->then->loc, "the device function never returns a value");
+        if (n->index == 1) {
+            /* called for its effect: its value (None) is never read */
+            *out = n->var->ty = cc_scalar_type(TS_BOOL);
+            return 0;
+        }
+        return cc_error(in->fn, n->then->loc,
+                        "the device function never returns a value, and its value is used");
     }
     return 0;
 }
 
-/* ---- arrays (gufunc kernels) ---- */
+/* ---- arrays ---- */
 
-/* The array type of an ND_INDEX/ND_ARRAYATTR operand: a parameter typed
- * as an array by the signature; else an error (tuples: *tuple set). */
+/* The array type of an ND_INDEX/ND_ARRAYATTR operand; else an error
+ * (tuples: *tuple set). */
 static int
 array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
 {
-    const CcType *t = lhs->kind == ND_VAR ? lhs->var->ty : UNKNOWN;
-    if (lhs->kind != ND_VAR) {
-        if (expr(in, lhs, &t) < 0) {
-            return -1;
-        }
+    const CcType *t;
+    if (expr(in, lhs, &t) < 0) {
+        return -1;
     }
     *out = t;
     if (t == UNKNOWN || t->kind == CT_ARRAY) {
         return 0;
     }
     char name[96];
+    if (lhs->kind == ND_VAR && strncmp(lhs->var->name, "for.it", 6) == 0) {
+        /* lower_for_each's hidden iterable */
+        return cc_error(in->fn, lhs->loc,
+                        "cannot loop over %s: a kernel loops over range(...), arrays, "
+                        "enumerate(array) and zip(arrays)",
+                        cc_type_name(t, name, sizeof(name)));
+    }
     return cc_error(in->fn, at->loc, "%s is not an array: it cannot be indexed%s",
                     cc_type_name(t, name, sizeof(name)),
                     at->kind == ND_ARRAYATTR ? " or asked for its shape" : "");
 }
 
+/* An integer index (or a slice bound): 0/-1. */
+static int
+integer_index(Infer *in, CcNode *i, const char *what)
+{
+    const CcType *t;
+    if (expr(in, i, &t) < 0) {
+        return -1;
+    }
+    if (t != UNKNOWN && (!is_integral(t) || is_bool(t) || is_tuple(t) || cc_is_array(t))) {
+        char name[96];
+        return cc_error(in->fn, i->loc, "%s must be integers, not %s%s", what,
+                        cc_type_name(t, name, sizeof(name)),
+                        cc_is_array(t) ? " (indexing by arrays is not supported yet)" : "");
+    }
+    return fit_const(in, i, cc_scalar_type(TS_INT64));
+}
+
 /*
- * index := a[i0, ..., i(d-1)]     a: an array of d dimensions
- *   the element kind of a; one index per dimension (no slices, no partial
- *   indexing); indices are integers, negative ones count from the end
+ * index := a[item, ...]     a: an array of d dimensions
+ *   item: an integer (takes a dimension away), a slice (keeps it), None
+ *   (adds one of length 1), ... (every dimension not indexed otherwise), or
+ *   one tuple of integers (a[idx]).  Dimensions left unindexed are kept
+ *   whole.  All integers and no slice, None or ...: an element; else a view.
  */
 static int
 array_index(Infer *in, CcNode *n, const CcType **out)
@@ -835,37 +954,77 @@ array_index(Infer *in, CcNode *n, const CcType **out)
     if (array_operand(in, n, n->lhs, &a) < 0) {
         return -1;
     }
+    int consumed = 0, added = 0, ellipses = 0, element = 1;
     for (int i = 0; i < n->nargs; i++) {
-        const CcType *t;
-        if (expr(in, n->args[i], &t) < 0) {
-            return -1;
+        CcNode *item = n->args[i];
+        switch (item->kind) {
+        case ND_SLICE: {
+            CcNode *parts[3] = {item->lhs, item->rhs, item->cond};
+            for (int k = 0; k < 3; k++) {
+                if (parts[k] != NULL && integer_index(in, parts[k], "slice bounds") < 0) {
+                    return -1;
+                }
+            }
+            consumed++;
+            added++;
+            element = 0;
+            break;
         }
-        if (t != UNKNOWN && (!is_integral(t) || is_bool(t))) {
-            char name[96];
-            return cc_error(in->fn, n->args[i]->loc, "array indices must be integers, not %s",
-                            cc_type_name(t, name, sizeof(name)));
+        case ND_NEWAXIS:
+            added++;
+            element = 0;
+            break;
+        case ND_ELLIPSIS:
+            if (++ellipses > 1) {
+                return cc_error(in->fn, item->loc, "an index can only have a single ellipsis");
+            }
+            element = 0;
+            break;
+        default: {
+            const CcType *t;
+            if (expr(in, item, &t) < 0) {
+                return -1;
+            }
+            if (n->nargs == 1 && t != UNKNOWN && is_tuple(t)) {
+                /* a[idx], idx a tuple of integers */
+                for (int k = 0; k < t->n; k++) {
+                    if (!is_integral(t->elems[k]) || is_bool(t->elems[k])) {
+                        return type_error(in, item, "indexing by the tuple", t, NULL);
+                    }
+                }
+                consumed += t->n;
+                break;
+            }
+            if (integer_index(in, item, "array indices") < 0) {
+                return -1;
+            }
+            consumed++;
         }
-        if (fit_const(in, n->args[i], cc_scalar_type(TS_INT64)) < 0) {
-            return -1;
         }
     }
     if (a == UNKNOWN) {
         return 0;
     }
-    if (n->nargs != a->n) {
-        return cc_error(in->fn, n->loc,
-                        "a %d-d array takes %d index(es), not %d "
-                        "(slices and partial indexing are not supported in a kernel)",
-                        a->n, a->n, n->nargs);
+    if (consumed > a->n) {
+        return cc_error(in->fn, n->loc, "too many indices for an array of %d dimension%s: %d", a->n,
+                        a->n == 1 ? "" : "s", consumed);
     }
-    *out = a->scalar == TS_INFER ? UNKNOWN : cc_scalar_type(a->scalar);
+    int ndim = a->n - consumed + added;
+    if (ndim > TS_MAXDIMS) {
+        return cc_error(in->fn, n->loc, "a view of more than %d dimensions", TS_MAXDIMS);
+    }
+    if (a->scalar == TS_INFER) {
+        return 0; /* known once something is stored into a */
+    }
+    *out = element && consumed == a->n ? cc_scalar_type(a->scalar) : cc_array_type(a->scalar, ndim);
     return 0;
 }
 
 /*
- * array_attr := a.shape | a.size | a.ndim | len(a)
- *   shape: a tuple of d Python ints; size, ndim, len: a Python int (weak,
- *   so `n * x` keeps x's kind); len of a tuple is its length
+ * array_attr := a.shape | a.strides | a.size | a.ndim | a.itemsize | a.T | len(a)
+ *   shape, strides: a tuple of d Python ints; size, ndim, itemsize, len: a
+ *   Python int (weak, so `n * x` keeps x's kind); .T: the reversed view;
+ *   len of a tuple is its length
  */
 static int
 array_attr(Infer *in, CcNode *n, const CcType **out)
@@ -874,11 +1033,9 @@ array_attr(Infer *in, CcNode *n, const CcType **out)
     *out = UNKNOWN;
     if (n->index == AA_LEN) {
         /* len(tuple) is a constant; n->lhs->ty tells emit.c which it is */
-        a = n->lhs->kind == ND_VAR ? n->lhs->var->ty : UNKNOWN;
-        if (n->lhs->kind != ND_VAR && expr(in, n->lhs, &a) < 0) {
+        if (expr(in, n->lhs, &a) < 0) {
             return -1;
         }
-        n->lhs->ty = a;
         if (a != UNKNOWN && a->kind == CT_TUPLE) {
             *out = cc_weak_type(CT_WEAK_INT);
             return 0;
@@ -887,9 +1044,26 @@ array_attr(Infer *in, CcNode *n, const CcType **out)
     if (array_operand(in, n, n->lhs, &a) < 0 || a == UNKNOWN) {
         return a == UNKNOWN && !PyErr_Occurred() ? 0 : -1;
     }
-    if (n->index != AA_SHAPE) {
+    switch ((CcArrayAttr)n->index) {
+    case AA_T:
+        *out = a->scalar == TS_INFER ? UNKNOWN : a;
+        return 0;
+    case AA_LEN:
+        if (a->n == 0) {
+            return cc_error(in->fn, n->loc, "len() of a 0-d array (it has no length)");
+        }
+        /* fall through */
+    case AA_SIZE:
+    case AA_NDIM:
+    case AA_ITEMSIZE:
+        if (n->index == AA_ITEMSIZE && a->scalar == TS_INFER) {
+            return 0;
+        }
         *out = cc_weak_type(CT_WEAK_INT);
         return 0;
+    case AA_SHAPE:
+    case AA_STRIDES:
+        break;
     }
     CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
     const CcType **elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(a->n + 1));
@@ -907,7 +1081,7 @@ array_attr(Infer *in, CcNode *n, const CcType **out)
 }
 
 /*
- * a[i, ...] = v, a an array whose element kind is inferred: that kind is
+ * a[...] = v, a an array whose element kind is inferred: that kind is
  *   the promotion of every v stored into a (weak values as NEP 50 has
  *   them: 1.0 into an array holding float32 keeps float32)
  */
@@ -915,6 +1089,7 @@ static int
 infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
 {
     CcNode *base = n->lhs->lhs;
+    t = cc_elem_type(t);
     if (base->kind != ND_VAR || !base->var->infer_elem || t == UNKNOWN) {
         return 0;
     }
@@ -930,27 +1105,47 @@ infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
         a->ty = cc_array_type(cc_storage(p), a->ty->n);
         in->changed = 1;
     }
-    *elem = cc_scalar_type(cc_storage(p));
+    if (*elem == UNKNOWN) {
+        *elem = cc_scalar_type(cc_storage(p));
+    }
     return 0;
 }
 
 /*
- * setitem := a[i, ...] = v
- *   v is cast to a's element kind (as NumPy's casting='unsafe' assignment
- *   does), except complex into a real array, which is an error
+ * setitem := a[index] = v
+ *   an element: v is cast to a's element kind (as NumPy's casting='unsafe'
+ *   assignment does), except complex into a real array, which is an error;
+ *   a view: v (a scalar or an array) is broadcast to the view's shape and
+ *   cast the same way
  */
 static int
 setitem(Infer *in, CcNode *n)
 {
-    const CcType *elem, *t;
-    if (expr(in, n->lhs, &elem) < 0 || expr(in, n->rhs, &t) < 0
-        || infer_element(in, n, t, &elem) < 0) {
+    const CcType *target, *t;
+    if (expr(in, n->lhs, &target) < 0 || expr(in, n->rhs, &t) < 0
+        || infer_element(in, n, t, &target) < 0) {
         return -1;
     }
-    if (elem == UNKNOWN || t == UNKNOWN) {
+    if (target == UNKNOWN || t == UNKNOWN) {
         return 0;
     }
-    if (is_tuple(t) || (is_complex_type(t) && !is_complex_type(elem))) {
+    const CcType *elem = cc_elem_type(target), *v = cc_elem_type(t);
+    if (cc_is_array(t) && !cc_is_array(target)) {
+        return cc_error(in->fn, n->loc,
+                        "cannot store an array into one element (setting an array element "
+                        "with a sequence)");
+    }
+    if (cc_is_array(t) && t->n > target->n) {
+        return cc_error(in->fn, n->loc, "cannot store a %d-d array into a %d-d view", t->n,
+                        target->n);
+    }
+    if (cc_is_array(t)) {
+        in->fn->allocates = 1; /* a source that overlaps the target is copied first */
+    }
+    if (v == UNKNOWN) {
+        return 0;
+    }
+    if (is_tuple(v) || (is_complex_type(v) && !is_complex_type(elem))) {
         char a[96], b[96];
         return cc_error(in->fn, n->loc, "cannot store %s into an array of %s",
                         cc_type_name(t, a, sizeof(a)), cc_type_name(elem, b, sizeof(b)));
@@ -958,11 +1153,314 @@ setitem(Infer *in, CcNode *n)
     return fit_const(in, n->rhs, elem); /* a[i] = 300 into int8 raises in NumPy 2 */
 }
 
+/* An integer argument of an array function (a dimension). */
+static int
+dimension(Infer *in, CcNode *d)
+{
+    return integer_index(in, d, "array dimensions");
+}
+
+/* The kind dtype= gives a call (n->index, or n->rhs's element), or dflt. */
+static int
+call_dtype(Infer *in, CcNode *n, TsKind dflt, TsKind *out)
+{
+    *out = dflt;
+    if (n->index > 0) {
+        *out = (TsKind)(n->index - 1);
+    } else if (n->rhs != NULL) {
+        const CcType *t;
+        if (array_operand(in, n, n->rhs, &t) < 0) {
+            return -1;
+        }
+        *out = t == UNKNOWN || t->scalar == TS_INFER ? TS_INFER : t->scalar;
+    }
+    return 0;
+}
+
+/* The kind NumPy's sum and prod accumulate an array of kind k in. */
+static TsKind
+sum_kind(TsKind k)
+{
+    if (k == TS_BOOL || (ts_is_int(k) && ts_is_signed(k) && ts_bits(k) < 64)) {
+        return TS_INT64;
+    }
+    if (ts_is_int(k) && !ts_is_signed(k) && ts_bits(k) < 64) {
+        return TS_UINT64;
+    }
+    return k;
+}
+
+/*
+ * np.sum(a, axis=k) ...: k an integer constant (negative from the end);
+ *   a 1-d a gives the scalar, an N-d one the array of the other dimensions
+ *   (allocated).  n->index takes the normalised axis (1 + k, as a method's
+ *   flag 1 is no longer needed once typed).  argmin/argmax and nanmean take
+ *   no axis yet.
+ */
+static int
+reduce_axis(Infer *in, CcNode *n, const CcBuiltin *b, int ndim, TsKind elem, const CcType **out)
+{
+    CcNode *k = n->args[1];
+    const CcType *t;
+    if (expr(in, k, &t) < 0) {
+        return -1;
+    }
+    long long axis = k->kind == ND_CONST && t != UNKNOWN && t->kind == CT_WEAK_INT ? k->ival : 0;
+    if (k->kind == ND_UNARY && k->op == OP_NEG && k->lhs->kind == ND_CONST
+        && k->lhs->ty->kind == CT_WEAK_INT) {
+        axis = -k->lhs->ival;
+    } else if (k->kind != ND_CONST || t == UNKNOWN || t->kind != CT_WEAK_INT) {
+        return cc_error(in->fn, k->loc, "the axis of %s() must be an integer constant", b->name);
+    }
+    if (b->op == R_ARGMIN || b->op == R_ARGMAX || b->op == R_NANMEAN) {
+        return cc_error(in->fn, k->loc, "%s() with an axis is not supported yet", b->name);
+    }
+    if (axis < -ndim || axis >= ndim || ndim == 0) {
+        return cc_error(in->fn, k->loc, "axis %lld is out of bounds for an array of dimension %d",
+                        axis, ndim);
+    }
+    n->index = 1 + (int)(axis < 0 ? axis + ndim : axis);
+    if (ndim > 1) {
+        in->fn->allocates = 1;
+        *out = cc_array_type(elem, ndim - 1);
+    }
+    return 0;
+}
+
+/*
+ * array_call := np.empty/zeros/ones(shape, dtype=)       an array of shape
+ *             | np.full(shape, fill, dtype=)             (an int or a tuple)
+ *             | np.empty_like(a, dtype=) ... a.copy()    a's shape
+ *             | np.sum(a), a.max(), ...                  a scalar
+ *   Arrays are allocated only in guvectorize kernels, which can report that
+ *   memory ran out.
+ */
+static int
+array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
+{
+    const CcType *t;
+    *out = UNKNOWN;
+    if (b->flavor != FL_REDUCE && !in->gufunc) {
+        return cc_error(in->fn, n->loc,
+                        "%s() allocates an array, which only a guvectorize kernel can do", b->name);
+    }
+    if (expr(in, n->args[0], &t) < 0) {
+        return -1;
+    }
+    const CcType *fill = UNKNOWN;
+    int full = b->flavor != FL_REDUCE && b->op == AL_FULL;
+    if (full && expr(in, n->args[1], &fill) < 0) {
+        return -1;
+    }
+    if (fill != UNKNOWN && (is_tuple(fill) || cc_is_array(fill))) {
+        return type_error(in, n->args[1], "a fill value", fill, NULL);
+    }
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    int ndim = 0;
+    TsKind elem = TS_FLOAT64;
+    if (b->flavor == FL_ALLOC) {
+        if (is_tuple(t)) {
+            if (n->args[0]->kind == ND_TUPLE) {
+                for (int i = 0; i < n->args[0]->nargs; i++) {
+                    if (dimension(in, n->args[0]->args[i]) < 0) {
+                        return -1;
+                    }
+                }
+            }
+            for (int i = 0; i < t->n; i++) {
+                if (!is_integral(t->elems[i]) || is_bool(t->elems[i])) {
+                    return type_error(in, n->args[0], "a shape of", t, NULL);
+                }
+            }
+            ndim = t->n;
+        } else if (dimension(in, n->args[0]) < 0) {
+            return -1;
+        } else {
+            ndim = 1;
+        }
+        if (full && fill != UNKNOWN) {
+            elem = cc_storage(fill); /* np.full(3, 7) holds int64 */
+        }
+    } else if (b->flavor == FL_REDUCE && !is_tuple(t) && !cc_is_array(t) && n->index != 1) {
+        elem = cc_storage(t); /* np.max(x) of a scalar: x, as a 0-d array */
+    } else {
+        if (!cc_is_array(t)) {
+            char name[96];
+            return cc_error(in->fn, n->args[0]->loc,
+                            n->index == 1 ? "%s has no method %s(): it is not an array"
+                                          : "%s() of %s: this function takes arrays",
+                            n->index == 1 ? cc_type_name(t, name, sizeof(name)) : b->name,
+                            n->index == 1 ? b->name + strlen("numpy")
+                                          : cc_type_name(t, name, sizeof(name)));
+        }
+        if (t->scalar == TS_INFER) {
+            return 0;
+        }
+        ndim = t->n;
+        elem = t->scalar;
+    }
+    if (b->flavor == FL_REDUCE) {
+        TsKind in_kind = elem;
+        switch ((CcReduceOp)b->op) {
+        case R_ANY:
+        case R_ALL:
+            elem = TS_BOOL;
+            break;
+        case R_ARGMIN:
+        case R_ARGMAX:
+            elem = TS_INT64;
+            break;
+        case R_MEAN:
+        case R_NANMEAN:
+            elem = ts_is_float(elem) || ts_is_complex(elem) ? elem : TS_FLOAT64;
+            break;
+        case R_SUM:
+        case R_PROD:
+        case R_NANSUM:
+        case R_NANPROD:
+            elem = sum_kind(elem);
+            break;
+        default:
+            break;
+        }
+        if (ts_is_complex(in_kind) && b->op != R_SUM && b->op != R_PROD && b->op != R_MEAN
+            && b->op != R_ANY && b->op != R_ALL) {
+            return type_error(in, n, b->name, t, NULL);
+        }
+        *out = cc_scalar_type(elem);
+        return n->nargs == 2 ? reduce_axis(in, n, b, ndim, elem, out) : 0;
+    }
+    if (call_dtype(in, n, elem, &elem) < 0) {
+        return -1;
+    }
+    if (elem == TS_INFER) {
+        return 0;
+    }
+    if (fill != UNKNOWN) {
+        if (is_complex_type(fill) && !ts_is_complex(elem)) {
+            char name[96];
+            return cc_error(in->fn, n->args[1]->loc, "cannot fill an array of %s with %s",
+                            ts_kind_name(elem), cc_type_name(fill, name, sizeof(name)));
+        }
+        if (fit_const(in, n->args[1], cc_scalar_type(elem)) < 0) {
+            return -1;
+        }
+    }
+    in->fn->allocates = 1;
+    *out = cc_array_type(elem, ndim);
+    return 0;
+}
+
+/*
+ * np.ndindex's loop (lower.c): .ndsize(shape), the number of indices, a
+ *   Python int; .unravel(k, shape), the k-th index in C order, a tuple of
+ *   Python ints as long as the shape.  shape: a tuple of integers or one.
+ */
+static int
+shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
+{
+    CcNode *shape = n->args[n->nargs - 1];
+    const CcType *t;
+    *out = UNKNOWN;
+    if ((b->flavor == FL_UNRAVEL && integer_index(in, n->args[0], "indices") < 0)
+        || expr(in, shape, &t) < 0 || t == UNKNOWN) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    int nd = is_tuple(t) ? t->n : 1;
+    for (int i = 0; i < nd; i++) {
+        const CcType *e = is_tuple(t) ? t->elems[i] : t;
+        if (!is_integral(e) || is_bool(e) || is_tuple(e) || cc_is_array(e)) {
+            return type_error(in, shape, "np.ndindex() of", t, NULL);
+        }
+    }
+    if (!is_tuple(t) && fit_const(in, shape, cc_scalar_type(TS_INT64)) < 0) {
+        return -1;
+    }
+    if (b->flavor == FL_NDSIZE) {
+        *out = cc_weak_type(CT_WEAK_INT);
+        return 0;
+    }
+    CcType *r = cc_alloc(in->fn->arena, sizeof(CcType));
+    const CcType **elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(nd + 1));
+    if (r == NULL || elems == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < nd; i++) {
+        elems[i] = cc_weak_type(CT_WEAK_INT);
+    }
+    *r = (CcType){.kind = CT_TUPLE, .n = nd, .elems = elems};
+    *out = r;
+    return 0;
+}
+
+int
+ti_array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    (void)t;
+    return array_call(in, n, b, out);
+}
+
+/* The flavors of builtins that apply elementwise to arrays (np.sqrt(a)). */
+static int
+is_elementwise(CcFlavor f)
+{
+    switch (f) {
+    case FL_ABS:
+    case FL_CAST:
+    case FL_NP:
+    case FL_NP_PRED:
+    case FL_NP_MINMAX:
+    case FL_NP_SIGN:
+    case FL_WHERE:
+    case FL_REAL:
+    case FL_IMAG:
+    case FL_CONJ:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * An elementwise operation (operators, np.sqrt ...) typed by elements: an
+ * array operand is lifted (lift_operand), and the result is an array of
+ * the element result's kind with the largest operand's ndim.  and/or,
+ * `not` and `x if c else y` take truth values, which arrays do not have.
+ */
+static int
+elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t)
+{
+    if (rc < 0 || lift < 0) {
+        return rc;
+    }
+    const char *bad = NULL;
+    if (n->kind == ND_BOOLOP || (n->kind == ND_UNARY && n->op == OP_NOT)) {
+        bad = "'and', 'or' and 'not' take truth values, which arrays do not have (NumPy "
+              "raises); use &, | and ~";
+    } else if (n->kind == ND_IFEXP) {
+        bad = "an if-expression cannot choose between arrays in a kernel (use np.where "
+              "semantics by assignment)";
+    } else if (n->kind == ND_CALL && !is_elementwise(cc_builtin(n->builtin)->flavor)) {
+        bad = "this function takes scalars, not arrays (NumPy's np.* functions take both)";
+    }
+    if (bad != NULL) {
+        return cc_error(in->fn, n->loc, "%s", bad);
+    }
+    if (*t != UNKNOWN) {
+        *t = cc_array_type(cc_storage(*t), lift);
+    }
+    return 0;
+}
+
 static int
 expr(Infer *in, CcNode *n, const CcType **out)
 {
     int rc = 0;
     const CcType *t = UNKNOWN;
+    int saved_lift = in->lift;
+    in->lift = -1;
     switch (n->kind) {
     case ND_CONST:
         t = n->ty;
@@ -971,12 +1469,6 @@ expr(Infer *in, CcNode *n, const CcType **out)
         t = n->var->ty;
         if (t == UNKNOWN && in->final) {
             rc = cc_error(in->fn, n->loc, "the type of '%s' could not be inferred", n->var->name);
-        }
-        if (t != UNKNOWN && t->kind == CT_ARRAY) {
-            rc = cc_error(in->fn, n->loc,
-                          "the array '%s' can only be indexed or asked for "
-                          "len(), .shape, .size or .ndim in a kernel",
-                          n->var->name);
         }
         break;
     case ND_INDEX:
@@ -1023,9 +1515,16 @@ expr(Infer *in, CcNode *n, const CcType **out)
     case ND_INLINE:
         rc = inline_call(in, n, &t);
         break;
+    case ND_SLICE:
+    case ND_NEWAXIS:
+    case ND_ELLIPSIS:
+        rc = cc_error(in->fn, n->loc, "slices, None and ... are only array indices");
+        break;
     default:
         rc = cc_error(in->fn, n->loc, "internal error: statement in expression position");
     }
+    rc = elementwise(in, n, rc, in->lift, &t);
+    in->lift = saved_lift;
     n->ty = t;
     *out = t;
     return rc;
@@ -1038,15 +1537,31 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
     if (t == UNKNOWN) {
         return 0;
     }
-    if (var->ty != UNKNOWN && var->ty->kind == CT_ARRAY) {
-        return cc_error(in->fn, at->loc,
-                        "cannot assign to '%s': it is an array argument (write its elements: "
-                        "%s[...] = value)",
-                        var->name, var->name);
-    }
-    if (t->kind == CT_ARRAY) {
-        return cc_error(in->fn, at->loc,
-                        "an array cannot be assigned to a variable in a kernel ('%s')", var->name);
+    if (cc_is_array(var->ty) || cc_is_array(t)) {
+        /* a variable holds one kind of array: a view of it, never a copy */
+        char a[96], b[96];
+        if (var->is_param && var->ty != t) {
+            return cc_error(in->fn, at->loc,
+                            "cannot assign to '%s': it is an array argument (%s), and this is %s",
+                            var->name, cc_type_name(var->ty, a, sizeof(a)),
+                            cc_type_name(t, b, sizeof(b)));
+        }
+        if (var->infer_elem) {
+            return cc_error(in->fn, at->loc,
+                            "cannot assign to '%s': it is an output whose type is inferred "
+                            "(write its elements: %s[...] = value)",
+                            var->name, var->name);
+        }
+        if (var->ty == UNKNOWN) {
+            var->ty = t;
+            in->changed = 1;
+            return 0;
+        }
+        if (var->ty == t) {
+            return 0;
+        }
+        return cc_error(in->fn, at->loc, "'%s' is assigned both %s and %s", var->name,
+                        cc_type_name(var->ty, a, sizeof(a)), cc_type_name(t, b, sizeof(b)));
     }
     if (var->ty == UNKNOWN) {
         var->ty = t;
@@ -1095,6 +1610,11 @@ condition(Infer *in, CcNode *cond)
     }
     if (t != UNKNOWN && is_tuple(t)) {
         return type_error(in, cond, "truth value", t, NULL);
+    }
+    if (cc_is_array(t)) {
+        return cc_error(in->fn, cond->loc,
+                        "the truth value of an array is ambiguous (NumPy raises); use .any() "
+                        "or .all()");
     }
     truth_only(cond);
     return 0;
@@ -1151,8 +1671,10 @@ ret(Infer *in, CcNode *n)
 {
     const CcType *t;
     if (n->lhs == NULL) {
-        in->bare_return = n; /* check_return decides whether it may */
-        return 0;
+        if (n->var == NULL) {
+            in->bare_return = n; /* check_return decides whether it may */
+        }
+        return 0; /* in a device function: inline_call decides */
     }
     if (expr(in, n->lhs, &t) < 0) {
         return -1;
@@ -1191,6 +1713,25 @@ stmt(Infer *in, CcNode *n)
     case ND_BLOCK:
         return block(in, n);
     case ND_ASSIGN:
+        if (n->index == 1 && cc_is_array(n->var->ty)) {
+            /* a op= v on an array: in place, a[...] = a op v */
+            CcNode *target = cc_alloc(in->fn->arena, sizeof(CcNode));
+            CcNode *whole = cc_alloc(in->fn->arena, sizeof(CcNode));
+            CcNode *base = cc_alloc(in->fn->arena, sizeof(CcNode));
+            CcNode **args = cc_alloc(in->fn->arena, sizeof(CcNode *));
+            if (target == NULL || whole == NULL || base == NULL || args == NULL) {
+                return -1;
+            }
+            *base = (CcNode){.kind = ND_VAR, .loc = n->loc, .var = n->var};
+            *whole = (CcNode){.kind = ND_ELLIPSIS, .loc = n->loc};
+            args[0] = whole;
+            *target =
+                (CcNode){.kind = ND_INDEX, .loc = n->loc, .lhs = base, .args = args, .nargs = 1};
+            n->kind = ND_SETITEM;
+            n->lhs = target;
+            n->var = NULL;
+            return setitem(in, n);
+        }
         if (expr(in, n->rhs, &t) < 0 || assign(in, n, n->var, t) < 0) {
             return -1;
         }
@@ -1211,6 +1752,9 @@ stmt(Infer *in, CcNode *n)
         }
         return block(in, n->els);
     case ND_EXPR:
+        if (n->lhs->kind == ND_INLINE) {
+            n->lhs->index = 1; /* a device function called for its effect */
+        }
         return expr(in, n->lhs, &t);
     case ND_BREAK:
     case ND_CONTINUE:
@@ -1245,9 +1789,10 @@ check_return(Infer *in, const TsSignature *sig)
     if (got == UNKNOWN) {
         return cc_error(fn, fn->body->loc, "the kernel never returns a value");
     }
-    if (is_tuple(got)) {
+    if (is_tuple(got) || cc_is_array(got)) {
         return cc_error(fn, in->last_return ? in->last_return->loc : fn->body->loc,
-                        "a kernel returns one scalar, not a tuple");
+                        "a kernel returns one scalar, not %s",
+                        is_tuple(got) ? "a tuple" : "an array");
     }
     if (sig->ret.kind == TS_INFER) {
         fn->ret = cc_scalar_type(cc_storage(got));
@@ -1302,7 +1847,7 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
      * passes alternate direction, so that chains of assignments written
      * either way settle in a few.  The work is bounded all the same.
      */
-    Infer in = {.fn = fn, .changed = 1};
+    Infer in = {.fn = fn, .changed = 1, .gufunc = sig->ret.kind == TS_VOID, .lift = -1};
     long long max_passes = (long long)fn->nvars * TYPE_HEIGHT + 2;
     long long budget = MAX_PASS_WORK / (fn->nnodes > 0 ? fn->nnodes : 1);
     for (long long pass = 0; in.changed; pass++) {

@@ -180,13 +180,7 @@ static void
 raise_status(const GuLoop *gl, int status)
 {
     PyGILState_STATE gil = PyGILState_Ensure();
-    if (status == CC_STATUS_INDEX) {
-        PyErr_SetString(PyExc_IndexError,
-                        "index out of bounds in a guvectorize kernel "
-                        "(the check is on by default; boundscheck=False turns it off)");
-    } else {
-        PyErr_NoMemory();
-    }
+    cc_raise_status(status);
     PyGILState_Release(gil);
 }
 

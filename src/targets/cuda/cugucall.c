@@ -786,10 +786,8 @@ launch(GuCall *c, Py_ssize_t n)
         }
         int st = *(int *)PyArray_DATA((PyArrayObject *)h);
         Py_DECREF(h);
-        if (st == CC_STATUS_INDEX) {
-            PyErr_SetString(PyExc_IndexError,
-                            "index out of bounds in a guvectorize kernel "
-                            "(the check is on by default; boundscheck=False turns it off)");
+        if (st >= CC_STATUS_INDEX && st <= CC_STATUS_VALUE) {
+            cc_raise_status(st);
             goto done;
         }
         if (st != 0) {

@@ -213,6 +213,20 @@ const_aggregate(Out *o, LLVMValueRef v)
     put(o, " }");
 }
 
+/* [ T a, T b ] (a constant array: the views of emitarray.c hold constant
+ * strides) */
+static void
+const_array(Out *o, LLVMValueRef v)
+{
+    unsigned long long n = LLVMGetArrayLength2(LLVMTypeOf(v));
+    put(o, "[ ");
+    for (unsigned long long i = 0; i < n; i++) {
+        put(o, i ? ", " : "");
+        operand(o, LLVMGetAggregateElement(v, (unsigned)i));
+    }
+    put(o, " ]");
+}
+
 static void
 value(Out *o, LLVMValueRef v)
 {
@@ -241,6 +255,8 @@ value(Out *o, LLVMValueRef v)
         put(o, "zeroinitializer");
     } else if (LLVMIsAConstantStruct(v)) {
         const_aggregate(o, v);
+    } else if (LLVMIsAConstantArray(v) || LLVMIsAConstantDataArray(v)) {
+        const_array(o, v);
     } else if (LLVMIsAFunction(v)) {
         size_t len;
         const char *name = LLVMGetValueName2(v, &len);

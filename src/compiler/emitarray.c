@@ -1,0 +1,1576 @@
+/*
+ * emitarray.c - arrays in kernels: views, elementwise loops, allocation and
+ * reductions.
+ *
+ * An array value is a view: { ptr data, [n x i64] shape, [n x i64] strides }
+ * (strides in bytes), an SSA struct that SROA splits into registers.  A
+ * parameter's view holds its unit stride as a constant when the loop proved
+ * it (the contiguous kernel variant), so LLVM sees consecutive accesses in
+ * every view taken from it.  Indexing and slicing make views and allocate
+ * nothing.
+ *
+ * Elementwise expressions (a * 2 + b, np.sqrt(a), a > 0) are not values
+ * until something needs them: an assignment into a view, a reduction or a
+ * variable.  Then one loop nest walks the broadcast shape and evaluates the
+ * whole expression tree at each index (no temporaries): the tree's array
+ * leaves are viewed once before the loop, its scalar leaves computed once,
+ * and inside the loop each leaf's node stands for its element (CcNode.elem)
+ * while the operators' types are their elements' (the scalar emitters of
+ * emit.c, arith.c and emitcall.c then emit one element).  The loop is
+ * emitted twice: with the leaves' own strides when no leaf is broadcast
+ * (the common case, where constant strides let LLVM vectorize), and with
+ * zero strides for broadcast dimensions.
+ *
+ * An assignment whose source may overlap its target in memory (a[1:] =
+ * a[:-1]) evaluates the source into a temporary first, as NumPy does.
+ *
+ * Arrays allocated in a kernel (np.zeros ...) live until the kernel call
+ * returns: each is malloc'd with a header that links it into the call's
+ * list, and every return of the kernel goes through one block that frees
+ * the list.  A failed check (broadcasting, a negative dimension, memory)
+ * returns its CC_STATUS_ code through the same block.
+ */
+#include "compiler/calls.h"
+
+#include <string.h>
+
+enum { HEADER = 16 }; /* bytes before an allocated array's data: the list link */
+
+typedef struct View {
+    int ndim;
+    TsKind kind;
+    LLVMValueRef data;
+    LLVMValueRef shape[TS_MAXDIMS];
+    LLVMValueRef stride[TS_MAXDIMS];
+} View;
+
+static LLVMTypeRef
+i64_type(Emit *E)
+{
+    return LLVMInt64TypeInContext(E->ctx);
+}
+
+static LLVMValueRef
+i64c(Emit *E, long long v)
+{
+    return LLVMConstInt(i64_type(E), (unsigned long long)v, 1);
+}
+
+LLVMTypeRef
+em_array_type(Emit *E, int ndim)
+{
+    LLVMTypeRef dims = LLVMArrayType2(i64_type(E), (unsigned long long)ndim);
+    LLVMTypeRef fields[3] = {LLVMPointerTypeInContext(E->ctx, 0), dims, dims};
+    return LLVMStructTypeInContext(E->ctx, fields, 3, 0);
+}
+
+static LLVMValueRef
+view_pack(Emit *E, const View *v)
+{
+    LLVMValueRef s = LLVMGetUndef(em_array_type(E, v->ndim));
+    s = LLVMBuildInsertValue(E->b, s, v->data, 0, "view");
+    LLVMValueRef shape = LLVMGetUndef(LLVMArrayType2(i64_type(E), (unsigned long long)v->ndim));
+    LLVMValueRef stride = shape;
+    for (int k = 0; k < v->ndim; k++) {
+        shape = LLVMBuildInsertValue(E->b, shape, v->shape[k], (unsigned)k, "shape");
+        stride = LLVMBuildInsertValue(E->b, stride, v->stride[k], (unsigned)k, "strides");
+    }
+    s = LLVMBuildInsertValue(E->b, s, shape, 1, "view");
+    return LLVMBuildInsertValue(E->b, s, stride, 2, "view");
+}
+
+static void
+view_unpack(Emit *E, LLVMValueRef s, const CcType *t, View *v)
+{
+    v->ndim = t->n;
+    v->kind = t->scalar;
+    v->data = LLVMBuildExtractValue(E->b, s, 0, "data");
+    LLVMValueRef shape = LLVMBuildExtractValue(E->b, s, 1, "shape");
+    LLVMValueRef stride = LLVMBuildExtractValue(E->b, s, 2, "strides");
+    for (int k = 0; k < t->n; k++) {
+        v->shape[k] = LLVMBuildExtractValue(E->b, shape, (unsigned)k, "dim");
+        v->stride[k] = LLVMBuildExtractValue(E->b, stride, (unsigned)k, "stride");
+    }
+}
+
+/* A gufunc parameter's view from its LLVM parameters (data, shape...,
+ * strides...); unit_last: the last stride is the item size. */
+LLVMValueRef
+em_param_view(Emit *E, const CcType *t, LLVMValueRef *params, int unit_last)
+{
+    View v = {.ndim = t->n, .kind = t->scalar, .data = params[0]};
+    for (int k = 0; k < t->n; k++) {
+        v.shape[k] = params[1 + k];
+        v.stride[k] = params[1 + t->n + k];
+    }
+    if (unit_last && t->n > 0) {
+        v.stride[t->n - 1] = i64c(E, ts_itemsize(t->scalar));
+    }
+    return view_pack(E, &v);
+}
+
+/* ---- returns and failed checks ---- */
+
+/* Returns status from the kernel: through the block that frees what the
+ * call allocated, when it allocates.  Ends the insertion block. */
+void
+em_return_status(Emit *E, LLVMValueRef status)
+{
+    if (E->alloc_head == NULL) {
+        LLVMBuildRet(E->b, status);
+        E->reachable = 0;
+        return;
+    }
+    LLVMBuildStore(E->b, status, E->status_slot);
+    LLVMBuildBr(E->b, E->cleanup);
+    E->reachable = 0;
+}
+
+/* The block that returns `status` (made once per status). */
+static LLVMBasicBlockRef
+fail_block(Emit *E, int status)
+{
+    if (E->fail[status] == NULL) {
+        LLVMBasicBlockRef here = LLVMGetInsertBlock(E->b);
+        int reachable = E->reachable;
+        E->fail[status] = em_new_block(E, "fail");
+        LLVMPositionBuilderAtEnd(E->b, E->fail[status]);
+        em_return_status(E, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), (unsigned)status, 0));
+        LLVMPositionBuilderAtEnd(E->b, here);
+        E->reachable = reachable;
+    }
+    return E->fail[status];
+}
+
+/* Ends the kernel with status when bad (an i1) holds; goes on otherwise. */
+void
+em_check(Emit *E, LLVMValueRef bad, int status)
+{
+    if (!E->gufunc) {
+        /* a scalar kernel has no status to return; only checks that cannot
+         * fail reach it (a reduction of a scalar: one element) */
+        return;
+    }
+    LLVMBasicBlockRef ok = em_new_block(E, "ok");
+    LLVMBuildCondBr(E->b, bad, fail_block(E, status), ok);
+    LLVMPositionBuilderAtEnd(E->b, ok);
+}
+
+/* Sets up the allocation list of a kernel that allocates (fn->allocates),
+ * in its entry block. */
+void
+em_alloc_begin(Emit *E)
+{
+    if (!E->fn->allocates || E->fn->device) {
+        return;
+    }
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
+    E->alloc_head = LLVMBuildAlloca(E->b, ptr, "alloc.head");
+    LLVMBuildStore(E->b, LLVMConstNull(ptr), E->alloc_head);
+    E->status_slot = LLVMBuildAlloca(E->b, LLVMInt32TypeInContext(E->ctx), "status");
+    E->cleanup = em_new_block(E, "cleanup");
+}
+
+static LLVMValueRef
+libc_function(Emit *E, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, unsigned n)
+{
+    LLVMTypeRef fty = LLVMFunctionType(ret, params, n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
+    if (f == NULL) {
+        f = LLVMAddFunction(E->mod, name, fty);
+        cc_add_fn_attr(f, "nounwind");
+    }
+    return f;
+}
+
+/* The cleanup block: frees the allocation list, returns the status. */
+void
+em_alloc_end(Emit *E)
+{
+    if (E->alloc_head == NULL) {
+        return;
+    }
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
+    LLVMValueRef f = libc_function(E, "free", LLVMVoidTypeInContext(E->ctx), &ptr, 1);
+    LLVMPositionBuilderAtEnd(E->b, E->cleanup);
+    LLVMBasicBlockRef loop = em_new_block(E, "free.loop"), done = em_new_block(E, "free.done");
+    LLVMBuildBr(E->b, loop);
+    LLVMPositionBuilderAtEnd(E->b, loop);
+    LLVMValueRef p = LLVMBuildLoad2(E->b, ptr, E->alloc_head, "p");
+    LLVMBasicBlockRef body = em_new_block(E, "free.one");
+    LLVMBuildCondBr(E->b, LLVMBuildIsNull(E->b, p, "end"), done, body);
+    LLVMPositionBuilderAtEnd(E->b, body);
+    LLVMBuildStore(E->b, LLVMBuildLoad2(E->b, ptr, p, "next"), E->alloc_head);
+    LLVMBuildCall2(E->b, LLVMGlobalGetValueType(f), f, &p, 1, "");
+    LLVMBuildBr(E->b, loop);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    LLVMBuildRet(E->b, LLVMBuildLoad2(E->b, LLVMInt32TypeInContext(E->ctx), E->status_slot, "st"));
+}
+
+/* ---- allocation ---- */
+
+/* A new C-contiguous array of kind k and shape[ndim]: a negative dimension
+ * ends the kernel with CC_STATUS_VALUE, a size or allocation that fails
+ * with CC_STATUS_NOMEM. */
+static int
+alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *v)
+{
+    if (E->fn->device) {
+        return cc_error(E->fn, at->loc,
+                        "arrays cannot be allocated in a cuda kernel yet (np.empty, np.zeros, "
+                        ".copy() and array expressions kept in variables allocate)");
+    }
+    if (E->alloc_head == NULL) {
+        return cc_error(E->fn, at->loc,
+                        "internal error: an allocation in a kernel that was not typed as "
+                        "allocating");
+    }
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMValueRef bytes = i64c(E, ts_itemsize(k)),
+                 overflow = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    v->ndim = ndim;
+    v->kind = k;
+    for (int d = 0; d < ndim; d++) {
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntSLT, shape[d], i64c(E, 0), "neg.dim"),
+                 CC_STATUS_VALUE);
+        v->shape[d] = shape[d];
+    }
+    for (int d = ndim - 1; d >= 0; d--) {
+        v->stride[d] = bytes;
+        LLVMValueRef args[2] = {bytes, shape[d]};
+        LLVMValueRef r = em_intrinsic(E, "llvm.smul.with.overflow", &i64, 1, args, 2);
+        bytes = LLVMBuildExtractValue(E->b, r, 0, "bytes");
+        overflow = LLVMBuildOr(E->b, overflow, LLVMBuildExtractValue(E->b, r, 1, "ovf"), "ovf");
+    }
+    overflow = LLVMBuildOr(
+        E->b, overflow, LLVMBuildICmp(E->b, LLVMIntUGT, bytes, i64c(E, (long long)1 << 60), "huge"),
+        "ovf");
+    em_check(E, overflow, CC_STATUS_NOMEM);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
+    LLVMValueRef malloc_fn = libc_function(E, "malloc", ptr, &i64, 1);
+    LLVMValueRef size = LLVMBuildAdd(E->b, bytes, i64c(E, HEADER), "size");
+    LLVMValueRef p =
+        LLVMBuildCall2(E->b, LLVMGlobalGetValueType(malloc_fn), malloc_fn, &size, 1, "block");
+    em_check(E, LLVMBuildIsNull(E->b, p, "nomem"), CC_STATUS_NOMEM);
+    LLVMBuildStore(E->b, LLVMBuildLoad2(E->b, ptr, E->alloc_head, "head"), p);
+    LLVMBuildStore(E->b, p, E->alloc_head);
+    LLVMValueRef off = i64c(E, HEADER);
+    v->data = LLVMBuildGEP2(E->b, LLVMInt8TypeInContext(E->ctx), p, &off, 1, "array");
+    return 0;
+}
+
+/* ---- views ---- */
+
+static int view_of(Emit *E, CcNode *n, View *v);
+
+/* i (an index into a dimension of length len) counted from the end when
+ * negative; with bounds checks, outside [0, len) ends the kernel. */
+static LLVMValueRef
+wrap_index(Emit *E, LLVMValueRef i, LLVMValueRef len)
+{
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, i, i64c(E, 0), "neg");
+    i = LLVMBuildSelect(E->b, neg, LLVMBuildAdd(E->b, i, len, "idx.wrapped"), i, "idx");
+    if (E->fn->boundscheck) {
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntUGE, i, len, "oob"), CC_STATUS_INDEX);
+    }
+    return i;
+}
+
+/* Python's slice.indices(len): start and length of lo:hi:step (each may be
+ * NULL) over a dimension of length len.  A zero step ends the kernel. */
+static int
+slice_bounds(Emit *E, CcNode *s, LLVMValueRef len, LLVMValueRef *start, LLVMValueRef *count,
+             LLVMValueRef *step)
+{
+    LLVMValueRef zero = i64c(E, 0), one = i64c(E, 1);
+    LLVMValueRef lo = NULL, hi = NULL;
+    *step = one;
+    if (s->cond != NULL && (*step = em_expr_as(E, s->cond, TS_INT64)) == NULL) {
+        return -1;
+    }
+    if ((s->lhs != NULL && (lo = em_expr_as(E, s->lhs, TS_INT64)) == NULL)
+        || (s->rhs != NULL && (hi = em_expr_as(E, s->rhs, TS_INT64)) == NULL)) {
+        return -1;
+    }
+    if (s->cond != NULL) {
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, *step, zero, "step0"), CC_STATUS_VALUE);
+    }
+    LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, *step, zero, "up");
+    LLVMValueRef last = LLVMBuildSub(E->b, len, one, "last");
+    LLVMValueRef minus1 = i64c(E, -1);
+    /* the clamp of a bound b: b < 0 counts from the end; then into
+     * [0, len] going up, [-1, len - 1] going down */
+    LLVMValueRef bounds[2] = {lo, hi}, out[2];
+    LLVMValueRef dflt[2] = {LLVMBuildSelect(E->b, up, zero, last, "start.dflt"),
+                            LLVMBuildSelect(E->b, up, len, minus1, "stop.dflt")};
+    for (int k = 0; k < 2; k++) {
+        if (bounds[k] == NULL) {
+            out[k] = dflt[k];
+            continue;
+        }
+        LLVMValueRef b = bounds[k];
+        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, b, zero, "b.neg");
+        b = LLVMBuildSelect(E->b, neg, LLVMBuildAdd(E->b, b, len, "b.end"), b, "b");
+        LLVMValueRef floor = LLVMBuildSelect(E->b, up, zero, minus1, "floor");
+        LLVMValueRef ceil = LLVMBuildSelect(E->b, up, len, last, "ceil");
+        b = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, b, floor, "lt"), floor, b, "b");
+        out[k] =
+            LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, b, ceil, "gt"), ceil, b, "b");
+    }
+    *start = out[0];
+    /* up: (stop - start + step - 1) / step; down: (start - stop - step - 1) / -step */
+    LLVMValueRef span_up = LLVMBuildSub(E->b, out[1], out[0], "span");
+    LLVMValueRef span_dn = LLVMBuildSub(E->b, out[0], out[1], "span");
+    LLVMValueRef span = LLVMBuildSelect(E->b, up, span_up, span_dn, "span");
+    LLVMValueRef mag = LLVMBuildSelect(E->b, up, *step, LLVMBuildNeg(E->b, *step, "neg"), "mag");
+    LLVMValueRef safe =
+        LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, mag, zero, ""), one, mag, "mag");
+    LLVMValueRef n = LLVMBuildSDiv(
+        E->b, LLVMBuildAdd(E->b, span, LLVMBuildSub(E->b, safe, one, ""), "num"), safe, "count");
+    *count =
+        LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, span, zero, ""), n, zero, "count");
+    return 0;
+}
+
+/* The integer indices an index item stands for: one, or a tuple's items. */
+static int
+item_integers(Emit *E, CcNode *item, LLVMValueRef *out, int *n)
+{
+    if (item->ty->kind == CT_TUPLE) {
+        LLVMValueRef t = em_expr(E, item);
+        if (t == NULL) {
+            return -1;
+        }
+        for (int k = 0; k < item->ty->n; k++) {
+            out[k] = em_convert(E, LLVMBuildExtractValue(E->b, t, (unsigned)k, "i"),
+                                cc_storage(item->ty->elems[k]), TS_INT64);
+        }
+        *n = item->ty->n;
+        return 0;
+    }
+    *n = 1;
+    return (out[0] = em_expr_as(E, item, TS_INT64)) != NULL ? 0 : -1;
+}
+
+/* The view a[items] (n an ND_INDEX): *element when it is one element
+ * (v->data then addresses it). */
+static int
+index_view(Emit *E, CcNode *n, View *v, int *element)
+{
+    View a;
+    if (view_of(E, n->lhs, &a) < 0) {
+        return -1;
+    }
+    int consumed = 0;
+    for (int i = 0; i < n->nargs; i++) {
+        CcNode *item = n->args[i];
+        if (item->kind == ND_SLICE || (item->kind != ND_NEWAXIS && item->kind != ND_ELLIPSIS)) {
+            consumed += item->kind != ND_SLICE && item->ty->kind == CT_TUPLE ? item->ty->n : 1;
+        }
+    }
+    v->kind = a.kind;
+    v->ndim = 0;
+    *element = 1;
+    LLVMValueRef offset = i64c(E, 0);
+    int d = 0;
+    for (int i = 0; i < n->nargs; i++) {
+        CcNode *item = n->args[i];
+        switch (item->kind) {
+        case ND_SLICE: {
+            LLVMValueRef start, count, step;
+            if (slice_bounds(E, item, a.shape[d], &start, &count, &step) < 0) {
+                return -1;
+            }
+            offset = LLVMBuildAdd(E->b, offset, LLVMBuildMul(E->b, start, a.stride[d], ""), "off");
+            v->shape[v->ndim] = count;
+            v->stride[v->ndim++] = LLVMBuildMul(E->b, a.stride[d], step, "stride");
+            d++;
+            *element = 0;
+            break;
+        }
+        case ND_NEWAXIS:
+            v->shape[v->ndim] = i64c(E, 1);
+            v->stride[v->ndim++] = i64c(E, 0);
+            *element = 0;
+            break;
+        case ND_ELLIPSIS:
+            for (int k = 0; k < a.ndim - consumed; k++, d++) {
+                v->shape[v->ndim] = a.shape[d];
+                v->stride[v->ndim++] = a.stride[d];
+            }
+            *element = 0;
+            break;
+        default: {
+            LLVMValueRef idx[TS_MAXDIMS];
+            int k;
+            if (item_integers(E, item, idx, &k) < 0) {
+                return -1;
+            }
+            for (int j = 0; j < k; j++, d++) {
+                LLVMValueRef at = wrap_index(E, idx[j], a.shape[d]);
+                offset = LLVMBuildNSWAdd(
+                    E->b, offset, LLVMBuildNSWMul(E->b, at, a.stride[d], "idx.bytes"), "off");
+            }
+        }
+        }
+    }
+    for (; d < a.ndim; d++) {
+        v->shape[v->ndim] = a.shape[d];
+        v->stride[v->ndim++] = a.stride[d];
+        *element = 0;
+    }
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(E->ctx);
+    v->data = *element && E->fn->boundscheck
+                  ? LLVMBuildInBoundsGEP2(E->b, i8, a.data, &offset, 1, "elem")
+                  : LLVMBuildGEP2(E->b, i8, a.data, &offset, 1, "view");
+    return 0;
+}
+
+static int materialize(Emit *E, CcNode *n, View *v);
+static int alloc_call(Emit *E, CcNode *n, View *v);
+static int axis_reduce(Emit *E, CcNode *n, View *v);
+
+/* The elementwise operations: their values are computed by element. */
+static int
+is_elementwise_node(const CcNode *n)
+{
+    if (!cc_is_array(n->ty)) {
+        return 0;
+    }
+    switch (n->kind) {
+    case ND_BINOP:
+    case ND_UNARY:
+    case ND_COMPARE:
+        return 1;
+    case ND_CALL: {
+        CcFlavor f = cc_builtin(n->builtin)->flavor;
+        return f != FL_ALLOC && f != FL_LIKE && f != FL_REDUCE;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The view an array-typed node evaluates to. */
+static int
+view_of(Emit *E, CcNode *n, View *v)
+{
+    if (n->kind == ND_INDEX) {
+        int element;
+        return index_view(E, n, v, &element);
+    }
+    if (n->kind == ND_ARRAYATTR && n->index == AA_T) {
+        View a;
+        if (view_of(E, n->lhs, &a) < 0) {
+            return -1;
+        }
+        *v = a;
+        for (int k = 0; k < a.ndim; k++) {
+            v->shape[k] = a.shape[a.ndim - 1 - k];
+            v->stride[k] = a.stride[a.ndim - 1 - k];
+        }
+        return 0;
+    }
+    if (is_elementwise_node(n)) {
+        return materialize(E, n, v);
+    }
+    if (n->kind == ND_CALL) {
+        return cc_builtin(n->builtin)->flavor == FL_REDUCE ? axis_reduce(E, n, v)
+                                                           : alloc_call(E, n, v);
+    }
+    LLVMValueRef s = em_expr(E, n); /* a variable, an inlined function's result */
+    if (s == NULL) {
+        return -1;
+    }
+    view_unpack(E, s, n->ty, v);
+    return 0;
+}
+
+LLVMValueRef
+em_array_expr(Emit *E, CcNode *n)
+{
+    View v;
+    return view_of(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+}
+
+/* a[i, j]: the element's value, or the view. */
+LLVMValueRef
+em_index(Emit *E, CcNode *n)
+{
+    View v;
+    int element;
+    if (index_view(E, n, &v, &element) < 0) {
+        return NULL;
+    }
+    if (!element) {
+        return view_pack(E, &v);
+    }
+    return cc_load(E->b, v.kind, v.data, "elem");
+}
+
+LLVMValueRef
+em_array_attr(Emit *E, CcNode *n)
+{
+    if (n->index == AA_T) {
+        return em_array_expr(E, n);
+    }
+    const CcType *t = n->lhs->ty;
+    if (t->kind == CT_TUPLE) {
+        return i64c(E, t->n); /* len(tuple) */
+    }
+    View a;
+    if (view_of(E, n->lhs, &a) < 0) {
+        return NULL;
+    }
+    switch ((CcArrayAttr)n->index) {
+    case AA_LEN:
+        return a.shape[0];
+    case AA_NDIM:
+        return i64c(E, a.ndim);
+    case AA_ITEMSIZE:
+        return i64c(E, ts_itemsize(a.kind));
+    case AA_SIZE: {
+        LLVMValueRef size = i64c(E, 1);
+        for (int k = 0; k < a.ndim; k++) {
+            size = LLVMBuildNSWMul(E->b, size, a.shape[k], "size");
+        }
+        return size;
+    }
+    case AA_SHAPE:
+    case AA_STRIDES: {
+        LLVMValueRef v = LLVMGetUndef(em_type_of(E, n->ty));
+        for (int k = 0; k < a.ndim; k++) {
+            v = LLVMBuildInsertValue(E->b, v, n->index == AA_SHAPE ? a.shape[k] : a.stride[k],
+                                     (unsigned)k, "shape");
+        }
+        return v;
+    }
+    case AA_T:
+        break;
+    }
+    return NULL;
+}
+
+/* ---- elementwise loops ---- */
+
+enum { MAX_LEAVES = 256 };
+
+typedef struct Leaf {
+    CcNode *node;
+    const CcType *ty;                 /* the node's own type, restored after the loop */
+    View v;                           /* array leaves */
+    LLVMValueRef value;               /* scalar leaves: computed once */
+    LLVMValueRef bstride[TS_MAXDIMS]; /* the strides the loop walks it with */
+} Leaf;
+
+typedef struct Walk {
+    CcNode *expr; /* what is evaluated at each index (NULL: nothing) */
+    int ndim;     /* of the iteration */
+    LLVMValueRef shape[TS_MAXDIMS];
+    Leaf *leaves;
+    int nleaves;
+    CcNode *swapped[MAX_LEAVES]; /* the operators whose type is their element's in the loop */
+    const CcType *swapped_ty[MAX_LEAVES];
+    int nswapped;
+    View target;             /* an assignment's target (target.data NULL: none) */
+    LLVMValueRef target_ptr; /* in the loop: the target element's address */
+    /* called at each index with the expression's element (NULL when none) */
+    int (*visit)(Emit *E, struct Walk *w, LLVMValueRef value);
+    void *ctx;
+} Walk;
+
+/* Collects the leaves of the elementwise tree n into w: array leaves are
+ * viewed and scalar leaves computed here, once, before the loop. */
+static int
+collect(Emit *E, Walk *w, CcNode *n)
+{
+    if (is_elementwise_node(n)) {
+        if (w->nswapped >= MAX_LEAVES) {
+            return cc_error(E->fn, n->loc, "an array expression with more than %d operations",
+                            MAX_LEAVES);
+        }
+        w->swapped[w->nswapped] = n;
+        w->swapped_ty[w->nswapped++] = n->ty;
+        CcNode *kids[2] = {n->lhs, n->rhs};
+        if (n->kind == ND_BINOP || n->kind == ND_UNARY) {
+            for (int i = 0; i < (n->kind == ND_BINOP ? 2 : 1); i++) {
+                if (collect(E, w, kids[i]) < 0) {
+                    return -1;
+                }
+            }
+            return 0;
+        }
+        for (int i = 0; i < n->nargs; i++) {
+            if (collect(E, w, n->args[i]) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (w->nleaves >= MAX_LEAVES) {
+        return cc_error(E->fn, n->loc, "an array expression with more than %d operands",
+                        MAX_LEAVES);
+    }
+    Leaf *l = &w->leaves[w->nleaves++];
+    memset(l, 0, sizeof(*l));
+    l->node = n;
+    l->ty = n->ty;
+    if (cc_is_array(n->ty)) {
+        return view_of(E, n, &l->v);
+    }
+    return (l->value = em_expr(E, n)) != NULL ? 0 : -1;
+}
+
+/* The iteration shape: the target's, or the broadcast of the leaves'; a
+ * leaf that does not broadcast to it ends the kernel (CC_STATUS_SHAPE). */
+static void
+broadcast(Emit *E, Walk *w)
+{
+    LLVMValueRef one = i64c(E, 1), bad = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    int fixed = w->target.data != NULL;
+    for (int d = 0; d < w->ndim; d++) {
+        w->shape[d] = fixed ? w->target.shape[d] : one;
+    }
+    for (int i = 0; i < w->nleaves; i++) {
+        Leaf *l = &w->leaves[i];
+        if (!cc_is_array(l->ty)) {
+            continue;
+        }
+        int lead = w->ndim - l->v.ndim;
+        for (int k = 0; k < l->v.ndim; k++) {
+            int d = lead + k;
+            LLVMValueRef s = l->v.shape[k];
+            LLVMValueRef s1 = LLVMBuildICmp(E->b, LLVMIntEQ, s, one, "s1");
+            LLVMValueRef same = LLVMBuildICmp(E->b, LLVMIntEQ, s, w->shape[d], "same");
+            if (fixed) {
+                bad = LLVMBuildOr(E->b, bad,
+                                  LLVMBuildNot(E->b, LLVMBuildOr(E->b, s1, same, ""), ""), "bad");
+            } else {
+                LLVMValueRef o1 = LLVMBuildICmp(E->b, LLVMIntEQ, w->shape[d], one, "o1");
+                bad = LLVMBuildOr(
+                    E->b, bad,
+                    LLVMBuildNot(E->b, LLVMBuildOr(E->b, LLVMBuildOr(E->b, s1, o1, ""), same, ""),
+                                 ""),
+                    "bad");
+                w->shape[d] = LLVMBuildSelect(E->b, s1, w->shape[d], s, "bshape");
+            }
+        }
+    }
+    em_check(E, bad, CC_STATUS_SHAPE);
+}
+
+/* Whether no leaf is broadcast: every leaf has the iteration's shape. */
+static LLVMValueRef
+no_broadcast(Emit *E, Walk *w)
+{
+    LLVMValueRef all = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 1, 0);
+    for (int i = 0; i < w->nleaves; i++) {
+        Leaf *l = &w->leaves[i];
+        if (!cc_is_array(l->ty)) {
+            continue;
+        }
+        if (l->v.ndim != w->ndim) {
+            return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+        }
+        for (int k = 0; k < l->v.ndim; k++) {
+            all = LLVMBuildAnd(
+                E->b, all, LLVMBuildICmp(E->b, LLVMIntEQ, l->v.shape[k], w->shape[k], ""), "exact");
+        }
+    }
+    return all;
+}
+
+static LLVMValueRef
+address(Emit *E, LLVMValueRef data, LLVMValueRef *stride, LLVMValueRef *idx, int lead, int ndim)
+{
+    /* inside the loop every index is within its dimension: the offsets
+     * cannot wrap and the address is in bounds, which lets LLVM compute the
+     * accesses' ranges (and vectorize with runtime alias checks) */
+    LLVMValueRef off = i64c(E, 0);
+    for (int k = 0; k < ndim; k++) {
+        off =
+            LLVMBuildNSWAdd(E->b, off, LLVMBuildNSWMul(E->b, idx[lead + k], stride[k], ""), "off");
+    }
+    return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), data, &off, 1, "at");
+}
+
+/* The loop body at index idx: each leaf's element, the expression, visit. */
+static int
+loop_body_at(Emit *E, Walk *w, LLVMValueRef *idx)
+{
+    for (int i = 0; i < w->nleaves; i++) {
+        Leaf *l = &w->leaves[i];
+        if (!cc_is_array(l->ty)) {
+            l->node->elem = l->value;
+            continue;
+        }
+        int lead = w->ndim - l->v.ndim;
+        LLVMValueRef p = address(E, l->v.data, l->bstride, idx, lead, l->v.ndim);
+        l->node->elem = cc_load(E->b, l->v.kind, p, "x");
+    }
+    if (w->target.data != NULL) {
+        w->target_ptr = address(E, w->target.data, w->target.stride, idx, 0, w->ndim);
+    }
+    LLVMValueRef value = NULL;
+    if (w->expr != NULL && (value = em_expr(E, w->expr)) == NULL) {
+        return -1;
+    }
+    return w->visit(E, w, value);
+}
+
+/* The loop nest over w->shape, one dimension a level. */
+static int
+nest(Emit *E, Walk *w, int d, LLVMValueRef *idx)
+{
+    if (d == w->ndim) {
+        return loop_body_at(E, w, idx);
+    }
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
+    LLVMBasicBlockRef head = em_new_block(E, "ew.head"), body = em_new_block(E, "ew.body");
+    LLVMBasicBlockRef done = em_new_block(E, "ew.done");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, w->shape[d], i64c(E, 0), "any"), head,
+                    done);
+    LLVMPositionBuilderAtEnd(E->b, head);
+    LLVMValueRef i = LLVMBuildPhi(E->b, i64, "ew.i");
+    LLVMBuildBr(E->b, body);
+    LLVMPositionBuilderAtEnd(E->b, body);
+    idx[d] = i;
+    if (nest(E, w, d + 1, idx) < 0) {
+        return -1;
+    }
+    LLVMValueRef next = LLVMBuildNSWAdd(E->b, i, i64c(E, 1), "ew.next");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, next, w->shape[d], "more"), head, done);
+    LLVMValueRef in_vals[2] = {i64c(E, 0), next};
+    LLVMBasicBlockRef in_bbs[2] = {pre, latch};
+    LLVMAddIncoming(i, in_vals, in_bbs, 2);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
+}
+
+/* Swaps the operators' types to their elements' (in the loop) and back. */
+static void
+swap_types(Walk *w, int into_loop)
+{
+    for (int i = 0; i < w->nswapped; i++) {
+        w->swapped[i]->ty = into_loop ? cc_elem_type(w->swapped_ty[i]) : w->swapped_ty[i];
+    }
+    for (int i = 0; i < w->nleaves; i++) {
+        Leaf *l = &w->leaves[i];
+        l->node->ty = into_loop ? cc_elem_type(l->ty) : l->ty;
+        if (!into_loop) {
+            l->node->elem = NULL;
+        }
+    }
+}
+
+/* The loop once, each leaf walked with its strides or, broadcast, zero ones. */
+static int
+emit_loop(Emit *E, Walk *w, int broadcast_strides)
+{
+    for (int i = 0; i < w->nleaves; i++) {
+        Leaf *l = &w->leaves[i];
+        int lead = w->ndim - l->v.ndim;
+        for (int k = 0; cc_is_array(l->ty) && k < l->v.ndim; k++) {
+            l->bstride[k] = l->v.stride[k];
+            if (broadcast_strides) {
+                LLVMValueRef b =
+                    LLVMBuildICmp(E->b, LLVMIntNE, l->v.shape[k], w->shape[lead + k], "bcast");
+                l->bstride[k] = LLVMBuildSelect(E->b, b, i64c(E, 0), l->v.stride[k], "bstride");
+            }
+        }
+    }
+    LLVMValueRef idx[TS_MAXDIMS];
+    swap_types(w, 1);
+    int rc = nest(E, w, 0, idx);
+    swap_types(w, 0);
+    return rc;
+}
+
+/* Runs w: collects expr's leaves, checks the shapes, emits both loops. */
+/* Collects expr (the whole elementwise tree) into w: its leaves are viewed
+ * and computed here, in Python's order, before anything is written. */
+static int
+collect_expr(Emit *E, Walk *w, CcNode *expr)
+{
+    w->expr = expr;
+    w->nleaves = 0;
+    w->nswapped = 0;
+    if ((w->leaves = cc_alloc(E->fn->arena, sizeof(Leaf) * MAX_LEAVES)) == NULL) {
+        return -1;
+    }
+    return collect(E, w, expr);
+}
+
+/* Emits a collected walk: the shape checks, then the loop without and the
+ * loop with broadcast strides, chosen at run time. */
+static int
+run_collected(Emit *E, Walk *w)
+{
+    broadcast(E, w);
+    LLVMBasicBlockRef exact = em_new_block(E, "ew.exact"), general = em_new_block(E, "ew.bcast");
+    LLVMBasicBlockRef done = em_new_block(E, "ew.end");
+    LLVMBuildCondBr(E->b, no_broadcast(E, w), exact, general);
+    LLVMPositionBuilderAtEnd(E->b, exact);
+    if (emit_loop(E, w, 0) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, general);
+    if (emit_loop(E, w, 1) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
+}
+
+static int
+run_walk(Emit *E, Walk *w, CcNode *expr)
+{
+    return collect_expr(E, w, expr) < 0 ? -1 : run_collected(E, w);
+}
+
+/* ---- assignment ---- */
+
+static int
+store_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    const CcType *from = w->expr->ty; /* its element type, in the loop */
+    cc_store(E->b, w->target.kind, em_convert_type(E, value, from, cc_scalar_type(w->target.kind)),
+             w->target_ptr);
+    return 0;
+}
+
+/* The bytes a view spans: [lo, hi) as integers; empty views span nothing. */
+static void
+span(Emit *E, const View *v, LLVMValueRef *lo, LLVMValueRef *hi, LLVMValueRef *empty)
+{
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMValueRef base = LLVMBuildPtrToInt(E->b, v->data, i64, "base");
+    *lo = base;
+    *hi = LLVMBuildAdd(E->b, base, i64c(E, ts_itemsize(v->kind)), "hi");
+    *empty = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    for (int k = 0; k < v->ndim; k++) {
+        LLVMValueRef ext = LLVMBuildMul(E->b, LLVMBuildSub(E->b, v->shape[k], i64c(E, 1), ""),
+                                        v->stride[k], "ext");
+        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, ext, i64c(E, 0), "");
+        *lo = LLVMBuildAdd(E->b, *lo, LLVMBuildSelect(E->b, neg, ext, i64c(E, 0), ""), "lo");
+        *hi = LLVMBuildAdd(E->b, *hi, LLVMBuildSelect(E->b, neg, i64c(E, 0), ext, ""), "hi");
+        *empty = LLVMBuildOr(E->b, *empty,
+                             LLVMBuildICmp(E->b, LLVMIntSLE, v->shape[k], i64c(E, 0), ""), "empty");
+    }
+}
+
+/* Whether leaf l may overlap the target t other than element for element. */
+static LLVMValueRef
+overlaps(Emit *E, const View *l, const View *t, int ndim)
+{
+    LLVMValueRef llo, lhi, lempty, tlo, thi, tempty;
+    span(E, l, &llo, &lhi, &lempty);
+    span(E, t, &tlo, &thi, &tempty);
+    LLVMValueRef meet = LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntULT, llo, thi, ""),
+                                     LLVMBuildICmp(E->b, LLVMIntULT, tlo, lhi, ""), "meet");
+    meet = LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, LLVMBuildOr(E->b, lempty, tempty, ""), ""),
+                        "meet");
+    /* the same view (a[:] = a * 2): each element is read before it is written */
+    LLVMValueRef same = LLVMBuildICmp(E->b, LLVMIntEQ, l->data, t->data, "same");
+    if (l->ndim != ndim) {
+        same = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    }
+    for (int k = 0; k < l->ndim && l->ndim == ndim; k++) {
+        LLVMValueRef eq =
+            LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, l->shape[k], t->shape[k], ""),
+                         LLVMBuildICmp(E->b, LLVMIntEQ, l->stride[k], t->stride[k], ""), "");
+        same = LLVMBuildAnd(E->b, same, eq, "same");
+    }
+    return LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, same, ""), "overlap");
+}
+
+static int store_visit(Emit *E, Walk *w, LLVMValueRef value);
+
+/* target[...] = value, a scalar computed already, broadcast. */
+static int
+fill_view(Emit *E, const View *target, CcNode *expr, LLVMValueRef value)
+{
+    Walk w = {.ndim = target->ndim, .target = *target, .visit = store_visit};
+    Leaf leaf = {.node = expr, .ty = expr->ty, .value = value};
+    w.expr = expr;
+    w.leaves = &leaf;
+    w.nleaves = 1;
+    broadcast(E, &w);
+    return emit_loop(E, &w, 0);
+}
+
+/* A collected expression (w: its leaves) into a new array of its shape. */
+static int
+materialize_collected(Emit *E, Walk *w, CcNode *at, View *v)
+{
+    const CcType *t = w->expr->ty;
+    w->ndim = t->n;
+    w->target.data = NULL;
+    broadcast(E, w);
+    if (alloc_array(E, at, t->scalar, t->n, w->shape, v) < 0) {
+        return -1;
+    }
+    w->target = *v;
+    return run_collected(E, w);
+}
+
+/* An elementwise expression's value: a new array of its broadcast shape. */
+static int
+materialize(Emit *E, CcNode *n, View *v)
+{
+    Walk w = {.visit = store_visit};
+    return collect_expr(E, &w, n) < 0 ? -1 : materialize_collected(E, &w, n, v);
+}
+
+/*
+ * target[...] = w's expression (collected before the target was viewed, as
+ * Python evaluates the value first).  An array leaf that overlaps the target
+ * other than element for element sends the value through a temporary.
+ */
+static int
+assign_collected(Emit *E, CcNode *at, const View *target, Walk *w)
+{
+    w->ndim = target->ndim;
+    w->target = *target;
+    LLVMValueRef any = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    int arrays = 0;
+    for (int i = 0; i < w->nleaves; i++) {
+        if (cc_is_array(w->leaves[i].ty)) {
+            arrays++;
+            any = LLVMBuildOr(E->b, any, overlaps(E, &w->leaves[i].v, target, target->ndim), "any");
+        }
+    }
+    if (arrays == 0 || E->alloc_head == NULL) {
+        /* nothing can overlap (all scalars), or no temporary can be made
+         * (a device): element order then decides, as a loop written out would */
+        return run_collected(E, w);
+    }
+    LLVMBasicBlockRef direct = em_new_block(E, "assign.direct");
+    LLVMBasicBlockRef copy = em_new_block(E, "assign.copy"), done = em_new_block(E, "assign.done");
+    LLVMBuildCondBr(E->b, any, copy, direct);
+    LLVMPositionBuilderAtEnd(E->b, direct);
+    if (run_collected(E, w) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, copy);
+    View tmp;
+    if (materialize_collected(E, w, at, &tmp) < 0) {
+        return -1;
+    }
+    CcNode leaf = {.kind = ND_VAR, .loc = at->loc, .ty = cc_array_type(tmp.kind, tmp.ndim)};
+    Walk c = {.ndim = target->ndim, .target = *target, .visit = store_visit};
+    Leaf l = {.node = &leaf, .ty = leaf.ty, .v = tmp};
+    c.expr = &leaf;
+    c.leaves = &l;
+    c.nleaves = 1;
+    if (run_collected(E, &c) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
+}
+
+/* Whether evaluating n can end the kernel with a status other than
+ * CC_STATUS_INDEX (a reduction of an empty array, an allocation, a slice's
+ * zero step, whatever a device function does). */
+static int
+may_fail_otherwise(const CcNode *n)
+{
+    if (n == NULL) {
+        return 0;
+    }
+    if (n->kind == ND_INLINE || n->kind == ND_SLICE
+        || (cc_is_array(n->ty) && n->kind != ND_VAR && n->kind != ND_INDEX)) {
+        return 1; /* an array expression can fail to broadcast */
+    }
+    if (n->kind == ND_CALL) {
+        CcFlavor f = cc_builtin(n->builtin)->flavor;
+        if (f == FL_ALLOC || f == FL_LIKE || f == FL_REDUCE) {
+            return 1;
+        }
+    }
+    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
+    for (int i = 0; i < 5; i++) {
+        if (may_fail_otherwise(kids[i])) {
+            return 1;
+        }
+    }
+    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
+        if (may_fail_otherwise(n->args[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * a[index] = v: the value first, then the target, as Python evaluates them,
+ * where the order can show (which error is raised).  A value that can only
+ * fail as the target can (an out-of-bounds index) comes after the target's
+ * address: a check of out[i] before out[i - 1] is read lets LLVM prove the
+ * second and forward stored values across iterations (a moving average).
+ */
+int
+em_setitem_view(Emit *E, CcNode *n)
+{
+    View target;
+    int element = 0;
+    Walk w = {.visit = store_visit};
+    LLVMValueRef v = NULL;
+    int target_first = !cc_is_array(n->lhs->ty) && !may_fail_otherwise(n->rhs);
+    if (target_first && index_view(E, n->lhs, &target, &element) < 0) {
+        return -1;
+    }
+    if (cc_is_array(n->rhs->ty) ? collect_expr(E, &w, n->rhs) < 0
+                                : (v = em_expr(E, n->rhs)) == NULL) {
+        return -1;
+    }
+    if (!target_first && index_view(E, n->lhs, &target, &element) < 0) {
+        return -1;
+    }
+    if (element) {
+        cc_store(E->b, target.kind, em_convert_type(E, v, n->rhs->ty, cc_scalar_type(target.kind)),
+                 target.data);
+        return 0;
+    }
+    return v != NULL ? fill_view(E, &target, n->rhs, v) : assign_collected(E, n, &target, &w);
+}
+
+/* np.empty/zeros/ones/full(shape, ...), np.*_like(a, ...), a.copy(). */
+static int
+alloc_call(Emit *E, CcNode *n, View *v)
+{
+    const CcBuiltin *b = cc_builtin(n->builtin);
+    LLVMValueRef shape[TS_MAXDIMS];
+    int ndim = n->ty->n;
+    View src = {0};
+    if (b->flavor == FL_ALLOC) {
+        CcNode *s = n->args[0];
+        if (s->ty->kind == CT_TUPLE) {
+            LLVMValueRef t = em_expr(E, s);
+            if (t == NULL) {
+                return -1;
+            }
+            for (int k = 0; k < ndim; k++) {
+                shape[k] = em_convert(E, LLVMBuildExtractValue(E->b, t, (unsigned)k, "dim"),
+                                      cc_storage(s->ty->elems[k]), TS_INT64);
+            }
+        } else if ((shape[0] = em_expr_as(E, s, TS_INT64)) == NULL) {
+            return -1;
+        }
+    } else {
+        if (view_of(E, n->args[0], &src) < 0) {
+            return -1;
+        }
+        memcpy(shape, src.shape, sizeof(LLVMValueRef) * (size_t)ndim);
+    }
+    if (alloc_array(E, n, n->ty->scalar, ndim, shape, v) < 0) {
+        return -1;
+    }
+    CcNode *fill = NULL;
+    CcNode value = {.kind = ND_CONST, .loc = n->loc};
+    switch ((CcAllocOp)b->op) {
+    case AL_EMPTY:
+        return 0;
+    case AL_ZEROS:
+    case AL_ONES:
+        value.ty = cc_scalar_type(TS_INT64);
+        value.ival = b->op == AL_ONES;
+        fill = &value;
+        break;
+    case AL_FULL:
+        fill = n->args[1];
+        break;
+    case AL_COPY:
+        fill = n->args[0];
+        break;
+    }
+    /* a fresh array overlaps nothing: no temporary */
+    if (!cc_is_array(fill->ty)) {
+        LLVMValueRef x = em_expr(E, fill);
+        return x != NULL ? fill_view(E, v, fill, x) : -1;
+    }
+    Walk w = {.ndim = v->ndim, .target = *v, .visit = store_visit};
+    return run_walk(E, &w, fill);
+}
+
+/* ---- reductions ---- */
+
+typedef struct Reduce {
+    CcReduceOp op;
+    TsKind in;           /* the elements' kind */
+    TsKind acc;          /* the result's */
+    LLVMValueRef slot;   /* the accumulator (argmin/argmax: the index) */
+    LLVMValueRef count;  /* mean: the elements counted */
+    LLVMValueRef flat;   /* the flat C-order index of the element */
+    LLVMValueRef best;   /* argmin/argmax: the best element */
+    LLVMValueRef seen;   /* argmin/argmax: an element was seen; min/max: a NaN was */
+    LLVMValueRef length; /* mean along an axis: the axis's length */
+} Reduce;
+
+static LLVMValueRef
+is_nan(Emit *E, TsKind k, LLVMValueRef x)
+{
+    if (!ts_is_float(k)) {
+        return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    }
+    return LLVMBuildFCmp(E->b, LLVMRealUNO, x, x, "isnan");
+}
+
+/*
+ * min/max: a plain select of the larger (smaller) so that LLVM recognises a
+ * min/max reduction and vectorizes it.  Floats are compared by their order
+ * keys (em_order_key: integer compares raise no flag on a NaN), with the
+ * NaNs kept aside: min/max remember that one was seen (the result is NaN),
+ * nanmin/nanmax skip them (a key that never moved from its start: all NaN).
+ */
+static LLVMValueRef
+minmax_sentinel(Emit *E, const Reduce *r)
+{
+    int max = r->op == R_MAX || r->op == R_NANMAX;
+    TsKind k = r->in;
+    if (ts_is_float(k)) {
+        unsigned bits = (unsigned)ts_bits(k);
+        unsigned long long lo = 1ULL << (bits - 1), hi = lo - 1;
+        return LLVMConstInt(LLVMIntTypeInContext(E->ctx, bits), max ? lo : hi, 0);
+    }
+    if (k == TS_BOOL) {
+        return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), max ? 0 : 1, 0);
+    }
+    unsigned bits = (unsigned)ts_bits(k);
+    unsigned long long all = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
+    unsigned long long smin = 1ULL << (bits - 1), smax = smin - 1;
+    unsigned long long v = ts_is_signed(k) ? (max ? smin : smax) : (max ? 0 : all);
+    return LLVMConstInt(cc_value_type(E->ctx, k), v, 0);
+}
+
+/* any/all: the accumulated truth with x's. */
+static LLVMValueRef
+truth_step(Emit *E, const Reduce *r, LLVMValueRef x, LLVMValueRef acc)
+{
+    LLVMValueRef t = em_truthy(E, x, r->in);
+    return r->op == R_ANY ? LLVMBuildOr(E->b, acc, t, "any") : LLVMBuildAnd(E->b, acc, t, "all");
+}
+
+static LLVMValueRef
+minmax_step(Emit *E, Reduce *r, LLVMValueRef x, LLVMValueRef acc, LLVMValueRef nan)
+{
+    int max = r->op == R_MAX || r->op == R_NANMAX;
+    if (r->in == TS_BOOL) {
+        return max ? LLVMBuildOr(E->b, acc, x, "max") : LLVMBuildAnd(E->b, acc, x, "min");
+    }
+    if (!ts_is_float(r->in)) {
+        LLVMValueRef gt = LLVMBuildICmp(E->b, em_int_pred(max ? OP_GT : OP_LT, ts_is_signed(r->in)),
+                                        x, acc, "better");
+        return LLVMBuildSelect(E->b, gt, x, acc, "best");
+    }
+    LLVMValueRef key = em_order_key(E, x);
+    if (r->op == R_NANMIN || r->op == R_NANMAX) {
+        key = LLVMBuildSelect(E->b, nan, minmax_sentinel(E, r), key, "key");
+    } else {
+        LLVMTypeRef i1 = LLVMInt1TypeInContext(E->ctx);
+        LLVMBuildStore(
+            E->b, LLVMBuildOr(E->b, LLVMBuildLoad2(E->b, i1, r->seen, "nan"), nan, "nan"), r->seen);
+    }
+    LLVMValueRef better = LLVMBuildICmp(E->b, max ? LLVMIntSGT : LLVMIntSLT, key, acc, "better");
+    return LLVMBuildSelect(E->b, better, key, acc, "best");
+}
+
+static int
+reduce_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Reduce *r = w->ctx;
+    LLVMTypeRef acc_t = cc_value_type(E->ctx, r->acc);
+    if ((r->op == R_MIN || r->op == R_MAX || r->op == R_NANMIN || r->op == R_NANMAX)
+        && ts_is_float(r->acc)) {
+        acc_t = LLVMIntTypeInContext(E->ctx, (unsigned)ts_bits(r->acc)); /* order keys */
+    }
+    LLVMValueRef x = em_convert_type(E, value, w->expr->ty, cc_scalar_type(r->in));
+    LLVMValueRef acc = LLVMBuildLoad2(E->b, acc_t, r->slot, "acc");
+    LLVMValueRef nan = is_nan(E, r->in, x), out = NULL;
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMValueRef flat = LLVMBuildLoad2(E->b, i64, r->flat, "k");
+    LLVMBuildStore(E->b, LLVMBuildAdd(E->b, flat, i64c(E, 1), "k"), r->flat);
+    switch (r->op) {
+    case R_SUM:
+    case R_NANSUM:
+    case R_MEAN:
+    case R_NANMEAN:
+    case R_PROD:
+    case R_NANPROD: {
+        int prod = r->op == R_PROD || r->op == R_NANPROD;
+        LLVMValueRef xa = em_convert(E, x, r->in, r->acc);
+        out = em_arith(E, prod ? OP_MUL : OP_ADD, r->acc, acc, xa);
+        if (r->op == R_NANSUM || r->op == R_NANPROD || r->op == R_NANMEAN) {
+            out = LLVMBuildSelect(E->b, nan, acc, out, "skip.nan");
+        }
+        if (r->op == R_MEAN || r->op == R_NANMEAN) {
+            LLVMValueRef c = LLVMBuildLoad2(E->b, i64, r->count, "n");
+            LLVMValueRef c1 = LLVMBuildAdd(E->b, c, i64c(E, 1), "n");
+            if (r->op == R_NANMEAN) {
+                c1 = LLVMBuildSelect(E->b, nan, c, c1, "n");
+            }
+            LLVMBuildStore(E->b, c1, r->count);
+        }
+        break;
+    }
+    case R_ANY:
+    case R_ALL:
+        out = truth_step(E, r, x, acc);
+        break;
+    case R_MIN:
+    case R_MAX:
+    case R_NANMIN:
+    case R_NANMAX:
+        out = minmax_step(E, r, x, acc, nan);
+        break;
+    case R_ARGMIN:
+    case R_ARGMAX: {
+        int max = r->op == R_MAX || r->op == R_NANMAX || r->op == R_ARGMAX;
+        int nanskip = r->op == R_NANMIN || r->op == R_NANMAX;
+        LLVMValueRef best = r->op == R_ARGMIN || r->op == R_ARGMAX
+                                ? LLVMBuildLoad2(E->b, cc_value_type(E->ctx, r->in), r->best, "b")
+                                : acc;
+        LLVMValueRef better;
+        if (ts_is_float(r->in)) {
+            /* quiet: a NaN raises no invalid flag (NumPy's max warns of none) */
+            better = em_quiet_fcmp(E, max ? LLVMRealOGT : LLVMRealOLT, x, best, "better");
+        } else {
+            better = LLVMBuildICmp(E->b, em_int_pred(max ? OP_GT : OP_LT, ts_is_signed(r->in)),
+                                   r->in == TS_BOOL ? LLVMBuildZExt(E->b, x, i64, "") : x,
+                                   r->in == TS_BOOL ? LLVMBuildZExt(E->b, best, i64, "") : best,
+                                   "better");
+        }
+        LLVMValueRef best_nan = is_nan(E, r->in, best);
+        if (nanskip) {
+            /* the first non-NaN wins over the NaN the search starts from */
+            better = LLVMBuildOr(E->b, better, best_nan, "better");
+        } else {
+            /* the first NaN wins, and stays */
+            better = LLVMBuildOr(E->b, better,
+                                 LLVMBuildAnd(E->b, nan, LLVMBuildNot(E->b, best_nan, ""), ""),
+                                 "better");
+        }
+        LLVMValueRef seen = LLVMBuildLoad2(E->b, LLVMInt1TypeInContext(E->ctx), r->seen, "seen");
+        better = LLVMBuildOr(E->b, better, LLVMBuildNot(E->b, seen, ""), "better");
+        LLVMBuildStore(E->b, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 1, 0), r->seen);
+        if (r->op == R_ARGMIN || r->op == R_ARGMAX) {
+            LLVMBuildStore(E->b, LLVMBuildSelect(E->b, better, x, best, "b"), r->best);
+            out = LLVMBuildSelect(E->b, better, flat, acc, "arg");
+        } else {
+            out = LLVMBuildSelect(E->b, better, x, acc, "best");
+        }
+        break;
+    }
+    }
+    LLVMBuildStore(E->b, out, r->slot);
+    return 0;
+}
+
+static LLVMValueRef
+reduce(Emit *E, CcNode *n, const CcBuiltin *b)
+{
+    CcNode *arg = n->args[0];
+    TsKind acc = cc_storage(n->ty);
+    Reduce r = {.op = (CcReduceOp)b->op, .in = cc_storage(arg->ty), .acc = acc};
+    int minmax = r.op == R_MIN || r.op == R_MAX || r.op == R_NANMIN || r.op == R_NANMAX;
+    LLVMTypeRef acc_t = cc_value_type(E->ctx, acc), i64 = i64_type(E);
+    if (minmax && ts_is_float(acc)) {
+        acc_t = LLVMIntTypeInContext(E->ctx, (unsigned)ts_bits(acc)); /* order keys */
+    }
+    r.slot = em_entry_alloca(E, acc_t, "acc");
+    r.count = em_entry_alloca(E, i64, "count");
+    r.flat = em_entry_alloca(E, i64, "flat");
+    r.best = em_entry_alloca(E, cc_value_type(E->ctx, r.in), "best");
+    r.seen = em_entry_alloca(E, LLVMInt1TypeInContext(E->ctx), "seen");
+    LLVMValueRef init;
+    switch (r.op) {
+    case R_PROD:
+    case R_NANPROD:
+        init = em_convert(E, i64c(E, 1), TS_INT64, acc);
+        break;
+    case R_ALL:
+        init = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 1, 0);
+        break;
+    case R_MIN:
+    case R_MAX:
+    case R_NANMIN:
+    case R_NANMAX:
+        init = minmax_sentinel(E, &r);
+        break;
+    default:
+        init = LLVMConstNull(acc_t);
+    }
+    LLVMBuildStore(E->b, init, r.slot);
+    LLVMBuildStore(E->b, i64c(E, 0), r.count);
+    LLVMBuildStore(E->b, i64c(E, 0), r.flat);
+    LLVMBuildStore(E->b, LLVMConstNull(cc_value_type(E->ctx, r.in)), r.best);
+    LLVMBuildStore(E->b, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), r.seen);
+    Walk w = {.ndim = arg->ty->n, .visit = reduce_visit, .ctx = &r};
+    if (run_walk(E, &w, arg) < 0) {
+        return NULL;
+    }
+    LLVMValueRef result = LLVMBuildLoad2(E->b, acc_t, r.slot, "reduced");
+    switch (r.op) {
+    case R_MIN:
+    case R_MAX:
+    case R_NANMIN:
+    case R_NANMAX:
+    case R_ARGMIN:
+    case R_ARGMAX:
+        /* of an empty array: ValueError, as NumPy */
+        em_check(E,
+                 LLVMBuildICmp(E->b, LLVMIntEQ, LLVMBuildLoad2(E->b, i64, r.flat, "n"), i64c(E, 0),
+                               "empty"),
+                 CC_STATUS_VALUE);
+        if (minmax && ts_is_float(acc)) {
+            /* the key back to its float; NaN when one was seen (min/max) or
+             * when every element was one (nanmin/nanmax) */
+            LLVMValueRef nan =
+                r.op == R_MIN || r.op == R_MAX
+                    ? LLVMBuildLoad2(E->b, LLVMInt1TypeInContext(E->ctx), r.seen, "nan")
+                    : LLVMBuildICmp(E->b, LLVMIntEQ, result, minmax_sentinel(E, &r), "all.nan");
+            LLVMValueRef sign = LLVMBuildAShr(
+                E->b, result, LLVMConstInt(acc_t, (unsigned long long)ts_bits(acc) - 1, 0), "s");
+            LLVMValueRef bits = LLVMBuildXor(
+                E->b, result, LLVMBuildLShr(E->b, sign, LLVMConstInt(acc_t, 1, 0), ""), "bits");
+            result = LLVMBuildSelect(E->b, nan, em_real_const(E, acc, __builtin_nan("")),
+                                     LLVMBuildBitCast(E->b, bits, cc_value_type(E->ctx, acc), ""),
+                                     "reduced");
+        }
+        break;
+    case R_MEAN:
+    case R_NANMEAN: {
+        LLVMValueRef c = LLVMBuildLoad2(E->b, i64, r.count, "n");
+        TsKind part = ts_is_complex(acc) ? em_part_kind(acc) : acc;
+        LLVMValueRef cf = LLVMBuildSIToFP(E->b, c, cc_value_type(E->ctx, part), "n.f");
+        if (ts_is_complex(acc)) {
+            result = em_make_complex(E, acc, LLVMBuildFDiv(E->b, em_re_of(E, result), cf, "re"),
+                                     LLVMBuildFDiv(E->b, em_im_of(E, result), cf, "im"));
+        } else {
+            result = LLVMBuildFDiv(E->b, result, cf, "mean");
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return result;
+}
+
+/* ---- reductions along an axis ---- */
+
+/* Combines the element x into the result element at w->target_ptr (the
+ * result seen through a zero stride along the reduced axis). */
+static int
+axis_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Reduce *r = w->ctx;
+    TsKind k = r->acc;
+    LLVMValueRef x = em_convert_type(E, value, w->expr->ty, cc_scalar_type(r->in));
+    LLVMValueRef acc = cc_load(E->b, k, w->target_ptr, "acc"), out;
+    LLVMValueRef nan = is_nan(E, r->in, x);
+    switch (r->op) {
+    case R_ANY:
+    case R_ALL:
+        out = truth_step(E, r, x, acc);
+        break;
+    case R_MIN:
+    case R_MAX:
+    case R_NANMIN:
+    case R_NANMAX: {
+        int max = r->op == R_MAX || r->op == R_NANMAX;
+        if (k == TS_BOOL) {
+            out = max ? LLVMBuildOr(E->b, acc, x, "max") : LLVMBuildAnd(E->b, acc, x, "min");
+            break;
+        }
+        LLVMValueRef better =
+            ts_is_float(k) ? em_quiet_fcmp(E, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "better")
+                           : LLVMBuildICmp(E->b, em_int_pred(max ? OP_GT : OP_LT, ts_is_signed(k)),
+                                           x, acc, "better");
+        LLVMValueRef acc_nan = is_nan(E, k, acc);
+        if (r->op == R_NANMIN || r->op == R_NANMAX) {
+            better = LLVMBuildOr(E->b, better, acc_nan, "better"); /* from the NaN start */
+        } else {
+            better = LLVMBuildAnd(E->b, LLVMBuildOr(E->b, better, nan, ""),
+                                  LLVMBuildNot(E->b, acc_nan, ""), "better"); /* NaN stays */
+        }
+        out = LLVMBuildSelect(E->b, better, x, acc, "best");
+        break;
+    }
+    default: {
+        int prod = r->op == R_PROD || r->op == R_NANPROD;
+        out = em_arith(E, prod ? OP_MUL : OP_ADD, k, acc, em_convert(E, x, r->in, k));
+        if (r->op == R_NANSUM || r->op == R_NANPROD) {
+            out = LLVMBuildSelect(E->b, nan, acc, out, "skip.nan");
+        }
+    }
+    }
+    cc_store(E->b, k, out, w->target_ptr);
+    return 0;
+}
+
+/* mean along an axis: the sums divided by the axis's length. */
+static int
+divide_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Reduce *r = w->ctx;
+    (void)value;
+    TsKind k = r->acc, part = ts_is_complex(k) ? em_part_kind(k) : k;
+    LLVMValueRef d = LLVMBuildSIToFP(E->b, r->length, cc_value_type(E->ctx, part), "n");
+    LLVMValueRef v = cc_load(E->b, k, w->target_ptr, "sum");
+    if (ts_is_complex(k)) {
+        v = em_make_complex(E, k, LLVMBuildFDiv(E->b, em_re_of(E, v), d, "re"),
+                            LLVMBuildFDiv(E->b, em_im_of(E, v), d, "im"));
+    } else {
+        v = LLVMBuildFDiv(E->b, v, d, "mean");
+    }
+    cc_store(E->b, k, v, w->target_ptr);
+    return 0;
+}
+
+/*
+ * np.sum(a, axis=k) ... of an N-d a: the result (the other dimensions) is
+ * allocated and filled with the operation's start (0, 1, -inf/+inf or the
+ * kind's extreme, NaN for nanmin/nanmax), then one walk over a's whole
+ * shape combines each element into the result seen with a zero stride
+ * along k.  An empty axis is ValueError for min/max (no identity).
+ */
+static int
+axis_reduce(Emit *E, CcNode *n, View *v)
+{
+    const CcBuiltin *b = cc_builtin(n->builtin);
+    CcNode *arg = n->args[0];
+    int axis = n->index - 1, ndim = arg->ty->n;
+    Reduce r = {.op = (CcReduceOp)b->op, .in = cc_storage(arg->ty), .acc = n->ty->scalar};
+    Walk w = {.ndim = ndim, .visit = axis_visit, .ctx = &r};
+    if (collect_expr(E, &w, arg) < 0) {
+        return -1;
+    }
+    broadcast(E, &w);
+    LLVMValueRef shape[TS_MAXDIMS];
+    for (int d = 0, j = 0; d < ndim; d++) {
+        if (d != axis) {
+            shape[j++] = w.shape[d];
+        }
+    }
+    if (alloc_array(E, n, r.acc, ndim - 1, shape, v) < 0) {
+        return -1;
+    }
+    TsKind k = r.acc;
+    double inf = __builtin_inf();
+    LLVMValueRef init;
+    switch (r.op) {
+    case R_PROD:
+    case R_NANPROD:
+    case R_ALL:
+        init = em_convert(E, i64c(E, 1), TS_INT64, k);
+        break;
+    case R_MIN:
+    case R_MAX:
+    case R_NANMIN:
+    case R_NANMAX:
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, w.shape[axis], i64c(E, 0), "empty"),
+                 CC_STATUS_VALUE);
+        if (ts_is_float(k)) {
+            int max = r.op == R_MAX || r.op == R_NANMAX;
+            init = em_real_const(E, k,
+                                 r.op == R_NANMIN || r.op == R_NANMAX ? __builtin_nan("")
+                                 : max                                ? -inf
+                                                                      : inf);
+        } else {
+            r.op = r.op == R_NANMIN ? R_MIN : r.op == R_NANMAX ? R_MAX : r.op;
+            init = minmax_sentinel(E, &r);
+        }
+        break;
+    default:
+        init = LLVMConstNull(cc_value_type(E->ctx, k));
+    }
+    CcNode start = {.kind = ND_CONST, .loc = n->loc, .ty = cc_scalar_type(k)};
+    if (fill_view(E, v, &start, init) < 0) {
+        return -1;
+    }
+    /* the result seen along a's whole shape: stride 0 on the axis */
+    View t = {.ndim = ndim, .kind = k, .data = v->data};
+    for (int d = 0, j = 0; d < ndim; d++) {
+        t.shape[d] = w.shape[d];
+        t.stride[d] = d == axis ? i64c(E, 0) : v->stride[j++];
+    }
+    w.target = t;
+    if (run_collected(E, &w) < 0) {
+        return -1;
+    }
+    if (r.op == R_MEAN) {
+        r.length = w.shape[axis];
+        Walk m = {.ndim = v->ndim, .target = *v, .visit = divide_visit, .ctx = &r};
+        return run_collected(E, &m);
+    }
+    return 0;
+}
+
+/* np.ndindex's loop: .ndsize(shape) and .unravel(k, shape). */
+static LLVMValueRef
+shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
+{
+    CcNode *shape = n->args[n->nargs - 1];
+    LLVMValueRef s = em_expr(E, shape), dims[TS_MAXDIMS + 1];
+    if (s == NULL) {
+        return NULL;
+    }
+    int nd = shape->ty->kind == CT_TUPLE ? shape->ty->n : 1;
+    for (int i = 0; i < nd; i++) {
+        dims[i] = shape->ty->kind == CT_TUPLE
+                      ? em_convert(E, LLVMBuildExtractValue(E->b, s, (unsigned)i, "dim"),
+                                   cc_storage(shape->ty->elems[i]), TS_INT64)
+                      : em_convert(E, s, cc_storage(shape->ty), TS_INT64);
+    }
+    if (b->flavor == FL_NDSIZE) {
+        /* a negative dimension is ValueError (NumPy's); in a scalar kernel,
+         * which has no status, it counts as none */
+        LLVMValueRef size = i64c(E, 1);
+        for (int i = 0; i < nd; i++) {
+            LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, dims[i], i64c(E, 0), "neg");
+            em_check(E, neg, CC_STATUS_VALUE);
+            size = LLVMBuildMul(E->b, size, LLVMBuildSelect(E->b, neg, i64c(E, 0), dims[i], "dim"),
+                                "size");
+        }
+        return size;
+    }
+    LLVMValueRef k = em_expr_as(E, n->args[0], TS_INT64);
+    if (k == NULL) {
+        return NULL;
+    }
+    LLVMValueRef t = LLVMGetUndef(em_type_of(E, n->ty));
+    for (int i = nd - 1; i >= 0; i--) {
+        /* the loop only asks for k < size, so every dimension here is > 0 */
+        LLVMValueRef d =
+            LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, dims[i], i64c(E, 1), ""),
+                            i64c(E, 1), dims[i], "d");
+        t = LLVMBuildInsertValue(E->b, t, LLVMBuildURem(E->b, k, d, "idx"), (unsigned)i, "index");
+        k = LLVMBuildUDiv(E->b, k, d, "k");
+    }
+    return t;
+}
+
+LLVMValueRef
+ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    (void)out;
+    if (b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL) {
+        return shape_call(E, n, b);
+    }
+    View v;
+    if (b->flavor == FL_REDUCE && cc_is_array(n->ty)) {
+        return axis_reduce(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+    }
+    if (b->flavor == FL_REDUCE) {
+        return reduce(E, n, b);
+    }
+    return alloc_call(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+}

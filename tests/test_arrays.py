@@ -1,0 +1,534 @@
+"""Arrays in gufunc kernels: views, slices, broadcast assignment, array
+expressions, allocation, iteration and reductions, each checked against the
+kernel run by the interpreter on NumPy arrays (its py_func), over dtypes,
+sizes (0, 1, odd, large), non-contiguous, negative-stride and broadcast
+operands, on every target."""
+import re
+import resource
+import sys
+
+import numpy as np
+import pytest
+
+import numbavec
+from array_kernels import KERNELS, core_dims, signature
+from conftest import HAVE_PTXAS, assemble, kernel_from_source
+from numbavec import cuda, guvectorize
+
+FLOATS = ["float64", "float32"]
+
+
+def make_inputs(layout, kinds, sizes, dtype, rng, nan=False):
+    """Inputs with the core sizes {dim: size}; scalars for () inputs."""
+    ins, _ = core_dims(layout)
+    out = []
+    for dims, k in zip(ins, kinds):
+        shape = tuple(sizes[d] for d in dims)
+        if k == "i":
+            out.append(rng.integers(-1, 6, size=shape).astype(np.int64))
+        elif k == "s":
+            out.append(dtype(rng.integers(1, 5)))
+        else:
+            a = rng.standard_normal(shape).astype(dtype)
+            if nan and a.size > 2:
+                a.flat[rng.integers(0, a.size, size=max(1, a.size // 4))] = np.nan
+            out.append(a)
+    return out
+
+
+def out_shape(layout, sizes):
+    _, outs = core_dims(layout)
+    return tuple(sizes.get(d, int(d) if d.isdigit() else 0) for d in outs[0])
+
+
+def reference(py, inputs, shape, dtype):
+    """py run by the interpreter on copies of inputs: the output, or the
+    exception it raised."""
+    out = np.zeros(shape or (1,), dtype=dtype)  # a () output is written as res[0]
+    args = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
+    try:
+        with np.errstate(all="ignore"):
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                py(*args, out)
+    except Exception as e:  # noqa: BLE001 - the kernel's own exception is the result
+        return e
+    return out.reshape(shape)
+
+
+def check(gu, py, inputs, shape, dtype, layout, out=None):
+    expected = reference(py, inputs, shape, dtype)
+    needs_out = any(d not in {x for dims in core_dims(layout)[0] for x in dims}
+                    and not d.isdigit() for d in core_dims(layout)[1][0])
+    kwargs = {}
+    if needs_out:
+        kwargs["out"] = np.zeros(shape, dtype=dtype)
+    if isinstance(expected, Exception):
+        with pytest.raises(type(expected)):
+            gu(*inputs, **kwargs)
+        return
+    with np.errstate(all="ignore"):
+        got = gu(*inputs, **kwargs)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, equal_nan=True)
+
+
+def body_gufunc(body, sig, layout, target):
+    """The kernel `def k(a, out): <body>` (NumPy imported) and its gufunc."""
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
+    return py, guvectorize([sig], layout, target=target)(py)
+
+
+SIZES_1D = [0, 1, 2, 7, 1000]
+SIZES_2D = [(0, 3), (1, 1), (3, 4), (5, 2), (40, 33)]
+
+
+def size_cases(layout):
+    ins, outs = core_dims(layout)
+    dims = [d for g in ins + outs for d in g if not d.isdigit()]
+    if "m" in dims:
+        return [{"m": m, "n": n, "k": 5} for m, n in SIZES_2D]
+    return [{"n": n, "k": 5} for n in SIZES_1D]
+
+
+@pytest.mark.parametrize("ftype", FLOATS)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_matches_the_interpreter(target, name, ftype):
+    py, layout, kinds, out_kind = KERNELS[name]
+    dtype = np.dtype(ftype).type
+    gu = guvectorize([signature(layout, kinds, out_kind, ftype)], layout, target=target)(py)
+    rng = np.random.default_rng(len(name))
+    for sizes in size_cases(layout):
+        shape = out_shape(layout, sizes)
+        for nan in (False, True):
+            inputs = make_inputs(layout, kinds, sizes, dtype, rng, nan=nan)
+            check(gu, py, inputs, shape, dtype, layout)
+
+
+def strided_views(x, how):
+    """x as a non-contiguous or negative-stride view holding the same values."""
+    if not isinstance(x, np.ndarray) or x.ndim == 0:
+        return x
+    if how == "reversed":
+        big = x[tuple(slice(None, None, -1) for _ in range(x.ndim))].copy()
+        return big[tuple(slice(None, None, -1) for _ in range(x.ndim))]
+    big = np.zeros(tuple(2 * s for s in x.shape), dtype=x.dtype)
+    view = big[tuple(slice(None, None, 2) for _ in range(x.ndim))]
+    view[...] = x
+    return view
+
+
+@pytest.mark.parametrize("how", ["strided", "reversed"])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_on_strided_and_reversed_operands(target, name, how):
+    py, layout, kinds, out_kind = KERNELS[name]
+    gu = guvectorize([signature(layout, kinds, out_kind, "float64")], layout, target=target)(py)
+    rng = np.random.default_rng(7)
+    for sizes in size_cases(layout)[1:4]:
+        shape = out_shape(layout, sizes)
+        inputs = make_inputs(layout, kinds, sizes, np.float64, rng)
+        check(gu, py, [strided_views(x, how) for x in inputs], shape, np.float64, layout)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_over_loop_dimensions(target, name):
+    """A batch of 4 core problems, one operand broadcast along the loop (a zero
+    stride): each result is the interpreter's for its problem."""
+    py, layout, kinds, out_kind = KERNELS[name]
+    gu = guvectorize([signature(layout, kinds, out_kind, "float64")], layout, target=target)(py)
+    rng = np.random.default_rng(11)
+    sizes = size_cases(layout)[2]
+    shape = out_shape(layout, sizes)
+    batch = [make_inputs(layout, kinds, sizes, np.float64, rng) for _ in range(4)]
+    stacked = [np.stack([b[k] for b in batch]) for k in range(len(kinds))]
+    stacked[0] = stacked[0][:1]  # broadcast along the loop dimension
+    for b in batch:
+        b[0] = batch[0][0]
+    expected = [reference(py, b, shape, np.float64) for b in batch]
+    if any(isinstance(e, Exception) for e in expected):
+        with pytest.raises(type(next(e for e in expected if isinstance(e, Exception)))):
+            gu(*stacked, out=np.zeros((4,) + shape))
+        return
+    got = gu(*stacked, out=np.zeros((4,) + shape))
+    np.testing.assert_allclose(got, np.stack(expected), rtol=1e-10, atol=1e-10, equal_nan=True)
+
+
+# ---- views and indexing, one construct at a time ----
+
+VIEW_CASES = [
+    "out[:] = a[::-1]",
+    "out[:] = a[1:3].sum() + a[-2:].sum() + a[:-1:2].sum()",
+    "out[:] = a[5:1:-1].sum() + a[-1:-6:-2].sum() + a[100:].sum() + a[:-100].sum()",
+    "out[...] = a",
+    "out[:] = a[None, :][0]",
+    "out[:] = a[..., None][:, 0]",
+    "out[:] = a[np.newaxis][0]",
+    "out[1:] = a[:-1]\n    out[0] = -1",
+    "out[:-1] = a[1:]\n    out[-1] = -1",
+    "out[:] = a\n    out[1:] = out[:-1]",
+    "out[:] = a\n    out[:-1] = out[1:]",
+    "out[:] = a\n    out[::-1] = out",
+    "out[:] = 0\n    out[::3] = 7",
+    "out[:] = a.T",
+    "out[:] = len(a) + a.size + a.ndim + a.shape[0] + a.itemsize",
+    "out[:] = a\n    out += a\n    out -= 1\n    out *= a\n    out /= 2",
+    "b = a\n    b = a[::-1]\n    out[:] = b",
+    "out[:] = a * 2\n    out[::2] += a[::2]",
+    "out[:] = (a > 0) & (a < 1)",
+    "out[:] = -a + (+a) * abs(a)",
+    "out[:] = np.minimum(a, 0.5) + np.maximum(a, -0.5)",
+    "out[:] = np.float32(a) * 2",
+    "out[:] = a ** 2",
+    "out[:] = np.where(a > 0, a, 0.5 * a)",
+    "out[:] = np.where(a > 0, 1, 0) + np.where(a[::-1] < 0, a, 2)",
+    "out[0] = np.where(a.sum() > 0, 1.5, -1)\n    out[1:] = np.where(np.isnan(a[1:]), 0, a[:-1])",
+]
+
+
+@pytest.mark.parametrize("body", VIEW_CASES)
+def test_views_match_the_interpreter(target, body):
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 5, 8, 101):
+        a = rng.standard_normal(n)
+        check(gu, py, [a], (n,), np.float64, "(n)->(n)")
+
+
+ND_CASES = [
+    "out[:] = a[1]",
+    "out[:] = a[-1, ::-1]",
+    "out[:] = a[:, 0]",
+    "out[...] = a[0, ...]",
+    "out[:] = a.T[0]",
+    "out[:] = a[::2].sum() + 0 * a[0]",
+    "out[:] = 0\n    for row in a:\n        out += row",
+    "out[:] = 1\n    for row in a[::-1]:\n        out[:] = out * 2 + row",
+    "out[:] = a.sum() + a.max() + a.min() + a.mean() + a[1:, 1:].sum()",
+    "out[:] = a[0] + a[1]\n    out[:] = out - a[:1].sum()",
+    "t = a[1:]\n    t = t[::-1]\n    out[:] = t[0]",
+]
+
+
+@pytest.mark.parametrize("body", ND_CASES)
+def test_2d_views_match_the_interpreter(target, body):
+    py, gu = body_gufunc(body, "void(float64[:, :], float64[:])", "(n,n)->(n)", target)
+    rng = np.random.default_rng(5)
+    for n in (2, 3, 9):
+        a = rng.standard_normal((n, n))
+        check(gu, py, [a], (n,), np.float64, "(n,n)->(n)")
+        check(gu, py, [a.T], (n,), np.float64, "(n,n)->(n)")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32", "complex128"])
+def test_reductions_keep_numpys_types(target, dtype):
+    complex_ = np.dtype(dtype).kind == "c"
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, s, p, mn, mx, me, an, al):\n"
+        "    s[0] = a.sum()\n    p[0] = np.prod(a[:3])\n"
+        + ("    mn[0] = 0\n    mx[0] = 0\n" if complex_ else
+           "    mn[0] = a.min()\n    mx[0] = a.max()\n")
+        + "    me[0] = a.mean()\n    an[0] = a.any()\n    al[0] = a.all()\n")
+    a = (np.arange(1, 12) % 5).astype(dtype)
+    t = np.dtype(dtype)
+    total, mean = np.sum(a), np.mean(a)
+    sig = (f"void({t.name}[:], {total.dtype.name}[:], {total.dtype.name}[:], {t.name}[:], "
+           f"{t.name}[:], {mean.dtype.name}[:], bool[:], bool[:])")
+    gu = guvectorize([sig], "(n)->(),(),(),(),(),(),()", target=target)(py)
+    got = gu(a)
+    expected = [total, np.prod(a[:3]), 0 if complex_ else a.min(), 0 if complex_ else a.max(),
+                mean, a.any(), a.all()]
+    for i, (g, e) in enumerate(zip(got, expected)):
+        if not (complex_ and i in (2, 3)):
+            assert g.dtype == np.asarray(e).dtype, (i, g.dtype, np.asarray(e).dtype)
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+def test_nan_reductions_follow_numpy(target):
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, out):\n"
+        "    out[0] = a.max()\n    out[1] = a.min()\n    out[2] = np.nanmax(a)\n"
+        "    out[3] = np.nanmin(a)\n    out[4] = np.argmax(a)\n    out[5] = a.argmin()\n"
+        "    out[6] = np.nansum(a)\n    out[7] = np.nanprod(a[:4])\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(8)", target=target)(py)
+    for a in ([1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, 1.0, 5.0], [2.0, 7.0, -1.0, 7.0],
+              [np.nan] * 4, [-0.0, 0.0, 5.0, 5.0]):
+        a = np.array(a)
+        check(gu, py, [a], (8,), np.float64, "(n)->(8)")
+
+
+AXIS_CASES = [
+    "out[:] = a.sum(axis=0)",
+    "out[:] = np.sum(a, 1)",
+    "out[:] = a.max(axis=-1) + a.min(axis=0)",
+    "out[:] = np.nanmax(a, axis=0) - np.nanmin(a, axis=1)",
+    "out[:] = a.mean(axis=0) * a.prod(axis=1)",
+    "out[:] = (a > 0).any(axis=0) + (a > -1).all(axis=1)",
+    "out[:] = np.nansum(a[::-1, ::2].T, axis=1)[:1].sum() + a[:, 0]",
+    "out[:] = (a - a.mean(axis=0)).sum(axis=1)",
+    "out[:] = np.sum(a * a, axis=0) + a.sum(axis=None)",
+    "out[:] = a[0].sum(axis=0) + a[:, :].max(axis=-2)",
+]
+
+
+@pytest.mark.parametrize("body", AXIS_CASES)
+def test_reductions_along_an_axis(target, body):
+    py, gu = body_gufunc(body, "void(float64[:, :], float64[:])", "(n,n)->(n)", target)
+    rng = np.random.default_rng(9)
+    for n in (1, 2, 5):
+        a = rng.standard_normal((n, n))
+        if n > 2:
+            a[1, 2] = np.nan
+        check(gu, py, [a], (n,), np.float64, "(n,n)->(n)")
+        check(gu, py, [np.ascontiguousarray(a.T)], (n,), np.float64, "(n,n)->(n)")
+
+
+def test_reductions_along_an_axis_of_3d_arrays(target):
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, o0, o1, o2):\n"
+        "    o0[:, :] = a.sum(axis=0)\n    o1[:, :] = a.max(axis=1)\n"
+        "    o2[:, :] = np.mean(a, axis=2)\n")
+    gu = guvectorize(["void(int32[:, :, :], int64[:, :], int32[:, :], float64[:, :])"],
+                     "(p,q,r)->(q,r),(p,r),(p,q)", target=target)(py)
+    a = np.random.default_rng(2).integers(-50, 50, size=(3, 4, 5)).astype(np.int32)
+    r0, r1, r2 = gu(a)
+    np.testing.assert_array_equal(r0, a.sum(axis=0))
+    np.testing.assert_array_equal(r1, a.max(axis=1))
+    np.testing.assert_allclose(r2, a.mean(axis=2))
+
+
+NDINDEX_CASES = [
+    "for idx in np.ndindex(a.shape):\n        out[idx[1]] += a[idx] * (idx[0] + 1)",
+    "for i, j in np.ndindex(a.shape[0], a.shape[1]):\n        out[j] += a[i, j]",
+    "for idx in np.ndindex(a.shape):\n        if a[idx] > 0:\n            out[idx[0]] = a[idx]\n"
+    "            break\n    else:\n        out[0] = -1",
+    "for (k,) in np.ndindex(len(a)):\n        out[k] = k",
+    "for idx in np.ndindex((a.shape[0] - 10, 2)):\n        out[0] = 99",
+    "for idx in np.ndindex(()):\n        out[0] += 1",
+]
+
+
+@pytest.mark.parametrize("body", NDINDEX_CASES)
+def test_ndindex_loops(target, body):
+    py = kernel_from_source(
+        f"import numpy as np\ndef k(a, out):\n    out[:] = 0\n    {body}\n")
+    gu = guvectorize(["void(float64[:, :], float64[:])"], "(n,n)->(n)", target=target)(py)
+    rng = np.random.default_rng(4)
+    for n in (1, 3, 6):
+        check(gu, py, [rng.standard_normal((n, n))], (n,), np.float64, "(n,n)->(n)")
+
+
+# ---- errors ----
+
+@pytest.mark.parametrize("body, error, match", [
+    ("out[:] = a[:2]", ValueError, "broadcast"),
+    ("out[:2] = a", ValueError, "broadcast"),
+    ("out[0] = a[len(a)]", IndexError, "out of bounds"),
+    ("out[0] = a.max()\n    out[0] = a[:0].max()", ValueError, "empty|zero-size"),
+    ("out[0] = a[:0].argmin()", ValueError, "empty|zero-size"),
+    ("t = np.zeros(len(a) - 10)\n    out[0] = t.sum()", ValueError, "negative"),
+    ("t = np.empty(1 << 62)\n    out[0] = t[0]", MemoryError, None),
+    ("t = np.empty((1 << 40, 1 << 40))\n    out[0] = 1", MemoryError, None),
+    ("s = len(a) - len(a)\n    out[0] = a[::s].sum()", ValueError, "step"),
+])
+def test_runtime_errors(target, body, error, match):
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->()", target)
+    with pytest.raises(error, match=match):
+        gu(np.arange(5.0))
+
+
+@pytest.mark.parametrize("body, match", [
+    ("if a:\n        out[0] = 1", "truth value of an array is ambiguous"),
+    ("out[0] = 1 if a else 0", "truth value of an array is ambiguous"),
+    ("out[:] = a and a", "truth values"),
+    ("out[:] = math.exp(a)", "takes scalars, not arrays"),
+    ("out[0] = a", "cannot store an array into one element"),
+    ("out[:] = np.ones((2, 2))", "2-d array into a 1-d view"),
+    ("out[:] = a[0, 0]", "too many indices"),
+    ("out[:] = a[..., ...]", "single ellipsis"),
+    ("out[:] = a[1.5:]", "slice bounds must be integers"),
+    ("out[0] = a.sum(axis=1)", "axis 1 is out of bounds"),
+    ("out[0] = a.argmax(axis=0)", "with an axis is not supported yet"),
+    ("out[0] = a.sum(axis=len(a))", "must be an integer constant"),
+    ("out[0] = a.sum(keepdims=True)", "only axis="),
+    ("out[:] = np.zeros(3, dtype=np.str_)", "not a dtype a kernel supports"),
+    ("out[:] = np.zeros(3, order='F')", "no keyword argument 'order'"),
+    ("out[:] = a.reshape(3)", "the method .reshape"),
+    ("out[:] = np.cumsum(a)", "not supported yet"),
+    ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),
+    ("out[0] = 0 < a < 1", "chained comparison of arrays"),
+    ("for x, y in enumerate(a, 0, 1):\n        pass", "enumerate"),
+    ("for x, y in zip(a):\n        pass", "unpack zip"),
+])
+def test_typing_errors(target, body, match):
+    py = kernel_from_source(f"import math\nimport numpy as np\ndef k(a, out):\n    {body}\n")
+    with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)
+
+
+def test_vectorize_kernels_cannot_allocate(target):
+    py = kernel_from_source("import numpy as np\ndef k(x):\n    return np.zeros(3).sum() + x\n")
+    with pytest.raises(numbavec.TypingError, match="only a guvectorize kernel"):
+        numbavec.vectorize(["float64(float64)"], target=target)(py)
+
+
+def test_boundscheck_false_removes_the_check(target):
+    py = kernel_from_source("def k(a, out):\n    out[0] = a[1:3].sum()\n    out[1] = a[-1]\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(2)", target=target,
+                     boundscheck=False)(py)
+    np.testing.assert_array_equal(gu(np.arange(5.0)), [3.0, 4.0])
+
+
+# ---- writes through views reach the caller ----
+
+def test_a_write_through_a_view_marks_the_input_written(target):
+    """x is written through v (a view in a variable): NumPy must then treat
+    it as read-write, and a cast copy of it is written back."""
+    py = kernel_from_source("def k(x, out):\n    v = x[1:]\n    v[0] = 5\n    out[0] = 1\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    x = np.zeros(4, dtype=np.float32)  # cast to float64: copied in and back
+    gu(x)
+    assert x[1] == 5
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError):
+        gu(ro)
+
+
+def test_an_augmented_assignment_of_an_input_writes_it(target):
+    py = kernel_from_source("def k(x, out):\n    x += 1\n    out[0] = x.sum()\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    x = np.zeros(3, dtype=np.float32)
+    assert gu(x) == 3.0
+    np.testing.assert_array_equal(x, [1, 1, 1])
+
+
+def test_a_scalar_updated_from_an_input_does_not_write_it(target):
+    py = kernel_from_source(
+        "def k(x, out):\n    s = x[0]\n    for i in range(1, len(x)):\n        s += x[i]\n"
+        "    out[0] = s\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    assert gu(ro) == 6.0
+
+
+# ---- memory ----
+
+def test_allocations_are_freed_after_each_call(target):
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, out):\n    t = np.empty(len(a) * 64)\n    u = a.copy()\n"
+        "    t[:len(a)] = u\n    out[0] = t[:len(a)].sum()\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    a = np.ones((64, 1024))
+    gu(a)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(300):  # 300 calls x 64 rows x 512 KiB each if nothing were freed
+        np.testing.assert_array_equal(gu(a), 1024.0)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 200 * 1024, grown_kib
+
+
+def test_parallel_allocations_agree_with_serial(forced):
+    py = KERNELS["copy_and_update"][0]
+    sig = ["void(float64[:], float64[:])"]
+    serial = guvectorize(sig, "(n)->(n)", target="cpu")(py)
+    par = guvectorize(sig, "(n)->(n)", target="parallel")(py)
+    a = np.random.default_rng(1).standard_normal((5000, 17))
+    np.testing.assert_array_equal(par(a), serial(a))
+
+
+# ---- cuda: views compile, allocation is refused ----
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
+@pytest.mark.parametrize("name", ["affine", "reverse", "shift_right", "column_sums", "transpose",
+                                  "reductions", "outer_difference"])
+def test_cuda_views_assemble(name, tmp_path):
+    py, layout, kinds, out_kind = KERNELS[name]
+    gu = guvectorize([signature(layout, kinds, out_kind, "float32")], layout,
+                     target="cuda")(py)
+    ptx = gu.inspect_ptx()
+    ptx = next(iter(ptx.values())) if isinstance(ptx, dict) else ptx
+    assemble(ptx, re.search(r"\.target\s+(sm_\d+)", ptx).group(1), tmp_path)
+
+
+def test_cuda_refuses_allocation():
+    with pytest.raises(numbavec.TypingError, match="cannot be allocated in a cuda kernel"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target="cuda")(
+            KERNELS["squares_sum"][0])
+
+
+def test_nans_raise_no_invalid_flag(target):
+    """Comparisons with a quiet NaN (max, argmax, a > 0) raise no 'invalid'
+    flag, as NumPy's own do: no RuntimeWarning under np.errstate(invalid='raise')."""
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, out):\n    out[0] = a.max()\n    out[1] = np.nanmin(a)\n"
+        "    out[2] = a.argmax()\n    out[3] = (a > 0).sum()\n    out[4] = np.minimum(a, 0).min()\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(5)", target=target)(py)
+    a = np.random.default_rng(0).standard_normal((50, 64))
+    a[::3, 5] = np.nan
+    with np.errstate(invalid="raise"):
+        got = gu(a)
+    np.testing.assert_array_equal(got[:, 0], np.max(a, axis=1))
+    np.testing.assert_array_equal(got[:, 1], np.nanmin(a, axis=1))
+    np.testing.assert_array_equal(got[:, 2], np.argmax(a, axis=1))
+    np.testing.assert_array_equal(got[:, 3], (a > 0).sum(axis=1))
+
+
+# ---- helpers that take and return arrays ----
+
+def test_device_functions_take_and_return_arrays(target):
+    center = numbavec.jit(kernel_from_source("def center(x):\n    return x - x.mean()\n",
+                                             "center"))
+    fill = numbavec.jit(kernel_from_source(
+        "def fill(x, v):\n    if v < 0:\n        return\n    x[:] = v\n", "fill"))
+
+    def k(a, out):
+        fill(out, -1.0)  # returns early: out keeps its zeros
+        fill(out[::2], 7.0)  # called for its effect (returns None)
+        out[1::2] = center(a)[1::2]
+
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(k)
+    a = np.arange(6.0)
+    expected = np.zeros(6)
+    expected[::2] = 7.0
+    expected[1::2] = (a - a.mean())[1::2]
+    np.testing.assert_array_equal(gu(a, out=np.zeros(6)), expected)
+
+
+def test_a_device_function_without_a_value_cannot_be_used_as_one(target):
+    noop = numbavec.jit(kernel_from_source("def noop(x):\n    x[0] = 1\n", "noop"))
+
+    def k(a, out):
+        out[0] = noop(a)
+
+    with pytest.raises(numbavec.TypingError, match="never returns a value, and its value is used"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "uint8"])
+def test_dtype_type_casts_to_the_element_kind(target, dtype):
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, out):\n    z = a.dtype.type(3.75)\n    out[:] = a + z\n"
+        "    t = np.zeros(2, dtype=out.dtype)\n    out[0] = t.sum() + out.dtype.type(1)\n")
+    sig = f"void({dtype}[:], {dtype}[:])"
+    gu = guvectorize([sig], "(n)->(n)", target=target)(py)
+    a = np.arange(5).astype(dtype)
+    check(gu, py, [a], (5,), np.dtype(dtype).type, "(n)->(n)")
+    assert gu(a).dtype == np.dtype(dtype)
+
+
+def test_scalar_kernels_take_ndindex_and_reductions_of_scalars(target):
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def f(x):\n    s = 0.0\n    for i, j in np.ndindex(2, 3):\n        s += i * j\n"
+        "    return np.max(x) + np.sum(x) + s + np.mean(x)\n", "f")
+    u = numbavec.vectorize(["float64(float64)"], target=target)(py)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(u(x), [py(v) for v in x])
