@@ -808,6 +808,19 @@ collect_expr(Emit *E, Walk *w, CcNode *expr)
 static int
 run_collected(Emit *E, Walk *w)
 {
+    int arrays = 0, full = 1;
+    for (int i = 0; i < w->nleaves; i++) {
+        if (cc_is_array(w->leaves[i].ty)) {
+            arrays++;
+            full &= w->leaves[i].v.ndim == w->ndim;
+        }
+    }
+    if (w->target.data == NULL && arrays <= 1 && full) {
+        /* one array of the walk's rank and no target (a reduction, a copy
+         * made): its shape is the walk's, nothing can be broadcast */
+        broadcast(E, w);
+        return emit_loop(E, w, 0);
+    }
     broadcast(E, w);
     LLVMBasicBlockRef exact = em_new_block(E, "ew.exact"), general = em_new_block(E, "ew.bcast");
     LLVMBasicBlockRef done = em_new_block(E, "ew.end");
