@@ -45,7 +45,7 @@ def operand(r, depth):
 
 
 def statement(r):
-    kind = r.randrange(4)
+    kind = r.randrange(6)
     if kind == 0:
         return f"out[{rand_slice(r)}] = {operand(r, 0)}"
     if kind == 1:
@@ -53,7 +53,14 @@ def statement(r):
         return f"out[{r.randrange(-3, 3)}] = np.{red}({operand(r, 1)} + a[0] * 0)"
     if kind == 2:
         return f"out[{rand_slice(r)}] += {operand(r, 1)}"
-    return f"t = {r.choice(['a', 'b'])}[{rand_slice(r)}]\n    out[:len(t)] = t * 2"
+    if kind == 3:
+        return f"t = {r.choice(['a', 'b'])}[{rand_slice(r)}]\n    out[:len(t)] = t * 2"
+    # masks of out's shape: a or b against a number
+    mask = f"({r.choice(['a', 'b'])} * {r.choice(['1', '-2'])} > {r.choice(['0', '0.5'])})"
+    if kind == 4:
+        return f"out[{mask}] = np.sum({operand(r, 3)})"
+    red = r.choice(["sum", "max", "mean"])
+    return f"out[{r.randrange(-2, 2)}] = np.{red}({r.choice(['a', 'b'])}[{mask}])"
 
 
 def program(seed):

@@ -321,6 +321,35 @@ def test_ndindex_loops(target, body):
         check(gu, py, [rng.standard_normal((n, n))], (n,), np.float64, "(n,n)->(n)")
 
 
+MASK_CASES = [
+    "out[:] = a\n    out[out < 0] = 0",
+    "out[:] = a\n    out[np.isnan(a)] = -1\n    out[~(a > 0.5)] = 2",
+    "out[:] = 0\n    x = a[a > 0]\n    out[:len(x)] = x",
+    "out[:] = a[a > 0].sum() + a[a < 0].size + np.nanmax(a[a == a]) * 0",
+    "out[:] = a\n    seen = a > 1\n    out[~seen] = np.nan",
+]
+
+
+@pytest.mark.parametrize("body", MASK_CASES)
+def test_boolean_masks(target, body):
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    rng = np.random.default_rng(8)
+    for n in (0, 1, 6, 33):
+        a = rng.standard_normal(n)
+        if n > 3:
+            a[2] = np.nan
+        check(gu, py, [a], (n,), np.float64, "(n)->(n)")
+        check(gu, py, [a[::-1]], (n,), np.float64, "(n)->(n)")
+
+
+def test_boolean_masks_of_2d_arrays(target):
+    py, gu = body_gufunc("out[:, :] = a\n    out[a > 0] = 0\n    out[0, 0] = a[a < 0].sum()",
+                         "void(float64[:, :], float64[:, :])", "(m,n)->(m,n)", target)
+    a = np.random.default_rng(3).standard_normal((4, 5))
+    check(gu, py, [a], (4, 5), np.float64, "(m,n)->(m,n)")
+    check(gu, py, [a.T], (5, 4), np.float64, "(m,n)->(m,n)")
+
+
 # ---- errors ----
 
 @pytest.mark.parametrize("body, error, match", [
@@ -357,6 +386,8 @@ def test_runtime_errors(target, body, error, match):
     ("out[:] = np.zeros(3, dtype=np.str_)", "not a dtype a kernel supports"),
     ("out[:] = np.zeros(3, order='F')", "no keyword argument 'order'"),
     ("out[:] = a.reshape(3)", "the method .reshape"),
+    ("out[a > 0] = a", "through a boolean mask is not supported yet"),
+    ("out[:] = a[a[None, :] > 0]", "boolean index of 2 dimension"),
     ("out[:] = np.cumsum(a)", "not supported yet"),
     ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),
     ("out[0] = 0 < a < 1", "chained comparison of arrays"),
@@ -532,3 +563,55 @@ def test_scalar_kernels_take_ndindex_and_reductions_of_scalars(target):
     u = numbavec.vectorize(["float64(float64)"], target=target)(py)
     x = np.arange(4.0)
     np.testing.assert_array_equal(u(x), [py(v) for v in x])
+
+
+# ---- NumPy's ufuncs called in kernels are their operators ----
+
+UFUNC_OPERATORS = ["add", "subtract", "multiply", "divide", "true_divide", "floor_divide",
+                   "remainder", "mod", "equal", "not_equal", "less", "less_equal", "greater",
+                   "greater_equal"]
+INT_OPERATORS = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+@pytest.mark.parametrize("name", UFUNC_OPERATORS + INT_OPERATORS)
+def test_numpy_ufuncs_on_scalars_match_numpy(target, name, dtype):
+    if name in INT_OPERATORS and dtype == "float64":
+        pytest.skip("integer operator")
+    ref = getattr(np, name)
+    py = kernel_from_source(f"import numpy as np\ndef f(x, y):\n    return np.{name}(x, y)\n", "f")
+    x = np.array([7, -3, 12, 5, 0, 9], dtype=dtype)
+    y = np.array([2, 5, 3, -4, 1, 3], dtype=dtype)
+    if name in ("left_shift", "right_shift"):
+        y = np.abs(y)
+    expected = ref(x, y)
+    u = numbavec.vectorize([f"{expected.dtype.name}({dtype}, {dtype})"], target=target)(py)
+    np.testing.assert_array_equal(u(x, y), expected)
+
+
+@pytest.mark.parametrize("name", ["negative", "positive", "invert", "bitwise_not"])
+def test_numpy_unary_ufuncs_on_scalars_match_numpy(target, name):
+    py = kernel_from_source(f"import numpy as np\ndef f(x):\n    return np.{name}(x)\n", "f")
+    x = np.array([7, -3, 0, 2**31 - 1], dtype=np.int32)
+    u = numbavec.vectorize(["int32(int32)"], target=target)(py)
+    np.testing.assert_array_equal(u(x), getattr(np, name)(x))
+
+
+def test_numpy_ufuncs_and_clip_on_arrays(target):
+    py, gu = body_gufunc(
+        "out[:] = np.clip(np.add(a, 1), 0, 2) + np.greater(a, 0) - np.clip(a, a[0], 0.5)",
+        "void(float64[:], float64[:])", "(n)->(n)", target)
+    for a in ([-2.0, 0.3, 5.0, np.nan], [np.nan, 1.0, 2.0], [0.1]):
+        a = np.array(a)
+        check(gu, py, [a], a.shape, np.float64, "(n)->(n)")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "float32"])
+def test_clip_matches_numpy(target, dtype):
+    py = kernel_from_source("import numpy as np\ndef f(x, lo, hi):\n    return np.clip(x, lo, hi)\n",
+                            "f")
+    u = numbavec.vectorize([f"{dtype}({dtype}, {dtype}, {dtype})"], target=target)(py)
+    x = np.array([0, 3, 9, 200, 5], dtype=dtype)
+    lo = np.array([1, 1, 1, 10, 6], dtype=dtype)
+    hi = np.array([4, 2, 8, 100, 7], dtype=dtype)
+    np.testing.assert_array_equal(u(x, lo, hi), np.clip(x, lo, hi))

@@ -140,6 +140,35 @@ static const CcBuiltin builtins[] = {
     {"numpy.absolute", FL_ABS, M_NONE, 1, 1},
     {"numpy.sign", FL_NP_SIGN, M_NONE, 1, 1},
     {"numpy.where", FL_WHERE, M_NONE, 3, 3},
+    {"numpy.clip", FL_CLIP, M_NONE, 3, 3},
+#define OPERATOR(name, op, n)                                                                      \
+    {                                                                                              \
+        "numpy." name, FL_OPERATOR, op, n, n                                                       \
+    }
+    OPERATOR("add", OP_ADD, 2),
+    OPERATOR("subtract", OP_SUB, 2),
+    OPERATOR("multiply", OP_MUL, 2),
+    OPERATOR("divide", OP_DIV, 2),
+    OPERATOR("true_divide", OP_DIV, 2),
+    OPERATOR("floor_divide", OP_FLOORDIV, 2),
+    OPERATOR("remainder", OP_MOD, 2),
+    OPERATOR("mod", OP_MOD, 2),
+    OPERATOR("bitwise_and", OP_BITAND, 2),
+    OPERATOR("bitwise_or", OP_BITOR, 2),
+    OPERATOR("bitwise_xor", OP_BITXOR, 2),
+    OPERATOR("left_shift", OP_LSHIFT, 2),
+    OPERATOR("right_shift", OP_RSHIFT, 2),
+    OPERATOR("negative", OP_NEG, 1),
+    OPERATOR("positive", OP_POS, 1),
+    OPERATOR("invert", OP_INVERT, 1),
+    OPERATOR("bitwise_not", OP_INVERT, 1),
+    OPERATOR("equal", OP_EQ, 2),
+    OPERATOR("not_equal", OP_NE, 2),
+    OPERATOR("less", OP_LT, 2),
+    OPERATOR("less_equal", OP_LE, 2),
+    OPERATOR("greater", OP_GT, 2),
+    OPERATOR("greater_equal", OP_GE, 2),
+#undef OPERATOR
 #define CMATH(name, op, n)                                                                         \
     {                                                                                              \
         "cmath." name, FL_CMATH, op, n, n                                                          \
@@ -370,6 +399,9 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_ROUND]     = {ti_round,     ec_round,     FIT_RESULT},
     [FL_NP_SIGN]   = {ti_np_sign,   ec_sign,      FIT_RESULT},
     [FL_WHERE]     = {ti_where,     ec_where,     FIT_RESULT},
+    [FL_CLIP]      = {ti_minmax,    ec_clip,      FIT_RESULT},
+    /* lower.c makes these calls operators: their rows are never used */
+    [FL_OPERATOR]  = {ti_same,      ec_convert,   FIT_RESULT},
     [FL_ALLOC]     = {ti_array_call, ec_array_call, FIT_RESULT},
     [FL_LIKE]      = {ti_array_call, ec_array_call, FIT_RESULT},
     [FL_REDUCE]    = {ti_array_call, ec_array_call, FIT_RESULT},

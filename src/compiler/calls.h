@@ -78,6 +78,7 @@ LLVMValueRef ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_np_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_math(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_where(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_clip(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 /* emitarray.c: np.zeros(...), np.sum(a) ... */
 LLVMValueRef ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 

@@ -308,16 +308,18 @@ typedef enum CcFlavor {
     FL_NP_MINMAX, /* np.minimum/np.maximum: NaN-propagating */
     FL_REAL,
     FL_IMAG,
-    FL_CONJ,    /* x.real, x.imag, x.conjugate() */
-    FL_CMATH,   /* cmath.f: complex in; out by op */
-    FL_ROUND,   /* round(x[, n]) */
-    FL_NP_SIGN, /* np.sign: the argument's kind */
-    FL_WHERE,   /* np.where(cond, x, y): elementwise choice, both computed */
-    FL_ALLOC,   /* np.empty/zeros/ones/full(shape[, fill], dtype=): op is a CcAllocOp */
-    FL_LIKE,    /* np.empty_like ... (a[, fill], dtype=), a.copy(): op is a CcAllocOp */
-    FL_REDUCE,  /* np.sum(a), a.max() ...: op is a CcReduceOp */
-    FL_NDSIZE,  /* np.ndindex's loop: the product of a shape (a tuple or an int) */
-    FL_UNRAVEL, /* np.ndindex's loop: the index tuple of a flat index in a shape */
+    FL_CONJ,     /* x.real, x.imag, x.conjugate() */
+    FL_CMATH,    /* cmath.f: complex in; out by op */
+    FL_ROUND,    /* round(x[, n]) */
+    FL_NP_SIGN,  /* np.sign: the argument's kind */
+    FL_WHERE,    /* np.where(cond, x, y): elementwise choice, both computed */
+    FL_OPERATOR, /* np.add, np.less ...: lowered to the operator (op is the CcOp) */
+    FL_CLIP,     /* np.clip(x, lo, hi): min(max(x, lo), hi) in the promotion's kind */
+    FL_ALLOC,    /* np.empty/zeros/ones/full(shape[, fill], dtype=): op is a CcAllocOp */
+    FL_LIKE,     /* np.empty_like ... (a[, fill], dtype=), a.copy(): op is a CcAllocOp */
+    FL_REDUCE,   /* np.sum(a), a.max() ...: op is a CcReduceOp */
+    FL_NDSIZE,   /* np.ndindex's loop: the product of a shape (a tuple or an int) */
+    FL_UNRAVEL,  /* np.ndindex's loop: the index tuple of a flat index in a shape */
     FL_COUNT
 } CcFlavor;
 

@@ -451,10 +451,23 @@ is_elementwise_node(const CcNode *n)
     }
 }
 
+static int mask_read(Emit *E, CcNode *n, View *v);
+
+/* a[mask], mask a boolean array. */
+static int
+is_mask_index(const CcNode *n)
+{
+    return n->kind == ND_INDEX && n->nargs == 1 && cc_is_array(n->args[0]->ty)
+           && n->args[0]->ty->scalar == TS_BOOL;
+}
+
 /* The view an array-typed node evaluates to. */
 static int
 view_of(Emit *E, CcNode *n, View *v)
 {
+    if (is_mask_index(n)) {
+        return mask_read(E, n, v);
+    }
     if (n->kind == ND_INDEX) {
         int element;
         return index_view(E, n, v, &element);
@@ -1029,9 +1042,15 @@ may_fail_otherwise(const CcNode *n)
  * address: a check of out[i] before out[i - 1] is read lets LLVM prove the
  * second and forward stored values across iterations (a moving average).
  */
+static int mask_write(Emit *E, CcNode *n, LLVMValueRef value);
+
 int
 em_setitem_view(Emit *E, CcNode *n)
 {
+    if (is_mask_index(n->lhs)) {
+        LLVMValueRef v = em_expr(E, n->rhs); /* a scalar (typeinfer) */
+        return v != NULL ? mask_write(E, n, v) : -1;
+    }
     View target;
     int element = 0;
     Walk w = {.visit = store_visit};
@@ -1375,6 +1394,91 @@ reduce(Emit *E, CcNode *n, const CcBuiltin *b)
         break;
     }
     return result;
+}
+
+/* ---- boolean masks ---- */
+
+typedef struct Masked {
+    View out;           /* a[mask]: the array filled */
+    LLVMValueRef count; /* a[mask]: the elements taken so far (an alloca) */
+    LLVMValueRef value; /* a[mask] = v: v in a's kind */
+} Masked;
+
+/* a[mask]: each element is stored at the next free place and the place
+ * moves on when the mask holds (no branch; the array has room for all). */
+static int
+mask_take_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Masked *m = w->ctx;
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMValueRef k = LLVMBuildLoad2(E->b, i64, m->count, "k");
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, k, i64c(E, ts_itemsize(m->out.kind)), "off");
+    LLVMValueRef at =
+        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), m->out.data, &off, 1, "at");
+    cc_store(E->b, m->out.kind, cc_load(E->b, m->out.kind, w->target_ptr, "x"), at);
+    LLVMValueRef take = LLVMBuildZExt(E->b, em_truthy(E, value, cc_storage(w->expr->ty)), i64, "");
+    LLVMBuildStore(E->b, LLVMBuildAdd(E->b, k, take, "k"), m->count);
+    return 0;
+}
+
+/* a[mask] = v: v where the mask holds, the element itself elsewhere. */
+static int
+mask_put_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Masked *m = w->ctx;
+    TsKind k = w->target.kind;
+    LLVMValueRef put = em_truthy(E, value, cc_storage(w->expr->ty));
+    LLVMValueRef old = cc_load(E->b, k, w->target_ptr, "x");
+    cc_store(E->b, k, LLVMBuildSelect(E->b, put, m->value, old, "put"), w->target_ptr);
+    return 0;
+}
+
+/* Walks a (n->lhs of an a[mask]) and the mask together: the mask must have
+ * a's shape (a dimension of 1 broadcasts, as in an assignment). */
+static int
+mask_walk(Emit *E, CcNode *index, Walk *w)
+{
+    View a;
+    if (view_of(E, index->lhs, &a) < 0 || collect_expr(E, w, index->args[0]) < 0) {
+        return -1;
+    }
+    w->ndim = a.ndim;
+    w->target = a;
+    return run_collected(E, w);
+}
+
+static int
+mask_read(Emit *E, CcNode *n, View *v)
+{
+    View a;
+    if (view_of(E, n->lhs, &a) < 0) {
+        return -1;
+    }
+    LLVMValueRef total = i64c(E, 1);
+    for (int d = 0; d < a.ndim; d++) {
+        total = LLVMBuildNSWMul(E->b, total, a.shape[d], "total");
+    }
+    Masked m = {.count = em_entry_alloca(E, i64_type(E), "taken")};
+    if (alloc_array(E, n, a.kind, 1, &total, &m.out) < 0) {
+        return -1;
+    }
+    LLVMBuildStore(E->b, i64c(E, 0), m.count);
+    Walk w = {.visit = mask_take_visit, .ctx = &m};
+    if (mask_walk(E, n, &w) < 0) {
+        return -1;
+    }
+    *v = m.out;
+    v->shape[0] = LLVMBuildLoad2(E->b, i64_type(E), m.count, "taken");
+    return 0;
+}
+
+static int
+mask_write(Emit *E, CcNode *n, LLVMValueRef value)
+{
+    const CcType *t = n->lhs->ty; /* a 1-d array of a's kind */
+    Masked m = {.value = em_convert_type(E, value, n->rhs->ty, cc_scalar_type(t->scalar))};
+    Walk w = {.visit = mask_put_visit, .ctx = &m};
+    return mask_walk(E, n->lhs, &w);
 }
 
 /* ---- reductions along an axis ---- */

@@ -501,6 +501,36 @@ ec_cmath(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
     return cmath_call(E, n, (CcMathOp)b->op);
 }
 
+/* np.clip(x, lo, hi): x raised to lo, then lowered to hi, in the result's
+ * kind; a NaN anywhere is the result (NumPy's maximum/minimum), and the
+ * float compares are quiet. */
+LLVMValueRef
+ec_clip(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    (void)b;
+    LLVMValueRef v[3];
+    for (int i = 0; i < 3; i++) {
+        if ((v[i] = em_expr_as(E, n->args[i], out)) == NULL) {
+            return NULL;
+        }
+    }
+    if (!ts_is_float(out)) {
+        int s = ts_is_signed(out) && out != TS_BOOL;
+        LLVMValueRef t = LLVMBuildSelect(
+            E->b, LLVMBuildICmp(E->b, s ? LLVMIntSLT : LLVMIntULT, v[0], v[1], "low"), v[1], v[0],
+            "clip");
+        return LLVMBuildSelect(E->b,
+                               LLVMBuildICmp(E->b, s ? LLVMIntSGT : LLVMIntUGT, t, v[2], "high"),
+                               v[2], t, "clip");
+    }
+    LLVMValueRef low = LLVMBuildOr(E->b, em_quiet_fcmp(E, LLVMRealOLT, v[0], v[1], "low"),
+                                   LLVMBuildFCmp(E->b, LLVMRealUNO, v[1], v[1], "lo.nan"), "low");
+    LLVMValueRef t = LLVMBuildSelect(E->b, low, v[1], v[0], "clip");
+    LLVMValueRef high = LLVMBuildOr(E->b, em_quiet_fcmp(E, LLVMRealOGT, t, v[2], "high"),
+                                    LLVMBuildFCmp(E->b, LLVMRealUNO, v[2], v[2], "hi.nan"), "high");
+    return LLVMBuildSelect(E->b, high, v[2], t, "clip");
+}
+
 /* np.minimum/np.maximum: integers compare as they are; floats as np.fmin
  * and np.fmax do not (NaN-propagating) */
 LLVMValueRef

@@ -500,6 +500,28 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
                  b->min_args, b->max_args > b->min_args ? " or more" : "", nargs);
         return NULL;
     }
+    if (b->flavor == FL_OPERATOR) {
+        /* np.add(a, b) is a + b, np.less(a, b) is a < b, np.negative(a) is -a */
+        CcOp op = (CcOp)b->op;
+        int compare = op >= OP_EQ && op <= OP_GE;
+        CcNode *n = lw_new_node(L, compare ? ND_COMPARE : nargs == 1 ? ND_UNARY : ND_BINOP, at);
+        if (n == NULL) {
+            return NULL;
+        }
+        n->op = op;
+        n->lhs = args[0];
+        if (compare) {
+            if ((n->ops = cc_alloc(L->fn->arena, sizeof(CcOp))) == NULL) {
+                return NULL;
+            }
+            n->ops[0] = op;
+            n->args = args;
+            n->nargs = 2;
+            return n;
+        }
+        n->rhs = nargs == 2 ? args[1] : NULL;
+        return lw_fold_int_op(L, n);
+    }
     CcNode *n = lw_new_node(L, ND_CALL, at);
     if (n != NULL) {
         n->builtin = builtin;

@@ -995,6 +995,18 @@ array_index(Infer *in, CcNode *n, const CcType **out)
                 consumed += t->n;
                 break;
             }
+            if (n->nargs == 1 && cc_is_array(t) && t->scalar == TS_BOOL) {
+                /* a[mask]: the elements where mask holds, in a new 1-d array */
+                if (a != UNKNOWN && t->n != a->n) {
+                    return cc_error(in->fn, item->loc,
+                                    "a boolean index of %d dimension(s) for an array of %d", t->n,
+                                    a->n);
+                }
+                in->fn->allocates = 1;
+                *out =
+                    a == UNKNOWN || a->scalar == TS_INFER ? UNKNOWN : cc_array_type(a->scalar, 1);
+                return 0;
+            }
             if (integer_index(in, item, "array indices") < 0) {
                 return -1;
             }
@@ -1130,6 +1142,12 @@ setitem(Infer *in, CcNode *n)
         return 0;
     }
     const CcType *elem = cc_elem_type(target), *v = cc_elem_type(t);
+    if (cc_is_array(t) && n->lhs->kind == ND_INDEX && n->lhs->nargs == 1
+        && cc_is_array(n->lhs->args[0]->ty) && n->lhs->args[0]->ty->scalar == TS_BOOL) {
+        return cc_error(in->fn, n->loc,
+                        "an array stored through a boolean mask is not supported yet (store a "
+                        "scalar: a[mask] = 0)");
+    }
     if (cc_is_array(t) && !cc_is_array(target)) {
         return cc_error(in->fn, n->loc,
                         "cannot store an array into one element (setting an array element "
@@ -1414,6 +1432,7 @@ is_elementwise(CcFlavor f)
     case FL_NP_MINMAX:
     case FL_NP_SIGN:
     case FL_WHERE:
+    case FL_CLIP:
     case FL_REAL:
     case FL_IMAG:
     case FL_CONJ:
