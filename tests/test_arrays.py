@@ -350,6 +350,32 @@ def test_boolean_masks_of_2d_arrays(target):
     check(gu, py, [a.T], (5, 4), np.float64, "(m,n)->(m,n)")
 
 
+STAT_CASES = [
+    "out[0] = a.var()\n    out[1] = np.std(a)\n    out[2] = a.var(ddof=1)\n    out[3] = np.std(a * 2, ddof=1)",
+    "t = np.cumsum(a)\n    out[:len(t)] = t[:4]",
+    "t = a.cumprod()\n    out[:] = 0\n    if len(t) >= 4:\n        out[:] = t[-4:]",
+    "out[:] = np.cumsum(a[::-1] > 0)[:4].sum() + np.var(a[1:])",
+]
+
+
+@pytest.mark.parametrize("body", STAT_CASES)
+def test_variance_and_cumulative(target, body):
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(4)", target)
+    rng = np.random.default_rng(12)
+    for n in (1, 2, 4, 9, 100):
+        a = rng.standard_normal(n)
+        check(gu, py, [a], (4,), np.float64, "(n)->(4)")
+        check(gu, py, [a[::-1]], (4,), np.float64, "(n)->(4)")
+
+
+def test_cumulative_of_ints_and_2d_arrays(target):
+    py, gu = body_gufunc("out[:] = np.cumsum(a)", "void(int8[:, :], int64[:])", "(m,n)->(k)",
+                         target)
+    a = np.arange(-6, 6, dtype=np.int8).reshape(3, 4)
+    np.testing.assert_array_equal(gu(a, out=np.zeros(12, dtype=np.int64)), np.cumsum(a))
+    np.testing.assert_array_equal(gu(a.T, out=np.zeros(12, dtype=np.int64)), np.cumsum(a.T))
+
+
 # ---- errors ----
 
 @pytest.mark.parametrize("body, error, match", [
@@ -388,7 +414,9 @@ def test_runtime_errors(target, body, error, match):
     ("out[:] = a.reshape(3)", "the method .reshape"),
     ("out[a > 0] = a", "through a boolean mask is not supported yet"),
     ("out[:] = a[a[None, :] > 0]", "boolean index of 2 dimension"),
-    ("out[:] = np.cumsum(a)", "not supported yet"),
+    ("out[:] = np.sort(a)", "not supported yet"),
+    ("out[:] = np.cumsum(a, axis=0)", "with an axis is not supported yet"),
+    ("out[0] = a.var(ddof=len(a))", "ddof= must be an integer constant"),
     ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),
     ("out[0] = 0 < a < 1", "chained comparison of arrays"),
     ("for x, y in enumerate(a, 0, 1):\n        pass", "enumerate"),

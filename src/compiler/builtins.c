@@ -224,6 +224,10 @@ static const CcBuiltin builtins[] = {
     REDUCE("nanmean", R_NANMEAN),
     REDUCE("argmin", R_ARGMIN),
     REDUCE("argmax", R_ARGMAX),
+    REDUCE("var", R_VAR),
+    REDUCE("std", R_STD),
+    REDUCE("cumsum", R_CUMSUM),
+    REDUCE("cumprod", R_CUMPROD),
 #undef REDUCE
     /* for idx in np.ndindex(shape) lowers to a range loop over these */
     {".ndsize", FL_NDSIZE, M_NONE, 1, 1},

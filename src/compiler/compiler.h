@@ -399,6 +399,10 @@ typedef enum CcReduceOp {
     R_NANMEAN,
     R_ARGMIN,
     R_ARGMAX,
+    R_VAR, /* var/std: ddof in the call's ival */
+    R_STD,
+    R_CUMSUM, /* cumulative: a new 1-d array, a's elements in C order */
+    R_CUMPROD,
 } CcReduceOp;
 
 typedef struct CcBuiltin {

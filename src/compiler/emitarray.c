@@ -429,6 +429,7 @@ index_view(Emit *E, CcNode *n, View *v, int *element)
 static int materialize(Emit *E, CcNode *n, View *v);
 static int alloc_call(Emit *E, CcNode *n, View *v);
 static int axis_reduce(Emit *E, CcNode *n, View *v);
+static int cumulate(Emit *E, CcNode *n, View *v);
 
 /* The elementwise operations: their values are computed by element. */
 static int
@@ -488,8 +489,11 @@ view_of(Emit *E, CcNode *n, View *v)
         return materialize(E, n, v);
     }
     if (n->kind == ND_CALL) {
-        return cc_builtin(n->builtin)->flavor == FL_REDUCE ? axis_reduce(E, n, v)
-                                                           : alloc_call(E, n, v);
+        const CcBuiltin *b = cc_builtin(n->builtin);
+        if (b->flavor == FL_REDUCE && (b->op == R_CUMSUM || b->op == R_CUMPROD)) {
+            return cumulate(E, n, v);
+        }
+        return b->flavor == FL_REDUCE ? axis_reduce(E, n, v) : alloc_call(E, n, v);
     }
     LLVMValueRef s = em_expr(E, n); /* a variable, an inlined function's result */
     if (s == NULL) {
@@ -1144,6 +1148,9 @@ typedef struct Reduce {
     LLVMValueRef best;   /* argmin/argmax: the best element */
     LLVMValueRef seen;   /* argmin/argmax: an element was seen; min/max: a NaN was */
     LLVMValueRef length; /* mean along an axis: the axis's length */
+    LLVMValueRef center; /* var/std: the mean the squares are taken from */
+    View out;            /* cumsum/cumprod: the array written */
+    long long ddof;      /* var/std: the divisor is the count less this */
 } Reduce;
 
 static LLVMValueRef
@@ -1262,6 +1269,22 @@ reduce_visit(Emit *E, Walk *w, LLVMValueRef value)
     case R_NANMAX:
         out = minmax_step(E, r, x, acc, nan);
         break;
+    case R_VAR:
+    case R_STD: {
+        LLVMValueRef d = LLVMBuildFSub(E->b, em_convert(E, x, r->in, r->acc), r->center, "dev");
+        out = LLVMBuildFAdd(E->b, acc, LLVMBuildFMul(E->b, d, d, "dev2"), "ss");
+        break;
+    }
+    case R_CUMSUM:
+    case R_CUMPROD: {
+        out = em_arith(E, r->op == R_CUMPROD ? OP_MUL : OP_ADD, r->acc, acc,
+                       em_convert(E, x, r->in, r->acc));
+        LLVMValueRef off = LLVMBuildNSWMul(E->b, flat, i64c(E, ts_itemsize(r->acc)), "off");
+        cc_store(
+            E->b, r->acc, out,
+            LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), r->out.data, &off, 1, "at"));
+        break;
+    }
     case R_ARGMIN:
     case R_ARGMAX: {
         int max = r->op == R_MAX || r->op == R_NANMAX || r->op == R_ARGMAX;
@@ -1305,12 +1328,16 @@ reduce_visit(Emit *E, Walk *w, LLVMValueRef value)
     return 0;
 }
 
+/* op of arg (an array expression or a scalar) into a value of kind acc;
+ * center: var/std's mean; out: cumsum/cumprod's array. */
 static LLVMValueRef
-reduce(Emit *E, CcNode *n, const CcBuiltin *b)
+reduce_with(Emit *E, CcNode *arg, CcReduceOp op, TsKind acc, LLVMValueRef center, long long ddof,
+            const View *out)
 {
-    CcNode *arg = n->args[0];
-    TsKind acc = cc_storage(n->ty);
-    Reduce r = {.op = (CcReduceOp)b->op, .in = cc_storage(arg->ty), .acc = acc};
+    Reduce r = {.op = op, .in = cc_storage(arg->ty), .acc = acc, .center = center, .ddof = ddof};
+    if (out != NULL) {
+        r.out = *out;
+    }
     int minmax = r.op == R_MIN || r.op == R_MAX || r.op == R_NANMIN || r.op == R_NANMAX;
     LLVMTypeRef acc_t = cc_value_type(E->ctx, acc), i64 = i64_type(E);
     if (minmax && ts_is_float(acc)) {
@@ -1325,6 +1352,7 @@ reduce(Emit *E, CcNode *n, const CcBuiltin *b)
     switch (r.op) {
     case R_PROD:
     case R_NANPROD:
+    case R_CUMPROD:
         init = em_convert(E, i64c(E, 1), TS_INT64, acc);
         break;
     case R_ALL:
@@ -1349,6 +1377,9 @@ reduce(Emit *E, CcNode *n, const CcBuiltin *b)
         return NULL;
     }
     LLVMValueRef result = LLVMBuildLoad2(E->b, acc_t, r.slot, "reduced");
+    if (op == R_VAR || op == R_STD) {
+        r.count = r.flat; /* the squares were taken of every element */
+    }
     switch (r.op) {
     case R_MIN:
     case R_MAX:
@@ -1378,8 +1409,16 @@ reduce(Emit *E, CcNode *n, const CcBuiltin *b)
         }
         break;
     case R_MEAN:
-    case R_NANMEAN: {
+    case R_NANMEAN:
+    case R_VAR:
+    case R_STD: {
         LLVMValueRef c = LLVMBuildLoad2(E->b, i64, r.count, "n");
+        if (r.op == R_VAR || r.op == R_STD) {
+            /* NumPy divides by max(n - ddof, 0) */
+            c = LLVMBuildSub(E->b, c, i64c(E, r.ddof), "n.ddof");
+            c = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, c, i64c(E, 0), ""),
+                                i64c(E, 0), c, "n.ddof");
+        }
         TsKind part = ts_is_complex(acc) ? em_part_kind(acc) : acc;
         LLVMValueRef cf = LLVMBuildSIToFP(E->b, c, cc_value_type(E->ctx, part), "n.f");
         if (ts_is_complex(acc)) {
@@ -1388,12 +1427,52 @@ reduce(Emit *E, CcNode *n, const CcBuiltin *b)
         } else {
             result = LLVMBuildFDiv(E->b, result, cf, "mean");
         }
+        if (r.op == R_STD) {
+            result = em_float_intrinsic(E, "llvm.sqrt", acc, &result, 1);
+        }
         break;
     }
     default:
         break;
     }
     return result;
+}
+
+/* np.sum(a) ...: one walk; var/std: the mean first, then the squares of
+ * the deviations from it (two walks over the same expression). */
+static LLVMValueRef
+reduce(Emit *E, CcNode *n, const CcBuiltin *b)
+{
+    TsKind acc = cc_storage(n->ty);
+    LLVMValueRef center = NULL;
+    if (b->op == R_VAR || b->op == R_STD) {
+        if ((center = reduce_with(E, n->args[0], R_MEAN, acc, NULL, 0, NULL)) == NULL) {
+            return NULL;
+        }
+    }
+    return reduce_with(E, n->args[0], (CcReduceOp)b->op, acc, center, n->ival, NULL);
+}
+
+/* np.cumsum(a), np.cumprod(a): a new 1-d array of a's size, the running
+ * sums (products) in C order. */
+static int
+cumulate(Emit *E, CcNode *n, View *v)
+{
+    CcNode *arg = n->args[0];
+    const CcBuiltin *b = cc_builtin(n->builtin);
+    Walk probe = {.ndim = arg->ty->n};
+    if (collect_expr(E, &probe, arg) < 0) {
+        return -1;
+    }
+    broadcast(E, &probe);
+    LLVMValueRef total = i64c(E, 1);
+    for (int d = 0; d < probe.ndim; d++) {
+        total = LLVMBuildNSWMul(E->b, total, probe.shape[d], "total");
+    }
+    if (alloc_array(E, n, n->ty->scalar, 1, &total, v) < 0) {
+        return -1;
+    }
+    return reduce_with(E, arg, (CcReduceOp)b->op, n->ty->scalar, NULL, 0, v) != NULL ? 0 : -1;
 }
 
 /* ---- boolean masks ---- */
@@ -1684,7 +1763,7 @@ ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
     }
     View v;
     if (b->flavor == FL_REDUCE && cc_is_array(n->ty)) {
-        return axis_reduce(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+        return view_of(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
     }
     if (b->flavor == FL_REDUCE) {
         return reduce(E, n, b);

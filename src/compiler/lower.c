@@ -748,13 +748,28 @@ call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, 
             return cc_error(L->fn, lw_loc_of(L, kw), "**kwargs are not supported in a kernel");
         }
         int axis = b->flavor == FL_REDUCE && strcmp(name, "axis") == 0;
+        if (b->flavor == FL_REDUCE && (b->op == R_VAR || b->op == R_STD)
+            && strcmp(name, "ddof") == 0) {
+            /* ddof=k: a constant, kept in the call */
+            PyObject *v = lw_get(kw, "value");
+            PyObject *c = v != NULL && lw_ast_kind(v) == A_CONSTANT ? lw_get(v, "value") : NULL;
+            int ok = c != NULL && PyLong_Check(c) && !PyBool_Check(c);
+            n->ival = ok ? PyLong_AsLongLong(c) : 0;
+            Py_XDECREF(c);
+            Py_XDECREF(v);
+            if (!ok || PyErr_Occurred()) {
+                PyErr_Clear();
+                return cc_error(L->fn, lw_loc_of(L, kw), "ddof= must be an integer constant");
+            }
+            continue;
+        }
         if (!axis
             && ((b->flavor != FL_ALLOC && b->flavor != FL_LIKE) || strcmp(name, "dtype") != 0)) {
             return cc_error(L->fn, lw_loc_of(L, kw),
                             "%s() takes no keyword argument '%s' in a kernel%s", b->name, name,
                             b->flavor == FL_ALLOC || b->flavor == FL_LIKE ? " (only dtype=)"
-                            : b->flavor == FL_REDUCE                      ? " (only axis=)"
-                                                                          : "");
+                            : b->flavor == FL_REDUCE ? " (only axis=, and ddof= of var and std)"
+                                                     : "");
         }
         PyObject *value = lw_get(kw, "value");
         if (value == NULL) {
@@ -821,7 +836,8 @@ static CcNode *
 method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
 {
     static const char *const methods[] = {"sum", "prod", "min",    "max",    "mean",
-                                          "any", "all",  "argmin", "argmax", "copy"};
+                                          "any", "all",  "argmin", "argmax", "copy",
+                                          "var", "std",  "cumsum", "cumprod"};
     const char *attr = lw_get_str(L, func, "attr");
     if (attr == NULL) {
         return NULL;
@@ -863,7 +879,7 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
         cc_error(L->fn, lw_loc_of(L, func),
                  "the method .%s() is not supported in a kernel (only .conjugate(), and on "
                  "arrays .sum(), .prod(), .min(), .max(), .mean(), .any(), .all(), .argmin(), "
-                 ".argmax() and .copy())",
+                 ".argmax(), .var(), .std(), .cumsum(), .cumprod() and .copy())",
                  attr);
         return NULL;
     }

@@ -1334,10 +1334,16 @@ array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
         case R_NANMEAN:
             elem = ts_is_float(elem) || ts_is_complex(elem) ? elem : TS_FLOAT64;
             break;
+        case R_VAR:
+        case R_STD:
+            elem = ts_is_float(elem) ? elem : TS_FLOAT64;
+            break;
         case R_SUM:
         case R_PROD:
         case R_NANSUM:
         case R_NANPROD:
+        case R_CUMSUM:
+        case R_CUMPROD:
             elem = sum_kind(elem);
             break;
         default:
@@ -1346,6 +1352,20 @@ array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
         if (ts_is_complex(in_kind) && b->op != R_SUM && b->op != R_PROD && b->op != R_MEAN
             && b->op != R_ANY && b->op != R_ALL) {
             return type_error(in, n, b->name, t, NULL);
+        }
+        if (b->op == R_CUMSUM || b->op == R_CUMPROD) {
+            if (n->nargs == 2 || !cc_is_array(t)) {
+                return cc_error(in->fn, n->loc, "%s() %s", b->name,
+                                n->nargs == 2 ? "with an axis is not supported yet"
+                                              : "takes an array");
+            }
+            in->fn->allocates = 1;
+            *out = cc_array_type(elem, 1); /* flattened, as NumPy's without an axis */
+            return 0;
+        }
+        if ((b->op == R_VAR || b->op == R_STD) && (n->nargs == 2 || ts_is_complex(in_kind))) {
+            return cc_error(in->fn, n->loc, "%s() %s is not supported yet", b->name,
+                            n->nargs == 2 ? "with an axis" : "of complex values");
         }
         *out = cc_scalar_type(elem);
         return n->nargs == 2 ? reduce_axis(in, n, b, ndim, elem, out) : 0;
