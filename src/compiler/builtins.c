@@ -250,6 +250,27 @@ cc_builtin_count(void)
 }
 
 int
+cc_flavor_elementwise(CcFlavor f)
+{
+    switch (f) {
+    case FL_ABS:
+    case FL_CAST:
+    case FL_NP:
+    case FL_NP_PRED:
+    case FL_NP_MINMAX:
+    case FL_NP_SIGN:
+    case FL_WHERE:
+    case FL_CLIP:
+    case FL_REAL:
+    case FL_IMAG:
+    case FL_CONJ:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int
 cc_builtin_by_name(const char *name)
 {
     for (int i = 0; i < NBUILTINS; i++) {

@@ -184,6 +184,7 @@ typedef struct CcVar {
      * promotion of every value stored into it, UNKNOWN until one is. */
     int infer_elem;
     const CcType *elem;
+    int iterable; /* lower.c: the hidden variable holding what a for loop iterates */
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -419,6 +420,9 @@ int cc_builtin_lookup(PyObject *obj);
 const CcBuiltin *cc_builtin(int id);
 int cc_builtin_count(void); /* ids are 0 .. cc_builtin_count() - 1 */
 int cc_math_arity(CcMathOp op);
+/* 1 when builtins of flavor f apply elementwise to arrays (np.sqrt(a), abs(a),
+ * np.where(c, a, b)): typeinfer lifts them over array operands. */
+int cc_flavor_elementwise(CcFlavor f);
 /* The id of the builtin named as builtins.c's table names it ("numpy.sum",
  * "min"), or -1. */
 int cc_builtin_by_name(const char *name);

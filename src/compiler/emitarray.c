@@ -443,10 +443,8 @@ is_elementwise_node(const CcNode *n)
     case ND_UNARY:
     case ND_COMPARE:
         return 1;
-    case ND_CALL: {
-        CcFlavor f = cc_builtin(n->builtin)->flavor;
-        return f != FL_ALLOC && f != FL_LIKE && f != FL_REDUCE;
-    }
+    case ND_CALL:
+        return cc_flavor_elementwise(cc_builtin(n->builtin)->flavor);
     default:
         return 0;
     }

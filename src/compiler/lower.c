@@ -1549,6 +1549,9 @@ lower_for_each(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
     for (int k = 0; k < nseq; k++) {
         PyObject *src = iters != NULL ? PyList_GetItem(iters, k) : iter;
         CcVar *it = hidden_var(L, "for.it");
+        if (it != NULL) {
+            it->iterable = 1; /* typeinfer names the loop when it is not an array */
+        }
         CcNode *value = it != NULL ? lower_expr(L, src) : NULL;
         if ((pre->args[pre->nargs] = assign_node(L, src, it, value)) == NULL) {
             goto done;

@@ -910,7 +910,7 @@ array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
         return 0;
     }
     char name[96];
-    if (lhs->kind == ND_VAR && strncmp(lhs->var->name, "for.it", 6) == 0) {
+    if (lhs->kind == ND_VAR && lhs->var->iterable) {
         /* lower_for_each's hidden iterable */
         return cc_error(in->fn, lhs->loc,
                         "cannot loop over %s: a kernel loops over range(...), arrays, "
@@ -1440,28 +1440,6 @@ ti_array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const C
     return array_call(in, n, b, out);
 }
 
-/* The flavors of builtins that apply elementwise to arrays (np.sqrt(a)). */
-static int
-is_elementwise(CcFlavor f)
-{
-    switch (f) {
-    case FL_ABS:
-    case FL_CAST:
-    case FL_NP:
-    case FL_NP_PRED:
-    case FL_NP_MINMAX:
-    case FL_NP_SIGN:
-    case FL_WHERE:
-    case FL_CLIP:
-    case FL_REAL:
-    case FL_IMAG:
-    case FL_CONJ:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /*
  * An elementwise operation (operators, np.sqrt ...) typed by elements: an
  * array operand is lifted (lift_operand), and the result is an array of
@@ -1481,7 +1459,7 @@ elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t)
     } else if (n->kind == ND_IFEXP) {
         bad = "an if-expression cannot choose between arrays in a kernel (use np.where "
               "semantics by assignment)";
-    } else if (n->kind == ND_CALL && !is_elementwise(cc_builtin(n->builtin)->flavor)) {
+    } else if (n->kind == ND_CALL && !cc_flavor_elementwise(cc_builtin(n->builtin)->flavor)) {
         bad = "this function takes scalars, not arrays (NumPy's np.* functions take both)";
     }
     if (bad != NULL) {
