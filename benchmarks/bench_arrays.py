@@ -2,7 +2,8 @@
 """Gufunc kernels written against arrays, numbavec against Numba's @guvectorize.
 
 The kernels are tests/array_kernels.py's (moving windows, fills, exponential
-moving averages, nan-aware reductions, covariances, scratch arrays), the same
+moving averages, nan-aware reductions, covariances, scratch arrays, sorting,
+quantiles, binning, matrix products), the same
 Python functions for both compilers.  Each runs over a batch of core problems
 (float64; 1-d kernels: 20000 x 256, 2-d: 2000 x 64 x 8), best of --repeat
 calls, one thread (target='cpu', Numba's default) and all threads
@@ -37,7 +38,8 @@ except Exception:  # noqa: BLE001 - Numba is optional
 NAMES = ["affine", "fused", "scalar_broadcast", "column_sums", "row_maxima", "prefix_sums",
          "copy_and_update", "squares_sum", "moving_mean", "forward_fill", "backward_fill", "ema",
          "nan_stats", "reductions", "zscore", "covariance", "covariance_by_columns",
-         "column_ranges", "expression_variable", "zipped"]
+         "column_ranges", "expression_variable", "zipped", "rolling_median", "winsorize", "ranks",
+         "bin_counts", "trimmed_mean", "distinct_count", "top_three", "gram"]
 
 
 def affine_loop(a, b, out):

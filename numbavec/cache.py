@@ -60,7 +60,7 @@ import weakref
 import numpy as np
 
 MAGIC = b"NVCACHE2"               # 1 had a bare SHA-256, which anyone could write
-FORMAT = 3                         # bump when the entry layout changes
+FORMAT = 4                         # bump when the entry layout changes
 SUFFIX = ".nvc"
 KEY_FILE = "mac.key"               # in the cache directory, 0600
 MAX_ENTRY_BYTES = 32 << 20         # entries are KiBs: anything larger is refused unread

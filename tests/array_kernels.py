@@ -222,6 +222,64 @@ def grouped_sums(values, labels, out):
             out[g] += values[i]
 
 
+# ---- order statistics: sorting, quantiles, binning ----
+
+def rolling_median(a, w, out):
+    """The median of the last w values (fewer at the start), NaNs skipped."""
+    k = max(int(w), 1)
+    for i in range(len(a)):
+        out[i] = np.nanmedian(a[max(0, i - k + 1):i + 1])
+
+
+def winsorize(a, out):
+    """Values clipped to their 5th and 95th percentiles."""
+    lo = np.nanquantile(a, 0.05)
+    hi = np.nanpercentile(a, 95)
+    out[:] = np.clip(a, lo, hi)
+
+
+def ranks(a, out):
+    """Each value's rank (0 for the least), ties in order of appearance."""
+    order = np.argsort(a, kind="mergesort")  # stable; Numba knows no kind="stable"
+    for r, i in enumerate(order):
+        out[i] = r
+
+
+def bin_counts(a, edges, out):
+    """How many values fall in each bin between sorted edges (right-closed)."""
+    out[:] = 0
+    e = np.sort(edges)
+    for x in a:
+        b = np.searchsorted(e, x, side="right") - 1
+        if 0 <= b < len(out):
+            out[b] += 1
+
+
+def trimmed_mean(a, out):
+    """The mean without the lowest and highest tenth."""
+    s = np.sort(a)
+    cut = len(s) // 10
+    out[0] = s[cut:len(s) - cut].mean() if len(s) > 2 * cut else np.nan
+
+
+def gram(a, out):
+    """The Gram matrix of the columns."""
+    out[:] = a.T @ a
+
+
+def distinct_count(a, out):
+    out[0] = len(np.unique(a))
+
+
+def top_three(a, out):
+    """The three largest values, largest first (NaN when fewer)."""
+    out[:] = np.nan
+    s = a.copy()
+    s.sort()
+    m = min(3, len(s))
+    out[:m] = s[::-1][:m]
+
+
 KERNELS = {
     "affine": (affine, "(n),(n)->(n)", "ff", "f"),
     "reverse": (reverse, "(n)->(n)", "f", "f"),
@@ -254,6 +312,14 @@ KERNELS = {
     "reductions": (reductions, "(n)->(8)", "f", "f"),
     "zscore": (zscore, "(n)->(n)", "f", "f"),
     "grouped_sums": (grouped_sums, "(n),(n)->(k)", "fi", "f"),
+    "rolling_median": (rolling_median, "(n),()->(n)", "fs", "f"),
+    "winsorize": (winsorize, "(n)->(n)", "f", "f"),
+    "ranks": (ranks, "(n)->(n)", "f", "i"),
+    "bin_counts": (bin_counts, "(n),(k)->(k)", "ff", "i"),
+    "trimmed_mean": (trimmed_mean, "(n)->()", "f", "f"),
+    "distinct_count": (distinct_count, "(n)->()", "f", "i"),
+    "top_three": (top_three, "(n)->(3)", "f", "f"),
+    "gram": (gram, "(m,n)->(n,n)", "f", "f"),
 }
 
 

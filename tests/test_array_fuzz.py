@@ -1,5 +1,6 @@
 """Random array programs: slices, broadcast assignment, elementwise
-expressions and reductions, generated from a seed and compiled, each run
+expressions, reductions, sorting and quantiles, np.dot and indexing by
+arrays, generated from a seed and compiled, each run
 against the interpreter running the same kernel on NumPy arrays.  An
 outcome is a result (equal up to rounding, NaN equal to NaN) or an
 exception, which must be of the interpreter's type."""
@@ -44,7 +45,46 @@ def operand(r, depth):
     return f"{r.choice(['a', 'b'])}[{rand_slice(r)}][{rand_slice(r)}]"
 
 
+def array_operand(r):
+    """An operand that is always an array (the order statistics take arrays)."""
+    kind = r.randrange(3)
+    if kind == 0:
+        return r.choice(["a", "b"])
+    if kind == 1:
+        return f"{r.choice(['a', 'b'])}[{rand_slice(r)}]"
+    return f"({r.choice(['a', 'b'])} {r.choice(['+', '-', '*'])} {operand(r, 2)})"
+
+
+def order_statement(r):
+    """np.sort and its kin, np.dot, and indexing by arrays."""
+    kind = r.randrange(9)
+    x, y = array_operand(r), array_operand(r)
+    if kind == 0:
+        return f"out[{rand_slice(r)}] = np.sort({x})[{rand_slice(r)}]"
+    if kind == 1:
+        f = r.choice(["np.median({})", "np.nanmedian({})", "np.quantile({}, 0.3)",
+                      "np.nanquantile({}, 1.0)", "np.percentile({}, 75)"])
+        return f"out[{r.randrange(-3, 3)}] = {f.format(x)}"
+    if kind == 2:
+        return f"out[{rand_slice(r)}] = {x}[np.argsort({y})]"
+    if kind == 3:
+        return f"out[{r.randrange(-3, 3)}] = np.dot({x}, {y})"
+    if kind == 4:
+        return f"out[np.argsort({x})[{rand_slice(r)}]] = {r.choice(['1.5', y])}"
+    if kind == 5:
+        return f"out[{r.randrange(-3, 3)}] = np.searchsorted(np.sort({x}), " \
+               f"{r.choice(['0.5', 'a[0]', 'b[-1] * 2', '-1'])}, " \
+               f"side='{r.choice(['left', 'right'])}')"
+    if kind == 6:
+        return f"u = np.unique({x})\n    out[:len(u)] = u[::-1]"
+    if kind == 7:
+        return f"t = np.partition({x}, {r.randrange(-2, 3)})\n    out[0] = t[{r.randrange(-2, 3)}]"
+    return f"out[{rand_slice(r)}] = np.cumsum({x})[{rand_slice(r)}] + {x}.flat[-1]"
+
+
 def statement(r):
+    if r.random() < 0.3:
+        return order_statement(r)
     kind = r.randrange(6)
     if kind == 0:
         return f"out[{rand_slice(r)}] = {operand(r, 0)}"

@@ -270,6 +270,12 @@ AXIS_CASES = [
     "out[:] = (a - a.mean(axis=0)).sum(axis=1)",
     "out[:] = np.sum(a * a, axis=0) + a.sum(axis=None)",
     "out[:] = a[0].sum(axis=0) + a[:, :].max(axis=-2)",
+    "out[:] = a.argmax(axis=0) - np.argmin(a, axis=1) + np.argmax(a[0], axis=0)",
+    "out[:] = np.nanmean(a, axis=0) + np.nanmean(a[::-1], 1)",
+    "out[:] = a.var(axis=0) + np.std(a * 2, axis=1, ddof=1)",
+    "out[:] = np.var(a, axis=-1, ddof=0) - a[1:].std(axis=0)",
+    "out[:] = np.cumsum(a, axis=0)[-1] + a.cumprod(axis=1)[:, -1] + np.cumsum(a[0], axis=0)",
+    "out[:] = np.cumsum(a.T, axis=1).T[:, 0]",
 ]
 
 
@@ -406,16 +412,15 @@ def test_runtime_errors(target, body, error, match):
     ("out[:] = a[..., ...]", "single ellipsis"),
     ("out[:] = a[1.5:]", "slice bounds must be integers"),
     ("out[0] = a.sum(axis=1)", "axis 1 is out of bounds"),
-    ("out[0] = a.argmax(axis=0)", "with an axis is not supported yet"),
     ("out[0] = a.sum(axis=len(a))", "must be an integer constant"),
     ("out[0] = a.sum(keepdims=True)", "only axis="),
     ("out[:] = np.zeros(3, dtype=np.str_)", "not a dtype a kernel supports"),
     ("out[:] = np.zeros(3, order='F')", "no keyword argument 'order'"),
     ("out[:] = a.reshape(3)", "the method .reshape"),
-    ("out[a > 0] = a", "through a boolean mask is not supported yet"),
+    ("out[a > 0] = a[None, :]", "2-d array stored through an index array"),
     ("out[:] = a[a[None, :] > 0]", "boolean index of 2 dimension"),
-    ("out[:] = np.sort(a)", "not supported yet"),
-    ("out[:] = np.cumsum(a, axis=0)", "with an axis is not supported yet"),
+    ("out[:] = np.convolve(a, a)", "this NumPy function is not supported yet"),
+    ("out[:] = np.cumsum(a, axis=1)", "axis 1 is out of bounds"),
     ("out[0] = a.var(ddof=len(a))", "ddof= must be an integer constant"),
     ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),
     ("out[0] = 0 < a < 1", "chained comparison of arrays"),
@@ -515,10 +520,51 @@ def test_cuda_views_assemble(name, tmp_path):
     assemble(ptx, re.search(r"\.target\s+(sm_\d+)", ptx).group(1), tmp_path)
 
 
-def test_cuda_refuses_allocation():
-    with pytest.raises(numbavec.TypingError, match="cannot be allocated in a cuda kernel"):
+def test_cuda_refuses_allocation_of_sizes_known_only_at_run_time():
+    with pytest.raises(numbavec.TypingError, match="shape must be known when the kernel is compiled"):
         guvectorize(["void(float64[:], float64[:])"], "(n)->()", target="cuda")(
             KERNELS["squares_sum"][0])
+
+
+LOCAL_ARRAY_KERNEL = """import numpy as np
+def k(a, out):
+    t = np.zeros(4)
+    for i in range(min(4, len(a))):
+        t[i] = a[i] * 2
+    m = np.empty((2, 2), dtype=np.float32)
+    m[:] = 1.5
+    m[0] += t[:2]
+    out[0] = t.sum() + m.sum() + np.dot(t, t) + (t @ t)
+"""
+
+
+@pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_local_arrays_of_constant_size_assemble(arch, tmp_path):
+    py = kernel_from_source(LOCAL_ARRAY_KERNEL)
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target="cuda")(py)
+    ptx = gu.inspect_ptx()
+    ptx = next(iter(ptx.values())) if isinstance(ptx, dict) else ptx
+    # small local arrays of constant size end up in registers (no .local)
+    ptx = re.sub(r"\.target\s+sm_\d+", f".target {arch}", ptx)
+    assemble(ptx, arch, tmp_path)
+    host = guvectorize(["void(float64[:], float64[:])"], "(n)->()")(py)  # the same on the host
+    a = np.arange(6.0)
+    expected = np.zeros(1)
+    py(a, expected)
+    np.testing.assert_allclose(host(a), expected[0])
+
+
+@pytest.mark.parametrize("body, match", [
+    ("for i in range(3):\n        t = np.zeros(2)\n        out[0] += t[0]", "outside loops"),
+    ("t = np.zeros(len(a))\n    out[0] = t[0]", "must be known when the kernel is compiled"),
+    ("t = np.zeros(100000)\n    out[0] = t[0]", "at most 16384 bytes"),
+])
+def test_cuda_local_array_rules(body, match):
+    src = f"import numpy as np\ndef k(a, out):\n    {body}\n"
+    with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target="cuda")(
+            kernel_from_source(src))
 
 
 def test_nans_raise_no_invalid_flag(target):
@@ -643,3 +689,334 @@ def test_clip_matches_numpy(target, dtype):
     lo = np.array([1, 1, 1, 10, 6], dtype=dtype)
     hi = np.array([4, 2, 8, 100, 7], dtype=dtype)
     np.testing.assert_array_equal(u(x, lo, hi), np.clip(x, lo, hi))
+
+
+@pytest.mark.parametrize("body", [
+    "t = np.zeros(len(a), np.int32)\n    t[:] = a\n    out[:] = t * 2",
+    "out[:] = np.full(len(a), 7, 'i2') + np.ones(len(a), dtype='float32')",
+    "out[:] = np.empty_like(a, np.int8).size + np.zeros_like(a, 'u1')",
+    "out[:] = a.astype(np.float32) / 3",
+    "out[:] = a.astype('int64') + a.astype(a.dtype)",
+    "out[:] = np.full_like(a, 2.5, np.int16)",
+])
+def test_dtypes_given_positionally_as_strings_and_by_astype(target, body):
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    a = np.array([1.5, 2.7, -3.2, 0.0, 9.9])
+    expected = np.zeros(5)
+    py(a, expected)
+    np.testing.assert_array_equal(gu(a), expected)
+
+
+def test_astype_takes_one_dtype(target):
+    src = "import numpy as np\ndef k(a, out):\n    out[:] = a.astype(np.int32, copy=False)\n"
+    with pytest.raises(numbavec.TypingError, match="astype"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
+            kernel_from_source(src))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8", "bool", "complex128"])
+def test_dtype_kind_and_dtype_tests_are_constants(target, dtype):
+    src = """import numpy as np
+def k(a, out):
+    out[0] = a.dtype.kind == 'f'
+    out[1] = a.dtype.kind in 'iu'
+    out[2] = a.dtype.kind not in ('b', 'c')
+    out[3] = a.dtype.kind != "u"
+    out[4] = a.dtype == np.float32
+    out[5] = a.dtype != 'int64'
+    if a.dtype.kind == 'f':
+        out[6] = 1
+    else:
+        out[6] = 2
+    out[7] = a.dtype.kind == 'fc'
+"""
+    py = kernel_from_source(src)
+    gu = guvectorize([f"void({dtype}[:], int64[:])"], "(n)->(8)", target=target)(py)
+    a = np.zeros(3, dtype)
+    expected = np.zeros(8, np.int64)
+    py(a, expected)
+    np.testing.assert_array_equal(gu(a), expected)
+
+
+@pytest.mark.parametrize("body, match", [
+    ("out[0] = a.dtype.kind < 'f'", "only be tested with ==, !=, in and not in"),
+    ("out[0] = a.dtype.kind == len(a)", "string constant only"),
+    ("out[0] = a.dtype == a.dtype", "compared with a dtype only"),
+    ("out[0] = a.dtype == np.str_", "not a dtype a kernel supports"),
+])
+def test_dtype_tests_name_what_they_take(target, body, match):
+    src = f"import numpy as np\ndef k(a, out):\n    {body}\n"
+    with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
+            kernel_from_source(src))
+
+
+DOT_CASES = [
+    ("(n),(n)->()", "out[0] = np.dot(a, b)", [(7,), (7,)]),
+    ("(n),(n)->()", "out[0] = a @ b + np.dot(a[::-1], b) * 0.5", [(7,), (7,)]),
+    ("(m,n),(n)->(m)", "out[:] = a @ b", [(3, 5), (5,)]),
+    ("(n),(n,m)->(m)", "out[:] = np.dot(a, b)", [(5,), (5, 4)]),
+    ("(m,n),(n,p)->(m,p)", "out[:] = a @ b", [(3, 5), (5, 2)]),
+    ("(m,n),(p,n)->(m,p)", "out[:] = a @ b.T", [(3, 5), (2, 5)]),
+    ("(m,n),(m,n)->(n,n)", "out[:] = (a - a.mean()).T @ (b * 2)", [(4, 3), (4, 3)]),
+    ("(m,n),(n)->(m)", "out[:] = 0\n    out += a @ (b + 1)", [(3, 0), (0,)]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128"])
+@pytest.mark.parametrize("layout, body, shapes", DOT_CASES)
+def test_dot_and_matmul(target, layout, body, shapes, dtype):
+    py = kernel_from_source(f"import numpy as np\ndef k(a, b, out):\n    {body}\n")
+    ins, outs = core_dims(layout)
+    sig = f"void({dtype}[{', '.join(':' for _ in ins[0])}], {dtype}[{', '.join(':' for _ in ins[1])}], " \
+          f"{dtype}[{', '.join(':' for _ in outs[0]) or ':'}])"
+    gu = guvectorize([sig], layout, target=target)(py)
+    rng = np.random.default_rng(11)
+    a = (rng.integers(-5, 5, (2,) + shapes[0])).astype(dtype)
+    b = (rng.integers(-5, 5, (2,) + shapes[1])).astype(dtype)
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.integers(-3, 3, a.shape)
+        b = b - 2j
+    sizes = {d: s for dims, shape in zip(ins, shapes) for d, s in zip(dims, shape)}
+    out_shape = tuple(sizes[d] for d in outs[0]) or (1,)
+    expected = np.zeros((2,) + out_shape, dtype)
+    for i in range(2):
+        py(a[i], b[i], expected[i])
+    got = gu(a, b) if outs[0] else gu(a, b)[:, None]
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_dot_of_mismatched_shapes_raises(target):
+    py = kernel_from_source("import numpy as np\ndef k(a, b, out):\n    out[0] = np.dot(a, b[1:])\n")
+    gu = guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target=target)(py)
+    with pytest.raises(ValueError):
+        py(np.ones(3), np.ones(3), np.zeros(1))
+    with pytest.raises(ValueError, match="broadcast"):
+        gu(np.ones(3), np.ones(3))
+
+
+@pytest.mark.parametrize("body, match", [
+    ("out[0] = np.dot(a, 2.0)", "to scale by a number"),
+    ("out[0] = a @ a[None, None, :]", "3-d array is not supported yet"),
+    ("out[0] = np.dot(a > 0, a > 1)", "np.dot"),
+])
+def test_dot_typing_errors(target, body, match):
+    src = f"import numpy as np\ndef k(a, out):\n    {body}\n"
+    with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(
+            kernel_from_source(src))
+
+
+FANCY_CASES = [
+    "out[:] = a[np.argsort(a)]",
+    "idx = np.argsort(a)[::-1]\n    out[:] = 0\n    out[:len(idx) // 2] = a[idx[:len(idx) // 2]]",
+    "out[:] = a\n    out[np.argsort(a)[:2]] = -1.0",
+    "out[:] = 0\n    out[np.arange(len(a))[::-1] if False else np.argsort(-a)] = a",
+    "out[:] = a\n    out[out > 0] = a[a > 0] * 10",
+    "out[:] = a\n    out[out < 0] = np.sort(a)[:len(a[a < 0])]",
+    "out[:] = 0\n    i = np.searchsorted(np.sort(a), a)\n    out[:] = a[np.argsort(a)][i]",
+    "out[:] = a\n    out[np.argsort(a)] = np.cumsum(a)",
+]
+
+
+@pytest.mark.parametrize("body", FANCY_CASES)
+def test_integer_array_indexing_and_stores_through_masks(target, body):
+    try:
+        py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    except numbavec.TypingError as e:
+        assert "arange" in str(e)
+        return
+    rng = np.random.default_rng(12)
+    for n in [0, 1, 2, 7, 33]:
+        a = rng.standard_normal(n)
+        check(gu, py, [a], (n,), np.float64, "(n)->(n)")
+        check(gu, py, [a[::-1]], (n,), np.float64, "(n)->(n)")
+
+
+@pytest.mark.parametrize("body, error", [
+    ("out[:] = a[np.zeros(2, np.int64) + len(a)]", IndexError),
+    ("out[:] = a\n    out[np.zeros(2, np.int64) - len(a) - 1] = 1.0", IndexError),
+    ("out[:] = a\n    out[a > 0] = np.zeros(len(a) + 3)", ValueError),
+    ("out[:] = a\n    out[a > 100] = np.zeros(2)", ValueError),
+    ("out[:] = a\n    out[np.zeros(3, np.int64)] = np.ones(2)", ValueError),
+])
+def test_index_array_errors_are_numpys(target, body, error):
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    a = np.array([1.0, -2.0, 3.0, 4.0])
+    with pytest.raises(error):
+        py(a.copy(), np.zeros(4))
+    with pytest.raises(error):
+        gu(a)
+
+
+ARANGE_CASES = ["np.arange(len(a))", "np.arange(2, len(a))", "np.arange(len(a), 0, -2)",
+                "np.arange(0.5, len(a), 0.7)", "np.arange(a[0], a[1], a[2])",
+                "np.arange(len(a), dtype=np.float32)", "np.arange(1, len(a), 3, 'f8')",
+                "np.arange(-3.0, 1.0, 0.1)", "np.arange(0, 1, 0.1)", "np.arange(10, 2)",
+                "np.arange(np.int32(len(a)))", "np.arange(len(a) * 1.0, -1, -1.5, np.int16)"]
+
+
+@pytest.mark.parametrize("expr", ARANGE_CASES)
+def test_arange_matches_numpy(target, expr):
+    body = (f"r = {expr}\n    out[:] = -7\n    m = min(len(r), len(out) - 1)\n"
+            f"    out[:m] = r[:m]\n    out[-1] = len(r)")
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    for a in [np.array([0.25, 3.5, 0.3, 1.0, 2.0, 9.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]),
+              np.array([1.0, -2.0, -0.5, 7.0]), np.array([1.0, 2.0, 3.0])]:
+        expected = np.zeros(len(a))
+        py(a, expected)
+        np.testing.assert_array_equal(gu(a), expected)
+
+
+def test_arange_with_a_zero_step_raises(target):
+    py, gu = body_gufunc("out[:] = np.arange(0, len(a), 0)[:1]", "void(float64[:], float64[:])",
+                         "(n)->(n)", target)
+    with pytest.raises(ZeroDivisionError):
+        py(np.ones(3), np.zeros(3))
+    with pytest.raises(ZeroDivisionError):
+        gu(np.ones(3))
+
+
+FLAT_CASES = [
+    "out[:] = 0\n    for x in a.flat:\n        out[0] += x",
+    "out[:] = 0\n    k = 0\n    for x in a.T.flat:\n        out[k % len(out)] += x * k\n        k += 1",
+    "out[:] = 0\n    for i in range(a.size):\n        out[i % len(out)] = a.flat[i] - a.flat[-1 - i]",
+    "out[:] = 0\n    t = np.zeros(a.shape)\n    for i in range(t.size):\n        t.flat[i] = i\n"
+    "    out[:] = t[0] + t[-1]",
+    "out[:] = 0\n    a.flat[0] += 1.0\n    out[:] = a[0]",
+]
+
+
+@pytest.mark.parametrize("body", FLAT_CASES)
+def test_flat_iteration_and_indexing(target, body):
+    py, gu = body_gufunc(body, "void(float64[:, :], float64[:])", "(m,n)->(n)", target)
+    rng = np.random.default_rng(13)
+    for m, n in [(1, 1), (3, 4), (5, 2)]:
+        a = rng.standard_normal((m, n))
+        for x in (a, a[::-1, ::-1]):
+            expected = np.zeros(n)
+            py(x.copy(), expected)
+            np.testing.assert_allclose(gu(x.copy()), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("body, match", [
+    ("out[:] = a.flat", "not used as a value"),
+    ("out[:] = a.flat[1:]", "one integer index"),
+    ("out[0] = a.flat[0, 1]", "one integer index"),
+])
+def test_flat_errors_name_flat(target, body, match):
+    src = f"import numpy as np\ndef k(a, out):\n    {body}\n"
+    with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->(n)", target=target)(
+            kernel_from_source(src))
+
+
+def test_flat_index_out_of_range_raises(target):
+    py, gu = body_gufunc("out[0] = a.flat[a.size]", "void(float64[:, :], float64[:])",
+                         "(m,n)->()", target)
+    with pytest.raises(IndexError):
+        py(np.ones((2, 2)), np.zeros(1))
+    with pytest.raises(IndexError):
+        gu(np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("fn", ["argmax", "argmin", "nanmean", "var", "std", "cumsum", "cumprod"])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_line_reductions_along_each_axis_of_3d_arrays(target, fn, axis):
+    ndim = 3 if fn.startswith("cum") else 2
+    colons = ", ".join(":" for _ in range(ndim))
+    kind = "int64" if fn.startswith("arg") else "float64"
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n"
+                            f"    out[...] = np.{fn}(a, axis={axis})\n")
+    layout = "(p,q,r)->(p,q,r)" if ndim == 3 else \
+        "(p,q,r)->" + "(" + ",".join(d for i, d in enumerate("pqr") if i != axis % 3) + ")"
+    gu = guvectorize([f"void(float64[:, :, :], {kind}[{colons}])"], layout, target=target)(py)
+    rng = np.random.default_rng(14)
+    a = np.round(rng.standard_normal((2, 3, 4, 5)), 1)
+    a[0, 1, 2, 3] = np.nan
+    for x in (a, a[:, ::-1, :, ::2]):
+        shape = x.shape[1:] if ndim == 3 else tuple(s for i, s in enumerate(x.shape[1:])
+                                                     if i != axis % 3)
+        expected = np.zeros((2,) + shape, kind)
+        for i in range(2):
+            with np.errstate(all="ignore"):
+                py(x[i], expected[i])
+        np.testing.assert_allclose(gu(x), expected, rtol=1e-12, equal_nan=True)
+
+
+SCALE = 10.0
+
+
+def test_device_functions_take_keywords_and_defaults(target):
+    window = numbavec.jit(kernel_from_source(
+        "def window(x, i, width=3, *, scale=SCALE, shift=0):\n"
+        "    lo = max(0, i - width + 1)\n"
+        "    return x[lo:i + 1].mean() * scale + shift\n", "window",
+        globals_={"SCALE": SCALE}))
+
+    def k(a, out):
+        for i in range(len(a)):
+            out[i] = window(a, i) + window(a, i, 2, shift=1) + window(x=a, i=i, scale=0.5)
+
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(k)
+    a = np.arange(7.0) ** 2
+    expected = np.zeros(7)
+    k(a, expected)
+    np.testing.assert_allclose(gu(a), expected)
+
+
+@pytest.mark.parametrize("call, match", [
+    ("f(a)", "missing required argument 'i'"),
+    ("f(a, 1, 2, 3)", "takes 3 positional argument"),
+    ("f(a, 1, j=2)", "unexpected keyword argument 'j'"),
+    ("f(a, 1, i=2)", "multiple values for argument 'i'"),
+    ("f(a, 1, **{'w': 2})", "kwargs"),
+])
+def test_device_function_call_errors_are_pythons(target, call, match):
+    f = numbavec.jit(kernel_from_source("def f(x, i, w=1, *, s=2):\n    return x[i] * w + s\n",
+                                        "f"))
+    py = kernel_from_source(f"def k(a, out):\n    out[0] = {call}\n", globals_={"f": f})
+    with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+
+
+def test_tuples_of_arrays_from_helpers_and_in_kernels(target):
+    split = numbavec.jit(kernel_from_source(
+        "def split(x):\n    return x[:2], x[2:] * 2, x.sum()\n", "split"))
+
+    def k(a, out):
+        lo, hi, s = split(a)
+        out[:] = s
+        out[:2] = lo
+        out[2:] = hi
+        t = (a, a * 3)
+        out[0] += t[1][-1] + t[0][1]
+        u, v = t
+        out[1] -= (u + v).max()
+
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(k)
+    for a in (np.arange(5.0), np.arange(9.0)[::-2]):
+        expected = np.zeros(len(a))
+        k(a, expected)
+        np.testing.assert_array_equal(gu(a), expected)
+
+
+def test_every_unsupported_construct_is_named_once_with_its_caret(target):
+    src = ("import numpy as np\n"
+           "def k(a, out):\n"
+           "    x = np.convolve(a, a)\n"
+           "    s = {1: 2}\n"
+           "    for i in range(len(a)):\n"
+           "        out[i] = x[i] + a.reshape(3)\n"
+           "        y = [i]\n"
+           "    out[0] = s + x.sum() + y\n")
+    with pytest.raises(numbavec.TypingError) as info:
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
+            kernel_from_source(src))
+    text = str(info.value)
+    found = [(m.group(1), m.group(2)) for m in re.finditer(r":(\d+):\d+: ([^\n]*)", text)]
+    assert [line for line, _ in found] == ["3", "4", "6", "7"], text
+    assert "np.convolve()" in found[0][1] and "dict displays" in found[1][1]
+    assert ".reshape()" in found[2][1] and "list displays" in found[3][1]
+    assert text.count("^") == 4
+    assert "0x" not in text  # no function reprs

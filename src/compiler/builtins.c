@@ -229,9 +229,28 @@ static const CcBuiltin builtins[] = {
     REDUCE("cumsum", R_CUMSUM),
     REDUCE("cumprod", R_CUMPROD),
 #undef REDUCE
+    {"numpy.sort", FL_SORT, S_SORT, 1, 1},
+    {"numpy.argsort", FL_SORT, S_ARGSORT, 1, 1},
+    {"numpy.partition", FL_SORT, S_PARTITION, 1, 2}, /* kth may be a keyword */
+    {"numpy.median", FL_SORT, S_MEDIAN, 1, 1},
+    {"numpy.nanmedian", FL_SORT, S_NANMEDIAN, 1, 1},
+    {"numpy.quantile", FL_SORT, S_QUANTILE, 1, 2}, /* q may be a keyword */
+    {"numpy.nanquantile", FL_SORT, S_NANQUANTILE, 1, 2},
+    {"numpy.percentile", FL_SORT, S_PERCENTILE, 1, 2},
+    {"numpy.nanpercentile", FL_SORT, S_NANPERCENTILE, 1, 2},
+    {"numpy.unique", FL_SORT, S_UNIQUE, 1, 1},
+    {"numpy.searchsorted", FL_SORT, S_SEARCHSORTED, 1, 2}, /* v may be a keyword */
+    {"numpy.arange", FL_ARANGE, 0, 1, 3},
+    {"numpy.dot", FL_DOT, 0, 2, 2},
+    {"numpy.matmul", FL_DOT, 1, 2, 2}, /* a @ b lowers to it */
+    /* the in-place methods: a.sort(), a.partition(kth) */
+    {".sort", FL_SORT, S_SORT_IN_PLACE, 1, 1},
+    {".partition", FL_SORT, S_PARTITION_IN_PLACE, 1, 2},
     /* for idx in np.ndindex(shape) lowers to a range loop over these */
     {".ndsize", FL_NDSIZE, M_NONE, 1, 1},
     {".unravel", FL_UNRAVEL, M_NONE, 2, 2},
+    /* a.flat[k]: the same, k negative from the end and checked (op 1) */
+    {".flatindex", FL_UNRAVEL, 1, 2, 2},
 };
 /* clang-format on */
 
@@ -432,5 +451,8 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_REDUCE]    = {ti_array_call, ec_array_call, FIT_RESULT},
     [FL_NDSIZE]    = {ti_array_call, ec_array_call, FIT_RESULT},
     [FL_UNRAVEL]   = {ti_array_call, ec_array_call, FIT_RESULT},
+    [FL_SORT]      = {ti_array_call, ec_sort_call,  FIT_RESULT},
+    [FL_DOT]       = {ti_array_call, ec_dot_call,   FIT_RESULT},
+    [FL_ARANGE]    = {ti_array_call, ec_dot_call,   FIT_RESULT},
 };
 /* clang-format on */

@@ -81,5 +81,7 @@ LLVMValueRef ec_where(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_clip(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 /* emitarray.c: np.zeros(...), np.sum(a) ... */
 LLVMValueRef ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_sort_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 
 #endif /* NV_COMPILER_CALLS_H */

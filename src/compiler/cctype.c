@@ -190,7 +190,7 @@ same_type(const CcType *a, const CcType *b)
     if (a->kind != b->kind || a->scalar != b->scalar || a->n != b->n) {
         return 0;
     }
-    for (int i = 0; i < a->n; i++) {
+    for (int i = 0; a->kind == CT_TUPLE && i < a->n; i++) { /* an array's n is its ndim */
         if (!same_type(a->elems[i], b->elems[i])) {
             return 0;
         }

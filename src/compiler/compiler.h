@@ -134,6 +134,7 @@ typedef enum CcNodeKind {
     ND_SLICE,     /* an index: lhs:rhs:cond (start, stop, step; each may be NULL) */
     ND_NEWAXIS,   /* an index: None (np.newaxis) */
     ND_ELLIPSIS,  /* an index: ... */
+    ND_VIEW,      /* emitarray.c only: a view computed already (view: its View) */
 } CcNodeKind;
 
 typedef enum CcArrayAttr {
@@ -144,7 +145,14 @@ typedef enum CcArrayAttr {
     AA_T,        /* a.T: the view with its dimensions reversed */
     AA_STRIDES,  /* a tuple of byte strides */
     AA_ITEMSIZE, /* bytes per element */
+    /* a.dtype.kind == 'f', a.dtype.kind in 'iu', a.dtype == np.float32 (and
+     * != / not in): a bool constant once a's kind is known.  ival: bit k
+     * for each kind letter "biufc"[k] (AA_KIND_IS) or the TsKind
+     * (AA_DTYPE_IS), and CC_DTYPE_NEGATE for != and not in */
+    AA_KIND_IS,
+    AA_DTYPE_IS,
 } CcArrayAttr;
+#define CC_DTYPE_NEGATE (1LL << 32)
 
 typedef enum CcOp {
     OP_ADD,
@@ -229,6 +237,7 @@ struct CcNode {
     /* emitarray.c: inside an elementwise loop, the value of this array leaf
      * at the loop's index (an LLVMValueRef), else NULL */
     void *elem;
+    void *view; /* ND_VIEW */
 };
 
 /* One function being compiled for one signature. */
@@ -253,6 +262,7 @@ typedef struct CcFunction {
     int nnodes;        /* lower.c: the nodes made so far */
     int allocates;     /* typeinfer: the kernel may allocate arrays (np.zeros, a temporary) */
     int device;        /* driver: compiled for a device (cuda), which has no malloc */
+    unsigned fails;    /* emit: bit k set when the kernel may return status k */
 } CcFunction;
 
 /* ---- stack.c ---- */
@@ -321,6 +331,9 @@ typedef enum CcFlavor {
     FL_REDUCE,   /* np.sum(a), a.max() ...: op is a CcReduceOp */
     FL_NDSIZE,   /* np.ndindex's loop: the product of a shape (a tuple or an int) */
     FL_UNRAVEL,  /* np.ndindex's loop: the index tuple of a flat index in a shape */
+    FL_SORT,     /* np.sort, argsort, partition, median, quantile ...: op is a CcSortOp */
+    FL_DOT,      /* np.dot(a, b), a @ b (op 1) of 1-d and 2-d arrays */
+    FL_ARANGE,   /* np.arange([start,] stop[, step], dtype=) */
     FL_COUNT
 } CcFlavor;
 
@@ -406,6 +419,26 @@ typedef enum CcReduceOp {
     R_CUMPROD,
 } CcReduceOp;
 
+/* What sorts or searches (runtime.c does the work).  The call's ival: the
+ * axis of sort/argsort/partition (CC_AXIS_NONE: flattened), the side of
+ * searchsorted (1: right). */
+typedef enum CcSortOp {
+    S_SORT,      /* np.sort(a, axis=-1): a new array */
+    S_ARGSORT,   /* np.argsort(a, axis=-1): int64, stable */
+    S_PARTITION, /* np.partition(a, kth, axis=-1) */
+    S_MEDIAN,    /* np.median(a): a scalar */
+    S_NANMEDIAN,
+    S_QUANTILE, /* np.quantile(a, q): a scalar */
+    S_NANQUANTILE,
+    S_PERCENTILE, /* q / 100 */
+    S_NANPERCENTILE,
+    S_UNIQUE,        /* np.unique(a): sorted, 1-d */
+    S_SEARCHSORTED,  /* np.searchsorted(a, v, side=) */
+    S_SORT_IN_PLACE, /* a.sort(axis=-1): sorts a's view, None */
+    S_PARTITION_IN_PLACE,
+} CcSortOp;
+#define CC_AXIS_NONE (-(1LL << 62))
+
 typedef struct CcBuiltin {
     const char *name; /* as users write it: "math.exp" */
     CcFlavor flavor;
@@ -461,6 +494,24 @@ LLVMTypeRef cc_memory_type(LLVMContextRef ctx, TsKind k);
 LLVMValueRef cc_load(LLVMBuilderRef b, TsKind k, LLVMValueRef ptr, const char *name);
 void cc_store(LLVMBuilderRef b, TsKind k, LLVMValueRef value, LLVMValueRef ptr);
 
+/* ---- runtime.c: what kernels call by name (jit.c defines the names) ---- */
+
+typedef struct CcRuntimeSymbol {
+    const char *name;
+    void *address;
+} CcRuntimeSymbol;
+extern const CcRuntimeSymbol cc_runtime_symbols[]; /* ends with a NULL name */
+
+enum { CC_Q_MEDIAN = 1, CC_Q_SKIPNAN = 2 }; /* numbavec_rt_quantile's mode */
+int numbavec_rt_sort(int kind, int ndim, char *data, const int64_t *shape, const int64_t *strides,
+                     int64_t kth);
+int numbavec_rt_argsort(int kind, int ndim, char *data, const int64_t *shape,
+                        const int64_t *strides, int64_t *out);
+int numbavec_rt_quantile(int kind, int64_t n, char *v, double q, int mode, void *result);
+int64_t numbavec_rt_unique(int kind, int64_t n, char *v);
+void numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const char *x,
+                              int64_t m, int64_t xs, int64_t *out, int right);
+
 /* ---- emit.c ---- */
 
 /*
@@ -503,10 +554,13 @@ void cc_dump_ir(const CcFunction *fn, const char *label);
  */
 enum {
     CC_STATUS_OK = 0,
-    CC_STATUS_INDEX = 1, /* IndexError */
-    CC_STATUS_NOMEM = 2, /* MemoryError: an allocation failed */
-    CC_STATUS_SHAPE = 3, /* ValueError: shapes that do not broadcast */
-    CC_STATUS_VALUE = 4, /* ValueError: a negative dimension, an empty reduction */
+    CC_STATUS_INDEX = 1,    /* IndexError */
+    CC_STATUS_NOMEM = 2,    /* MemoryError: an allocation failed */
+    CC_STATUS_SHAPE = 3,    /* ValueError: shapes that do not broadcast */
+    CC_STATUS_VALUE = 4,    /* ValueError: a negative dimension, an empty reduction */
+    CC_STATUS_KTH = 5,      /* ValueError: np.partition's kth out of bounds */
+    CC_STATUS_QUANTILE = 6, /* ValueError: a quantile outside [0, 1] */
+    CC_STATUS_ZERO = 7,     /* ZeroDivisionError: np.arange's step of zero */
 };
 /* The exception type and message of a nonzero status (with the GIL). */
 void cc_raise_status(int status);
@@ -675,6 +729,7 @@ typedef struct CcCompiled {
     void *addrs[CC_MAXENTRIES];        /* host: the entries */
     PyObject *text;                    /* PTX: the text (owned) */
     PyObject *llvm;                    /* PTX: the module's IR text (owned), or NULL */
+    unsigned fails;                    /* bit k: the kernel may return status k */
 } CcCompiled;
 
 /* Where compiled code runs: the host JIT (jit.c), or PTX (cuda's ptx.c). */

@@ -338,6 +338,13 @@ flow_views(const CcNode *n, ParamMask *alias, ParamMask *written, int *changed)
     case ND_SETITEM:
         *written |= views_of(n->lhs->lhs, alias);
         break;
+    case ND_CALL:
+        if (cc_builtin(n->builtin)->flavor == FL_SORT
+            && (cc_builtin(n->builtin)->op == S_SORT_IN_PLACE
+                || cc_builtin(n->builtin)->op == S_PARTITION_IN_PLACE)) {
+            *written |= views_of(n->args[0], alias); /* a.sort() */
+        }
+        break;
     default:
         break;
     }
@@ -396,6 +403,8 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
     CcEntries e;
     LLVMValueRef kernels[2];
     int nk = 0, rc = -1;
+    fn->device = be != &cc_host_backend; /* typing refuses what a device lacks */
+    fn->fails = 0;
     if (cc_typeinfer(fn, &out->ksig) < 0 || entry_names(b, base, &e) < 0) {
         return -1;
     }
@@ -421,6 +430,7 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
         goto done;
     }
     out->cost_ns = estimate_cost(kernels[0]);
+    out->fails = fn->fails;
     if ((out->var_types = variable_types(fn)) == NULL) {
         goto done;
     }
@@ -451,6 +461,18 @@ cc_raise_status(int status)
                         "a guvectorize kernel asked for a negative dimension, a zero slice step "
                         "or a reduction of an empty (zero-size) array that has no identity");
         break;
+    case CC_STATUS_KTH:
+        PyErr_SetString(PyExc_ValueError, "kth out of bounds in np.partition() in a guvectorize "
+                                          "kernel");
+        break;
+    case CC_STATUS_ZERO:
+        PyErr_SetString(PyExc_ZeroDivisionError, "np.arange() with a step of zero in a "
+                                                 "guvectorize kernel");
+        break;
+    case CC_STATUS_QUANTILE:
+        PyErr_SetString(PyExc_ValueError, "Quantiles must be in the range [0, 1] (percentiles "
+                                          "in [0, 100]) in a guvectorize kernel");
+        break;
     default: /* CC_STATUS_NOMEM, or a copy that could not be made */
         PyErr_NoMemory();
     }
@@ -460,7 +482,8 @@ cc_raise_status(int status)
 
 /*
  * A stored entry, as numbavec/cache.py keeps it: (blob, IR text, return
- * kind, cost, {variable: type}, written-parameter mask).  Links it through
+ * kind, cost, {variable: type}, written-parameter mask | the statuses the
+ * kernel may return << 32).  Links it through
  * the back end.  0, or -1 with an exception (the caller then compiles).
  */
 static int
@@ -486,9 +509,10 @@ load_entry(const CcBackend *be, const CcBuilder *b, const char *base, PyObject *
     if (out->ksig.ret.kind != TS_VOID) {
         out->sig.ret.kind = out->ksig.ret.kind = kind;
     }
-    for (int i = 0; i < TS_MAXARGS && i < 64; i++) {
+    for (int i = 0; i < TS_MAXARGS && i < 32; i++) {
         out->written[i] = (unsigned char)((written >> i) & 1);
     }
+    out->fails = (unsigned)(written >> 32);
     out->var_types = Py_NewRef(var_types);
     return 0;
 }
@@ -496,8 +520,8 @@ load_entry(const CcBackend *be, const CcBuilder *b, const char *base, PyObject *
 static int
 store_entry(PyObject *cache, PyObject *key, PyObject *blob, const CcCompiled *c, const char *ir)
 {
-    unsigned long long written = 0;
-    for (int i = 0; i < TS_MAXARGS && i < 64; i++) {
+    unsigned long long written = (unsigned long long)c->fails << 32;
+    for (int i = 0; i < TS_MAXARGS && i < 32; i++) {
         written |= (unsigned long long)(c->written[i] != 0) << i;
     }
     TsKind ret = c->ksig.ret.kind == TS_VOID ? TS_VOID : c->sig.ret.kind;

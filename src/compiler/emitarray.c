@@ -130,6 +130,7 @@ em_return_status(Emit *E, LLVMValueRef status)
 static LLVMBasicBlockRef
 fail_block(Emit *E, int status)
 {
+    E->fn->fails |= 1u << status;
     if (E->fail[status] == NULL) {
         LLVMBasicBlockRef here = LLVMGetInsertBlock(E->b);
         int reachable = E->reachable;
@@ -209,6 +210,53 @@ em_alloc_end(Emit *E)
 
 /* ---- allocation ---- */
 
+enum { LOCAL_ARRAY_LIMIT = 16384 }; /* bytes of one local array in a cuda kernel */
+
+/*
+ * An array in a cuda kernel: a local array (an alloca in the entry block),
+ * so its shape must be known when the kernel is compiled (literals, frozen
+ * dimensions), and it must be made outside loops (one alloca serves every
+ * call of the block; in a loop, the arrays of two iterations would be one).
+ */
+static int
+local_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *v)
+{
+    unsigned long long bytes = (unsigned long long)ts_itemsize(k);
+    for (int d = 0; d < ndim; d++) {
+        if (LLVMIsAConstantInt(shape[d]) == NULL) {
+            return cc_error(E->fn, at->loc,
+                            "an array made in a cuda kernel is a local array: its shape must be "
+                            "known when the kernel is compiled (literals such as np.zeros(4) or "
+                            "np.empty((3, 3))), not computed from the arguments");
+        }
+        long long n = LLVMConstIntGetSExtValue(shape[d]);
+        if (n < 0 || (n > 0 && bytes > LOCAL_ARRAY_LIMIT / (unsigned long long)n)) {
+            return cc_error(E->fn, at->loc,
+                            n < 0 ? "a negative dimension"
+                                  : "a local array in a cuda kernel holds at most %d bytes",
+                            LOCAL_ARRAY_LIMIT);
+        }
+        bytes *= (unsigned long long)n;
+    }
+    if (E->depth > 0) {
+        return cc_error(E->fn, at->loc,
+                        "a cuda kernel makes its local arrays outside loops (make it before the "
+                        "loop and fill it in the loop)");
+    }
+    LLVMTypeRef t = LLVMArrayType2(LLVMInt8TypeInContext(E->ctx), bytes > 0 ? bytes : 1);
+    v->data = em_entry_alloca(E, t, "local");
+    LLVMSetAlignment(v->data, 16);
+    v->ndim = ndim;
+    v->kind = k;
+    LLVMValueRef stride = i64c(E, ts_itemsize(k));
+    for (int d = ndim - 1; d >= 0; d--) {
+        v->shape[d] = shape[d];
+        v->stride[d] = stride;
+        stride = LLVMBuildNSWMul(E->b, stride, shape[d], "stride");
+    }
+    return 0;
+}
+
 /* A new C-contiguous array of kind k and shape[ndim]: a negative dimension
  * ends the kernel with CC_STATUS_VALUE, a size or allocation that fails
  * with CC_STATUS_NOMEM. */
@@ -216,9 +264,7 @@ static int
 alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *v)
 {
     if (E->fn->device) {
-        return cc_error(E->fn, at->loc,
-                        "arrays cannot be allocated in a cuda kernel yet (np.empty, np.zeros, "
-                        ".copy() and array expressions kept in variables allocate)");
+        return local_array(E, at, k, ndim, shape, v);
     }
     if (E->alloc_head == NULL) {
         return cc_error(E->fn, at->loc,
@@ -430,6 +476,31 @@ static int materialize(Emit *E, CcNode *n, View *v);
 static int alloc_call(Emit *E, CcNode *n, View *v);
 static int axis_reduce(Emit *E, CcNode *n, View *v);
 static int cumulate(Emit *E, CcNode *n, View *v);
+static int axis_lines(Emit *E, CcNode *n, View *v);
+
+/* The reductions along an axis that reduce each line of it as a whole
+ * array (axis_lines), where the others combine elements (axis_reduce). */
+static int
+needs_lines(CcReduceOp op)
+{
+    switch (op) {
+    case R_ARGMIN:
+    case R_ARGMAX:
+    case R_NANMEAN:
+    case R_VAR:
+    case R_STD:
+    case R_CUMSUM:
+    case R_CUMPROD:
+        return 1;
+    default:
+        return 0;
+    }
+}
+static int sort_view(Emit *E, CcNode *n, View *v);
+static int copy_as(Emit *E, CcNode *n, TsKind k, View *v);
+static LLVMValueRef view_size(Emit *E, const View *v);
+static int dot_view(Emit *E, CcNode *n, View *v);
+static int arange_view(Emit *E, CcNode *n, View *v);
 
 /* The elementwise operations: their values are computed by element. */
 static int
@@ -460,12 +531,29 @@ is_mask_index(const CcNode *n)
            && n->args[0]->ty->scalar == TS_BOOL;
 }
 
+/* a[idx], idx an array of integers */
+static int
+is_fancy_index(const CcNode *n)
+{
+    return n->kind == ND_INDEX && n->nargs == 1 && cc_is_array(n->args[0]->ty)
+           && n->args[0]->ty->scalar != TS_BOOL;
+}
+
+static int fancy_read(Emit *E, CcNode *n, View *v);
+
 /* The view an array-typed node evaluates to. */
 static int
 view_of(Emit *E, CcNode *n, View *v)
 {
+    if (n->kind == ND_VIEW) {
+        *v = *(const View *)n->view;
+        return 0;
+    }
     if (is_mask_index(n)) {
         return mask_read(E, n, v);
+    }
+    if (is_fancy_index(n)) {
+        return fancy_read(E, n, v);
     }
     if (n->kind == ND_INDEX) {
         int element;
@@ -488,8 +576,20 @@ view_of(Emit *E, CcNode *n, View *v)
     }
     if (n->kind == ND_CALL) {
         const CcBuiltin *b = cc_builtin(n->builtin);
+        if (b->flavor == FL_REDUCE && n->nargs == 2 && needs_lines((CcReduceOp)b->op)) {
+            return axis_lines(E, n, v);
+        }
         if (b->flavor == FL_REDUCE && (b->op == R_CUMSUM || b->op == R_CUMPROD)) {
             return cumulate(E, n, v);
+        }
+        if (b->flavor == FL_SORT) {
+            return sort_view(E, n, v);
+        }
+        if (b->flavor == FL_DOT) {
+            return dot_view(E, n, v);
+        }
+        if (b->flavor == FL_ARANGE) {
+            return arange_view(E, n, v);
         }
         return b->flavor == FL_REDUCE ? axis_reduce(E, n, v) : alloc_call(E, n, v);
     }
@@ -514,6 +614,9 @@ em_index(Emit *E, CcNode *n)
 {
     View v;
     int element;
+    if (is_mask_index(n) || is_fancy_index(n)) {
+        return view_of(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+    }
     if (index_view(E, n, &v, &element) < 0) {
         return NULL;
     }
@@ -528,6 +631,19 @@ em_array_attr(Emit *E, CcNode *n)
 {
     if (n->index == AA_T) {
         return em_array_expr(E, n);
+    }
+    if (n->index == AA_KIND_IS || n->index == AA_DTYPE_IS) {
+        /* a constant of the typed element kind: nothing is evaluated */
+        TsKind k = n->lhs->ty->scalar;
+        int letter = k == TS_BOOL       ? 0
+                     : ts_is_complex(k) ? 4
+                     : ts_is_float(k)   ? 3
+                     : ts_is_signed(k)  ? 1
+                                        : 2;
+        long long value = n->ival & ~CC_DTYPE_NEGATE;
+        int yes = n->index == AA_KIND_IS ? (int)((value >> letter) & 1) : value == (long long)k;
+        return LLVMConstInt(LLVMInt1TypeInContext(E->ctx),
+                            (unsigned)(yes ^ ((n->ival & CC_DTYPE_NEGATE) != 0)), 0);
     }
     const CcType *t = n->lhs->ty;
     if (t->kind == CT_TUPLE) {
@@ -544,6 +660,9 @@ em_array_attr(Emit *E, CcNode *n)
         return i64c(E, a.ndim);
     case AA_ITEMSIZE:
         return i64c(E, ts_itemsize(a.kind));
+    case AA_KIND_IS:
+    case AA_DTYPE_IS:
+        break; /* above */
     case AA_SIZE: {
         LLVMValueRef size = i64c(E, 1);
         for (int k = 0; k < a.ndim; k++) {
@@ -1019,7 +1138,8 @@ may_fail_otherwise(const CcNode *n)
     }
     if (n->kind == ND_CALL) {
         CcFlavor f = cc_builtin(n->builtin)->flavor;
-        if (f == FL_ALLOC || f == FL_LIKE || f == FL_REDUCE) {
+        if (f == FL_ALLOC || f == FL_LIKE || f == FL_REDUCE || f == FL_SORT || f == FL_DOT
+            || f == FL_ARANGE) {
             return 1;
         }
     }
@@ -1044,14 +1164,13 @@ may_fail_otherwise(const CcNode *n)
  * address: a check of out[i] before out[i - 1] is read lets LLVM prove the
  * second and forward stored values across iterations (a moving average).
  */
-static int mask_write(Emit *E, CcNode *n, LLVMValueRef value);
+static int indexed_write(Emit *E, CcNode *n);
 
 int
 em_setitem_view(Emit *E, CcNode *n)
 {
-    if (is_mask_index(n->lhs)) {
-        LLVMValueRef v = em_expr(E, n->rhs); /* a scalar (typeinfer) */
-        return v != NULL ? mask_write(E, n, v) : -1;
+    if (is_mask_index(n->lhs) || is_fancy_index(n->lhs)) {
+        return indexed_write(E, n);
     }
     View target;
     int element = 0;
@@ -1477,8 +1596,11 @@ cumulate(Emit *E, CcNode *n, View *v)
 
 typedef struct Masked {
     View out;           /* a[mask]: the array filled */
-    LLVMValueRef count; /* a[mask]: the elements taken so far (an alloca) */
-    LLVMValueRef value; /* a[mask] = v: v in a's kind */
+    LLVMValueRef count; /* the elements taken (a[mask]) or stored (= array) so far: an alloca */
+    LLVMValueRef value; /* a[mask] = v: v in a's kind (NULL: an array, src) */
+    View src;           /* a[mask] = array, a[idx] = array: its elements, C order */
+    LLVMValueRef nsrc;  /* how many (1: the one for all) */
+    View a;             /* a[idx]: a */
 } Masked;
 
 /* a[mask]: each element is stored at the next free place and the place
@@ -1549,13 +1671,133 @@ mask_read(Emit *E, CcNode *n, View *v)
     return 0;
 }
 
-static int
-mask_write(Emit *E, CcNode *n, LLVMValueRef value)
+/* The next value of a[mask] = array or a[idx] = array: src's element
+ * count (src's only one when it has one); one more than src has ends the
+ * kernel with CC_STATUS_SHAPE. */
+static LLVMValueRef
+next_source(Emit *E, Masked *m)
 {
-    const CcType *t = n->lhs->ty; /* a 1-d array of a's kind */
-    Masked m = {.value = em_convert_type(E, value, n->rhs->ty, cc_scalar_type(t->scalar))};
-    Walk w = {.visit = mask_put_visit, .ctx = &m};
-    return mask_walk(E, n->lhs, &w);
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMValueRef k = LLVMBuildLoad2(E->b, i64, m->count, "k");
+    LLVMValueRef one = LLVMBuildICmp(E->b, LLVMIntEQ, m->nsrc, i64c(E, 1), "one");
+    em_check(E,
+             LLVMBuildAnd(E->b, LLVMBuildNot(E->b, one, ""),
+                          LLVMBuildICmp(E->b, LLVMIntSGE, k, m->nsrc, "more"), "too.few"),
+             CC_STATUS_SHAPE);
+    LLVMValueRef at = LLVMBuildSelect(E->b, one, i64c(E, 0), k, "at");
+    LLVMBuildStore(E->b, LLVMBuildNSWAdd(E->b, k, i64c(E, 1), "k"), m->count);
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, at, i64c(E, ts_itemsize(m->src.kind)), "off");
+    return cc_load(
+        E->b, m->src.kind,
+        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), m->src.data, &off, 1, ""), "v");
+}
+
+/* a[mask] = array: the next value where the mask holds. */
+static int
+mask_put_array_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Masked *m = w->ctx;
+    LLVMBasicBlockRef put = em_new_block(E, "mask.put"), next = em_new_block(E, "mask.next");
+    LLVMBuildCondBr(E->b, em_truthy(E, value, cc_storage(w->expr->ty)), put, next);
+    LLVMPositionBuilderAtEnd(E->b, put);
+    cc_store(E->b, w->target.kind, next_source(E, m), w->target_ptr);
+    LLVMBuildBr(E->b, next);
+    LLVMPositionBuilderAtEnd(E->b, next);
+    return 0;
+}
+
+/* a[idx] (typeinfer: a is 1-d): the address of a[i], i wrapped and checked. */
+static LLVMValueRef
+fancy_address(Emit *E, Walk *w, const View *a, LLVMValueRef i)
+{
+    i = wrap_index(E, em_convert(E, i, cc_storage(w->expr->ty), TS_INT64), a->shape[0]);
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, i, a->stride[0], "off");
+    return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &off, 1, "at");
+}
+
+static int
+fancy_take_visit(Emit *E, Walk *w, LLVMValueRef i)
+{
+    Masked *m = w->ctx;
+    cc_store(E->b, m->a.kind, cc_load(E->b, m->a.kind, fancy_address(E, w, &m->a, i), "x"),
+             w->target_ptr);
+    return 0;
+}
+
+static int
+fancy_put_visit(Emit *E, Walk *w, LLVMValueRef i)
+{
+    Masked *m = w->ctx;
+    LLVMValueRef at = fancy_address(E, w, &m->a, i);
+    cc_store(E->b, m->a.kind, m->value != NULL ? m->value : next_source(E, m), at);
+    return 0;
+}
+
+/* a[idx]: a new array of idx's shape. */
+static int
+fancy_read(Emit *E, CcNode *n, View *v)
+{
+    Masked m = {0};
+    Walk w = {.visit = fancy_take_visit, .ctx = &m};
+    if (view_of(E, n->lhs, &m.a) < 0 || collect_expr(E, &w, n->args[0]) < 0) {
+        return -1;
+    }
+    w.ndim = n->args[0]->ty->n;
+    w.target.data = NULL;
+    broadcast(E, &w);
+    if (alloc_array(E, n, m.a.kind, w.ndim, w.shape, v) < 0) {
+        return -1;
+    }
+    w.target = *v;
+    return run_collected(E, &w);
+}
+
+/*
+ * a[mask] = v and a[idx] = v: a scalar v goes to every place chosen; an
+ * array v (a copy, made first, in a's kind) gives its elements in order,
+ * as many as there are places (or one for all), else ValueError.
+ */
+static int
+indexed_write(Emit *E, CcNode *n)
+{
+    CcNode *index = n->lhs;
+    TsKind k = index->ty->scalar;
+    Masked m = {.count = em_entry_alloca(E, i64_type(E), "stored")};
+    if (cc_is_array(n->rhs->ty)) {
+        if (copy_as(E, n->rhs, k, &m.src) < 0) {
+            return -1;
+        }
+        m.nsrc = view_size(E, &m.src);
+    } else {
+        LLVMValueRef v = em_expr(E, n->rhs);
+        if (v == NULL) {
+            return -1;
+        }
+        m.value = em_convert_type(E, v, n->rhs->ty, cc_scalar_type(k));
+    }
+    LLVMBuildStore(E->b, i64c(E, 0), m.count);
+    Walk w = {.ctx = &m};
+    if (is_mask_index(index)) {
+        w.visit = m.value != NULL ? mask_put_visit : mask_put_array_visit;
+        if (mask_walk(E, index, &w) < 0) {
+            return -1;
+        }
+    } else {
+        w.visit = fancy_put_visit;
+        w.ndim = index->args[0]->ty->n;
+        if (view_of(E, index->lhs, &m.a) < 0 || run_walk(E, &w, index->args[0]) < 0) {
+            return -1;
+        }
+    }
+    if (m.value == NULL) {
+        /* fewer places than values: ValueError too */
+        LLVMValueRef stored = LLVMBuildLoad2(E->b, i64_type(E), m.count, "stored");
+        em_check(E,
+                 LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m.nsrc, i64c(E, 1), ""),
+                              LLVMBuildICmp(E->b, LLVMIntNE, stored, m.nsrc, ""), "too.many"),
+                 CC_STATUS_SHAPE);
+    }
+    return 0;
 }
 
 /* ---- reductions along an axis ---- */
@@ -1708,6 +1950,95 @@ axis_reduce(Emit *E, CcNode *n, View *v)
     return 0;
 }
 
+/* A counted loop (loop_begin, loop_end). */
+typedef struct Loop {
+    LLVMBasicBlockRef pre, head, done;
+    LLVMValueRef i, count;
+} Loop;
+static void loop_begin(Emit *E, Loop *l, LLVMValueRef count, const char *name);
+static void loop_end(Emit *E, Loop *l);
+
+/*
+ * np.argmax(a, axis=k), nanmean, var, std, cumsum, cumprod along an axis:
+ * a loop over the other dimensions reduces each line along k as a whole
+ * 1-d array (reduce_with on an ND_VIEW).  The result is allocated with the
+ * axis left out, or (cumsum/cumprod) moved last so that each line is
+ * contiguous, and then seen with it back in place.
+ */
+static int
+axis_lines(Emit *E, CcNode *n, View *v)
+{
+    CcReduceOp op = (CcReduceOp)cc_builtin(n->builtin)->op;
+    int axis = n->index - 1, cumulative = op == R_CUMSUM || op == R_CUMPROD;
+    TsKind acc = n->ty->kind == CT_ARRAY ? n->ty->scalar : cc_storage(n->ty);
+    View a, r;
+    if (view_of(E, n->args[0], &a) < 0) {
+        return -1;
+    }
+    int outer = a.ndim - 1;
+    LLVMValueRef shape[TS_MAXDIMS];
+    for (int d = 0, j = 0; d < a.ndim; d++) {
+        if (d != axis) {
+            shape[j++] = a.shape[d];
+        }
+    }
+    shape[outer] = a.shape[axis];
+    if (alloc_array(E, n, acc, outer + cumulative, shape, &r) < 0) {
+        return -1;
+    }
+    Loop loops[TS_MAXDIMS];
+    LLVMValueRef off = i64c(E, 0), roff = i64c(E, 0);
+    for (int d = 0, j = 0; d < a.ndim; d++) {
+        if (d == axis) {
+            continue;
+        }
+        loop_begin(E, &loops[j], shape[j], "axis.line");
+        off = LLVMBuildNSWAdd(E->b, off, LLVMBuildNSWMul(E->b, loops[j].i, a.stride[d], ""), "off");
+        roff =
+            LLVMBuildNSWAdd(E->b, roff, LLVMBuildNSWMul(E->b, loops[j].i, r.stride[j], ""), "roff");
+        j++;
+    }
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(E->ctx);
+    View line = {.ndim = 1, .kind = a.kind};
+    line.data = LLVMBuildGEP2(E->b, i8, a.data, &off, 1, "line");
+    line.shape[0] = a.shape[axis];
+    line.stride[0] = a.stride[axis];
+    CcNode node = {.kind = ND_VIEW, .loc = n->loc, .ty = cc_array_type(a.kind, 1), .view = &line};
+    LLVMValueRef at = LLVMBuildGEP2(E->b, i8, r.data, &roff, 1, "at");
+    if (cumulative) {
+        View o = {.ndim = 1, .kind = acc, .data = at};
+        o.shape[0] = a.shape[axis];
+        o.stride[0] = i64c(E, ts_itemsize(acc));
+        if (reduce_with(E, &node, op, acc, NULL, 0, &o) == NULL) {
+            return -1;
+        }
+    } else {
+        LLVMValueRef center = NULL, x;
+        if ((op == R_VAR || op == R_STD)
+            && (center = reduce_with(E, &node, R_MEAN, acc, NULL, 0, NULL)) == NULL) {
+            return -1;
+        }
+        node.elem = NULL;
+        if ((x = reduce_with(E, &node, op, acc, center, n->ival, NULL)) == NULL) {
+            return -1;
+        }
+        cc_store(E->b, acc, x, at);
+    }
+    for (int j = outer - 1; j >= 0; j--) {
+        loop_end(E, &loops[j]);
+    }
+    *v = r;
+    if (cumulative) {
+        /* the axis back in its place */
+        for (int d = 0, j = 0; d < a.ndim; d++) {
+            v->shape[d] = d == axis ? r.shape[outer] : r.shape[j];
+            v->stride[d] = d == axis ? r.stride[outer] : r.stride[j];
+            j += d != axis;
+        }
+    }
+    return 0;
+}
+
 /* np.ndindex's loop: .ndsize(shape) and .unravel(k, shape). */
 static LLVMValueRef
 shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
@@ -1740,6 +2071,14 @@ shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
     if (k == NULL) {
         return NULL;
     }
+    if (b->op == 1) {
+        /* a.flat[k]: k within the array's size, from the end when negative */
+        LLVMValueRef size = i64c(E, 1);
+        for (int i = 0; i < nd; i++) {
+            size = LLVMBuildMul(E->b, size, dims[i], "size");
+        }
+        k = wrap_index(E, k, size);
+    }
     LLVMValueRef t = LLVMGetUndef(em_type_of(E, n->ty));
     for (int i = nd - 1; i >= 0; i--) {
         /* the loop only asks for k < size, so every dimension here is > 0 */
@@ -1767,4 +2106,453 @@ ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
         return reduce(E, n, b);
     }
     return alloc_call(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+}
+
+/* ---- sorting and searching: runtime.c's functions ---- */
+
+static LLVMValueRef
+i32c(Emit *E, long long v)
+{
+    return LLVMConstInt(LLVMInt32TypeInContext(E->ctx), (unsigned long long)v, 1);
+}
+
+/* Calls runtime.c's function `name` (declared on first use). */
+static LLVMValueRef
+runtime_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
+{
+    LLVMTypeRef params[12];
+    for (unsigned i = 0; i < n; i++) {
+        params[i] = LLVMTypeOf(args[i]);
+    }
+    LLVMValueRef f = libc_function(E, name, ret, params, n);
+    return LLVMBuildCall2(E->b, LLVMGlobalGetValueType(f), f, args, n, "");
+}
+
+/* Ends the kernel with the status st (an i32) that a runtime call gave,
+ * when it is not CC_STATUS_OK. */
+static void
+runtime_status(Emit *E, LLVMValueRef st)
+{
+    E->fn->fails |= ~1u; /* whatever the runtime reports */
+    LLVMBasicBlockRef bad = em_new_block(E, "rt.fail"), ok = em_new_block(E, "rt.ok");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntNE, st, i32c(E, 0), "rt.bad"), bad, ok);
+    LLVMPositionBuilderAtEnd(E->b, bad);
+    em_return_status(E, st);
+    LLVMPositionBuilderAtEnd(E->b, ok);
+    E->reachable = 1;
+}
+
+/* v's shape and strides in two i64 arrays (entry-block allocas), as the
+ * runtime takes them. */
+static void
+view_arrays(Emit *E, const View *v, LLVMValueRef *shape, LLVMValueRef *strides)
+{
+    LLVMTypeRef i64 = i64_type(E), arr = LLVMArrayType2(i64, (unsigned long long)v->ndim);
+    *shape = em_entry_alloca(E, arr, "rt.shape");
+    *strides = em_entry_alloca(E, arr, "rt.strides");
+    for (int d = 0; d < v->ndim; d++) {
+        LLVMValueRef at = i64c(E, d);
+        LLVMBuildStore(E->b, v->shape[d], LLVMBuildInBoundsGEP2(E->b, i64, *shape, &at, 1, ""));
+        LLVMBuildStore(E->b, v->stride[d], LLVMBuildInBoundsGEP2(E->b, i64, *strides, &at, 1, ""));
+    }
+}
+
+static LLVMValueRef
+view_size(Emit *E, const View *v)
+{
+    LLVMValueRef total = i64c(E, 1);
+    for (int d = 0; d < v->ndim; d++) {
+        total = LLVMBuildNSWMul(E->b, total, v->shape[d], "total");
+    }
+    return total;
+}
+
+/* n's value copied into a new C-contiguous array of kind k and n's shape
+ * (one walk: an expression is computed into it). */
+static int
+copy_as(Emit *E, CcNode *n, TsKind k, View *v)
+{
+    Walk w = {.visit = store_visit};
+    if (collect_expr(E, &w, n) < 0) {
+        return -1;
+    }
+    w.ndim = n->ty->n;
+    w.target.data = NULL;
+    broadcast(E, &w);
+    if (alloc_array(E, n, k, w.ndim, w.shape, v) < 0) {
+        return -1;
+    }
+    w.target = *v;
+    return run_collected(E, &w);
+}
+
+/* A C-contiguous v as one dimension. */
+static void
+flatten(Emit *E, View *v)
+{
+    v->shape[0] = view_size(E, v);
+    v->stride[0] = i64c(E, ts_itemsize(v->kind));
+    v->ndim = 1;
+}
+
+/* numbavec_rt_sort on v's rows (kth < 0: sorted; else partitioned). */
+static void
+sort_rows(Emit *E, const View *v, LLVMValueRef kth)
+{
+    LLVMValueRef shape, strides;
+    view_arrays(E, v, &shape, &strides);
+    LLVMValueRef args[6] = {i32c(E, v->kind), i32c(E, v->ndim), v->data, shape, strides, kth};
+    runtime_status(E, runtime_call(E, "numbavec_rt_sort", LLVMInt32TypeInContext(E->ctx), args, 6));
+}
+
+/* np.partition's kth along v's last axis, negative from the end; out of
+ * range ends the kernel with CC_STATUS_KTH. */
+static LLVMValueRef
+kth_of(Emit *E, CcNode *k, const View *v)
+{
+    LLVMValueRef i = em_expr_as(E, k, TS_INT64);
+    if (i == NULL) {
+        return NULL;
+    }
+    LLVMValueRef len = v->shape[v->ndim - 1];
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, i, i64c(E, 0), "neg");
+    i = LLVMBuildSelect(E->b, neg, LLVMBuildAdd(E->b, i, len, ""), i, "kth");
+    /* NumPy checks kth against a line that has elements only */
+    em_check(E,
+             LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntUGE, i, len, "kth.oob"),
+                          LLVMBuildICmp(E->b, LLVMIntSGT, len, i64c(E, 0), "some"), "kth.bad"),
+             CC_STATUS_KTH);
+    return i;
+}
+
+/* The arrays of np.sort, argsort, partition, unique and searchsorted. */
+static int
+sort_view(Emit *E, CcNode *n, View *v)
+{
+    CcSortOp op = (CcSortOp)cc_builtin(n->builtin)->op;
+    CcNode *a = n->args[0];
+    if (op == S_SORT || op == S_PARTITION || op == S_UNIQUE) {
+        if (copy_as(E, a, a->ty->scalar, v) < 0) {
+            return -1;
+        }
+        if (op == S_UNIQUE) {
+            LLVMValueRef args[3] = {i32c(E, v->kind), view_size(E, v), v->data};
+            flatten(E, v);
+            v->shape[0] = runtime_call(E, "numbavec_rt_unique", i64_type(E), args, 3);
+            return 0;
+        }
+        if (n->ival == CC_AXIS_NONE) {
+            flatten(E, v);
+        }
+        LLVMValueRef kth = op == S_PARTITION ? kth_of(E, n->args[1], v) : i64c(E, -1);
+        if (kth == NULL) {
+            return -1;
+        }
+        sort_rows(E, v, kth);
+        return 0;
+    }
+    if (op == S_ARGSORT) {
+        View src;
+        if ((n->ival == CC_AXIS_NONE && a->ty->n > 1) || is_elementwise_node(a)) {
+            if (copy_as(E, a, a->ty->scalar, &src) < 0) {
+                return -1;
+            }
+        } else if (view_of(E, a, &src) < 0) {
+            return -1;
+        }
+        if (n->ival == CC_AXIS_NONE && src.ndim > 1) {
+            flatten(E, &src);
+        }
+        if (alloc_array(E, n, TS_INT64, src.ndim, src.shape, v) < 0) {
+            return -1;
+        }
+        LLVMValueRef shape, strides;
+        view_arrays(E, &src, &shape, &strides);
+        LLVMValueRef args[6] = {
+            i32c(E, src.kind), i32c(E, src.ndim), src.data, shape, strides, v->data};
+        runtime_status(
+            E, runtime_call(E, "numbavec_rt_argsort", LLVMInt32TypeInContext(E->ctx), args, 6));
+        return 0;
+    }
+    /* np.searchsorted(a, values): the values in a's kind, C order */
+    View sorted, x;
+    if (view_of(E, a, &sorted) < 0 || copy_as(E, n->args[1], sorted.kind, &x) < 0
+        || alloc_array(E, n, TS_INT64, x.ndim, x.shape, v) < 0) {
+        return -1;
+    }
+    LLVMValueRef args[9] = {i32c(E, sorted.kind),
+                            sorted.data,
+                            sorted.shape[0],
+                            sorted.stride[0],
+                            x.data,
+                            view_size(E, &x),
+                            i64c(E, ts_itemsize(x.kind)),
+                            v->data,
+                            i32c(E, n->ival)};
+    runtime_call(E, "numbavec_rt_searchsorted", LLVMVoidTypeInContext(E->ctx), args, 9);
+    return 0;
+}
+
+/* The scalars: median and quantiles, searchsorted of one value; and the
+ * in-place a.sort() and a.partition(kth). */
+static LLVMValueRef
+sort_scalar(Emit *E, CcNode *n)
+{
+    CcSortOp op = (CcSortOp)cc_builtin(n->builtin)->op;
+    CcNode *a = n->args[0];
+    View v;
+    if (op == S_SORT_IN_PLACE || op == S_PARTITION_IN_PLACE) {
+        if (view_of(E, a, &v) < 0) {
+            return NULL;
+        }
+        LLVMValueRef kth = op == S_PARTITION_IN_PLACE ? kth_of(E, n->args[1], &v) : i64c(E, -1);
+        if (kth == NULL) {
+            return NULL;
+        }
+        sort_rows(E, &v, kth);
+        return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    }
+    if (op == S_SEARCHSORTED) {
+        LLVMValueRef x = view_of(E, a, &v) == 0 ? em_expr_as(E, n->args[1], v.kind) : NULL;
+        if (x == NULL) {
+            return NULL;
+        }
+        LLVMValueRef slot = em_entry_alloca(E, cc_memory_type(E->ctx, v.kind), "rt.x");
+        LLVMValueRef out = em_entry_alloca(E, i64_type(E), "rt.at");
+        cc_store(E->b, v.kind, x, slot);
+        LLVMValueRef args[9] = {i32c(E, v.kind), v.data,     v.shape[0], v.stride[0],     slot,
+                                i64c(E, 1),      i64c(E, 0), out,        i32c(E, n->ival)};
+        runtime_call(E, "numbavec_rt_searchsorted", LLVMVoidTypeInContext(E->ctx), args, 9);
+        return LLVMBuildLoad2(E->b, i64_type(E), out, "at");
+    }
+    /* median, quantiles: on a scratch copy the runtime reorders */
+    LLVMValueRef q = LLVMConstReal(LLVMDoubleTypeInContext(E->ctx), 0.5);
+    if (n->nargs > 1 && (q = em_expr_as(E, n->args[1], TS_FLOAT64)) == NULL) {
+        return NULL;
+    }
+    if (op == S_PERCENTILE || op == S_NANPERCENTILE) {
+        q = LLVMBuildFDiv(E->b, q, LLVMConstReal(LLVMDoubleTypeInContext(E->ctx), 100.0), "q");
+    }
+    if (copy_as(E, a, a->ty->scalar, &v) < 0) {
+        return NULL;
+    }
+    int mode =
+        (op == S_MEDIAN || op == S_NANMEDIAN ? CC_Q_MEDIAN : 0)
+        | (op == S_NANMEDIAN || op == S_NANQUANTILE || op == S_NANPERCENTILE ? CC_Q_SKIPNAN : 0);
+    TsKind rk = cc_storage(n->ty);
+    LLVMValueRef out = em_entry_alloca(E, cc_memory_type(E->ctx, rk), "rt.q");
+    LLVMValueRef args[6] = {i32c(E, v.kind), view_size(E, &v), v.data, q, i32c(E, mode), out};
+    runtime_status(
+        E, runtime_call(E, "numbavec_rt_quantile", LLVMInt32TypeInContext(E->ctx), args, 6));
+    return cc_load(E->b, rk, out, "quantile");
+}
+
+LLVMValueRef
+ec_sort_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    (void)b;
+    (void)out;
+    if (cc_is_array(n->ty)) {
+        View v;
+        return sort_view(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+    }
+    return sort_scalar(E, n);
+}
+
+/* ---- np.dot and @ ---- */
+
+
+/* for (l->i = 0; l->i < count; l->i++): the body follows; loop_end closes it. */
+static void
+loop_begin(Emit *E, Loop *l, LLVMValueRef count, const char *name)
+{
+    l->pre = LLVMGetInsertBlock(E->b);
+    l->head = em_new_block(E, name);
+    l->done = em_new_block(E, "loop.done");
+    l->count = count;
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, count, i64c(E, 0), "any"), l->head,
+                    l->done);
+    LLVMPositionBuilderAtEnd(E->b, l->head);
+    l->i = LLVMBuildPhi(E->b, i64_type(E), name);
+}
+
+static void
+loop_end(Emit *E, Loop *l)
+{
+    LLVMValueRef next = LLVMBuildNSWAdd(E->b, l->i, i64c(E, 1), "next");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, next, l->count, "more"), l->head,
+                    l->done);
+    LLVMValueRef vals[2] = {i64c(E, 0), next};
+    LLVMBasicBlockRef bbs[2] = {l->pre, latch};
+    LLVMAddIncoming(l->i, vals, bbs, 2);
+    LLVMPositionBuilderAtEnd(E->b, l->done);
+}
+
+/* The operands of np.dot(a, b) as matrices: a 1-d a is a row (1, n), a
+ * 1-d b a column (n, 1); their inner dimensions must agree
+ * (CC_STATUS_SHAPE). */
+static int
+dot_operands(Emit *E, CcNode *n, View *a, View *b)
+{
+    if (view_of(E, n->args[0], a) < 0 || view_of(E, n->args[1], b) < 0) {
+        return -1;
+    }
+    if (a->ndim == 1) {
+        a->shape[1] = a->shape[0];
+        a->stride[1] = a->stride[0];
+        a->shape[0] = i64c(E, 1);
+        a->stride[0] = i64c(E, 0);
+        a->ndim = 2;
+    }
+    if (b->ndim == 1) {
+        b->shape[1] = i64c(E, 1);
+        b->stride[1] = i64c(E, 0);
+        b->ndim = 2;
+    }
+    em_check(E, LLVMBuildICmp(E->b, LLVMIntNE, a->shape[1], b->shape[0], "dot.shape"),
+             CC_STATUS_SHAPE);
+    return 0;
+}
+
+/* sum over k of a[i, k] * b[k, j], in kind r, k in order. */
+static LLVMValueRef
+dot_element(Emit *E, View *a, View *b, LLVMValueRef i, LLVMValueRef j, TsKind r)
+{
+    LLVMValueRef acc = em_entry_alloca(E, cc_value_type(E->ctx, r), "dot.acc");
+    LLVMBuildStore(E->b, em_convert(E, i64c(E, 0), TS_INT64, r), acc);
+    Loop k;
+    loop_begin(E, &k, a->shape[1], "dot.k");
+    LLVMValueRef ia[2] = {i, k.i}, ib[2] = {k.i, j};
+    LLVMValueRef x = em_convert(
+        E, cc_load(E->b, a->kind, address(E, a->data, a->stride, ia, 0, 2), "x"), a->kind, r);
+    LLVMValueRef y = em_convert(
+        E, cc_load(E->b, b->kind, address(E, b->data, b->stride, ib, 0, 2), "y"), b->kind, r);
+    LLVMValueRef s = LLVMBuildLoad2(E->b, cc_value_type(E->ctx, r), acc, "acc");
+    LLVMBuildStore(E->b, em_arith(E, OP_ADD, r, s, em_arith(E, OP_MUL, r, x, y)), acc);
+    loop_end(E, &k);
+    return LLVMBuildLoad2(E->b, cc_value_type(E->ctx, r), acc, "dot");
+}
+
+/* The array of np.dot(a, b): (m, p) computed, the 1-d operand's
+ * dimension of 1 left out. */
+static int
+dot_view(Emit *E, CcNode *n, View *v)
+{
+    View a, b;
+    TsKind r = n->ty->scalar;
+    int a1 = n->args[0]->ty->n == 1, b1 = n->args[1]->ty->n == 1;
+    if (dot_operands(E, n, &a, &b) < 0) {
+        return -1;
+    }
+    LLVMValueRef shape[2] = {a.shape[0], b.shape[1]};
+    if (alloc_array(E, n, r, 2, shape, v) < 0) {
+        return -1;
+    }
+    Loop i, j;
+    loop_begin(E, &i, shape[0], "dot.i");
+    loop_begin(E, &j, shape[1], "dot.j");
+    LLVMValueRef x = dot_element(E, &a, &b, i.i, j.i, r);
+    LLVMValueRef ij[2] = {i.i, j.i};
+    cc_store(E->b, r, x, address(E, v->data, v->stride, ij, 0, 2));
+    loop_end(E, &j);
+    loop_end(E, &i);
+    if (a1 || b1) {
+        v->ndim = 1;
+        v->shape[0] = a1 ? shape[1] : shape[0];
+        v->stride[0] = i64c(E, ts_itemsize(r));
+    }
+    return 0;
+}
+
+/*
+ * np.arange(start, stop, step): ceil((stop - start) / step) elements (none
+ * when that is negative; a zero step ends the kernel with CC_STATUS_ZERO),
+ * element i as NumPy fills it: start, start + step, then start + i * delta
+ * with delta = (start + step) - start, in the result's kind (integers: in
+ * int64).  The length is computed in float64, or in int64 when every
+ * argument is an integer.
+ */
+static int
+arange_view(Emit *E, CcNode *n, View *v)
+{
+    TsKind k = n->ty->scalar, c = ts_is_float(k) ? k : TS_INT64, wide = TS_INT64;
+    LLVMTypeRef dbl = LLVMDoubleTypeInContext(E->ctx);
+    LLVMValueRef arg[3];
+    for (int i = 0; i < n->nargs; i++) {
+        if ((arg[i] = em_expr(E, n->args[i])) == NULL) {
+            return -1;
+        }
+        const CcType *t = n->args[i]->ty;
+        if (t->kind != CT_WEAK_INT && (t->kind != CT_SCALAR || ts_is_float(t->scalar))) {
+            wide = TS_FLOAT64;
+        }
+    }
+    /* start, stop, step: the arguments given, else 0 and 1 */
+    CcNode *node[3] = {n->nargs > 1 ? n->args[0] : NULL, n->args[n->nargs > 1],
+                       n->nargs > 2 ? n->args[2] : NULL};
+    LLVMValueRef val[3] = {n->nargs > 1 ? arg[0] : NULL, arg[n->nargs > 1],
+                           n->nargs > 2 ? arg[2] : NULL};
+    LLVMValueRef w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = node[i] != NULL ? em_convert_type(E, val[i], node[i]->ty, cc_scalar_type(wide))
+                               : em_convert(E, i64c(E, i == 2), TS_INT64, wide);
+    }
+    LLVMValueRef span, step;
+    if (wide == TS_FLOAT64) {
+        em_check(E, LLVMBuildFCmp(E->b, LLVMRealOEQ, w[2], LLVMConstReal(dbl, 0), "step0"),
+                 CC_STATUS_ZERO);
+        span = LLVMBuildFSub(E->b, w[1], w[0], "span");
+        step = w[2];
+    } else {
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, w[2], i64c(E, 0), "step0"), CC_STATUS_ZERO);
+        span = LLVMBuildSIToFP(E->b, LLVMBuildSub(E->b, w[1], w[0], "span"), dbl, "span");
+        step = LLVMBuildSIToFP(E->b, w[2], dbl, "step");
+    }
+    LLVMValueRef q = LLVMBuildFDiv(E->b, span, step, "q");
+    LLVMValueRef len = em_float_intrinsic(E, "llvm.ceil", TS_FLOAT64, &q, 1);
+    /* none when negative (or NaN); past 2**62 the allocation fails */
+    LLVMValueRef cap = LLVMConstReal(dbl, 4611686018427387904.0);
+    len = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOGE, len, cap, "huge"), cap, len, "");
+    len = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOGT, len, LLVMConstReal(dbl, 0), ""),
+                          len, LLVMConstReal(dbl, 0), "len");
+    LLVMValueRef count = LLVMBuildFPToSI(E->b, len, i64_type(E), "count");
+    if (alloc_array(E, n, k, 1, &count, v) < 0) {
+        return -1;
+    }
+    /* NumPy: the first two in the arguments' kind, cast, then their difference */
+    LLVMValueRef first = em_convert(E, em_convert(E, w[0], wide, k), k, c);
+    LLVMValueRef second =
+        em_convert(E, em_convert(E, em_arith(E, OP_ADD, wide, w[0], w[2]), wide, k), k, c);
+    LLVMValueRef delta = em_arith(E, OP_SUB, c, second, first);
+    Loop i;
+    loop_begin(E, &i, count, "arange.i");
+    LLVMValueRef y = em_arith(E, OP_ADD, c, first,
+                              em_arith(E, OP_MUL, c, em_convert(E, i.i, TS_INT64, c), delta));
+    y = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, i.i, i64c(E, 1), ""), second, y, "y");
+    y = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, i.i, i64c(E, 0), ""), first, y, "y");
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, i.i, i64c(E, ts_itemsize(k)), "off");
+    cc_store(E->b, k, em_convert(E, y, c, k),
+             LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), v->data, &off, 1, ""));
+    loop_end(E, &i);
+    return 0;
+}
+
+LLVMValueRef
+ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    (void)out;
+    if (b->flavor == FL_ARANGE) {
+        View v;
+        return arange_view(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+    }
+    if (cc_is_array(n->ty)) {
+        View v;
+        return dot_view(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+    }
+    View x, y;
+    if (dot_operands(E, n, &x, &y) < 0) {
+        return NULL;
+    }
+    return dot_element(E, &x, &y, i64c(E, 0), i64c(E, 0), cc_storage(n->ty));
 }

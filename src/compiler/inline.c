@@ -81,19 +81,118 @@ device_source(Lower *L, PyObject *info, PyObject **pyfunc, PyObject **funcdef)
     return src;
 }
 
+/* The name of parameter i of funcdef's arguments (positional ones, then
+ * keyword-only ones), or NULL. */
+static const char *
+param_name(Lower *D, PyObject *fargs, int i, int *keyword_only, int *positional_only)
+{
+    const char *lists[3] = {"posonlyargs", "args", "kwonlyargs"};
+    for (int j = 0; j < 3; j++) {
+        PyObject *list = lw_get(fargs, lists[j]);
+        Py_ssize_t n = list != NULL ? PyList_Size(list) : 0;
+        if (i < n) {
+            const char *name = lw_get_str(D, PyList_GetItem(list, i), "arg");
+            *keyword_only = j == 2;
+            *positional_only = j == 0;
+            Py_XDECREF(list);
+            return name;
+        }
+        i -= (int)n;
+        Py_XDECREF(list);
+    }
+    return NULL;
+}
+
+/*
+ * The arguments of a call bound to funcdef's nparams parameters, as Python
+ * binds them: args (nargs positional), then keywords (kwnames[i] =
+ * kwvalues[i]), then the defaults, lowered in the device function's own
+ * scope (its globals).  A missing, unexpected or repeated argument is a
+ * TypingError at the call.  0/-1.
+ */
+static int
+bind_arguments(Lower *D, PyObject *node, PyObject *funcdef, int nparams, CcNode **args, int nargs,
+               const char **kwnames, CcNode **kwvalues, int nkw, CcNode **bound)
+{
+    PyObject *fargs = lw_get(funcdef, "args");
+    PyObject *defaults = fargs != NULL ? lw_get(fargs, "defaults") : NULL;
+    PyObject *kwdefaults = fargs != NULL ? lw_get(fargs, "kw_defaults") : NULL;
+    PyObject *kwonly = fargs != NULL ? lw_get(fargs, "kwonlyargs") : NULL;
+    int rc = -1;
+    if (defaults == NULL || kwdefaults == NULL || kwonly == NULL) {
+        goto done;
+    }
+    int npos = nparams - (int)PyList_Size(kwonly), ndef = (int)PyList_Size(defaults);
+    CcLoc at = lw_loc_of(D->parent, node);
+    const CcSource *src = D->src;
+    D->src = NULL; /* the caller's mistakes: errors point at the call */
+    if (nargs > npos) {
+        cc_error(D->fn, at, "%s() takes %d positional argument(s), %d given", D->name, npos, nargs);
+        goto restore;
+    }
+    for (int i = 0; i < nparams; i++) {
+        bound[i] = i < nargs ? args[i] : NULL;
+    }
+    for (int k = 0; k < nkw; k++) {
+        int found = -1, kw_only, pos_only;
+        for (int i = 0; found < 0 && i < nparams; i++) {
+            const char *name = param_name(D, fargs, i, &kw_only, &pos_only);
+            if (name != NULL && !pos_only && strcmp(name, kwnames[k]) == 0) {
+                found = i;
+            }
+        }
+        PyErr_Clear();
+        if (found < 0 || bound[found] != NULL) {
+            cc_error(D->fn, at,
+                     found < 0 ? "%s() got an unexpected keyword argument '%s'"
+                               : "%s() got multiple values for argument '%s'",
+                     D->name, kwnames[k]);
+            goto restore;
+        }
+        bound[found] = kwvalues[k];
+    }
+    D->src = src;
+    for (int i = 0; i < nparams; i++) {
+        if (bound[i] != NULL) {
+            continue;
+        }
+        PyObject *dflt = i < npos && i >= npos - ndef ? PyList_GetItem(defaults, i - (npos - ndef))
+                         : i >= npos                  ? PyList_GetItem(kwdefaults, i - npos)
+                                                      : NULL;
+        if (dflt == NULL || dflt == Py_None) {
+            int kw_only, pos_only;
+            const char *name = param_name(D, fargs, i, &kw_only, &pos_only);
+            D->src = NULL;
+            cc_error(D->fn, at, "%s() missing required argument '%s'", D->name,
+                     name != NULL ? name : "?");
+            goto restore;
+        }
+        if ((bound[i] = lw_lower_expr(D, dflt)) == NULL) {
+            goto restore;
+        }
+    }
+    rc = 0;
+restore:
+    D->src = src;
+done:
+    Py_XDECREF(fargs);
+    Py_XDECREF(defaults);
+    Py_XDECREF(kwdefaults);
+    Py_XDECREF(kwonly);
+    return rc;
+}
+
 /* The inlined body: parameters assigned the arguments, then the statements. */
 static CcNode *
-inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **args, int nargs)
+inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nargs,
+            const char **kwnames, CcNode **kwvalues, int nkw)
 {
     CcVar *params[TS_MAXARGS];
+    CcNode *args[TS_MAXARGS];
     int nparams = 0;
-    if (lw_lower_params(D, funcdef, params, &nparams) < 0) {
-        return NULL;
-    }
-    if (nparams != nargs) {
-        D->src = NULL; /* the caller's mistake: point at the call */
-        cc_error(D->fn, lw_loc_of(D->parent, node), "%s() takes %d argument(s), %d given", D->name,
-                 nparams, nargs);
+    if (lw_lower_params(D, funcdef, params, &nparams) < 0
+        || bind_arguments(D, node, funcdef, nparams, given, nargs, kwnames, kwvalues, nkw, args)
+               < 0) {
         return NULL;
     }
     if (lw_collect_locals(D, funcdef) < 0) {
@@ -141,6 +240,30 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     CcNode *n = NULL;
     int nargs;
     CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
+    PyObject *keywords = lw_get(node, "keywords");
+    Py_ssize_t nkw = keywords != NULL ? PyList_Size(keywords) : 0;
+    const char *kwnames[TS_MAXARGS];
+    CcNode *kwvalues[TS_MAXARGS];
+    for (Py_ssize_t k = 0; args != NULL && k < nkw; k++) {
+        PyObject *kw = PyList_GetItem(keywords, k);
+        const char *name = lw_get_str(L, kw, "arg");
+        if (name == NULL || k >= TS_MAXARGS) {
+            PyErr_Clear();
+            cc_error(L->fn, lw_loc_of(L, kw),
+                     name == NULL ? "**kwargs are not supported in a kernel"
+                                  : "too many keyword arguments");
+            args = NULL;
+            break;
+        }
+        kwnames[k] = cc_strdup(L->fn->arena, name);
+        PyObject *value = lw_get(kw, "value");
+        kwvalues[k] = value != NULL && kwnames[k] != NULL ? lw_lower_expr(L, value) : NULL;
+        Py_XDECREF(value);
+        if (kwvalues[k] == NULL) {
+            args = NULL;
+        }
+    }
+    Py_XDECREF(keywords);
     if (args == NULL
         || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
         goto done;
@@ -179,7 +302,7 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     n = lw_new_node(L, ND_INLINE, node);
     if (n != NULL) {
         n->var = D.result;
-        n->then = inline_body(&D, node, funcdef, args, nargs);
+        n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, (int)nkw);
         n = n->then ? n : NULL;
     }
 done:

@@ -207,6 +207,28 @@ create_target_machine(void)
     return 0;
 }
 
+/* The runtime functions kernels call (runtime.c) by their names, at this
+ * process's addresses: the extension's symbols are hidden from dlsym, and
+ * code loaded from the cache links to them here too. */
+static int
+define_runtime(void)
+{
+    LLVMOrcCSymbolMapPair pairs[16];
+    size_t n = 0;
+    for (const CcRuntimeSymbol *r = cc_runtime_symbols; r->name != NULL && n < 16; r++, n++) {
+        pairs[n].Name = LLVMOrcLLJITMangleAndIntern(jit.lljit, r->name);
+        pairs[n].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)r->address;
+        pairs[n].Sym.Flags.GenericFlags =
+            LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        pairs[n].Sym.Flags.TargetFlags = 0;
+    }
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(jit.main, LLVMOrcAbsoluteSymbols(pairs, n));
+    if (err != NULL) {
+        return raise_llvm_error(PyExc_RuntimeError, "cannot define numbavec's runtime", err);
+    }
+    return 0;
+}
+
 static int
 create_lljit(void)
 {
@@ -232,7 +254,7 @@ create_lljit(void)
         return raise_llvm_error(PyExc_RuntimeError, "cannot search the process's symbols", err);
     }
     LLVMOrcJITDylibAddGenerator(jit.main, gen); /* consumed */
-    return 0;
+    return define_runtime();
 }
 
 /* Releases what a failed cc_jit_init made, so that it can be retried. */

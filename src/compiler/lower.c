@@ -361,10 +361,24 @@ node_op(Lower *L, PyObject *node)
     return rc;
 }
 
-/* binop := expr op expr */
+static CcNode *builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs);
+
+/* binop := expr op expr  (a @ b: np.matmul(a, b)) */
 static CcNode *
 lower_binop(Lower *L, PyObject *node)
 {
+    PyObject *opnode = lw_get(node, "op");
+    const AstClass *c = opnode != NULL ? lw_ast_class(opnode) : NULL;
+    Py_XDECREF(opnode);
+    if (c != NULL && strcmp(c->what, "@") == 0) {
+        /* a @ b: np.matmul(a, b) */
+        CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 2);
+        if (args == NULL || (args[0] = lower_attr_expr(L, node, "left")) == NULL
+            || (args[1] = lower_attr_expr(L, node, "right")) == NULL) {
+            return NULL;
+        }
+        return builtin_call(L, node, cc_builtin_by_name("numpy.matmul"), args, 2);
+    }
     CcNode *n = lw_new_node(L, ND_BINOP, node);
     int op = node_op(L, node);
     if (n == NULL || op < 0) {
@@ -409,10 +423,134 @@ lower_boolop(Lower *L, PyObject *node)
     return n->args ? n : NULL;
 }
 
+static int dtype_kind(Lower *L, PyObject *at, PyObject *obj, TsKind *out);
+static CcNode *array_attr(Lower *L, PyObject *at, CcArrayAttr which, CcNode *array);
+
+/* The letters "biufc" present in the str s, as bits. */
+static long long
+kind_letters(const char *s)
+{
+    long long mask = 0;
+    for (; *s != '\0'; s++) {
+        const char *at = strchr("biufc", *s);
+        mask |= at != NULL ? 1LL << (at - "biufc") : 0;
+    }
+    return mask;
+}
+
+/*
+ * a.dtype.kind == 'f' (!=, in 'fc', in ('f', 'c'), not in) and a.dtype ==
+ * np.float32 (!=): questions about a's element kind, which typing answers
+ * (AA_KIND_IS, AA_DTYPE_IS).  NULL without an error when node is not one;
+ * *err on a TypingError.
+ */
+static CcNode *
+lower_dtype_test(Lower *L, PyObject *node, int *err)
+{
+    PyObject *left = lw_get(node, "left"), *ops = lw_get(node, "ops");
+    PyObject *cmps = lw_get(node, "comparators");
+    CcNode *n = NULL;
+    *err = 0;
+    if (left == NULL || ops == NULL || cmps == NULL || PyList_Size(ops) != 1
+        || lw_ast_kind(left) != A_ATTRIBUTE) {
+        goto done;
+    }
+    const char *attr = lw_get_str(L, left, "attr");
+    PyObject *owner = lw_get(left, "value");
+    int kind = attr != NULL && strcmp(attr, "kind") == 0;
+    PyObject *array_node = NULL;
+    if (kind && owner != NULL && lw_ast_kind(owner) == A_ATTRIBUTE) {
+        const char *oa = lw_get_str(L, owner, "attr");
+        array_node = oa != NULL && strcmp(oa, "dtype") == 0 ? lw_get(owner, "value") : NULL;
+    } else if (attr != NULL && strcmp(attr, "dtype") == 0) {
+        array_node = Py_XNewRef(owner);
+    }
+    Py_XDECREF(owner);
+    int local = 0;
+    PyObject *obj = array_node != NULL ? lw_resolve_object(L, array_node, &local) : NULL;
+    Py_XDECREF(obj);
+    PyErr_Clear();
+    if (array_node == NULL || !local) {
+        Py_XDECREF(array_node);
+        goto done;
+    }
+    const AstClass *c = lw_ast_class(PyList_GetItem(ops, 0));
+    const char *op = c != NULL ? c->what : "";
+    int eq = strcmp(op, "==") == 0, ne = strcmp(op, "!=") == 0;
+    int in = strcmp(op, "in") == 0, not_in = strcmp(op, "not in") == 0;
+    PyObject *rhs = PyList_GetItem(cmps, 0);
+    long long value = -1;
+    if (kind && (eq || ne || in || not_in)) {
+        PyObject *str = lw_ast_kind(rhs) == A_CONSTANT ? lw_get(rhs, "value") : NULL;
+        PyObject *items = lw_ast_kind(rhs) == A_TUPLE ? lw_get(rhs, "elts") : NULL;
+        if (str != NULL && PyUnicode_Check(str)) {
+            const char *s = PyUnicode_AsUTF8AndSize(str, NULL);
+            value = (eq || ne) && strlen(s) != 1 ? 0 : kind_letters(s);
+        } else if (items != NULL && (in || not_in)) {
+            value = 0;
+            for (Py_ssize_t i = 0; value >= 0 && i < PyList_Size(items); i++) {
+                PyObject *e = PyList_GetItem(items, i);
+                PyObject *v = lw_ast_kind(e) == A_CONSTANT ? lw_get(e, "value") : NULL;
+                const char *s =
+                    v != NULL && PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, NULL) : NULL;
+                value = s == NULL ? -1 : strlen(s) == 1 ? value | kind_letters(s) : value;
+                Py_XDECREF(v);
+            }
+        }
+        Py_XDECREF(str);
+        Py_XDECREF(items);
+        PyErr_Clear();
+        if (value < 0) {
+            *err = 1;
+            cc_error(L->fn, lw_loc_of(L, node),
+                     "a.dtype.kind can be compared with a string constant only (== 'f', "
+                     "in 'iu', in ('f', 'c'))");
+        }
+    } else if (!kind && (eq || ne)) {
+        int rlocal;
+        PyObject *dt = lw_ast_kind(rhs) == A_CONSTANT ? lw_get(rhs, "value")
+                                                      : lw_resolve_object(L, rhs, &rlocal);
+        TsKind k = TS_BOOL;
+        if (dt == NULL) {
+            PyErr_Clear();
+            *err = 1;
+            cc_error(L->fn, lw_loc_of(L, rhs),
+                     "a.dtype can be compared with a dtype only (np.float32, 'f8' ...)");
+        } else if (dtype_kind(L, rhs, dt, &k) < 0) {
+            *err = 1;
+        }
+        value = *err ? -1 : (long long)k;
+        Py_XDECREF(dt);
+    } else {
+        *err = 1;
+        cc_error(L->fn, lw_loc_of(L, node), "%s can only be tested with %s in a kernel",
+                 kind ? "a.dtype.kind" : "a.dtype", kind ? "==, !=, in and not in" : "== and !=");
+    }
+    if (!*err) {
+        CcNode *array = lower_expr(L, array_node);
+        n = array != NULL ? array_attr(L, node, kind ? AA_KIND_IS : AA_DTYPE_IS, array) : NULL;
+        *err = n == NULL;
+        if (n != NULL) {
+            n->ival = value | (ne || not_in ? CC_DTYPE_NEGATE : 0);
+        }
+    }
+    Py_DECREF(array_node);
+done:
+    Py_XDECREF(left);
+    Py_XDECREF(ops);
+    Py_XDECREF(cmps);
+    return n;
+}
+
 /* compare := expr (cmpop expr)+ */
 static CcNode *
 lower_compare(Lower *L, PyObject *node)
 {
+    int err;
+    CcNode *test = lower_dtype_test(L, node, &err);
+    if (test != NULL || err) {
+        return test;
+    }
     CcNode *n = lw_new_node(L, ND_COMPARE, node);
     PyObject *ops = lw_get(node, "ops"), *comparators = lw_get(node, "comparators");
     if (n == NULL || ops == NULL || comparators == NULL) {
@@ -527,6 +665,9 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
         n->builtin = builtin;
         n->args = args;
         n->nargs = nargs;
+        if (b->flavor == FL_SORT) {
+            n->ival = b->op == S_SEARCHSORTED ? 0 : -1; /* side='left'; axis=-1 */
+        }
     }
     return n != NULL ? lw_fold_int_call(L, n, b->flavor) : NULL;
 }
@@ -599,11 +740,81 @@ lower_index_item(Lower *L, PyObject *item)
     return lower_expr(L, item);
 }
 
+static CcNode *hidden_call(Lower *L, PyObject *at, const char *name, CcNode **args, int nargs);
+
+/* The array `x` of an `x.flat` node (new reference), or NULL (no error). */
+static PyObject *
+flat_base(Lower *L, PyObject *node)
+{
+    if (node == NULL || lw_ast_kind(node) != A_ATTRIBUTE) {
+        return NULL;
+    }
+    const char *attr = lw_get_str(L, node, "attr");
+    PyErr_Clear();
+    return attr != NULL && strcmp(attr, "flat") == 0 ? lw_get(node, "value") : NULL;
+}
+
+/* a[.flatindex(k, a.shape)] for base (the array `a` of a.flat) and k:
+ * the element k in C order, negative from the end. */
+static CcNode *
+flat_element(Lower *L, PyObject *at, PyObject *base, CcNode *k)
+{
+    CcNode *n = lw_new_node(L, ND_INDEX, at);
+    CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3);
+    CcNode *a = lower_expr(L, base), *shape_of = a != NULL ? lower_expr(L, base) : NULL;
+    CcNode *shape = shape_of != NULL ? array_attr(L, at, AA_SHAPE, shape_of) : NULL;
+    if (n == NULL || args == NULL || shape == NULL || k == NULL) {
+        return NULL;
+    }
+    args[0] = k;
+    args[1] = shape;
+    n->lhs = a;
+    n->nargs = 1;
+    if ((n->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) == NULL
+        || (n->args[0] = hidden_call(L, at, ".flatindex", args, 2)) == NULL) {
+        return NULL;
+    }
+    return n;
+}
+
+/* a.flat[k]: flat_element; NULL without an error when node is not one. */
+static CcNode *
+lower_flat_index(Lower *L, PyObject *node, int *err)
+{
+    PyObject *value = lw_get(node, "value");
+    PyObject *base = flat_base(L, value);
+    Py_XDECREF(value);
+    *err = 0;
+    if (base == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *slice = lw_get(node, "slice");
+    CcNode *n = NULL;
+    AstKind k = slice != NULL ? lw_ast_kind(slice) : A_TUPLE;
+    if (k == A_TUPLE || k == A_SLICE) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "a.flat takes one integer index in a kernel (a.flat[k]; to loop, for x in "
+                 "a.flat)");
+    } else {
+        n = flat_element(L, node, base, lower_expr(L, slice));
+    }
+    *err = n == NULL;
+    Py_XDECREF(slice);
+    Py_DECREF(base);
+    return n;
+}
+
 /* index := expr '[' item (',' item)* ']'     item: expr | slice | None | ...
  *   (typeinfer checks that expr is an array) */
 static CcNode *
 lower_index(Lower *L, PyObject *node)
 {
+    int flat_err;
+    CcNode *flat = lower_flat_index(L, node, &flat_err);
+    if (flat != NULL || flat_err) {
+        return flat;
+    }
     CcNode *n = lw_new_node(L, ND_INDEX, node);
     PyObject *slice = lw_get(node, "slice");
     PyObject *elts = NULL;
@@ -676,6 +887,12 @@ lower_attribute(Lower *L, PyObject *node)
             return array != NULL ? array_attr(L, node, array_attrs[i].which, array) : NULL;
         }
     }
+    if (strcmp(attr, "flat") == 0) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "a.flat can be indexed (a.flat[k]) or looped over (for x in a.flat) in a "
+                 "kernel, not used as a value");
+        return NULL;
+    }
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
         cc_error(L->fn, lw_loc_of(L, node),
@@ -732,6 +949,161 @@ dtype_kind(Lower *L, PyObject *at, PyObject *obj, TsKind *out)
     return 0;
 }
 
+/* The dtype of an array constructor (dtype= or positional): a dtype
+ * object (n->index = 1 + its kind) or an array's .dtype (n->rhs: the
+ * array, typed later).  0/-1. */
+static int
+dtype_arg(Lower *L, PyObject *value, CcNode *n)
+{
+    int local, rc = 0;
+    const char *attr = lw_ast_kind(value) == A_ATTRIBUTE ? lw_get_str(L, value, "attr") : NULL;
+    PyObject *obj = NULL;
+    if (lw_ast_kind(value) == A_CONSTANT) {
+        obj = lw_get(value, "value"); /* 'f4', 'int32' */
+        local = obj == NULL;
+    } else {
+        obj = lw_resolve_object(L, value, &local);
+    }
+    if (obj != NULL) {
+        TsKind k;
+        rc = dtype_kind(L, value, obj, &k);
+        n->index = 1 + (int)k;
+        Py_DECREF(obj);
+    } else if (local && attr != NULL && strcmp(attr, "dtype") == 0) {
+        PyErr_Clear();
+        n->rhs = lower_attr_expr(L, value, "value");
+        rc = n->rhs != NULL ? 0 : -1;
+    } else {
+        if (local) {
+            PyErr_Clear();
+            cc_error(L->fn, lw_loc_of(L, value),
+                     "dtype= must be a dtype (np.float32, 'f8' ...) or an array's .dtype");
+        }
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The string constant a keyword's value is, or NULL (no exception). */
+static const char *
+keyword_str(Lower *L, PyObject *kw, PyObject **hold)
+{
+    PyObject *v = lw_get(kw, "value");
+    *hold = v != NULL && lw_ast_kind(v) == A_CONSTANT ? lw_get(v, "value") : NULL;
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return *hold != NULL && PyUnicode_Check(*hold) ? PyUnicode_AsUTF8AndSize(*hold, NULL) : NULL;
+}
+
+/*
+ * The keyword arguments of np.sort and its kin: axis= (a constant int or
+ * None, in n->ival), kind= (any of NumPy's: the result is the same),
+ * side= of searchsorted (n->ival 1: right), method= of the quantiles (only
+ * 'linear'), and the second argument by its name (kth=, q=, v=).
+ */
+static int
+sort_keyword(Lower *L, PyObject *kw, const char *name, const CcBuiltin *b, CcNode *n)
+{
+    CcSortOp op = (CcSortOp)b->op;
+    PyObject *hold = NULL;
+    int ok = 1;
+    const char *second = op == S_PARTITION || op == S_PARTITION_IN_PLACE ? "kth"
+                         : op == S_SEARCHSORTED                          ? "v"
+                         : op >= S_QUANTILE && op <= S_NANPERCENTILE     ? "q"
+                                                                         : NULL;
+    if (second != NULL && strcmp(name, second) == 0) {
+        PyObject *v = lw_get(kw, "value");
+        CcNode *e = v != NULL ? lower_expr(L, v) : NULL;
+        Py_XDECREF(v);
+        if (e == NULL) {
+            return -1;
+        }
+        CcNode **args = n->nargs == 1 ? cc_alloc(L->fn->arena, sizeof(CcNode *) * 2) : NULL;
+        if (args == NULL) {
+            return n->nargs == 1
+                       ? -1
+                       : cc_error(L->fn, lw_loc_of(L, kw), "%s() got %s twice", b->name, second);
+        }
+        args[0] = n->args[0];
+        args[1] = e;
+        n->args = args;
+        n->nargs = 2;
+        return 0;
+    }
+    if (strcmp(name, "axis") == 0 && op != S_UNIQUE && op != S_SEARCHSORTED) {
+        PyObject *v = lw_get(kw, "value");
+        int neg = v != NULL && lw_ast_kind(v) == A_UNARYOP;
+        PyObject *operand = neg ? lw_get(v, "operand") : NULL;
+        PyObject *c = NULL, *from = neg ? operand : v;
+        if (from != NULL && lw_ast_kind(from) == A_CONSTANT) {
+            c = lw_get(from, "value");
+        }
+        if (c == Py_None && !neg) {
+            n->ival = CC_AXIS_NONE;
+        } else if (c != NULL && PyLong_Check(c) && !PyBool_Check(c)) {
+            n->ival = PyLong_AsLongLong(c) * (neg ? -1 : 1);
+        } else {
+            ok = 0;
+        }
+        if (neg && ok) {
+            /* -k is USub only: ~k or +k would have another value */
+            PyObject *unop = lw_get(v, "op");
+            PyObject *cls = unop != NULL ? PyObject_GetAttrString(unop, "__class__") : NULL;
+            PyObject *cname = cls != NULL ? PyObject_GetAttrString(cls, "__name__") : NULL;
+            ok = cname != NULL && PyUnicode_Check(cname)
+                 && strcmp(PyUnicode_AsUTF8AndSize(cname, NULL), "USub") == 0;
+            Py_XDECREF(unop);
+            Py_XDECREF(cls);
+            Py_XDECREF(cname);
+        }
+        int median =
+            op == S_MEDIAN || op == S_NANMEDIAN || (op >= S_QUANTILE && op <= S_NANPERCENTILE);
+        if (median && ok && n->ival != CC_AXIS_NONE) {
+            ok = 0;
+        }
+        Py_XDECREF(c);
+        Py_XDECREF(operand);
+        Py_XDECREF(v);
+        PyErr_Clear();
+        if (!ok) {
+            return cc_error(L->fn, lw_loc_of(L, kw), "%s() takes axis=%s in a kernel", b->name,
+                            median ? "None only (the whole array)" : "an integer constant or None");
+        }
+        if (median) {
+            n->ival = -1;
+        }
+        return 0;
+    }
+    const char *s = keyword_str(L, kw, &hold);
+    if (strcmp(name, "kind") == 0 && (op == S_SORT || op == S_ARGSORT || op == S_SORT_IN_PLACE)) {
+        ok = s != NULL
+             && (strcmp(s, "quicksort") == 0 || strcmp(s, "mergesort") == 0
+                 || strcmp(s, "heapsort") == 0 || strcmp(s, "stable") == 0);
+        ok = ok || hold == Py_None;
+    } else if (strcmp(name, "kind") == 0 && (op == S_PARTITION || op == S_PARTITION_IN_PLACE)) {
+        ok = s != NULL && strcmp(s, "introselect") == 0;
+    } else if (strcmp(name, "side") == 0 && op == S_SEARCHSORTED) {
+        ok = s != NULL && (strcmp(s, "left") == 0 || strcmp(s, "right") == 0);
+        n->ival = ok && strcmp(s, "right") == 0;
+    } else if (strcmp(name, "method") == 0 && op >= S_QUANTILE && op <= S_NANPERCENTILE) {
+        ok = s != NULL && strcmp(s, "linear") == 0;
+    } else {
+        Py_XDECREF(hold);
+        return cc_error(L->fn, lw_loc_of(L, kw), "%s() takes no keyword argument '%s' in a kernel",
+                        b->name, name);
+    }
+    if (!ok) {
+        cc_error(L->fn, lw_loc_of(L, kw), "%s() takes %s=%s in a kernel", b->name, name,
+                 strcmp(name, "side") == 0     ? "'left' or 'right'"
+                 : strcmp(name, "method") == 0 ? "'linear' only (NumPy's default)"
+                 : op == S_PARTITION || op == S_PARTITION_IN_PLACE
+                     ? "'introselect'"
+                     : "'quicksort', 'mergesort', 'heapsort' or 'stable' (all give NumPy's order)");
+    }
+    Py_XDECREF(hold);
+    return ok ? 0 : -1;
+}
+
 /*
  * The keyword arguments of a call of builtin b: only dtype= of the array
  * constructors, which is a dtype object (n->index = 1 + its kind) or the
@@ -746,6 +1118,12 @@ call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, 
         if (name == NULL) {
             PyErr_Clear();
             return cc_error(L->fn, lw_loc_of(L, kw), "**kwargs are not supported in a kernel");
+        }
+        if (b->flavor == FL_SORT) {
+            if (sort_keyword(L, kw, name, b, n) < 0) {
+                return -1;
+            }
+            continue;
         }
         int axis = b->flavor == FL_REDUCE && strcmp(name, "axis") == 0;
         if (b->flavor == FL_REDUCE && (b->op == R_VAR || b->op == R_STD)
@@ -764,10 +1142,12 @@ call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, 
             continue;
         }
         if (!axis
-            && ((b->flavor != FL_ALLOC && b->flavor != FL_LIKE) || strcmp(name, "dtype") != 0)) {
+            && ((b->flavor != FL_ALLOC && b->flavor != FL_LIKE && b->flavor != FL_ARANGE)
+                || strcmp(name, "dtype") != 0)) {
             return cc_error(L->fn, lw_loc_of(L, kw),
                             "%s() takes no keyword argument '%s' in a kernel%s", b->name, name,
-                            b->flavor == FL_ALLOC || b->flavor == FL_LIKE ? " (only dtype=)"
+                            b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_ARANGE
+                                ? " (only dtype=)"
                             : b->flavor == FL_REDUCE ? " (only axis=, and ddof= of var and std)"
                                                      : "");
         }
@@ -802,26 +1182,7 @@ call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, 
             n->nargs = 2;
             continue;
         }
-        int local, rc = 0;
-        const char *attr = lw_ast_kind(value) == A_ATTRIBUTE ? lw_get_str(L, value, "attr") : NULL;
-        PyObject *obj = lw_resolve_object(L, value, &local);
-        if (obj != NULL) {
-            TsKind k;
-            rc = dtype_kind(L, value, obj, &k);
-            n->index = 1 + (int)k;
-            Py_DECREF(obj);
-        } else if (local && attr != NULL && strcmp(attr, "dtype") == 0) {
-            PyErr_Clear();
-            n->rhs = lower_attr_expr(L, value, "value");
-            rc = n->rhs != NULL ? 0 : -1;
-        } else {
-            if (local) {
-                PyErr_Clear();
-                cc_error(L->fn, lw_loc_of(L, value),
-                         "dtype= must be a dtype (np.float32, 'f8' ...) or an array's .dtype");
-            }
-            rc = -1;
-        }
+        int rc = dtype_arg(L, value, n);
         Py_DECREF(value);
         if (rc < 0) {
             return -1;
@@ -830,14 +1191,35 @@ call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, 
     return 0;
 }
 
+/* a.astype(dtype): np.copy(a, dtype=dtype), a new array of that kind. */
+static CcNode *
+astype_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
+{
+    PyObject *list = lw_get(node, "args");
+    PyObject *dtype = list != NULL && PyList_Size(list) == 1 ? PyList_GetItem(list, 0) : NULL;
+    Py_XDECREF(list); /* node holds it */
+    if (dtype == NULL || PyList_Size(keywords) > 0) {
+        PyErr_Clear();
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "a.astype() takes one argument in a kernel, the dtype (and no keywords)");
+        return NULL;
+    }
+    CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 2);
+    if (args == NULL || (args[0] = lower_attr_expr(L, func, "value")) == NULL) {
+        return NULL;
+    }
+    CcNode *n = builtin_call(L, node, cc_builtin_by_name("numpy.copy"), args, 1);
+    return n != NULL && dtype_arg(L, dtype, n) == 0 ? n : NULL;
+}
+
 /* The methods of values: x.conjugate(), and of arrays a.sum(), a.copy() ...
  * (the NumPy function of that name, the array first). */
 static CcNode *
 method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
 {
-    static const char *const methods[] = {"sum", "prod", "min",    "max",    "mean",
-                                          "any", "all",  "argmin", "argmax", "copy",
-                                          "var", "std",  "cumsum", "cumprod"};
+    static const char *const methods[] = {
+        "sum",    "prod", "min", "max", "mean",   "any",     "all",     "argmin",
+        "argmax", "copy", "var", "std", "cumsum", "cumprod", "argsort", "searchsorted"};
     const char *attr = lw_get_str(L, func, "attr");
     if (attr == NULL) {
         return NULL;
@@ -845,6 +1227,8 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
     int builtin = -1;
     if (strcmp(attr, "conjugate") == 0) {
         builtin = cc_builtin_attr(FL_CONJ);
+    } else if (strcmp(attr, "sort") == 0 || strcmp(attr, "partition") == 0) {
+        builtin = cc_builtin_by_name(attr[0] == 's' ? ".sort" : ".partition");
     }
     PyObject *owner = lw_get(func, "value");
     const char *owner_attr =
@@ -868,6 +1252,9 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
     }
     Py_XDECREF(owner);
     PyErr_Clear();
+    if (strcmp(attr, "astype") == 0) {
+        return astype_call(L, node, func, keywords);
+    }
     for (size_t i = 0; builtin < 0 && i < sizeof(methods) / sizeof(methods[0]); i++) {
         if (strcmp(attr, methods[i]) == 0) {
             char name[32];
@@ -879,7 +1266,8 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
         cc_error(L->fn, lw_loc_of(L, func),
                  "the method .%s() is not supported in a kernel (only .conjugate(), and on "
                  "arrays .sum(), .prod(), .min(), .max(), .mean(), .any(), .all(), .argmin(), "
-                 ".argmax(), .var(), .std(), .cumsum(), .cumprod() and .copy())",
+                 ".argmax(), .var(), .std(), .cumsum(), .cumprod(), .sort(), .argsort(), "
+                 ".partition(), .searchsorted() and .copy())",
                  attr);
         return NULL;
     }
@@ -902,12 +1290,39 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
     return n;
 }
 
+/* A call's arguments; the dtype an array constructor takes after its own
+ * (np.zeros(n, np.int32), np.full(n, 0, 'f4')) is left out and set in
+ * *dtype (borrowed from node), for dtype_arg. */
+static CcNode **
+lower_args_dtype(Lower *L, PyObject *node, const CcBuiltin *b, int *count, PyObject **dtype)
+{
+    PyObject *list = lw_get(node, "args");
+    if (list == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_Size(list);
+    *dtype = NULL;
+    if ((b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_ARANGE)
+        && b->op != AL_COPY && n == b->max_args + 1) {
+        *dtype = PyList_GetItem(list, --n);
+    }
+    CcNode **out = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(n + 1));
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if ((out[i] = lower_expr(L, PyList_GetItem(list, i))) == NULL) {
+            out = NULL;
+        }
+    }
+    Py_DECREF(list); /* the node holds the list, and the list *dtype */
+    *count = (int)n;
+    return out;
+}
+
 /* call := func '(' args ')'    func: a builtin, len, a device function, a type
  *                              (a cast), or a method (method_call) */
 static CcNode *
 lower_call(Lower *L, PyObject *node)
 {
-    PyObject *func = lw_get(node, "func"), *keywords = lw_get(node, "keywords");
+    PyObject *func = lw_get(node, "func"), *keywords = lw_get(node, "keywords"), *dtype = NULL;
     CcNode *n = NULL;
     if (func == NULL || keywords == NULL) {
         goto done;
@@ -929,8 +1344,9 @@ lower_call(Lower *L, PyObject *node)
     int kw_ok =
         builtin >= 0
         && (cc_builtin(builtin)->flavor == FL_ALLOC || cc_builtin(builtin)->flavor == FL_LIKE
-            || cc_builtin(builtin)->flavor == FL_REDUCE);
-    if (PyList_Size(keywords) > 0 && !kw_ok) {
+            || cc_builtin(builtin)->flavor == FL_REDUCE || cc_builtin(builtin)->flavor == FL_SORT
+            || cc_builtin(builtin)->flavor == FL_ARANGE);
+    if (PyList_Size(keywords) > 0 && !kw_ok && !lw_is_device_function(callee)) {
         cc_error(L->fn, lw_loc_of(L, node), "keyword arguments are not supported in a kernel%s",
                  builtin >= 0 ? " for this function" : "");
         Py_DECREF(callee);
@@ -957,12 +1373,17 @@ lower_call(Lower *L, PyObject *node)
     }
     if (builtin < 0) {
         if (builtin == -1) {
-            PyObject *r = PyObject_Repr(callee);
-            const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
             PyObject *mod = PyObject_GetAttrString(callee, "__module__");
+            PyObject *fname = PyObject_GetAttrString(callee, "__name__");
             PyErr_Clear();
             int numpy = mod != NULL && PyUnicode_Check(mod)
                         && strncmp(PyUnicode_AsUTF8AndSize(mod, NULL), "numpy", 5) == 0;
+            /* np.convolve, not <function convolve at 0x...> */
+            PyObject *r = numpy && fname != NULL && PyUnicode_Check(fname)
+                              ? PyUnicode_FromFormat("np.%U()", fname)
+                              : PyObject_Repr(callee);
+            Py_XDECREF(fname);
+            const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
             Py_XDECREF(mod);
             PyErr_Clear();
             cc_error(L->fn, lw_loc_of(L, func), "%s cannot be called in a kernel%s", s ? s : "this",
@@ -976,9 +1397,12 @@ lower_call(Lower *L, PyObject *node)
         goto done;
     }
     Py_DECREF(callee);
-    CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
+    CcNode **args = lower_args_dtype(L, node, cc_builtin(builtin), &nargs, &dtype);
     if (args != NULL) {
         n = builtin_call(L, node, builtin, args, nargs);
+    }
+    if (n != NULL && n->kind == ND_CALL && dtype != NULL && dtype_arg(L, dtype, n) < 0) {
+        n = NULL;
     }
     if (n != NULL && n->kind == ND_CALL && kw_ok
         && call_keywords(L, node, keywords, cc_builtin(builtin), n) < 0) {
@@ -1047,6 +1471,11 @@ is_constant_subscript(PyObject *node)
 static CcNode *
 lower_subscript(Lower *L, PyObject *node)
 {
+    int flat_err;
+    CcNode *flat = lower_flat_index(L, node, &flat_err);
+    if (flat != NULL || flat_err) {
+        return flat;
+    }
     PyObject *base = lw_get(node, "value");
     int array = base != NULL && (is_param_name(L, base) || !is_constant_subscript(node));
     Py_XDECREF(base);
@@ -1099,6 +1528,12 @@ error:
     Py_XDECREF(slice);
     Py_XDECREF(value);
     return NULL;
+}
+
+CcNode *
+lw_lower_expr(Lower *L, PyObject *node)
+{
+    return lower_expr(L, node);
 }
 
 static CcNode *
@@ -1305,9 +1740,11 @@ lower_augassign(Lower *L, PyObject *node)
     CcNode *lhs = lower_expr(L, target); /* reads the variable: checks assignment */
     CcNode *op = lw_new_node(L, ND_BINOP, node);
     int opcode = node_op(L, node);
-    if (lhs != NULL && op != NULL && opcode >= 0 && lhs->kind == ND_INDEX) {
+    if (lhs != NULL && op != NULL && opcode >= 0
+        && (lhs->kind == ND_INDEX || lhs->kind == ND_GETITEM)) {
         /* a[i] op= v: a[i] = a[i] op v (indices are pure: evaluating them
-         * twice is only a common subexpression for LLVM) */
+         * twice is only a common subexpression for LLVM); t[0] op= v of a
+         * local array t too (a tuple's item, typing finds, cannot be set) */
         op->op = (CcOp)opcode;
         op->lhs = lhs;
         if ((op->rhs = lower_attr_expr(L, node, "value")) != NULL) {
@@ -1709,6 +2146,43 @@ lower_for_ndindex(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyOb
     return pre;
 }
 
+/*
+ * for x in a.flat: a's elements in C order, lowered to a range loop:
+ *   for k in range(a.size): x = a[.flatindex(k, a.shape)]; block
+ */
+static CcNode *
+lower_for_flat(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObject *iter,
+               PyObject *base)
+{
+    CcVar *k = hidden_var(L, "for.k");
+    CcNode *body = lw_new_node(L, ND_BLOCK, node), *a = lower_expr(L, base);
+    if (k == NULL || body == NULL || a == NULL
+        || (body->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3)) == NULL
+        || (loop->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) == NULL
+        || (loop->args[0] = array_attr(L, iter, AA_SIZE, a)) == NULL) {
+        return NULL;
+    }
+    loop->nargs = 1;
+    loop->var = k;
+    const char *before;
+    char *saved = save_assigned(L);
+    CcNode *item = saved != NULL ? flat_element(L, iter, base, var_node(L, iter, k)) : NULL;
+    if (item == NULL || (body->args[0] = assign_to(L, node, target, item)) == NULL) {
+        return NULL;
+    }
+    CcNode *user = loop_body(L, node, &before);
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
+        return NULL;
+    }
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    L->terminated = 0;
+    body->args[1] = user;
+    body->nargs = 2;
+    loop->then = body;
+    return loop;
+}
+
 /* Whether obj is numpy's `name`. */
 static int
 is_numpy_named(PyObject *obj, const char *name)
@@ -1739,6 +2213,12 @@ lower_for(Lower *L, PyObject *node)
     Py_XDECREF(callee);
     if (ndindex) {
         result = lower_for_ndindex(L, node, n, target, iter);
+        goto done;
+    }
+    PyObject *flat = flat_base(L, iter);
+    if (flat != NULL) {
+        result = lower_for_flat(L, node, n, target, iter, flat);
+        Py_DECREF(flat);
         goto done;
     }
     if (!range) {
@@ -1856,6 +2336,88 @@ lower_stmt(Lower *L, PyObject *node)
     return n;
 }
 
+enum { MAX_ERRORS = 16 };
+
+/* The pending exception, normalized, appended to errors and cleared; -1
+ * (the exception still pending) when that fails. */
+static int
+append_error(PyObject *errors)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    if (value == NULL || PyList_Append(errors, value) < 0) {
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return 0;
+}
+
+/* Raises the errors kept: the one error itself (its cause kept), or a
+ * TypingError with each message on its lines, the first's cause its own. */
+static void
+raise_errors(PyObject *errors)
+{
+    PyObject *first = PyList_GetItem(errors, 0);
+    if (PyList_Size(errors) == 1) {
+        PyErr_SetObject((PyObject *)Py_TYPE(first), first);
+        return;
+    }
+    PyObject *texts = PyList_New(0);
+    for (Py_ssize_t i = 0; texts != NULL && i < PyList_Size(errors); i++) {
+        PyObject *t = PyObject_Str(PyList_GetItem(errors, i));
+        if (t == NULL || PyList_Append(texts, t) < 0) {
+            Py_CLEAR(texts);
+        }
+        Py_XDECREF(t);
+    }
+    PyObject *sep = texts != NULL ? PyUnicode_FromString("\n") : NULL;
+    PyObject *all = sep != NULL ? PyUnicode_Join(sep, texts) : NULL;
+    PyObject *exc =
+        all != NULL ? PyObject_CallFunctionObjArgs(nv_state.typing_error, all, NULL) : NULL;
+    if (exc != NULL) {
+        PyObject *cause = PyException_GetCause(first);
+        if (cause != NULL) {
+            PyException_SetCause(exc, cause); /* steals */
+        }
+        PyErr_SetObject(nv_state.typing_error, exc);
+    }
+    Py_XDECREF(texts);
+    Py_XDECREF(sep);
+    Py_XDECREF(all);
+    Py_XDECREF(exc);
+}
+
+/*
+ * A statement of the kernel failed with a TypingError: its message is kept
+ * in L->errors and lowering goes on with the next statement, every variable
+ * counted as assigned from here (what the statement assigned is unknown, and
+ * "referenced before assignment" would follow from its failure alone).
+ * 1 when kept; 0 (the error pending) for any other error, past MAX_ERRORS,
+ * and in an inlined function (its errors are its call's).
+ */
+static int
+keep_error(Lower *L)
+{
+    if (L->errors == NULL || L->prefix != NULL || PyList_Size(L->errors) >= MAX_ERRORS
+        || !PyErr_ExceptionMatches(nv_state.typing_error)) {
+        return 0;
+    }
+    if (append_error(L->errors) < 0) {
+        return 0;
+    }
+    memset(L->assigned, 1, (size_t)L->nassigned);
+    L->terminated = 0;
+    return 1;
+}
+
 /* block := statement+     (node.attr is a list of statements) */
 CcNode *
 lw_lower_block(Lower *L, PyObject *node, const char *attr)
@@ -1870,7 +2432,11 @@ lw_lower_block(Lower *L, PyObject *node, const char *attr)
         b->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(k + 1));
     }
     for (Py_ssize_t i = 0; b != NULL && i < k; i++) {
-        if (b->args == NULL || (b->args[i] = lower_stmt(L, PyList_GetItem(list, i))) == NULL) {
+        PyObject *stmt = PyList_GetItem(list, i);
+        if (b->args != NULL && (b->args[i] = lower_stmt(L, stmt)) == NULL && keep_error(L)) {
+            b->args[i] = lw_new_node(L, ND_BLOCK, stmt); /* empty: the kernel is refused */
+        }
+        if (b->args == NULL || b->args[i] == NULL) {
             b = NULL;
         }
     }
@@ -1908,14 +2474,15 @@ lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
     PyObject *kwonly = lw_get(args, "kwonlyargs"), *defaults = lw_get(args, "defaults");
     PyObject *posonly = lw_get(args, "posonlyargs"), *plain = lw_get(args, "args");
     if (kwonly && defaults && posonly && plain) {
-        if (PyList_Size(kwonly) > 0 || PyList_Size(defaults) > 0) {
+        if ((PyList_Size(kwonly) > 0 || PyList_Size(defaults) > 0) && L->prefix == NULL) {
             cc_error(L->fn, lw_loc_of(L, funcdef),
-                     "keyword-only parameters and default values "
-                     "are not supported in a kernel");
+                     "keyword-only parameters and default values are not supported in a "
+                     "kernel's own parameters (a @numbavec.jit helper may have them)");
         } else {
             rc = 0;
-            PyObject *lists[2] = {posonly, plain};
-            for (int j = 0; rc == 0 && j < 2; j++) {
+            /* a device function's keyword-only parameters come last */
+            PyObject *lists[3] = {posonly, plain, kwonly};
+            for (int j = 0; rc == 0 && j < 3; j++) {
                 for (Py_ssize_t i = 0; rc == 0 && i < PyList_Size(lists[j]); i++) {
                     const char *name =
                         lw_scoped(L, lw_get_str(L, PyList_GetItem(lists[j], i), "arg"));
@@ -1983,13 +2550,26 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
         goto done;
     }
     memset(L.assigned, 1, (size_t)fn->nparams);
+    if ((L.errors = PyList_New(0)) == NULL) {
+        goto done;
+    }
     CcNode *body = lw_lower_block(&L, funcdef, "body");
+    if (body == NULL && PyList_Size(L.errors) > 0
+        && PyErr_ExceptionMatches(nv_state.typing_error)) {
+        (void)append_error(L.errors); /* past MAX_ERRORS: the last one too */
+    }
+    if (!PyErr_Occurred() && PyList_Size(L.errors) > 0) {
+        /* every statement that failed, one message (and caret) each */
+        raise_errors(L.errors);
+        body = NULL;
+    }
     if (body != NULL) {
         body->loc = fn->body->loc;
         fn->body = body;
         rc = 0;
     }
 done:
+    Py_XDECREF(L.errors);
     Py_XDECREF(L.globals);
     Py_XDECREF(L.closure);
     return rc;

@@ -84,6 +84,9 @@ typedef struct Lower {
     CcVar *result;       /* inlined: the variable returns assign */
     PyObject *device;    /* inlined: the device function object (borrowed) */
     struct Lower *parent;
+    /* the kernel's: the TypingErrors of the statements that failed (a list
+     * of messages), so that one error names every unsupported construct */
+    PyObject *errors;
 } Lower;
 
 /* node.attr: a new reference, or NULL.  NULL at once while an exception is
@@ -109,11 +112,14 @@ int lw_collect_locals(Lower *L, PyObject *funcdef);
 /* The expressions of the list node.attr, in a new arena array (*count: how
  * many), or NULL. */
 CcNode **lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count);
+/* The expression node, lowered (NULL with an error). */
+CcNode *lw_lower_expr(Lower *L, PyObject *node);
 /* The statements of the list node.attr as an ND_BLOCK, or NULL. */
 CcNode *lw_lower_block(Lower *L, PyObject *node, const char *attr);
 /* The parameters of funcdef as variables (into params, room for
- * TS_MAXARGS, and *nparams, when params is not NULL); the kernel's also
- * set fn->nparams.  0/-1 with a TypingError. */
+ * TS_MAXARGS, and *nparams, when params is not NULL): positional ones,
+ * then a device function's keyword-only ones; the kernel's also set
+ * fn->nparams.  0/-1 with a TypingError. */
 int lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
 
 /* ---- resolve.c ---- */

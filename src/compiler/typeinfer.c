@@ -43,6 +43,9 @@ static int array_index(Infer *in, CcNode *n, const CcType **out);
 static int array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
 static int array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
 static int shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+static int sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+static int dot_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+static int arange_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
 static int setitem(Infer *in, CcNode *n);
 
 static int
@@ -576,7 +579,8 @@ call(Infer *in, CcNode *n, const CcType **out)
     }
     const CcBuiltin *b = cc_builtin(n->builtin);
     if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
-        || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL) {
+        || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
+        || b->flavor == FL_DOT || b->flavor == FL_ARANGE) {
         return 0;
     }
     if (b->flavor == FL_BOOL) {
@@ -619,6 +623,15 @@ call_type(Infer *in, CcNode *n, const CcType **out)
     }
     if (b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL) {
         return shape_call(in, n, b, out);
+    }
+    if (b->flavor == FL_SORT) {
+        return sort_call(in, n, b, out);
+    }
+    if (b->flavor == FL_DOT) {
+        return dot_call(in, n, b, out);
+    }
+    if (b->flavor == FL_ARANGE) {
+        return arange_call(in, n, b, out);
     }
     if (promote_all(in, n->args, n->nargs, &t) < 0) {
         return -1;
@@ -1007,6 +1020,20 @@ array_index(Infer *in, CcNode *n, const CcType **out)
                     a == UNKNOWN || a->scalar == TS_INFER ? UNKNOWN : cc_array_type(a->scalar, 1);
                 return 0;
             }
+            if (n->nargs == 1 && cc_is_array(t) && t->scalar != TS_INFER
+                && is_integral(cc_scalar_type(t->scalar))) {
+                /* a[idx]: the elements at the indices idx holds, in a new array of idx's shape */
+                if (a != UNKNOWN && a->n != 1) {
+                    return cc_error(in->fn, item->loc,
+                                    "indexing a %d-d array by an integer array is not supported "
+                                    "yet (only 1-d arrays)",
+                                    a->n);
+                }
+                in->fn->allocates = 1;
+                *out = a == UNKNOWN || a->scalar == TS_INFER ? UNKNOWN
+                                                             : cc_array_type(a->scalar, t->n);
+                return 0;
+            }
             if (integer_index(in, item, "array indices") < 0) {
                 return -1;
             }
@@ -1072,6 +1099,10 @@ array_attr(Infer *in, CcNode *n, const CcType **out)
             return 0;
         }
         *out = cc_weak_type(CT_WEAK_INT);
+        return 0;
+    case AA_KIND_IS:
+    case AA_DTYPE_IS:
+        *out = a->scalar == TS_INFER ? UNKNOWN : cc_scalar_type(TS_BOOL);
         return 0;
     case AA_SHAPE:
     case AA_STRIDES:
@@ -1143,10 +1174,12 @@ setitem(Infer *in, CcNode *n)
     }
     const CcType *elem = cc_elem_type(target), *v = cc_elem_type(t);
     if (cc_is_array(t) && n->lhs->kind == ND_INDEX && n->lhs->nargs == 1
-        && cc_is_array(n->lhs->args[0]->ty) && n->lhs->args[0]->ty->scalar == TS_BOOL) {
+        && cc_is_array(n->lhs->args[0]->ty) && t->n > 1) {
+        /* a[mask] = v, a[idx] = v: v's elements in order (or its one) */
         return cc_error(in->fn, n->loc,
-                        "an array stored through a boolean mask is not supported yet (store a "
-                        "scalar: a[mask] = 0)");
+                        "a %d-d array stored through an index array: NumPy takes a 1-d one "
+                        "(its elements in order) or a scalar",
+                        t->n);
     }
     if (cc_is_array(t) && !cc_is_array(target)) {
         return cc_error(in->fn, n->loc,
@@ -1230,14 +1263,16 @@ reduce_axis(Infer *in, CcNode *n, const CcBuiltin *b, int ndim, TsKind elem, con
     } else if (k->kind != ND_CONST || t == UNKNOWN || t->kind != CT_WEAK_INT) {
         return cc_error(in->fn, k->loc, "the axis of %s() must be an integer constant", b->name);
     }
-    if (b->op == R_ARGMIN || b->op == R_ARGMAX || b->op == R_NANMEAN) {
-        return cc_error(in->fn, k->loc, "%s() with an axis is not supported yet", b->name);
-    }
     if (axis < -ndim || axis >= ndim || ndim == 0) {
         return cc_error(in->fn, k->loc, "axis %lld is out of bounds for an array of dimension %d",
                         axis, ndim);
     }
     n->index = 1 + (int)(axis < 0 ? axis + ndim : axis);
+    if (b->op == R_CUMSUM || b->op == R_CUMPROD) {
+        in->fn->allocates = 1;
+        *out = cc_array_type(elem, ndim); /* a's shape */
+        return 0;
+    }
     if (ndim > 1) {
         in->fn->allocates = 1;
         *out = cc_array_type(elem, ndim - 1);
@@ -1354,18 +1389,18 @@ array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
             return type_error(in, n, b->name, t, NULL);
         }
         if (b->op == R_CUMSUM || b->op == R_CUMPROD) {
-            if (n->nargs == 2 || !cc_is_array(t)) {
-                return cc_error(in->fn, n->loc, "%s() %s", b->name,
-                                n->nargs == 2 ? "with an axis is not supported yet"
-                                              : "takes an array");
+            if (!cc_is_array(t)) {
+                return cc_error(in->fn, n->loc, "%s() takes an array", b->name);
+            }
+            if (n->nargs == 2) {
+                return reduce_axis(in, n, b, ndim, elem, out);
             }
             in->fn->allocates = 1;
             *out = cc_array_type(elem, 1); /* flattened, as NumPy's without an axis */
             return 0;
         }
-        if ((b->op == R_VAR || b->op == R_STD) && (n->nargs == 2 || ts_is_complex(in_kind))) {
-            return cc_error(in->fn, n->loc, "%s() %s is not supported yet", b->name,
-                            n->nargs == 2 ? "with an axis" : "of complex values");
+        if ((b->op == R_VAR || b->op == R_STD) && ts_is_complex(in_kind)) {
+            return cc_error(in->fn, n->loc, "%s() of complex values is not supported yet", b->name);
         }
         *out = cc_scalar_type(elem);
         return n->nargs == 2 ? reduce_axis(in, n, b, ndim, elem, out) : 0;
@@ -1433,6 +1468,248 @@ shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
     return 0;
 }
 
+/*
+ * sort := np.sort(a, axis=-1) | np.argsort(a) | np.partition(a, kth)   arrays
+ *       | a.sort() | a.partition(kth)                  in place, statements
+ *       | np.median(a) | np.quantile(a, q) | np.percentile(a, q) ...  a scalar
+ *       | np.unique(a)                                 1-d
+ *       | np.searchsorted(a, v, side=)                 v's shape, int64
+ *   runtime.c does the work, on the host: not in a cuda kernel.  axis: the
+ *   last one, or None (flattened) where NumPy allows it.
+ */
+static int
+sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
+{
+    CcSortOp op = (CcSortOp)b->op;
+    const CcType *a, *x = UNKNOWN;
+    *out = UNKNOWN;
+    if (in->fn->device) {
+        return cc_error(in->fn, n->loc,
+                        "%s() is not available in a cuda kernel (it runs on the "
+                        "host)",
+                        b->name);
+    }
+    if (expr(in, n->args[0], &a) < 0 || (n->nargs > 1 && expr(in, n->args[1], &x) < 0)) {
+        return -1;
+    }
+    int in_place = op == S_SORT_IN_PLACE || op == S_PARTITION_IN_PLACE;
+    if (in_place && !(n->index & 2)) {
+        return cc_error(in->fn, n->loc,
+                        "a%s() works in place and returns None: use np%s(a) for "
+                        "a sorted copy",
+                        b->name, b->name);
+    }
+    if (a == UNKNOWN) {
+        return 0;
+    }
+    if (!cc_is_array(a)) {
+        char name[96];
+        return cc_error(in->fn, n->args[0]->loc, "%s() of %s: this function takes arrays", b->name,
+                        cc_type_name(a, name, sizeof(name)));
+    }
+    if (a->scalar == TS_INFER) {
+        return 0;
+    }
+    TsKind k = a->scalar;
+    int ndim = a->n;
+    int uses_axis = op == S_SORT || op == S_ARGSORT || op == S_PARTITION || in_place;
+    if (uses_axis && n->ival != -1 && n->ival != ndim - 1
+        && !(n->ival == CC_AXIS_NONE && !in_place)) {
+        return cc_error(in->fn, n->loc,
+                        "%s() along axis %lld is not supported yet (only the "
+                        "last axis%s)",
+                        b->name, n->ival, in_place ? "" : ", or axis=None");
+    }
+    if (ndim == 0) {
+        return cc_error(in->fn, n->loc, "%s() of a 0-d array", b->name);
+    }
+    if (op == S_PARTITION || op == S_PARTITION_IN_PLACE) {
+        if (n->nargs < 2) {
+            return cc_error(in->fn, n->loc, "%s() needs kth", b->name);
+        }
+        if (integer_index(in, n->args[1], "kth") < 0) {
+            return -1;
+        }
+    }
+    int quantile =
+        op == S_QUANTILE || op == S_NANQUANTILE || op == S_PERCENTILE || op == S_NANPERCENTILE;
+    if (quantile || op == S_MEDIAN || op == S_NANMEDIAN) {
+        if (quantile && n->nargs < 2) {
+            return cc_error(in->fn, n->loc, "%s() needs q", b->name);
+        }
+        if (ts_is_complex(k) || k == TS_BOOL) {
+            return type_error(in, n, b->name, a, NULL);
+        }
+        if (x != UNKNOWN && (is_tuple(x) || cc_is_array(x) || is_complex_type(x))) {
+            char name[96];
+            return cc_error(in->fn, n->args[1]->loc,
+                            "%s() takes one quantile, a real number, "
+                            "not %s",
+                            b->name, cc_type_name(x, name, sizeof(name)));
+        }
+        if (x != UNKNOWN && fit_const(in, n->args[1], cc_scalar_type(TS_FLOAT64)) < 0) {
+            return -1;
+        }
+        if (!in->gufunc) {
+            return cc_error(in->fn, n->loc,
+                            "%s() needs a scratch copy of its array, which only "
+                            "a guvectorize kernel can allocate",
+                            b->name);
+        }
+        in->fn->allocates = 1;
+        *out = cc_scalar_type(k == TS_FLOAT32 ? TS_FLOAT32 : TS_FLOAT64);
+        return 0;
+    }
+    if (op == S_SEARCHSORTED) {
+        if (ndim != 1) {
+            return cc_error(in->fn, n->args[0]->loc, "%s() takes a 1-d array to search", b->name);
+        }
+        if (x == UNKNOWN) {
+            return 0;
+        }
+        if (is_tuple(x)) {
+            return type_error(in, n->args[1], "np.searchsorted() of", x, NULL);
+        }
+        const CcType *xe = cc_is_array(x) ? cc_scalar_type(x->scalar) : x;
+        const CcType *p = cc_promote(cc_scalar_type(k), xe);
+        if (p == NULL || cc_storage(p) != k) {
+            char an[96], xn[96];
+            return cc_error(in->fn, n->args[1]->loc,
+                            "np.searchsorted() of %s in an array of %s: "
+                            "cast the values to the array's kind (or the array to theirs)",
+                            cc_type_name(xe, xn, sizeof(xn)), cc_type_name(a, an, sizeof(an)));
+        }
+        if (fit_const(in, n->args[1], cc_scalar_type(k)) < 0) {
+            return -1;
+        }
+        if (!cc_is_array(x)) {
+            *out = cc_scalar_type(TS_INT64);
+            return 0;
+        }
+        if (!in->gufunc) {
+            return cc_error(in->fn, n->loc,
+                            "np.searchsorted() of an array allocates an array, "
+                            "which only a guvectorize kernel can do");
+        }
+        in->fn->allocates = 1;
+        *out = cc_array_type(TS_INT64, x->n);
+        return 0;
+    }
+    if (in_place) {
+        *out = cc_scalar_type(TS_BOOL); /* None, never read */
+        return 0;
+    }
+    if (!in->gufunc) {
+        return cc_error(in->fn, n->loc,
+                        "%s() allocates an array, which only a guvectorize "
+                        "kernel can do",
+                        b->name);
+    }
+    in->fn->allocates = 1;
+    int flat = op == S_UNIQUE || n->ival == CC_AXIS_NONE;
+    *out = cc_array_type(op == S_ARGSORT ? TS_INT64 : k, flat ? 1 : ndim);
+    return 0;
+}
+
+/*
+ * dot := np.dot(a, b) | a @ b     a, b: 1-d or 2-d arrays
+ *   1-d with 1-d: a scalar (their inner product); with a 2-d array: a 1-d
+ *   array (the vector as a row, or as a column, as NumPy has it); 2-d with
+ *   2-d: the matrix product.  The kind is the operands' promotion.
+ */
+static int
+dot_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
+{
+    const CcType *t[2];
+    const char *name = b->op == 1 ? "a @ b" : "np.dot()";
+    *out = UNKNOWN;
+    for (int i = 0; i < 2; i++) {
+        if (expr(in, n->args[i], &t[i]) < 0) {
+            return -1;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        char tn[96];
+        if (t[i] == UNKNOWN) {
+            return 0;
+        }
+        if (!cc_is_array(t[i])) {
+            return cc_error(in->fn, n->args[i]->loc,
+                            "%s of %s: it takes 1-d and 2-d arrays (to "
+                            "scale by a number, use *)",
+                            name, cc_type_name(t[i], tn, sizeof(tn)));
+        }
+        if (t[i]->scalar == TS_INFER) {
+            return 0;
+        }
+        if (t[i]->n < 1 || t[i]->n > 2) {
+            return cc_error(in->fn, n->args[i]->loc,
+                            "%s of a %d-d array is not supported yet "
+                            "(1-d and 2-d only)",
+                            name, t[i]->n);
+        }
+    }
+    const CcType *k = cc_promote(cc_scalar_type(t[0]->scalar), cc_scalar_type(t[1]->scalar));
+    if (k == NULL || cc_storage(k) == TS_BOOL) {
+        return type_error(in, n, name, t[0], t[1]);
+    }
+    int nd = t[0]->n + t[1]->n - 2;
+    if (nd == 0) {
+        *out = k;
+        return 0;
+    }
+    if (!in->gufunc) {
+        return cc_error(in->fn, n->loc,
+                        "%s allocates an array, which only a guvectorize kernel "
+                        "can do",
+                        name);
+    }
+    in->fn->allocates = 1;
+    *out = cc_array_type(cc_storage(k), nd);
+    return 0;
+}
+
+/*
+ * arange := np.arange([start,] stop[, step], dtype=)    a new 1-d array
+ *   of the arguments' promotion (ints: int64, floats: float64) or dtype.
+ */
+static int
+arange_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
+{
+    const CcType *t;
+    *out = UNKNOWN;
+    if (promote_all(in, n->args, n->nargs, &t) < 0) {
+        return -1;
+    }
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (is_tuple(t) || cc_is_array(t) || is_complex_type(t)) {
+        return type_error(in, n, "np.arange() of", t, NULL);
+    }
+    TsKind elem = is_integral(t) ? (t->kind == CT_WEAK_INT || is_bool(t) ? TS_INT64 : t->scalar)
+                                 : cc_storage(t);
+    if (call_dtype(in, n, elem, &elem) < 0) {
+        return -1;
+    }
+    if (elem == TS_INFER) {
+        return 0;
+    }
+    if (ts_is_complex(elem) || elem == TS_BOOL) {
+        return cc_error(in->fn, n->loc, "np.arange() of %s is not supported", ts_kind_name(elem));
+    }
+    if (!in->gufunc) {
+        return cc_error(in->fn, n->loc,
+                        "np.arange() allocates an array, which only a guvectorize kernel can do");
+    }
+    if (fit_consts(in, n->args, n->nargs, is_integral(t) ? cc_scalar_type(TS_INT64) : t) < 0) {
+        return -1;
+    }
+    in->fn->allocates = 1;
+    *out = cc_array_type(elem, 1);
+    return 0;
+}
+
 int
 ti_array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
 {
@@ -1467,6 +1744,11 @@ elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t)
     }
     if (*t != UNKNOWN) {
         *t = cc_array_type(cc_storage(*t), lift);
+    }
+    if (in->gufunc) {
+        /* where its value is needed as an array (a.shape, np.dot, a view of
+         * it), the expression is computed into one */
+        in->fn->allocates = 1;
     }
     return 0;
 }
@@ -1771,6 +2053,9 @@ stmt(Infer *in, CcNode *n)
     case ND_EXPR:
         if (n->lhs->kind == ND_INLINE) {
             n->lhs->index = 1; /* a device function called for its effect */
+        }
+        if (n->lhs->kind == ND_CALL && cc_builtin(n->lhs->builtin)->flavor == FL_SORT) {
+            n->lhs->index |= 2; /* a.sort(): a statement, as it must be */
         }
         return expr(in, n->lhs, &t);
     case ND_BREAK:

@@ -721,7 +721,7 @@ check_contig(GuCall *c, const CudaArrayInfo *info)
     return 0;
 }
 
-/* Launches the entry; with bounds checks, waits for the status.  0/-1. */
+/* Launches the entry; when the kernel can fail, waits for the status.  0/-1. */
 static int
 launch(GuCall *c, Py_ssize_t n)
 {
@@ -752,7 +752,10 @@ launch(GuCall *c, Py_ssize_t n)
     if (desc == NULL) {
         return -1;
     }
-    if (f->kernel->boundscheck) {
+    if (f->kernel->boundscheck || (l->fails & ~(1u << CC_STATUS_INDEX))) {
+        /* the status comes back when the kernel can fail: an index out of
+         * bounds (checked unless boundscheck=False), a shape that does not
+         * broadcast, an empty reduction ... */
         Py_ssize_t one = 1;
         PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
         status = zero ? cf_to_device(zero, TS_INT32, c->stream) : NULL;
@@ -786,7 +789,7 @@ launch(GuCall *c, Py_ssize_t n)
         }
         int st = *(int *)PyArray_DATA((PyArrayObject *)h);
         Py_DECREF(h);
-        if (st >= CC_STATUS_INDEX && st <= CC_STATUS_VALUE) {
+        if (st >= CC_STATUS_INDEX && st <= CC_STATUS_ZERO) {
             cc_raise_status(st);
             goto done;
         }

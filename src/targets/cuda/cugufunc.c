@@ -104,6 +104,7 @@ cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
     l->llvm = Py_NewRef(c.llvm);
     l->var_types = Py_NewRef(c.var_types);
     l->sig = c.sig; /* outputs of a dynamic gufunc: the kinds the kernel stores */
+    l->fails = c.fails;
     l->ksig = c.ksig;
     snprintf(l->entry, sizeof(l->entry), "%s%s", name, cg_suffix[0]);
     cc_compiled_clear(&c);

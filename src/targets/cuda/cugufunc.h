@@ -18,6 +18,7 @@ typedef struct CuGuLoop {
     CUmodule mod;
     CUfunction fn;
     int block;
+    unsigned fails; /* the statuses the kernel may return (CcCompiled.fails) */
 } CuGuLoop;
 
 typedef struct CuGuFunc {
