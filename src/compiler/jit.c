@@ -398,7 +398,11 @@ verify(LLVMModuleRef mod)
  * proves the index in bounds (i - 1 >= 0 from the loop's start), which takes
  * the bounds check out of the loop, and loop-load-elim then forwards the
  * value stored in one iteration to the next instead of reloading it (the
- * moving average ran 1.9x faster, about 1 ms more compile time).
+ * moving average ran 1.9x faster, about 1 ms more compile time).  After
+ * inlining, a kernel reads a[i] twice where its source writes a[i] twice
+ * (`if not np.isnan(a[i]): x = a[i]`): early-cse<memssa> merges those loads
+ * across the blocks between them, so the branch becomes a select (a backward
+ * fill ran 1.4x faster).
  */
 /*
  * InstCombine named in a textual pipeline checks, in LLVM 18+, that one
@@ -416,7 +420,7 @@ static const char kernel_pipeline[] =
     "always-inline,"
     "function(sroa,early-cse," INSTCOMBINE ",simplifycfg,"
     "loop-mssa(licm),loop(loop-rotate),loop-simplify,lcssa,loop(indvars),"
-    "correlated-propagation," INSTCOMBINE ",simplifycfg,loop(indvars),loop-load-elim,"
+    "correlated-propagation,early-cse<memssa>," INSTCOMBINE ",simplifycfg,loop(indvars),loop-load-elim,"
     "inject-tli-mappings,loop-vectorize," INSTCOMBINE ",simplifycfg)";
 
 static int
