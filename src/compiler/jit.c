@@ -420,7 +420,8 @@ static const char kernel_pipeline[] =
     "always-inline,"
     "function(sroa,early-cse," INSTCOMBINE ",simplifycfg,"
     "loop-mssa(licm),loop(loop-rotate),loop-simplify,lcssa,loop(indvars),"
-    "correlated-propagation,early-cse<memssa>," INSTCOMBINE ",simplifycfg,loop(indvars),loop-load-elim,"
+    "correlated-propagation,early-cse<memssa>," INSTCOMBINE
+    ",simplifycfg,loop(indvars),loop-load-elim,"
     "inject-tli-mappings,loop-vectorize," INSTCOMBINE ",simplifycfg)";
 
 static int

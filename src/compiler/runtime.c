@@ -499,7 +499,9 @@ as_double(int kind, const char *v, int64_t k)
  *     two middle ones, in the result's kind;
  *   quantile: NumPy's 'linear' method, v[i] + (v[i+1] - v[i]) * g at the
  *     virtual index (n - 1) q = i + g, computed from the far end when
- *     g >= 0.5 (NumPy's _lerp);
+ *     g >= 0.5 (NumPy's _lerp), in float64 and rounded once (NumPy 2.2
+ *     does so for float32 too; 2.5 computes in float32, which can differ
+ *     in the last bit);
  *   a NaN among the elements makes the result NaN, unless mode &
  *   CC_Q_SKIPNAN, which leaves the NaNs out (all NaN, or none: NaN).
  * A status: CC_STATUS_QUANTILE for q outside [0, 1], CC_STATUS_INDEX for
@@ -556,15 +558,10 @@ numbavec_rt_quantile(int kind, int64_t n, char *v, double q, int mode, void *res
     } while (0)
         DISPATCH(kind, SELECT)
 #undef SELECT
-        if (f32) {
-            float a = ((float *)v)[i], b = ((float *)v)[j], rf;
-            if (mode & CC_Q_MEDIAN) {
-                rf = j > i && (n % 2) == 0 ? (a + b) / 2 : a;
-            } else {
-                float d = b - a;
-                rf = g >= 0.5 ? b - d * (float)(1 - g) : a + d * (float)g;
-            }
-            *(float *)result = rf;
+        if (f32 && (mode & CC_Q_MEDIAN)) {
+            /* NumPy's mean of the middle two: in float32 */
+            float a = ((float *)v)[i], b = ((float *)v)[j];
+            *(float *)result = j > i && (n % 2) == 0 ? (a + b) / 2 : a;
             return 0;
         }
         double a = as_double(kind, v, i), b = as_double(kind, v, j);
