@@ -453,6 +453,6 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_UNRAVEL]   = {ti_array_call, ec_array_call, FIT_RESULT},
     [FL_SORT]      = {ti_array_call, ec_sort_call,  FIT_RESULT},
     [FL_DOT]       = {ti_array_call, ec_dot_call,   FIT_RESULT},
-    [FL_ARANGE]    = {ti_array_call, ec_dot_call,   FIT_RESULT},
+    [FL_ARANGE]    = {ti_array_call, ec_arange_call, FIT_RESULT},
 };
 /* clang-format on */

@@ -2539,13 +2539,19 @@ arange_view(Emit *E, CcNode *n, View *v)
 }
 
 LLVMValueRef
+ec_arange_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    (void)b;
+    (void)out;
+    View v;
+    return arange_view(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
+}
+
+LLVMValueRef
 ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
 {
+    (void)b;
     (void)out;
-    if (b->flavor == FL_ARANGE) {
-        View v;
-        return arange_view(E, n, &v) == 0 ? view_pack(E, &v) : NULL;
-    }
     if (cc_is_array(n->ty)) {
         View v;
         return dot_view(E, n, &v) == 0 ? view_pack(E, &v) : NULL;

@@ -50,6 +50,17 @@ typedef struct {
 
 #define SMALL 16
 
+/* Partitions before introsort/introselect falls back to heapsort: 2 log2 n. */
+static int
+depth_limit(int64_t n)
+{
+    int depth = 0;
+    for (; n > 1; n >>= 1) {
+        depth += 2;
+    }
+    return depth;
+}
+
 /*
  * For each element type T (suffix S, order LT, equality EQ, NaN test ISNAN):
  *   sort_S(v, n)          introsort in place (quicksort, median of three,
@@ -135,10 +146,7 @@ typedef struct {
     }                                                                                              \
     static void sort_##S(T *v, int64_t n)                                                          \
     {                                                                                              \
-        int depth = 0;                                                                             \
-        for (int64_t k = n; k > 1; k >>= 1) {                                                      \
-            depth += 2;                                                                            \
-        }                                                                                          \
+        int depth = depth_limit(n);                                                                \
         while (n > SMALL) {                                                                        \
             if (depth-- == 0) {                                                                    \
                 heapsort_##S(v, n);                                                                \
@@ -159,10 +167,7 @@ typedef struct {
     }                                                                                              \
     static void select_##S(T *v, int64_t n, int64_t k)                                             \
     {                                                                                              \
-        int depth = 0;                                                                             \
-        for (int64_t m = n; m > 1; m >>= 1) {                                                      \
-            depth += 2;                                                                            \
-        }                                                                                          \
+        int depth = depth_limit(n);                                                                \
         while (n > SMALL) {                                                                        \
             if (depth-- == 0) {                                                                    \
                 heapsort_##S(v, n);                                                                \
