@@ -36,7 +36,7 @@ except Exception:  # noqa: BLE001 - Numba is optional
     numba = None
 
 NAMES = ["affine", "fused", "scalar_broadcast", "column_sums", "row_maxima", "prefix_sums",
-         "copy_and_update", "squares_sum", "moving_mean", "forward_fill", "backward_fill", "ema",
+         "copy_and_update", "squares_sum", "moving_mean", "forward_fill", "backward_fill", "ema", "moving_count",
          "nan_stats", "reductions", "zscore", "covariance", "covariance_by_columns",
          "column_ranges", "expression_variable", "zipped", "rolling_median", "winsorize", "ranks",
          "bin_counts", "trimmed_mean", "distinct_count", "top_three", "gram"]

@@ -190,6 +190,17 @@ def ema(a, alpha, out):
         out[i] = alpha * a[i] + (1 - alpha) * out[i - 1]
 
 
+def moving_count(a, alpha, out):
+    """An exponentially decaying count of the values above 0.5 (NaNs are not)."""
+    c = 0.0
+    for i in range(len(a)):
+        if a[i] > 0.5:
+            c = c * (1 / alpha) + 1
+        else:
+            c = c * (1 / alpha)
+        out[i] = c
+
+
 def nan_stats(a, out):
     out[0] = np.nansum(a)
     out[1] = np.nanmean(a) if np.isfinite(a).any() else 0.0
@@ -308,6 +319,7 @@ KERNELS = {
     "forward_fill": (forward_fill, "(n)->(n)", "f", "f"),
     "backward_fill": (backward_fill, "(n)->(n)", "f", "f"),
     "ema": (ema, "(n),()->(n)", "fs", "f"),
+    "moving_count": (moving_count, "(n),()->(n)", "fs", "f"),
     "nan_stats": (nan_stats, "(n)->(4)", "f", "f"),
     "reductions": (reductions, "(n)->(8)", "f", "f"),
     "zscore": (zscore, "(n)->(n)", "f", "f"),

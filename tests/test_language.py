@@ -1016,3 +1016,29 @@ def test_frozen_globals(tmp_path):
     x = np.array([1.0, 2.0], dtype=np.float32)
     assert uf(x).tolist() == [5.5, 8.5]
     assert uf(x.astype(np.float64)).tolist() == [5.5, 8.5]
+
+
+COMPARE_VALUES = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1e-300, -1e-300, 5e-324,
+                  -5e-324, 1.0, 3.4e38, float(np.float32(0.1))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">="])
+def test_compares_against_constants_are_quiet_and_exact(target, dtype, op):
+    """x op c and c op x for a constant c are one integer range check of x's
+    key: checked on signed zeros, subnormals, infinities and NaNs (which
+    raise no 'invalid' flag), as NumPy compares."""
+    t = np.dtype(dtype).type
+    x = np.array(COMPARE_VALUES, dtype=dtype)
+    for c in COMPARE_VALUES:
+        text = ("math.nan" if np.isnan(c) else "math.inf" if c == np.inf
+                else "-math.inf" if c == -np.inf else repr(c))
+        py = kernel_from_source(f"import math\ndef k(x):\n"
+                                f"    return (x {op} {text}) * 1 + ({text} {op} x) * 2\n")
+        f = vectorize([f"int64({dtype})"], target=target)(py)
+        with np.errstate(all="raise"):
+            got = f(x)
+        with np.errstate(all="ignore"):
+            cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[op]
+            expected = cmp(x, t(c)).astype(np.int64) + 2 * cmp(t(c), x).astype(np.int64)
+        np.testing.assert_array_equal(got, expected, err_msg=f"c={c!r}")

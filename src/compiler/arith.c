@@ -14,6 +14,7 @@
 
 #include <fenv.h>
 #include <math.h>
+#include <string.h>
 
 /* ---- integer arithmetic ---- */
 
@@ -302,6 +303,23 @@ em_order_key(Emit *E, LLVMValueRef x)
     return LLVMBuildXor(E->b, bitsv, flip, "key");
 }
 
+/* The integer constant v in x's integer shape (a scalar, or a vector of
+ * x's length), of `bits` bits. */
+static LLVMValueRef
+int_splat(Emit *E, LLVMValueRef x, unsigned bits, unsigned long long v)
+{
+    LLVMTypeRef ft = LLVMTypeOf(x), st = LLVMIntTypeInContext(E->ctx, bits);
+    if (LLVMGetTypeKind(ft) != LLVMVectorTypeKind) {
+        return LLVMConstInt(st, v, 0);
+    }
+    unsigned n = LLVMGetVectorSize(ft);
+    LLVMValueRef elems[64];
+    for (unsigned i = 0; i < n && i < 64; i++) {
+        elems[i] = LLVMConstInt(st, v, 0);
+    }
+    return LLVMConstVector(elems, n < 64 ? n : 64);
+}
+
 LLVMValueRef
 em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, const char *name)
 {
@@ -325,16 +343,73 @@ em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, c
     if (E->fastmath) {
         return LLVMBuildFCmp(E->b, pred, a, b, name);
     }
-    LLVMValueRef ord = LLVMBuildFCmp(E->b, LLVMRealORD, a, b, "ord");
-    LLVMValueRef eq = LLVMBuildFCmp(E->b, LLVMRealOEQ, a, b, "eq");
-    LLVMValueRef order = LLVMBuildICmp(E->b, ip, em_order_key(E, a), em_order_key(E, b), "order");
-    LLVMValueRef r;
-    if (pred == LLVMRealOLE || pred == LLVMRealOGE) {
-        r = LLVMBuildOr(E->b, order, eq, "order.eq"); /* -0 <= +0 and +0 <= -0 */
-    } else {
-        r = LLVMBuildAnd(E->b, order, LLVMBuildNot(E->b, eq, "ne"), "order.ne");
+    /*
+     * One integer compare: the values as two's complement integers (sign
+     * and magnitude, so -0 and +0 are both 0), with a NaN (a magnitude
+     * above infinity's) made the extreme that makes the compare false: for
+     * a > b and a >= b a NaN a is the least and a NaN b the greatest, for
+     * a < b and a <= b the other way round (the keys of numbers lie strictly
+     * between).  Float compares in the mix (ord, oeq), or an `and` of two
+     * conditions, put a chain of masked moves on the selected value's path:
+     * an exponential moving count ran 1.7x slower than with a plain fcmp.
+     */
+    LLVMTypeRef ft = LLVMTypeOf(a);
+    int vector = LLVMGetTypeKind(ft) == LLVMVectorTypeKind;
+    LLVMTypeRef scalar = vector ? LLVMGetElementType(ft) : ft;
+    unsigned bits = LLVMGetTypeKind(scalar) == LLVMFloatTypeKind ? 32 : 64;
+    LLVMTypeRef it = LLVMIntTypeInContext(E->ctx, bits);
+    if (vector) {
+        it = LLVMVectorType(it, LLVMGetVectorSize(ft));
     }
-    return LLVMBuildAnd(E->b, r, ord, name);
+    unsigned long long sign = 1ULL << (bits - 1);
+    LLVMValueRef mag_mask = int_splat(E, a, bits, sign - 1);
+    LLVMValueRef inf = int_splat(E, a, bits, bits == 32 ? 0x7F800000ULL : 0x7FF0000000000000ULL);
+    LLVMValueRef least = int_splat(E, a, bits, sign), most = int_splat(E, a, bits, sign - 1);
+    int greater = pred == LLVMRealOGT || pred == LLVMRealOGE;
+    LLVMValueRef c = LLVMIsAConstantFP(b) != NULL ? b : LLVMIsAConstantFP(a) != NULL ? a : NULL;
+    int loses;
+    double cv = c != NULL ? LLVMConstRealGetDouble(c, &loses) : 0;
+    if (!vector && c != NULL && cv == cv) {
+        /* against a number c: one unsigned range check of the other's key,
+         * which folding cannot split (key(a) > key(c) and not NaN becomes
+         * key(c) < key(a) <= key(+inf)) */
+        LLVMValueRef x = LLVMBuildBitCast(E->b, c == b ? a : b, it, "bits");
+        LLVMValueRef mag = LLVMBuildAnd(E->b, x, mag_mask, "mag");
+        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, x, LLVMConstNull(it), "neg");
+        LLVMValueRef k = LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, mag, ""), mag, "key");
+        long long top = bits == 32 ? 0x7F800000LL : 0x7FF0000000000000LL, kc;
+        if (bits == 32) {
+            float f = (float)cv;
+            unsigned u;
+            memcpy(&u, &f, sizeof(u));
+            kc = (u >> 31) ? -(long long)(u & 0x7FFFFFFFu) : (long long)u;
+        } else {
+            unsigned long long u;
+            memcpy(&u, &cv, sizeof(u));
+            kc = (u >> 63) ? -(long long)(u & 0x7FFFFFFFFFFFFFFFULL) : (long long)u;
+        }
+        /* the predicate seen from the other value: c < x is x > c */
+        int gt = c == b ? greater : !greater;
+        int strict = pred == LLVMRealOGT || pred == LLVMRealOLT;
+        /* x in [lo, hi] */
+        long long lo = gt ? kc + strict : -top, hi = gt ? top : kc - strict;
+        if (lo > hi) {
+            return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+        }
+        LLVMValueRef off = LLVMBuildSub(E->b, k, LLVMConstInt(it, (unsigned long long)lo, 1), "");
+        return LLVMBuildICmp(E->b, LLVMIntULE, off,
+                             LLVMConstInt(it, (unsigned long long)(hi - lo), 0), name);
+    }
+    LLVMValueRef key[2], in[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        LLVMValueRef x = LLVMBuildBitCast(E->b, in[i], it, "bits");
+        LLVMValueRef mag = LLVMBuildAnd(E->b, x, mag_mask, "mag");
+        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, x, LLVMConstNull(it), "neg");
+        key[i] = LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, mag, ""), mag, "key");
+        LLVMValueRef nan = LLVMBuildICmp(E->b, LLVMIntUGT, mag, inf, "nan");
+        key[i] = LLVMBuildSelect(E->b, nan, (greater == (i == 0)) ? least : most, key[i], "key");
+    }
+    return LLVMBuildICmp(E->b, ip, key[0], key[1], name);
 }
 
 /* NumPy's npy_divmod: Python's floor division and modulo for floats. */
