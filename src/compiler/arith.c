@@ -283,10 +283,11 @@ floor_of(Emit *E, TsKind k, LLVMValueRef x)
  * compares (cmpltps & co.), so a plain `fcmp olt` would make NumPy warn
  * "invalid value" where its own np.less does not; and LLVM, which assumes
  * compares never trap, folds away any masking of NaN lanes done with floats.
- * So the order is computed on integer keys of the bit patterns (monotonic
- * in the float order, -0 below +0), and only the quiet predicates `ord` and
- * `oeq` see the floats: a < b is ord(a, b) && key(a) < key(b) && !(a == b).
- * Under fastmath (no NaNs) the plain compare is used.
+ * So the order is computed on integer keys of the bit patterns.
+ * em_order_key's (monotonic in the float order, -0 below +0) serve min/max
+ * reductions; em_quiet_fcmp's compare sign-magnitude keys (-0 equal to +0)
+ * with NaNs mapped where the compare is false (see there).  Under fastmath
+ * (no NaNs) the plain compare is used.
  */
 LLVMValueRef
 em_order_key(Emit *E, LLVMValueRef x)
