@@ -138,6 +138,13 @@ def test_in_place_sort_of_strided_views_and_rows(target):
     "    o = np.argsort(-a, axis=None, kind='stable')\n    out[0, :] = o[:a.shape[1]]",
     "out[:] = np.partition(a, 2)\n    out[:] = np.sort(out)",
     "out[:] = a\n    out.sort(axis=-1)",
+    "out[:] = np.sort(a, axis=0)",
+    "out[:] = np.sort(a * 2 - 1, axis=-2)",
+    "out[:] = np.argsort(a, axis=0, kind='stable') + 0.5",
+    "out[:] = np.partition(a, -1, axis=0)\n    out[:-1] = 0",
+    "out[:] = a\n    out.sort(axis=0)",
+    "out[:] = a\n    out[:, ::2].sort(axis=0)",
+    "out[:] = a\n    out.T.sort(axis=1)",
     "out[:] = a * 2 - 1\n    out.partition(-1)\n    out[:, :-1] = 0",
 ])
 def test_two_dimensional_sorting(target, body):
@@ -281,7 +288,8 @@ def test_runtime_errors_are_numpys(target, body, match):
 
 
 @pytest.mark.parametrize("body, match", [
-    ("out[:] = np.sort(a[None, :], axis=0)[0]", "axis 0 is not supported yet"),
+    ("out[:] = np.sort(a, axis=1)", "axis 1 is out of bounds"),
+    ("a.sort(axis=None)", "not axis=None"),
     ("x = a.sort()", "works in place and returns None"),
     ("out[0] = np.median(a, axis=0)", "axis=None only"),
     ("out[0] = np.quantile(a, 0.5, method='nearest')", "'linear' only"),
@@ -344,3 +352,38 @@ def test_large_sorts_are_not_quadratic(target):
         s, order = gu(a)
         same(s, np.sort(a))
         same(order, np.argsort(a, kind="stable"))
+
+
+@pytest.mark.parametrize("fn", ["sort", "argsort", "partition", "in_place"])
+@pytest.mark.parametrize("axis", [0, 1, 2, -2, None])
+def test_sorting_along_each_axis_of_3d_arrays(target, fn, axis):
+    if fn == "in_place" and axis is None:
+        return
+    call = {"sort": f"out[...] = np.sort(a, axis={axis})",
+            "argsort": f"out[...] = np.argsort(a, axis={axis}, kind='stable')",
+            "partition": f"out[...] = np.partition(a, 1, axis={axis})",
+            "in_place": f"b = a.copy()\n    b.sort(axis={axis})\n    out[...] = b"}[fn]
+    flat = axis is None
+    kind = "int64" if fn == "argsort" else "float64"
+    layout = "(p,q,r)->(s)" if flat else "(p,q,r)->(p,q,r)"
+    colons = ":" if flat else ":, :, :"
+    py, gu = kernel(f"def k(a, out):\n    {call}\n", f"void(float64[:, :, :], {kind}[{colons}])",
+                    layout, target)
+    rng = np.random.default_rng(15)
+    base = np.round(rng.standard_normal((2, 6, 5, 8)), 1)
+    base[0, 1, 2, 3] = np.nan
+    for a in (base[:, :3, :4, :5], base[:, ::-2, 1:, ::3]):
+        shape = (a[0].size,) if flat else a.shape[1:]
+        expected = np.zeros((2,) + shape, kind)
+        for i in range(2):
+            py(a[i].copy(), expected[i])
+        got = gu(a, out=np.zeros((2,) + shape, kind))
+        if fn == "partition":
+            k = 1
+            ax = -1 if flat else axis
+            ref = np.sort(a.reshape(2, -1) if flat else a, axis=ax if flat else ax + (ax >= 0))
+            got_k = np.take(got, k, axis=-1 if flat else (axis + 1 if axis >= 0 else axis))
+            ref_k = np.take(ref, k, axis=-1 if flat else (axis + 1 if axis >= 0 else axis))
+            same(got_k, ref_k)
+        else:
+            same(got, expected)

@@ -2225,12 +2225,73 @@ kth_of(Emit *E, CcNode *k, const View *v)
     return i;
 }
 
+/* v with its dimension `axis` moved last (back: from last to `axis`),
+ * the others in order: the runtime sorts along the last. */
+static View
+axis_moved(const View *v, int axis, int back)
+{
+    View r = *v;
+    for (int d = 0, j = 0; d < v->ndim; d++) {
+        if (d == axis) {
+            continue;
+        }
+        if (back) {
+            r.shape[d] = v->shape[j];
+            r.stride[d] = v->stride[j];
+        } else {
+            r.shape[j] = v->shape[d];
+            r.stride[j] = v->stride[d];
+        }
+        j++;
+    }
+    int last = v->ndim - 1;
+    r.shape[back ? axis : last] = v->shape[back ? last : axis];
+    r.stride[back ? axis : last] = v->stride[back ? last : axis];
+    return r;
+}
+
 /* The arrays of np.sort, argsort, partition, unique and searchsorted. */
 static int
 sort_view(Emit *E, CcNode *n, View *v)
 {
     CcSortOp op = (CcSortOp)cc_builtin(n->builtin)->op;
     CcNode *a = n->args[0];
+    int axis = (int)n->ival; /* searchsorted: the side */
+    int moved = (op == S_SORT || op == S_ARGSORT || op == S_PARTITION) && n->ival != CC_AXIS_NONE
+                && axis != a->ty->n - 1;
+    View src, line;
+    if (moved) {
+        /* sorting along another axis: the copy is made with it last, and
+         * seen with it back in place */
+        if (view_of(E, a, &src) < 0) {
+            return -1;
+        }
+        line = axis_moved(&src, axis, 0);
+        CcNode node = {.kind = ND_VIEW, .loc = n->loc, .ty = a->ty, .view = &line};
+        View c;
+        if (op == S_ARGSORT) {
+            if (alloc_array(E, n, TS_INT64, line.ndim, line.shape, &c) < 0) {
+                return -1;
+            }
+            LLVMValueRef shape, strides;
+            view_arrays(E, &line, &shape, &strides);
+            LLVMValueRef args[6] = {
+                i32c(E, line.kind), i32c(E, line.ndim), line.data, shape, strides, c.data};
+            runtime_status(
+                E, runtime_call(E, "numbavec_rt_argsort", LLVMInt32TypeInContext(E->ctx), args, 6));
+        } else {
+            if (copy_as(E, &node, a->ty->scalar, &c) < 0) {
+                return -1;
+            }
+            LLVMValueRef kth = op == S_PARTITION ? kth_of(E, n->args[1], &c) : i64c(E, -1);
+            if (kth == NULL) {
+                return -1;
+            }
+            sort_rows(E, &c, kth);
+        }
+        *v = axis_moved(&c, axis, 1);
+        return 0;
+    }
     if (op == S_SORT || op == S_PARTITION || op == S_UNIQUE) {
         if (copy_as(E, a, a->ty->scalar, v) < 0) {
             return -1;
@@ -2305,6 +2366,7 @@ sort_scalar(Emit *E, CcNode *n)
         if (view_of(E, a, &v) < 0) {
             return NULL;
         }
+        v = axis_moved(&v, (int)n->ival, 0); /* the runtime sorts the last axis */
         LLVMValueRef kth = op == S_PARTITION_IN_PLACE ? kth_of(E, n->args[1], &v) : i64c(E, -1);
         if (kth == NULL) {
             return NULL;

@@ -1513,15 +1513,19 @@ sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
     TsKind k = a->scalar;
     int ndim = a->n;
     int uses_axis = op == S_SORT || op == S_ARGSORT || op == S_PARTITION || in_place;
-    if (uses_axis && n->ival != -1 && n->ival != ndim - 1
-        && !(n->ival == CC_AXIS_NONE && !in_place)) {
-        return cc_error(in->fn, n->loc,
-                        "%s() along axis %lld is not supported yet (only the "
-                        "last axis%s)",
-                        b->name, n->ival, in_place ? "" : ", or axis=None");
-    }
     if (ndim == 0) {
         return cc_error(in->fn, n->loc, "%s() of a 0-d array", b->name);
+    }
+    if (uses_axis && n->ival == CC_AXIS_NONE && in_place) {
+        return cc_error(in->fn, n->loc, "a%s() sorts along an axis, not axis=None", b->name);
+    }
+    if (uses_axis && n->ival != CC_AXIS_NONE) {
+        if (n->ival < -ndim || n->ival >= ndim) {
+            return cc_error(in->fn, n->loc,
+                            "axis %lld is out of bounds for an array of dimension %d", n->ival,
+                            ndim);
+        }
+        n->ival += n->ival < 0 ? ndim : 0; /* emitarray.c reads it as 0 .. ndim-1 */
     }
     if (op == S_PARTITION || op == S_PARTITION_IN_PLACE) {
         if (n->nargs < 2) {
