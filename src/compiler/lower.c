@@ -2085,6 +2085,35 @@ hidden_call(Lower *L, PyObject *at, const char *name, CcNode **args, int nargs)
 }
 
 /*
+ * The body of a range loop over a flat index (np.ndindex, a.flat): body
+ * (room for 2) gets `target = item`, then the user's statements; the else
+ * block follows.  The target counts as assigned inside the body only.
+ * 0/-1.
+ */
+static int
+index_loop_body(Lower *L, PyObject *node, CcNode *loop, CcNode *body, PyObject *target,
+                CcNode *item)
+{
+    const char *before;
+    char *saved = save_assigned(L);
+    if (saved == NULL || item == NULL
+        || (body->args[0] = assign_to(L, node, target, item)) == NULL) {
+        return -1;
+    }
+    CcNode *user = loop_body(L, node, &before);
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
+        return -1;
+    }
+    memcpy(L->assigned, saved, (size_t)L->nassigned);
+    L->terminated = 0;
+    body->args[1] = user;
+    body->nargs = 2;
+    loop->then = body;
+    return 0;
+}
+
+/*
  * for idx in np.ndindex(shape)   (or np.ndindex(d0, d1, ...)): the indices
  * of shape in C order, lowered to a range loop over the flat index:
  *   sh = shape;  for k in range(.ndsize(sh)): idx = .unravel(k, sh); block
@@ -2125,23 +2154,10 @@ lower_for_ndindex(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyOb
     pre->nargs = 1;
     loop->nargs = 1;
     loop->var = k;
-    const char *before;
-    char *saved = save_assigned(L);
-    CcNode *index = hidden_call(L, iter, ".unravel", idx_args, 2);
-    if (saved == NULL || index == NULL
-        || (body->args[0] = assign_to(L, node, target, index)) == NULL) {
-        return NULL; /* assign_to marks the target assigned, inside the body only */
-    }
-    CcNode *user = loop_body(L, node, &before);
-    memcpy(L->assigned, saved, (size_t)L->nassigned);
-    if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
+    if (index_loop_body(L, node, loop, body, target, hidden_call(L, iter, ".unravel", idx_args, 2))
+        < 0) {
         return NULL;
     }
-    memcpy(L->assigned, saved, (size_t)L->nassigned);
-    L->terminated = 0;
-    body->args[1] = user;
-    body->nargs = 2;
-    loop->then = body;
     pre->args[pre->nargs++] = loop;
     return pre;
 }
@@ -2164,22 +2180,11 @@ lower_for_flat(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
     }
     loop->nargs = 1;
     loop->var = k;
-    const char *before;
-    char *saved = save_assigned(L);
-    CcNode *item = saved != NULL ? flat_element(L, iter, base, var_node(L, iter, k)) : NULL;
-    if (item == NULL || (body->args[0] = assign_to(L, node, target, item)) == NULL) {
+    if (index_loop_body(L, node, loop, body, target,
+                        flat_element(L, iter, base, var_node(L, iter, k)))
+        < 0) {
         return NULL;
     }
-    CcNode *user = loop_body(L, node, &before);
-    memcpy(L->assigned, saved, (size_t)L->nassigned);
-    if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
-        return NULL;
-    }
-    memcpy(L->assigned, saved, (size_t)L->nassigned);
-    L->terminated = 0;
-    body->args[1] = user;
-    body->nargs = 2;
-    loop->then = body;
     return loop;
 }
 
