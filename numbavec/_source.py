@@ -46,7 +46,12 @@ class KernelSource:
             tree = _parse(source, filename, offset)
         except SyntaxError:
             offset = first_line - 1
-            tree = _parse(textwrap.dedent("".join(lines)), filename, offset)
+            try:
+                tree = _parse(textwrap.dedent("".join(lines)), filename, offset)
+            except SyntaxError:
+                if pyfunc.__name__ != "<lambda>":
+                    raise
+                tree = _lambda_alone(lines, filename, offset)
         self.funcdef = _find_function(tree, pyfunc)
         self.location = (filename, first_line, list(lines), offset)
 
@@ -139,6 +144,38 @@ def _from_module_tree(self, pyfunc):
     self.funcdef = node
     self.location = (filename, first, own, 0)
     return True
+
+
+def _lambda_alone(lines, filename, offset):
+    """The tree of the lambda expressions in lines that are not a statement
+    on their own (``vectorize(sigs)(\n    lambda x: x + 1)``: inspect gives
+    from the lambda's line to the end of the call).  Each ``lambda`` of the
+    first line is parsed from where it starts to the longest end that
+    parses; its columns are put back where they are in the file."""
+    text = "".join(lines)
+    first = lines[0]
+    trees = []
+    start = first.find("lambda")
+    while start >= 0:
+        for end in range(len(text), start, -1):
+            if not text[end - 1].strip():
+                continue
+            try:
+                tree = ast.parse("(" + text[start:end] + ")", filename)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if hasattr(node, "lineno"):
+                    if node.lineno == 1:
+                        node.col_offset += start - 1
+                    if getattr(node, "end_lineno", None) == 1:
+                        node.end_col_offset += start - 1
+            trees.append(tree)
+            break
+        start = first.find("lambda", start + 1)
+    if not trees:
+        raise SyntaxError(f"cannot parse the lambda in {text!r}")
+    return ast.Module(body=[stmt for t in trees for stmt in t.body], type_ignores=[])
 
 
 def _find_function(tree, pyfunc):

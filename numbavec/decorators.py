@@ -6,11 +6,13 @@ returned ufunc with its introspection methods.
 """
 import functools
 import inspect
+import re
 import sys
 
 import numpy as np
 
 from numbavec import _core
+from numbavec._pickle import Recipe, reduce_device_function
 from numbavec._source import KernelSource, names_by_line
 
 _OPTIONS = {"target", "identity", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
@@ -45,7 +47,17 @@ def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
                         f"not {type(target).__name__}")
     if kwargs.get("forceobj"):
         raise ValueError("numbavec always compiles in nopython mode; forceobj=True is not supported")
+    identity = kwargs.get("identity")
+    if isinstance(identity, str) and identity != "reorderable":
+        # before any signature compiles, as Numba checks it: its error comes first
+        raise ValueError(f"identity must be None, 'reorderable' or a number, not {identity!r}")
     return target
+
+
+def _python_function(pyfunc):
+    """What a factory compiles: a Python function, or the one behind a
+    device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)."""
+    return pyfunc.py_func if isinstance(pyfunc, DeviceFunction) else pyfunc
 
 
 def vectorize(ftylist_or_function=(), **kwargs):
@@ -62,10 +74,10 @@ def vectorize(ftylist_or_function=(), **kwargs):
     ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
-    if inspect.isfunction(ftylist_or_function):
-        return _build(ftylist_or_function, (), target, kwargs)
+    if inspect.isfunction(ftylist_or_function) or isinstance(ftylist_or_function, DeviceFunction):
+        return _build(_python_function(ftylist_or_function), (), target, kwargs)
     signatures = ftylist_or_function
-    return lambda pyfunc: _build(pyfunc, signatures, target, kwargs)
+    return lambda pyfunc: _build(_python_function(pyfunc), signatures, target, kwargs)
 
 
 def _function_cache(pyfunc, src, target, kwargs, **more):
@@ -89,30 +101,81 @@ def _build(pyfunc, signatures, target, kwargs):
     obj = _core.vectorize(pyfunc, src.funcdef, src.location, signatures, target=target,
                           nin=_arity(pyfunc), cache=_function_cache(pyfunc, src, target, kwargs),
                           **common)
-    return _decorate(obj, pyfunc, src)
+    return _decorate(obj, pyfunc, src, Recipe("vectorize", (signatures,), kwargs))
 
 
-def _decorate(obj, pyfunc, src):
+def _decorate(obj, pyfunc, src, recipe):
     """numbavec's introspection (py_func, inspect_llvm, inspect_asm,
-    inspect_types) on what a factory made, where its type does not offer it
-    already: a NumPy ufunc carries it as attributes (its code: the Library
-    behind it); an object of numbavec's own answers for itself.  Every object
-    says where it was defined, as the function does (``__module__``,
-    ``__qualname__``, ``__wrapped__``), so that pickle finds it by name."""
-    code = _core._code_of(obj) if isinstance(obj, np.ufunc) else obj
-    offered = dir(type(obj))
-    for name, value in (("py_func", pyfunc), ("inspect_llvm", code.inspect_llvm),
-                        ("inspect_asm", code.inspect_asm),
-                        ("inspect_types", _types_printer(code, pyfunc, src))):
-        if name not in offered:
-            setattr(obj, name, value)
+    inspect_types, inspect_ptx) on what a factory made: a NumPy ufunc
+    carries it as attributes (its code: the Library behind it); an object of
+    numbavec's own answers for itself, through these attributes so that
+    every spelling of a signature is understood.  A lazy ufunc gets
+    Numba's DUFunc surface (``ufunc``, ``add``, ``disable_compile``).
+    Every object says where it was defined, as the function does
+    (``__module__``, ``__qualname__``, ``__wrapped__``), and keeps the
+    recipe that makes it again in another process (numbavec._pickle)."""
+    is_ufunc = isinstance(obj, np.ufunc)
+    code = _core._code_of(obj) if is_ufunc else obj
+    gufunc = recipe.factory == "guvectorize"
+    if "py_func" not in dir(type(obj)):
+        obj.py_func = pyfunc
+    for name in ("inspect_llvm", "inspect_asm", "inspect_ptx"):
+        method = getattr(code, name, None)
+        if method is not None:
+            setattr(obj, name, _any_spelling(method, gufunc))
+    obj.inspect_types = _types_printer(code, pyfunc, src, gufunc)
+    if is_ufunc and not recipe.args[0]:
+        obj.ufunc = obj
+        obj.add = _lazy_method(obj, _core._lazy_add)
+        obj.disable_compile = _lazy_method(obj, _core._lazy_disable)
     obj.__module__ = getattr(pyfunc, "__module__", None)
     obj.__qualname__ = getattr(pyfunc, "__qualname__", pyfunc.__name__)
     obj.__wrapped__ = pyfunc
+    obj._numbavec_recipe = recipe
+    if recipe.args[0]:
+        recipe.freeze(obj, pyfunc, src.funcdef)     # compiled now, with these values
     return obj
 
 
-def _types_printer(lib, pyfunc, src):
+def _lazy_method(ufunc, function):
+    """A lazy ufunc's add(sig) or disable_compile(), Numba's DUFunc methods."""
+    def method(*args):
+        return function(ufunc, *args)
+    method.__name__ = function.__name__.replace("_lazy_", "").replace("disable", "disable_compile")
+    method.__doc__ = ("Compile one more signature now." if function is _core._lazy_add else
+                      "Compile no new loops: unknown types raise NumPy's no-loop TypeError.")
+    return method
+
+
+# NumPy's spelling of a loop, as in ufunc.types: 'ff->f', 'dd->d'
+_TYPE_CHARS = re.compile(r"([?bBhHiIlLqQefdgFDG]*)->([?bBhHiIlLqQefdgFDG]+)")
+
+
+def signature_text(signature, gufunc=False):
+    """A signature as numbavec parses it, from any spelling users take from
+    somewhere: a string, a Signature, or an entry of ``f.types`` ('ff->f');
+    the loop's types only decide which compiled signature it names."""
+    if isinstance(signature, str):
+        found = _TYPE_CHARS.fullmatch(signature.replace(" ", ""))
+        if found:
+            names = [np.dtype(c).name.replace("bool", "boolean") for c in found[1] + found[2]]
+            nin = len(found[1])
+            if gufunc:
+                return f"void({', '.join(names)})"
+            return f"{names[nin]}({', '.join(names[:nin])})"
+    return signature
+
+
+def _any_spelling(method, gufunc):
+    @functools.wraps(method)
+    def inspect_signature(signature=None, *args, **kwargs):
+        if signature is not None:
+            signature = signature_text(signature, gufunc)
+        return method(signature, *args, **kwargs)
+    return inspect_signature
+
+
+def _types_printer(lib, pyfunc, src, gufunc):
     funcdef, (_, first, lines, offset) = src.funcdef, src.location
 
     def inspect_types(file=None, signature=None):
@@ -120,7 +183,7 @@ def _types_printer(lib, pyfunc, src):
         by_line = names_by_line(funcdef, offset)   # here, not at decoration
         out = file if file is not None else sys.stdout
         types = lib.variable_types() if signature is None else {
-            str(signature): lib.variable_types(signature)}
+            str(signature): lib.variable_types(signature_text(signature, gufunc))}
         for sig, var_types in types.items():
             print(f"{pyfunc.__name__} {sig}", file=out)
             print("-" * 72, file=out)
@@ -160,6 +223,9 @@ class DeviceFunction:
 
     def __repr__(self):
         return f"<numbavec device function {self.py_func.__qualname__}>"
+
+    def __reduce__(self):
+        return reduce_device_function(self)
 
     def _numbavec_device_source(self):
         """(py_func, ast.FunctionDef, location): parsed once, then cached."""
@@ -221,6 +287,7 @@ def guvectorize(*args, **kwargs):
     target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
 
     def decorate(pyfunc):
+        pyfunc = _python_function(pyfunc)
         src, common = _kernel(pyfunc, kwargs, "guvectorize")
         writable = _writable_indices(pyfunc, kwargs.get("writable_args", ()))
         boundscheck = bool(kwargs.get("boundscheck", True))
@@ -229,7 +296,7 @@ def guvectorize(*args, **kwargs):
         obj = _core.guvectorize(
             pyfunc, src.funcdef, src.location, signatures, layout, target=target,
             writable_args=writable, boundscheck=boundscheck, cache=cache, **common)
-        return _decorate(obj, pyfunc, src)
+        return _decorate(obj, pyfunc, src, Recipe("guvectorize", (signatures, layout), kwargs))
 
     return decorate
 

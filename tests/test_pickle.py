@@ -3,7 +3,7 @@ function does (__module__, __qualname__, __wrapped__), and pickles by
 reference: unpickled in this process it is the same object, and a fresh
 interpreter that can import its module gets it back by name (how
 multiprocessing's spawn, joblib and dask ship a module-level ufunc).
-Pickling by value, for objects defined in __main__, is not done yet."""
+Objects no other process can import go by value: test_pickle_by_value.py."""
 
 import inspect
 import os

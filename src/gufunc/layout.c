@@ -263,6 +263,20 @@ gu_check_signature(const GuLayout *layout, const TsSignature *sig, const unsigne
         if (core == 0 && t->ndim == 1) {
             continue; /* the 1-element view of a () argument */
         }
+        if (t->ndim == 0) {
+            /* Numba's words (TypeError), which its users' tests match */
+            char colons[3 * TS_MAXDIMS] = ":";
+            for (int d = 1; d < core && d < TS_MAXDIMS; d++) {
+                strcat(colons, ", :");
+            }
+            PyErr_Format(PyExc_TypeError,
+                         "scalar type %s given for non scalar argument #%d of '%s' (its "
+                         "layout in '%s' has %d core dimension(s): declare it %s[%s])",
+                         ts_type_str(t, tbuf, sizeof(tbuf)), i + 1,
+                         ts_signature_str(sig, buf, sizeof(buf)), layout->text, core,
+                         ts_kind_name(t->kind), colons);
+            return -1;
+        }
         PyErr_Format(PyExc_ValueError,
                      "argument %d of '%s' is %s (%d dimension(s)) but its "
                      "layout in '%s' has %d core dimension(s)",

@@ -70,6 +70,7 @@ typedef struct LazyState {
     unsigned long lock_fork; /* fork_generation when lock was made */
     Compiling *compiling;    /* the owner's compilations, innermost first */
     Tables *tables;          /* current first, then retired ones */
+    int frozen;              /* disable_compile(): no new loops */
 } LazyState;
 
 static int
@@ -637,6 +638,14 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
         return -1;
     }
     resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
+    if (st->frozen && st->backend->find(st->compiler, kinds, st->nin) < 0) {
+        /* disable_compile(): a promoter that changes nothing makes NumPy
+         * raise its own "no loop matching" error, as for any ufunc */
+        for (int k = 0; k < nargs; k++) {
+            new_op_dtypes[k] = (PyArray_DTypeMeta *)Py_XNewRef((PyObject *)op_dtypes[k]);
+        }
+        return 0;
+    }
     Py_ssize_t i = ensure_loop(ufunc, st, kinds);
     if (i < 0) {
         return -1;
@@ -736,15 +745,32 @@ vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin)
     if (st == NULL) {
         return NULL;
     }
-    if (nin != st->nin) {
+    if (nin != st->nin && nin != st->nin + st->nout) {
         PyErr_Format(PyExc_TypeError, "this ufunc takes %d arguments, not %d", st->nin, nin);
         return NULL;
     }
+    if (st->frozen) {
+        PyErr_Format(PyExc_RuntimeError, "compilation disabled for %R (disable_compile())", ufunc);
+        return NULL;
+    }
+    /* the inputs' types; the outputs' too where given (a gufunc's void
+     * signature), else what the kernel stores */
     TsKind all[VZ_MAXOPERANDS];
     for (int k = 0; k < st->nin + st->nout; k++) {
         all[k] = k < nin ? kinds[k] : TS_INFER;
     }
     return ensure_loop(ufunc, st, all) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+PyObject *
+vz_lazy_disable(PyObject *module, PyObject *ufunc)
+{
+    LazyState *st = state_of(ufunc);
+    if (st == NULL) {
+        return NULL;
+    }
+    st->frozen = 1;
+    return Py_NewRef(Py_None);
 }
 
 int

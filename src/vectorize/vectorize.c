@@ -570,7 +570,8 @@ vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 
 PyDoc_STRVAR(lazy_add_doc,
              "_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature's\n"
-             "argument types now (its return type, if given, is ignored: inferred).");
+             "argument types now (a return type is ignored: inferred; a gufunc's void\n"
+             "signature may give its outputs' types too).");
 
 static PyObject *
 lazy_add(PyObject *module, PyObject *args)
@@ -610,6 +611,8 @@ code_of(PyObject *module, PyObject *ufunc)
 static PyMethodDef vectorize_methods[] = {
     {"_code_of", code_of, METH_O, code_of_doc},
     {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
+    {"_lazy_disable", vz_lazy_disable, METH_O,
+     "_lazy_disable(ufunc): a lazy ufunc compiles no more loops (disable_compile)."},
     {"vectorize", (PyCFunction)(void (*)(void))vectorize, METH_VARARGS | METH_KEYWORDS,
      vectorize_doc},
     {NULL, NULL, 0, NULL},

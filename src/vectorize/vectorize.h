@@ -109,8 +109,11 @@ PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nou
 /* The backend's object behind a lazy ufunc's owner (borrowed), or NULL
  * (no exception) when owner is not a lazy state. */
 PyObject *vz_lazy_compiler(PyObject *owner);
-/* Compiles and registers input kinds now (ufunc.add(sig)): None or NULL. */
+/* Compiles and registers input kinds now (ufunc.add(sig)), and output kinds
+ * when nin counts them too: None or NULL. */
 PyObject *vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin);
+/* A lazy ufunc compiles nothing more (disable_compile()): None or NULL. */
+PyObject *vz_lazy_disable(PyObject *module, PyObject *ufunc);
 int vz_init_dufunc(PyObject *module);
 
 /* ---- testhooks.c ---- */

@@ -669,20 +669,23 @@ static PyGetSetDef cufunc_getset[] = {
     {NULL},
 };
 
+/* By reference where another process finds it by name, else by value
+ * (numbavec/_pickle.py, which numbavec's ufuncs share). */
 PyObject *
-cf_reduce_by_name(PyObject *self, PyObject *unused)
+cf_pickle_reduce(PyObject *self, PyObject *unused)
 {
-    PyObject *name = PyObject_GetAttrString(self, "__qualname__");
-    if (name == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-        PyErr_Clear();
-        name = PyObject_GetAttrString(self, "__name__");
+    PyObject *module = PyImport_ImportModule("numbavec._pickle");
+    if (module == NULL) {
+        return NULL;
     }
-    return name;
+    PyObject *result = PyObject_CallMethod(module, "reduce_object", "O", self);
+    Py_DECREF(module);
+    return result;
 }
 
 static PyMethodDef cufunc_methods[] = {
-    {"__reduce__", cf_reduce_by_name, METH_NOARGS,
-     "Pickled by reference: its module and qualified name, as a function is."},
+    {"__reduce__", cf_pickle_reduce, METH_NOARGS,
+     "Pickled by reference where another process can import it, else by value."},
     {"reduce", (PyCFunction)(void (*)(void))cf_reduce, METH_VARARGS | METH_KEYWORDS,
      "reduce(array, axis=0, stream=None): a tree reduction on the device"},
     {"inspect_ptx", inspect_ptx, METH_VARARGS,

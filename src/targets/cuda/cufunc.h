@@ -97,9 +97,9 @@ int cf_check_foreign(const Operand *ops, int n);
 Py_ssize_t cf_signature_index(PyObject *which,
                               const TsSignature *(*sig_of)(void *loops, Py_ssize_t i), void *loops,
                               Py_ssize_t n);
-/* __reduce__ of the cuda ufunc and gufunc: the object's __qualname__ (or
- * __name__), which pickle looks up in its __module__, as for a function. */
-PyObject *cf_reduce_by_name(PyObject *self, PyObject *unused);
+/* __reduce__ of the cuda ufunc and gufunc: numbavec._pickle.reduce_object,
+ * by name where another process can import it, else by value. */
+PyObject *cf_pickle_reduce(PyObject *self, PyObject *unused);
 /* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
 int cf_device_sm(void);
 int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */

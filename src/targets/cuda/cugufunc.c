@@ -342,8 +342,8 @@ static PyGetSetDef cg_getset[] = {
 };
 
 static PyMethodDef cg_methods[] = {
-    {"__reduce__", cf_reduce_by_name, METH_NOARGS,
-     "Pickled by reference: its module and qualified name, as a function is."},
+    {"__reduce__", cf_pickle_reduce, METH_NOARGS,
+     "Pickled by reference where another process can import it, else by value."},
     {"inspect_ptx", inspect_ptx, METH_VARARGS, "inspect_ptx(signature=None): the PTX of one"},
     {"inspect_llvm", inspect_llvm, METH_VARARGS,
      "inspect_llvm(signature=None): the LLVM IR handed to the PTX back end"},

@@ -1,0 +1,175 @@
+"""Code written for Numba's @vectorize and @guvectorize runs unchanged: the
+spellings, decorator forms, errors and DUFunc methods its users (and its own
+public-API tests) rely on."""
+
+import numpy as np
+import pytest
+
+import numbavec
+from numbavec import guvectorize, jit, vectorize
+
+
+def add(x, y):
+    return x + y
+
+
+# -- decorating a device function compiles its Python function -------------
+
+def test_vectorize_of_a_jit_function(target):
+    f = vectorize(["float64(float64, float64)", "int32(int32, int32)"], target=target)(jit(add))
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(f(x, x), x + x)
+    assert f(np.int32(2), np.int32(3)).dtype == np.int32
+    assert f.py_func is add and f.__wrapped__ is add
+
+
+def test_bare_vectorize_of_a_jit_function(target):
+    f = vectorize(jit(add), target=target)
+    assert f(np.int16(2), np.int16(3)) == np.int16(5) and f.types == ["hh->h"]
+
+
+def test_guvectorize_of_a_jit_function(target):
+    @jit
+    def running(a, out):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += a[i]
+            out[i] = s
+
+    g = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(running)
+    x = np.arange(8.0).reshape(2, 4)
+    np.testing.assert_array_equal(g(x), np.cumsum(x, axis=1))
+    # the device function is still one: callable from Python and from kernels
+    out = np.zeros(3)
+    running(np.ones(3), out)
+    np.testing.assert_array_equal(out, [1, 2, 3])
+
+
+# -- signatures in every spelling -------------------------------------------
+
+def test_inspection_takes_every_spelling_of_a_signature(target):
+    f = vectorize(["float32(float32, float32)", "float64(float64, float64)"], target=target)(add)
+    want = f.inspect_llvm("float32(float32, float32)")
+    assert "fadd float" in want
+    for spelling in ("ff->f", "f f -> f", numbavec.float32(numbavec.float32, numbavec.float32),
+                     f.types[0]):
+        assert f.inspect_llvm(spelling) == want
+        assert f.inspect_asm(spelling) == f.inspect_asm("float32(float32, float32)")
+    assert f.inspect_llvm("dd->d") != want
+    with pytest.raises(KeyError, match="no compiled signature"):
+        f.inspect_llvm("ll->l")
+
+
+def test_gufunc_inspection_takes_numpy_type_strings(target):
+    @guvectorize(["void(float64[:], float64[:])", "void(int64[:], int64[:])"], "(n)->()",
+                 target=target)
+    def first(a, out):
+        out[0] = a[0]
+
+    assert first.types == ["d->d", "l->l"]
+    for spelling, sig in zip(first.types, ("void(float64[:], float64[:])",
+                                           "void(int64[:], int64[:])")):
+        assert first.inspect_llvm(spelling) == first.inspect_llvm(sig)
+
+
+def test_inspect_types_takes_numpy_type_strings(target, capsys):
+    f = vectorize(["float32(float32, float32)"], target=target)(add)
+    f.inspect_types(signature="ff->f")
+    assert "float32" in capsys.readouterr().out
+
+
+# -- Numba's errors -----------------------------------------------------------
+
+def test_a_scalar_type_for_an_array_argument_is_numbas_type_error(target):
+    def k(a, b, out):
+        pass
+
+    with pytest.raises(TypeError, match=r"scalar type int32 given for non scalar argument #2"):
+        guvectorize(["void(int32[:], int32, int32[:])"], "(n),(n)->(n)", target=target)(k)
+    with pytest.raises(TypeError, match=r"argument #1 .* declare it float64\[:, :\]"):
+        guvectorize(["void(float64, float64, float64[:])"], "(m,n),()->(n)", target=target)(k)
+
+
+def test_a_lambda_on_a_continuation_line(target):
+    f = vectorize(["float64(float64, float64)"], target=target)(
+        lambda x, y: x * y + 1)
+    g = vectorize(["float64(float64)"], target=target)(lambda x: x - 1); h = vectorize(
+        ["float64(float64)"], target=target)(lambda x: -x)
+    assert f(2.0, 3.0) == 7.0 and g(2.0) == 1.0 and h(2.0) == -2.0
+    with pytest.raises(numbavec.TypingError, match=r":\d+:23: None is not supported") as info:
+        vectorize(["float64(float64)"], target=target)(
+            lambda x: None)
+    source, caret = info.value.args[0].splitlines()[-2:]
+    assert caret.index("^") == source.index("None")
+
+
+def test_a_bad_identity_is_reported_before_a_bad_signature(target):
+    # Numba checks identity when the decorator is made: that error comes first
+    with pytest.raises(ValueError, match="identity must be None, 'reorderable' or a number"):
+        vectorize(["float64(float64)"], identity="bad", target=target)(add)
+    with pytest.raises(ValueError, match="identity"):
+        guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", identity="bad", target=target)
+    f = vectorize(["float64(float64, float64)"], identity="reorderable", target=target)(add)
+    assert f.identity is None and f.reduce(np.arange(4.0)) == 6.0
+
+
+# -- Numba's DUFunc surface on a lazy ufunc -----------------------------------
+
+# NumPy's words when no loop takes the inputs (new-style and legacy resolution)
+NO_LOOP = "did not contain a loop with signature matching|not supported for the input types"
+
+
+def test_dufunc_ufunc_is_the_numpy_ufunc(target):
+    f = vectorize(add, target=target)
+    assert f.ufunc is f and isinstance(f.ufunc, np.ufunc)
+    assert f.ufunc.reduce(np.arange(4)) == 6
+
+
+def test_dufunc_add_compiles_a_signature_now(target):
+    f = vectorize(add, target=target)
+    assert f.types == []
+    f.add("float32(float32, float32)")
+    f.add(numbavec.int64(numbavec.int64, numbavec.int64))
+    assert f.types == ["ff->f", "ll->l"]
+    assert f(np.float32(1), np.float32(2)).dtype == np.float32
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        f.add("float32(float32)")
+
+
+def test_disable_compile_keeps_the_loops_and_refuses_new_types(target):
+    f = vectorize(add, target=target)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(f(x, x), x + x)
+    f.disable_compile()
+    np.testing.assert_array_equal(f(x, 2.0), x + 2)       # a Python float: the same loop
+    np.testing.assert_array_equal(f(x, np.float64(2)), x + 2)
+    # as for any ufunc: inputs NumPy can cast safely use the loops there are
+    i = np.arange(4, dtype=np.int32)
+    assert f(i, i).dtype == np.float64
+    with pytest.raises(TypeError, match=NO_LOOP):
+        f(x + 1j, x)
+    with pytest.raises(RuntimeError, match="compilation disabled"):
+        f.add("int32(int32, int32)")
+    assert f.types == ["dd->d"]
+
+
+def test_dynamic_gufunc_add_and_disable_compile(target):
+    @guvectorize("(n)->()", target=target)
+    def total(a, out):
+        s = a[0] - a[0]
+        for v in a:
+            s += v
+        out[0] = s
+
+    total.add("void(int32[:], int64[:])")
+    assert total.types == ["i->l"]
+    assert total(np.arange(4, dtype=np.int32)).dtype == np.int64
+    total.disable_compile()
+    with pytest.raises(TypeError, match=NO_LOOP):
+        total(np.arange(4.0))
+    assert total.ufunc is total
+
+
+def test_eager_ufuncs_have_no_dufunc_methods(target):
+    f = vectorize(["float64(float64, float64)"], target=target)(add)
+    assert not hasattr(f, "add") and not hasattr(f, "disable_compile")
