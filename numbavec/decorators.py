@@ -128,6 +128,11 @@ def _decorate(obj, pyfunc, src, recipe):
         obj.ufunc = obj
         obj.add = _lazy_method(obj, _core._lazy_add)
         obj.disable_compile = _lazy_method(obj, _core._lazy_disable)
+    if not gufunc:
+        # called in another kernel, it is inlined in the types of its loop
+        parsed = (pyfunc, src.funcdef, src.location)
+        obj._numbavec_device_source = lambda: parsed
+        obj._numbavec_loops = _loops_of(obj, bool(recipe.args[0]))
     obj.__module__ = getattr(pyfunc, "__module__", None)
     obj.__qualname__ = getattr(pyfunc, "__qualname__", pyfunc.__name__)
     obj.__wrapped__ = pyfunc
@@ -135,6 +140,18 @@ def _decorate(obj, pyfunc, src, recipe):
     if recipe.args[0]:
         recipe.freeze(obj, pyfunc, src.funcdef)     # compiled now, with these values
     return obj
+
+
+def _loops_of(obj, eager):
+    """What the compiler asks of a numbavec ufunc inlined in a kernel: its
+    loops as signatures, in order (NumPy's choice among them is the first
+    the arguments reach by a safe cast), or None for a lazy ufunc, whose
+    loop for any types is its function typed with them."""
+    def loops():
+        if not eager:
+            return None
+        return tuple(signature_text(t) for t in obj.types)
+    return loops
 
 
 def _lazy_method(ufunc, function):

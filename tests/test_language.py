@@ -888,7 +888,7 @@ ERRORS = [
     ("listcomp", "x = [i for i in range(3)]\nreturn a", "comprehension", 0, 4),
     ("genexp", "x = (i for i in range(3))\nreturn a", "generator", 0, 4),
     ("try", "try:\n    x = a\nexcept Exception:\n    x = b\nreturn x", "try", 0, 0),
-    ("raise", "if a > b:\n    raise ValueError\nreturn a", "raise", 1, 4),
+    ("raise", "if a > b:\n    raise\nreturn a", "raise", 1, 4),   # re-raising; raise X works
     ("lambda", "g = lambda x: x\nreturn a", "lambda", 0, 4),
     ("starargs_call", "return max(*a)", "star", 0, None),
     ("keyword_call", "return round(a, ndigits=2)", "keyword", 0, None),

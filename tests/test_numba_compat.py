@@ -173,3 +173,117 @@ def test_dynamic_gufunc_add_and_disable_compile(target):
 def test_eager_ufuncs_have_no_dufunc_methods(target):
     f = vectorize(["float64(float64, float64)"], target=target)(add)
     assert not hasattr(f, "add") and not hasattr(f, "disable_compile")
+
+
+# -- numbavec ufuncs called inside kernels ------------------------------------
+
+@vectorize(["float32(float32, float32)", "float64(float64, float64)"])
+def scaled_add(x, y):
+    return x * 3 + y
+
+
+@vectorize
+def lazy_diff(x, y):
+    return x - y
+
+
+def test_an_eager_ufunc_is_inlined_in_the_types_of_its_loop(target):
+    @vectorize(["float64(float64, float64)", "float32(float32, float32)"], target=target)
+    def combined(x, y):
+        return scaled_add(x, y) * lazy_diff(x, y)
+
+    for dtype in (np.float32, np.float64):
+        x = np.linspace(-2, 2, 7).astype(dtype)
+        y = dtype(0.3)
+        got = combined(x, y)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, scaled_add(x, y) * lazy_diff(x, y))
+
+
+def test_the_loop_is_the_one_numpy_chooses(target):
+    """int64 arguments reach only the float64 loop safely, as in NumPy;
+    float32 ones take the float32 loop, and its result is rounded there."""
+    @vectorize(["float64(int64)"], target=target)
+    def from_int(n):
+        return scaled_add(n, 1)
+
+    @vectorize(["float64(float32)"], target=target)
+    def from_f32(x):
+        return scaled_add(x, x)
+
+    n = np.arange(5)
+    np.testing.assert_array_equal(from_int(n), scaled_add(n, 1))
+    x = np.float32([0.1, 1.7, 3.3])
+    np.testing.assert_array_equal(from_f32(x), scaled_add(x, x).astype(np.float64))
+    assert from_f32(np.float32(0.1)) == np.float64(scaled_add(np.float32(0.1), np.float32(0.1)))
+
+
+def test_no_loop_for_the_arguments_is_a_typing_error(target):
+    with pytest.raises(numbavec.TypingError, match="no loop of this numbavec ufunc takes "
+                                                   r"\(complex128, complex128\)"):
+        vectorize(["complex128(complex128)"], target=target)(lambda z: scaled_add(z, z))
+
+
+def test_a_ufunc_called_in_a_gufunc_kernel(target):
+    @guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target=target)
+    def dot_like(a, b, out):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += scaled_add(a[i], b[i]) + np.add(a[i], 1.0)
+        out[0] = s
+
+    a, b = np.random.default_rng(3).random((2, 4, 6))
+    np.testing.assert_allclose(dot_like(a, b), (scaled_add(a, b) + a + 1.0).sum(axis=1),
+                               rtol=1e-14)
+
+
+def test_a_ufunc_that_raises_raises_for_its_caller(target):
+    @vectorize(["float64(float64)"])
+    def positive(x):
+        if x < 0:
+            raise ValueError("negative")
+        return x
+
+    @vectorize(["float64(float64)"], target=target)
+    def twice(x):
+        return positive(x) * 2
+
+    np.testing.assert_array_equal(twice(np.arange(3.0)), [0.0, 2.0, 4.0])
+    with pytest.raises(ValueError, match="negative"):
+        twice(np.array([1.0, -1.0]))
+
+
+def test_numpy_ufuncs_on_scalars_in_a_kernel(target):
+    @vectorize(["float64(float64, float64)"], target=target)
+    def mixed(x, y):
+        z = np.add(x, y) - np.subtract(x, y) + np.multiply(x, y) + np.divide(x, y)
+        z = z + np.negative(x) + np.power(y, 2) + np.maximum(x, y) + np.true_divide(y, 2)
+        return np.where(np.equal(x, y) | np.greater(x, y), z, -z)
+
+    x = np.linspace(-3, 3, 13)
+    y = 1.5
+    want = (np.add(x, y) - np.subtract(x, y) + np.multiply(x, y) + np.divide(x, y)
+            + np.negative(x) + np.power(y, 2) + np.maximum(x, y) + np.true_divide(y, 2))
+    want = np.where(np.equal(x, y) | np.greater(x, y), want, -want)
+    np.testing.assert_allclose(mixed(x, y), want, rtol=1e-15)
+
+    @vectorize(["int64(int64)"], target=target)
+    def bits(n):
+        return np.invert(n) + np.bitwise_and(n, 3) + np.left_shift(n, 1) + np.floor_divide(n, 3)
+
+    n = np.arange(-5, 6)
+    np.testing.assert_array_equal(bits(n), np.invert(n) + np.bitwise_and(n, 3)
+                                  + np.left_shift(n, 1) + np.floor_divide(n, 3))
+
+
+def test_the_cache_key_follows_an_inlined_ufunc(tmp_path, monkeypatch):
+    """Editing the inlined ufunc's function makes a new key (a device
+    function's rule): the kernel is not loaded with the old body."""
+    from numbavec.cache import function_key_text
+    from numbavec._source import KernelSource
+
+    def user(x):
+        return scaled_add(x, x)
+
+    text = function_key_text(user, KernelSource(user), "cpu", {})
+    assert "x * 3 + y" in text

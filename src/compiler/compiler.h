@@ -124,7 +124,9 @@ typedef enum CcNodeKind {
     ND_FOR_RANGE, /* var = range(args[0..2]): then (body), els (else) */
     ND_BREAK,
     ND_CONTINUE,
-    ND_EXPR, /* lhs evaluated for its effects */
+    ND_EXPR,  /* lhs evaluated for its effects */
+    ND_RAISE, /* raise / a failed assert: text names the exception (cc_raise_site) */
+    ND_PRINT, /* print(args): args (string constants: ND_CONST with text), lhs: sep, rhs: end */
     /* arrays (emitarray.c) */
     ND_INDEX,     /* lhs[args[0], ...]: an element, or a view when an index is a
                      slice, None or ..., or fewer indices than dimensions */
@@ -193,6 +195,9 @@ typedef struct CcVar {
     int infer_elem;
     const CcType *elem;
     int iterable; /* lower.c: the hidden variable holding what a for loop iterates */
+    /* typeinfer: the type is given (a numbavec ufunc's loop, inlined:
+     * inline_call sets it); what is assigned is cast to it */
+    int declared;
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -238,6 +243,10 @@ struct CcNode {
      * at the loop's index (an LLVMValueRef), else NULL */
     void *elem;
     void *view; /* ND_VIEW */
+    /* ND_RAISE: "module\x1fqualname\x1frepr(args)"; ND_INLINE of a numbavec
+     * ufunc with signatures: its loops, each nin + 1 letters 'a' + TsKind
+     * (inputs, then output), one after the other */
+    const char *text;
 };
 
 /* One function being compiled for one signature. */
@@ -263,6 +272,7 @@ typedef struct CcFunction {
     int allocates;     /* typeinfer: the kernel may allocate arrays (np.zeros, a temporary) */
     int device;        /* driver: compiled for a device (cuda), which has no malloc */
     unsigned fails;    /* emit: bit k set when the kernel may return status k */
+    int raises;        /* lower: the kernel has a raise or assert (ND_RAISE) */
 } CcFunction;
 
 /* ---- stack.c ---- */
@@ -511,15 +521,32 @@ int numbavec_rt_quantile(int kind, int64_t n, char *v, double q, int mode, void 
 int64_t numbavec_rt_unique(int kind, int64_t n, char *v);
 void numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const char *x,
                               int64_t m, int64_t xs, int64_t *out, int right);
+void numbavec_raise(const char *site); /* a kernel's raise: see cc_take_raised */
+/* print() in a kernel: the pieces of a line in a thread's buffer, written
+ * to file descriptor 1 at once by numbavec_print_end (Python's repr of each
+ * number: the shortest digits that read back, NumPy's for float32). */
+void numbavec_print_str(const char *s);
+void numbavec_print_int(int64_t v, int is_unsigned);
+void numbavec_print_float(double v, int single);
+void numbavec_print_complex(double re, double im, int single);
+void numbavec_print_bool(int v);
+void numbavec_print_end(const char *end);
+int cc_runtime_init(void); /* with the GIL, once (jit.c): 0/-1 */
 
 /* ---- emit.c ---- */
 
 /*
  * Emits fn as an internal, always-inline function `name` into mod with the
- * value types of sig (return type fn->ret).  0/-1 with an exception.
+ * value types of sig (return type fn->ret), and, when fn->raises, a last
+ * parameter `ptr raised` through which a raise stores its site's address
+ * (an i64; the site is a constant string, see cc_raise_site) before the
+ * kernel returns a zero.  0/-1 with
+ * an exception.
  */
 LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
                               const char *name, int fastmath);
+/* A call numbavec_raise(site) at b (declared in mod on first use). */
+void em_call_raise(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef site);
 
 /* ---- cmath.c ---- */
 
@@ -561,9 +588,25 @@ enum {
     CC_STATUS_KTH = 5,      /* ValueError: np.partition's kth out of bounds */
     CC_STATUS_QUANTILE = 6, /* ValueError: a quantile outside [0, 1] */
     CC_STATUS_ZERO = 7,     /* ZeroDivisionError: np.arange's step of zero */
+    CC_STATUS_RAISE = 8,    /* the kernel's raise or assert: the site is the thread's */
 };
-/* The exception type and message of a nonzero status (with the GIL). */
+/* The exception type and message of a nonzero status (with the GIL); the
+ * exception a kernel raised for CC_STATUS_RAISE.  Takes this thread's
+ * raised site in every case (cc_take_raised). */
 void cc_raise_status(int status);
+
+/*
+ * A kernel's raise statement (host code) calls numbavec_raise(site), which
+ * keeps the first site of this thread; the thread that called the loop
+ * takes it after the loop and makes the exception from it (cc_raise_site):
+ * a site is the text "module\x1fqualname\x1frepr(args)" in the code's
+ * constants.  The pool passes a worker's site to the thread that ran the
+ * job (the lowest chunk's: the first element that raised).
+ */
+const char *cc_take_raised(void);     /* this thread's site, cleared; or NULL */
+void cc_put_raised(const char *site); /* keeps it unless this thread has one */
+/* Sets the exception site names (with the GIL); returns -1. */
+int cc_raise_site(const char *site);
 LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
                                    const char *name, int fastmath, unsigned long long unit_stride);
 

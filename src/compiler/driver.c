@@ -442,10 +442,56 @@ done:
 
 /* ---- what a gufunc kernel's status means ---- */
 
+int
+cc_raise_site(const char *site)
+{
+    /* "module\x1fqualname\x1frepr(args)": the class found again by name (the
+     * compiler checked that it can be), the arguments read back */
+    PyObject *parts = PyUnicode_FromString(site), *sep = PyUnicode_FromString("\x1f");
+    PyObject *fields = parts && sep ? PyUnicode_Split(parts, sep, 2) : NULL;
+    PyObject *cls = NULL, *args = NULL;
+    Py_XDECREF(parts);
+    Py_XDECREF(sep);
+    if (fields != NULL && PyList_Size(fields) == 3) {
+        PyObject *ast = PyImport_ImportModule("ast"), *dot = PyUnicode_FromString(".");
+        PyObject *names = dot ? PyUnicode_Split(PyList_GetItem(fields, 1), dot, -1) : NULL;
+        cls = names ? PyImport_Import(PyList_GetItem(fields, 0)) : NULL;
+        for (Py_ssize_t i = 0; cls != NULL && i < PyList_Size(names); i++) {
+            PyObject *next = PyObject_GetAttr(cls, PyList_GetItem(names, i));
+            Py_DECREF(cls);
+            cls = next;
+        }
+        args = cls && ast ? PyObject_CallMethod(ast, "literal_eval", "O", PyList_GetItem(fields, 2))
+                          : NULL;
+        Py_XDECREF(ast);
+        Py_XDECREF(dot);
+        Py_XDECREF(names);
+    }
+    if (args != NULL && PyTuple_Check(args) && PyExceptionClass_Check(cls)) {
+        PyErr_SetObject(cls, args);
+    } else {
+        /* only a class no longer found there (cached code in another program) */
+        PyErr_Clear();
+        PyErr_Format(PyExc_RuntimeError, "a kernel raised %s, which cannot be made here", site);
+    }
+    Py_XDECREF(fields);
+    Py_XDECREF(cls);
+    Py_XDECREF(args);
+    return -1;
+}
+
 void
 cc_raise_status(int status)
 {
+    const char *site = cc_take_raised();
     switch (status) {
+    case CC_STATUS_RAISE:
+        if (site != NULL) {
+            cc_raise_site(site);
+        } else {
+            PyErr_SetString(PyExc_SystemError, "a kernel raised, but where was lost");
+        }
+        break;
     case CC_STATUS_INDEX:
         PyErr_SetString(PyExc_IndexError,
                         "index out of bounds in a guvectorize kernel "

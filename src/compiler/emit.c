@@ -637,6 +637,116 @@ for_stmt(Emit *E, CcNode *n)
     return 0;
 }
 
+/*
+ * raise (host code): the site is a constant string (cc_raise_site's text).
+ * A gufunc kernel passes it to numbavec_raise, which keeps it for the thread
+ * that called the loop, and returns CC_STATUS_RAISE: its loop stops.  A
+ * scalar kernel stores its address (an i64) through its last parameter and
+ * returns a zero:
+ * the ufunc loop (vectorize/loops.c) finds the first element that raised,
+ * and a loop with no call in it stays vectorizable.
+ */
+static void
+raise_stmt(Emit *E, CcNode *n)
+{
+    LLVMValueRef site = LLVMBuildGlobalString(E->b, n->text, "raise.site");
+    E->fn->fails |= 1u << CC_STATUS_RAISE;
+    if (E->gufunc) {
+        em_call_raise(E->mod, E->b, site);
+        em_return_status(E, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_RAISE, 0));
+        return;
+    }
+    /* as an integer: LLVM vectorizes a loop that keeps "any of" an integer */
+    LLVMBuildStore(E->b, LLVMBuildPtrToInt(E->b, site, LLVMInt64TypeInContext(E->ctx), ""),
+                   E->raise_slot);
+    LLVMBuildRet(E->b, LLVMConstNull(cc_value_type(E->ctx, cc_storage(E->fn->ret))));
+    E->reachable = 0;
+}
+
+void
+em_call_raise(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef site)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), &ptr, 1, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(mod, "numbavec_raise");
+    if (f == NULL) {
+        f = LLVMAddFunction(mod, "numbavec_raise", fty);
+        cc_add_fn_attr(f, "nounwind");
+        cc_add_fn_attr(f, "cold");
+    }
+    LLVMBuildCall2(b, fty, f, &site, 1, "");
+}
+
+/* Calls runtime.c's print function `name` (declared on first use). */
+static void
+print_call(Emit *E, const char *name, LLVMValueRef *args, unsigned n)
+{
+    LLVMTypeRef params[4];
+    for (unsigned i = 0; i < n; i++) {
+        params[i] = LLVMTypeOf(args[i]);
+    }
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
+    if (f == NULL) {
+        f = LLVMAddFunction(E->mod, name, fty);
+        cc_add_fn_attr(f, "nounwind");
+    }
+    LLVMBuildCall2(E->b, fty, f, args, n, "");
+}
+
+static void
+print_text(Emit *E, const char *text)
+{
+    LLVMValueRef s = LLVMBuildGlobalString(E->b, text, "print.text");
+    print_call(E, "numbavec_print_str", &s, 1);
+}
+
+/* print(...) on the host: each piece into the thread's line, then the line. */
+static int
+print_stmt(Emit *E, CcNode *n)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), f64 = LLVMDoubleTypeInContext(E->ctx);
+    for (int i = 0; i < n->nargs; i++) {
+        if (i > 0) {
+            print_text(E, n->lhs ? n->lhs->text : " ");
+        }
+        CcNode *a = n->args[i];
+        if (a->text != NULL) {
+            print_text(E, a->text);
+            continue;
+        }
+        LLVMValueRef v = em_expr(E, a);
+        if (v == NULL) {
+            return -1;
+        }
+        TsKind k = cc_storage(a->ty);
+        LLVMValueRef args[3];
+        if (k == TS_BOOL) {
+            args[0] = LLVMBuildZExt(E->b, v, i32, "");
+            print_call(E, "numbavec_print_bool", args, 1);
+        } else if (ts_is_complex(k)) {
+            TsKind part = k == TS_COMPLEX64 ? TS_FLOAT32 : TS_FLOAT64;
+            args[0] = em_convert(E, LLVMBuildExtractValue(E->b, v, 0, ""), part, TS_FLOAT64);
+            args[1] = em_convert(E, LLVMBuildExtractValue(E->b, v, 1, ""), part, TS_FLOAT64);
+            args[2] = LLVMConstInt(i32, k == TS_COMPLEX64, 0);
+            print_call(E, "numbavec_print_complex", args, 3);
+        } else if (ts_is_float(k)) {
+            args[0] = k == TS_FLOAT64 ? v : LLVMBuildFPExt(E->b, v, f64, "");
+            args[1] = LLVMConstInt(i32, k == TS_FLOAT32, 0);
+            print_call(E, "numbavec_print_float", args, 2);
+        } else {
+            int is_unsigned = !ts_is_signed(k);
+            args[0] = em_convert(E, v, k, is_unsigned ? TS_UINT64 : TS_INT64);
+            args[1] = LLVMConstInt(i32, (unsigned long long)is_unsigned, 0);
+            print_call(E, "numbavec_print_int", args, 2);
+        }
+    }
+    LLVMValueRef end = LLVMBuildGlobalString(E->b, n->rhs ? n->rhs->text : "\n", "print.end");
+    print_call(E, "numbavec_print_end", &end, 1);
+    return 0;
+}
+
 static int
 stmt(Emit *E, CcNode *n)
 {
@@ -702,6 +812,11 @@ stmt(Emit *E, CcNode *n)
         return em_expr(E, n->lhs) != NULL ? 0 : -1;
     case ND_SETITEM:
         return em_setitem_view(E, n);
+    case ND_RAISE:
+        raise_stmt(E, n);
+        return 0;
+    case ND_PRINT:
+        return print_stmt(E, n);
     default:
         return cc_error(E->fn, n->loc, "internal error: cannot emit this statement");
     }
@@ -763,13 +878,17 @@ finish_function(Emit *E, int rc)
 static LLVMValueRef
 declare(Emit *E, const TsSignature *sig, const char *name)
 {
-    LLVMTypeRef params[TS_MAXARGS];
+    LLVMTypeRef params[TS_MAXARGS + 1];
     for (int i = 0; i < sig->nargs; i++) {
         params[i] = cc_value_type(E->ctx, sig->args[i].kind);
     }
+    /* a kernel that raises stores its site through a last parameter */
+    unsigned np = (unsigned)sig->nargs;
+    if (E->fn->raises) {
+        params[np++] = LLVMPointerTypeInContext(E->ctx, 0);
+    }
     LLVMTypeRef ret = cc_value_type(E->ctx, cc_storage(E->fn->ret));
-    LLVMValueRef f =
-        LLVMAddFunction(E->mod, name, LLVMFunctionType(ret, params, (unsigned)sig->nargs, 0));
+    LLVMValueRef f = LLVMAddFunction(E->mod, name, LLVMFunctionType(ret, params, np, 0));
     LLVMSetLinkage(f, LLVMInternalLinkage);
     cc_add_fn_attr(f, "alwaysinline");
     cc_add_fn_attr(f, "nounwind");
@@ -794,6 +913,10 @@ cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, 
               .fastmath = fastmath,
               .target = target};
     E.func = declare(&E, sig, name);
+    if (fn->raises) {
+        E.raise_slot = LLVMGetParam(E.func, (unsigned)sig->nargs);
+        LLVMSetValueName2(E.raise_slot, "raised", 6);
+    }
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, em_new_block(&E, "entry"));
     for (int i = 0; i < fn->nvars; i++) {

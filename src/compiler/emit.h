@@ -30,8 +30,9 @@ typedef struct Emit {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMValueRef func;
-    int reachable; /* the insertion point can be reached */
-    int depth;     /* loops we are in */
+    LLVMValueRef raise_slot; /* a scalar kernel that raises: its last parameter */
+    int reachable;           /* the insertion point can be reached */
+    int depth;               /* loops we are in */
     LLVMBasicBlockRef break_to[MAX_LOOP_DEPTH], continue_to[MAX_LOOP_DEPTH];
     int broken[MAX_LOOP_DEPTH];   /* a break reaches the loop's exit */
     LLVMBasicBlockRef inline_end; /* where the innermost inlined function returns to */

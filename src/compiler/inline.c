@@ -225,6 +225,61 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nar
 }
 
 /*
+ * A numbavec ufunc called in a kernel is its Python function inlined, in the
+ * types of the loop NumPy would choose (callee._numbavec_loops(): its
+ * signatures, or None for a lazy ufunc, whose loop for any types is the
+ * function typed with them): n->text lists the loops, and the parameters
+ * and the result are declared variables whose types inline_call sets.
+ */
+static int
+ufunc_loops(Lower *L, CcNode *n, PyObject *callee, PyObject *node)
+{
+    if (!PyObject_HasAttrString(callee, "_numbavec_loops")) {
+        return 0;
+    }
+    PyObject *loops = PyObject_CallMethod(callee, "_numbavec_loops", NULL);
+    if (loops == NULL) {
+        return cc_error_raised(L->fn, lw_loc_of(L, node), "listing the ufunc's loops");
+    }
+    int rc = 0;
+    if (loops != Py_None) {
+        Py_ssize_t nl = PyTuple_Check(loops) ? PyTuple_Size(loops) : -1;
+        int np = n->then->nargs - 1;
+        char *text = nl >= 0 ? cc_alloc(L->fn->arena, (size_t)(nl * (np + 1) + 1)) : NULL;
+        for (Py_ssize_t i = 0; text != NULL && i < nl; i++) {
+            TsSignature sig;
+            if (ts_parse_signature(PyTuple_GetItem(loops, i), &sig) < 0) {
+                text = NULL;
+                break;
+            }
+            if (sig.nargs != np) {
+                PyErr_Format(PyExc_TypeError, "numbavec: a loop of %d inputs for %d parameters",
+                             sig.nargs, np);
+                text = NULL;
+                break;
+            }
+            for (int k = 0; k <= np; k++) {
+                text[i * (np + 1) + k] = (char)('a' + (k < np ? sig.args[k].kind : sig.ret.kind));
+            }
+        }
+        if (text == NULL) {
+            rc = -1;
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "numbavec: a ufunc's loops must be a tuple");
+            }
+        } else {
+            n->text = text;
+            n->var->declared = 1;
+            for (int k = 0; k < np; k++) {
+                n->then->args[k]->var->declared = 1;
+            }
+        }
+    }
+    Py_DECREF(loops);
+    return rc;
+}
+
+/*
  * call := device_function '(' args ')'
  *   The device function's body is lowered here, into variables of its own
  *   ("name@n.var"), as an ND_INLINE expression: its parameters are assigned
@@ -303,7 +358,7 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     if (n != NULL) {
         n->var = D.result;
         n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, (int)nkw);
-        n = n->then ? n : NULL;
+        n = n->then && ufunc_loops(L, n, callee, node) == 0 ? n : NULL;
     }
 done:
     Py_XDECREF(D.globals);

@@ -213,9 +213,9 @@ create_target_machine(void)
 static int
 define_runtime(void)
 {
-    LLVMOrcCSymbolMapPair pairs[16];
+    LLVMOrcCSymbolMapPair pairs[32];
     size_t n = 0;
-    for (const CcRuntimeSymbol *r = cc_runtime_symbols; r->name != NULL && n < 16; r++, n++) {
+    for (const CcRuntimeSymbol *r = cc_runtime_symbols; r->name != NULL && n < 32; r++, n++) {
         pairs[n].Name = LLVMOrcLLJITMangleAndIntern(jit.lljit, r->name);
         pairs[n].Sym.Address = (LLVMOrcJITTargetAddress)(uintptr_t)r->address;
         pairs[n].Sym.Flags.GenericFlags =
@@ -226,7 +226,7 @@ define_runtime(void)
     if (err != NULL) {
         return raise_llvm_error(PyExc_RuntimeError, "cannot define numbavec's runtime", err);
     }
-    return 0;
+    return cc_runtime_init();
 }
 
 static int

@@ -1814,6 +1814,306 @@ lower_return(Lower *L, PyObject *node)
     return n;
 }
 
+/* ---- raise and assert ---- */
+
+/* Whether cls is found again by its module and qualified name (what
+ * cc_raise_site looks up, maybe in another process, from a cached kernel). */
+static int
+found_by_name(PyObject *cls, PyObject *module, PyObject *qualname)
+{
+    PyObject *found = PyImport_Import(module), *dot = PyUnicode_FromString(".");
+    PyObject *parts = found && dot ? PyUnicode_Split(qualname, dot, -1) : NULL;
+    Py_XDECREF(dot);
+    for (Py_ssize_t i = 0; parts != NULL && found != NULL && i < PyList_Size(parts); i++) {
+        PyObject *next = PyObject_GetAttr(found, PyList_GetItem(parts, i));
+        Py_DECREF(found);
+        found = next;
+    }
+    Py_XDECREF(parts);
+    PyErr_Clear();
+    int same = found == cls;
+    Py_XDECREF(found);
+    return same;
+}
+
+/* repr(obj) in buf, for an error message (cc_error formats as C does). */
+static const char *
+repr_in(PyObject *obj, char *buf, size_t size)
+{
+    PyObject *r = PyObject_Repr(obj);
+    const char *s = r ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
+    snprintf(buf, size, "%s", s ? s : "?");
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return buf;
+}
+
+/* The arguments of the exception a raise makes: a tuple of constants (str,
+ * bytes, numbers, bools, None) whose repr reads back as itself.  New
+ * reference, or NULL with a TypingError. */
+static PyObject *
+raise_arguments(Lower *L, PyObject *call, PyObject *node)
+{
+    PyObject *args = lw_get(call, "args"), *keywords = lw_get(call, "keywords");
+    PyObject *values = NULL;
+    if (args == NULL || keywords == NULL) {
+        goto done;
+    }
+    if (PyList_Size(keywords) > 0) {
+        cc_error(L->fn, lw_loc_of(L, call),
+                 "an exception raised in a kernel takes no keyword "
+                 "arguments");
+        goto done;
+    }
+    values = PyTuple_New(PyList_Size(args));
+    for (Py_ssize_t i = 0; values != NULL && i < PyList_Size(args); i++) {
+        PyObject *arg = PyList_GetItem(args, i);
+        PyObject *v = lw_ast_kind(arg) == A_CONSTANT ? lw_get(arg, "value") : NULL;
+        if (v == NULL) {
+            PyErr_Clear();
+            cc_error(L->fn, lw_loc_of(L, arg),
+                     "the arguments of an exception raised in a kernel must be constants "
+                     "(a message string, numbers): the kernel reports it after the loop");
+            Py_CLEAR(values);
+            break;
+        }
+        PyTuple_SetItem(values, i, v);
+    }
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(keywords);
+    return values;
+}
+
+/*
+ * An ND_RAISE of cls(*args): its text is "module\x1fqualname\x1frepr(args)",
+ * which cc_raise_site makes the exception from after the loop.  Ends the
+ * path (as a return does).
+ */
+static CcNode *
+raise_node(Lower *L, PyObject *node, PyObject *cls, PyObject *args)
+{
+    CcNode *n = NULL;
+    PyObject *module = PyObject_GetAttrString(cls, "__module__");
+    PyObject *qualname = module ? PyObject_GetAttrString(cls, "__qualname__") : NULL;
+    PyObject *repr = qualname ? PyObject_Repr(args) : NULL;
+    PyObject *ast = repr ? PyImport_ImportModule("ast") : NULL;
+    PyObject *back = ast ? PyObject_CallMethod(ast, "literal_eval", "O", repr) : NULL;
+    char what[160];
+    PyErr_Clear();
+    if (repr == NULL || !PyUnicode_Check(module) || !PyUnicode_Check(qualname)
+        || !found_by_name(cls, module, qualname)) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "the exception %s raised in a kernel must be found by its module and name "
+                 "(a builtin, or a class defined at a module's top level)",
+                 repr_in(cls, what, sizeof(what)));
+    } else if (back == NULL || PyObject_RichCompareBool(back, args, Py_EQ) != 1) {
+        PyErr_Clear();
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "the arguments of an exception raised in a kernel must be constants that read "
+                 "back as themselves (strings, finite numbers, bools, None)");
+    } else {
+        PyObject *text = PyUnicode_FromFormat("%U\x1f%U\x1f%U", module, qualname, repr);
+        const char *s = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+        if (s != NULL && (n = lw_new_node(L, ND_RAISE, node)) != NULL
+            && (n->text = cc_strdup(L->fn->arena, s)) == NULL) {
+            n = NULL;
+        }
+        Py_XDECREF(text);
+    }
+    Py_XDECREF(module);
+    Py_XDECREF(qualname);
+    Py_XDECREF(repr);
+    Py_XDECREF(ast);
+    Py_XDECREF(back);
+    if (n != NULL) {
+        L->terminated = 1;
+        L->fn->raises = 1;
+    }
+    return n;
+}
+
+/* raise := 'raise' exception ['(' constant, ... ')']   (a class or an instance) */
+static CcNode *
+lower_raise(Lower *L, PyObject *node)
+{
+    PyObject *exc = lw_get(node, "exc"), *cause = lw_get(node, "cause");
+    PyObject *target = NULL, *value = NULL, *args = NULL;
+    CcNode *n = NULL;
+    int local = 0;
+    if (exc == NULL || cause == NULL) {
+        goto done;
+    }
+    if (exc == Py_None) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "a bare 'raise' (re-raising) is not supported in a "
+                 "kernel: raise an exception class or instance");
+        goto done;
+    }
+    if (cause != Py_None) {
+        cc_error(L->fn, lw_loc_of(L, node), "'raise ... from ...' is not supported in a kernel");
+        goto done;
+    }
+    int call = lw_ast_kind(exc) == A_CALL;
+    target = call ? lw_get(exc, "func") : Py_NewRef(exc);
+    if (target == NULL || (value = lw_resolve_object(L, target, &local)) == NULL) {
+        if (local) {
+            cc_error(L->fn, lw_loc_of(L, target),
+                     "a kernel raises an exception class (or an "
+                     "instance) named by a global, not a computed "
+                     "value");
+        }
+        goto done;
+    }
+    char what[160];
+    if (PyType_Check(value)
+        && PyType_IsSubtype((PyTypeObject *)value, (PyTypeObject *)PyExc_BaseException)) {
+        args = call ? raise_arguments(L, exc, node) : PyTuple_New(0);
+        n = args ? raise_node(L, node, value, args) : NULL;
+    } else if (!call && PyObject_IsInstance(value, PyExc_BaseException) == 1) {
+        /* a global exception instance: its class and arguments */
+        args = PyObject_GetAttrString(value, "args");
+        n = args ? raise_node(L, node, (PyObject *)Py_TYPE(value), args) : NULL;
+    } else {
+        cc_error(L->fn, lw_loc_of(L, target),
+                 "a kernel can only raise exceptions (classes deriving from BaseException), "
+                 "not %s",
+                 repr_in(value, what, sizeof(what)));
+    }
+done:
+    Py_XDECREF(exc);
+    Py_XDECREF(cause);
+    Py_XDECREF(target);
+    Py_XDECREF(value);
+    Py_XDECREF(args);
+    return n;
+}
+
+/* assert := 'assert' test [',' message]: if not test: raise AssertionError(message) */
+static CcNode *
+lower_assert(Lower *L, PyObject *node)
+{
+    PyObject *msg = lw_get(node, "msg"), *args = NULL;
+    CcNode *n = lw_new_node(L, ND_IF, node), *not = lw_new_node(L, ND_UNARY, node);
+    CcNode *then = lw_new_node(L, ND_BLOCK, node);
+    int terminated = L->terminated;
+    if (msg == NULL || n == NULL || not == NULL || then == NULL) {
+        goto fail;
+    }
+    if (msg == Py_None) {
+        args = PyTuple_New(0);
+    } else if (lw_ast_kind(msg) == A_CONSTANT) {
+        PyObject *v = lw_get(msg, "value");
+        args = v ? PyTuple_Pack(1, v) : NULL;
+        Py_XDECREF(v);
+    } else {
+        cc_error(L->fn, lw_loc_of(L, msg),
+                 "an assert's message in a kernel must be a constant "
+                 "(the kernel reports it after the loop)");
+        goto fail;
+    }
+    not ->op = OP_NOT;
+    if (args == NULL || (not ->lhs = lower_attr_expr(L, node, "test")) == NULL
+        || (then->args = cc_alloc(L->fn->arena, sizeof(CcNode *))) == NULL
+        || (then->args[0] = raise_node(L, node, PyExc_AssertionError, args)) == NULL) {
+        goto fail;
+    }
+    then->nargs = 1;
+    n->cond = not ;
+    n->then = then;
+    L->terminated = terminated; /* the raise ends its branch only */
+    Py_DECREF(msg);
+    Py_DECREF(args);
+    return n;
+fail:
+    Py_XDECREF(msg);
+    Py_XDECREF(args);
+    return NULL;
+}
+
+/* ---- print ---- */
+
+/* A string constant for print (an ND_CONST with text), or NULL. */
+static CcNode *
+print_string(Lower *L, PyObject *ast, PyObject *value)
+{
+    const char *s = PyUnicode_AsUTF8AndSize(value, NULL);
+    CcNode *n = s ? lw_new_node(L, ND_CONST, ast) : NULL;
+    if (n != NULL && (n->text = cc_strdup(L->fn->arena, s)) == NULL) {
+        n = NULL;
+    }
+    return n;
+}
+
+/* print := 'print' '(' (number | string constant), ... [sep=str] [end=str] ')' */
+static CcNode *
+lower_print(Lower *L, PyObject *call)
+{
+    PyObject *args = lw_get(call, "args"), *keywords = lw_get(call, "keywords");
+    CcNode *n = args && keywords ? lw_new_node(L, ND_PRINT, call) : NULL;
+    Py_ssize_t na = n ? PyList_Size(args) : 0;
+    if (n != NULL
+        && (n->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(na + 1))) == NULL) {
+        n = NULL;
+    }
+    for (Py_ssize_t i = 0; n != NULL && i < na; i++) {
+        PyObject *arg = PyList_GetItem(args, i);
+        PyObject *v = lw_ast_kind(arg) == A_CONSTANT ? lw_get(arg, "value") : NULL;
+        PyErr_Clear();
+        n->args[i] = v && PyUnicode_Check(v) ? print_string(L, arg, v) : lw_lower_expr(L, arg);
+        Py_XDECREF(v);
+        if (n->args[i] == NULL) {
+            n = NULL;
+        }
+    }
+    if (n != NULL) {
+        n->nargs = (int)na;
+    }
+    for (Py_ssize_t k = 0; n != NULL && k < PyList_Size(keywords); k++) {
+        PyObject *kw = PyList_GetItem(keywords, k), *name = lw_get(kw, "arg");
+        PyObject *value = lw_get(kw, "value");
+        PyObject *v = value && lw_ast_kind(value) == A_CONSTANT ? lw_get(value, "value") : NULL;
+        PyErr_Clear();
+        const char *which =
+            name && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : "";
+        int sep = which && strcmp(which, "sep") == 0, end = which && strcmp(which, "end") == 0;
+        if ((!sep && !end) || v == NULL || !PyUnicode_Check(v)) {
+            cc_error(L->fn, lw_loc_of(L, kw),
+                     "print() in a kernel takes sep= and end= as "
+                     "string constants, and no other keyword");
+            n = NULL;
+        } else if ((*(sep ? &n->lhs : &n->rhs) = print_string(L, kw, v)) == NULL) {
+            n = NULL;
+        }
+        Py_XDECREF(name);
+        Py_XDECREF(value);
+        Py_XDECREF(v);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(keywords);
+    return n;
+}
+
+/* Whether node (an expression statement's value) calls the builtin print. */
+static int
+is_print_call(Lower *L, PyObject *node)
+{
+    if (lw_ast_kind(node) != A_CALL) {
+        return 0;
+    }
+    PyObject *func = lw_get(node, "func"), *builtins = PyImport_ImportModule("builtins");
+    int local = 0;
+    PyObject *callee = func && builtins ? lw_resolve_object(L, func, &local) : NULL;
+    PyObject *print = callee ? PyObject_GetAttrString(builtins, "print") : NULL;
+    int found = callee != NULL && callee == print;
+    Py_XDECREF(func);
+    Py_XDECREF(callee);
+    Py_XDECREF(print);
+    Py_XDECREF(builtins);
+    PyErr_Clear();
+    return found;
+}
+
 /* if := 'if' expr ':' block ['elif' ... | 'else' ':' block] */
 static CcNode *
 lower_if(Lower *L, PyObject *node)
@@ -2312,9 +2612,20 @@ lower_stmt_kind(Lower *L, PyObject *node)
         return lower_jump(L, node, ND_CONTINUE);
     case A_PASS:
         return lw_new_node(L, ND_BLOCK, node);
+    case A_RAISE:
+        return lower_raise(L, node);
+    case A_ASSERT:
+        return lower_assert(L, node);
     case A_EXPR: {
         if (is_docstring(node)) {
             return lw_new_node(L, ND_BLOCK, node);
+        }
+        PyObject *value = lw_get(node, "value");
+        int print = value && is_print_call(L, value);
+        CcNode *p = print ? lower_print(L, value) : NULL;
+        Py_XDECREF(value);
+        if (print) {
+            return p;
         }
         CcNode *n = lw_new_node(L, ND_EXPR, node);
         if (n == NULL || (n->lhs = lower_attr_expr(L, node, "value")) == NULL) {

@@ -32,6 +32,8 @@ typedef enum AstKind {
     A_CONTINUE,
     A_PASS,
     A_EXPR,
+    A_RAISE,
+    A_ASSERT,
     A_BINOP,
     A_UNARYOP,
     A_BOOLOP,

@@ -17,8 +17,10 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/compiler.h"
 
@@ -614,7 +616,230 @@ numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const c
 #undef SEARCH
 }
 
+/* ---- raise ---- */
+
+/* The first site a kernel raised at on this thread (compiler.h). */
+static _Thread_local const char *raised_site;
+
+void
+numbavec_raise(const char *site)
+{
+    if (raised_site == NULL) {
+        raised_site = site;
+    }
+}
+
+const char *
+cc_take_raised(void)
+{
+    const char *site = raised_site;
+    raised_site = NULL;
+    return site;
+}
+
+void
+cc_put_raised(const char *site)
+{
+    numbavec_raise(site);
+}
+
+/* ---- print ---- */
+
+/* A thread's line so far: written whole by numbavec_print_end, so that lines
+ * printed by the pool's threads do not interleave. */
+static _Thread_local struct {
+    char text[4096];
+    size_t len;
+} line;
+
+static void
+append(const char *s, size_t n)
+{
+    size_t room = sizeof(line.text) - line.len;
+    n = n < room ? n : room; /* a longer line is cut */
+    memcpy(line.text + line.len, s, n);
+    line.len += n;
+}
+
+void
+numbavec_print_str(const char *s)
+{
+    append(s, strlen(s));
+}
+
+void
+numbavec_print_int(int64_t v, int is_unsigned)
+{
+    char buf[32];
+    int n = is_unsigned ? snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v)
+                        : snprintf(buf, sizeof(buf), "%lld", (long long)v);
+    append(buf, (size_t)n);
+}
+
+void
+numbavec_print_bool(int v)
+{
+    numbavec_print_str(v ? "True" : "False");
+}
+
+/* Where NumPy's str of a float32 turns to d.ddde+XX: 1e16 before NumPy 2.3,
+ * 1e6 since (cc_runtime_init asks the NumPy this process runs). */
+static double float32_limit = 1e16;
+
+int
+cc_runtime_init(void)
+{
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *v = np ? PyObject_CallMethod(np, "float32", "d", 1e6) : NULL;
+    PyObject *s = v ? PyObject_Str(v) : NULL;
+    const char *text = s ? PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
+    if (text != NULL) {
+        float32_limit = strchr(text, 'e') != NULL ? 1e6 : 1e16;
+    }
+    Py_XDECREF(np);
+    Py_XDECREF(v);
+    Py_XDECREF(s);
+    return text != NULL ? 0 : -1;
+}
+
+/*
+ * Python's repr of a float (NumPy's str of a float32, single): the fewest
+ * significant digits that read back as v, positional from 1e-4 up to 1e16
+ * (float32_limit for a float32), else d.ddde+XX; a float always shows a
+ * decimal point.
+ */
+static void
+format_float(double v, int single, char *out, size_t size)
+{
+    if (isnan(v)) {
+        snprintf(out, size, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, size, v < 0 ? "-inf" : "inf");
+        return;
+    }
+    char sci[40];
+    for (int prec = 0; prec < 17; prec++) {
+        snprintf(sci, sizeof(sci), "%.*e", prec, v);
+        if (single ? strtof(sci, NULL) == (float)v : strtod(sci, NULL) == v) {
+            break;
+        }
+    }
+    /* sci: [-]d[.ddd]e[+-]XX */
+    char digits[24];
+    size_t nd = 0;
+    const char *p = sci;
+    int negative = *p == '-';
+    p += negative;
+    for (; *p != 'e'; p++) {
+        if (*p != '.') {
+            digits[nd++] = *p;
+        }
+    }
+    int exp = atoi(p + 1);
+    while (nd > 1 && digits[nd - 1] == '0') {
+        nd--;
+    }
+    size_t at = 0;
+    if (negative) {
+        out[at++] = '-';
+    }
+    double a = fabs(v);
+    if (a != 0.0 && (a < 1e-4 || a >= (single ? float32_limit : 1e16))) {
+        out[at++] = digits[0];
+        if (nd > 1) {
+            out[at++] = '.';
+            memcpy(out + at, digits + 1, nd - 1);
+            at += nd - 1;
+        }
+        snprintf(out + at, size - at, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+        return;
+    }
+    if (exp < 0) {
+        out[at++] = '0';
+        out[at++] = '.';
+        for (int z = -1; z > exp; z--) {
+            out[at++] = '0';
+        }
+        memcpy(out + at, digits, nd);
+        at += nd;
+    } else {
+        for (int i = 0; i <= exp; i++) {
+            out[at++] = (size_t)i < nd ? digits[i] : '0';
+        }
+        out[at++] = '.';
+        if ((size_t)exp + 1 < nd) {
+            memcpy(out + at, digits + exp + 1, nd - (size_t)exp - 1);
+            at += nd - (size_t)exp - 1;
+        } else {
+            out[at++] = '0';
+        }
+    }
+    out[at] = '\0';
+}
+
+void
+numbavec_print_float(double v, int single)
+{
+    char buf[64];
+    format_float(v, single, buf, sizeof(buf));
+    numbavec_print_str(buf);
+}
+
+/* Python's repr of a complex: "(re+imj)", or "imj" when re is +0.0 */
+void
+numbavec_print_complex(double re, double im, int single)
+{
+    char r[64], i[64];
+    format_float(im, single, i, sizeof(i));
+    /* the imaginary part shows no ".0" when it is integral */
+    size_t n = strlen(i);
+    if (n > 2 && strcmp(i + n - 2, ".0") == 0) {
+        i[n - 2] = '\0';
+    }
+    if (re == 0.0 && !signbit(re)) {
+        numbavec_print_str(i);
+        numbavec_print_str("j");
+        return;
+    }
+    format_float(re, single, r, sizeof(r));
+    n = strlen(r);
+    if (n > 2 && strcmp(r + n - 2, ".0") == 0) {
+        r[n - 2] = '\0';
+    }
+    numbavec_print_str("(");
+    numbavec_print_str(r);
+    if (i[0] != '-') {
+        numbavec_print_str("+");
+    }
+    numbavec_print_str(i);
+    numbavec_print_str("j)");
+}
+
+void
+numbavec_print_end(const char *end)
+{
+    numbavec_print_str(end);
+    size_t done = 0;
+    while (done < line.len) {
+        ssize_t w = write(1, line.text + done, line.len - done);
+        if (w <= 0) {
+            break; /* nowhere to print: the line is dropped, as print's would be */
+        }
+        done += (size_t)w;
+    }
+    line.len = 0;
+}
+
 const CcRuntimeSymbol cc_runtime_symbols[] = {
+    {"numbavec_print_str", (void *)numbavec_print_str},
+    {"numbavec_print_int", (void *)numbavec_print_int},
+    {"numbavec_print_float", (void *)numbavec_print_float},
+    {"numbavec_print_complex", (void *)numbavec_print_complex},
+    {"numbavec_print_bool", (void *)numbavec_print_bool},
+    {"numbavec_print_end", (void *)numbavec_print_end},
+    {"numbavec_raise", (void *)numbavec_raise},
     {"numbavec_rt_sort", (void *)numbavec_rt_sort},
     {"numbavec_rt_argsort", (void *)numbavec_rt_argsort},
     {"numbavec_rt_quantile", (void *)numbavec_rt_quantile},

@@ -888,9 +888,72 @@ static int block(Infer *in, CcNode *n);
  * inline := device_function(args)    the type of its result variable: the
  *   promotion of everything its returns give, for these argument types
  */
+/*
+ * A numbavec ufunc inlined (n->text: its loops): the first loop whose inputs
+ * the arguments reach by a safe cast (NumPy's choice: their promotion with
+ * the loop's type is that type, weak Python numbers included) gives the
+ * parameters' and the result's types.  0 when set, 1 when the arguments'
+ * types are not known yet, -1 with an error.
+ */
+static int
+ufunc_loop_types(Infer *in, CcNode *n)
+{
+    CcNode *body = n->then;
+    int np = body->nargs - 1;
+    const CcType *args[TS_MAXARGS];
+    for (int k = 0; k < np; k++) {
+        if (expr(in, body->args[k]->rhs, &args[k]) < 0) {
+            return -1;
+        }
+        if (args[k] == UNKNOWN) {
+            return 1;
+        }
+    }
+    size_t nloops = strlen(n->text) / (size_t)(np + 1);
+    for (size_t i = 0; i < nloops; i++) {
+        const char *loop = n->text + i * (size_t)(np + 1);
+        int k = 0;
+        while (k < np && !cc_is_array(args[k])
+               && cc_promote(args[k], cc_scalar_type((TsKind)(loop[k] - 'a')))
+                      == cc_scalar_type((TsKind)(loop[k] - 'a'))) {
+            k++;
+        }
+        if (k < np) {
+            continue;
+        }
+        for (k = 0; k <= np; k++) {
+            CcVar *v = k < np ? body->args[k]->var : n->var;
+            const CcType *t = cc_scalar_type((TsKind)(loop[k] - 'a'));
+            if (v->ty != t) {
+                v->ty = t;
+                in->changed = 1;
+            }
+        }
+        return 0;
+    }
+    char got[TS_STRSIZE] = "", name[96];
+    size_t at = 0;
+    for (int k = 0; k < np && at < sizeof(got); k++) {
+        at += (size_t)snprintf(got + at, sizeof(got) - at, "%s%s", k ? ", " : "",
+                               cc_type_name(args[k], name, sizeof(name)));
+    }
+    return cc_error(in->fn, n->loc,
+                    "no loop of this numbavec ufunc takes (%s) by a safe cast, as NumPy would "
+                    "call it (its loops are its signatures; cast the arguments, or call a lazy "
+                    "ufunc, whose loop for any types is its function)",
+                    got);
+}
+
 static int
 inline_call(Infer *in, CcNode *n, const CcType **out)
 {
+    if (n->text != NULL) {
+        int rc = ufunc_loop_types(in, n);
+        if (rc != 0) {
+            *out = UNKNOWN;
+            return rc < 0 ? -1 : 0;
+        }
+    }
     if (block(in, n->then) < 0) {
         return -1;
     }
@@ -1866,6 +1929,9 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
         return cc_error(in->fn, at->loc, "'%s' is assigned both %s and %s", var->name,
                         cc_type_name(var->ty, a, sizeof(a)), cc_type_name(t, b, sizeof(b)));
     }
+    if (var->declared) {
+        return 0; /* its type is set (a ufunc's loop); the value is cast */
+    }
     if (var->ty == UNKNOWN) {
         var->ty = t;
         in->changed = 1;
@@ -2064,6 +2130,32 @@ stmt(Infer *in, CcNode *n)
         return expr(in, n->lhs, &t);
     case ND_BREAK:
     case ND_CONTINUE:
+        return 0;
+    case ND_PRINT:
+        if (in->fn->device) {
+            return cc_error(in->fn, n->loc, "print() is not supported on the cuda target yet");
+        }
+        for (int i = 0; i < n->nargs; i++) {
+            if (n->args[i]->text != NULL) {
+                continue; /* a string constant */
+            }
+            if (expr(in, n->args[i], &t) < 0) {
+                return -1;
+            }
+            if (t != UNKNOWN && (cc_is_array(t) || t->kind == CT_TUPLE)) {
+                char name[96];
+                return cc_error(in->fn, n->args[i]->loc,
+                                "print() in a kernel prints numbers and string constants, not %s",
+                                cc_type_name(t, name, sizeof(name)));
+            }
+        }
+        return 0;
+    case ND_RAISE:
+        if (in->fn->device) {
+            return cc_error(in->fn, n->loc,
+                            "raise and assert are not supported on the cuda target "
+                            "yet (cpu and parallel report them after the loop)");
+        }
         return 0;
     case ND_SETITEM:
         return setitem(in, n);

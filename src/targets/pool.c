@@ -21,6 +21,8 @@
 #endif
 #include "targets/pool.h"
 
+#include "compiler/compiler.h" /* cc_take_raised, cc_put_raised */
+
 #include <errno.h>
 #include <fenv.h>
 #include <pthread.h>
@@ -60,6 +62,10 @@ typedef struct Pool {
     _Atomic uint64_t claim; /* generation << 32 | next chunk */
     _Atomic uint32_t done;  /* chunks finished */
     _Atomic int fpflags;    /* FE_* flags raised on workers */
+    /* the site a kernel raised at in the lowest chunk (under mu): the one
+     * the caller's thread gets, as if the loop had run in order */
+    const char *raised;
+    int64_t raised_chunk;
     _Atomic unsigned long jobs;
     double overhead_ns;
 } Pool;
@@ -244,10 +250,23 @@ signal_finished(Pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Keeps the site chunk k raised at when it is the lowest so far. */
+static void
+note_raised(Pool *p, const char *site, int64_t k)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->raised == NULL || k < p->raised_chunk) {
+        p->raised = site;
+        p->raised_chunk = k;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 /*
  * A worker clears its flags before each chunk and passes on what the chunk
  * raised; the caller keeps its own flags where they are (NumPy reads them
- * from the caller's thread after the loop).
+ * from the caller's thread after the loop).  A site a kernel raised at is
+ * taken after every chunk, the caller's too, so that the lowest chunk's wins.
  */
 static void
 run_chunks(Pool *p, const Job *j, int on_worker)
@@ -265,6 +284,10 @@ run_chunks(Pool *p, const Job *j, int on_worker)
             if (raised) {
                 atomic_fetch_or(&p->fpflags, raised);
             }
+        }
+        const char *site = cc_take_raised();
+        if (site != NULL) {
+            note_raised(p, site, k);
         }
         uint32_t done = atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1;
         if (on_worker && done == j->nchunks) {
@@ -344,6 +367,7 @@ run_job(Pool *p, TgRangeFn fn, void *ctx, npy_intp n, npy_intp chunk, int nthrea
     p->nchunks = (uint32_t)((n + chunk - 1) / chunk);
     atomic_store(&p->done, 0);
     atomic_store(&p->fpflags, 0);
+    p->raised = NULL;
     atomic_store(&p->claim, (uint64_t)p->generation << 32);
     copy_job(p, &j);
     pthread_cond_broadcast(&p->wake);
@@ -355,6 +379,11 @@ run_job(Pool *p, TgRangeFn fn, void *ctx, npy_intp n, npy_intp chunk, int nthrea
     if (raised) {
         feraiseexcept(raised);
     }
+    pthread_mutex_lock(&p->mu);
+    if (p->raised != NULL) {
+        cc_put_raised(p->raised);
+    }
+    pthread_mutex_unlock(&p->mu);
     atomic_fetch_add_explicit(&p->jobs, 1, memory_order_relaxed);
 }
 

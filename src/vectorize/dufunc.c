@@ -409,6 +409,14 @@ strided_loop(PyArrayMethod_Context *context, char *const data[], npy_intp const 
 {
     LoopData *d = (LoopData *)aux;
     d->fn((char **)data, (npy_intp *)dims, (npy_intp *)strides, d->data);
+    /* a kernel's raise (on this thread, or passed here by the pool) */
+    const char *site = cc_take_raised();
+    if (site != NULL) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        cc_raise_site(site);
+        PyGILState_Release(gil);
+        return -1;
+    }
     return 0;
 }
 
@@ -736,6 +744,25 @@ error:
     Py_XDECREF(ufunc);
     Py_XDECREF(st);
     return NULL;
+}
+
+PyObject *
+vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *identity,
+                     const VzLazyBackend *backend, PyObject *compiler)
+{
+    PyObject *ufunc = vz_make_lazy_ufunc(name, doc, nin, 1, identity, backend, compiler, NULL);
+    LazyState *st = ufunc ? state_of(ufunc) : NULL;
+    for (Py_ssize_t i = 0; st != NULL && i < backend->size(compiler); i++) {
+        if (register_loop(ufunc, st, i) < 0) {
+            st = NULL;
+        }
+    }
+    if (st == NULL) {
+        Py_XDECREF(ufunc);
+        return NULL;
+    }
+    st->frozen = 1;
+    return ufunc;
 }
 
 PyObject *

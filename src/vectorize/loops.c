@@ -66,6 +66,13 @@ typedef struct LoopGen {
     LLVMValueRef bufs[TS_MAXARGS]; /* bcast: a block of each input */
     npy_intp block;                /* bcast: elements per block */
     unsigned md_loop, md_access_group;
+    /* a kernel that may raise: its last parameter is where it stores the
+     * address of the site it raised at; flag is the current function's slot
+     * for it (an intp, 0 while nothing raised: LLVM vectorizes the loop
+     * that keeps "any of" an integer, not of a pointer) */
+    int raises;
+    LLVMValueRef flag;
+    LLVMBasicBlockRef done; /* the loop function's return, after any raise */
 } LoopGen;
 
 /* ---- small helpers ---- */
@@ -238,8 +245,22 @@ emit_call_store(LoopGen *g, LLVMValueRef *vals, LLVMValueRef out_ptr)
     char name[32];
     TsKind ret = g->kind[g->nin];
     snprintf(name, sizeof(name), "r.%s", short_name[ret]);
-    LLVMValueRef r = LLVMBuildCall2(g->b, g->kernel_ty, g->kernel, vals, (unsigned)g->nin, name);
-    cc_store(g->b, ret, r, out_ptr);
+    vals[g->nin] = g->flag; /* vals has room for it; used when g->raises */
+    LLVMValueRef r =
+        LLVMBuildCall2(g->b, g->kernel_ty, g->kernel, vals, (unsigned)(g->nin + g->raises), name);
+    if (out_ptr != NULL) {
+        cc_store(g->b, ret, r, out_ptr);
+    }
+}
+
+/* A new slot for the site a kernel raised at, null (at the insertion point,
+ * which is the function's entry block). */
+static LLVMValueRef
+new_flag(LoopGen *g)
+{
+    LLVMValueRef flag = LLVMBuildAlloca(g->b, g->intp, "raised");
+    LLVMBuildStore(g->b, intp_const(g, 0), flag);
+    return flag;
 }
 
 /*
@@ -273,8 +294,9 @@ emit_contig_function(LoopGen *g, const char *loop_name)
         params[k + 1] = g->ptr;
     }
     snprintf(name, sizeof(name), "%s.contig", loop_name);
-    LLVMTypeRef ty =
-        LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)g->nin + 2, 0);
+    /* a kernel that may raise: the contig loop returns the site, or null */
+    LLVMTypeRef ty = LLVMFunctionType(g->raises ? g->intp : LLVMVoidTypeInContext(g->ctx), params,
+                                      (unsigned)g->nin + 2, 0);
     LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     cc_add_fn_attr(fn, "noinline");
@@ -293,9 +315,12 @@ emit_contig_function(LoopGen *g, const char *loop_name)
     LLVMBasicBlockRef body = new_block(g, "contig.loop");
     g->exit = new_block(g, "exit");
     LLVMPositionBuilderAtEnd(g->b, pre);
+    if (g->raises) {
+        g->flag = new_flag(g);
+    }
     LLVMBuildBr(g->b, body);
     LLVMPositionBuilderAtEnd(g->b, body);
-    LLVMValueRef vals[TS_MAXARGS];
+    LLVMValueRef vals[TS_MAXARGS + 1];
     LLVMValueRef i = LLVMBuildPhi(g->b, g->intp, "i");
     for (int k = 0; k < g->nin; k++) {
         LLVMTypeRef et = cc_memory_type(g->ctx, g->kind[k]);
@@ -308,7 +333,11 @@ emit_contig_function(LoopGen *g, const char *loop_name)
     mark_parallel_accesses(g, body);
     LLVMSetMetadata(br, g->md_loop, parallel_loop_id(g));
     LLVMPositionBuilderAtEnd(g->b, g->exit);
-    LLVMBuildRetVoid(g->b);
+    if (g->raises) {
+        LLVMBuildRet(g->b, LLVMBuildLoad2(g->b, g->intp, g->flag, "site"));
+    } else {
+        LLVMBuildRetVoid(g->b);
+    }
     LLVMTypeRef saved_ty = ty;
     *g = saved;
     g->contig = fn;
@@ -324,14 +353,27 @@ strided_address(LoopGen *g, int k, LLVMValueRef i)
     return LLVMBuildGEP2(g->b, LLVMInt8TypeInContext(g->ctx), g->base[k], &offset, 1, "");
 }
 
-/* The general loop: any steps (0 or negative included), any overlap, in
- * sequential order (reduce passes in0 == out with both steps 0). */
+/* numbavec_raise(site), then the loop function returns. */
 static void
-emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
+emit_raise_and_return(LoopGen *g, LLVMValueRef site)
+{
+    em_call_raise(g->mod, g->b, LLVMBuildIntToPtr(g->b, site, g->ptr, "site.ptr"));
+    LLVMBuildBr(g->b, g->done);
+}
+
+/*
+ * The general loop: any steps (0 or negative included), any overlap, in
+ * sequential order (reduce passes in0 == out with both steps 0).  store 0:
+ * the same walk without writing, to find the first element that raises
+ * (after a fast path saw a raise).  A kernel that may raise is checked
+ * after each element: the first site is raised there.
+ */
+static void
+emit_sequential(LoopGen *g, LLVMBasicBlockRef pre, int store, const char *what)
 {
     char name[32];
-    LLVMValueRef vals[TS_MAXARGS];
-    LLVMBasicBlockRef body = new_block(g, "strided.loop");
+    LLVMValueRef vals[TS_MAXARGS + 1];
+    LLVMBasicBlockRef body = new_block(g, what);
     LLVMPositionBuilderAtEnd(g->b, pre);
     LLVMBuildBr(g->b, body);
     LLVMPositionBuilderAtEnd(g->b, body);
@@ -340,9 +382,47 @@ emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
         vals[k] = cc_load(g->b, g->kind[k], strided_address(g, k, i),
                           operand_name(g, k, "", name, sizeof(name)));
     }
-    emit_call_store(g, vals, strided_address(g, g->nin, i));
+    emit_call_store(g, vals, store ? strided_address(g, g->nin, i) : NULL);
+    if (g->raises) {
+        LLVMBasicBlockRef hit = new_block(g, "raised"), next = new_block(g, "next");
+        LLVMValueRef site = LLVMBuildLoad2(g->b, g->intp, g->flag, "site");
+        LLVMBuildCondBr(g->b, LLVMBuildIsNotNull(g->b, site, ""), hit, next);
+        LLVMPositionBuilderAtEnd(g->b, hit);
+        emit_raise_and_return(g, site);
+        LLVMPositionBuilderAtEnd(g->b, next);
+    }
     LLVMValueRef br = emit_latch(g, i, pre, body);
     LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
+}
+
+static void
+emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
+{
+    emit_sequential(g, pre, 1, "strided.loop");
+}
+
+/*
+ * After the fast paths, when a kernel raised (the flag holds a site): the
+ * elements are walked again in order, without writing, up to the first
+ * that raises, whose site is raised.  The kernel has no other effect, so
+ * walking again changes nothing; if no element raises now (the call wrote
+ * over its own inputs), the site the fast path saw is raised.
+ */
+static void
+emit_exit_check(LoopGen *g)
+{
+    LLVMBasicBlockRef again = new_block(g, "raised.again");
+    LLVMBasicBlockRef not_found = new_block(g, "raised.seen");
+    LLVMValueRef seen = LLVMBuildLoad2(g->b, g->intp, g->flag, "seen");
+    LLVMBuildCondBr(g->b, LLVMBuildIsNotNull(g->b, seen, ""), again, g->done);
+    LLVMPositionBuilderAtEnd(g->b, again);
+    LLVMBuildStore(g->b, intp_const(g, 0), g->flag);
+    LLVMBasicBlockRef exit = g->exit;
+    g->exit = not_found; /* where the walk ends when no element raised */
+    emit_sequential(g, again, 0, "raised.walk");
+    g->exit = exit;
+    LLVMPositionBuilderAtEnd(g->b, not_found);
+    emit_raise_and_return(g, seen);
 }
 
 /* ---- the function ---- */
@@ -387,13 +467,19 @@ check_kernel(LoopGen *g, const TsSignature *sig)
         g->kind[k] = t->kind;
     }
     g->kernel_ty = LLVMGlobalGetValueType(g->kernel);
-    LLVMTypeRef params[TS_MAXARGS];
-    if (LLVMCountParamTypes(g->kernel_ty) != (unsigned)g->nin
+    LLVMTypeRef params[TS_MAXARGS + 1];
+    unsigned np = LLVMCountParamTypes(g->kernel_ty);
+    g->raises = np == (unsigned)g->nin + 1; /* and the last is a ptr: checked below */
+    if ((np != (unsigned)g->nin && !g->raises)
         || LLVMGetReturnType(g->kernel_ty) != cc_value_type(g->ctx, g->kind[g->nin])) {
         PyErr_SetString(PyExc_TypeError, "the kernel's LLVM type does not match the signature");
         return -1;
     }
     LLVMGetParamTypes(g->kernel_ty, params);
+    if (g->raises && params[g->nin] != g->ptr) { /* it points at an i64 */
+        PyErr_SetString(PyExc_TypeError, "the kernel's last parameter is not where it raises");
+        return -1;
+    }
     for (int k = 0; k < g->nin; k++) {
         if (params[k] != cc_value_type(g->ctx, g->kind[k])) {
             PyErr_Format(PyExc_TypeError, "the kernel's parameter %d does not match the signature",
@@ -418,7 +504,8 @@ declare_loop(LoopGen *g, const char *name)
     return fn;
 }
 
-/* Calls name.contig(count, operands...) with operand pointers ptrs. */
+/* Calls name.contig(count, operands...) with operand pointers ptrs; the
+ * first site it returns (a kernel that may raise) is kept in the flag. */
 static void
 call_contig(LoopGen *g, LLVMValueRef count, LLVMValueRef *ptrs)
 {
@@ -427,7 +514,13 @@ call_contig(LoopGen *g, LLVMValueRef count, LLVMValueRef *ptrs)
     for (int k = 0; k <= g->nin; k++) {
         args[k + 1] = ptrs[k];
     }
-    LLVMBuildCall2(g->b, g->contig_ty, g->contig, args, (unsigned)g->nin + 2, "");
+    LLVMValueRef site =
+        LLVMBuildCall2(g->b, g->contig_ty, g->contig, args, (unsigned)g->nin + 2, "");
+    if (g->raises) {
+        LLVMValueRef old = LLVMBuildLoad2(g->b, g->intp, g->flag, "");
+        LLVMBuildStore(
+            g->b, LLVMBuildSelect(g->b, LLVMBuildIsNotNull(g->b, old, ""), old, site, ""), g->flag);
+    }
 }
 
 static LLVMValueRef
@@ -556,8 +649,13 @@ emit_body(LoopGen *g)
     LLVMBasicBlockRef strided = new_block(g, "strided");
     g->exit = new_block(g, "exit");
 
+    g->done = g->raises ? new_block(g, "done") : g->exit;
+
     LLVMPositionBuilderAtEnd(g->b, entry);
     emit_buffers(g);
+    if (g->raises) {
+        g->flag = new_flag(g);
+    }
     g->n = LLVMBuildLoad2(g->b, g->intp, LLVMGetParam(g->fn, 1), "n");
     load_operands(g, LLVMGetParam(g->fn, 0), LLVMGetParam(g->fn, 2));
     LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, g->n, intp_const(g, 0), "nonempty"),
@@ -574,6 +672,11 @@ emit_body(LoopGen *g)
     emit_strided_path(g, strided);
     LLVMMoveBasicBlockAfter(g->exit, LLVMGetLastBasicBlock(g->fn));
     LLVMPositionBuilderAtEnd(g->b, g->exit);
+    if (g->raises) {
+        emit_exit_check(g);
+        LLVMMoveBasicBlockAfter(g->done, LLVMGetLastBasicBlock(g->fn));
+        LLVMPositionBuilderAtEnd(g->b, g->done);
+    }
     LLVMBuildRetVoid(g->b);
 }
 

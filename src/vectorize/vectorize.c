@@ -521,7 +521,18 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
                             .nin = r->sigs[0].nargs, /* check_signatures: all alike */
                             .nout = 1,
                             .identity = r->identity};
-        ufunc = i == r->nsigs ? vz_library_ufunc(lib, &spec) : NULL;
+        int raises = 0;
+        for (Py_ssize_t k = 0; k < lib->n; k++) {
+            raises |= (lib->items[k]->cc.fails >> CC_STATUS_RAISE) & 1;
+        }
+        if (i < r->nsigs) {
+            ufunc = NULL;
+        } else if (raises) {
+            ufunc = vz_make_frozen_ufunc(spec.name, spec.doc, spec.nin, spec.identity,
+                                         &library_backend, (PyObject *)lib);
+        } else {
+            ufunc = vz_library_ufunc(lib, &spec);
+        }
     }
     Py_DECREF(lib);
     return ufunc;

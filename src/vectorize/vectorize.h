@@ -106,6 +106,11 @@ typedef struct VzLazyBackend {
 PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
                              PyObject *identity, const VzLazyBackend *backend, PyObject *compiler,
                              const char *core_signature);
+/* An eager ufunc with ArrayMethod loops, each of compiler's entries in
+ * order, that compiles nothing more: what a kernel that may raise needs
+ * (NumPy's wrapping of a legacy loop never asks whether it raised). */
+PyObject *vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *identity,
+                               const VzLazyBackend *backend, PyObject *compiler);
 /* The backend's object behind a lazy ufunc's owner (borrowed), or NULL
  * (no exception) when owner is not a lazy state. */
 PyObject *vz_lazy_compiler(PyObject *owner);
