@@ -3,7 +3,7 @@ PYTHON ?= python3
 C_FILES = $(wildcard src/*.c src/*/*.c src/*/*/*.c src/*.h src/*/*.h src/*/*/*.h)
 SAN_PRELOAD = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
 
-.PHONY: inplace test asan format format-check bench ci wheel
+.PHONY: inplace test asan format format-check bench ci wheel wheel-local
 
 inplace:                 # fast in-place build, libLLVM linked dynamically
 	NUMBAVEC_LLVM_SHARED=1 $(PYTHON) setup.py -q build_ext --inplace
@@ -29,5 +29,8 @@ bench: inplace
 ci:                      # what CI runs: install, then test the installed package
 	bash .ci/run
 
-wheel:                   # the release wheel (abi3, LLVM static) in .whl/, for a GPU machine
+wheel:                   # the portable release wheel (abi3, manylinux_2_28, LLVM linked in) in .whl/
+	PYTHON=$(PYTHON) bash tools/manylinux-wheel .whl
+
+wheel-local:             # a wheel for this machine's glibc only (quicker: no zig, no auditwheel)
 	$(PYTHON) -m pip wheel -q --no-deps --no-build-isolation -w .whl .

@@ -8,6 +8,12 @@ built module needs no LLVM at run time.
 Environment switches:
   NUMBAVEC_DEBUG=1        -O0 -g with -fsanitize=address,undefined
   NUMBAVEC_LLVM_SHARED=1  link libLLVM dynamically (fast links while developing)
+  NUMBAVEC_ZIG_TARGET=x86_64-linux-gnu.2.28
+                          the portable build (tools/manylinux-wheel): compile
+                          and link with `python -m ziglang cc` for that glibc,
+                          libstdc++ and zstd (NUMBAVEC_ZSTD_C: zstd's
+                          single-file source) linked in, glibc shims from
+                          tools/portable/glibc228.c
 """
 import glob
 import os
@@ -15,8 +21,8 @@ import shutil
 import subprocess
 import sys
 
-import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 LLVM_COMPONENTS = ["core", "orcjit", "native", "nvptx", "passes", "bitreader",
                    "bitwriter", "irreader", "linker", "target"]
@@ -69,10 +75,9 @@ def sources():
     return sorted(glob.glob("src/**/*.c", recursive=True))
 
 
-version, llvm_cflags, llvm_link = llvm_flags()
 debug = bool(os.environ.get("NUMBAVEC_DEBUG"))
 cflags = ["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
-          "-Wno-missing-field-initializers", "-Wno-cast-function-type", *llvm_cflags]
+          "-Wno-missing-field-initializers", "-Wno-cast-function-type"]
 ldflags = ["-Wl,--gc-sections"] if not debug else []
 if debug:
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
@@ -82,24 +87,67 @@ else:
     cflags += ["-O2", "-ffunction-sections", "-fdata-sections"]
     ldflags += ["-s"]
 
+
+zig_target = os.environ.get("NUMBAVEC_ZIG_TARGET")
+
+
+def gcc_file(name):
+    """The path gcc links for name (libstdc++.a, libgcc_s.so.1, ...)."""
+    return subprocess.check_output(["gcc", f"-print-file-name={name}"], text=True).strip()
+
+
+def portable_link(llvm_link):
+    """What the zig-linked module links: LLVM's archives (not the system
+    libraries llvm-config lists), libstdc++ and libgcc statically, libgcc_s
+    and libz (the manylinux policy lists both) dynamically; one exported
+    symbol."""
+    libs = [f for f in llvm_link if f.startswith(("-L", "-lLLVM"))]
+    return ["-Wl,--version-script=tools/portable/export.map", *libs,
+            gcc_file("libstdc++.a"), gcc_file("libgcc.a"), gcc_file("libgcc_s.so.1"),
+            gcc_file("libz.so"), "-ldl", "-lrt"]
+
+
+class build_ext_with_llvm(build_ext):
+    """Finds LLVM (and NumPy's headers) only when the extension is built:
+    making the sdist, or reading the metadata, needs neither."""
+
+    def build_extensions(self):
+        import numpy
+
+        version, llvm_cflags, llvm_link = llvm_flags()
+        if zig_target:
+            zig = [sys.executable, "-m", "ziglang", "cc", "-target", zig_target]
+            self.compiler.set_executables(compiler=zig, compiler_so=[*zig, "-fPIC"],
+                                          compiler_cxx=zig, linker_so=[*zig, "-shared"])
+            llvm_link = portable_link(llvm_link)
+        for ext in self.extensions:
+            ext.include_dirs.append(numpy.get_include())
+            ext.define_macros.append(("NUMBAVEC_LLVM_VERSION_STRING", f'"{version}"'))
+            ext.extra_compile_args += llvm_cflags
+            if zig_target:
+                ext.sources += ["tools/portable/glibc228.c", os.environ["NUMBAVEC_ZSTD_C"]]
+            # libm: the test hooks' loops (sin, exp); pthread: the parallel pool
+            ext.extra_link_args = ldflags + llvm_link + ["-lm", "-lpthread"]
+        super().build_extensions()
+
+
 core = Extension(
     "numbavec._core",
     sources=sources(),
-    include_dirs=["src", numpy.get_include()],
+    include_dirs=["src"],
     define_macros=[("Py_LIMITED_API", "0x030A0000"),
                    ("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
-                   ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION"),
-                   ("NUMBAVEC_LLVM_VERSION_STRING", f'"{version}"')],
-    extra_compile_args=cflags,
-    # libm: the test hooks' loops (sin, exp); pthread: the parallel pool.
-    extra_link_args=ldflags + llvm_link + ["-lm", "-lpthread"],
+                   ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")],
+    extra_compile_args=cflags,    # LLVM's flags and libraries: build_ext_with_llvm
     py_limited_api=True,
 )
 
 # Each way of building gets its own build directory: setuptools reuses object
 # files and the linked module it finds there, so a development build (shared
 # LLVM, or sanitizers) must never be picked up by `pip install .`.
-flavour = ("debug-" if debug else "") + ("llvm-shared" if shared else "llvm-static")
+flavour = ("debug-" if debug else "") + ("llvm-shared" if shared else "llvm-static") + (
+    f"-{zig_target}" if zig_target else "")
 setup(ext_modules=[core],
+      cmdclass={"build_ext": build_ext_with_llvm},
       options={"bdist_wheel": {"py_limited_api": "cp310"},
                "build": {"build_base": os.path.join("build", flavour)}})

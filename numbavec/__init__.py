@@ -1,4 +1,6 @@
 """numbavec: scalar Python functions compiled by LLVM into real NumPy ufuncs."""
+import numpy as _np
+
 from numbavec import _core
 from numbavec._core import TypingError
 from numbavec._core import (  # noqa: F401  the types, with Numba's names
@@ -18,5 +20,9 @@ from numbavec.decorators import DeviceFunction, guvectorize, jit, vectorize  # n
 from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
 from numbavec import cuda  # noqa: E402,F401
 
+# For annotations: what the decorators make on cpu and parallel is a numpy.ufunc
+# (the stubs, __init__.pyi, add numbavec's introspection to it).
+UFunc = LazyUFunc = _np.ufunc
+
 __all__ = ["vectorize", "guvectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type",
-           "Signature", "get_num_threads", "set_num_threads"]
+           "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]

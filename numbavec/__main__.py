@@ -1,22 +1,25 @@
-"""python -m numbavec: system summary, then a small before/after demo.
+"""python -m numbavec (or the ``numbavec`` command): system summary, then a
+small before/after demo.
 
-  python -m numbavec            versions, host CPU, targets, threads, demo
-  python -m numbavec --sysinfo  the system part only (like ``numba -s``)
-  python -m numbavec --cache-info / --cache-clear
-                                show / empty the compiled-code cache
+  numbavec                 versions, host CPU, targets, threads, demo
+  numbavec -s, --sysinfo   the system part only (as ``numba -s``)
+  numbavec --cache-info / --cache-clear
+                           show / empty the compiled-code cache
 """
 import argparse
+import os
 import sys
 
 
 def main(argv=None):
+    command = os.path.basename(sys.argv[0] or "")
     parser = argparse.ArgumentParser(
-        prog="python -m numbavec",
+        prog="numbavec" if argv is None and command == "numbavec" else "python -m numbavec",
         description="Print numbavec's system summary (versions, LLVM, host CPU, "
                     "targets, threads) and run a small before/after demo: the "
                     "Gaussian pdf over 1e6 float32 as a NumPy expression and as "
                     "numbavec ufuncs on the cpu and parallel targets.")
-    parser.add_argument("--sysinfo", action="store_true",
+    parser.add_argument("-s", "--sysinfo", action="store_true",
                         help="print the system summary only (no compilation, no demo)")
     parser.add_argument("--cache-info", action="store_true",
                         help="show the compiled-code cache (cache=True): where, how many entries")

@@ -87,3 +87,36 @@ def test_the_oldest_numpy_is_named_alike_everywhere():
     assert tested.group(1) == required
     readme = read("README.md")
     assert f"NumPy {required})" in readme and f"NumPy >= {required}" in readme
+
+
+def test_the_numbavec_command(tmp_path):
+    """`numbavec -s`, the console script (as `numba -s`), where installed."""
+    if not os.environ.get("NUMBAVEC_TEST_INSTALLED"):
+        pytest.skip("the console script is made when the package is installed (CI)")
+    script = os.path.join(os.path.dirname(sys.executable), "numbavec")
+    proc = subprocess.run([script, "-s"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("numbavec system information")
+    assert _core.llvm_version in proc.stdout
+
+
+def test_the_demo_shows_its_kernel_and_the_next_steps(tmp_path):
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    proc = subprocess.run([sys.executable, "-m", "numbavec"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "def gaussian_pdf(x, mean, sigma):" in out and "np.exp(" in out
+    for row in ("NumPy expression", "numbavec 'cpu'", "numbavec 'parallel'"):
+        assert row in out
+    assert "DISAGREES" not in out
+    try:
+        import numba  # noqa: F401
+        assert "Numba @vectorize 'cpu'" in out
+    except ImportError:
+        assert "pip install numba" in out
+    assert out.rstrip().splitlines()[-4] == "Next:" and "numbavec -s" in out
+    if not numbavec.cuda.is_available() and "libcuda" in out:
+        # the missing driver is said once, not on two lines
+        assert sum("libcuda.so.1" in line for line in out.splitlines()) == 1

@@ -18,6 +18,8 @@ from numbavec.decorators import jit as _device_jit
 CudaSupportError = _core.CudaSupportError
 CudaError = _core.CudaError
 DeviceNDArray = _core.DeviceNDArray
+CUDAUFunc = _core.CUDAUFunc      # what @vectorize(target='cuda') makes
+CUDAGUFunc = _core.CUDAGUFunc    # what @guvectorize(target='cuda') makes
 Stream = _core.CudaStream
 Event = _core.CudaEvent
 
@@ -29,7 +31,7 @@ as_cuda_array = _core._cuda_as_cuda_array
 synchronize = _core._cuda_synchronize
 
 __all__ = [
-    "CudaSupportError", "CudaError", "DeviceNDArray", "Stream", "Event",
+    "CudaSupportError", "CudaError", "DeviceNDArray", "CUDAUFunc", "CUDAGUFunc", "Stream", "Event",
     "is_available", "detect", "to_device", "device_array", "device_array_like",
     "pinned_array", "as_cuda_array", "is_cuda_array", "stream", "default_stream",
     "event", "synchronize", "mem_info", "compile_ptx", "toolkit_info", "jit",
