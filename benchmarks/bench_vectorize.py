@@ -451,6 +451,11 @@ def main(argv=None):
                                for k, v in compiles.items()},
                    "import": imports}, fh, indent=1, default=str)
     print(f"\nJSON: {path}", file=sys.stderr)
+    sys.path.insert(0, HERE)
+    from plot import write_pictures
+
+    for svg in write_pictures(results, os.path.splitext(path)[0]):
+        print(f"picture: {svg}", file=sys.stderr)
     return 1 if bad else 0
 
 

@@ -120,3 +120,29 @@ def test_the_demo_shows_its_kernel_and_the_next_steps(tmp_path):
     if not numbavec.cuda.is_available() and "libcuda" in out:
         # the missing driver is said once, not on two lines
         assert sum("libcuda.so.1" in line for line in out.splitlines()) == 1
+
+
+def test_the_benchmark_pictures(tmp_path):
+    """benchmarks/plot.py draws speed-up over NumPy against N from a run's
+    results: a valid SVG with a line per implementation."""
+    import importlib.util
+    import xml.etree.ElementTree as ET
+
+    plot = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks", "plot.py")
+    if not os.path.exists(plot):
+        pytest.skip("tests outside their checkout")
+    spec = importlib.util.spec_from_file_location("nv_bench_plot", plot)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    results = [{"kernel": "saxpy", "impl": impl, "n": n, "t_out": t * n, "t_alloc": 2 * t * n}
+               for n in (1000, 100000) for impl, t in
+               (("NumPy", 2.0), ("numbavec cpu", 1.0), ("Numba cpu", 1.5))]
+    paths = mod.write_pictures(results, str(tmp_path / "run"))
+    assert sorted(os.path.basename(p) for p in paths) == ["run-saxpy-alloc.svg",
+                                                          "run-saxpy-out.svg"]
+    root = ET.parse(paths[0]).getroot()
+    lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+    assert len(lines) == 3
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert {"NumPy", "numbavec cpu", "Numba cpu"} <= set(texts)
