@@ -1020,3 +1020,27 @@ def test_every_unsupported_construct_is_named_once_with_its_caret(target):
     assert ".reshape()" in found[2][1] and "list displays" in found[3][1]
     assert text.count("^") == 4
     assert "0x" not in text  # no function reprs
+
+
+@pytest.mark.parametrize("kind, part", [("complex128", "float64"), ("complex64", "float32")])
+def test_variance_of_complex_values(target, kind, part):
+    """np.var/np.std of complex values: the mean of |x - mean|^2, a real of
+    the parts' kind (NumPy's), with ddof and along an axis."""
+    py, gu = body_gufunc(
+        "out[0] = np.var(a)\n    out[1] = a.std(ddof=1)\n    out[2] = np.std(a[::2])\n"
+        "    out[3] = (a * 2j).var()",
+        f"void({kind}[:], {part}[:])", "(n)->(4)", target)
+    rng = np.random.default_rng(15)
+    for n in (1, 2, 7, 64):
+        a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(kind)
+        with np.errstate(all="ignore"):
+            expected = np.zeros(4, part)
+            py(a, expected)
+            got = gu(a)
+        assert got.dtype == np.dtype(part)
+        np.testing.assert_allclose(got, expected, rtol=2e-6 if part == "float32" else 1e-13,
+                                   equal_nan=True)
+    py2, gu2 = body_gufunc("out[:] = np.var(a, axis=1)", f"void({kind}[:, :], {part}[:])",
+                           "(m,n)->(m)", target)
+    a = (rng.standard_normal((3, 5)) + 1j * rng.standard_normal((3, 5))).astype(kind)
+    np.testing.assert_allclose(gu2(a), np.var(a, axis=1), rtol=2e-6)

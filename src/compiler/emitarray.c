@@ -1338,6 +1338,15 @@ minmax_step(Emit *E, Reduce *r, LLVMValueRef x, LLVMValueRef acc, LLVMValueRef n
     return LLVMBuildSelect(E->b, better, key, acc, "best");
 }
 
+
+/* The kind var/std take the mean in: a complex input's own complex kind
+ * (its variance is real: acc, its parts' kind), else acc. */
+static TsKind
+var_center_kind(TsKind in, TsKind acc)
+{
+    return !ts_is_complex(in) ? acc : acc == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
+}
+
 static int
 reduce_visit(Emit *E, Walk *w, LLVMValueRef value)
 {
@@ -1388,6 +1397,16 @@ reduce_visit(Emit *E, Walk *w, LLVMValueRef value)
         break;
     case R_VAR:
     case R_STD: {
+        if (ts_is_complex(r->in)) {
+            /* |x - mean|^2 of complex values, summed in their parts' kind */
+            TsKind ck = var_center_kind(r->in, r->acc);
+            LLVMValueRef d = em_arith(E, OP_SUB, ck, em_convert(E, x, r->in, ck), r->center);
+            LLVMValueRef re = em_re_of(E, d), im = em_im_of(E, d);
+            LLVMValueRef sq = LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, re, re, "re2"),
+                                            LLVMBuildFMul(E->b, im, im, "im2"), "abs2");
+            out = LLVMBuildFAdd(E->b, acc, sq, "ss");
+            break;
+        }
         LLVMValueRef d = LLVMBuildFSub(E->b, em_convert(E, x, r->in, r->acc), r->center, "dev");
         out = LLVMBuildFAdd(E->b, acc, LLVMBuildFMul(E->b, d, d, "dev2"), "ss");
         break;
@@ -1563,7 +1582,8 @@ reduce(Emit *E, CcNode *n, const CcBuiltin *b)
     TsKind acc = cc_storage(n->ty);
     LLVMValueRef center = NULL;
     if (b->op == R_VAR || b->op == R_STD) {
-        if ((center = reduce_with(E, n->args[0], R_MEAN, acc, NULL, 0, NULL)) == NULL) {
+        TsKind ck = var_center_kind(cc_storage(n->args[0]->ty), acc);
+        if ((center = reduce_with(E, n->args[0], R_MEAN, ck, NULL, 0, NULL)) == NULL) {
             return NULL;
         }
     }
@@ -2015,7 +2035,8 @@ axis_lines(Emit *E, CcNode *n, View *v)
     } else {
         LLVMValueRef center = NULL, x;
         if ((op == R_VAR || op == R_STD)
-            && (center = reduce_with(E, &node, R_MEAN, acc, NULL, 0, NULL)) == NULL) {
+            && (center = reduce_with(E, &node, R_MEAN, var_center_kind(a.kind, acc), NULL, 0, NULL))
+                   == NULL) {
             return -1;
         }
         node.elem = NULL;

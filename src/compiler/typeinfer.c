@@ -1434,7 +1434,11 @@ array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
             break;
         case R_VAR:
         case R_STD:
-            elem = ts_is_float(elem) ? elem : TS_FLOAT64;
+            /* of complex values: real, their parts' kind (NumPy) */
+            elem = ts_is_float(elem)       ? elem
+                   : elem == TS_COMPLEX64  ? TS_FLOAT32
+                   : elem == TS_COMPLEX128 ? TS_FLOAT64
+                                           : TS_FLOAT64;
             break;
         case R_SUM:
         case R_PROD:
@@ -1448,7 +1452,7 @@ array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
             break;
         }
         if (ts_is_complex(in_kind) && b->op != R_SUM && b->op != R_PROD && b->op != R_MEAN
-            && b->op != R_ANY && b->op != R_ALL) {
+            && b->op != R_ANY && b->op != R_ALL && b->op != R_VAR && b->op != R_STD) {
             return type_error(in, n, b->name, t, NULL);
         }
         if (b->op == R_CUMSUM || b->op == R_CUMPROD) {
@@ -1461,9 +1465,6 @@ array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
             in->fn->allocates = 1;
             *out = cc_array_type(elem, 1); /* flattened, as NumPy's without an axis */
             return 0;
-        }
-        if ((b->op == R_VAR || b->op == R_STD) && ts_is_complex(in_kind)) {
-            return cc_error(in->fn, n->loc, "%s() of complex values is not supported yet", b->name);
         }
         *out = cc_scalar_type(elem);
         return n->nargs == 2 ? reduce_axis(in, n, b, ndim, elem, out) : 0;
