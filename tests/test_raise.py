@@ -18,7 +18,7 @@ import numbavec
 from numbavec import guvectorize, jit, vectorize
 
 from conftest import NUMBAVEC_ROOT as ROOT
-from conftest import kernel_from_source
+from conftest import kernel_from_source, needs_gpu
 
 
 class KernelError(Exception):
@@ -228,10 +228,59 @@ def test_what_cannot_be_reported_is_a_typing_error(target, body, message):
         vectorize(["float64(float64)"], target=target)(k)
 
 
-def test_cuda_refuses_raise_until_it_reports_it():
+HAVE_LIBDEVICE = numbavec.cuda.toolkit_info()["libdevice"] is not None
+needs_libdevice = pytest.mark.skipif(not HAVE_LIBDEVICE, reason="no libdevice (CUDA toolkit)")
+
+
+@needs_libdevice
+def test_cuda_vectorize_refuses_raise_until_it_reports_it():
     k = kernel_from_source("def k(x):\n    assert x > 0\n    return x\n")
-    with pytest.raises(numbavec.TypingError, match="not supported on the cuda target yet"):
+    with pytest.raises(numbavec.TypingError, match="cuda vectorize kernel are not supported yet"):
         vectorize(["float64(float64)"], target="cuda")(k)
+
+
+def positive_sum(a, out):
+    s = a[0] - a[0]
+    for v in a:
+        if v < 0:
+            raise ValueError("negative", 3)
+        assert v == v, "nan in the input"
+        s += v
+    out[0] = s
+
+
+@needs_libdevice
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_gufunc_raise_sets_the_status_word(arch, tmp_path):
+    """On a GPU the kernel stores CC_STATUS_USER + the site's index (32, 33)
+    in the status word the call reads back; the PTX assembles."""
+    from conftest import HAVE_PTXAS, assemble
+    from numbavec import _core
+    from numbavec._source import KernelSource
+
+    s = KernelSource(positive_sum)
+    g = _core.guvectorize(positive_sum, s.funcdef, s.location, ["void(float32[:], float32[:])"],
+                          "(n)->()", target="cuda", arch=arch)
+    ptx = g.inspect_ptx("void(float32[:], float32[:])")
+    assert "mov.u32" in ptx and ", 32;" in ptx and ", 33;" in ptx
+    if HAVE_PTXAS:
+        assemble(ptx, arch, tmp_path)
+
+
+@needs_gpu
+def test_cuda_gufunc_raises_after_the_kernel():
+    g = guvectorize(["void(float32[:], float32[:])"], "(n)->()", target="cuda")(positive_sum)
+    x = np.ones((1000, 8), np.float32)
+    np.testing.assert_array_equal(g(x), np.full(1000, 8.0, np.float32))
+    x[517, 3] = -1
+    with pytest.raises(ValueError) as info:
+        g(x)
+    assert info.value.args == ("negative", 3)
+    x[517, 3] = np.nan
+    with pytest.raises(AssertionError, match="nan in the input"):
+        g(numbavec.cuda.to_device(x))
+    x[517, 3] = 1
+    np.testing.assert_array_equal(g(x), np.full(1000, 8.0, np.float32))
 
 
 def test_kernels_that_cannot_raise_stay_legacy_ufuncs(target):

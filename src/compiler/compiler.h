@@ -273,6 +273,9 @@ typedef struct CcFunction {
     int device;        /* driver: compiled for a device (cuda), which has no malloc */
     unsigned fails;    /* emit: bit k set when the kernel may return status k */
     int raises;        /* lower: the kernel has a raise or assert (ND_RAISE) */
+    /* emit, device code: the sites its raises return CC_STATUS_USER + i for */
+    const char **raise_sites;
+    int nraise_sites, cap_raise_sites;
 } CcFunction;
 
 /* ---- stack.c ---- */
@@ -589,6 +592,9 @@ enum {
     CC_STATUS_QUANTILE = 6, /* ValueError: a quantile outside [0, 1] */
     CC_STATUS_ZERO = 7,     /* ZeroDivisionError: np.arange's step of zero */
     CC_STATUS_RAISE = 8,    /* the kernel's raise or assert: the site is the thread's */
+    /* device code's raise at site i (CcCompiled.raise_sites): a GPU cannot
+     * hand the host a pointer, so the status word says which */
+    CC_STATUS_USER = 32,
 };
 /* The exception type and message of a nonzero status (with the GIL); the
  * exception a kernel raised for CC_STATUS_RAISE.  Takes this thread's
@@ -773,6 +779,7 @@ typedef struct CcCompiled {
     PyObject *text;                    /* PTX: the text (owned) */
     PyObject *llvm;                    /* PTX: the module's IR text (owned), or NULL */
     unsigned fails;                    /* bit k: the kernel may return status k */
+    PyObject *raise_sites; /* device code: a tuple, site texts by status - CC_STATUS_USER */
 } CcCompiled;
 
 /* Where compiled code runs: the host JIT (jit.c), or PTX (cuda's ptx.c). */

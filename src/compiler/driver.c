@@ -109,6 +109,7 @@ cc_compiled_clear(CcCompiled *c)
     Py_XDECREF(c->var_types);
     Py_XDECREF(c->text);
     Py_XDECREF(c->llvm);
+    Py_XDECREF(c->raise_sites);
     memset(c, 0, sizeof(*c));
 }
 
@@ -433,6 +434,22 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
     out->fails = fn->fails;
     if ((out->var_types = variable_types(fn)) == NULL) {
         goto done;
+    }
+    if (fn->nraise_sites > 0) {
+        /* a device kernel's raise sites, which its cache entry could not
+         * carry: such a kernel is compiled, never stored */
+        key = NULL;
+        blob = NULL;
+        if ((out->raise_sites = PyTuple_New(fn->nraise_sites)) == NULL) {
+            goto done;
+        }
+        for (int i = 0; i < fn->nraise_sites; i++) {
+            PyObject *s = PyUnicode_FromString(fn->raise_sites[i]);
+            if (s == NULL) {
+                goto done;
+            }
+            PyTuple_SetItem(out->raise_sites, i, s);
+        }
     }
     rc = be->finish(be, &m, &e, key, blob, out);
 done:

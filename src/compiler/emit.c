@@ -646,21 +646,48 @@ for_stmt(Emit *E, CcNode *n)
  * the ufunc loop (vectorize/loops.c) finds the first element that raised,
  * and a loop with no call in it stays vectorizable.
  */
-static void
+static int
 raise_stmt(Emit *E, CcNode *n)
 {
+    CcFunction *fn = E->fn;
+    fn->fails |= 1u << CC_STATUS_RAISE;
+    if (fn->device) {
+        /* a GPU's status word says which site: CC_STATUS_USER + its index */
+        if (!E->gufunc) {
+            return cc_error(fn, n->loc,
+                            "raise and assert in a cuda vectorize kernel are not "
+                            "supported yet (a cuda guvectorize kernel, and cpu and "
+                            "parallel, report them)");
+        }
+        if (fn->nraise_sites == fn->cap_raise_sites) {
+            int cap = fn->cap_raise_sites ? 2 * fn->cap_raise_sites : 8;
+            const char **sites = cc_alloc(fn->arena, sizeof(char *) * (size_t)cap);
+            if (sites == NULL) {
+                return -1;
+            }
+            if (fn->nraise_sites > 0) {
+                memcpy(sites, fn->raise_sites, sizeof(char *) * (size_t)fn->nraise_sites);
+            }
+            fn->raise_sites = sites;
+            fn->cap_raise_sites = cap;
+        }
+        int status = CC_STATUS_USER + fn->nraise_sites;
+        fn->raise_sites[fn->nraise_sites++] = n->text;
+        em_return_status(E, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), (unsigned)status, 0));
+        return 0;
+    }
     LLVMValueRef site = LLVMBuildGlobalString(E->b, n->text, "raise.site");
-    E->fn->fails |= 1u << CC_STATUS_RAISE;
     if (E->gufunc) {
         em_call_raise(E->mod, E->b, site);
         em_return_status(E, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), CC_STATUS_RAISE, 0));
-        return;
+        return 0;
     }
     /* as an integer: LLVM vectorizes a loop that keeps "any of" an integer */
     LLVMBuildStore(E->b, LLVMBuildPtrToInt(E->b, site, LLVMInt64TypeInContext(E->ctx), ""),
                    E->raise_slot);
     LLVMBuildRet(E->b, LLVMConstNull(cc_value_type(E->ctx, cc_storage(E->fn->ret))));
     E->reachable = 0;
+    return 0;
 }
 
 void
@@ -813,8 +840,7 @@ stmt(Emit *E, CcNode *n)
     case ND_SETITEM:
         return em_setitem_view(E, n);
     case ND_RAISE:
-        raise_stmt(E, n);
-        return 0;
+        return raise_stmt(E, n);
     case ND_PRINT:
         return print_stmt(E, n);
     default:

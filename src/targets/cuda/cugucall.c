@@ -793,6 +793,16 @@ launch(GuCall *c, Py_ssize_t n)
             cc_raise_status(st);
             goto done;
         }
+        if (st >= CC_STATUS_USER && l->raise_sites != NULL
+            && st - CC_STATUS_USER < PyTuple_Size(l->raise_sites)) {
+            /* the kernel's raise or assert (some thread's, when several) */
+            const char *site =
+                PyUnicode_AsUTF8AndSize(PyTuple_GetItem(l->raise_sites, st - CC_STATUS_USER), NULL);
+            if (site != NULL) {
+                cc_raise_site(site);
+            }
+            goto done;
+        }
         if (st != 0) {
             PyErr_Format(PyExc_RuntimeError, "a cuda gufunc kernel failed (status %d)", st);
             goto done;

@@ -70,6 +70,7 @@ cg_loop_free(CuGuLoop *l)
     Py_XDECREF(l->ptx);
     Py_XDECREF(l->llvm);
     Py_XDECREF(l->var_types);
+    Py_XDECREF(l->raise_sites);
     PyMem_Free(l);
 }
 
@@ -100,6 +101,8 @@ cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
     Py_XDECREF(l->ptx);
     Py_XDECREF(l->llvm);
     Py_XDECREF(l->var_types);
+    Py_XDECREF(l->raise_sites);
+    l->raise_sites = Py_XNewRef(c.raise_sites);
     l->ptx = Py_NewRef(c.text);
     l->llvm = Py_NewRef(c.llvm);
     l->var_types = Py_NewRef(c.var_types);

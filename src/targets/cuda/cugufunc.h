@@ -18,7 +18,8 @@ typedef struct CuGuLoop {
     CUmodule mod;
     CUfunction fn;
     int block;
-    unsigned fails; /* the statuses the kernel may return (CcCompiled.fails) */
+    unsigned fails;        /* the statuses the kernel may return (CcCompiled.fails) */
+    PyObject *raise_sites; /* CcCompiled.raise_sites, or NULL */
 } CuGuLoop;
 
 typedef struct CuGuFunc {
