@@ -1044,3 +1044,33 @@ def test_variance_of_complex_values(target, kind, part):
                            "(m,n)->(m)", target)
     a = (rng.standard_normal((3, 5)) + 1j * rng.standard_normal((3, 5))).astype(kind)
     np.testing.assert_allclose(gu2(a), np.var(a, axis=1), rtol=2e-6)
+
+
+IFEXP_CASES = [
+    "x = a if a.sum() > 0 else a[::-1]\n    out[:] = x * 2",
+    "x = a[1:] if len(a) > 3 else a\n    out[:] = 0\n    out[:len(x)] = x",
+    "out[:] = 0\n    x = out if a[0] > 0 else np.zeros(len(a))\n    x[:] = a + 1\n"
+    "    out[0] += x.sum()",
+    "x = a * 2 if len(a) % 2 else a - 1\n    out[:] = x",
+    "out[:] = a\n    x = out if len(a) > 2 else a\n    x[1:] = x[:-1]",
+]
+
+
+@pytest.mark.parametrize("body", IFEXP_CASES)
+def test_an_if_expression_chooses_an_array(target, body):
+    """`a if c else b` binds the object chosen, as Python does: a view, which
+    writes go through; checked against the interpreter."""
+    py, gu = body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+    rng = np.random.default_rng(16)
+    for n in (1, 2, 3, 4, 7):
+        for a in (rng.standard_normal(n), -np.abs(rng.standard_normal(n))):
+            check(gu, py, [a], (n,), np.float64, "(n)->(n)")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("x = a if a[0] > 0 else 0.0\n    out[:] = x", "float64\\[:\\] or float"),
+    ("x = a if a[0] > 0 else a[None, :]\n    out[:] = x[0]", "no variable can hold both"),
+])
+def test_an_if_expression_between_unlike_objects_is_refused(target, body, message):
+    with pytest.raises(numbavec.TypingError, match=message):
+        body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)

@@ -1821,6 +1821,38 @@ elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t)
     return 0;
 }
 
+/*
+ * `a if c else b` where a branch is an array: the view chosen, as Python
+ * binds the object (nothing is computed elementwise, nothing copied).  The
+ * branches must be arrays of one type, which the variable it is assigned to
+ * can hold.  0 with *t set, 1 when neither branch is an array (the scalar
+ * rule applies), -1 with an error.
+ */
+static int
+array_choice(Infer *in, CcNode *n, const CcType **t)
+{
+    const CcType *a, *b;
+    if (expr(in, n->then, &a) < 0 || expr(in, n->els, &b) < 0) {
+        return -1;
+    }
+    if (!cc_is_array(a) && !cc_is_array(b)) {
+        return 1;
+    }
+    if (a == UNKNOWN || b == UNKNOWN) {
+        *t = cc_is_array(a) && b == UNKNOWN ? a : cc_is_array(b) && a == UNKNOWN ? b : UNKNOWN;
+        return 0;
+    }
+    if (a != b) {
+        char x[96], y[96];
+        return cc_error(in->fn, n->loc,
+                        "an if-expression chooses one object: here %s or %s, which no variable "
+                        "can hold both of (make both arrays of one type, or use np.where)",
+                        cc_type_name(a, x, sizeof(x)), cc_type_name(b, y, sizeof(y)));
+    }
+    *t = a;
+    return 0;
+}
+
 static int
 expr(Infer *in, CcNode *n, const CcType **out)
 {
@@ -1862,6 +1894,10 @@ expr(Infer *in, CcNode *n, const CcType **out)
     case ND_IFEXP: {
         CcNode *both[2] = {n->then, n->els};
         rc = condition(in, n->cond);
+        if (rc == 0 && (rc = array_choice(in, n, &t)) != 1) {
+            break; /* views: the one chosen (or an error) */
+        }
+        rc = 0;
         if (rc == 0) {
             rc = promote_all(in, both, 2, &t);
         }
