@@ -1074,3 +1074,35 @@ def test_an_if_expression_chooses_an_array(target, body):
 def test_an_if_expression_between_unlike_objects_is_refused(target, body, message):
     with pytest.raises(numbavec.TypingError, match=message):
         body_gufunc(body, "void(float64[:], float64[:])", "(n)->(n)", target)
+
+
+def test_indexing_an_nd_array_by_an_integer_array(target):
+    """a[idx] of an N-d a takes rows: a new array of idx's shape + a's other
+    dimensions (NumPy's), negative indices from the end, any strides."""
+    py = kernel_from_source("import numpy as np\ndef k(a, idx, out):\n"
+                            "    t = a[idx]\n    out[...] = t\n")
+    gu = guvectorize(["void(float64[:, :, :], int64[:, :], float64[:, :, :, :])"],
+                     "(p,m,n),(i,j)->(i,j,m,n)", target=target)(py)
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((3, 4, 5))
+    for x in (a, a[::-1, :, ::2], np.transpose(a, (0, 2, 1))):
+        for idx in (np.array([[0, 2], [1, -1]]), np.array([[2, 2, 0]]),
+                    np.zeros((0, 2), np.int64)):
+            expected = np.zeros(idx.shape + x.shape[1:])
+            py(x, idx, expected)
+            np.testing.assert_array_equal(gu(x, idx), expected)
+    with pytest.raises(IndexError):
+        gu(a, np.array([[3]]))
+    rows = guvectorize(["void(float64[:, :], int32[:], float64[:])"], "(m,n),(k)->()",
+                       target=target)(kernel_from_source(
+                           "def k(a, idx, out):\n    out[0] = (a[idx] * 2).sum() + a[idx][-1, 0]\n"))
+    b = rng.standard_normal((6, 2))
+    i32 = np.array([5, 0, 3], np.int32)
+    np.testing.assert_allclose(rows(b, i32), (b[i32] * 2).sum() + b[i32][-1, 0])
+
+
+def test_storing_through_an_index_array_of_an_nd_array_is_refused(target):
+    with pytest.raises(numbavec.TypingError, match="integer-array index of a 2-d array"):
+        guvectorize(["void(float64[:, :], int64[:], float64[:, :])"], "(m,n),(k)->(m,n)",
+                    target=target)(kernel_from_source(
+                        "def k(a, idx, out):\n    out[:, :] = a\n    out[idx] = 0\n"))

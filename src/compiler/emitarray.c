@@ -1739,9 +1739,31 @@ static int
 fancy_take_visit(Emit *E, Walk *w, LLVMValueRef i)
 {
     Masked *m = w->ctx;
-    cc_store(E->b, m->a.kind, cc_load(E->b, m->a.kind, fancy_address(E, w, &m->a, i), "x"),
-             w->target_ptr);
-    return 0;
+    LLVMValueRef at = fancy_address(E, w, &m->a, i);
+    if (m->a.ndim == 1) {
+        cc_store(E->b, m->a.kind, cc_load(E->b, m->a.kind, at, "x"), w->target_ptr);
+        return 0;
+    }
+    /* a row of an N-d a: copied into the result's block for this index */
+    View row = {.ndim = m->a.ndim - 1, .kind = m->a.kind, .data = at};
+    View dst = {.ndim = m->a.ndim - 1, .kind = m->a.kind, .data = w->target_ptr};
+    for (int d = 1; d < m->a.ndim; d++) {
+        row.shape[d - 1] = dst.shape[d - 1] = m->a.shape[d];
+        row.stride[d - 1] = m->a.stride[d];
+        dst.stride[d - 1] = w->target.stride[w->ndim + d - 1];
+    }
+    CcNode node = {.kind = ND_VIEW,
+                   .loc = w->expr->loc,
+                   .ty = cc_array_type(row.kind, row.ndim),
+                   .view = &row};
+    Walk copy = {.visit = store_visit};
+    if (collect_expr(E, &copy, &node) < 0) {
+        return -1;
+    }
+    copy.ndim = dst.ndim;
+    copy.target = dst;
+    broadcast(E, &copy);
+    return run_collected(E, &copy);
 }
 
 static int
@@ -1765,7 +1787,16 @@ fancy_read(Emit *E, CcNode *n, View *v)
     w.ndim = n->args[0]->ty->n;
     w.target.data = NULL;
     broadcast(E, &w);
-    if (alloc_array(E, n, m.a.kind, w.ndim, w.shape, v) < 0) {
+    /* idx's shape, then a's other dimensions */
+    LLVMValueRef shape[TS_MAXDIMS];
+    int nd = 0;
+    for (int d = 0; d < w.ndim; d++) {
+        shape[nd++] = w.shape[d];
+    }
+    for (int d = 1; d < m.a.ndim && nd < TS_MAXDIMS; d++) {
+        shape[nd++] = m.a.shape[d];
+    }
+    if (alloc_array(E, n, m.a.kind, nd, shape, v) < 0) {
         return -1;
     }
     w.target = *v;

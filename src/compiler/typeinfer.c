@@ -1085,16 +1085,16 @@ array_index(Infer *in, CcNode *n, const CcType **out)
             }
             if (n->nargs == 1 && cc_is_array(t) && t->scalar != TS_INFER
                 && is_integral(cc_scalar_type(t->scalar))) {
-                /* a[idx]: the elements at the indices idx holds, in a new array of idx's shape */
-                if (a != UNKNOWN && a->n != 1) {
-                    return cc_error(in->fn, item->loc,
-                                    "indexing a %d-d array by an integer array is not supported "
-                                    "yet (only 1-d arrays)",
-                                    a->n);
+                /* a[idx]: the items of a (elements, or rows of an N-d a) at the
+                 * indices idx holds, in a new array of idx's shape + a's rest */
+                if (a != UNKNOWN && t->n + a->n - 1 > TS_MAXDIMS) {
+                    return cc_error(in->fn, n->loc, "a view of more than %d dimensions",
+                                    TS_MAXDIMS);
                 }
                 in->fn->allocates = 1;
-                *out = a == UNKNOWN || a->scalar == TS_INFER ? UNKNOWN
-                                                             : cc_array_type(a->scalar, t->n);
+                *out = a == UNKNOWN || a->scalar == TS_INFER
+                           ? UNKNOWN
+                           : cc_array_type(a->scalar, t->n + a->n - 1);
                 return 0;
             }
             if (integer_index(in, item, "array indices") < 0) {
@@ -1236,6 +1236,15 @@ setitem(Infer *in, CcNode *n)
         return 0;
     }
     const CcType *elem = cc_elem_type(target), *v = cc_elem_type(t);
+    const CcType *base = n->lhs->kind == ND_INDEX ? n->lhs->lhs->ty : NULL;
+    if (n->lhs->kind == ND_INDEX && n->lhs->nargs == 1 && cc_is_array(n->lhs->args[0]->ty)
+        && n->lhs->args[0]->ty->scalar != TS_BOOL && cc_is_array(base) && base->n > 1) {
+        return cc_error(in->fn, n->loc,
+                        "storing through an integer-array index of a %d-d array "
+                        "is not supported yet (reading it is; 1-d arrays take "
+                        "both)",
+                        base->n);
+    }
     if (cc_is_array(t) && n->lhs->kind == ND_INDEX && n->lhs->nargs == 1
         && cc_is_array(n->lhs->args[0]->ty) && t->n > 1) {
         /* a[mask] = v, a[idx] = v: v's elements in order (or its one) */
@@ -1897,8 +1906,7 @@ expr(Infer *in, CcNode *n, const CcType **out)
         if (rc == 0 && (rc = array_choice(in, n, &t)) != 1) {
             break; /* views: the one chosen (or an error) */
         }
-        rc = 0;
-        if (rc == 0) {
+        if (rc == 1) { /* scalars: their promotion */
             rc = promote_all(in, both, 2, &t);
         }
         if (rc == 0) {
