@@ -52,7 +52,7 @@ class KernelSource:
                 if pyfunc.__name__ != "<lambda>":
                     raise
                 tree = _lambda_alone(lines, filename, offset)
-        self.funcdef = _find_function(tree, pyfunc)
+        self.funcdef = _find_function(tree, pyfunc, offset)
         self.location = (filename, first_line, list(lines), offset)
 
 
@@ -150,16 +150,17 @@ def _lambda_alone(lines, filename, offset):
     """The tree of the lambda expressions in lines that are not a statement
     on their own (``vectorize(sigs)(\n    lambda x: x + 1)``: inspect gives
     from the lambda's line to the end of the call).  Each ``lambda`` of the
-    first line is parsed from where it starts to the longest end that
-    parses; its columns are put back where they are in the file."""
+    first line is parsed from where it starts to the first place it can end
+    (a top-level comma or closing bracket ends a lambda; a comma inside its
+    body is inside brackets), at most a few hundred tries; its columns are
+    put back where they are in the file."""
     text = "".join(lines)
     first = lines[0]
     trees = []
     start = first.find("lambda")
     while start >= 0:
-        for end in range(len(text), start, -1):
-            if not text[end - 1].strip():
-                continue
+        ends = [i for i in range(start + 6, len(text)) if text[i] in ",)]}\n"][:400]
+        for end in ends + [len(text)]:
             try:
                 tree = ast.parse("(" + text[start:end] + ")", filename)
             except SyntaxError:
@@ -178,21 +179,36 @@ def _lambda_alone(lines, filename, offset):
     return ast.Module(body=[stmt for t in trees for stmt in t.body], type_ignores=[])
 
 
-def _find_function(tree, pyfunc):
+def _body_start(code):
+    """(file line, column) where a lambda's body starts, from its code's
+    positions (3.11+; None before, or when the code has none)."""
+    if not hasattr(code, "co_positions"):
+        return None
+    starts = [(line, col) for line, _, col, end in code.co_positions()
+              if line is not None and col is not None and (col, end) != (0, 0)]
+    return min(starts) if starts else None
+
+
+def _find_function(tree, pyfunc, line_offset=0):
     name = pyfunc.__name__
     params = list(pyfunc.__code__.co_varnames[: pyfunc.__code__.co_argcount])
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return node
     if name == "<lambda>":
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Lambda) and [a.arg for a in node.args.args] == params:
-                ret = ast.copy_location(ast.Return(value=node.body), node.body)
-                fdef = ast.FunctionDef(name=name, args=node.args, body=[ret],
-                                       decorator_list=[], returns=None, type_comment=None)
-                if hasattr(ast.FunctionDef, "type_params") or "type_params" in ast.FunctionDef._fields:
-                    fdef.type_params = []
-                return ast.copy_location(fdef, node)
+        found = [node for node in ast.walk(tree)
+                 if isinstance(node, ast.Lambda) and [a.arg for a in node.args.args] == params]
+        # several lambdas with these parameters on the line: the one whose
+        # body starts where the code's first position is
+        start = _body_start(pyfunc.__code__) if len(found) > 1 else None
+        at = [n for n in found if (n.body.lineno + line_offset, n.body.col_offset) == start]
+        for node in at[:1] or found[:1]:
+            ret = ast.copy_location(ast.Return(value=node.body), node.body)
+            fdef = ast.FunctionDef(name=name, args=node.args, body=[ret],
+                                   decorator_list=[], returns=None, type_comment=None)
+            if hasattr(ast.FunctionDef, "type_params") or "type_params" in ast.FunctionDef._fields:
+                fdef.type_params = []
+            return ast.copy_location(fdef, node)
     raise TypeError(f"cannot find the definition of {name!r} in its source")
 
 

@@ -287,3 +287,15 @@ def test_the_cache_key_follows_an_inlined_ufunc(tmp_path, monkeypatch):
 
     text = function_key_text(user, KernelSource(user), "cpu", {})
     assert "x * 3 + y" in text
+
+
+def test_two_lambdas_with_the_same_parameters_on_one_line(target):
+    """Each compiles its own body (the code's positions say which), not the
+    first lambda of its line with those parameters."""
+    import sys
+    f = vectorize(["float64(float64)"], target=target)(lambda x: x + 1); g = vectorize(  # noqa: E702
+        ["float64(float64)"], target=target)(lambda x: x * 10)
+    h = vectorize(["float64(float64)"], target=target)(lambda x: x - 1); k = vectorize(["float64(float64)"], target=target)(lambda x: x * 3)  # noqa: E501,E702
+    assert f(2.0) == 3.0 and g(2.0) == 20.0 and h(2.0) == 1.0
+    if sys.version_info >= (3, 11):   # co_positions tell the lambdas of one line apart
+        assert k(2.0) == 6.0
