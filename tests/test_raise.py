@@ -332,3 +332,17 @@ def test_a_cached_kernel_raises_in_another_process(tmp_path):
         assert out.stdout.decode().splitlines() == ["ValueError ('negative', True)",
                                                     "AssertionError ('nan',)"]
     assert len(list((tmp_path / "cache").glob("*.nvc"))) == 2
+
+
+def test_literal_arguments_and_a_long_message(target):
+    """Any literal ast.literal_eval reads is an argument (negative numbers,
+    None, tuples); quotes, escapes and length survive the trip."""
+    long = "x" * 3000
+    k = kernel_from_source(
+        "def k(x):\n"
+        f"    if x < 0:\n        raise ValueError('a\\x1fb%s%d\\n\\'\"{long}', -1, -2.5e3, None, (1, 2))\n"
+        "    return x\n")
+    f = vectorize(["float64(float64)"], target=target)(k)
+    with pytest.raises(ValueError) as info:
+        f(np.array([1.0, -1.0]))
+    assert info.value.args == ("a\x1fb%s%d\n'\"" + long, -1, -2.5e3, None, (1, 2))

@@ -258,6 +258,17 @@ ufunc_loops(Lower *L, CcNode *n, PyObject *callee, PyObject *node)
                 text = NULL;
                 break;
             }
+            for (int k = 0; k <= np && text != NULL; k++) {
+                const TsType *t = k < np ? &sig.args[k] : &sig.ret;
+                if (t->kind < 0 || t->kind >= TS_NSCALAR || t->ndim != 0) {
+                    PyErr_SetString(PyExc_TypeError,
+                                    "numbavec: a ufunc's loops take and return numbers");
+                    text = NULL;
+                }
+            }
+            if (text == NULL) {
+                break;
+            }
             for (int k = 0; k <= np; k++) {
                 text[i * (np + 1) + k] = (char)('a' + (k < np ? sig.args[k].kind : sig.ret.kind));
             }

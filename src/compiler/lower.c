@@ -1866,9 +1866,11 @@ raise_arguments(Lower *L, PyObject *call, PyObject *node)
         goto done;
     }
     values = PyTuple_New(PyList_Size(args));
-    for (Py_ssize_t i = 0; values != NULL && i < PyList_Size(args); i++) {
+    PyObject *ast = values ? PyImport_ImportModule("ast") : NULL;
+    for (Py_ssize_t i = 0; ast != NULL && i < PyList_Size(args); i++) {
+        /* a literal, as ast.literal_eval reads it: "message", -1, 2.5, None */
         PyObject *arg = PyList_GetItem(args, i);
-        PyObject *v = lw_ast_kind(arg) == A_CONSTANT ? lw_get(arg, "value") : NULL;
+        PyObject *v = PyObject_CallMethod(ast, "literal_eval", "O", arg);
         if (v == NULL) {
             PyErr_Clear();
             cc_error(L->fn, lw_loc_of(L, arg),
@@ -1879,6 +1881,10 @@ raise_arguments(Lower *L, PyObject *call, PyObject *node)
         }
         PyTuple_SetItem(values, i, v);
     }
+    if (ast == NULL) {
+        Py_CLEAR(values);
+    }
+    Py_XDECREF(ast);
 done:
     Py_XDECREF(args);
     Py_XDECREF(keywords);
