@@ -299,3 +299,20 @@ def test_two_lambdas_with_the_same_parameters_on_one_line(target):
     assert f(2.0) == 3.0 and g(2.0) == 20.0 and h(2.0) == 1.0
     if sys.version_info >= (3, 11):   # co_positions tell the lambdas of one line apart
         assert k(2.0) == 6.0
+
+
+@pytest.mark.parametrize("tampered, error", [
+    (lambda: ("garbage",), ValueError),
+    (lambda: ("float64(float64, float64)",), TypeError),
+    (lambda: ("void(float64[:])",), TypeError),
+    (lambda: 7, TypeError),
+    (5, numbavec.TypingError),
+])
+def test_a_tampered_loop_list_is_an_error_not_a_crash(tampered, error):
+    @vectorize(["float64(float64)"])
+    def inner(x):
+        return x + 1
+
+    inner._numbavec_loops = tampered
+    with pytest.raises(error):
+        vectorize(["float64(float64)"])(lambda x: inner(x) * 2)
