@@ -232,11 +232,56 @@ HAVE_LIBDEVICE = numbavec.cuda.toolkit_info()["libdevice"] is not None
 needs_libdevice = pytest.mark.skipif(not HAVE_LIBDEVICE, reason="no libdevice (CUDA toolkit)")
 
 
+def checked_twice(x):
+    if x < 0:
+        raise ValueError("negative", 1)
+    assert x == x, "nan in the input"
+    return x * 2
+
+
 @needs_libdevice
-def test_cuda_vectorize_refuses_raise_until_it_reports_it():
-    k = kernel_from_source("def k(x):\n    assert x > 0\n    return x\n")
-    with pytest.raises(numbavec.TypingError, match="cuda vectorize kernel are not supported yet"):
-        vectorize(["float64(float64)"], target="cuda")(k)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_vectorize_raise_stores_its_modules_status_word(arch, tmp_path):
+    """A cuda ufunc's kernel stores CC_STATUS_USER + the site's index in its
+    module's global word (LLVM's NVPTX back end: libNVVM's dialect printer
+    has no globals), which the call reads after the kernel; the reduce
+    kernel has its own.  The PTX assembles."""
+    from conftest import HAVE_PTXAS, assemble
+    from numbavec import _core
+    from numbavec._source import KernelSource
+
+    s = KernelSource(checked_twice)
+    f = _core.vectorize(checked_twice, s.funcdef, s.location, ["float32(float32)"],
+                        target="cuda", nin=1, arch=arch)
+    ptx = f.inspect_ptx("float32(float32)")
+    assert ".visible .global .align 4 .u32 numbavec_status;" in ptx
+    assert "st.global.u32" in ptx and "[numbavec_status]" in ptx
+    k = kernel_from_source("def k(a, b):\n    assert a + b < 1e6, 'too big'\n    return a + b\n")
+    add = vectorize(["float32(float32, float32)"], target="cuda", identity=0)(k)
+    assert "[numbavec_status]" in add.inspect_ptx("float32(float32, float32)", True)
+    if HAVE_PTXAS:
+        assemble(ptx, arch, tmp_path)
+
+
+@needs_gpu
+def test_cuda_vectorize_raises_after_the_kernel():
+    f = vectorize(["float32(float32)"], target="cuda")(checked_twice)
+    x = np.ones(100_000, np.float32)
+    np.testing.assert_array_equal(f(x), 2 * x)
+    x[71_234] = -1
+    with pytest.raises(ValueError) as info:
+        f(x)
+    assert info.value.args == ("negative", 1)
+    d = numbavec.cuda.to_device(np.array([1.0, np.nan], np.float32))
+    with pytest.raises(AssertionError, match="nan in the input"):
+        f(d)
+    x[71_234] = 3
+    np.testing.assert_array_equal(f(x), 2 * x)     # the word was cleared
+    k = kernel_from_source("def k(a, b):\n    assert a + b < 1e6, 'too big'\n    return a + b\n")
+    add = vectorize(["float32(float32, float32)"], target="cuda", identity=0)(k)
+    assert add.reduce(np.ones(1000, np.float32)) == 1000
+    with pytest.raises(AssertionError, match="too big"):
+        add.reduce(np.full(1000, 1e5, np.float32))
 
 
 def positive_sum(a, out):

@@ -550,6 +550,10 @@ LLVMValueRef cc_emit_function(CcFunction *fn, const TsSignature *sig, LLVMModule
                               const char *name, int fastmath);
 /* A call numbavec_raise(site) at b (declared in mod on first use). */
 void em_call_raise(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef site);
+/* The word a cuda ufunc's kernel stores its raise's status in: a global of
+ * the module (addrspace 1, i32, 0), found by name after the kernel. */
+#define CC_DEVICE_STATUS "numbavec_status"
+LLVMValueRef em_device_status(LLVMModuleRef mod);
 
 /* ---- cmath.c ---- */
 

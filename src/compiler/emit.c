@@ -654,12 +654,6 @@ raise_stmt(Emit *E, CcNode *n)
     fn->fails |= 1u << CC_STATUS_RAISE;
     if (fn->device) {
         /* a GPU's status word says which site: CC_STATUS_USER + its index */
-        if (!E->gufunc) {
-            return cc_error(fn, n->loc,
-                            "raise and assert in a cuda vectorize kernel are not "
-                            "supported yet (a cuda guvectorize kernel, and cpu and "
-                            "parallel, report them)");
-        }
         if (fn->nraise_sites == fn->cap_raise_sites) {
             int cap = fn->cap_raise_sites ? 2 * fn->cap_raise_sites : 8;
             const char **sites = cc_alloc(fn->arena, sizeof(char *) * (size_t)cap);
@@ -674,7 +668,16 @@ raise_stmt(Emit *E, CcNode *n)
         }
         int status = CC_STATUS_USER + fn->nraise_sites;
         fn->raise_sites[fn->nraise_sites++] = n->text;
-        em_return_status(E, LLVMConstInt(LLVMInt32TypeInContext(E->ctx), (unsigned)status, 0));
+        LLVMValueRef st = LLVMConstInt(LLVMInt32TypeInContext(E->ctx), (unsigned)status, 0);
+        if (E->gufunc) {
+            em_return_status(E, st); /* the gufunc entry stores it in its status word */
+            return 0;
+        }
+        /* a cuda ufunc's kernel: into its module's word (CC_DEVICE_STATUS),
+         * which the call reads after the kernel; the element gets a zero */
+        LLVMBuildStore(E->b, st, em_device_status(E->mod));
+        LLVMBuildRet(E->b, LLVMConstNull(cc_value_type(E->ctx, cc_storage(fn->ret))));
+        E->reachable = 0;
         return 0;
     }
     LLVMValueRef site = LLVMBuildGlobalString(E->b, n->text, "raise.site");
@@ -689,6 +692,19 @@ raise_stmt(Emit *E, CcNode *n)
     LLVMBuildRet(E->b, LLVMConstNull(cc_value_type(E->ctx, cc_storage(E->fn->ret))));
     E->reachable = 0;
     return 0;
+}
+
+LLVMValueRef
+em_device_status(LLVMModuleRef mod)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(mod, CC_DEVICE_STATUS);
+    if (g == NULL) {
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(mod));
+        g = LLVMAddGlobalInAddressSpace(mod, i32, CC_DEVICE_STATUS, 1);
+        LLVMSetInitializer(g, LLVMConstInt(i32, 0, 0));
+        LLVMSetAlignment(g, 4);
+    }
+    return g;
 }
 
 void
@@ -909,9 +925,10 @@ declare(Emit *E, const TsSignature *sig, const char *name)
     for (int i = 0; i < sig->nargs; i++) {
         params[i] = cc_value_type(E->ctx, sig->args[i].kind);
     }
-    /* a kernel that raises stores its site through a last parameter */
+    /* a kernel that raises stores its site through a last parameter (host
+     * code; device code stores a status word of its module, raise_stmt) */
     unsigned np = (unsigned)sig->nargs;
-    if (E->fn->raises) {
+    if (E->fn->raises && !E->fn->device) {
         params[np++] = LLVMPointerTypeInContext(E->ctx, 0);
     }
     LLVMTypeRef ret = cc_value_type(E->ctx, cc_storage(E->fn->ret));
@@ -940,7 +957,7 @@ cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, 
               .fastmath = fastmath,
               .target = target};
     E.func = declare(&E, sig, name);
-    if (fn->raises) {
+    if (fn->raises && !fn->device) {
         E.raise_slot = LLVMGetParam(E.func, (unsigned)sig->nargs);
         LLVMSetValueName2(E.raise_slot, "raised", 6);
     }

@@ -997,6 +997,9 @@ cf_call(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     PyObject *r = prepare(&c, f->lazy) == 0 ? run_call(&c) : NULL;
+    if (r != NULL && cf_check_raised(f->loops[c.loop], 0) < 0) {
+        Py_CLEAR(r); /* the kernel raised: its exception */
+    }
     call_clear(&c);
     return r;
 }

@@ -192,7 +192,8 @@ enum { CUDA_REDUCE_DIMS = NPY_MAXDIMS };
 int cuda_parse_arch(const char *arch, int *sm, char suffix[4]);
 typedef struct CudaCode {
     PyObject *ptx, *llvm, *reduce_ptx;
-    PyObject *var_types; /* {variable: type name} */
+    PyObject *var_types;   /* {variable: type name} */
+    PyObject *raise_sites; /* the kernel's raise sites (CcCompiled.raise_sites), or NULL */
 } CudaCode;
 int cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend,
                        int reduce, const char *name, CudaCode *out);

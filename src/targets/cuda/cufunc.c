@@ -294,6 +294,46 @@ cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
 }
 
 int
+cf_check_raised(CuLoop *l, int reduce)
+{
+    PyObject *sites = l->code.raise_sites;
+    CUmodule mod = reduce ? l->rmod : l->mod;
+    if (sites == NULL || mod == NULL) {
+        return 0;
+    }
+    CUdeviceptr word;
+    size_t bytes;
+    int st = 0, zero = 0;
+    /* the kernels of the call may be on any of its streams: all of them */
+    if (cuda_check(cuda_drv->ModuleGetGlobal(&word, &bytes, mod, CC_DEVICE_STATUS),
+                   "cuModuleGetGlobal")
+            < 0
+        || cuda_check(cuda_drv->CtxSynchronize(), "cuCtxSynchronize") < 0
+        || cuda_check(cuda_drv->MemcpyDtoHAsync(&st, word, sizeof(st), NULL), "cuMemcpyDtoH") < 0
+        || cuda_check(cuda_drv->StreamSynchronize(NULL), "cuStreamSynchronize") < 0) {
+        return -1;
+    }
+    if (st == 0) {
+        return 0;
+    }
+    if (cuda_check(cuda_drv->MemcpyHtoDAsync(word, &zero, sizeof(zero), NULL), "cuMemcpyHtoD") < 0
+        || cuda_check(cuda_drv->StreamSynchronize(NULL), "cuStreamSynchronize") < 0) {
+        return -1;
+    }
+    Py_ssize_t i = (Py_ssize_t)st - CC_STATUS_USER;
+    const char *site = i >= 0 && i < PyTuple_Size(sites)
+                           ? PyUnicode_AsUTF8AndSize(PyTuple_GetItem(sites, i), NULL)
+                           : NULL;
+    if (site != NULL) {
+        return cc_raise_site(site);
+    }
+    if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_RuntimeError, "a cuda ufunc's kernel failed (status %d)", st);
+    }
+    return -1;
+}
+
+int
 cf_sm_count(void)
 {
     static int count = 0;

@@ -100,6 +100,11 @@ Py_ssize_t cf_signature_index(PyObject *which,
 /* __reduce__ of the cuda ufunc and gufunc: numbavec._pickle.reduce_object,
  * by name where another process can import it, else by value. */
 PyObject *cf_pickle_reduce(PyObject *self, PyObject *unused);
+/* After a call of loop l (its reduce kernel when reduce): the raise its
+ * kernel stored in its module's status word, as that exception (the word
+ * cleared; waits for the device).  0 (none, or a kernel that cannot
+ * raise), or -1 with the exception. */
+int cf_check_raised(CuLoop *l, int reduce);
 /* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
 int cf_device_sm(void);
 int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */

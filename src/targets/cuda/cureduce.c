@@ -386,6 +386,9 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
                  ? PyArray_Return((PyArrayObject *)host)
                  : host;
 error:
+    if (result != NULL && cf_check_raised(l, 1) < 0) {
+        Py_CLEAR(result); /* the kernel raised: its exception */
+    }
     Py_XDECREF(shape);
     Py_XDECREF(scratch);
     Py_XDECREF(res);

@@ -124,6 +124,8 @@ typedef struct CUDA_MEMCPY2D {
     X(ModuleLoadDataEx, "cuModuleLoadDataEx",                                                      \
       (CUmodule * m, const void *image, unsigned n, int *opts, void **vals))                       \
     X(ModuleUnload, "cuModuleUnload", (CUmodule m))                                                \
+    X(ModuleGetGlobal, "cuModuleGetGlobal_v2",                                                     \
+      (CUdeviceptr * p, size_t * bytes, CUmodule m, const char *name))                             \
     X(ModuleGetFunction, "cuModuleGetFunction", (CUfunction * f, CUmodule m, const char *n))       \
     X(LaunchKernel, "cuLaunchKernel",                                                              \
       (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \

@@ -306,8 +306,10 @@ link_libdevice(LLVMModuleRef mod, const LLVMValueRef *keep, int nkeep, Diag *dia
         }
     }
     for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
-        if (!LLVMIsDeclaration(g)) {
-            LLVMSetLinkage(g, LLVMInternalLinkage);
+        size_t len;
+        const char *name = LLVMGetValueName2(g, &len);
+        if (!LLVMIsDeclaration(g) && strcmp(name, CC_DEVICE_STATUS) != 0) {
+            LLVMSetLinkage(g, LLVMInternalLinkage); /* not the status word: the host reads it */
         }
     }
     return 0;
@@ -497,8 +499,11 @@ ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key
     out->llvm = PyUnicode_FromString(text);
     LLVMDisposeMessage(text);
     if (out->llvm != NULL) {
-        out->text = job->use_nvvm ? ptx_nvvm(m->mod, e->fns, e->n, job)
-                                  : ptx_llvm(m->mod, e->fns, e->n, job, &diag_now);
+        /* a module with a global (a status word) takes LLVM's NVPTX back end,
+         * as the reduce module does: nvvmir.c prints no globals */
+        int nvvm = job->use_nvvm && LLVMGetFirstGlobal(m->mod) == NULL;
+        out->text = nvvm ? ptx_nvvm(m->mod, e->fns, e->n, job)
+                         : ptx_llvm(m->mod, e->fns, e->n, job, &diag_now);
     }
     cc_module_dispose(m);
     if (out->text == NULL || cuda_check_resolved(out->text) < 0) {
@@ -722,6 +727,7 @@ cuda_code_clear(CudaCode *c)
     Py_CLEAR(c->llvm);
     Py_CLEAR(c->reduce_ptx);
     Py_CLEAR(c->var_types);
+    Py_CLEAR(c->raise_sites);
 }
 
 int
@@ -743,6 +749,7 @@ cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *ba
     out->ptx = Py_NewRef(c.text);
     out->llvm = Py_NewRef(c.llvm);
     out->var_types = Py_NewRef(c.var_types);
+    out->raise_sites = Py_XNewRef(c.raise_sites);
     cc_compiled_clear(&c);
     if (reduce) {
         PtxJob rjob = job;
