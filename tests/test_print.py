@@ -9,7 +9,7 @@ import pytest
 import numbavec
 from numbavec import guvectorize, vectorize
 
-from conftest import kernel_from_source
+from conftest import kernel_from_source, needs_gpu
 
 
 def lines_of(capfd):
@@ -108,7 +108,37 @@ def test_what_print_does_not_take(target, body, message):
         vectorize(["float64(float64)"], target=target)(k)
 
 
-def test_cuda_refuses_print_for_now():
-    k = kernel_from_source("def k(x):\n    print(x)\n    return x\n")
-    with pytest.raises(numbavec.TypingError, match="not supported on the cuda target yet"):
-        vectorize(["float64(float64)"], target="cuda")(k)
+HAVE_LIBDEVICE = numbavec.cuda.toolkit_info()["libdevice"] is not None
+CUDA_SHOW = ("def k(x, n):\n"
+             "    print('x =', x, 'n:', n, x > 1, 'at 100%', sep=' | ', end='!\\n')\n"
+             "    return x\n")
+
+
+@pytest.mark.skipif(not HAVE_LIBDEVICE, reason="no libdevice (CUDA toolkit)")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_print_is_one_vprintf(arch, tmp_path):
+    """On cuda a print is one vprintf: the constants in its format ('%'
+    doubled), %.17g/%.9g for floats, %lld for integers, True/False as %s."""
+    from conftest import HAVE_PTXAS, assemble
+    from numbavec import _core
+    from numbavec._source import KernelSource
+
+    k = kernel_from_source(CUDA_SHOW)
+    s = KernelSource(k)
+    f = _core.vectorize(k, s.funcdef, s.location, ["float64(float64, int64)"], target="cuda",
+                        nin=2, arch=arch)
+    ptx = f.inspect_ptx("float64(float64, int64)")
+    assert "vprintf" in ptx
+    fmt = "x = | %.17g | n: | %lld | %s | at 100%%!\n"
+    assert ("{" + ", ".join(str(b) for b in fmt.encode()) + "}") in ptx
+    if HAVE_PTXAS:
+        assemble(ptx, arch, tmp_path)
+
+
+@needs_gpu
+def test_cuda_print_reaches_stdout(capfd):
+    f = vectorize(["float64(float64, int64)"], target="cuda")(kernel_from_source(CUDA_SHOW))
+    f(np.array([0.5, 2.0]), 3)
+    numbavec.cuda.synchronize()
+    got = sorted(lines_of(capfd))
+    assert got == ["x = | 0.5 | n: | 3 | False | at 100%!", "x = | 2 | n: | 3 | True | at 100%!"]

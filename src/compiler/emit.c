@@ -746,10 +746,124 @@ print_text(Emit *E, const char *text)
     print_call(E, "numbavec_print_str", &s, 1);
 }
 
+/* A constant string for the GPU (addrspace 1), as a generic pointer. */
+static LLVMValueRef
+device_string(Emit *E, const char *text, const char *name)
+{
+    size_t len = strlen(text);
+    LLVMValueRef init = LLVMConstStringInContext(E->ctx, text, (unsigned)len, 0);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(E->mod, LLVMTypeOf(init), name, 1);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    return LLVMBuildAddrSpaceCast(E->b, g, LLVMPointerTypeInContext(E->ctx, 0), name);
+}
+
+/* text with every '%' doubled, appended to the format being built. */
+static void
+format_text(char *fmt, size_t size, size_t *at, const char *text)
+{
+    for (; *text && *at + 2 < size; text++) {
+        fmt[(*at)++] = *text;
+        if (*text == '%') {
+            fmt[(*at)++] = '%';
+        }
+    }
+    fmt[*at] = '\0';
+}
+
+/*
+ * print(...) on a GPU: one vprintf(format, arguments), the format made
+ * here (the constants in it, %lld/%llu for integers, %.9g/%.17g for
+ * float32/float64, "(%.17g%+.17gj)" for complex, %s of "True"/"False"),
+ * the arguments in a stack struct of 8-byte slots (vprintf's layout).
+ */
+static int
+print_device(Emit *E, CcNode *n)
+{
+    char fmt[4096];
+    size_t at = 0;
+    LLVMValueRef vals[2 * TS_MAXARGS + 2];
+    LLVMTypeRef tys[2 * TS_MAXARGS + 2];
+    int nv = 0;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx), f64 = LLVMDoubleTypeInContext(E->ctx);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
+    fmt[0] = '\0';
+    for (int i = 0; i < n->nargs; i++) {
+        if (i > 0) {
+            format_text(fmt, sizeof(fmt), &at, n->lhs ? n->lhs->text : " ");
+        }
+        CcNode *a = n->args[i];
+        if (a->text != NULL) {
+            format_text(fmt, sizeof(fmt), &at, a->text);
+            continue;
+        }
+        if (nv + 2 > (int)(sizeof(vals) / sizeof(vals[0]))) {
+            return cc_error(E->fn, a->loc, "print() on cuda takes at most %d numbers",
+                            (int)(sizeof(vals) / sizeof(vals[0])) / 2);
+        }
+        LLVMValueRef v = em_expr(E, a);
+        if (v == NULL) {
+            return -1;
+        }
+        TsKind k = cc_storage(a->ty);
+        const char *spec;
+        if (k == TS_BOOL) {
+            spec = "%s";
+            tys[nv] = ptr;
+            vals[nv++] = LLVMBuildSelect(E->b, v, device_string(E, "True", "print.true"),
+                                         device_string(E, "False", "print.false"), "");
+        } else if (ts_is_complex(k)) {
+            TsKind part = k == TS_COMPLEX64 ? TS_FLOAT32 : TS_FLOAT64;
+            spec = k == TS_COMPLEX64 ? "(%.9g%+.9gj)" : "(%.17g%+.17gj)";
+            for (unsigned p = 0; p < 2; p++) {
+                tys[nv] = f64;
+                vals[nv++] = em_convert(E, LLVMBuildExtractValue(E->b, v, p, ""), part, TS_FLOAT64);
+            }
+        } else if (ts_is_float(k)) {
+            spec = k == TS_FLOAT32 ? "%.9g" : "%.17g";
+            tys[nv] = f64;
+            vals[nv++] = em_convert(E, v, k, TS_FLOAT64);
+        } else {
+            int is_unsigned = !ts_is_signed(k);
+            spec = is_unsigned ? "%llu" : "%lld";
+            tys[nv] = i64;
+            vals[nv++] = em_convert(E, v, k, is_unsigned ? TS_UINT64 : TS_INT64);
+        }
+        size_t len = strlen(spec);
+        if (at + len + 1 < sizeof(fmt)) {
+            memcpy(fmt + at, spec, len + 1);
+            at += len;
+        }
+    }
+    format_text(fmt, sizeof(fmt), &at, n->rhs ? n->rhs->text : "\n");
+    LLVMValueRef args = LLVMConstNull(ptr);
+    if (nv > 0) {
+        LLVMTypeRef st = LLVMStructTypeInContext(E->ctx, tys, (unsigned)nv, 0);
+        args = em_entry_alloca(E, st, "print.args");
+        for (int i = 0; i < nv; i++) {
+            LLVMBuildStore(E->b, vals[i], LLVMBuildStructGEP2(E->b, st, args, (unsigned)i, ""));
+        }
+    }
+    LLVMTypeRef params[2] = {ptr, ptr};
+    LLVMTypeRef fty = LLVMFunctionType(LLVMInt32TypeInContext(E->ctx), params, 2, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(E->mod, "vprintf");
+    if (f == NULL) {
+        f = LLVMAddFunction(E->mod, "vprintf", fty);
+    }
+    LLVMValueRef call_args[2] = {device_string(E, fmt, "print.format"), args};
+    LLVMBuildCall2(E->b, fty, f, call_args, 2, "");
+    return 0;
+}
+
 /* print(...) on the host: each piece into the thread's line, then the line. */
 static int
 print_stmt(Emit *E, CcNode *n)
 {
+    if (E->fn->device) {
+        return print_device(E, n);
+    }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), f64 = LLVMDoubleTypeInContext(E->ctx);
     for (int i = 0; i < n->nargs; i++) {
         if (i > 0) {

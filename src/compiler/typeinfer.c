@@ -2177,9 +2177,6 @@ stmt(Infer *in, CcNode *n)
     case ND_CONTINUE:
         return 0;
     case ND_PRINT:
-        if (in->fn->device) {
-            return cc_error(in->fn, n->loc, "print() is not supported on the cuda target yet");
-        }
         for (int i = 0; i < n->nargs; i++) {
             if (n->args[i]->text != NULL) {
                 continue; /* a string constant */

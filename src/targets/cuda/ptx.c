@@ -593,7 +593,8 @@ static const CcBuilder reduce_builder = {
     .wrap = reduce_wrap,
 };
 
-/* A kernel's PTX must call nothing outside itself (cuda.h). */
+/* A kernel's PTX must call nothing outside itself (cuda.h), but vprintf,
+ * which the driver provides (print() in a kernel). */
 int
 cuda_check_resolved(PyObject *ptx)
 {
@@ -601,34 +602,36 @@ cuda_check_resolved(PyObject *ptx)
     if (text == NULL) {
         return -1;
     }
-    const char *p = strstr(text, ".extern .func");
-    if (p == NULL) {
-        return 0;
+    for (const char *p = strstr(text, ".extern .func"); p != NULL; p = strstr(p, ".extern .func")) {
+        p += strlen(".extern .func");
+        while (isspace((unsigned char)*p)) {
+            p++;
+        }
+        if (*p == '(') { /* the return parameter */
+            const char *close = strchr(p, ')');
+            p = close != NULL ? close + 1 : p;
+        }
+        while (isspace((unsigned char)*p)) {
+            p++;
+        }
+        char name[128]; /* PyErr_Format has no %.*s before Python 3.12 */
+        size_t len = 0;
+        while (len < sizeof(name) - 1
+               && (isalnum((unsigned char)p[len]) || p[len] == '_' || p[len] == '$')) {
+            name[len] = p[len];
+            len++;
+        }
+        name[len] = '\0';
+        if (strcmp(name, "vprintf") == 0) {
+            continue;
+        }
+        PyErr_Format(nv_state.cuda_error,
+                     "the PTX calls %s, which neither libdevice nor the GPU provides (a bug in "
+                     "numbavec's GPU math; please report it)",
+                     name);
+        return -1;
     }
-    p += strlen(".extern .func");
-    while (isspace((unsigned char)*p)) {
-        p++;
-    }
-    if (*p == '(') { /* the return parameter */
-        const char *close = strchr(p, ')');
-        p = close != NULL ? close + 1 : p;
-    }
-    while (isspace((unsigned char)*p)) {
-        p++;
-    }
-    char name[128]; /* PyErr_Format has no %.*s before Python 3.12 */
-    size_t len = 0;
-    while (len < sizeof(name) - 1
-           && (isalnum((unsigned char)p[len]) || p[len] == '_' || p[len] == '$')) {
-        name[len] = p[len];
-        len++;
-    }
-    name[len] = '\0';
-    PyErr_Format(nv_state.cuda_error,
-                 "the PTX calls %s, which neither libdevice nor the GPU provides (a bug in "
-                 "numbavec's GPU math; please report it)",
-                 name);
-    return -1;
+    return 0;
 }
 
 /* A PTX-safe symbol base: "nv_" and the Python name, anything else as '_'. */
