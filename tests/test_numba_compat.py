@@ -316,3 +316,32 @@ def test_a_tampered_loop_list_is_an_error_not_a_crash(tampered, error):
     inner._numbavec_loops = tampered
     with pytest.raises(error):
         vectorize(["float64(float64)"])(lambda x: inner(x) * 2)
+
+
+@pytest.mark.parametrize("sig", ["f8, f8[:]", "(float64, float64[:])"])
+def test_a_gufunc_signature_as_a_bare_argument_list(target, sig):
+    """Numba's spelling without a return type: the arguments alone (void)."""
+    @guvectorize([sig], "()->()", target=target)
+    def twice(x, out):
+        out[0] = x * 2
+
+    np.testing.assert_array_equal(twice(np.arange(4.0)), np.arange(4.0) * 2)
+    def scale(a, s, out):
+        out[:] = a * s
+
+    g = guvectorize([(numbavec.float64[:], numbavec.float64, numbavec.float64[:])],
+                    "(n),()->(n)", target=target)(scale)
+    assert g.types == ["dd->d"]
+    np.testing.assert_array_equal(g(np.arange(3.0), 2.0), [0.0, 2.0, 4.0])
+
+
+def test_a_zero_d_output_written_with_empty_parentheses(target):
+    """out[()] = v writes a () output, Numba's spelling of it."""
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def total(a, out):
+        s = 0.0
+        for v in a:
+            s += v
+        out[()] = s
+
+    np.testing.assert_array_equal(total(np.arange(12.0).reshape(3, 4)), [6.0, 22.0, 38.0])
