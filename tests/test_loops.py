@@ -398,3 +398,22 @@ def test_dump_env():
     assert r.returncode == 0, r.stderr
     for header in ("before optimisation", "after optimisation", "assembly"):
         assert re.search(rf"=== numbavec: .*{header}.* 'dumped' ===", r.stderr), header
+
+
+def test_dump_time_gives_each_stage_of_a_compilation():
+    """NUMBAVEC_DUMP=time: a line per compiled signature with the time of
+    each stage (what issue 18's measurements start from)."""
+    code = ("import linecache, numbavec\n"
+            "text = 'f = lambda x, y: x * y + 1\\n'\n"
+            "linecache.cache['<timed>'] = (len(text), None, [text], '<timed>')\n"
+            "exec(compile(text, '<timed>', 'exec'))\n"
+            "numbavec.vectorize(['f8(f8, f8)', 'f4(f4, f4)'])(f)\n")
+    env = dict(os.environ, NUMBAVEC_DUMP="time")
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.startswith("numbavec time:")]
+    assert len(lines) == 2, r.stderr
+    stages = r"lower [0-9.]+ type [0-9.]+ emit [0-9.]+ opt [0-9.]+ codegen [0-9.]+ link [0-9.]+"
+    assert re.match(r"numbavec time: <lambda> float64\(float64, float64\) \(host\): "
+                    + stages + r", total [0-9.]+ ms$", lines[0]), lines[0]
+    assert "float32(float32, float32)" in lines[1]

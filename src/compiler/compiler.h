@@ -657,7 +657,27 @@ typedef struct CcModule {
 /* Compiled code of one CcModule, kept alive by the objects that call it. */
 typedef struct CcCode CcCode;
 
-enum { CC_DUMP_IR = 1, CC_DUMP_LLVM = 2, CC_DUMP_OPT = 4, CC_DUMP_ASM = 8, CC_DUMP_PTX = 16 };
+enum {
+    CC_DUMP_IR = 1,
+    CC_DUMP_LLVM = 2,
+    CC_DUMP_OPT = 4,
+    CC_DUMP_ASM = 8,
+    CC_DUMP_PTX = 16,
+    CC_DUMP_TIME = 32, /* a line per compilation: the time of each stage */
+};
+/* NUMBAVEC_DUMP=time: the stages of the compilation under way (ns), which
+ * cc_compile prints; jit.c adds the host back end's own. */
+typedef enum {
+    CC_T_LOWER,
+    CC_T_TYPE,
+    CC_T_EMIT,
+    CC_T_OPT,
+    CC_T_CODEGEN,
+    CC_T_LINK,
+    CC_T_N
+} CcStage;
+double cc_now_ns(void);
+void cc_time_add(CcStage stage, double ns);
 int cc_dump_flags(void); /* from NUMBAVEC_DUMP */
 
 int cc_jit_init(void);              /* idempotent; 0/-1 */

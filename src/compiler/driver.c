@@ -21,6 +21,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the kernel ---- */
 
@@ -96,6 +97,41 @@ cc_kernel_free(CcKernel *k)
     Py_XDECREF(k->filename_obj);
     Py_XDECREF(k->name_obj);
     PyMem_Free(k);
+}
+
+/* ---- NUMBAVEC_DUMP=time ---- */
+
+static double stage_ns[CC_T_N];
+
+double
+cc_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+void
+cc_time_add(CcStage stage, double ns)
+{
+    stage_ns[stage] += ns;
+}
+
+/* One line on stderr: the stages of the compilation that started at t0. */
+static void
+print_stages(const CcKernel *k, const TsSignature *sig, const CcBackend *be, double t0)
+{
+    static const char *const names[CC_T_N] = {"lower", "type", "emit", "opt", "codegen", "link"};
+    char sigbuf[TS_STRSIZE], line[512];
+    size_t at = 0;
+    double total = cc_now_ns() - t0;
+    for (int s = 0; s < CC_T_N; s++) {
+        at +=
+            (size_t)snprintf(line + at, sizeof(line) - at, " %s %.2f", names[s], stage_ns[s] / 1e6);
+    }
+    fprintf(stderr, "numbavec time: %s %s (%s):%s, total %.2f ms\n", k->name,
+            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, line, total / 1e6);
+    fflush(stderr);
 }
 
 /* ---- results ---- */
@@ -406,9 +442,11 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
     int nk = 0, rc = -1;
     fn->device = be != &cc_host_backend; /* typing refuses what a device lacks */
     fn->fails = 0;
+    double t0 = cc_now_ns();
     if (cc_typeinfer(fn, &out->ksig) < 0 || entry_names(b, base, &e) < 0) {
         return -1;
     }
+    cc_time_add(CC_T_TYPE, cc_now_ns() - t0);
     /* typing made a += 1 on arrays stores: the arrays they write (a ()
      * parameter's kind was settled by the first analysis, and stays) */
     unsigned char typed[TS_MAXARGS] = {0};
@@ -425,11 +463,13 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
     if (out->ksig.ret.kind != TS_VOID) {
         out->sig.ret.kind = out->ksig.ret.kind = cc_storage(fn->ret);
     }
+    t0 = cc_now_ns();
     if (be->module_new(be, &m, base) < 0
         || emit_kernels(fn, k, b, be, &out->ksig, m.mod, base, kernels, &nk) < 0
         || b->wrap(b->ctx, m.mod, kernels, nk, &out->ksig, &e) < 0) {
         goto done;
     }
+    cc_time_add(CC_T_EMIT, cc_now_ns() - t0);
     out->cost_ns = estimate_cost(kernels[0]);
     out->fails = fn->fails;
     if ((out->var_types = variable_types(fn)) == NULL) {
@@ -677,10 +717,13 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     if (function_init(&fn, k) < 0) {
         return -1;
     }
+    double t0 = cc_now_ns();
+    memset(stage_ns, 0, sizeof(stage_ns));
     if (cc_lower(&fn, k->funcdef, k->pyfunc) < 0 || resolve_signature(&fn, sig, &resolved) < 0
         || kernel_signature(b, &fn, &resolved, out) < 0) {
         goto done;
     }
+    cc_time_add(CC_T_LOWER, cc_now_ns() - t0);
     out->sig = resolved;
     if (k->cache != NULL && be->load != NULL) {
         rc = compile_cached(&fn, k, b, be, base, out);
@@ -691,6 +734,8 @@ done:
     if (rc < 0) {
         name_kernel_in_error(k, be, sig);
         cc_compiled_clear(out);
+    } else if (cc_dump_flags() & CC_DUMP_TIME) {
+        print_stages(k, &out->sig, be, t0);
     }
     cc_arena_free(fn.arena);
     return rc;

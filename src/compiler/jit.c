@@ -122,6 +122,7 @@ dump_flag(const char *word, size_t len)
         {"opt", CC_DUMP_OPT},
         {"asm", CC_DUMP_ASM},
         {"ptx", CC_DUMP_PTX},
+        {"time", CC_DUMP_TIME},
         {"all", CC_DUMP_IR | CC_DUMP_LLVM | CC_DUMP_OPT | CC_DUMP_ASM | CC_DUMP_PTX},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -427,7 +428,9 @@ static const char kernel_pipeline[] =
 static int
 optimise(LLVMModuleRef mod)
 {
+    double t0 = cc_now_ns();
     LLVMErrorRef err = LLVMRunPasses(mod, kernel_pipeline, jit.tm, jit.passes);
+    cc_time_add(CC_T_OPT, cc_now_ns() - t0);
     if (err != NULL) {
         return raise_llvm_error(PyExc_RuntimeError, "LLVM optimisation failed", err);
     }
@@ -606,7 +609,10 @@ static int
 emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out)
 {
     char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(jit.tm, mod, LLVMObjectFile, &msg, out)) {
+    double t0 = cc_now_ns();
+    int failed = LLVMTargetMachineEmitToMemoryBuffer(jit.tm, mod, LLVMObjectFile, &msg, out);
+    cc_time_add(CC_T_CODEGEN, cc_now_ns() - t0);
+    if (failed) {
         *out = NULL;
         return raise_llvm_message(PyExc_RuntimeError, "LLVM could not emit machine code", msg);
     }
@@ -629,6 +635,7 @@ add_object(CcCode *code, LLVMMemoryBufferRef obj)
 static int
 lookup_all(char (*names)[128], void **addrs, int n)
 {
+    double t0 = cc_now_ns();
     for (int i = 0; i < n; i++) {
         LLVMOrcExecutorAddress addr = 0;
         jit.session_error[0] = '\0';
@@ -638,6 +645,7 @@ lookup_all(char (*names)[128], void **addrs, int n)
         }
         addrs[i] = (void *)(uintptr_t)addr;
     }
+    cc_time_add(CC_T_LINK, cc_now_ns() - t0); /* materialisation happens at lookup */
     return 0;
 }
 
