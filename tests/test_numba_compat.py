@@ -276,7 +276,7 @@ def test_numpy_ufuncs_on_scalars_in_a_kernel(target):
                                   + np.left_shift(n, 1) + np.floor_divide(n, 3))
 
 
-def test_the_cache_key_follows_an_inlined_ufunc(tmp_path, monkeypatch):
+def test_the_cache_key_follows_an_inlined_ufunc():
     """Editing the inlined ufunc's function makes a new key (a device
     function's rule): the kernel is not loaded with the old body."""
     from numbavec.cache import function_key_text

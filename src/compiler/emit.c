@@ -722,28 +722,11 @@ em_call_raise(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef site)
     LLVMBuildCall2(b, fty, f, &site, 1, "");
 }
 
-/* Calls runtime.c's print function `name` (declared on first use). */
-static void
-print_call(Emit *E, const char *name, LLVMValueRef *args, unsigned n)
-{
-    LLVMTypeRef params[4];
-    for (unsigned i = 0; i < n; i++) {
-        params[i] = LLVMTypeOf(args[i]);
-    }
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, n, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
-    if (f == NULL) {
-        f = LLVMAddFunction(E->mod, name, fty);
-        cc_add_fn_attr(f, "nounwind");
-    }
-    LLVMBuildCall2(E->b, fty, f, args, n, "");
-}
-
 static void
 print_text(Emit *E, const char *text)
 {
     LLVMValueRef s = LLVMBuildGlobalString(E->b, text, "print.text");
-    print_call(E, "numbavec_print_str", &s, 1);
+    em_runtime_call(E, "numbavec_print_str", LLVMVoidTypeInContext(E->ctx), &s, 1);
 }
 
 /* A constant string for the GPU (addrspace 1), as a generic pointer. */
@@ -882,26 +865,26 @@ print_stmt(Emit *E, CcNode *n)
         LLVMValueRef args[3];
         if (k == TS_BOOL) {
             args[0] = LLVMBuildZExt(E->b, v, i32, "");
-            print_call(E, "numbavec_print_bool", args, 1);
+            em_runtime_call(E, "numbavec_print_bool", LLVMVoidTypeInContext(E->ctx), args, 1);
         } else if (ts_is_complex(k)) {
             TsKind part = k == TS_COMPLEX64 ? TS_FLOAT32 : TS_FLOAT64;
             args[0] = em_convert(E, LLVMBuildExtractValue(E->b, v, 0, ""), part, TS_FLOAT64);
             args[1] = em_convert(E, LLVMBuildExtractValue(E->b, v, 1, ""), part, TS_FLOAT64);
             args[2] = LLVMConstInt(i32, k == TS_COMPLEX64, 0);
-            print_call(E, "numbavec_print_complex", args, 3);
+            em_runtime_call(E, "numbavec_print_complex", LLVMVoidTypeInContext(E->ctx), args, 3);
         } else if (ts_is_float(k)) {
             args[0] = k == TS_FLOAT64 ? v : LLVMBuildFPExt(E->b, v, f64, "");
             args[1] = LLVMConstInt(i32, k == TS_FLOAT32, 0);
-            print_call(E, "numbavec_print_float", args, 2);
+            em_runtime_call(E, "numbavec_print_float", LLVMVoidTypeInContext(E->ctx), args, 2);
         } else {
             int is_unsigned = !ts_is_signed(k);
             args[0] = em_convert(E, v, k, is_unsigned ? TS_UINT64 : TS_INT64);
             args[1] = LLVMConstInt(i32, (unsigned long long)is_unsigned, 0);
-            print_call(E, "numbavec_print_int", args, 2);
+            em_runtime_call(E, "numbavec_print_int", LLVMVoidTypeInContext(E->ctx), args, 2);
         }
     }
     LLVMValueRef end = LLVMBuildGlobalString(E->b, n->rhs ? n->rhs->text : "\n", "print.end");
-    print_call(E, "numbavec_print_end", &end, 1);
+    em_runtime_call(E, "numbavec_print_end", LLVMVoidTypeInContext(E->ctx), &end, 1);
     return 0;
 }
 

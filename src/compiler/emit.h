@@ -104,6 +104,10 @@ LLVMValueRef em_expr(Emit *E, CcNode *n);
 /* Emits n and converts it to kind k. */
 LLVMValueRef em_expr_as(Emit *E, CcNode *n, TsKind k);
 /* An alloca in the function's entry block (a loop's variables). */
+/* Calls runtime.c's function `name` with args (declared on first use,
+ * its parameter types those of args; ret void or a value type). */
+LLVMValueRef em_runtime_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args,
+                             unsigned n);
 LLVMValueRef em_entry_alloca(Emit *E, LLVMTypeRef t, const char *name);
 /* The icmp predicate of a comparison operator (OP_EQ ... OP_GE). */
 LLVMIntPredicate em_int_pred(CcOp op, int is_signed);

@@ -2168,9 +2168,8 @@ i32c(Emit *E, long long v)
     return LLVMConstInt(LLVMInt32TypeInContext(E->ctx), (unsigned long long)v, 1);
 }
 
-/* Calls runtime.c's function `name` (declared on first use). */
-static LLVMValueRef
-runtime_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
+LLVMValueRef
+em_runtime_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
 {
     LLVMTypeRef params[12];
     for (unsigned i = 0; i < n; i++) {
@@ -2254,7 +2253,8 @@ sort_rows(Emit *E, const View *v, LLVMValueRef kth)
     LLVMValueRef shape, strides;
     view_arrays(E, v, &shape, &strides);
     LLVMValueRef args[6] = {i32c(E, v->kind), i32c(E, v->ndim), v->data, shape, strides, kth};
-    runtime_status(E, runtime_call(E, "numbavec_rt_sort", LLVMInt32TypeInContext(E->ctx), args, 6));
+    runtime_status(E,
+                   em_runtime_call(E, "numbavec_rt_sort", LLVMInt32TypeInContext(E->ctx), args, 6));
 }
 
 /* np.partition's kth along v's last axis, negative from the end; out of
@@ -2329,8 +2329,8 @@ sort_view(Emit *E, CcNode *n, View *v)
             view_arrays(E, &line, &shape, &strides);
             LLVMValueRef args[6] = {
                 i32c(E, line.kind), i32c(E, line.ndim), line.data, shape, strides, c.data};
-            runtime_status(
-                E, runtime_call(E, "numbavec_rt_argsort", LLVMInt32TypeInContext(E->ctx), args, 6));
+            runtime_status(E, em_runtime_call(E, "numbavec_rt_argsort",
+                                              LLVMInt32TypeInContext(E->ctx), args, 6));
         } else {
             if (copy_as(E, &node, a->ty->scalar, &c) < 0) {
                 return -1;
@@ -2351,7 +2351,7 @@ sort_view(Emit *E, CcNode *n, View *v)
         if (op == S_UNIQUE) {
             LLVMValueRef args[3] = {i32c(E, v->kind), view_size(E, v), v->data};
             flatten(E, v);
-            v->shape[0] = runtime_call(E, "numbavec_rt_unique", i64_type(E), args, 3);
+            v->shape[0] = em_runtime_call(E, "numbavec_rt_unique", i64_type(E), args, 3);
             return 0;
         }
         if (n->ival == CC_AXIS_NONE) {
@@ -2384,7 +2384,7 @@ sort_view(Emit *E, CcNode *n, View *v)
         LLVMValueRef args[6] = {
             i32c(E, src.kind), i32c(E, src.ndim), src.data, shape, strides, v->data};
         runtime_status(
-            E, runtime_call(E, "numbavec_rt_argsort", LLVMInt32TypeInContext(E->ctx), args, 6));
+            E, em_runtime_call(E, "numbavec_rt_argsort", LLVMInt32TypeInContext(E->ctx), args, 6));
         return 0;
     }
     /* np.searchsorted(a, values): the values in a's kind, C order */
@@ -2402,7 +2402,7 @@ sort_view(Emit *E, CcNode *n, View *v)
                             i64c(E, ts_itemsize(x.kind)),
                             v->data,
                             i32c(E, n->ival)};
-    runtime_call(E, "numbavec_rt_searchsorted", LLVMVoidTypeInContext(E->ctx), args, 9);
+    em_runtime_call(E, "numbavec_rt_searchsorted", LLVMVoidTypeInContext(E->ctx), args, 9);
     return 0;
 }
 
@@ -2436,7 +2436,7 @@ sort_scalar(Emit *E, CcNode *n)
         cc_store(E->b, v.kind, x, slot);
         LLVMValueRef args[9] = {i32c(E, v.kind), v.data,     v.shape[0], v.stride[0],     slot,
                                 i64c(E, 1),      i64c(E, 0), out,        i32c(E, n->ival)};
-        runtime_call(E, "numbavec_rt_searchsorted", LLVMVoidTypeInContext(E->ctx), args, 9);
+        em_runtime_call(E, "numbavec_rt_searchsorted", LLVMVoidTypeInContext(E->ctx), args, 9);
         return LLVMBuildLoad2(E->b, i64_type(E), out, "at");
     }
     /* median, quantiles: on a scratch copy the runtime reorders */
@@ -2457,7 +2457,7 @@ sort_scalar(Emit *E, CcNode *n)
     LLVMValueRef out = em_entry_alloca(E, cc_memory_type(E->ctx, rk), "rt.q");
     LLVMValueRef args[6] = {i32c(E, v.kind), view_size(E, &v), v.data, q, i32c(E, mode), out};
     runtime_status(
-        E, runtime_call(E, "numbavec_rt_quantile", LLVMInt32TypeInContext(E->ctx), args, 6));
+        E, em_runtime_call(E, "numbavec_rt_quantile", LLVMInt32TypeInContext(E->ctx), args, 6));
     return cc_load(E->b, rk, out, "quantile");
 }
 
