@@ -47,14 +47,15 @@ sys.path.insert(0, {moddir!r})
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import kmod
+    x = np.linspace(0, 1, 5)
+    result = kmod.kern(x, x).tolist()   # a lazy ufunc compiles here, an eager one makes its code
+    llvm = kmod.kern.inspect_llvm()     # makes (and stores) every signature's code
 from numbavec import _core
-x = np.linspace(0, 1, 5)
-result = kmod.kern(x, x).tolist()       # a lazy ufunc compiles here
 info = _core._jit_info()
 print(json.dumps({{
     "compilations": info["compilations"], "object_loads": info["object_loads"],
     "result": result, "types": kmod.kern.types,
-    "llvm": len(kmod.kern.inspect_llvm()),
+    "llvm": len(llvm),
     "warnings": [str(w.category.__name__) for w in caught]}}))
 '''
 
@@ -120,6 +121,59 @@ def test_cold_then_warm(dirs):
     assert warm["types"] == cold["types"] == ["dd->d", "ff->f"]
     assert warm["llvm"] == 2          # inspect_llvm works from the entry's IR
     assert nvcache.info(str(cachedir))["entries"] == 2
+
+
+LAZY_RUN = """
+import json, sys, threading
+import numpy as np
+sys.path.insert(0, {moddir!r})
+import kmod
+from numbavec import _core
+call = {call!r}
+if call == "thread":  # the first call in another thread, without the GIL (a long array)
+    x = np.linspace(0, 1, 100_000)
+    t = threading.Thread(target=kmod.kern, args=(x, x))
+    t.start()
+    t.join()
+elif call:
+    x = np.linspace(0, 1, 5).astype(call)
+    kmod.kern(x, x)
+info = _core._jit_info()
+print(json.dumps([info["compilations"], info["object_loads"]]))
+"""
+
+
+def lazy_run(moddir, cachedir, call):
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir), NUMBAVEC_EAGER="0",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", LAZY_RUN.format(moddir=str(moddir), call=call)],
+                         env=env, cwd=str(moddir), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_code_made_at_its_first_call_is_stored_then(dirs):
+    """Machine code is made at a signature's first call, and stored then: a
+    decoration alone stores nothing; a warm start links what was stored and
+    makes, and stores, only what was not."""
+    moddir, cachedir = dirs
+    write_module(moddir)
+    assert lazy_run(moddir, cachedir, None) == (0, 0)
+    assert not os.path.exists(cachedir) or entry_paths(cachedir) == []
+    assert lazy_run(moddir, cachedir, "float64") == (1, 0)
+    assert len(entry_paths(cachedir)) == 1
+    assert lazy_run(moddir, cachedir, "float64") == (0, 1)  # linked at decoration
+    assert lazy_run(moddir, cachedir, "float32") == (1, 1)
+    assert len(entry_paths(cachedir)) == 2
+    assert lazy_run(moddir, cachedir, "float32") == (0, 2)
+
+
+def test_code_made_in_a_thread_without_the_gil_is_stored(dirs):
+    moddir, cachedir = dirs
+    write_module(moddir)
+    assert lazy_run(moddir, cachedir, "thread") == (1, 0)
+    assert len(entry_paths(cachedir)) == 1
+    assert lazy_run(moddir, cachedir, "thread") == (0, 1)
 
 
 def test_targets_have_their_own_entries(dirs, target):

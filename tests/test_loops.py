@@ -400,20 +400,32 @@ def test_dump_env():
         assert re.search(rf"=== numbavec: .*{header}.* 'dumped' ===", r.stderr), header
 
 
-def test_dump_time_gives_each_stage_of_a_compilation():
+@pytest.mark.parametrize("eager", [False, True])
+def test_dump_time_gives_each_stage_of_a_compilation(eager):
     """NUMBAVEC_DUMP=time: a line per compiled signature with the time of
-    each stage (what issue 18's measurements start from)."""
-    code = ("import linecache, numbavec\n"
+    each stage (what issue 18's measurements start from), and a line when a
+    signature's machine code is made at its first call."""
+    code = ("import linecache, numpy as np, numbavec\n"
             "text = 'f = lambda x, y: x * y + 1\\n'\n"
             "linecache.cache['<timed>'] = (len(text), None, [text], '<timed>')\n"
             "exec(compile(text, '<timed>', 'exec'))\n"
-            "numbavec.vectorize(['f8(f8, f8)', 'f4(f4, f4)'])(f)\n")
-    env = dict(os.environ, NUMBAVEC_DUMP="time")
+            "u = numbavec.vectorize(['f8(f8, f8)', 'f4(f4, f4)'])(f)\n"
+            "print('called', u(np.arange(3.0), 2.0))\n")
+    env = dict(os.environ, NUMBAVEC_DUMP="time", NUMBAVEC_EAGER="1" if eager else "0")
     r = run_python(code, env=env)
     assert r.returncode == 0, r.stderr
+    assert "called [1. 3. 5.]" in r.stdout
     lines = [line for line in r.stderr.splitlines() if line.startswith("numbavec time:")]
-    assert len(lines) == 2, r.stderr
     stages = r"lower [0-9.]+ type [0-9.]+ emit [0-9.]+ opt [0-9.]+ codegen [0-9.]+ link [0-9.]+"
+    later = "" if eager else ", machine code at the first call"
     assert re.match(r"numbavec time: <lambda> float64\(float64, float64\) \(host\): "
-                    + stages + r", total [0-9.]+ ms$", lines[0]), lines[0]
+                    + stages + r", total [0-9.]+ ms" + later + "$", lines[0]), lines[0]
     assert "float32(float32, float32)" in lines[1]
+    if eager:
+        assert len(lines) == 2, r.stderr
+    else:
+        # only the float64 signature was called: only its code is made
+        assert len(lines) == 3, r.stderr
+        assert re.match(r"numbavec time: nv\.<lambda> machine code made at its first call: "
+                        r"opt [0-9.]+ codegen [0-9.]+ link [0-9.]+, total [0-9.]+ ms$",
+                        lines[2]), lines[2]

@@ -192,6 +192,7 @@ def test_a_cached_kernel_is_loaded_from_the_cache_by_the_receiver(tmp_path):
     env = {"NUMBAVEC_CACHE_DIR": str(tmp_path)}
     blob = child('''
         import pickle, sys
+        import numpy as np
         import numbavec
         @numbavec.vectorize(["f8(f8)", "f4(f4)"], cache=True)
         def g(x):
@@ -199,6 +200,8 @@ def test_a_cached_kernel_is_loaded_from_the_cache_by_the_receiver(tmp_path):
         @numbavec.guvectorize(["void(f8[:], f8[:])"], "(n)->()", cache=True)
         def first(a, out):
             out[0] = a[0]
+        # machine code is made, and stored, at a signature's first call
+        g(np.float64(1)), g(np.float32(1)), first(np.ones(2))
         sys.stdout.buffer.write(pickle.dumps((g, first)))
     ''', b"", env=env)
     entries = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".nvc")

@@ -678,6 +678,9 @@ typedef enum {
 } CcStage;
 double cc_now_ns(void);
 void cc_time_add(CcStage stage, double ns);
+void cc_time_reset(void);
+/* The line of machine code made at its first call (module: its name). */
+void cc_time_print_made(const char *module, double t0);
 int cc_dump_flags(void); /* from NUMBAVEC_DUMP */
 
 int cc_jit_init(void);              /* idempotent; 0/-1 */
@@ -687,6 +690,7 @@ int cc_jit_has_libmvec(void);         /* 1 when libmvec's vector math is on */
 Py_ssize_t cc_jit_live_codes(void);   /* CcCode objects not yet freed (tests) */
 Py_ssize_t cc_jit_compilations(void); /* modules optimised + code-generated */
 Py_ssize_t cc_jit_object_loads(void); /* stored objects linked (cache hits) */
+Py_ssize_t cc_jit_pending(void);      /* modules whose machine code waits for a call */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
@@ -719,8 +723,34 @@ CcCode *cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, in
  */
 CcCode *cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *ir,
                           const char *const *names, void **addrs, int n);
-void cc_code_free(CcCode *code);        /* drops one use; the last removes the code */
-const char *cc_code_llvm(CcCode *code); /* optimised IR text (owned by code) */
+/*
+ * Code generation on demand.  cc_jit_add_lazy verifies m (consumed in
+ * every case) and keeps it: its optimisation, code generation and linking
+ * wait for the first cc_code_entry, so that a decoration pays only for
+ * typing and IR, and a signature never called never pays for its machine
+ * code.  key: as cc_jit_add_keyed (shared code may already be made).  NULL
+ * with an exception.
+ */
+CcCode *cc_jit_add_lazy(CcModule *m, const char *const *names, int n, const char *key);
+/*
+ * The address of entry i, made now if it waits: callable from any thread,
+ * GIL held or not (making it takes the GIL, which serialises it with every
+ * other use of the JIT; a thread that waits for the caller while holding the
+ * GIL, as the pool's caller may, must therefore resolve it before handing out
+ * work).  After the first time, one atomic load.  NULL with an exception set
+ * (in this thread's state) if the code could not be made.
+ */
+void *cc_code_entry(CcCode *code, int i);
+int cc_code_made(CcCode *code); /* 1 once its machine code exists */
+/* Stores made code: fn(ctx, object file, optimised IR), GIL held; 0/-1. */
+typedef int (*CcStoreFn)(PyObject *ctx, PyObject *object, const char *ir);
+/* Asks code, still waiting, to call store once made (a reference to ctx is
+ * kept until then); code already made, or already asked, is left as is. */
+void cc_code_store_when_made(CcCode *code, CcStoreFn store, PyObject *ctx);
+void cc_code_free(CcCode *code); /* drops one use; the last removes the code */
+/* Optimised IR text (owned by code), making code first if it waits; NULL
+ * with an exception. */
+const char *cc_code_llvm(CcCode *code);
 /* The assembly of the optimised module: a new str, or NULL with an exception. */
 PyObject *cc_code_asm(CcCode *code);
 
@@ -740,6 +770,7 @@ typedef struct CcKernel {
     int first_line, line_offset;
     int fastmath, boundscheck;
     PyObject *cache; /* owned: a numbavec.cache.FunctionCache, or NULL */
+    int lazy;        /* host code may wait for its first call (cc_jit_add_lazy) */
 } CcKernel;
 
 /* source: (filename, first_line, lines, line_offset); cache: None or a
@@ -799,7 +830,8 @@ typedef struct CcCompiled {
     PyObject *var_types;               /* owned: {variable: type name} */
     double cost_ns;                    /* rough cost of one kernel call */
     CcCode *code;                      /* host: the machine code */
-    void *addrs[CC_MAXENTRIES];        /* host: the entries */
+    void *addrs[CC_MAXENTRIES];        /* host: the entries (NULL while code waits) */
+    int lazy;                          /* host: code may wait for its first call */
     PyObject *text;                    /* PTX: the text (owned) */
     PyObject *llvm;                    /* PTX: the module's IR text (owned), or NULL */
     unsigned fails;                    /* bit k: the kernel may return status k */

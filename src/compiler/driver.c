@@ -20,6 +20,7 @@
 #include "compiler/compiler.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -117,20 +118,47 @@ cc_time_add(CcStage stage, double ns)
     stage_ns[stage] += ns;
 }
 
-/* One line on stderr: the stages of the compilation that started at t0. */
-static void
-print_stages(const CcKernel *k, const TsSignature *sig, const CcBackend *be, double t0)
+void
+cc_time_reset(void)
 {
-    static const char *const names[CC_T_N] = {"lower", "type", "emit", "opt", "codegen", "link"};
-    char sigbuf[TS_STRSIZE], line[512];
+    memset(stage_ns, 0, sizeof(stage_ns));
+}
+
+static const char *const stage_names[CC_T_N] = {"lower", "type", "emit", "opt", "codegen", "link"};
+
+/* " name ms" for the stages [from, to) into line. */
+static void
+format_stages(char *line, size_t size, int from, int to)
+{
     size_t at = 0;
-    double total = cc_now_ns() - t0;
-    for (int s = 0; s < CC_T_N; s++) {
-        at +=
-            (size_t)snprintf(line + at, sizeof(line) - at, " %s %.2f", names[s], stage_ns[s] / 1e6);
+    line[0] = '\0';
+    for (int s = from; s < to && at < size; s++) {
+        at += (size_t)snprintf(line + at, size - at, " %s %.2f", stage_names[s], stage_ns[s] / 1e6);
     }
-    fprintf(stderr, "numbavec time: %s %s (%s):%s, total %.2f ms\n", k->name,
-            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, line, total / 1e6);
+}
+
+/* One line on stderr: the stages of the compilation that started at t0;
+ * lazy: its machine code waits for the first call (cc_time_print_made). */
+static void
+print_stages(const CcKernel *k, const TsSignature *sig, const CcBackend *be, double t0, int lazy)
+{
+    char sigbuf[TS_STRSIZE], line[512];
+    double total = cc_now_ns() - t0;
+    format_stages(line, sizeof(line), 0, CC_T_N);
+    fprintf(stderr, "numbavec time: %s %s (%s):%s, total %.2f ms%s\n", k->name,
+            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, line, total / 1e6,
+            lazy ? ", machine code at the first call" : "");
+    fflush(stderr);
+}
+
+void
+cc_time_print_made(const char *module, double t0)
+{
+    char line[256];
+    double total = cc_now_ns() - t0;
+    format_stages(line, sizeof(line), CC_T_OPT, CC_T_N);
+    fprintf(stderr, "numbavec time: %s machine code made at its first call:%s, total %.2f ms\n",
+            module, line, total / 1e6);
     fflush(stderr);
 }
 
@@ -620,27 +648,44 @@ load_entry(const CcBackend *be, const CcBuilder *b, const char *base, PyObject *
     return 0;
 }
 
-static int
-store_entry(PyObject *cache, PyObject *key, PyObject *blob, const CcCompiled *c, const char *ir)
+/* What a cache entry holds besides the code: (cache, key, return type,
+ * cost, variable types, written parameters and failures), for store_made. */
+static PyObject *
+entry_context(PyObject *cache, PyObject *key, const CcCompiled *c)
 {
     unsigned long long written = (unsigned long long)c->fails << 32;
     for (int i = 0; i < TS_MAXARGS && i < 32; i++) {
         written |= (unsigned long long)(c->written[i] != 0) << i;
     }
     TsKind ret = c->ksig.ret.kind == TS_VOID ? TS_VOID : c->sig.ret.kind;
-    PyObject *r = PyObject_CallMethod(cache, "store", "O(OssdOK)", key, blob, ir, ts_kind_name(ret),
-                                      c->cost_ns, c->var_types, written);
+    return Py_BuildValue("(OOsdOK)", cache, key, ts_kind_name(ret), c->cost_ns, c->var_types,
+                         written);
+}
+
+/* Stores the object file and IR of compiled code under the entry_context
+ * ctx (a CcStoreFn: called now, or by the code once made).  0/-1. */
+static int
+store_made(PyObject *ctx, PyObject *blob, const char *ir)
+{
+    PyObject *cache, *key, *cost, *var_types, *written;
+    const char *ret;
+    if (!PyArg_ParseTuple(ctx, "OOsOOO", &cache, &key, &ret, &cost, &var_types, &written)) {
+        return -1;
+    }
+    PyObject *r = PyObject_CallMethod(cache, "store", "O(OssOOO)", key, blob, ir, ret, cost,
+                                      var_types, written);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
 
 /* cc_compile through k's cache: a hit links stored code and runs no LLVM
- * pass; a miss compiles and stores. */
+ * pass; a miss compiles and stores, now or (code made on demand) when its
+ * machine code is made. */
 static int
 compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend *be,
                const char *base, CcCompiled *out)
 {
-    PyObject *key = NULL, *entry = NULL, *blob = NULL;
+    PyObject *key = NULL, *entry = NULL, *blob = NULL, *ctx = NULL;
     int rc = -1;
     char sigbuf[TS_STRSIZE], label[TS_STRSIZE + 64];
     snprintf(label, sizeof(label), "%s/%s/%s/%s", be->name, be->variant ? be->variant : "", b->what,
@@ -664,23 +709,48 @@ compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend 
     if (compile_lowered(fn, k, b, be, base, hex, &blob, out) < 0) {
         goto done;
     }
+    rc = 0;
     if (blob != NULL) {
         const char *ir = out->code != NULL ? cc_code_llvm(out->code)
                          : out->llvm != NULL && PyUnicode_Check(out->llvm)
                              ? PyUnicode_AsUTF8AndSize(out->llvm, NULL)
                              : "";
-        rc = ir != NULL ? store_entry(k->cache, key, blob, out, ir) : -1;
-    } else {
-        rc = 0;
+        rc = ir != NULL && (ctx = entry_context(k->cache, key, out)) != NULL
+                 ? store_made(ctx, blob, ir)
+                 : -1;
+    } else if (out->code != NULL && !cc_code_made(out->code) && out->raise_sites == NULL) {
+        if ((ctx = entry_context(k->cache, key, out)) == NULL) {
+            rc = -1;
+        } else {
+            cc_code_store_when_made(out->code, store_made, ctx);
+        }
     }
 done:
     Py_XDECREF(key);
     Py_XDECREF(entry);
     Py_XDECREF(blob);
+    Py_XDECREF(ctx);
     return rc;
 }
 
 /* ---- cc_compile ---- */
+
+/*
+ * Whether host code may wait for its first call.  Not when NUMBAVEC_DUMP
+ * prints modules (their text comes at decoration, where it always did), nor
+ * with NUMBAVEC_EAGER=1: a process that forks workers after decorating, for
+ * one, compiles once in the parent instead of once in every child.
+ */
+static int
+lazy_allowed(void)
+{
+    static int allowed = -1;
+    if (allowed < 0) {
+        const char *eager = getenv("NUMBAVEC_EAGER");
+        allowed = !(eager != NULL && eager[0] != '\0' && strcmp(eager, "0") != 0);
+    }
+    return allowed && !(cc_dump_flags() & (CC_DUMP_LLVM | CC_DUMP_OPT | CC_DUMP_ASM));
+}
 
 /* sig with the kinds of its TS_INFER arrays (a dynamic gufunc's outputs
  * the call gave no type) found by typing fn for it, so that the cache key,
@@ -710,6 +780,7 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     int rc = -1;
     memset(out, 0, sizeof(*out));
     out->sig = *sig;
+    out->lazy = k->lazy && lazy_allowed();
     if (k->pyfunc == NULL || k->funcdef == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "numbavec: the kernel's function was released");
         return -1;
@@ -718,7 +789,7 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
         return -1;
     }
     double t0 = cc_now_ns();
-    memset(stage_ns, 0, sizeof(stage_ns));
+    cc_time_reset();
     if (cc_lower(&fn, k->funcdef, k->pyfunc) < 0 || resolve_signature(&fn, sig, &resolved) < 0
         || kernel_signature(b, &fn, &resolved, out) < 0) {
         goto done;
@@ -735,7 +806,7 @@ done:
         name_kernel_in_error(k, be, sig);
         cc_compiled_clear(out);
     } else if (cc_dump_flags() & CC_DUMP_TIME) {
-        print_stages(k, &out->sig, be, t0);
+        print_stages(k, &out->sig, be, t0, out->code != NULL && !cc_code_made(out->code));
     }
     cc_arena_free(fn.arena);
     return rc;

@@ -13,16 +13,23 @@
  * LLVM pass.  A CcCode is what keeps that machine code alive; freeing it
  * removes the code from the JIT.
  *
+ * Code may also be added lazily (cc_jit_add_lazy): the verified module is
+ * kept, and optimised, compiled and linked at its first cc_code_entry, so
+ * that a decoration costs typing and IR only and a signature never called
+ * never costs machine code.
+ *
  * The JIT is created on first use and never torn down: ufuncs holding code
  * may die at interpreter exit in any order, and a live JIT costs nothing.
- * Every function here runs with the GIL held, which serialises use of the
- * shared target machine and of the context below.
+ * Every function here runs with the GIL held (cc_code_entry takes it before
+ * making code), which serialises use of the shared target machine and of
+ * the context below.
  */
 #include "compiler/compiler.h"
 
 #include <llvm/Config/llvm-config.h>
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +49,14 @@ struct CcCode {
     char *key;                         /* keyed code: its key (PyMem), else NULL */
     Py_ssize_t refs;                   /* keyed code is shared: see keyed_find */
     CcCode *next;                      /* in jit.keyed */
+    int n;                             /* its entries */
+    void *addrs[CC_MAXENTRIES];        /* and their addresses, once made */
+    atomic_int made;                   /* 1: addrs are valid (release/acquire) */
+    /* code generation left for the first call (cc_jit_add_lazy) */
+    CcModule pending;    /* the verified module, until made; empty after a failure */
+    char (*unique)[128]; /* the entries' exported names (PyMem) */
+    CcStoreFn store;     /* called with the object file once made, or NULL */
+    PyObject *store_ctx; /* owned: its first argument */
 };
 
 /*
@@ -57,6 +72,7 @@ static struct JitContext {
     int dump;                         /* NUMBAVEC_DUMP flags, -1 until read */
     Py_ssize_t live_codes;            /* CcCode objects not yet freed */
     Py_ssize_t compilations;          /* modules optimised and code-generated */
+    Py_ssize_t pending;               /* modules whose code waits for a first call */
     Py_ssize_t object_loads;          /* stored objects linked (cache hits) */
     unsigned long long next_id;       /* makes exported names unique */
     CcCode *keyed;                    /* live keyed code, to share (list) */
@@ -332,6 +348,12 @@ Py_ssize_t
 cc_jit_compilations(void)
 {
     return jit.compilations;
+}
+
+Py_ssize_t
+cc_jit_pending(void)
+{
+    return jit.pending;
 }
 
 Py_ssize_t
@@ -650,9 +672,10 @@ lookup_all(char (*names)[128], void **addrs, int n)
 }
 
 /* Optimises m (dumps as NUMBAVEC_DUMP asks), keeps its IR text in code and
- * turns it into an object file.  Does not consume m. */
+ * turns it into an object file.  Does not consume m.  verified: m was
+ * verified when it was made (cc_jit_add_lazy). */
 static int
-compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj)
+compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified)
 {
     int dump = cc_dump_flags();
     if (dump & CC_DUMP_LLVM) {
@@ -660,7 +683,7 @@ compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj)
         dump_text("LLVM IR before optimisation", code->name, text);
         LLVMDisposeMessage(text);
     }
-    if (verify(m->mod) < 0 || optimise(m->mod) < 0) {
+    if ((!verified && verify(m->mod) < 0) || optimise(m->mod) < 0) {
         return -1;
     }
     /* Kept for inspect_llvm (and stored in cache entries); printing a loop
@@ -681,6 +704,84 @@ compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj)
     return emit_object(m->mod, obj);
 }
 
+/* Marks code's addresses valid, for cc_code_entry's readers. */
+static void
+set_made(CcCode *code)
+{
+    atomic_store_explicit(&code->made, 1, memory_order_release);
+}
+
+/*
+ * Makes the machine code of lazily added code (cc_jit_add_lazy): optimises
+ * and compiles its pending module, links it, resolves its entries and, when
+ * asked to, hands the object file to its store.  The GIL is held: it
+ * serialises this with every other use of the JIT.  0, or -1 with an
+ * exception; code that failed to be made is not tried again.
+ */
+static int
+code_make(CcCode *code)
+{
+    LLVMMemoryBufferRef obj = NULL;
+    PyObject *blob = NULL;
+    if (atomic_load_explicit(&code->made, memory_order_acquire)) {
+        return 0;
+    }
+    if (code->pending.mod == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "numbavec: the machine code of '%s' could not be made",
+                     code->name);
+        return -1;
+    }
+    double t0 = cc_now_ns();
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        cc_time_reset();
+    }
+    int rc = compile_module(code, &code->pending, &obj, 1);
+    cc_module_dispose(&code->pending);
+    jit.pending--;
+    if (rc < 0) {
+        return -1;
+    }
+    if (code->store != NULL
+        && (blob = PyBytes_FromStringAndSize(LLVMGetBufferStart(obj),
+                                             (Py_ssize_t)LLVMGetBufferSize(obj)))
+               == NULL) {
+        LLVMDisposeMemoryBuffer(obj);
+        return -1;
+    }
+    if (add_object(code, obj) < 0 || lookup_all(code->unique, code->addrs, code->n) < 0) {
+        Py_XDECREF(blob);
+        return -1;
+    }
+    set_made(code);
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        cc_time_print_made(code->name, t0);
+    }
+    if (code->store != NULL) {
+        /* the code runs whatever the store does: a store that fails is
+         * reported, and the call goes on */
+        if (code->store(code->store_ctx, blob, code->ir) < 0) {
+            PyErr_WriteUnraisable(code->store_ctx);
+        }
+        code->store = NULL;
+        Py_CLEAR(code->store_ctx);
+    }
+    Py_XDECREF(blob);
+    return 0;
+}
+
+/* Resolves code's entries into addrs, making code first if it waits. */
+static int
+code_addresses(CcCode *code, void **addrs, int n)
+{
+    if (code_make(code) < 0) {
+        return -1;
+    }
+    for (int i = 0; i < n && i < code->n; i++) {
+        addrs[i] = code->addrs[i];
+    }
+    return 0;
+}
+
 CcCode *
 cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, const char *key,
                  PyObject **object)
@@ -699,7 +800,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
     }
     if (key != NULL && (code = keyed_find(key)) != NULL) {
         cc_module_dispose(m); /* already in the JIT: nothing to compile */
-        if (lookup_all(unique, addrs, n) < 0) {
+        if (code_addresses(code, addrs, n) < 0) {
             goto error;
         }
         PyMem_Free(unique);
@@ -710,7 +811,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
     }
     size_t len = 0;
     const char *name = LLVMGetModuleIdentifier(m->mod, &len);
-    if ((code = code_new(name, len)) == NULL || compile_module(code, m, &obj) < 0) {
+    if ((code = code_new(name, len)) == NULL || compile_module(code, m, &obj, 0) < 0) {
         goto error;
     }
     cc_module_dispose(m);
@@ -722,10 +823,13 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
     }
     LLVMMemoryBufferRef consumed = obj;
     obj = NULL;
-    if (add_object(code, consumed) < 0 || lookup_all(unique, addrs, n) < 0
+    code->n = n;
+    if (add_object(code, consumed) < 0 || lookup_all(unique, code->addrs, n) < 0
         || (key != NULL && keyed_register(code, key) < 0)) {
         goto error;
     }
+    set_made(code);
+    memcpy(addrs, code->addrs, sizeof(void *) * (size_t)n);
     PyMem_Free(unique);
     return code;
 error:
@@ -739,6 +843,72 @@ error:
     cc_module_dispose(m);
     cc_code_free(code);
     return NULL;
+}
+
+CcCode *
+cc_jit_add_lazy(CcModule *m, const char *const *names, int n, const char *key)
+{
+    CcCode *code = NULL;
+    char(*unique)[128] = NULL;
+    if (cc_jit_init() < 0 || (unique = unique_names(names, n, key)) == NULL) {
+        goto error;
+    }
+    if (key != NULL && (code = keyed_find(key)) != NULL) {
+        cc_module_dispose(m); /* already in the JIT, made or waiting */
+        PyMem_Free(unique);
+        return code;
+    }
+    if (rename_exports(m->mod, names, n, unique) < 0 || verify(m->mod) < 0) {
+        goto error;
+    }
+    size_t len = 0;
+    const char *name = LLVMGetModuleIdentifier(m->mod, &len);
+    if ((code = code_new(name, len)) == NULL) {
+        goto error;
+    }
+    code->n = n;
+    code->unique = unique;
+    unique = NULL;
+    code->pending = *m;
+    memset(m, 0, sizeof(*m));
+    jit.pending++;
+    if (key != NULL && keyed_register(code, key) < 0) {
+        goto error;
+    }
+    return code;
+error:
+    PyMem_Free(unique);
+    cc_module_dispose(m);
+    cc_code_free(code);
+    return NULL;
+}
+
+int
+cc_code_made(CcCode *code)
+{
+    return atomic_load_explicit(&code->made, memory_order_acquire);
+}
+
+void *
+cc_code_entry(CcCode *code, int i)
+{
+    if (atomic_load_explicit(&code->made, memory_order_acquire)) {
+        return code->addrs[i];
+    }
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int rc = code_make(code);
+    PyGILState_Release(gil);
+    return rc == 0 ? code->addrs[i] : NULL;
+}
+
+void
+cc_code_store_when_made(CcCode *code, CcStoreFn store, PyObject *ctx)
+{
+    if (cc_code_made(code) || code->store != NULL) {
+        return; /* made (and stored) already, or someone will store it */
+    }
+    code->store = store;
+    code->store_ctx = Py_NewRef(ctx);
 }
 
 CcCode *
@@ -772,8 +942,13 @@ cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *i
         if (keyed_register(code, key) < 0) {
             goto error;
         }
+        code->n = n;
+        if (lookup_all(unique, code->addrs, n) < 0) {
+            goto error;
+        }
+        set_made(code);
     }
-    if (lookup_all(unique, addrs, n) < 0) {
+    if (code_addresses(code, addrs, n) < 0) {
         goto error;
     }
     PyMem_Free(unique);
@@ -801,6 +976,12 @@ cc_code_free(CcCode *code)
         }
         LLVMOrcReleaseResourceTracker(code->tracker);
     }
+    if (code->pending.mod != NULL) {
+        jit.pending--;
+    }
+    cc_module_dispose(&code->pending);
+    Py_XDECREF(code->store_ctx);
+    PyMem_Free(code->unique);
     PyMem_Free(code->ir);
     PyMem_Free(code->key);
     PyMem_Free(code->name);
@@ -811,13 +992,13 @@ cc_code_free(CcCode *code)
 const char *
 cc_code_llvm(CcCode *code)
 {
-    return code->ir;
+    return code_make(code) == 0 ? code->ir : NULL;
 }
 
 PyObject *
 cc_code_asm(CcCode *code)
 {
-    return asm_from_ir(code->ir);
+    return code_make(code) == 0 ? asm_from_ir(code->ir) : NULL;
 }
 
 /* ---- the host back end of the driver ---- */
@@ -842,7 +1023,8 @@ host_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *ke
 {
     const char *names[CC_MAXENTRIES];
     entry_name_list(e, names);
-    out->code = cc_jit_add_keyed(m, names, out->addrs, e->n, key, blob);
+    out->code = out->lazy ? cc_jit_add_lazy(m, names, e->n, key)
+                          : cc_jit_add_keyed(m, names, out->addrs, e->n, key, blob);
     return out->code != NULL ? 0 : -1;
 }
 

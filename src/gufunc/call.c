@@ -32,6 +32,7 @@
 /* One call: what the chunks share. */
 typedef struct GuCall {
     const GuLoop *gl;
+    GuBodyFn body;
     char **args;
     const npy_intp *dims;
     const npy_intp *steps;
@@ -45,7 +46,7 @@ run_chunk(void *ctx, npy_intp start, npy_intp stop)
     if (atomic_load_explicit(&c->status, memory_order_relaxed) != 0) {
         return;
     }
-    int s = c->gl->body(c->args, c->dims, c->steps, start, stop);
+    int s = c->body(c->args, c->dims, c->steps, start, stop);
     if (s != 0) {
         int expected = 0;
         atomic_compare_exchange_strong(&c->status, &expected, s);
@@ -127,8 +128,8 @@ copy_block(char *contig, char *strided, const npy_intp *size, const npy_intp *st
  * buffer cannot be allocated.
  */
 static int
-run_with_copies(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps,
-                const unsigned char *copy)
+run_with_copies(const GuLoop *gl, GuBodyFn body, char **args, const npy_intp *dims,
+                const npy_intp *steps, const unsigned char *copy)
 {
     const GuLayout *L = &gl->layout;
     char *buf[TS_MAXARGS] = {0};
@@ -161,7 +162,7 @@ run_with_copies(const GuLoop *gl, char **args, const npy_intp *dims, const npy_i
         for (int k = 0; k < L->nargs; k++) {
             call_args[k] = copy[k] ? buf[k] : local[k];
         }
-        status = gl->body(call_args, dims, lsteps, 0, 1);
+        status = body(call_args, dims, lsteps, 0, 1);
         for (int k = 0; k < L->nargs; k++) {
             if (copy[k] && gl->written[k]) {
                 copy_block(buf[k], local[k], size[k], stride[k], L->ndims[k], gl->itemsize[k], 0);
@@ -190,13 +191,19 @@ run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *st
 {
     unsigned char copy[TS_MAXARGS] = {0};
     int any_copy = 0, status;
+    /* made here, in NumPy's thread, never in a worker: making takes the
+     * GIL, which NumPy's thread may hold while it waits for the workers */
+    GuBodyFn body = gl->body != NULL ? gl->body : (GuBodyFn)cc_code_entry(gl->code, 0);
+    if (body == NULL) {
+        return -1; /* with the exception cc_code_entry set */
+    }
     for (int k = 0; k < gl->layout.nargs; k++) {
         any_copy |= copy[k] = (unsigned char)needs_copy(gl, dims, steps, k);
     }
     if (any_copy) {
-        status = run_with_copies(gl, args, dims, steps, copy);
+        status = run_with_copies(gl, body, args, dims, steps, copy);
     } else {
-        GuCall c = {.gl = gl, .args = args, .dims = dims, .steps = steps};
+        GuCall c = {.gl = gl, .body = body, .args = args, .dims = dims, .steps = steps};
         atomic_init(&c.status, 0);
         if (split_safe(gl, steps, dims[0])) {
             gl->target->run_range(run_chunk, &c, dims[0], call_cost(gl, dims));

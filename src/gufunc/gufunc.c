@@ -124,6 +124,7 @@ new_loop(const Options *o, const CcCompiled *cc)
     }
     const TsSignature *kernel = &cc->ksig;
     gl->body = (GuBodyFn)cc->addrs[0];
+    gl->code = cc->code;
     gl->target = o->target;
     gl->layout = *o->layout;
     gl->kernel = *kernel;
@@ -405,6 +406,7 @@ gu_make_guvectorize(const TgTarget *t, TgRequest *r)
         result = make_lazy(lib, &o, r);
         goto done;
     }
+    lib->kernel->lazy = 1; /* machine code at each signature's first call */
     for (Py_ssize_t i = 0; i < r->nsigs; i++) {
         if (compile_one(lib, &o, &r->sigs[i]) < 0) {
             goto done;

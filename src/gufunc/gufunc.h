@@ -88,7 +88,8 @@ LLVMValueRef gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef 
 
 /* What one compiled signature's loop needs; owned by the Library entry. */
 typedef struct GuLoop {
-    GuBodyFn body;
+    GuBodyFn body; /* NULL until code is made: see gu_body */
+    CcCode *code;  /* borrowed: its compiled signature owns it */
     const TgTarget *target;
     GuLayout layout;
     TsSignature kernel; /* the kernel's view of the signature */

@@ -10,12 +10,26 @@
 #include <string.h>
 
 static int
-cpu_wrap_loop(PyUFuncGenericFunction serial, const TsSignature *sig, double cost,
+cpu_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *sig, double cost,
               PyUFuncGenericFunction *fn, void **data)
 {
-    *fn = serial;
-    *data = NULL;
+    *fn = serial != NULL ? serial : tg_lazy_loop;
+    *data = serial != NULL ? NULL : lazy;
     return 0;
+}
+
+/*
+ * The loop of a signature whose machine code waits for its first call:
+ * data is the code.  A failure to make it (only LLVM running out of
+ * memory) leaves the exception set for NumPy's caller to find.
+ */
+void
+tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
+{
+    PyUFuncGenericFunction loop = (PyUFuncGenericFunction)cc_code_entry(data, 0);
+    if (loop != NULL) {
+        loop(args, dims, steps, NULL);
+    }
 }
 
 static void

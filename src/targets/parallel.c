@@ -37,8 +37,9 @@
 #define MAX_OPERANDS (TS_MAXARGS + 1)
 
 typedef struct ParLoop {
-    PyUFuncGenericFunction serial;
-    int nops; /* inputs and the output (last) */
+    PyUFuncGenericFunction serial; /* NULL while lazy's code waits */
+    CcCode *lazy;                  /* borrowed: the compiled signature owns it */
+    int nops;                      /* inputs and the output (last) */
     int itemsize[MAX_OPERANDS];
     _Atomic double cost_ns; /* per element; refined by measurement */
 } ParLoop;
@@ -46,6 +47,7 @@ typedef struct ParLoop {
 /* One call of the trampoline; lives on the caller's stack. */
 typedef struct Call {
     const ParLoop *loop;
+    PyUFuncGenericFunction serial;
     char **args;
     const npy_intp *steps;
     double caller_ns;  /* time the caller spent in its chunks */
@@ -151,25 +153,26 @@ run_range(void *ctx, npy_intp start, npy_intp stop)
     }
     npy_intp len = stop - start;
     if (tg_pool_in_worker()) {
-        pl->serial(args, &len, c->steps, NULL);
+        c->serial(args, &len, c->steps, NULL);
         return;
     }
     double t0 = tg_now_ns();
-    pl->serial(args, &len, c->steps, NULL);
+    c->serial(args, &len, c->steps, NULL);
     c->caller_ns += tg_now_ns() - t0;
     c->caller_n += len;
 }
 
 /* The serial loop, timed (to refine the cost) when long enough to measure. */
 static void
-run_serial(ParLoop *pl, char **args, const npy_intp *dims, const npy_intp *steps)
+run_serial(ParLoop *pl, PyUFuncGenericFunction serial, char **args, const npy_intp *dims,
+           const npy_intp *steps)
 {
     if (dims[0] < MIN_TIMED_ELEMENTS) {
-        pl->serial(args, dims, steps, NULL);
+        serial(args, dims, steps, NULL);
         return;
     }
     double t0 = tg_now_ns();
-    pl->serial(args, dims, steps, NULL);
+    serial(args, dims, steps, NULL);
     refine_cost(pl, tg_now_ns() - t0, dims[0]);
 }
 
@@ -179,18 +182,25 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 {
     ParLoop *pl = data;
     npy_intp n = dims[0];
+    /* made here, in NumPy's thread, never in a worker: making takes the
+     * GIL, which NumPy's thread may hold while it waits for the workers */
+    PyUFuncGenericFunction serial =
+        pl->serial != NULL ? pl->serial : (PyUFuncGenericFunction)cc_code_entry(pl->lazy, 0);
+    if (serial == NULL) {
+        return; /* the exception is left for NumPy's caller */
+    }
     int p = tg_pool_threads_here();
     if (p < 2 || n < 2 * GRAIN || !parallel_safe(pl, args, steps, n)) {
-        pl->serial(args, dims, steps, NULL);
+        serial(args, dims, steps, NULL);
         return;
     }
     if (!worth_parallel(pl, n, p)) {
-        run_serial(pl, args, dims, steps);
+        run_serial(pl, serial, args, dims, steps);
         return;
     }
-    Call c = {.loop = pl, .args = args, .steps = steps};
+    Call c = {.loop = pl, .serial = serial, .args = args, .steps = steps};
     if (tg_pool_run(run_range, &c, n, GRAIN, p) < 0) {
-        run_serial(pl, args, dims, steps);
+        run_serial(pl, serial, args, dims, steps);
         return;
     }
     refine_cost(pl, c.caller_ns, c.caller_n);
@@ -199,7 +209,7 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 /* ---- the target ---- */
 
 static int
-par_wrap_loop(PyUFuncGenericFunction serial, const TsSignature *sig, double cost,
+par_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *sig, double cost,
               PyUFuncGenericFunction *fn, void **data)
 {
     if (sig->nargs < 0 || sig->nargs + 1 > MAX_OPERANDS) {
@@ -212,6 +222,7 @@ par_wrap_loop(PyUFuncGenericFunction serial, const TsSignature *sig, double cost
         return -1;
     }
     pl->serial = serial;
+    pl->lazy = lazy;
     pl->nops = sig->nargs + 1;
     for (int k = 0; k < sig->nargs; k++) {
         pl->itemsize[k] = ts_itemsize(sig->args[k].kind);

@@ -47,13 +47,14 @@ typedef struct TgTarget {
     const char *name;
     const TgFactories *make;
     /*
-     * serial: the JIT'd loop for sig; cost: an estimate of the serial
-     * loop's nanoseconds per element (rough: the parallel target refines
-     * it by measurement).  Sets *fn and *data (data freed with
-     * free_data).  0/-1 with an exception.
+     * serial: the JIT'd loop for sig, or NULL while its machine code waits
+     * for the first call: lazy is then its code (cc_code_entry); cost: an
+     * estimate of the serial loop's nanoseconds per element (rough: the
+     * parallel target refines it by measurement).  Sets *fn and *data (data
+     * freed with free_data).  0/-1 with an exception.
      */
-    int (*wrap_loop)(PyUFuncGenericFunction serial, const TsSignature *sig, double cost,
-                     PyUFuncGenericFunction *fn, void **data);
+    int (*wrap_loop)(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *sig,
+                     double cost, PyUFuncGenericFunction *fn, void **data);
     void (*free_data)(void *data);
     /*
      * gufuncs: runs fn(ctx, start, stop) over [0, n) - at once (cpu), or
@@ -63,6 +64,9 @@ typedef struct TgTarget {
      */
     void (*run_range)(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns);
 } TgTarget;
+
+/* The NumPy loop of code made on its first call (data: the CcCode). */
+void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;

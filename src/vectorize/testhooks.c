@@ -173,7 +173,8 @@ static PyObject *
 code_llvm(PyObject *self, PyObject *capsule)
 {
     CcCode *code = code_from_capsule(capsule);
-    return code == NULL ? NULL : PyUnicode_FromString(cc_code_llvm(code));
+    const char *ir = code != NULL ? cc_code_llvm(code) : NULL;
+    return ir != NULL ? PyUnicode_FromString(ir) : NULL;
 }
 
 static PyObject *
@@ -189,11 +190,11 @@ jit_info(PyObject *self, PyObject *unused)
     if (cc_jit_init() < 0) {
         return NULL;
     }
-    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(), "features",
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(), "features",
                          cc_host_cpu_features(), "llvm_version", NUMBAVEC_LLVM_VERSION_STRING,
                          "libmvec", cc_jit_has_libmvec() ? Py_True : Py_False, "live_codes",
                          cc_jit_live_codes(), "compilations", cc_jit_compilations(), "object_loads",
-                         cc_jit_object_loads());
+                         cc_jit_object_loads(), "pending", cc_jit_pending());
 }
 
 static PyMethodDef testhook_methods[] = {

@@ -134,7 +134,8 @@ get_llvm(Compiled *c)
     if (c->cc.code == NULL) {
         return Py_NewRef(c->cc.llvm != NULL ? c->cc.llvm : Py_None);
     }
-    return PyUnicode_FromString(cc_code_llvm(c->cc.code));
+    const char *ir = cc_code_llvm(c->cc.code); /* made now if it waits */
+    return ir != NULL ? PyUnicode_FromString(ir) : NULL;
 }
 
 static PyObject *
@@ -317,8 +318,9 @@ vz_library_add(VzLibrary *lib, const TsSignature *sig)
     if (c == NULL) {
         return -1;
     }
-    if (lib->target->wrap_loop((PyUFuncGenericFunction)c->cc.addrs[0], &c->cc.sig, c->cc.cost_ns,
-                               &c->fn, &c->data)
+    PyUFuncGenericFunction serial = (PyUFuncGenericFunction)c->cc.addrs[0];
+    if (lib->target->wrap_loop(serial, serial != NULL ? NULL : c->cc.code, &c->cc.sig,
+                               c->cc.cost_ns, &c->fn, &c->data)
         < 0) {
         compiled_free(c);
         return -1;
@@ -513,6 +515,7 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
                                    &library_backend, (PyObject *)lib, NULL);
     } else {
         Py_ssize_t i = 0;
+        lib->kernel->lazy = 1; /* machine code at each signature's first call */
         while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {
             i++;
         }

@@ -1,0 +1,201 @@
+"""Machine code on demand (issue 18): a decoration types and emits each
+signature, and its machine code is made at the signature's first call.
+
+What is checked: results against the interpreter, that decoration makes no
+machine code and a call makes only its own signature's (the JIT's counters),
+that racing first calls make it once, that the pool never makes it (its
+caller may hold the GIL), that errors still come at decoration, that forks
+and NUMBAVEC_EAGER=1 work, and that code never made is freed with its ufunc.
+"""
+import gc
+import os
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import run_python
+from numbavec import TypingError, _core, guvectorize, vectorize
+
+SIGS = ["f8(f8, f8)", "f4(f4, f4)", "i8(i8, i8)"]
+
+
+def counters():
+    gc.collect()  # ufuncs of earlier tests, freed now rather than in the middle of a count
+    info = _core._jit_info()
+    return info["compilations"], info["pending"], info["live_codes"]
+
+
+def affine(x, y):
+    return x * 3 + y
+
+
+def running_sum(a, out):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i]
+        out[i] = acc
+
+
+def test_decoration_makes_no_machine_code(target):
+    made, pending, _ = counters()
+    uf = vectorize(SIGS, target=target)(affine)
+    assert counters()[:2] == (made, pending + 3)
+    x = np.linspace(-2, 2, 1001)
+    np.testing.assert_array_equal(uf(x, x), affine(x, x))
+    # the float64 loop only
+    assert counters()[:2] == (made + 1, pending + 2)
+    np.testing.assert_array_equal(uf(x, x), affine(x, x))
+    assert counters()[:2] == (made + 1, pending + 2)
+    i = np.arange(-5, 6)
+    np.testing.assert_array_equal(uf(i, i), affine(i, i))
+    assert counters()[:2] == (made + 2, pending + 1)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast", "reduce"])
+def test_the_first_call_may_take_any_path(target, layout):
+    uf = vectorize(SIGS, target=target)(affine)
+    x = np.linspace(-2, 2, 4001)
+    if layout == "contiguous":
+        got, want = uf(x, x), affine(x, x)
+    elif layout == "strided":
+        got, want = uf(x[::3], x[1::3]), affine(x[::3], x[1::3])
+    elif layout == "broadcast":
+        got, want = uf(x, np.float64(0.5)), affine(x, 0.5)
+    else:
+        got, want = uf.reduce(x[:9]), x[0]
+        for v in x[1:9]:
+            want = affine(want, v)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_gufunc_code_is_made_at_the_first_call(target):
+    made, pending, _ = counters()
+    g = guvectorize(["void(f8[:], f8[:])", "void(f4[:], f4[:])"], "(n)->(n)",
+                    target=target)(running_sum)
+    assert counters()[:2] == (made, pending + 2)
+    a = np.random.default_rng(0).standard_normal((300, 17))
+    np.testing.assert_allclose(g(a), np.cumsum(a, axis=1), rtol=1e-12)
+    assert counters()[:2] == (made + 1, pending + 1)
+
+
+def test_inspection_makes_the_code():
+    made, pending, _ = counters()
+    uf = vectorize(SIGS[:2])(affine)
+    assert "fmul" in uf.inspect_llvm("f8(f8, f8)") or "fadd" in uf.inspect_llvm("f8(f8, f8)")
+    assert counters()[:2] == (made + 1, pending + 1)
+    assert uf.inspect_asm("ff->f")
+    assert counters()[:2] == (made + 2, pending)
+
+
+def test_typing_errors_still_come_at_decoration():
+    def bad(x, y):
+        return x.no_such_attribute + y
+
+    with pytest.raises(TypingError):
+        vectorize(SIGS)(bad)
+
+
+def test_racing_first_calls_make_the_code_once(target):
+    uf = vectorize(SIGS, target=target)(affine)
+    made = counters()[0]
+    big = np.linspace(0, 1, 200_000)     # NumPy releases the GIL for these
+    small = np.linspace(0, 1, 7)         # and keeps it for these
+    results, errors = {}, []
+    start = threading.Barrier(8)
+
+    def call(k):
+        try:
+            start.wait()
+            x = big if k % 2 else small
+            results[k] = (uf(x, x), affine(x, x))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and len(results) == 8
+    for got, want in results.values():
+        np.testing.assert_array_equal(got, want)
+    assert counters()[0] == made + 1
+
+
+def test_code_never_made_is_freed_with_its_ufunc():
+    made, pending, live = counters()
+    uf = vectorize(SIGS)(affine)
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)")(running_sum)
+    assert counters() == (made, pending + 4, live + 4)
+    del uf, g
+    gc.collect()
+    assert counters() == (made, pending, live)
+
+
+def test_a_heavy_parallel_kernel_called_first_on_a_small_array():
+    """The pool splits even a short call of an expensive kernel; NumPy's
+    thread, which may hold the GIL, makes the code before handing out work
+    (a worker taking the GIL would wait for it for ever)."""
+    code = textwrap.dedent('''
+        import math, numpy as np, numbavec
+
+        @numbavec.vectorize(["f8(f8)"], target="parallel")
+        def heavy(x):
+            s = 0.0
+            for k in range(2000):
+                s += math.sin(x + k)
+            return s
+
+        x = np.linspace(0, 1, 300)
+        want = np.array([sum(math.sin(v + k) for k in range(2000)) for v in x])
+        np.testing.assert_allclose(heavy(x), want, rtol=1e-9)
+        print("ok")
+    ''')
+    r = run_python(code, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["ok"], r.stderr
+
+
+def test_a_forked_child_makes_its_own_code():
+    code = textwrap.dedent('''
+        import os, numpy as np, numbavec
+        from numbavec import _core
+
+        @numbavec.vectorize(["f8(f8, f8)"])
+        def f(x, y):
+            return x * 3 + y
+
+        pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(f(np.arange(5.0), 1.0), np.arange(5.0) * 3 + 1)
+            os._exit(0 if ok and _core._jit_info()["compilations"] == 1 else 3)
+        _, status = os.waitpid(pid, 0)
+        before = _core._jit_info()["compilations"]
+        print(os.waitstatus_to_exitcode(status), before, f(np.float64(2), 1.0),
+              _core._jit_info()["compilations"])
+    ''')
+    r = run_python(code, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["0", "0", "7.0", "1"], r.stderr
+
+
+def test_eager_code_generation_on_request():
+    code = textwrap.dedent('''
+        import numbavec
+        from numbavec import _core
+
+        @numbavec.vectorize(["f8(f8, f8)", "f4(f4, f4)"])
+        def f(x, y):
+            return x * 3 + y
+
+        @numbavec.guvectorize(["void(f8[:], f8[:])"], "(n)->()")
+        def g(a, out):
+            out[0] = a[0]
+
+        info = _core._jit_info()
+        print(info["compilations"], info["pending"])
+    ''')
+    lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"))
+    eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"))
+    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "3"], lazy.stderr
+    assert eager.returncode == 0 and eager.stdout.split() == ["3", "0"], eager.stderr
