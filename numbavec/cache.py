@@ -171,6 +171,15 @@ def _describe(value, seen):
         module = getattr(value, "__module__", None) or ""
         return f"{type(value).__name__} {module}.{getattr(value, '__qualname__', repr(value))}"
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    try:
+        qualname, module = (getattr(value, "__qualname__", None),
+                            getattr(value, "__module__", None) or "")
+    except Exception:  # noqa: BLE001 - a __getattr__ raising something else
+        qualname = None
+    if callable(value) and isinstance(qualname, str):
+        # a function object of another kind: NumPy's array functions (np.sort,
+        # np.where, ...) are dispatchers whose repr holds their address
+        return f"{kind} {module}.{qualname}"
     if type(value).__repr__ is object.__repr__:
         # a namespace: a kernel reads its attributes (keyed as chains), and
         # the default repr's address would differ in every process

@@ -168,6 +168,26 @@ def test_code_made_at_its_first_call_is_stored_then(dirs):
     assert lazy_run(moddir, cachedir, "float32") == (0, 2)
 
 
+SORTING_KERNEL = """
+import numpy as np
+from numbavec import guvectorize
+
+@guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", cache=True)
+def kern(a, out):
+    out[:] = np.clip(np.sort(a), np.quantile(a, 0.25), np.median(a))
+"""
+
+
+def test_a_kernel_calling_numpy_array_functions_hits(dirs):
+    """np.sort, np.quantile, np.median are dispatcher objects whose repr
+    holds an address: the key names them, so a warm start hits."""
+    moddir, cachedir = dirs
+    write_module(moddir, body=SORTING_KERNEL)
+    assert lazy_run(moddir, cachedir, "float64") == (1, 0)
+    assert lazy_run(moddir, cachedir, "float64") == (0, 1)
+    assert len(entry_paths(cachedir)) == 1
+
+
 def test_code_made_in_a_thread_without_the_gil_is_stored(dirs):
     moddir, cachedir = dirs
     write_module(moddir)
