@@ -494,6 +494,14 @@ void cc_inferred_signature(const CcFunction *fn, TsSignature *sig);
  * function f; an attribute this LLVM does not know is left out. */
 void cc_add_fn_attr(LLVMValueRef f, const char *name);
 /*
+ * Asks for f's machine code to be made by LLVM's fast instruction selector
+ * and register allocator (optnone at code generation, after optimisation,
+ * in jit.c): for functions that only check, dispatch and call, whose code
+ * generation would otherwise cost as much as the loops they call.
+ */
+void cc_mark_fast_codegen(LLVMValueRef f);
+#define CC_FAST_CODEGEN "numbavec-fast-codegen" /* the string attribute it adds */
+/*
  * The C function `name` of type fty in mod, declared pure (nounwind,
  * willreturn, memory(none): no errno) when it is new, so that calls
  * vectorize and hoist.  LLVM 16+ rejects `readnone` on a function.

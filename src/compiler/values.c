@@ -25,6 +25,15 @@ cc_add_fn_attr(LLVMValueRef f, const char *name)
     }
 }
 
+void
+cc_mark_fast_codegen(LLVMValueRef f)
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(f));
+    LLVMAddAttributeAtIndex(
+        f, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(ctx, CC_FAST_CODEGEN, (unsigned)strlen(CC_FAST_CODEGEN), "", 0));
+}
+
 LLVMValueRef
 cc_declare_pure(LLVMModuleRef mod, const char *name, LLVMTypeRef fty)
 {

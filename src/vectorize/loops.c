@@ -63,6 +63,7 @@ typedef struct LoopGen {
     LLVMValueRef access_group; /* distinct !{} as a value */
     LLVMValueRef contig;       /* name.contig */
     LLVMTypeRef contig_ty;
+    LLVMValueRef strided;          /* name.strided */
     LLVMValueRef bufs[TS_MAXARGS]; /* bcast: a block of each input */
     npy_intp block;                /* bcast: elements per block */
     unsigned md_loop, md_access_group;
@@ -345,6 +346,20 @@ emit_contig_function(LoopGen *g, const char *loop_name)
     return fn;
 }
 
+static LLVMValueRef
+declare_loop(LoopGen *g, const char *name)
+{
+    LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
+    static const char *const pnames[4] = {"args", "dims", "steps", "data"};
+    for (unsigned p = 0; p < 4; p++) {
+        LLVMSetValueName2(LLVMGetParam(fn, p), pnames[p], strlen(pnames[p]));
+    }
+    cc_add_fn_attr(fn, "nounwind");
+    return fn;
+}
+
 /* Address of element i of operand k: base + i * step. */
 static LLVMValueRef
 strided_address(LoopGen *g, int k, LLVMValueRef i)
@@ -395,10 +410,52 @@ emit_sequential(LoopGen *g, LLVMBasicBlockRef pre, int store, const char *what)
     LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
 }
 
+/*
+ * `name.strided(args, dims, steps, data)`: the general loop as a function of
+ * its own (raising from it, for a kernel that may raise).  Out of the loop
+ * function, which holds only checks, calls and block copies, so that the
+ * loop function's machine code can be made cheaply (cc_mark_fast_codegen)
+ * while this loop gets the full code generator.
+ */
+static LLVMValueRef
+emit_strided_function(LoopGen *g, const char *loop_name)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "%s.strided", loop_name);
+    LoopGen saved = *g;
+    g->fn = declare_loop(g, name);
+    LLVMSetLinkage(g->fn, LLVMInternalLinkage);
+    cc_add_fn_attr(g->fn, "noinline");
+    LLVMBasicBlockRef entry = new_block(g, "entry"), pre = new_block(g, "strided");
+    g->exit = g->done = new_block(g, "exit");
+    LLVMPositionBuilderAtEnd(g->b, entry);
+    if (g->raises) {
+        g->flag = new_flag(g);
+    }
+    g->n = LLVMBuildLoad2(g->b, g->intp, LLVMGetParam(g->fn, 1), "n");
+    load_operands(g, LLVMGetParam(g->fn, 0), LLVMGetParam(g->fn, 2));
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, g->n, intp_const(g, 0), "nonempty"), pre,
+                    g->exit);
+    emit_sequential(g, pre, 1, "strided.loop");
+    LLVMMoveBasicBlockAfter(g->exit, LLVMGetLastBasicBlock(g->fn));
+    LLVMPositionBuilderAtEnd(g->b, g->exit);
+    LLVMBuildRetVoid(g->b);
+    LLVMValueRef fn = g->fn;
+    *g = saved;
+    return fn;
+}
+
+/* The general path: a call of name.strided, which raises itself. */
 static void
 emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
 {
-    emit_sequential(g, pre, 1, "strided.loop");
+    LLVMValueRef args[4];
+    for (unsigned p = 0; p < 4; p++) {
+        args[p] = LLVMGetParam(g->fn, p);
+    }
+    LLVMPositionBuilderAtEnd(g->b, pre);
+    LLVMBuildCall2(g->b, LLVMGlobalGetValueType(g->strided), g->strided, args, 4, "");
+    LLVMBuildBr(g->b, g->done);
 }
 
 /*
@@ -488,20 +545,6 @@ check_kernel(LoopGen *g, const TsSignature *sig)
         }
     }
     return 0;
-}
-
-static LLVMValueRef
-declare_loop(LoopGen *g, const char *name)
-{
-    LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
-    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 4, 0);
-    LLVMValueRef fn = LLVMAddFunction(g->mod, name, ty);
-    static const char *const pnames[4] = {"args", "dims", "steps", "data"};
-    for (unsigned p = 0; p < 4; p++) {
-        LLVMSetValueName2(LLVMGetParam(fn, p), pnames[p], strlen(pnames[p]));
-    }
-    cc_add_fn_attr(fn, "nounwind");
-    return fn;
 }
 
 /* Calls name.contig(count, operands...) with operand pointers ptrs; the
@@ -696,7 +739,9 @@ vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, con
     }
     g.b = LLVMCreateBuilderInContext(g.ctx);
     emit_contig_function(&g, name);
+    g.strided = emit_strided_function(&g, name);
     g.fn = declare_loop(&g, name);
+    cc_mark_fast_codegen(g.fn);
     emit_body(&g);
     LLVMDisposeBuilder(g.b);
     return g.fn;
