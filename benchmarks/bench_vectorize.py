@@ -9,7 +9,8 @@ asked for, the NumPy expression, Numba's @vectorize cpu and parallel (when
 ``cc -O3 -march=native`` and called through ctypes (the bandwidth reference).
 
 Also: compile time per signature (median over fresh compilations of distinct
-functions) for numbavec and Numba, and ``import numbavec`` time in fresh
+functions: decoration and a first call on 1,000 elements, since numbavec makes
+machine code at a signature's first call) for numbavec and Numba, and ``import numbavec`` time in fresh
 interpreters.  Markdown to stdout, everything as JSON under benchmarks/results/.
 
     python3 benchmarks/bench_vectorize.py [--quick] [--targets cpu,parallel]
@@ -296,11 +297,13 @@ def fresh_kernels(tmpdir, tag, count):
 
 
 def compile_times(decorate, funcs):
-    """(first compile, median of the others) in seconds."""
+    """(first compile, median of the others) in seconds: decoration and one
+    call, the time to a first result."""
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
     times = []
     for f in funcs:
         t0 = time.perf_counter()
-        decorate(f)
+        decorate(f)(x, np.float32(0.5), np.float32(1.5))
         times.append(time.perf_counter() - t0)
     return times[0], statistics.median(times[1:]), times
 
@@ -418,7 +421,8 @@ def main(argv=None):
     md += throughput_tables(results, "t_out")
     md += throughput_tables(results, "t_alloc")
     if compiles:
-        md += ["#### compile time per signature (distinct functions, one signature each)", "",
+        md += ["#### compile time per signature (distinct functions, one signature each: "
+               "decoration and a first call)", "",
                "| compiler | median | first (incl. initialisation) | n |",
                "|---|---:|---:|---:|"]
         for name, (first, med, all_t) in compiles.items():
