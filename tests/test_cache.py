@@ -188,6 +188,56 @@ def test_a_kernel_calling_numpy_array_functions_hits(dirs):
     assert len(entry_paths(cachedir)) == 1
 
 
+GUFUNC_KERNEL = """
+from numbavec import guvectorize
+
+@guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", cache=True)
+def kern(a, out):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i]
+        out[i] = acc
+"""
+
+GUFUNC_RUN = """
+import json, sys
+import numpy as np
+sys.path.insert(0, {moddir!r})
+import kmod
+from numbavec import _core
+a = np.arange(12.0).reshape(3, 4)
+got = kmod.kern(a if {contiguous!r} else a[:, ::2])
+assert np.allclose(got, np.cumsum(a if {contiguous!r} else a[:, ::2], axis=1))
+info = _core._jit_info()
+print(json.dumps([info["compilations"], info["object_loads"]]))
+"""
+
+
+def gufunc_run(moddir, cachedir, contiguous):
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir), NUMBAVEC_EAGER="0",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code = GUFUNC_RUN.format(moddir=str(moddir), contiguous=contiguous)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(moddir),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_gufunc_s_two_bodies_are_stored_as_they_are_made(dirs):
+    """A call on contiguous cores makes (and stores) the contig-only body; a
+    call with other strides, the whole body; a warm start links both, and a
+    gufunc whose whole body is linked needs no other."""
+    moddir, cachedir = dirs
+    write_module(moddir, body=GUFUNC_KERNEL)
+    assert gufunc_run(moddir, cachedir, True) == (1, 0)
+    assert len(entry_paths(cachedir)) == 1
+    assert gufunc_run(moddir, cachedir, True) == (0, 1)
+    assert gufunc_run(moddir, cachedir, False) == (1, 1)
+    assert len(entry_paths(cachedir)) == 2
+    assert gufunc_run(moddir, cachedir, False) == (0, 1)
+    assert gufunc_run(moddir, cachedir, True) == (0, 1)
+
+
 def test_code_made_in_a_thread_without_the_gil_is_stored(dirs):
     moddir, cachedir = dirs
     write_module(moddir)

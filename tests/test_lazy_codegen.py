@@ -71,13 +71,43 @@ def test_the_first_call_may_take_any_path(target, layout):
 
 
 def test_gufunc_code_is_made_at_the_first_call(target):
+    """Each signature has two bodies waiting: the whole one and one of the
+    unit-stride kernel alone, which a call on contiguous cores makes (half
+    the machine code); a call with other strides makes the whole body,
+    which then serves every call."""
     made, pending, _ = counters()
     g = guvectorize(["void(f8[:], f8[:])", "void(f4[:], f4[:])"], "(n)->(n)",
                     target=target)(running_sum)
-    assert counters()[:2] == (made, pending + 2)
-    a = np.random.default_rng(0).standard_normal((300, 17))
+    assert counters()[:2] == (made, pending + 4)
+    a = np.random.default_rng(0).standard_normal((300, 34))
     np.testing.assert_allclose(g(a), np.cumsum(a, axis=1), rtol=1e-12)
-    assert counters()[:2] == (made + 1, pending + 1)
+    assert counters()[:2] == (made + 1, pending + 3)
+    np.testing.assert_allclose(g(a[:, ::2]), np.cumsum(a[:, ::2], axis=1), rtol=1e-12)
+    assert counters()[:2] == (made + 2, pending + 2)
+    np.testing.assert_allclose(g(a[::-1]), np.cumsum(a[::-1], axis=1), rtol=1e-12)
+    assert counters()[:2] == (made + 2, pending + 2)
+
+
+@pytest.mark.parametrize("first", ["strided", "output-strided", "copied"])
+def test_a_gufunc_first_called_with_other_strides(target, first):
+    """The contig-only body gives such a call back before any work: the whole
+    body runs it, whatever the pool did with the chunks."""
+    made = counters()[0]
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target=target)(running_sum)
+    a = np.random.default_rng(1).standard_normal((5000, 40))
+    want = np.cumsum(a[:, ::2], axis=1)
+    if first == "strided":
+        got = g(a[:, ::2])
+    elif first == "output-strided":
+        out = np.zeros((5000, 40))
+        g(np.ascontiguousarray(a[:, ::2]), out=out[:, ::2])
+        got = out[:, ::2]
+        assert not out[:, 1::2].any()
+    else:
+        h = guvectorize(["void(f8[::1], f8[:])"], "(n)->(n)", target=target)(running_sum)
+        got = h(a[:, ::2])  # NumPy's strides, copied for the [::1] argument
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert counters()[0] >= made + 1
 
 
 def test_inspection_makes_the_code():
@@ -128,7 +158,7 @@ def test_code_never_made_is_freed_with_its_ufunc():
     made, pending, live = counters()
     uf = vectorize(SIGS)(affine)
     g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)")(running_sum)
-    assert counters() == (made, pending + 4, live + 4)
+    assert counters() == (made, pending + 5, live + 5)  # the gufunc: two bodies
     del uf, g
     gc.collect()
     assert counters() == (made, pending, live)
@@ -197,5 +227,7 @@ def test_eager_code_generation_on_request():
     ''')
     lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"))
     eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"))
-    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "3"], lazy.stderr
+    # lazily, the gufunc has two bodies waiting (whole, contig-only); eagerly
+    # only the whole one is made
+    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "4"], lazy.stderr
     assert eager.returncode == 0 and eager.stdout.split() == ["3", "0"], eager.stderr

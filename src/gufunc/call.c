@@ -185,18 +185,12 @@ raise_status(const GuLoop *gl, int status)
     PyGILState_Release(gil);
 }
 
-/* Runs the gufunc loop; 0, or -1 with an exception set (taking the GIL). */
+/* Runs body over the call; returns the status (-1: no memory for copies). */
 static int
-run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps)
+run_body(const GuLoop *gl, GuBodyFn body, char **args, const npy_intp *dims, const npy_intp *steps)
 {
     unsigned char copy[TS_MAXARGS] = {0};
     int any_copy = 0, status;
-    /* made here, in NumPy's thread, never in a worker: making takes the
-     * GIL, which NumPy's thread may hold while it waits for the workers */
-    GuBodyFn body = gl->body != NULL ? gl->body : (GuBodyFn)cc_code_entry(gl->code, 0);
-    if (body == NULL) {
-        return -1; /* with the exception cc_code_entry set */
-    }
     for (int k = 0; k < gl->layout.nargs; k++) {
         any_copy |= copy[k] = (unsigned char)needs_copy(gl, dims, steps, k);
     }
@@ -211,6 +205,35 @@ run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *st
             run_chunk(&c, 0, dims[0]);
         }
         status = atomic_load(&c.status);
+    }
+    return status;
+}
+
+/*
+ * Runs the gufunc loop; 0, or -1 with an exception set (taking the GIL).
+ * While the whole body's machine code waits to be made, a contig-only body
+ * runs calls whose cores it takes, and gives the others back untouched to
+ * the whole body.  Code is made here, in NumPy's thread, never in a
+ * worker: making takes the GIL, which NumPy's thread may hold while it
+ * waits for the workers.
+ */
+static int
+run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps)
+{
+    GuBodyFn body;
+    int status = GU_STATUS_GENERAL;
+    if (gl->contig_code != NULL && !cc_code_made(gl->code)) {
+        if ((body = (GuBodyFn)cc_code_entry(gl->contig_code, 0)) == NULL) {
+            return -1; /* with the exception cc_code_entry set */
+        }
+        status = run_body(gl, body, args, dims, steps);
+    }
+    if (status == GU_STATUS_GENERAL) {
+        body = gl->body != NULL ? gl->body : (GuBodyFn)cc_code_entry(gl->code, 0);
+        if (body == NULL) {
+            return -1;
+        }
+        status = run_body(gl, body, args, dims, steps);
     }
     if (status != 0) {
         raise_status(gl, status);

@@ -103,15 +103,29 @@ body_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
 {
     const Options *o = ctx;
     LLVMValueRef contig = nk > 1 ? kernels[1] : NULL;
-    return gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0]) != NULL ? 0 : -1;
+    return gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0], 0) != NULL ? 0 : -1;
+}
+
+static int
+contig_body_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+                 const TsSignature *ksig, CcEntries *e)
+{
+    const Options *o = ctx;
+    LLVMValueRef contig = nk > 1 ? kernels[1] : NULL;
+    return gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0], 1) != NULL ? 0 : -1;
 }
 
 static const char *const body_suffix[] = {".gufunc"};
+static const char *const contig_body_suffix[] = {".gufunc.contig"};
 
 static void
 free_loop(void *data)
 {
-    free(data);
+    GuLoop *gl = data;
+    if (gl->contig_body != NULL) {
+        vz_compiled_free(gl->contig_body);
+    }
+    free(gl);
 }
 
 static GuLoop *
@@ -136,6 +150,38 @@ new_loop(const Options *o, const CcCompiled *cc)
     return gl;
 }
 
+/*
+ * The contig-only body of sig, whose whole body c waits for its first call
+ * with two kernel versions: NULL when there is none to make (c's code is
+ * made, as a cache hit or NUMBAVEC_EAGER=1 makes it; one version only; a
+ * dynamic gufunc, which calls at once), or with an exception.
+ */
+static VzCompiled *
+compile_contig_body(VzLibrary *lib, Options *o, const TsSignature *sig, const VzCompiled *c,
+                    const CcBuilder *whole)
+{
+    unsigned long long masks[2];
+    if (o->dynamic || !c->cc.lazy || c->cc.code == NULL || cc_code_made(c->cc.code)
+        || gu_kernel_variants(o->layout, &c->cc.ksig, masks) < 2) {
+        return NULL;
+    }
+    CcBuilder builder = *whole;
+    builder.what = "gufunc-contig-body";
+    builder.suffixes = contig_body_suffix;
+    builder.wrap = contig_body_wrap;
+    VzCompiled *f = vz_library_compile(lib, sig, &builder);
+    int same = f != NULL && f->cc.ksig.nargs == c->cc.ksig.nargs;
+    for (int k = 0; same && k < c->cc.ksig.nargs; k++) {
+        const TsType *a = &f->cc.ksig.args[k], *b = &c->cc.ksig.args[k];
+        same = a->kind == b->kind && a->ndim == b->ndim && a->contig == b->contig;
+    }
+    if (f != NULL && !same) {
+        vz_compiled_free(f); /* typed otherwise: the whole body serves alone */
+        return NULL;
+    }
+    return f;
+}
+
 /* Compiles sig through the driver into a new entry of lib. */
 static int
 compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
@@ -154,12 +200,20 @@ compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
     if (c == NULL) {
         return -1;
     }
-    if ((c->data = new_loop(o, &c->cc)) == NULL) {
+    GuLoop *gl = new_loop(o, &c->cc);
+    if (gl == NULL) {
         vz_compiled_free(c);
         return -1;
     }
-    c->fn = gu_legacy_loop;
+    c->data = gl;
     c->free_data = free_loop;
+    gl->contig_body = compile_contig_body(lib, o, sig, c, &builder);
+    if (gl->contig_body == NULL && PyErr_Occurred()) {
+        vz_compiled_free(c);
+        return -1;
+    }
+    gl->contig_code = gl->contig_body != NULL ? gl->contig_body->cc.code : NULL;
+    c->fn = gu_legacy_loop;
     c->cc.sig.ret.kind = TS_VOID;
     c->cc.sig.ret.ndim = 0;
     for (int k = 0; k < TS_MAXARGS; k++) {

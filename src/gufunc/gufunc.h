@@ -79,17 +79,30 @@ typedef int (*GuBodyFn)(char **args, const npy_intp *dims, const npy_intp *steps
  * Emits `name` (a GuBodyFn) into mod around the two versions of a kernel:
  * `general` (any strides) and `contig` (unit element stride in the last
  * dimension of every array; may be NULL).  The body tests the strides
- * once per call.  Returns the function or NULL with an exception.
+ * once per call.  contig_only (with a contig version): a body of the contig
+ * version alone, which returns GU_STATUS_GENERAL, before any work, for the
+ * strides it does not take; general is then deleted from mod.  Returns the
+ * function or NULL with an exception.
  */
 LLVMValueRef gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig,
-                          const GuLayout *layout, const TsSignature *kernel, const char *name);
+                          const GuLayout *layout, const TsSignature *kernel, const char *name,
+                          int contig_only);
+
+/* What a contig-only body returns for strides it does not take: the whole
+ * body must run the call.  No kernel status is this. */
+enum { GU_STATUS_GENERAL = CC_STATUS_USER - 1 };
 
 /* ---- call.c ---- */
 
 /* What one compiled signature's loop needs; owned by the Library entry. */
 typedef struct GuLoop {
-    GuBodyFn body; /* NULL until code is made: see gu_body */
+    GuBodyFn body; /* NULL until code is made (cc_code_entry) */
     CcCode *code;  /* borrowed: its compiled signature owns it */
+    /* the contig-only body (gu_emit_body), while the whole body's code waits
+     * to be made: a first call on contiguous cores makes only the half of the
+     * machine code it runs.  Owned (vz_compiled_free), or NULL. */
+    struct VzCompiled *contig_body;
+    CcCode *contig_code; /* borrowed: contig_body's code */
     const TgTarget *target;
     GuLayout layout;
     TsSignature kernel; /* the kernel's view of the signature */

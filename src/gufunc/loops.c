@@ -163,7 +163,7 @@ outer_loop(BodyGen *g, LLVMValueRef kernel, LLVMBasicBlockRef pre, LLVMBasicBloc
 
 LLVMValueRef
 gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig, const GuLayout *layout,
-             const TsSignature *kernel, const char *name)
+             const TsSignature *kernel, const char *name, int contig_only)
 {
     BodyGen g = {0};
     g.mod = mod;
@@ -198,7 +198,14 @@ gu_emit_body(LLVMModuleRef mod, LLVMValueRef general, LLVMValueRef contig, const
     } else {
         LLVMBuildBr(g.b, pre_g);
     }
-    outer_loop(&g, general, pre_g, done, "strided");
+    if (contig_only && contig != NULL) {
+        /* before any work: the caller runs the whole body instead */
+        LLVMPositionBuilderAtEnd(g.b, pre_g);
+        LLVMBuildRet(g.b, LLVMConstInt(g.i32, GU_STATUS_GENERAL, 0));
+        LLVMDeleteFunction(general); /* called by nothing here */
+    } else {
+        outer_loop(&g, general, pre_g, done, "strided");
+    }
     LLVMPositionBuilderAtEnd(g.b, done);
     LLVMBuildRet(g.b, LLVMConstInt(g.i32, 0, 0));
     LLVMDisposeBuilder(g.b);

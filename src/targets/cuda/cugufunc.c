@@ -46,7 +46,7 @@ cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const
     char body_name[CC_NAME_SIZE + 16];
     snprintf(body_name, sizeof(body_name), "%s_body", e->names[0]);
     LLVMValueRef body =
-        gu_emit_body(mod, kernels[0], nk > 1 ? kernels[1] : NULL, c->layout, ksig, body_name);
+        gu_emit_body(mod, kernels[0], nk > 1 ? kernels[1] : NULL, c->layout, ksig, body_name, 0);
     if (body == NULL) {
         return -1;
     }
