@@ -97,22 +97,29 @@ body_variants(const void *ctx, const TsSignature *ksig, unsigned long long masks
     return gu_kernel_variants(((const Options *)ctx)->layout, ksig, masks);
 }
 
+/* The body around the kernel versions (gu_emit_body); 0/-1. */
+static int
+wrap_body(const Options *o, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+          const TsSignature *ksig, CcEntries *e, int contig_only)
+{
+    LLVMValueRef contig = nk > 1 ? kernels[1] : NULL;
+    LLVMValueRef body =
+        gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0], contig_only);
+    return body != NULL ? 0 : -1;
+}
+
 static int
 body_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
           const TsSignature *ksig, CcEntries *e)
 {
-    const Options *o = ctx;
-    LLVMValueRef contig = nk > 1 ? kernels[1] : NULL;
-    return gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0], 0) != NULL ? 0 : -1;
+    return wrap_body(ctx, mod, kernels, nk, ksig, e, 0);
 }
 
 static int
 contig_body_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
                  const TsSignature *ksig, CcEntries *e)
 {
-    const Options *o = ctx;
-    LLVMValueRef contig = nk > 1 ? kernels[1] : NULL;
-    return gu_emit_body(mod, kernels[0], contig, o->layout, ksig, e->names[0], 1) != NULL ? 0 : -1;
+    return wrap_body(ctx, mod, kernels, nk, ksig, e, 1);
 }
 
 static const char *const body_suffix[] = {".gufunc"};
