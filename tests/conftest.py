@@ -91,13 +91,20 @@ def kernel_from_source(text, name="k", globals_=None):
     return ns[name]
 
 
-def run_python(code, env=None, timeout=300):
+def run_python(code, env=None, timeout=300, as_file=False):
     """Runs ``python -c code`` importing the numbavec under test; returns the
     CompletedProcess (text output).  The child runs in an empty directory, so
-    the checkout's source tree cannot shadow an installed numbavec."""
+    the checkout's source tree cannot shadow an installed numbavec.
+    as_file: run code from a file there instead, for code that decorates
+    kernels (CPython 3.10 cannot give the source of a ``-c`` function)."""
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join(
         [NUMBAVEC_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     with tempfile.TemporaryDirectory() as cwd:
-        return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd,
+        argv = ["-c", code]
+        if as_file:
+            with open(os.path.join(cwd, "job.py"), "w") as fh:
+                fh.write(code)
+            argv = ["job.py"]
+        return subprocess.run([sys.executable, *argv], env=env, cwd=cwd,
                               capture_output=True, text=True, timeout=timeout)

@@ -183,7 +183,7 @@ def test_a_heavy_parallel_kernel_called_first_on_a_small_array():
         np.testing.assert_allclose(heavy(x), want, rtol=1e-9)
         print("ok")
     ''')
-    r = run_python(code, timeout=120)
+    r = run_python(code, timeout=120, as_file=True)
     assert r.returncode == 0 and r.stdout.split() == ["ok"], r.stderr
 
 
@@ -205,7 +205,7 @@ def test_a_forked_child_makes_its_own_code():
         print(os.waitstatus_to_exitcode(status), before, f(np.float64(2), 1.0),
               _core._jit_info()["compilations"])
     ''')
-    r = run_python(code, timeout=120)
+    r = run_python(code, timeout=120, as_file=True)
     assert r.returncode == 0 and r.stdout.split() == ["0", "0", "7.0", "1"], r.stderr
 
 
@@ -225,8 +225,8 @@ def test_eager_code_generation_on_request():
         info = _core._jit_info()
         print(info["compilations"], info["pending"])
     ''')
-    lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"))
-    eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"))
+    lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"), as_file=True)
+    eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"), as_file=True)
     # lazily, the gufunc has two bodies waiting (whole, contig-only); eagerly
     # only the whole one is made
     assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "4"], lazy.stderr
