@@ -341,11 +341,13 @@ em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, c
     default:
         return LLVMBuildFCmp(E->b, pred, a, b, name);
     }
-    if (E->fastmath) {
+    if (E->fastmath || E->target == &cc_host_target) {
+        /* host code: the JIT makes every relational compare quiet when the
+         * module is optimised (jit.c: quiet_compares) */
         return LLVMBuildFCmp(E->b, pred, a, b, name);
     }
     /*
-     * One integer compare: the values as two's complement integers (sign
+     * Device code: one integer compare: the values as two's complement integers (sign
      * and magnitude, so -0 and +0 are both 0), with a NaN (a magnitude
      * above infinity's) made the extreme that makes the compare false: for
      * a > b and a >= b a NaN a is the least and a NaN b the greatest, for
