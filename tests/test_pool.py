@@ -409,3 +409,26 @@ def test_ctrl_c_leaves_pool_usable():
     np.testing.assert_allclose(heavy(h), np.sin(h) * np.exp(h) + np.sqrt(np.abs(h)),
                                rtol=1e-12)
     assert jobs() > before
+
+
+START = '''
+import numpy as np
+from numbavec import _core
+f = _core._parallel_test_ufunc("saxpy")
+_core._pool_force_parallel(True)
+x = np.ones(100000, np.float32)
+np.testing.assert_array_equal(f(np.float32(2), x, x), 3 * x)
+s = _core._pool_stats()
+print(s["started"], s["startup_give_ups"])
+'''
+
+
+def test_a_new_pool_s_workers_join_its_first_job():
+    """The start-up's timing jobs are published right after the workers are
+    spawned: a worker that took the generation it found when it first ran
+    as seen missed the first job, and the caller waited 50 ms for it (every
+    process's first parallel call).  A fresh pool in each of a few processes."""
+    for _ in range(3):
+        r = run_python(START, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["True", "0"]

@@ -68,6 +68,7 @@ typedef struct Pool {
     int64_t raised_chunk;
     _Atomic unsigned long jobs;
     double overhead_ns;
+    int startup_give_ups; /* timing jobs a worker never came to (tests) */
 } Pool;
 
 /* A worker's copy of the job it woke up for. */
@@ -83,6 +84,7 @@ typedef struct Job {
 typedef struct WorkerArg {
     Pool *pool;
     int index;
+    uint32_t generation; /* the pool's when it was spawned: jobs after it are new */
 } WorkerArg;
 
 /* Everything the process knows about its pool, in one place. */
@@ -315,7 +317,10 @@ worker_main(void *raw)
     Pool *p = arg.pool;
     tls_in_worker = 1;
     pthread_mutex_lock(&p->mu);
-    uint32_t seen = p->generation;
+    /* not p->generation now: a job published between the spawn and this
+     * lock (the start-up's first timing job, say) would count as seen, and
+     * its caller would wait for this worker in vain */
+    uint32_t seen = arg.generation;
     for (;;) {
         while (p->generation == seen) {
             pthread_cond_wait(&p->wake, &p->mu);
@@ -395,6 +400,7 @@ run_job(Pool *p, TgRangeFn fn, void *ctx, npy_intp n, npy_intp chunk, int nthrea
 typedef struct Rendezvous {
     _Atomic int arrived;
     int expected;
+    _Atomic int gave_up;
 } Rendezvous;
 
 double
@@ -412,7 +418,11 @@ rendezvous_chunk(void *ctx, npy_intp start, npy_intp stop)
     atomic_fetch_add(&r->arrived, 1);
     /* Bounded: a thread that never comes cannot hang the start-up. */
     double give_up = tg_now_ns() + 50e6;
-    while (atomic_load(&r->arrived) < r->expected && tg_now_ns() < give_up) {
+    while (atomic_load(&r->arrived) < r->expected) {
+        if (tg_now_ns() >= give_up) {
+            atomic_store(&r->gave_up, 1);
+            return;
+        }
         sched_yield();
     }
 }
@@ -433,6 +443,7 @@ measure_overhead(Pool *p)
         Rendezvous r = {.expected = nthreads};
         double t0 = tg_now_ns();
         run_job(p, rendezvous_chunk, &r, nthreads, 1, nthreads);
+        p->startup_give_ups += atomic_load(&r.gave_up);
         if (i >= OVERHEAD_WARMUP) {
             t[i - OVERHEAD_WARMUP] = tg_now_ns() - t0;
         }
@@ -472,6 +483,7 @@ spawn_workers(Pool *p, int want)
         }
         arg->pool = p;
         arg->index = made;
+        arg->generation = p->generation;
         pthread_t tid;
         if (pthread_create(&tid, NULL, worker_main, arg) != 0) {
             free(arg);
@@ -578,4 +590,5 @@ tg_pool_stats(TgPoolStats *out)
     out->started = p != NULL;
     out->jobs = p != NULL ? atomic_load(&p->jobs) : 0;
     out->overhead_ns = p != NULL ? p->overhead_ns : -1.0;
+    out->startup_give_ups = p != NULL ? p->startup_give_ups : 0;
 }

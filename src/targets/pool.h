@@ -68,10 +68,11 @@ int tg_pool_force_parallel(void);
 void tg_pool_set_force_parallel(int on);
 
 typedef struct TgPoolStats {
-    int size;           /* threads, caller included */
-    int started;        /* the workers exist in this process */
-    unsigned long jobs; /* parallel jobs run since the pool started */
-    double overhead_ns; /* -1 until started */
+    int size;             /* threads, caller included */
+    int started;          /* the workers exist in this process */
+    unsigned long jobs;   /* parallel jobs run since the pool started */
+    double overhead_ns;   /* -1 until started */
+    int startup_give_ups; /* start-up timing jobs a worker never joined */
 } TgPoolStats;
 
 void tg_pool_stats(TgPoolStats *out);

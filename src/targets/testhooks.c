@@ -149,15 +149,15 @@ parallel_test_ufunc(PyObject *self, PyObject *arg)
     return NULL;
 }
 
-/* _pool_stats() -> new dict: size, started, jobs, overhead_ns */
+/* _pool_stats() -> new dict: size, started, jobs, overhead_ns, startup_give_ups */
 static PyObject *
 pool_stats(PyObject *self, PyObject *unused)
 {
     TgPoolStats st;
     tg_pool_stats(&st);
-    return Py_BuildValue("{s:i,s:O,s:k,s:d}", "size", st.size, "started",
+    return Py_BuildValue("{s:i,s:O,s:k,s:d,s:i}", "size", st.size, "started",
                          st.started ? Py_True : Py_False, "jobs", st.jobs, "overhead_ns",
-                         st.overhead_ns);
+                         st.overhead_ns, "startup_give_ups", st.startup_give_ups);
 }
 
 /* _pool_force_parallel(on) -> the previous setting (bool) */
