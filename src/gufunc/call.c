@@ -229,7 +229,7 @@ run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *st
         status = run_body(gl, body, args, dims, steps);
     }
     if (status == GU_STATUS_GENERAL) {
-        body = gl->body != NULL ? gl->body : (GuBodyFn)cc_code_entry(gl->code, 0);
+        body = (GuBodyFn)cc_code_entry(gl->code, 0); /* made or loaded: one load */
         if (body == NULL) {
             return -1;
         }

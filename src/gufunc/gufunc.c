@@ -144,7 +144,6 @@ new_loop(const Options *o, const CcCompiled *cc)
         return NULL;
     }
     const TsSignature *kernel = &cc->ksig;
-    gl->body = (GuBodyFn)cc->addrs[0];
     gl->code = cc->code;
     gl->target = o->target;
     gl->layout = *o->layout;

@@ -96,8 +96,7 @@ enum { GU_STATUS_GENERAL = CC_STATUS_USER - 1 };
 
 /* What one compiled signature's loop needs; owned by the Library entry. */
 typedef struct GuLoop {
-    GuBodyFn body; /* NULL until code is made (cc_code_entry) */
-    CcCode *code;  /* borrowed: its compiled signature owns it */
+    CcCode *code; /* borrowed: its compiled signature owns it; the body is entry 0 */
     /* the contig-only body (gu_emit_body), while the whole body's code waits
      * to be made: a first call on contiguous cores makes only the half of the
      * machine code it runs.  Owned (vz_compiled_free), or NULL. */
