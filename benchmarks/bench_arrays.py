@@ -13,7 +13,7 @@ b[i]`) and NumPy's `np.multiply(a, 2, out); out += b`, and the compile time
 of one signature.  Results are checked equal before anything is timed.
 Markdown to stdout.
 
-    python3 benchmarks/bench_arrays.py [--repeat 5]
+    python3 benchmarks/bench_arrays.py [--repeat 5] [--only column_sums,covariance]
 """
 import argparse
 import os
@@ -85,14 +85,16 @@ def compile_time(make, data):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", default="", help="comma-separated kernel names (default: all)")
     args = ap.parse_args()
+    names = args.only.split(",") if args.only else NAMES
     rng = np.random.default_rng(0)
     print(f"# Arrays in gufunc kernels (numbavec vs Numba {numba.__version__ if numba else '-'}; "
           f"{os.cpu_count()} CPUs)\n")
     print("| kernel | numbavec cpu ms | Numba cpu ms | Numba/numbavec | numbavec parallel ms "
           "| Numba parallel ms | first result numbavec ms | first result Numba ms |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in NAMES:
+    for name in names:
         py, layout, kinds, out_kind = KERNELS[name]
         sig = signature(layout, kinds, out_kind, "float64")
         data = inputs(layout, kinds, rng)
