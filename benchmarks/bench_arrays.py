@@ -106,6 +106,9 @@ def main():
             r_nv = nv(*data)
             np.testing.assert_allclose(nvp(*data), r_nv, rtol=1e-9, equal_nan=True)
             row = [best(lambda: nv(*data), args.repeat) * 1e3]
+            # before Numba's threads run: on a small machine they keep
+            # spinning for a while after a parallel call, taking our cores
+            nvp_ms = best(lambda: nvp(*data), args.repeat) * 1e3
             nb_ms = nbp_ms = t_nb_c = float("nan")
             note = ""
             try:
@@ -119,7 +122,6 @@ def main():
                     nbp_ms = best(lambda: nbp(*data), args.repeat) * 1e3
             except Exception as e:  # noqa: BLE001 - what Numba cannot compile is reported
                 note = f" (Numba: {type(e).__name__}: {str(e).splitlines()[0][:60]})"
-            nvp_ms = best(lambda: nvp(*data), args.repeat) * 1e3
         print(f"| {name}{note} | {row[0]:.2f} | {nb_ms:.2f} | {nb_ms / row[0]:.2f} | {nvp_ms:.2f} | "
               f"{nbp_ms:.2f} | {t_nv_c * 1e3:.1f} | {t_nb_c * 1e3:.1f} |")
 
