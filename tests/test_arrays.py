@@ -420,6 +420,9 @@ def test_runtime_errors(target, body, error, match):
     ("out[a > 0] = a[None, :]", "2-d array stored through an index array"),
     ("out[:] = a[a[None, :] > 0]", "boolean index of 2 dimension"),
     ("out[:] = np.convolve(a, a)", "this NumPy function is not supported yet"),
+    # a function of a NumPy submodule is named as written, not by its bare name
+    ("out[:] = np.fft.fft(a)", r"np\.fft\.fft\(\) cannot be called in a kernel \(this NumPy"),
+    ("out[0] = np.linalg.norm(a)", r"np\.linalg\.norm\(\) cannot be called"),
     ("out[:] = np.cumsum(a, axis=1)", "axis 1 is out of bounds"),
     ("out[0] = a.var(ddof=len(a))", "ddof= must be an integer constant"),
     ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),
@@ -430,6 +433,15 @@ def test_runtime_errors(target, body, error, match):
 def test_typing_errors(target, body, match):
     py = kernel_from_source(f"import math\nimport numpy as np\ndef k(a, out):\n    {body}\n")
     with pytest.raises(numbavec.TypingError, match=match):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)
+
+
+def test_an_undecorated_helper_is_named_as_written(target):
+    py = kernel_from_source("import numpy as np\n"
+                            "def helper(x):\n    return x\n"
+                            "def k(a, out):\n    out[0] = helper(a[0])\n")
+    with pytest.raises(numbavec.TypingError,
+                       match=r"helper\(\) cannot be called in a kernel \(decorate it with "):
         guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)
 
 

@@ -239,6 +239,22 @@ lw_get_str(Lower *L, PyObject *node, const char *attr)
     return copy;
 }
 
+/* "np.fft.fft()": a call's callee as its source spells it (ast.unparse), or
+ * NULL (no exception) for a callee too long to quote. */
+static PyObject *
+callee_spelling(PyObject *func)
+{
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *text = ast != NULL ? PyObject_CallMethod(ast, "unparse", "O", func) : NULL;
+    Py_XDECREF(ast);
+    PyObject *r = text != NULL && PyUnicode_Check(text) && PyUnicode_GetLength(text) <= 60
+                      ? PyUnicode_FromFormat("%U()", text)
+                      : NULL;
+    Py_XDECREF(text);
+    PyErr_Clear();
+    return r;
+}
+
 /* Every name stored to anywhere in the function is local (Python's rule). */
 int
 lw_collect_locals(Lower *L, PyObject *funcdef)
@@ -1378,10 +1394,13 @@ lower_call(Lower *L, PyObject *node)
             PyErr_Clear();
             int numpy = mod != NULL && PyUnicode_Check(mod)
                         && strncmp(PyUnicode_AsUTF8AndSize(mod, NULL), "numpy", 5) == 0;
-            /* np.convolve, not <function convolve at 0x...> */
-            PyObject *r = numpy && fname != NULL && PyUnicode_Check(fname)
-                              ? PyUnicode_FromFormat("np.%U()", fname)
-                              : PyObject_Repr(callee);
+            /* as written (np.fft.fft(), not np.fft() or <function fft at 0x...>) */
+            PyObject *r = callee_spelling(func);
+            if (r == NULL) {
+                r = numpy && fname != NULL && PyUnicode_Check(fname)
+                        ? PyUnicode_FromFormat("np.%U()", fname)
+                        : PyObject_Repr(callee);
+            }
             Py_XDECREF(fname);
             const char *s = r != NULL ? PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
             Py_XDECREF(mod);
