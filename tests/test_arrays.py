@@ -259,6 +259,27 @@ def test_nan_reductions_follow_numpy(target):
         check(gu, py, [a], (8,), np.float64, "(n)->(8)")
 
 
+def test_short_rows_reach_the_vector_loop(target):
+    """Array loops vectorize without interleaving: a row of 8 doubles is one
+    vector iteration, not 8 scalar ones (the 32 of an interleaved AVX-512
+    loop left rows of 8 and 16 wholly to the scalar remainder)."""
+    py = kernel_from_source(
+        "import numpy as np\n"
+        "def k(a, out):\n"
+        "    for i, row in enumerate(a):\n"
+        "        out[i] = row.max() + np.nanmin(row) + (row * 2).sum()\n")
+    gu = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->(m)", target=target)(py)
+    ir = gu.inspect_llvm(gu.types[0])
+    checks = [int(v) for v in re.findall(r"%min\.iters\.check\S* = icmp ult i64 %\S+, (\d+)", ir)]
+    assert checks and max(checks) <= 8, checks
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 8, 9, 16, 17, 33):
+        a = rng.standard_normal((5, n))
+        a[1, n // 2] = np.nan
+        a[2, 0] = -np.nan
+        check(gu, py, [a], (5,), np.float64, "(m,n)->(m)")
+
+
 AXIS_CASES = [
     "out[:] = a.sum(axis=0)",
     "out[:] = np.sum(a, 1)",
