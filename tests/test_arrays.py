@@ -280,6 +280,23 @@ def test_short_rows_reach_the_vector_loop(target):
         check(gu, py, [a], (5,), np.float64, "(m,n)->(m)")
 
 
+def test_short_written_out_loops_reach_the_vector_loop(target):
+    """A range loop a kernel writes is vectorized as array loops are."""
+    py = kernel_from_source(
+        "def k(a, out):\n"
+        "    for j in range(a.shape[1]):\n        out[j] = 0.0\n"
+        "    for i in range(a.shape[0]):\n"
+        "        for j in range(a.shape[1]):\n            out[j] += a[i, j]\n")
+    gu = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->(n)", target=target)(py)
+    ir = gu.inspect_llvm(gu.types[0])
+    checks = [int(v) for v in re.findall(r"%min\.iters\.check\S* = icmp ult i64 %\S+, (\d+)", ir)]
+    assert checks and max(checks) <= 8, checks
+    rng = np.random.default_rng(5)
+    for n in (1, 8, 9, 16, 40):
+        a = rng.standard_normal((6, n))
+        check(gu, py, [a], (n,), np.float64, "(m,n)->(n)")
+
+
 AXIS_CASES = [
     "out[:] = a.sum(axis=0)",
     "out[:] = np.sum(a, 1)",

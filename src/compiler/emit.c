@@ -617,6 +617,9 @@ for_stmt(Emit *E, CcNode *n)
          * wrap, and saying so (nsw) lets LLVM count and vectorize the loop */
         LLVMBuildStore(E->b, LLVMBuildNSWAdd(E->b, i2, step, "i.next"), counter);
         jump(E, cond);
+        /* vectorized one vector a step, as array loops are (short core rows) */
+        LLVMSetMetadata(LLVMGetLastInstruction(LLVMGetInsertBlock(E->b)),
+                        LLVMGetMDKindIDInContext(E->ctx, "llvm.loop", 9), em_one_vector_loop_id(E));
     } else {
         /* a step that carries i past INT64's range ends the loop (Python's
          * range has no overflow: the next value would be past stop anyway) */

@@ -864,8 +864,8 @@ loop_body_at(Emit *E, Walk *w, LLVMValueRef *idx)
  * A row maximum over rows of 8 ran 3.5x faster, a copy-and-update kernel over
  * rows of 256 1.5x; long rows in cache lose about 10% (one accumulator).
  */
-static LLVMValueRef
-one_vector_loop_id(Emit *E)
+LLVMValueRef
+em_one_vector_loop_id(Emit *E)
 {
     LLVMMetadataRef prop[2] = {
         LLVMMDStringInContext2(E->ctx, "llvm.loop.interleave.count", 26),
@@ -905,7 +905,7 @@ nest(Emit *E, Walk *w, int d, LLVMValueRef *idx)
         E->b, LLVMBuildICmp(E->b, LLVMIntSLT, next, w->shape[d], "more"), head, done);
     if (d == w->ndim - 1) {
         LLVMSetMetadata(br, LLVMGetMDKindIDInContext(E->ctx, "llvm.loop", 9),
-                        one_vector_loop_id(E));
+                        em_one_vector_loop_id(E));
     }
     LLVMValueRef in_vals[2] = {i64c(E, 0), next};
     LLVMBasicBlockRef in_bbs[2] = {pre, latch};
