@@ -169,6 +169,11 @@ VIEW_CASES = [
     "out[:] = a\n    out[1:] = out[:-1]",
     "out[:] = a\n    out[:-1] = out[1:]",
     "out[:] = a\n    out[::-1] = out",
+    # overlapping reads through a copy: several leaves, one the target's own view
+    "out[:] = a\n    out[1:] = out[:-1] * 2 + out[1:] - out[::-1][1:]",
+    "out[:] = a\n    out[::2] = out[1::2][:len(out[::2])] if len(out) > 1 else out[::2]",
+    "out[:] = a\n    out[2:] += out[:-2] * out[1:-1]",
+    "out[:] = a\n    out[1:] = out[:1] + out[:-1] * a[1:]",
     "out[:] = 0\n    out[::3] = 7",
     "out[:] = a.T",
     "out[:] = len(a) + a.size + a.ndim + a.shape[0] + a.itemsize",
@@ -207,6 +212,9 @@ ND_CASES = [
     "out[:] = a.sum() + a.max() + a.min() + a.mean() + a[1:, 1:].sum()",
     "out[:] = a[0] + a[1]\n    out[:] = out - a[:1].sum()",
     "t = a[1:]\n    t = t[::-1]\n    out[:] = t[0]",
+    # an output written through a 2-d scratch array that overlaps itself
+    "t = a.copy()\n    t[1:, :] = t[:-1, :] + t[:1, :] * t.T[1:, :]\n    out[:] = t.sum(axis=0)",
+    "t = a.copy()\n    t[:, ::-1] = t * 2 + t[::-1]\n    out[:] = t[-1]",
 ]
 
 
