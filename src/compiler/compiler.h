@@ -493,6 +493,10 @@ void cc_inferred_signature(const CcFunction *fn, TsSignature *sig);
 /* Adds the enum attribute `name` (value 0: nounwind, alwaysinline ...) to
  * function f; an attribute this LLVM does not know is left out. */
 void cc_add_fn_attr(LLVMValueRef f, const char *name);
+/* A loop property !{key, value} (value NULL: !{key}), for cc_set_loop_id. */
+LLVMMetadataRef cc_loop_prop(LLVMContextRef ctx, const char *key, LLVMMetadataRef value);
+/* Gives the loop whose latch branch is br the ID !{!self, props...} (at most 7). */
+void cc_set_loop_id(LLVMValueRef br, LLVMMetadataRef *props, int n);
 /*
  * Asks for f's machine code to be made by LLVM's fast instruction selector
  * and register allocator (optnone at code generation, after optimisation,

@@ -617,9 +617,8 @@ for_stmt(Emit *E, CcNode *n)
          * wrap, and saying so (nsw) lets LLVM count and vectorize the loop */
         LLVMBuildStore(E->b, LLVMBuildNSWAdd(E->b, i2, step, "i.next"), counter);
         jump(E, cond);
-        /* vectorized one vector a step, as array loops are (short core rows) */
-        LLVMSetMetadata(LLVMGetLastInstruction(LLVMGetInsertBlock(E->b)),
-                        LLVMGetMDKindIDInContext(E->ctx, "llvm.loop", 9), em_one_vector_loop_id(E));
+        /* as array loops are: short core rows reach the vector loop */
+        em_one_vector_a_step(E, LLVMGetLastInstruction(LLVMGetInsertBlock(E->b)));
     } else {
         /* a step that carries i past INT64's range ends the loop (Python's
          * range has no overflow: the next value would be past stop anyway) */

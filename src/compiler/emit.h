@@ -179,7 +179,8 @@ LLVMValueRef em_libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, un
 LLVMValueRef em_fabs_of(Emit *E, TsKind k, LLVMValueRef x);
 LLVMValueRef em_copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef sign);
 
-/* emitarray.c: the ID of a loop vectorized one vector a step (no interleaving) */
-LLVMValueRef em_one_vector_loop_id(Emit *E);
+/* emitarray.c: marks the loop of latch branch br to be vectorized one vector
+ * a step (no interleaving: short core rows reach the vector loop) */
+void em_one_vector_a_step(Emit *E, LLVMValueRef br);
 
 #endif /* NV_COMPILER_EMIT_H */

@@ -34,8 +34,6 @@
 
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h>
-
 enum { HEADER = 16 }; /* bytes before an allocated array's data: the list link */
 
 typedef struct View {
@@ -855,27 +853,22 @@ loop_body_at(Emit *E, Walk *w, LLVMValueRef *idx)
 }
 
 /*
- * The innermost loop's ID: vectorized without interleaving, so that a vector
- * iteration takes VF elements (8 doubles with AVX-512), not the VF x 4 LLVM
- * would choose.  The core dimensions a gufunc kernel walks are often short
- * (rows of 8 or 16), and with interleaving such rows never reached the vector
- * loop: their elements all ran in the scalar remainder, which for a float
- * min/max is a dozen instructions an element (order keys and the NaN flag).
- * A row maximum over rows of 8 ran 3.5x faster, a copy-and-update kernel over
- * rows of 256 1.5x; long rows in cache lose about 10% (one accumulator).
+ * Marks the loop of latch branch br to be vectorized without interleaving,
+ * so that a vector iteration takes VF elements (8 doubles with AVX-512), not
+ * the VF x 4 LLVM would choose.  The core dimensions a gufunc kernel walks
+ * are often short (rows of 8 or 16), and with interleaving such rows never
+ * reached the vector loop: their elements all ran in the scalar remainder,
+ * which for a float min/max is a dozen instructions an element (order keys
+ * and the NaN flag).  A row maximum over rows of 8 ran 3.5x faster, a
+ * copy-and-update kernel over rows of 256 1.5x; long rows in cache lose
+ * about 10% (one accumulator).
  */
-LLVMValueRef
-em_one_vector_loop_id(Emit *E)
+void
+em_one_vector_a_step(Emit *E, LLVMValueRef br)
 {
-    LLVMMetadataRef prop[2] = {
-        LLVMMDStringInContext2(E->ctx, "llvm.loop.interleave.count", 26),
-        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(E->ctx), 1, 0)),
-    };
-    LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(E->ctx, NULL, 0),
-                              LLVMMDNodeInContext2(E->ctx, prop, 2)};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(E->ctx, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(ops[0], id); /* distinct: it names itself */
-    return LLVMMetadataAsValue(E->ctx, id);
+    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(E->ctx), 1, 0));
+    LLVMMetadataRef prop = cc_loop_prop(E->ctx, "llvm.loop.interleave.count", one);
+    cc_set_loop_id(br, &prop, 1);
 }
 
 /* The loop nest over w->shape, one dimension a level. */
@@ -904,8 +897,7 @@ nest(Emit *E, Walk *w, int d, LLVMValueRef *idx)
     LLVMValueRef br = LLVMBuildCondBr(
         E->b, LLVMBuildICmp(E->b, LLVMIntSLT, next, w->shape[d], "more"), head, done);
     if (d == w->ndim - 1) {
-        LLVMSetMetadata(br, LLVMGetMDKindIDInContext(E->ctx, "llvm.loop", 9),
-                        em_one_vector_loop_id(E));
+        em_one_vector_a_step(E, br);
     }
     LLVMValueRef in_vals[2] = {i64c(E, 0), next};
     LLVMBasicBlockRef in_bbs[2] = {pre, latch};

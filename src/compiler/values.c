@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 void
 cc_add_fn_attr(LLVMValueRef f, const char *name)
 {
@@ -23,6 +25,31 @@ cc_add_fn_attr(LLVMValueRef f, const char *name)
         LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                 LLVMCreateEnumAttribute(ctx, kind, 0));
     }
+}
+
+LLVMMetadataRef
+cc_loop_prop(LLVMContextRef ctx, const char *key, LLVMMetadataRef value)
+{
+    LLVMMetadataRef prop[2] = {LLVMMDStringInContext2(ctx, key, strlen(key)), value};
+    return LLVMMDNodeInContext2(ctx, prop, value != NULL ? 2 : 1);
+}
+
+void
+cc_set_loop_id(LLVMValueRef br, LLVMMetadataRef *props, int n)
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(br));
+    LLVMMetadataRef ops[8];
+    int count = 0;
+    /* distinct because it names itself, which LLVM-C can only build by
+     * replacing a temporary node */
+    ops[count++] = LLVMTemporaryMDNode(ctx, NULL, 0);
+    for (int i = 0; i < n && count < 8; i++) {
+        ops[count++] = props[i];
+    }
+    LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, (size_t)count);
+    LLVMMetadataReplaceAllUsesWith(ops[0], id); /* also frees the temporary */
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9),
+                    LLVMMetadataAsValue(ctx, id));
 }
 
 void

@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h>
 #include <llvm-c/IRReader.h>
 
 /* Short names by TsKind, for readable IR value names. */
@@ -66,7 +65,7 @@ typedef struct LoopGen {
     LLVMValueRef strided;          /* name.strided */
     LLVMValueRef bufs[TS_MAXARGS]; /* bcast: a block of each input */
     npy_intp block;                /* bcast: elements per block */
-    unsigned md_loop, md_access_group;
+    unsigned md_access_group;
     /* a kernel that may raise: its last parameter is where it stores the
      * address of the site it raised at; flag is the current function's slot
      * for it (an intp, 0 while nothing raised: LLVM vectorizes the loop
@@ -177,52 +176,31 @@ emit_overlap_check(LoopGen *g)
 
 /* ---- loop bodies ---- */
 
-/*
- * The loop ID !{!self, !{"llvm.loop.parallel_accesses", group}}: distinct
- * because it refers to itself, which LLVM-C can only build by replacing a
- * temporary node.
- */
-static LLVMValueRef
-parallel_loop_id(LoopGen *g)
+/* Marks the loop of latch branch br as one whose accesses (in the access
+ * group) may run in any order: LLVM vectorizes it without alias checks. */
+static void
+set_parallel_loop(LoopGen *g, LLVMValueRef br)
 {
-    LLVMMetadataRef temp = LLVMTemporaryMDNode(g->ctx, NULL, 0);
-    const char *key = "llvm.loop.parallel_accesses";
-    LLVMMetadataRef prop[2] = {
-        LLVMMDStringInContext2(g->ctx, key, strlen(key)),
-        LLVMValueAsMetadata(g->access_group),
-    };
-    LLVMMetadataRef ops[2] = {temp, LLVMMDNodeInContext2(g->ctx, prop, 2)};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(g->ctx, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(temp, id); /* also frees temp */
-    return LLVMMetadataAsValue(g->ctx, id);
+    LLVMMetadataRef prop =
+        cc_loop_prop(g->ctx, "llvm.loop.parallel_accesses", LLVMValueAsMetadata(g->access_group));
+    cc_set_loop_id(br, &prop, 1);
 }
 
 /*
- * The strided loop's ID: left scalar and not unrolled.  Vectorizing it
+ * Marks the strided loop: left scalar and not unrolled.  Vectorizing it
  * needs gathers, scatters and alias checks that rarely pay off for strided
  * NumPy operands, and doubles the optimiser's and code generator's work.
  */
-static LLVMValueRef
-scalar_loop_id(LoopGen *g)
+static void
+set_scalar_loop(LoopGen *g, LLVMValueRef br)
 {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(g->ctx);
-    static const char *const keys[3] = {
-        "llvm.loop.vectorize.width",
-        "llvm.loop.interleave.count",
-        "llvm.loop.unroll.disable",
+    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(g->ctx), 1, 0));
+    LLVMMetadataRef props[3] = {
+        cc_loop_prop(g->ctx, "llvm.loop.vectorize.width", one),
+        cc_loop_prop(g->ctx, "llvm.loop.interleave.count", one),
+        cc_loop_prop(g->ctx, "llvm.loop.unroll.disable", NULL),
     };
-    LLVMMetadataRef ops[4];
-    ops[0] = LLVMTemporaryMDNode(g->ctx, NULL, 0);
-    for (int k = 0; k < 3; k++) {
-        LLVMMetadataRef prop[2] = {
-            LLVMMDStringInContext2(g->ctx, keys[k], strlen(keys[k])),
-            LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),
-        };
-        ops[k + 1] = LLVMMDNodeInContext2(g->ctx, prop, k < 2 ? 2 : 1);
-    }
-    LLVMMetadataRef id = LLVMMDNodeInContext2(g->ctx, ops, 4);
-    LLVMMetadataReplaceAllUsesWith(ops[0], id);
-    return LLVMMetadataAsValue(g->ctx, id);
+    cc_set_loop_id(br, props, 3);
 }
 
 /* Puts every memory access (and the kernel call, whose accesses inherit it
@@ -332,7 +310,7 @@ emit_contig_function(LoopGen *g, const char *loop_name)
     emit_call_store(g, vals, LLVMBuildInBoundsGEP2(g->b, out_ty, g->base[g->nin], &i, 1, "out"));
     LLVMValueRef br = emit_latch(g, i, pre, body);
     mark_parallel_accesses(g, body);
-    LLVMSetMetadata(br, g->md_loop, parallel_loop_id(g));
+    set_parallel_loop(g, br);
     LLVMPositionBuilderAtEnd(g->b, g->exit);
     if (g->raises) {
         LLVMBuildRet(g->b, LLVMBuildLoad2(g->b, g->intp, g->flag, "site"));
@@ -407,7 +385,7 @@ emit_sequential(LoopGen *g, LLVMBasicBlockRef pre, int store, const char *what)
         LLVMPositionBuilderAtEnd(g->b, next);
     }
     LLVMValueRef br = emit_latch(g, i, pre, body);
-    LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
+    set_scalar_loop(g, br);
 }
 
 /*
@@ -657,7 +635,7 @@ emit_fast_paths(LoopGen *g, LLVMValueRef mask)
     LLVMValueRef next = LLVMBuildAdd(g->b, j, block, "j.next");
     LLVMValueRef more = LLVMBuildICmp(g->b, LLVMIntSLT, next, g->n, "");
     LLVMValueRef br = LLVMBuildCondBr(g->b, more, loop, g->exit);
-    LLVMSetMetadata(br, g->md_loop, scalar_loop_id(g));
+    set_scalar_loop(g, br);
     LLVMValueRef jv[2] = {intp_const(g, 0), next};
     LLVMBasicBlockRef jb[2] = {pre, loop};
     LLVMAddIncoming(j, jv, jb, 2);
@@ -732,7 +710,6 @@ vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, con
     g.kernel = kernel;
     g.intp = LLVMIntTypeInContext(g.ctx, 8 * sizeof(npy_intp));
     g.ptr = LLVMPointerTypeInContext(g.ctx, 0);
-    g.md_loop = LLVMGetMDKindIDInContext(g.ctx, "llvm.loop", 9);
     g.md_access_group = LLVMGetMDKindIDInContext(g.ctx, "llvm.access.group", 17);
     if (check_kernel(&g, sig) < 0 || make_access_group(&g) < 0) {
         return NULL;
