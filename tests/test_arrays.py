@@ -481,6 +481,27 @@ def test_an_undecorated_helper_is_named_as_written(target):
         guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)
 
 
+def test_a_callee_too_long_to_quote_keeps_its_name(target):
+    """A callee spelled in more than 60 characters is not quoted back whole."""
+    import types
+
+    def helper(x):
+        return x
+
+    ns = types.SimpleNamespace(
+        a_namespace_with_a_very_long_name=types.SimpleNamespace(
+            and_an_attribute_that_is_long_too=helper))
+    py = kernel_from_source(
+        "def k(a, out):\n"
+        "    out[0] = ns.a_namespace_with_a_very_long_name.and_an_attribute_that_is_long_too(a[0])\n",
+        globals_={"ns": ns})
+    with pytest.raises(numbavec.TypingError) as info:
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)
+    message = str(info.value).splitlines()[0]
+    assert "helper" in message and "decorate it with @numbavec.jit" in message, message
+    assert "and_an_attribute_that_is_long_too()" not in message, message
+
+
 def test_vectorize_kernels_cannot_allocate(target):
     py = kernel_from_source("import numpy as np\ndef k(x):\n    return np.zeros(3).sum() + x\n")
     with pytest.raises(numbavec.TypingError, match="only a guvectorize kernel"):
