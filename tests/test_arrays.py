@@ -228,6 +228,29 @@ def test_2d_views_match_the_interpreter(target, body):
         check(gu, py, [a.T], (n,), np.float64, "(n,n)->(n)")
 
 
+ALIASED_CASES = [
+    "for row in a:\n        out[:] = out * 0.5 + row[::-1]",
+    "for row in a:\n        out[1:] = row[:-1] + out[1:]",
+    "for row in a:\n        out += row",
+]
+
+
+@pytest.mark.parametrize("body", ALIASED_CASES)
+def test_arguments_that_are_one_array_are_checked_view_by_view(target, body):
+    """g(x, out=x) with layout (m,n)->(n): NumPy passes x uncopied, so each
+    call's out is a row of its a.  An assignment first tests whether the
+    arrays its views lie in meet, then the views: here they meet, and the
+    rows that overlap out other than element for element go through a copy."""
+    py, gu = body_gufunc(body, "void(float64[:, :], float64[:])", "(m,n)->(n)", target)
+    x = np.random.default_rng(11).standard_normal((5, 5))
+    want = x.copy()
+    for i in range(len(want)):
+        py(want, want[i])
+    got = x.copy()
+    gu(got, out=got)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32", "complex128"])
 def test_reductions_keep_numpys_types(target, dtype):
     complex_ = np.dtype(dtype).kind == "c"

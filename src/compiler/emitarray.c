@@ -23,6 +23,11 @@
  *
  * An assignment whose source may overlap its target in memory (a[1:] =
  * a[:-1]) evaluates the source into a temporary first, as NumPy does.
+ * Every view carries the byte range of the array it was taken from, so
+ * that views of two different arrays (out += row, for row in a) are told
+ * apart by a test of values that do not change in the loop making the
+ * views: LICM takes it out, and the exact test runs only where the arrays
+ * meet.
  *
  * Arrays allocated in a kernel (np.zeros ...) live until the kernel call
  * returns: each is malloc'd with a header that links it into the call's
@@ -42,6 +47,10 @@ typedef struct View {
     LLVMValueRef data;
     LLVMValueRef shape[TS_MAXDIMS];
     LLVMValueRef stride[TS_MAXDIMS];
+    /* i64s lo <= hi: every byte of the view is in [lo, hi), the bytes of
+     * the array it was taken from (NULL: not known yet; within() makes it
+     * the view's own) */
+    LLVMValueRef lo, hi;
 } View;
 
 static LLVMTypeRef
@@ -56,17 +65,33 @@ i64c(Emit *E, long long v)
     return LLVMConstInt(i64_type(E), (unsigned long long)v, 1);
 }
 
+/* { data, shape, strides, lo, hi } */
 LLVMTypeRef
 em_array_type(Emit *E, int ndim)
 {
     LLVMTypeRef dims = LLVMArrayType2(i64_type(E), (unsigned long long)ndim);
-    LLVMTypeRef fields[3] = {LLVMPointerTypeInContext(E->ctx, 0), dims, dims};
-    return LLVMStructTypeInContext(E->ctx, fields, 3, 0);
+    LLVMTypeRef fields[5] = {LLVMPointerTypeInContext(E->ctx, 0), dims, dims, i64_type(E),
+                             i64_type(E)};
+    return LLVMStructTypeInContext(E->ctx, fields, 5, 0);
+}
+
+static void span(Emit *E, const View *v, LLVMValueRef *lo, LLVMValueRef *hi, LLVMValueRef *empty);
+
+/* v's lo and hi, made its own span where they are not known. */
+static void
+within(Emit *E, View *v)
+{
+    if (v->lo == NULL) {
+        LLVMValueRef empty;
+        span(E, v, &v->lo, &v->hi, &empty);
+    }
 }
 
 static LLVMValueRef
-view_pack(Emit *E, const View *v)
+view_pack(Emit *E, const View *view)
 {
+    View w = *view, *v = &w;
+    within(E, v);
     LLVMValueRef s = LLVMGetUndef(em_array_type(E, v->ndim));
     s = LLVMBuildInsertValue(E->b, s, v->data, 0, "view");
     LLVMValueRef shape = LLVMGetUndef(LLVMArrayType2(i64_type(E), (unsigned long long)v->ndim));
@@ -76,7 +101,9 @@ view_pack(Emit *E, const View *v)
         stride = LLVMBuildInsertValue(E->b, stride, v->stride[k], (unsigned)k, "strides");
     }
     s = LLVMBuildInsertValue(E->b, s, shape, 1, "view");
-    return LLVMBuildInsertValue(E->b, s, stride, 2, "view");
+    s = LLVMBuildInsertValue(E->b, s, stride, 2, "view");
+    s = LLVMBuildInsertValue(E->b, s, v->lo, 3, "view");
+    return LLVMBuildInsertValue(E->b, s, v->hi, 4, "view");
 }
 
 static void
@@ -87,6 +114,8 @@ view_unpack(Emit *E, LLVMValueRef s, const CcType *t, View *v)
     v->data = LLVMBuildExtractValue(E->b, s, 0, "data");
     LLVMValueRef shape = LLVMBuildExtractValue(E->b, s, 1, "shape");
     LLVMValueRef stride = LLVMBuildExtractValue(E->b, s, 2, "strides");
+    v->lo = LLVMBuildExtractValue(E->b, s, 3, "lo");
+    v->hi = LLVMBuildExtractValue(E->b, s, 4, "hi");
     for (int k = 0; k < t->n; k++) {
         v->shape[k] = LLVMBuildExtractValue(E->b, shape, (unsigned)k, "dim");
         v->stride[k] = LLVMBuildExtractValue(E->b, stride, (unsigned)k, "stride");
@@ -248,6 +277,7 @@ local_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *
     LLVMSetAlignment(v->data, 16);
     v->ndim = ndim;
     v->kind = k;
+    v->lo = v->hi = NULL;
     LLVMValueRef stride = i64c(E, ts_itemsize(k));
     for (int d = ndim - 1; d >= 0; d--) {
         v->shape[d] = shape[d];
@@ -302,6 +332,8 @@ alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *
     LLVMBuildStore(E->b, p, E->alloc_head);
     LLVMValueRef off = i64c(E, HEADER);
     v->data = LLVMBuildGEP2(E->b, LLVMInt8TypeInContext(E->ctx), p, &off, 1, "array");
+    v->lo = LLVMBuildPtrToInt(E->b, v->data, i64, "lo");
+    v->hi = LLVMBuildAdd(E->b, v->lo, bytes, "hi");
     return 0;
 }
 
@@ -416,6 +448,7 @@ index_view(Emit *E, CcNode *n, View *v, int *element)
     }
     v->kind = a.kind;
     v->ndim = 0;
+    v->lo = v->hi = NULL;
     *element = 1;
     LLVMValueRef offset = i64c(E, 0);
     int d = 0;
@@ -469,6 +502,11 @@ index_view(Emit *E, CcNode *n, View *v, int *element)
     v->data = *element && E->fn->boundscheck
                   ? LLVMBuildInBoundsGEP2(E->b, i8, a.data, &offset, 1, "elem")
                   : LLVMBuildGEP2(E->b, i8, a.data, &offset, 1, "view");
+    if (!*element) {
+        within(E, &a); /* a view lies in its array */
+        v->lo = a.lo;
+        v->hi = a.hi;
+    }
     return 0;
 }
 
@@ -1033,9 +1071,27 @@ span(Emit *E, const View *v, LLVMValueRef *lo, LLVMValueRef *hi, LLVMValueRef *e
     }
 }
 
+/* Whether leaf l is the target t itself (a[:] = a * 2), whose elements are
+ * each read before they are written. */
+static LLVMValueRef
+same_view(Emit *E, const View *l, const View *t)
+{
+    if (l->ndim != t->ndim) {
+        return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    }
+    LLVMValueRef same = LLVMBuildICmp(E->b, LLVMIntEQ, l->data, t->data, "same");
+    for (int k = 0; k < l->ndim; k++) {
+        LLVMValueRef eq =
+            LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, l->shape[k], t->shape[k], ""),
+                         LLVMBuildICmp(E->b, LLVMIntEQ, l->stride[k], t->stride[k], ""), "");
+        same = LLVMBuildAnd(E->b, same, eq, "same");
+    }
+    return same;
+}
+
 /* Whether leaf l may overlap the target t other than element for element. */
 static LLVMValueRef
-overlaps(Emit *E, const View *l, const View *t, int ndim)
+overlaps(Emit *E, const View *l, const View *t)
 {
     LLVMValueRef llo, lhi, lempty, tlo, thi, tempty;
     span(E, l, &llo, &lhi, &lempty);
@@ -1044,18 +1100,7 @@ overlaps(Emit *E, const View *l, const View *t, int ndim)
                                      LLVMBuildICmp(E->b, LLVMIntULT, tlo, lhi, ""), "meet");
     meet = LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, LLVMBuildOr(E->b, lempty, tempty, ""), ""),
                         "meet");
-    /* the same view (a[:] = a * 2): each element is read before it is written */
-    LLVMValueRef same = LLVMBuildICmp(E->b, LLVMIntEQ, l->data, t->data, "same");
-    if (l->ndim != ndim) {
-        same = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
-    }
-    for (int k = 0; k < l->ndim && l->ndim == ndim; k++) {
-        LLVMValueRef eq =
-            LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, l->shape[k], t->shape[k], ""),
-                         LLVMBuildICmp(E->b, LLVMIntEQ, l->stride[k], t->stride[k], ""), "");
-        same = LLVMBuildAnd(E->b, same, eq, "same");
-    }
-    return LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, same, ""), "overlap");
+    return LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, same_view(E, l, t), ""), "overlap");
 }
 
 static int store_visit(Emit *E, Walk *w, LLVMValueRef value);
@@ -1106,21 +1151,48 @@ assign_collected(Emit *E, CcNode *at, const View *target, Walk *w)
 {
     w->ndim = target->ndim;
     w->target = *target;
-    LLVMValueRef any = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
     int arrays = 0;
     for (int i = 0; i < w->nleaves; i++) {
-        if (cc_is_array(w->leaves[i].ty)) {
-            arrays++;
-            any = LLVMBuildOr(E->b, any, overlaps(E, &w->leaves[i].v, target, target->ndim), "any");
-        }
+        arrays += cc_is_array(w->leaves[i].ty);
     }
     if (arrays == 0 || E->alloc_head == NULL) {
         /* nothing can overlap (all scalars), or no temporary can be made
          * (a device): element order then decides, as a loop written out would */
         return run_collected(E, w);
     }
+    /* First whether a leaf other than the target itself lies in an array
+     * that meets the target's: tests of values that, for views of the
+     * kernel's arguments, LICM takes out of the loops making the views.
+     * Only then the views themselves. */
+    View t = *target;
+    within(E, &t);
+    LLVMBasicBlockRef check = em_new_block(E, "assign.check");
     LLVMBasicBlockRef direct = em_new_block(E, "assign.direct");
     LLVMBasicBlockRef copy = em_new_block(E, "assign.copy"), done = em_new_block(E, "assign.done");
+    for (int i = 0; i < w->nleaves; i++) {
+        if (!cc_is_array(w->leaves[i].ty)) {
+            continue;
+        }
+        View *l = &w->leaves[i].v;
+        within(E, l);
+        LLVMValueRef meet =
+            LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntULT, l->lo, t.hi, ""),
+                         LLVMBuildICmp(E->b, LLVMIntULT, t.lo, l->hi, ""), "arrays.meet");
+        LLVMBasicBlockRef same = em_new_block(E, "assign.same"),
+                          next = em_new_block(E, "assign.next");
+        LLVMBuildCondBr(E->b, meet, same, next);
+        LLVMPositionBuilderAtEnd(E->b, same);
+        LLVMBuildCondBr(E->b, same_view(E, l, target), next, check);
+        LLVMPositionBuilderAtEnd(E->b, next);
+    }
+    LLVMBuildBr(E->b, direct);
+    LLVMPositionBuilderAtEnd(E->b, check);
+    LLVMValueRef any = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    for (int i = 0; i < w->nleaves; i++) {
+        if (cc_is_array(w->leaves[i].ty)) {
+            any = LLVMBuildOr(E->b, any, overlaps(E, &w->leaves[i].v, target), "any");
+        }
+    }
     LLVMBuildCondBr(E->b, any, copy, direct);
     LLVMPositionBuilderAtEnd(E->b, direct);
     if (run_collected(E, w) < 0) {
