@@ -1114,6 +1114,41 @@ def test_every_unsupported_construct_is_named_once_with_its_caret(target):
     assert "0x" not in text  # no function reprs
 
 
+def test_every_statement_that_fails_to_type_is_named_with_its_caret(target):
+    """Typing goes on past a statement that fails, as lowering does; a
+    statement reading a variable that a failed one assigned (y, z) is not
+    reported, as its error may follow from the first alone (nor is x's in
+    line 8, which reads x)."""
+    src = ("import numpy as np\n"
+           "def k(a, out):\n"
+           "    x = np.sum(a, axis=5)\n"
+           "    y = len(3)\n"
+           "    z = y + 1\n"
+           "    for i in range(1.5):\n"
+           "        out[i] = z\n"
+           "    out[0] = a[0, 1] + x\n"
+           "    out[1] = a[0] + (1, 2)\n")
+    with pytest.raises(numbavec.TypingError) as info:
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
+            kernel_from_source(src))
+    text = str(info.value)
+    found = [(m.group(1), m.group(2)) for m in re.finditer(r":(\d+):\d+: ([^\n]*)", text)]
+    assert [line for line, _ in found] == ["3", "4", "6", "9"], text
+    assert "axis 5" in found[0][1] and "int is not an array" in found[1][1]
+    assert "range() arguments" in found[2][1] and "tuple" in found[3][1]
+    assert text.count("^") == 4
+
+
+def test_typing_reports_at_most_seventeen_statements(target):
+    """Sixteen statements, and the one that ended typing, as lowering."""
+    src = "def k(a, out):\n" + "".join(f"    out[{i}] = len({i})\n" for i in range(20))
+    with pytest.raises(numbavec.TypingError) as info:
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
+            kernel_from_source(src))
+    lines = [int(m.group(1)) for m in re.finditer(r":(\d+):\d+: ", str(info.value))]
+    assert lines == list(range(2, 19))
+
+
 @pytest.mark.parametrize("kind, part", [("complex128", "float64"), ("complex64", "float32")])
 def test_variance_of_complex_values(target, kind, part):
     """np.var/np.std of complex values: the mean of |x - mean|^2, a real of

@@ -198,6 +198,9 @@ typedef struct CcVar {
     /* typeinfer: the type is given (a numbavec ufunc's loop, inlined:
      * inline_call sets it); what is assigned is cast to it */
     int declared;
+    /* typeinfer: assigned by a statement that failed to type, so an error
+     * where it is read may follow from that one alone */
+    int poisoned;
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -247,6 +250,9 @@ struct CcNode {
      * ufunc with signatures: its loops, each nin + 1 letters 'a' + TsKind
      * (inputs, then output), one after the other */
     const char *text;
+    /* typeinfer: this statement failed to type; its error is kept and the
+     * passes after skip it */
+    int failed;
 };
 
 /* One function being compiled for one signature. */
@@ -311,6 +317,16 @@ int cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...);
  * __cause__.  BaseExceptions that are not Exceptions (KeyboardInterrupt)
  * are left to propagate.  Returns -1. */
 int cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what);
+/* Lowering and typing report every statement that failed, not only the
+ * first, one message and caret each: CC_MAX_ERRORS of them, then the one
+ * that ended the pass. */
+enum { CC_MAX_ERRORS = 16 };
+/* The pending exception, normalized, appended to errors and cleared; -1
+ * (the exception still pending) when that fails. */
+int cc_keep_error(PyObject *errors);
+/* Raises the errors kept: the one error itself (its cause kept), or a
+ * TypingError with each message on its lines, the first's cause its own. */
+void cc_raise_errors(PyObject *errors);
 
 /* ---- builtins.c ---- */
 

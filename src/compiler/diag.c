@@ -97,3 +97,56 @@ cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what)
     Py_XDECREF(tb);
     return -1;
 }
+
+int
+cc_keep_error(PyObject *errors)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    if (value == NULL || PyList_Append(errors, value) < 0) {
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return 0;
+}
+
+void
+cc_raise_errors(PyObject *errors)
+{
+    PyObject *first = PyList_GetItem(errors, 0);
+    if (PyList_Size(errors) == 1) {
+        PyErr_SetObject((PyObject *)Py_TYPE(first), first);
+        return;
+    }
+    PyObject *texts = PyList_New(0);
+    for (Py_ssize_t i = 0; texts != NULL && i < PyList_Size(errors); i++) {
+        PyObject *t = PyObject_Str(PyList_GetItem(errors, i));
+        if (t == NULL || PyList_Append(texts, t) < 0) {
+            Py_CLEAR(texts);
+        }
+        Py_XDECREF(t);
+    }
+    PyObject *sep = texts != NULL ? PyUnicode_FromString("\n") : NULL;
+    PyObject *all = sep != NULL ? PyUnicode_Join(sep, texts) : NULL;
+    PyObject *exc =
+        all != NULL ? PyObject_CallFunctionObjArgs(nv_state.typing_error, all, NULL) : NULL;
+    if (exc != NULL) {
+        PyObject *cause = PyException_GetCause(first);
+        if (cause != NULL) {
+            PyException_SetCause(exc, cause); /* steals */
+        }
+        PyErr_SetObject(nv_state.typing_error, exc);
+    }
+    Py_XDECREF(texts);
+    Py_XDECREF(sep);
+    Py_XDECREF(all);
+    Py_XDECREF(exc);
+}

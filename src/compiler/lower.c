@@ -2677,81 +2677,22 @@ lower_stmt(Lower *L, PyObject *node)
     return n;
 }
 
-enum { MAX_ERRORS = 16 };
-
-/* The pending exception, normalized, appended to errors and cleared; -1
- * (the exception still pending) when that fails. */
-static int
-append_error(PyObject *errors)
-{
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
-    if (value == NULL || PyList_Append(errors, value) < 0) {
-        PyErr_Clear();
-        PyErr_Restore(type, value, tb);
-        return -1;
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    return 0;
-}
-
-/* Raises the errors kept: the one error itself (its cause kept), or a
- * TypingError with each message on its lines, the first's cause its own. */
-static void
-raise_errors(PyObject *errors)
-{
-    PyObject *first = PyList_GetItem(errors, 0);
-    if (PyList_Size(errors) == 1) {
-        PyErr_SetObject((PyObject *)Py_TYPE(first), first);
-        return;
-    }
-    PyObject *texts = PyList_New(0);
-    for (Py_ssize_t i = 0; texts != NULL && i < PyList_Size(errors); i++) {
-        PyObject *t = PyObject_Str(PyList_GetItem(errors, i));
-        if (t == NULL || PyList_Append(texts, t) < 0) {
-            Py_CLEAR(texts);
-        }
-        Py_XDECREF(t);
-    }
-    PyObject *sep = texts != NULL ? PyUnicode_FromString("\n") : NULL;
-    PyObject *all = sep != NULL ? PyUnicode_Join(sep, texts) : NULL;
-    PyObject *exc =
-        all != NULL ? PyObject_CallFunctionObjArgs(nv_state.typing_error, all, NULL) : NULL;
-    if (exc != NULL) {
-        PyObject *cause = PyException_GetCause(first);
-        if (cause != NULL) {
-            PyException_SetCause(exc, cause); /* steals */
-        }
-        PyErr_SetObject(nv_state.typing_error, exc);
-    }
-    Py_XDECREF(texts);
-    Py_XDECREF(sep);
-    Py_XDECREF(all);
-    Py_XDECREF(exc);
-}
-
 /*
  * A statement of the kernel failed with a TypingError: its message is kept
  * in L->errors and lowering goes on with the next statement, every variable
  * counted as assigned from here (what the statement assigned is unknown, and
  * "referenced before assignment" would follow from its failure alone).
- * 1 when kept; 0 (the error pending) for any other error, past MAX_ERRORS,
+ * 1 when kept; 0 (the error pending) for any other error, past CC_MAX_ERRORS,
  * and in an inlined function (its errors are its call's).
  */
 static int
 keep_error(Lower *L)
 {
-    if (L->errors == NULL || L->prefix != NULL || PyList_Size(L->errors) >= MAX_ERRORS
+    if (L->errors == NULL || L->prefix != NULL || PyList_Size(L->errors) >= CC_MAX_ERRORS
         || !PyErr_ExceptionMatches(nv_state.typing_error)) {
         return 0;
     }
-    if (append_error(L->errors) < 0) {
+    if (cc_keep_error(L->errors) < 0) {
         return 0;
     }
     memset(L->assigned, 1, (size_t)L->nassigned);
@@ -2897,11 +2838,11 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     CcNode *body = lw_lower_block(&L, funcdef, "body");
     if (body == NULL && PyList_Size(L.errors) > 0
         && PyErr_ExceptionMatches(nv_state.typing_error)) {
-        (void)append_error(L.errors); /* past MAX_ERRORS: the last one too */
+        (void)cc_keep_error(L.errors); /* past CC_MAX_ERRORS: the last one too */
     }
     if (!PyErr_Occurred() && PyList_Size(L.errors) > 0) {
         /* every statement that failed, one message (and caret) each */
-        raise_errors(L.errors);
+        cc_raise_errors(L.errors);
         body = NULL;
     }
     if (body != NULL) {

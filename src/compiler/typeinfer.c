@@ -32,6 +32,8 @@ typedef struct Infer {
     /* the elementwise operation being typed took an array operand: the
      * largest ndim of those (-1: none); its operands are typed by element */
     int lift;
+    int inlining;     /* typing an inlined function's body: its errors are its call's */
+    PyObject *errors; /* the TypingErrors of statements that failed (cc_keep_error) */
 } Infer;
 
 /* A sentinel for "not known yet" (a variable not typed in this pass). */
@@ -954,7 +956,10 @@ inline_call(Infer *in, CcNode *n, const CcType **out)
             return rc < 0 ? -1 : 0;
         }
     }
-    if (block(in, n->then) < 0) {
+    in->inlining++;
+    int rc = block(in, n->then);
+    in->inlining--;
+    if (rc < 0) {
         return -1;
     }
     *out = n->var->ty;
@@ -2001,6 +2006,77 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
 
 static int stmt(Infer *in, CcNode *n);
 
+/* Whether n reads a poisoned variable. */
+static int
+reads_poisoned(const CcNode *n)
+{
+    if (n == NULL) {
+        return 0;
+    }
+    if ((n->kind == ND_VAR || n->kind == ND_INLINE) && n->var != NULL && n->var->poisoned) {
+        return 1;
+    }
+    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
+    for (int i = 0; i < 5; i++) {
+        if (reads_poisoned(kids[i])) {
+            return 1;
+        }
+    }
+    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
+        if (reads_poisoned(n->args[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Poisons every variable statement n (and what it holds) assigns. */
+static void
+poison_assigned(CcNode *n)
+{
+    if (n == NULL) {
+        return;
+    }
+    if (n->var != NULL && n->kind != ND_VAR) {
+        n->var->poisoned = 1; /* an assignment's, a loop's, a return's variable */
+    }
+    for (int i = 0; n->vars != NULL && i < n->nargs; i++) {
+        n->vars[i]->poisoned = 1;
+    }
+    CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
+    for (int i = 0; i < 5; i++) {
+        poison_assigned(kids[i]);
+    }
+    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
+        poison_assigned(n->args[i]);
+    }
+}
+
+/*
+ * Statement n of the kernel failed with a TypingError: it is kept, unless
+ * n reads a variable a failed statement assigned (the error may follow from
+ * that one alone), and typing goes on without n, as lowering does.  What n
+ * assigns is poisoned.  1 when kept or dropped; 0 (the error pending) for
+ * any other error, past CC_MAX_ERRORS, and in an inlined function's body
+ * (the statement calling it fails).
+ */
+static int
+keep_error(Infer *in, CcNode *n)
+{
+    if (in->errors == NULL || in->inlining > 0 || PyList_Size(in->errors) >= CC_MAX_ERRORS
+        || !PyErr_ExceptionMatches(nv_state.typing_error)) {
+        return 0;
+    }
+    if (reads_poisoned(n)) {
+        PyErr_Clear();
+    } else if (cc_keep_error(in->errors) < 0) {
+        return 0;
+    }
+    n->failed = 1;
+    poison_assigned(n);
+    return 1;
+}
+
 /* The statements of a block, last first on the backward passes (see
  * cc_typeinfer).  Order changes nothing but how soon types settle. */
 static int
@@ -2008,7 +2084,7 @@ block(Infer *in, CcNode *n)
 {
     for (int j = 0; n != NULL && j < n->nargs; j++) {
         int i = in->backward ? n->nargs - 1 - j : j;
-        if (stmt(in, n->args[i]) < 0) {
+        if (!n->args[i]->failed && stmt(in, n->args[i]) < 0 && !keep_error(in, n->args[i])) {
             return -1;
         }
     }
@@ -2250,8 +2326,33 @@ check_return(Infer *in, const TsSignature *sig)
 /* Passes times nodes: a bound on the time inference may take. */
 #define MAX_PASS_WORK 50000000LL
 
+static int infer(Infer *in, CcFunction *fn, const TsSignature *sig);
+
+/* Types fn for sig.  A statement that fails does not end typing: every
+ * such statement is reported, one message and caret each. */
 int
 cc_typeinfer(CcFunction *fn, const TsSignature *sig)
+{
+    Infer in = {.fn = fn, .changed = 1, .gufunc = sig->ret.kind == TS_VOID, .lift = -1};
+    if ((in.errors = PyList_New(0)) == NULL) {
+        return -1;
+    }
+    int rc = infer(&in, fn, sig);
+    if (PyList_Size(in.errors) > 0) {
+        if (PyErr_Occurred() && PyErr_ExceptionMatches(nv_state.typing_error)) {
+            (void)cc_keep_error(in.errors); /* past CC_MAX_ERRORS: the last one too */
+        }
+        if (!PyErr_Occurred()) {
+            cc_raise_errors(in.errors);
+        }
+        rc = -1;
+    }
+    Py_DECREF(in.errors);
+    return rc;
+}
+
+static int
+infer(Infer *in, CcFunction *fn, const TsSignature *sig)
 {
     if (sig->nargs != fn->nparams) {
         return cc_error(fn, fn->body->loc, "the signature has %d argument(s) but %s takes %d",
@@ -2282,24 +2383,25 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
      * passes alternate direction, so that chains of assignments written
      * either way settle in a few.  The work is bounded all the same.
      */
-    Infer in = {.fn = fn, .changed = 1, .gufunc = sig->ret.kind == TS_VOID, .lift = -1};
     long long max_passes = (long long)fn->nvars * TYPE_HEIGHT + 2;
     long long budget = MAX_PASS_WORK / (fn->nnodes > 0 ? fn->nnodes : 1);
-    for (long long pass = 0; in.changed; pass++) {
+    for (long long pass = 0; in->changed; pass++) {
         if (pass > max_passes || pass > budget) {
             return cc_error(fn, fn->body->loc,
                             "type inference did not settle after %lld passes over the kernel "
                             "(a long chain of assignments in a loop?)",
                             pass);
         }
-        in.changed = 0;
-        in.backward = pass % 2 == 1;
-        in.ret = UNKNOWN;
-        if (block(&in, fn->body) < 0) {
+        in->changed = 0;
+        in->backward = pass % 2 == 1;
+        in->ret = UNKNOWN;
+        if (block(in, fn->body) < 0) {
             return -1;
         }
     }
-    for (int i = 0; i < fn->nparams; i++) {
+    /* after a failed statement, what the checks below find may follow from it */
+    int failed = PyList_Size(in->errors) > 0;
+    for (int i = 0; i < fn->nparams && !failed; i++) {
         if (fn->vars[i]->infer_elem && fn->vars[i]->elem == UNKNOWN) {
             return cc_error(fn, fn->body->loc,
                             "the type of '%s' cannot be inferred: the kernel stores no value "
@@ -2307,16 +2409,16 @@ cc_typeinfer(CcFunction *fn, const TsSignature *sig)
                             fn->vars[i]->name);
         }
     }
-    in.backward = 0;
-    in.final = 1;
-    in.ret = UNKNOWN;
+    in->backward = 0;
+    in->final = 1;
+    in->ret = UNKNOWN;
     if (sig->ret.kind < TS_NSCALAR) {
-        in.ret_as = cc_scalar_type(sig->ret.kind);
+        in->ret_as = cc_scalar_type(sig->ret.kind);
     }
-    if (block(&in, fn->body) < 0) {
+    if (block(in, fn->body) < 0) {
         return -1;
     }
-    return check_return(&in, sig);
+    return failed || PyList_Size(in->errors) > 0 ? -1 : check_return(in, sig);
 }
 
 void
