@@ -7,6 +7,7 @@ numba-cuda refuses (its issues 6421, 5640 and 1538)."""
 import numpy as np
 import pytest
 
+import numbavec
 from numbavec import _core, cuda, guvectorize
 from numbavec._source import KernelSource
 
@@ -61,8 +62,17 @@ def k(a, out):
         out[i] = a[i + 1] - a[i]
 """
 
-# (kernel, signatures, layout): one of each layout kind
+BINS = """
+import numpy as np
+def k(edges, x, left, right):
+    left[0] = np.searchsorted(edges, x)
+    right[0] = np.searchsorted(edges, x, side="right")
+"""
+
+# (kernel, signatures, layout): one of each layout kind, and a search
 KINDS = {
+    "search": (BINS, ["void(f8[:], f8, i8[:], i8[:])", "void(u1[:], u1, i8[:], i8[:])"],
+               "(n),()->(),()"),
     "dot": (DOT, ["void(f4[:], f4[:], f4[:])", "void(f8[:], f8[:], f8[:])"], "(n),(n)->()"),
     "matmul": (MATMUL, ["void(f4[:,:], f4[:,:], f4[:,:])", "void(f8[:,:], f8[:,:], f8[:,:])"],
                "(m,n),(n,p)->(m,p)"),
@@ -247,6 +257,28 @@ def test_matmul_batch():
     got, want = both("matmul", a, b)
     close(got, want)
     close(got, a @ b)
+
+
+def test_a_search_in_a_cuda_kernel_is_of_one_real_or_integer_value():
+    for body in ("out[:] = np.searchsorted(a, a)", "out[0] = np.searchsorted(a.astype(np.complex128), 1)"):
+        with pytest.raises(numbavec.TypingError, match="one real or integer value"):
+            guvectorize(["void(f8[:], i8[:])"], "(n)->(n)", target="cuda")(
+                kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n"))
+    with pytest.raises(numbavec.TypingError, match="not available in a cuda kernel"):
+        guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target="cuda")(
+            kernel_from_source("import numpy as np\ndef k(a, out):\n    out[:] = np.sort(a)\n"))
+
+
+@needs_gpu
+def test_searches_match_the_cpu():
+    rng = np.random.default_rng(4)
+    edges = np.sort(np.r_[rng.standard_normal(37), np.nan, np.nan])
+    x = np.r_[rng.standard_normal(200), edges, np.nan, -np.inf, np.inf]
+    got, want = both("search", edges, x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(want[0], np.searchsorted(edges, x))
+    np.testing.assert_array_equal(want[1], np.searchsorted(edges, x, side="right"))
 
 
 @needs_gpu

@@ -240,6 +240,30 @@ def test_searchsorted(target, dtype, side):
             same(got[1], expected[1][0])
 
 
+@pytest.mark.parametrize("dtype, search", [("float64", "in line"), ("uint8", "in line"),
+                                           ("complex128", "runtime")])
+def test_one_value_is_searched_in_line_without_branches(target, dtype, search):
+    """A search for one real or integer value is a loop in the kernel whose
+    halving steps are conditional moves (a branch on values in no order
+    mispredicts half the time); arrays of values and complex ones go to the
+    runtime."""
+    py, gu = kernel("def k(a, x, out):\n    out[0] = np.searchsorted(a, x, side='right')\n"
+                    "    out[1] = np.searchsorted(a, x)\n",
+                    f"void({dtype}[:], {dtype}, int64[:])", "(n),()->(2)", target)
+    ir, asm = gu.inspect_llvm(gu.types[0]), gu.inspect_asm(gu.types[0])
+    assert ("numbavec_rt_searchsorted" in ir) == (search == "runtime")
+    if search == "in line":
+        assert "!unpredictable" in ir and "cmov" in asm
+    rng = np.random.default_rng(9)
+    for n in (0, 1, 2, 3, 8, 33):
+        a = np.sort(values(rng, n, dtype, nan=dtype != "uint8"))
+        for x in list(values(rng, 6, dtype)) + list(a[:2]):
+            expected = np.zeros(2, np.int64)
+            py(a, x, expected)
+            same(gu(a, x), expected)
+            same(expected, [np.searchsorted(a, x, side="right"), np.searchsorted(a, x)])
+
+
 def test_searchsorted_takes_weak_constants_and_narrower_values(target):
     py, gu = kernel("def k(a, v, out):\n    out[0] = np.searchsorted(a, 3)\n"
                     "    out[1:] = np.searchsorted(a, v)\n",

@@ -2503,6 +2503,68 @@ sort_view(Emit *E, CcNode *n, View *v)
 
 /* The scalars: median and quantiles, searchsorted of one value; and the
  * in-place a.sort() and a.partition(kth). */
+/* y < x in NumPy's sort order (NaNs last), for a real or integer kind k. */
+static LLVMValueRef
+sorts_before(Emit *E, TsKind k, LLVMValueRef y, LLVMValueRef x)
+{
+    if (!ts_is_float(k)) {
+        return LLVMBuildICmp(E->b, ts_is_signed(k) ? LLVMIntSLT : LLVMIntULT, y, x, "lt");
+    }
+    LLVMValueRef lt = em_quiet_fcmp(E, LLVMRealOLT, y, x, "lt"); /* no 'invalid' on NaNs */
+    LLVMValueRef nan_after = LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealUNO, x, x, ""),
+                                          LLVMBuildFCmp(E->b, LLVMRealORD, y, y, ""), "");
+    return LLVMBuildOr(E->b, lt, nan_after, "lt");
+}
+
+/* select, marked !unpredictable: code generation keeps it a conditional
+ * move, where it would otherwise make a branch of a select on a loaded
+ * value. */
+static LLVMValueRef
+unpredictable(Emit *E, LLVMValueRef select)
+{
+    LLVMSetMetadata(select, LLVMGetMDKindIDInContext(E->ctx, "unpredictable", 13),
+                    LLVMMetadataAsValue(E->ctx, LLVMMDNodeInContext2(E->ctx, NULL, 0)));
+    return select;
+}
+
+/*
+ * np.searchsorted(a, x) of one value x, a 1-d: a binary search in line, as
+ * the runtime's (where the first index i with not a[i] < x, right: with
+ * x < a[i]), with selects in place of branches, which a search through
+ * values in no order would mispredict half the time.
+ */
+static LLVMValueRef
+search_in_line(Emit *E, const View *a, LLVMValueRef x, int right)
+{
+    LLVMTypeRef i64 = i64_type(E);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
+    LLVMBasicBlockRef head = em_new_block(E, "search.head"), body = em_new_block(E, "search.body");
+    LLVMBasicBlockRef done = em_new_block(E, "search.done");
+    LLVMBuildBr(E->b, head);
+    LLVMPositionBuilderAtEnd(E->b, head);
+    LLVMValueRef lo = LLVMBuildPhi(E->b, i64, "lo"), hi = LLVMBuildPhi(E->b, i64, "hi");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, lo, hi, "more"), body, done);
+    LLVMPositionBuilderAtEnd(E->b, body);
+    LLVMValueRef mid = LLVMBuildNSWAdd(
+        E->b, lo, LLVMBuildLShr(E->b, LLVMBuildNSWSub(E->b, hi, lo, ""), i64c(E, 1), ""), "mid");
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, mid, a->stride[0], "");
+    LLVMValueRef y = cc_load(
+        E->b, a->kind,
+        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &off, 1, ""), "y");
+    LLVMValueRef up = right ? LLVMBuildNot(E->b, sorts_before(E, a->kind, x, y), "up")
+                            : sorts_before(E, a->kind, y, x);
+    LLVMValueRef next_lo = unpredictable(
+        E, LLVMBuildSelect(E->b, up, LLVMBuildNSWAdd(E->b, mid, i64c(E, 1), ""), lo, "lo.next"));
+    LLVMValueRef next_hi = unpredictable(E, LLVMBuildSelect(E->b, up, hi, mid, "hi.next"));
+    LLVMBuildBr(E->b, head);
+    LLVMValueRef los[2] = {i64c(E, 0), next_lo}, his[2] = {a->shape[0], next_hi};
+    LLVMBasicBlockRef from[2] = {pre, body};
+    LLVMAddIncoming(lo, los, from, 2);
+    LLVMAddIncoming(hi, his, from, 2);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return lo;
+}
+
 static LLVMValueRef
 sort_scalar(Emit *E, CcNode *n)
 {
@@ -2525,6 +2587,9 @@ sort_scalar(Emit *E, CcNode *n)
         LLVMValueRef x = view_of(E, a, &v) == 0 ? em_expr_as(E, n->args[1], v.kind) : NULL;
         if (x == NULL) {
             return NULL;
+        }
+        if (!ts_is_complex(v.kind)) {
+            return search_in_line(E, &v, x, (int)n->ival);
         }
         LLVMValueRef slot = em_entry_alloca(E, cc_memory_type(E->ctx, v.kind), "rt.x");
         LLVMValueRef out = em_entry_alloca(E, i64_type(E), "rt.at");

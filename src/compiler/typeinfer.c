@@ -1552,8 +1552,9 @@ shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
  *       | np.median(a) | np.quantile(a, q) | np.percentile(a, q) ...  a scalar
  *       | np.unique(a)                                 1-d
  *       | np.searchsorted(a, v, side=)                 v's shape, int64
- *   runtime.c does the work, on the host: not in a cuda kernel.  axis: the
- *   last one, or None (flattened) where NumPy allows it.
+ *   runtime.c does the work, on the host: not in a cuda kernel, but for
+ *   np.searchsorted of one real or integer value, searched in line.  axis:
+ *   the last one, or None (flattened) where NumPy allows it.
  */
 static int
 sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
@@ -1561,7 +1562,7 @@ sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
     CcSortOp op = (CcSortOp)b->op;
     const CcType *a, *x = UNKNOWN;
     *out = UNKNOWN;
-    if (in->fn->device) {
+    if (in->fn->device && op != S_SEARCHSORTED) {
         return cc_error(in->fn, n->loc,
                         "%s() is not available in a cuda kernel (it runs on the "
                         "host)",
@@ -1569,6 +1570,16 @@ sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
     }
     if (expr(in, n->args[0], &a) < 0 || (n->nargs > 1 && expr(in, n->args[1], &x) < 0)) {
         return -1;
+    }
+    /* one value searched for is a search in line (emitarray.c:
+     * search_in_line), which a cuda kernel can run; complex values and
+     * arrays of values go to the runtime */
+    if (in->fn->device && a != UNKNOWN && x != UNKNOWN
+        && (cc_is_array(x) || is_tuple(x) || !cc_is_array(a) || ts_is_complex(a->scalar))) {
+        return cc_error(in->fn, n->loc,
+                        "%s() in a cuda kernel searches for one real or integer value (an "
+                        "array of values, or complex ones, are searched on the host)",
+                        b->name);
     }
     int in_place = op == S_SORT_IN_PLACE || op == S_PARTITION_IN_PLACE;
     if (in_place && !(n->index & 2)) {
