@@ -39,22 +39,38 @@ def running_sum(a, out):
 
 
 def test_decoration_makes_no_machine_code(target):
+    """On cpu each signature waits with two loops: the whole one and a
+    contig-only one, which a call on contiguous operands or scalars makes
+    alone; parallel keeps the one loop."""
+    waiting = 6 if target == "cpu" else 3
     made, pending, _ = counters()
     uf = vectorize(SIGS, target=target)(affine)
-    assert counters()[:2] == (made, pending + 3)
+    assert counters()[:2] == (made, pending + waiting)
     x = np.linspace(-2, 2, 1001)
     np.testing.assert_array_equal(uf(x, x), affine(x, x))
     # the float64 loop only
-    assert counters()[:2] == (made + 1, pending + 2)
+    assert counters()[:2] == (made + 1, pending + waiting - 1)
     np.testing.assert_array_equal(uf(x, x), affine(x, x))
-    assert counters()[:2] == (made + 1, pending + 2)
+    np.testing.assert_array_equal(uf(x, 2.0), affine(x, 2.0))
+    assert counters()[:2] == (made + 1, pending + waiting - 1)
     i = np.arange(-5, 6)
     np.testing.assert_array_equal(uf(i, i), affine(i, i))
-    assert counters()[:2] == (made + 2, pending + 1)
+    assert counters()[:2] == (made + 2, pending + waiting - 2)
+    if target == "cpu":
+        # a strided call makes the whole float64 loop, which then runs every call
+        np.testing.assert_array_equal(uf(x[:-1:2], x[1::2]), affine(x[:-1:2], x[1::2]))
+        assert counters()[:2] == (made + 3, pending + waiting - 3)
+        np.testing.assert_array_equal(uf(x, x), affine(x, x))
+        np.testing.assert_array_equal(uf.reduce(x[:5]), affine(affine(affine(affine(
+            x[0], x[1]), x[2]), x[3]), x[4]))
+        assert counters()[:2] == (made + 3, pending + waiting - 3)
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast", "reduce"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast", "reduce",
+                                    "accumulate", "overlapping-out"])
 def test_the_first_call_may_take_any_path(target, layout):
+    """On cpu the contig-only loop takes the first two and gives the others
+    back before any work."""
     uf = vectorize(SIGS, target=target)(affine)
     x = np.linspace(-2, 2, 4001)
     if layout == "contiguous":
@@ -63,6 +79,13 @@ def test_the_first_call_may_take_any_path(target, layout):
         got, want = uf(x[::3], x[1::3]), affine(x[::3], x[1::3])
     elif layout == "broadcast":
         got, want = uf(x, np.float64(0.5)), affine(x, 0.5)
+    elif layout == "accumulate":
+        got, want = uf.accumulate(x[:7]), [x[0]]
+        for v in x[1:7]:
+            want.append(affine(want[-1], v))
+    elif layout == "overlapping-out":
+        y = x.copy()
+        got, want = uf(y[1:], y[:-1], out=y[:-1]), affine(x[1:], x[:-1])
     else:
         got, want = uf.reduce(x[:9]), x[0]
         for v in x[1:9]:
@@ -111,12 +134,13 @@ def test_a_gufunc_first_called_with_other_strides(target, first):
 
 
 def test_inspection_makes_the_code():
+    """The whole loop's (the contig-only loops of the cpu target wait on)."""
     made, pending, _ = counters()
     uf = vectorize(SIGS[:2])(affine)
     assert "fmul" in uf.inspect_llvm("f8(f8, f8)") or "fadd" in uf.inspect_llvm("f8(f8, f8)")
-    assert counters()[:2] == (made + 1, pending + 1)
-    assert uf.inspect_asm("ff->f")
-    assert counters()[:2] == (made + 2, pending)
+    assert counters()[:2] == (made + 1, pending + 3)
+    assert ".strided" in uf.inspect_asm("ff->f")
+    assert counters()[:2] == (made + 2, pending + 2)
 
 
 def test_typing_errors_still_come_at_decoration():
@@ -158,7 +182,8 @@ def test_code_never_made_is_freed_with_its_ufunc():
     made, pending, live = counters()
     uf = vectorize(SIGS)(affine)
     g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)")(running_sum)
-    assert counters() == (made, pending + 5, live + 5)  # the gufunc: two bodies
+    # each ufunc signature: its loop and a contig-only loop; the gufunc: two bodies
+    assert counters() == (made, pending + 8, live + 8)
     del uf, g
     gc.collect()
     assert counters() == (made, pending, live)
@@ -227,7 +252,7 @@ def test_eager_code_generation_on_request():
     ''')
     lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"), as_file=True)
     eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"), as_file=True)
-    # lazily, the gufunc has two bodies waiting (whole, contig-only); eagerly
-    # only the whole one is made
-    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "4"], lazy.stderr
+    # lazily, each signature has two loops or bodies waiting (whole,
+    # contig-only); eagerly only the whole ones are made
+    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "6"], lazy.stderr
     assert eager.returncode == 0 and eager.stdout.split() == ["3", "0"], eager.stderr

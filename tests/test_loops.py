@@ -422,14 +422,19 @@ def test_dump_time_gives_each_stage_of_a_compilation(eager):
     lines = [line for line in r.stderr.splitlines() if line.startswith("numbavec time:")]
     stages = r"lower [0-9.]+ type [0-9.]+ emit [0-9.]+ opt [0-9.]+ codegen [0-9.]+ link [0-9.]+"
     later = "" if eager else ", machine code at the first call"
-    assert re.match(r"numbavec time: <lambda> float64\(float64, float64\) \(host\): "
+    assert re.match(r"numbavec time: <lambda> float64\(float64, float64\) \(host, ufunc-loop\): "
                     + stages + r", total [0-9.]+ ms" + later + "$", lines[0]), lines[0]
-    assert "float32(float32, float32)" in lines[1]
     if eager:
         assert len(lines) == 2, r.stderr
+        assert "float32(float32, float32) (host, ufunc-loop)" in lines[1]
     else:
-        # only the float64 signature was called: only its code is made
-        assert len(lines) == 3, r.stderr
+        # each signature's contig-only loop too (the cpu target's), and only
+        # the float64 signature was called, on contiguous values and a
+        # scalar: only its contig-only loop is made
+        assert len(lines) == 5, r.stderr
+        assert "float64(float64, float64) (host, ufunc-loop-contig)" in lines[1]
+        assert "float32(float32, float32) (host, ufunc-loop)" in lines[2]
+        assert "float32(float32, float32) (host, ufunc-loop-contig)" in lines[3]
         assert re.match(r"numbavec time: nv\.<lambda> machine code made at its first call: "
                         r"opt [0-9.]+ codegen [0-9.]+ link [0-9.]+, total [0-9.]+ ms$",
-                        lines[2]), lines[2]
+                        lines[4]), lines[4]

@@ -137,16 +137,18 @@ format_stages(char *line, size_t size, int from, int to)
     }
 }
 
-/* One line on stderr: the stages of the compilation that started at t0;
- * lazy: its machine code waits for the first call (cc_time_print_made). */
+/* One line on stderr: the stages of the compilation that started at t0,
+ * with its back end and what its builder makes; lazy: its machine code
+ * waits for the first call (cc_time_print_made). */
 static void
-print_stages(const CcKernel *k, const TsSignature *sig, const CcBackend *be, double t0, int lazy)
+print_stages(const CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
+             double t0, int lazy)
 {
     char sigbuf[TS_STRSIZE], line[512];
     double total = cc_now_ns() - t0;
     format_stages(line, sizeof(line), 0, CC_T_N);
-    fprintf(stderr, "numbavec time: %s %s (%s):%s, total %.2f ms%s\n", k->name,
-            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, line, total / 1e6,
+    fprintf(stderr, "numbavec time: %s %s (%s, %s):%s, total %.2f ms%s\n", k->name,
+            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, b->what, line, total / 1e6,
             lazy ? ", machine code at the first call" : "");
     fflush(stderr);
 }
@@ -806,7 +808,7 @@ done:
         name_kernel_in_error(k, be, sig);
         cc_compiled_clear(out);
     } else if (cc_dump_flags() & CC_DUMP_TIME) {
-        print_stages(k, &out->sig, be, t0, out->code != NULL && !cc_code_made(out->code));
+        print_stages(k, &out->sig, b, be, t0, out->code != NULL && !cc_code_made(out->code));
     }
     cc_arena_free(fn.arena);
     return rc;

@@ -32,6 +32,26 @@ tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *dat
     }
 }
 
+void
+tg_contig_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
+{
+    const TgContigFirst *p = data;
+    PyUFuncGenericFunction loop;
+    if (!cc_code_made(p->whole)) {
+        int general = 0;
+        if ((loop = (PyUFuncGenericFunction)cc_code_entry(p->contig, 0)) == NULL) {
+            return;
+        }
+        loop(args, dims, steps, &general);
+        if (!general) {
+            return;
+        }
+    }
+    if ((loop = (PyUFuncGenericFunction)cc_code_entry(p->whole, 0)) != NULL) {
+        loop(args, dims, steps, NULL);
+    }
+}
+
 static void
 cpu_free_data(void *data)
 {

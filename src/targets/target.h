@@ -68,6 +68,19 @@ typedef struct TgTarget {
 /* The NumPy loop of code made on its first call (data: the CcCode). */
 void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
+/* A signature whose whole loop waits to be made, and the contig-only loop
+ * of it (vz_emit_loop) that serves calls until then. */
+typedef struct TgContigFirst {
+    CcCode *whole;  /* borrowed: its compiled signature owns it */
+    CcCode *contig; /* borrowed: owner's */
+    void *owner;    /* the contig-only loop's VzCompiled, freed with this */
+} TgContigFirst;
+
+/* The cpu target's NumPy loop of a TgContigFirst (data): while the whole
+ * loop's code is not made, the contig-only loop runs the call, and a call
+ * it gives back makes the whole loop and runs there. */
+void tg_contig_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
+
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;
 extern const TgTarget tg_cuda;              /* targets/cuda/cufunc.c */

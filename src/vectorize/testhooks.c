@@ -104,7 +104,7 @@ compile_loop(CcModule *m, const char *kernel, const TsSignature *sig, void **loo
         cc_module_dispose(m);
         return NULL;
     }
-    if (vz_emit_loop(m->mod, fn, sig, LOOP_NAME) == NULL) {
+    if (vz_emit_loop(m->mod, fn, sig, LOOP_NAME, 0) == NULL) {
         cc_module_dispose(m);
         return NULL;
     }
