@@ -2501,8 +2501,6 @@ sort_view(Emit *E, CcNode *n, View *v)
     return 0;
 }
 
-/* The scalars: median and quantiles, searchsorted of one value; and the
- * in-place a.sort() and a.partition(kth). */
 /* y < x in NumPy's sort order (NaNs last), for a real or integer kind k. */
 static LLVMValueRef
 sorts_before(Emit *E, TsKind k, LLVMValueRef y, LLVMValueRef x)
@@ -2565,6 +2563,8 @@ search_in_line(Emit *E, const View *a, LLVMValueRef x, int right)
     return lo;
 }
 
+/* The scalars: median and quantiles, searchsorted of one value; and the
+ * in-place a.sort() and a.partition(kth). */
 static LLVMValueRef
 sort_scalar(Emit *E, CcNode *n)
 {
