@@ -308,6 +308,11 @@ int cc_init_module(PyObject *module); /* _call_with_stack, _stack_room; 0/-1 */
  */
 int cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc);
 
+/* visit(node, ctx) on n and every node under it (lhs, rhs, cond, then, els,
+ * args), depth first, until one returns nonzero: that value, else 0 (n may
+ * be NULL). */
+int cc_node_any(const CcNode *n, int (*visit)(const CcNode *n, void *ctx), void *ctx);
+
 /* ---- diag.c ---- */
 
 /* Raises TypingError "file:line:col: msg" + source line + caret; returns -1. */

@@ -1218,15 +1218,11 @@ assign_collected(Emit *E, CcNode *at, const View *target, Walk *w)
     return 0;
 }
 
-/* Whether evaluating n can end the kernel with a status other than
- * CC_STATUS_INDEX (a reduction of an empty array, an allocation, a slice's
- * zero step, whatever a device function does). */
+/* Whether node n itself can end the kernel with a status other than
+ * CC_STATUS_INDEX (cc_node_any). */
 static int
-may_fail_otherwise(const CcNode *n)
+fails_otherwise(const CcNode *n, void *ctx)
 {
-    if (n == NULL) {
-        return 0;
-    }
     if (n->kind == ND_INLINE || n->kind == ND_SLICE
         || (cc_is_array(n->ty) && n->kind != ND_VAR && n->kind != ND_INDEX)) {
         return 1; /* an array expression can fail to broadcast */
@@ -1238,18 +1234,16 @@ may_fail_otherwise(const CcNode *n)
             return 1;
         }
     }
-    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
-    for (int i = 0; i < 5; i++) {
-        if (may_fail_otherwise(kids[i])) {
-            return 1;
-        }
-    }
-    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
-        if (may_fail_otherwise(n->args[i])) {
-            return 1;
-        }
-    }
     return 0;
+}
+
+/* Whether evaluating n can end the kernel with a status other than
+ * CC_STATUS_INDEX (a reduction of an empty array, an allocation, a slice's
+ * zero step, whatever a device function does). */
+static int
+may_fail_otherwise(const CcNode *n)
+{
+    return cc_node_any(n, fails_otherwise, NULL);
 }
 
 /*

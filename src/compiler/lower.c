@@ -87,6 +87,23 @@ lw_new_node(Lower *L, CcNodeKind kind, PyObject *ast)
     return n;
 }
 
+int
+cc_node_any(const CcNode *n, int (*visit)(const CcNode *n, void *ctx), void *ctx)
+{
+    if (n == NULL) {
+        return 0;
+    }
+    int r = visit(n, ctx);
+    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
+    for (int i = 0; r == 0 && i < 5; i++) {
+        r = cc_node_any(kids[i], visit, ctx);
+    }
+    for (int i = 0; r == 0 && n->args != NULL && i < n->nargs; i++) {
+        r = cc_node_any(n->args[i], visit, ctx);
+    }
+    return r;
+}
+
 static int
 unsupported(Lower *L, PyObject *node, const char *context)
 {

@@ -2017,50 +2017,25 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
 
 static int stmt(Infer *in, CcNode *n);
 
-/* Whether n reads a poisoned variable. */
+/* A node reading a poisoned variable (cc_node_any). */
 static int
-reads_poisoned(const CcNode *n)
+reads_poisoned(const CcNode *n, void *ctx)
 {
-    if (n == NULL) {
-        return 0;
-    }
-    if ((n->kind == ND_VAR || n->kind == ND_INLINE) && n->var != NULL && n->var->poisoned) {
-        return 1;
-    }
-    const CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
-    for (int i = 0; i < 5; i++) {
-        if (reads_poisoned(kids[i])) {
-            return 1;
-        }
-    }
-    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
-        if (reads_poisoned(n->args[i])) {
-            return 1;
-        }
-    }
-    return 0;
+    return (n->kind == ND_VAR || n->kind == ND_INLINE) && n->var != NULL && n->var->poisoned;
 }
 
-/* Poisons every variable statement n (and what it holds) assigns. */
-static void
-poison_assigned(CcNode *n)
+/* Poisons what a node assigns: an assignment's, a loop's, a return's
+ * variable, an unpacking's (cc_node_any). */
+static int
+poison_assigned(const CcNode *n, void *ctx)
 {
-    if (n == NULL) {
-        return;
-    }
     if (n->var != NULL && n->kind != ND_VAR) {
-        n->var->poisoned = 1; /* an assignment's, a loop's, a return's variable */
+        n->var->poisoned = 1;
     }
     for (int i = 0; n->vars != NULL && i < n->nargs; i++) {
         n->vars[i]->poisoned = 1;
     }
-    CcNode *kids[5] = {n->lhs, n->rhs, n->cond, n->then, n->els};
-    for (int i = 0; i < 5; i++) {
-        poison_assigned(kids[i]);
-    }
-    for (int i = 0; n->args != NULL && i < n->nargs; i++) {
-        poison_assigned(n->args[i]);
-    }
+    return 0;
 }
 
 /*
@@ -2078,13 +2053,13 @@ keep_error(Infer *in, CcNode *n)
         || !PyErr_ExceptionMatches(nv_state.typing_error)) {
         return 0;
     }
-    if (reads_poisoned(n)) {
+    if (cc_node_any(n, reads_poisoned, NULL)) {
         PyErr_Clear();
     } else if (cc_keep_error(in->errors) < 0) {
         return 0;
     }
     n->failed = 1;
-    poison_assigned(n);
+    (void)cc_node_any(n, poison_assigned, NULL);
     return 1;
 }
 
