@@ -1093,20 +1093,24 @@ def test_tuples_of_arrays_from_helpers_and_in_kernels(target):
         np.testing.assert_array_equal(gu(a), expected)
 
 
-def test_every_unsupported_construct_is_named_once_with_its_caret(target):
-    src = ("import numpy as np\n"
-           "def k(a, out):\n"
-           "    x = np.convolve(a, a)\n"
-           "    s = {1: 2}\n"
-           "    for i in range(len(a)):\n"
-           "        out[i] = x[i] + a.reshape(3)\n"
-           "        y = [i]\n"
-           "    out[0] = s + x.sum() + y\n")
+def reported(src, target):
+    """The TypingError's text for kernel src, and its (line, message) pairs."""
     with pytest.raises(numbavec.TypingError) as info:
         guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
             kernel_from_source(src))
     text = str(info.value)
-    found = [(m.group(1), m.group(2)) for m in re.finditer(r":(\d+):\d+: ([^\n]*)", text)]
+    return text, [(m.group(1), m.group(2)) for m in re.finditer(r":(\d+):\d+: ([^\n]*)", text)]
+
+
+def test_every_unsupported_construct_is_named_once_with_its_caret(target):
+    text, found = reported("import numpy as np\n"
+                           "def k(a, out):\n"
+                           "    x = np.convolve(a, a)\n"
+                           "    s = {1: 2}\n"
+                           "    for i in range(len(a)):\n"
+                           "        out[i] = x[i] + a.reshape(3)\n"
+                           "        y = [i]\n"
+                           "    out[0] = s + x.sum() + y\n", target)
     assert [line for line, _ in found] == ["3", "4", "6", "7"], text
     assert "np.convolve()" in found[0][1] and "dict displays" in found[1][1]
     assert ".reshape()" in found[2][1] and "list displays" in found[3][1]
@@ -1119,20 +1123,15 @@ def test_every_statement_that_fails_to_type_is_named_with_its_caret(target):
     statement reading a variable that a failed one assigned (y, z) is not
     reported, as its error may follow from the first alone (nor is x's in
     line 8, which reads x)."""
-    src = ("import numpy as np\n"
-           "def k(a, out):\n"
-           "    x = np.sum(a, axis=5)\n"
-           "    y = len(3)\n"
-           "    z = y + 1\n"
-           "    for i in range(1.5):\n"
-           "        out[i] = z\n"
-           "    out[0] = a[0, 1] + x\n"
-           "    out[1] = a[0] + (1, 2)\n")
-    with pytest.raises(numbavec.TypingError) as info:
-        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
-            kernel_from_source(src))
-    text = str(info.value)
-    found = [(m.group(1), m.group(2)) for m in re.finditer(r":(\d+):\d+: ([^\n]*)", text)]
+    text, found = reported("import numpy as np\n"
+                           "def k(a, out):\n"
+                           "    x = np.sum(a, axis=5)\n"
+                           "    y = len(3)\n"
+                           "    z = y + 1\n"
+                           "    for i in range(1.5):\n"
+                           "        out[i] = z\n"
+                           "    out[0] = a[0, 1] + x\n"
+                           "    out[1] = a[0] + (1, 2)\n", target)
     assert [line for line, _ in found] == ["3", "4", "6", "9"], text
     assert "axis 5" in found[0][1] and "int is not an array" in found[1][1]
     assert "range() arguments" in found[2][1] and "tuple" in found[3][1]
@@ -1141,12 +1140,9 @@ def test_every_statement_that_fails_to_type_is_named_with_its_caret(target):
 
 def test_typing_reports_at_most_seventeen_statements(target):
     """Sixteen statements, and the one that ended typing, as lowering."""
-    src = "def k(a, out):\n" + "".join(f"    out[{i}] = len({i})\n" for i in range(20))
-    with pytest.raises(numbavec.TypingError) as info:
-        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(
-            kernel_from_source(src))
-    lines = [int(m.group(1)) for m in re.finditer(r":(\d+):\d+: ", str(info.value))]
-    assert lines == list(range(2, 19))
+    _, found = reported("def k(a, out):\n"
+                        + "".join(f"    out[{i}] = len({i})\n" for i in range(20)), target)
+    assert [int(line) for line, _ in found] == list(range(2, 19))
 
 
 @pytest.mark.parametrize("kind, part", [("complex128", "float64"), ("complex64", "float32")])
