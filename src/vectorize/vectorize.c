@@ -276,20 +276,15 @@ vz_compiled_free(VzCompiled *c)
 
 /* ---- the ufunc loop: the builder the driver wraps around the kernel ---- */
 
+/* ctx: an int, 1 for the contig-only loop (vz_emit_loop's contig_only) */
 static int
 loop_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
           const TsSignature *ksig, CcEntries *e)
 {
-    return vz_emit_loop(mod, kernels[0], ksig, e->names[0], 0) != NULL ? 0 : -1;
+    return vz_emit_loop(mod, kernels[0], ksig, e->names[0], *(const int *)ctx) != NULL ? 0 : -1;
 }
 
-static int
-contig_loop_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
-                 const TsSignature *ksig, CcEntries *e)
-{
-    return vz_emit_loop(mod, kernels[0], ksig, e->names[0], 1) != NULL ? 0 : -1;
-}
-
+static const int whole_loop = 0, contig_only_loop = 1;
 static const char *const loop_suffix[] = {".loop"};
 static const char *const contig_loop_suffix[] = {".loop.contig"};
 
@@ -299,6 +294,7 @@ static const CcBuilder loop_builder = {
     .nentries = 1,
     .suffixes = loop_suffix,
     .wrap = loop_wrap,
+    .ctx = &whole_loop,
 };
 
 static const CcBuilder contig_loop_builder = {
@@ -306,7 +302,8 @@ static const CcBuilder contig_loop_builder = {
     .form = CC_SCALAR_KERNEL,
     .nentries = 1,
     .suffixes = contig_loop_suffix,
-    .wrap = contig_loop_wrap,
+    .wrap = loop_wrap,
+    .ctx = &contig_only_loop,
 };
 
 static void
