@@ -2,6 +2,7 @@
 gufunc kernels (runtime.c does the work), checked against the kernel run by
 the interpreter on NumPy arrays, over dtypes, sizes, NaNs, strided and
 reversed operands, N-d arrays and loop dimensions, on every target."""
+import platform
 import warnings
 
 import numpy as np
@@ -253,7 +254,9 @@ def test_one_value_is_searched_in_line_without_branches(target, dtype, search):
     ir, asm = gu.inspect_llvm(gu.types[0]), gu.inspect_asm(gu.types[0])
     assert ("numbavec_rt_searchsorted" in ir) == (search == "runtime")
     if search == "in line":
-        assert "!unpredictable" in ir and "cmov" in asm
+        assert "!unpredictable" in ir
+        if platform.machine() in ("x86_64", "AMD64"):  # a conditional move by its x86 name
+            assert "cmov" in asm
     rng = np.random.default_rng(9)
     for n in (0, 1, 2, 3, 8, 33):
         a = np.sort(values(rng, n, dtype, nan=dtype != "uint8"))
