@@ -1,5 +1,7 @@
 """Machine code on demand (issue 18): a decoration types and emits each
-signature, and its machine code is made at the signature's first call.
+signature, and its machine code is made at the signature's first call; on
+the cpu target a ufunc's first calls run quick code (unoptimised) until
+they have run enough elements to repay the optimised code.
 
 What is checked: results against the interpreter, that decoration makes no
 machine code and a call makes only its own signature's (the JIT's counters),
@@ -8,6 +10,7 @@ caller may hold the GIL), that errors still come at decoration, that forks
 and NUMBAVEC_EAGER=1 work, and that code never made is freed with its ufunc.
 """
 import gc
+import math
 import os
 import textwrap
 import threading
@@ -21,10 +24,18 @@ from numbavec import TypingError, _core, guvectorize, vectorize
 SIGS = ["f8(f8, f8)", "f4(f4, f4)", "i8(i8, i8)"]
 
 
+QUICK_WORK = 65536  # elements a signature's quick code runs (target.h: TG_QUICK_WORK)
+
+
 def counters():
     gc.collect()  # ufuncs of earlier tests, freed now rather than in the middle of a count
     info = _core._jit_info()
-    return info["compilations"], info["pending"], info["live_codes"]
+    return info["compilations"], info["pending"], info["live_codes"], info["quick"]
+
+
+def made_pending_quick():
+    made, pending, _, quick = counters()
+    return made, pending, quick
 
 
 def affine(x, y):
@@ -39,38 +50,105 @@ def running_sum(a, out):
 
 
 def test_decoration_makes_no_machine_code(target):
-    """On cpu each signature waits with two loops: the whole one and a
-    contig-only one, which a call on contiguous operands or scalars makes
-    alone; parallel keeps the one loop."""
-    waiting = 6 if target == "cpu" else 3
-    made, pending, _ = counters()
+    """A call makes its own signature's code: on cpu quick code first, on
+    parallel (whose pool splits calls) the optimised loop."""
+    made, pending, live, quick = counters()
     uf = vectorize(SIGS, target=target)(affine)
-    assert counters()[:2] == (made, pending + waiting)
+    assert counters() == (made, pending + 3, live + 3, quick)
     x = np.linspace(-2, 2, 1001)
     np.testing.assert_array_equal(uf(x, x), affine(x, x))
     # the float64 loop only
-    assert counters()[:2] == (made + 1, pending + waiting - 1)
+    one = (0, 1) if target == "cpu" else (1, 0)
+    assert made_pending_quick() == (made + one[0], pending + 3 - one[0], quick + one[1])
     np.testing.assert_array_equal(uf(x, x), affine(x, x))
+    np.testing.assert_array_equal(uf(x[:-1:2], x[1::2]), affine(x[:-1:2], x[1::2]))
     np.testing.assert_array_equal(uf(x, 2.0), affine(x, 2.0))
-    assert counters()[:2] == (made + 1, pending + waiting - 1)
+    assert made_pending_quick() == (made + one[0], pending + 3 - one[0], quick + one[1])
     i = np.arange(-5, 6)
     np.testing.assert_array_equal(uf(i, i), affine(i, i))
-    assert counters()[:2] == (made + 2, pending + waiting - 2)
-    if target == "cpu":
-        # a strided call makes the whole float64 loop, which then runs every call
-        np.testing.assert_array_equal(uf(x[:-1:2], x[1::2]), affine(x[:-1:2], x[1::2]))
-        assert counters()[:2] == (made + 3, pending + waiting - 3)
-        np.testing.assert_array_equal(uf(x, x), affine(x, x))
-        np.testing.assert_array_equal(uf.reduce(x[:5]), affine(affine(affine(affine(
-            x[0], x[1]), x[2]), x[3]), x[4]))
-        assert counters()[:2] == (made + 3, pending + waiting - 3)
+    two = tuple(2 * k for k in one)
+    assert made_pending_quick() == (made + two[0], pending + 3 - two[0], quick + two[1])
+
+
+def test_quick_code_runs_until_the_calls_repay_the_optimised_code():
+    """The calls' elements are counted; the call that reaches QUICK_WORK
+    makes the optimised loop and runs there, and so does every call after."""
+    uf = vectorize(SIGS)(affine)
+    x = np.linspace(-2, 2, 1000)
+    made, pending, quick = made_pending_quick()
+    calls = QUICK_WORK // x.size
+    for k in range(calls):
+        np.testing.assert_array_equal(uf(x, x + k), affine(x, x + k))
+    assert made_pending_quick() == (made, pending, quick + 1)
+    np.testing.assert_array_equal(uf(x, -x), affine(x, -x))
+    assert made_pending_quick() == (made + 1, pending - 1, quick + 1)
+    np.testing.assert_array_equal(uf(x[:7], 1.5), affine(x[:7], 1.5))
+    assert uf.reduce(x[:4]) == affine(affine(affine(x[0], x[1]), x[2]), x[3])
+    assert made_pending_quick() == (made + 1, pending - 1, quick + 1)
+    # a first call of QUICK_WORK elements makes the optimised loop at once
+    big = np.linspace(-1, 1, QUICK_WORK, dtype=np.float32)
+    np.testing.assert_array_equal(uf(big, big), affine(big, big))
+    assert made_pending_quick() == (made + 2, pending - 2, quick + 1)
+
+
+def test_a_dynamic_ufunc_s_new_loops_run_quick_code_first():
+    uf = vectorize(affine)
+    made, pending, quick = made_pending_quick()
+    x = np.linspace(-1, 1, 100)
+    np.testing.assert_array_equal(uf(x, x), affine(x, x))
+    assert made_pending_quick() == (made, pending + 1, quick + 1)
+    np.testing.assert_array_equal(uf(np.ones(QUICK_WORK), x[0]), affine(np.ones(QUICK_WORK), x[0]))
+    assert made_pending_quick() == (made + 1, pending, quick + 1)
+
+
+def test_no_quick_code_on_request():
+    code = textwrap.dedent('''
+        import numpy as np, numbavec
+        from numbavec import _core
+
+        @numbavec.vectorize(["f8(f8, f8)"])
+        def f(x, y):
+            return x * 3 + y
+
+        ok = np.array_equal(f(np.arange(5.0), 1.0), np.arange(5.0) * 3 + 1)
+        info = _core._jit_info()
+        print(ok, info["compilations"], info["quick"])
+    ''')
+    for value, want in [("0", ["True", "1", "0"]), ("1", ["True", "0", "1"])]:
+        r = run_python(code, env=dict(os.environ, NUMBAVEC_QUICK=value), as_file=True)
+        assert r.returncode == 0 and r.stdout.split() == want, (value, r.stdout, r.stderr)
+
+
+def test_quick_and_optimised_code_agree():
+    """Both are made from one module: the same results, bit for bit, but
+    for libmvec's vector functions, which the optimised loop calls."""
+    def kernel(x, y):
+        if x > y:
+            return math.sqrt(abs(x * x - y * y)) / (x + 1.5)
+        return -x * y + 0.25 if not math.isnan(x) else math.exp(y)
+
+    uf = vectorize(["f8(f8, f8)", "f4(f4, f4)"])(kernel)
+    rng = np.random.default_rng(7)
+    for dtype in (np.float64, np.float32):
+        x = rng.standard_normal(3000).astype(dtype)
+        y = rng.standard_normal(3000).astype(dtype)
+        x[::17] = np.nan
+        quick = uf(x, y)
+        uf(np.zeros(QUICK_WORK, dtype), np.zeros(QUICK_WORK, dtype))  # optimised from here
+        optimised = uf(x, y)
+        want = np.array([kernel(a, b) for a, b in zip(x.tolist(), y.tolist())], dtype)
+        nexp = ~(x > y) & np.isnan(x)  # exp's elements: libm or libmvec
+        np.testing.assert_array_equal(quick[~nexp], optimised[~nexp])
+        # float32: the interpreter computes in doubles
+        tol = dict(rtol=1e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-15, atol=0)
+        np.testing.assert_allclose(quick, want, **tol)
+        np.testing.assert_allclose(optimised, want, **tol)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast", "reduce",
                                     "accumulate", "overlapping-out"])
 def test_the_first_call_may_take_any_path(target, layout):
-    """On cpu the contig-only loop takes the first two and gives the others
-    back before any work."""
+    """On cpu the quick code takes them all."""
     uf = vectorize(SIGS, target=target)(affine)
     x = np.linspace(-2, 2, 4001)
     if layout == "contiguous":
@@ -98,7 +176,7 @@ def test_gufunc_code_is_made_at_the_first_call(target):
     unit-stride kernel alone, which a call on contiguous cores makes (half
     the machine code); a call with other strides makes the whole body,
     which then serves every call."""
-    made, pending, _ = counters()
+    made, pending, _, _ = counters()
     g = guvectorize(["void(f8[:], f8[:])", "void(f4[:], f4[:])"], "(n)->(n)",
                     target=target)(running_sum)
     assert counters()[:2] == (made, pending + 4)
@@ -134,13 +212,17 @@ def test_a_gufunc_first_called_with_other_strides(target, first):
 
 
 def test_inspection_makes_the_code():
-    """The whole loop's (the contig-only loops of the cpu target wait on)."""
-    made, pending, _ = counters()
+    """The optimised loop's, whether quick code ran or not."""
     uf = vectorize(SIGS[:2])(affine)
-    assert "fmul" in uf.inspect_llvm("f8(f8, f8)") or "fadd" in uf.inspect_llvm("f8(f8, f8)")
-    assert counters()[:2] == (made + 1, pending + 3)
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(uf(x, x), affine(x, x))
+    made, pending, quick = made_pending_quick()
+    llvm = uf.inspect_llvm("f8(f8, f8)")
+    assert "fmul <" in llvm or "fadd <" in llvm  # vectorized: optimised
+    assert made_pending_quick() == (made + 1, pending - 1, quick)
     assert ".strided" in uf.inspect_asm("ff->f")
-    assert counters()[:2] == (made + 2, pending + 2)
+    assert made_pending_quick() == (made + 2, pending - 2, quick)
+    np.testing.assert_array_equal(uf(x, x), affine(x, x))
 
 
 def test_typing_errors_still_come_at_decoration():
@@ -153,7 +235,7 @@ def test_typing_errors_still_come_at_decoration():
 
 def test_racing_first_calls_make_the_code_once(target):
     uf = vectorize(SIGS, target=target)(affine)
-    made = counters()[0]
+    made, _, _, quick = counters()
     big = np.linspace(0, 1, 200_000)     # NumPy releases the GIL for these
     small = np.linspace(0, 1, 7)         # and keeps it for these
     results, errors = {}, []
@@ -176,17 +258,19 @@ def test_racing_first_calls_make_the_code_once(target):
     for got, want in results.values():
         np.testing.assert_array_equal(got, want)
     assert counters()[0] == made + 1
+    assert counters()[3] <= quick + 1
 
 
 def test_code_never_made_is_freed_with_its_ufunc():
-    made, pending, live = counters()
+    made, pending, live, quick = counters()
     uf = vectorize(SIGS)(affine)
     g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)")(running_sum)
-    # each ufunc signature: its loop and a contig-only loop; the gufunc: two bodies
-    assert counters() == (made, pending + 8, live + 8)
+    # each ufunc signature: its loop; the gufunc: two bodies
+    assert counters() == (made, pending + 5, live + 5, quick)
+    uf(np.arange(3.0), 1.0)  # quick code, freed with the rest
     del uf, g
     gc.collect()
-    assert counters() == (made, pending, live)
+    assert counters() == (made, pending, live, quick + 1)
 
 
 def test_a_heavy_parallel_kernel_called_first_on_a_small_array():
@@ -224,14 +308,16 @@ def test_a_forked_child_makes_its_own_code():
         pid = os.fork()
         if pid == 0:
             ok = np.array_equal(f(np.arange(5.0), 1.0), np.arange(5.0) * 3 + 1)
-            os._exit(0 if ok and _core._jit_info()["compilations"] == 1 else 3)
+            ok = ok and np.array_equal(f(np.ones(70000), 1.0), np.full(70000, 4.0))
+            info = _core._jit_info()
+            os._exit(0 if ok and (info["quick"], info["compilations"]) == (1, 1) else 3)
         _, status = os.waitpid(pid, 0)
-        before = _core._jit_info()["compilations"]
-        print(os.waitstatus_to_exitcode(status), before, f(np.float64(2), 1.0),
-              _core._jit_info()["compilations"])
+        before = _core._jit_info()
+        print(os.waitstatus_to_exitcode(status), before["quick"], before["compilations"],
+              f(np.float64(2), 1.0), _core._jit_info()["quick"])
     ''')
     r = run_python(code, timeout=120, as_file=True)
-    assert r.returncode == 0 and r.stdout.split() == ["0", "0", "7.0", "1"], r.stderr
+    assert r.returncode == 0 and r.stdout.split() == ["0", "0", "0", "7.0", "1"], r.stderr
 
 
 def test_eager_code_generation_on_request():
@@ -252,7 +338,7 @@ def test_eager_code_generation_on_request():
     ''')
     lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"), as_file=True)
     eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"), as_file=True)
-    # lazily, each signature has two loops or bodies waiting (whole,
-    # contig-only); eagerly only the whole ones are made
-    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "6"], lazy.stderr
+    # lazily, each ufunc signature has its loop waiting and the gufunc's two
+    # bodies (whole, contig-only); eagerly only the whole ones are made
+    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "4"], lazy.stderr
     assert eager.returncode == 0 and eager.stdout.split() == ["3", "0"], eager.stderr

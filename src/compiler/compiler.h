@@ -712,18 +712,20 @@ typedef enum {
 double cc_now_ns(void);
 void cc_time_add(CcStage stage, double ns);
 void cc_time_reset(void);
-/* The line of machine code made at its first call (module: its name). */
-void cc_time_print_made(const char *module, double t0);
+/* The line of machine code made at a call (module: its name; what: which
+ * code, "machine code made" or "quick machine code made"). */
+void cc_time_print_made(const char *module, const char *what, double t0);
 int cc_dump_flags(void); /* from NUMBAVEC_DUMP */
 
 int cc_jit_init(void);              /* idempotent; 0/-1 */
 const char *cc_host_cpu_name(void); /* after cc_jit_init */
 const char *cc_host_cpu_features(void);
-int cc_jit_has_libmvec(void);         /* 1 when libmvec's vector math is on */
-Py_ssize_t cc_jit_live_codes(void);   /* CcCode objects not yet freed (tests) */
-Py_ssize_t cc_jit_compilations(void); /* modules optimised + code-generated */
-Py_ssize_t cc_jit_object_loads(void); /* stored objects linked (cache hits) */
-Py_ssize_t cc_jit_pending(void);      /* modules whose machine code waits for a call */
+int cc_jit_has_libmvec(void);               /* 1 when libmvec's vector math is on */
+Py_ssize_t cc_jit_live_codes(void);         /* CcCode objects not yet freed (tests) */
+Py_ssize_t cc_jit_compilations(void);       /* modules optimised + code-generated */
+Py_ssize_t cc_jit_object_loads(void);       /* stored objects linked (cache hits) */
+Py_ssize_t cc_jit_pending(void);            /* modules whose machine code waits for a call */
+Py_ssize_t cc_jit_quick_compilations(void); /* quick code made (cc_code_quick_entry) */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
@@ -774,6 +776,15 @@ CcCode *cc_jit_add_lazy(CcModule *m, const char *const *names, int n, const char
  * (in this thread's state) if the code could not be made.
  */
 void *cc_code_entry(CcCode *code, int i);
+/*
+ * As cc_code_entry, but while code's optimised machine code waits, the
+ * address of its quick code instead: made without optimisation (about a
+ * fifth of the time) and kept until code is freed.  For a caller that runs
+ * cheap first calls there and asks cc_code_entry once the work warrants
+ * the optimised code (tg_quick_first_loop).  Keyed code has none: it is
+ * made and stored.
+ */
+void *cc_code_quick_entry(CcCode *code, int i);
 int cc_code_made(CcCode *code); /* 1 once its machine code exists */
 /* Stores made code: fn(ctx, object file, optimised IR), GIL held; 0/-1. */
 typedef int (*CcStoreFn)(PyObject *ctx, PyObject *object, const char *ir);

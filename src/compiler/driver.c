@@ -154,13 +154,13 @@ print_stages(const CcKernel *k, const TsSignature *sig, const CcBuilder *b, cons
 }
 
 void
-cc_time_print_made(const char *module, double t0)
+cc_time_print_made(const char *module, const char *what, double t0)
 {
     char line[256];
     double total = cc_now_ns() - t0;
     format_stages(line, sizeof(line), CC_T_OPT, CC_T_N);
-    fprintf(stderr, "numbavec time: %s machine code made at its first call:%s, total %.2f ms\n",
-            module, line, total / 1e6);
+    fprintf(stderr, "numbavec time: %s %s at a call:%s, total %.2f ms\n", module, what, line,
+            total / 1e6);
     fflush(stderr);
 }
 

@@ -57,6 +57,12 @@ struct CcCode {
     char (*unique)[128]; /* the entries' exported names (PyMem) */
     CcStoreFn store;     /* called with the object file once made, or NULL */
     PyObject *store_ctx; /* owned: its first argument */
+    /* quick code (cc_code_quick_entry): a copy of the pending module made
+     * without optimisation, kept until code is freed (a thread may still be
+     * running it when the optimised code is made) */
+    LLVMOrcResourceTrackerRef quick_tracker;
+    void *quick[CC_MAXENTRIES];
+    atomic_int quick_made; /* 1: quick is valid (release/acquire) */
 };
 
 /*
@@ -72,6 +78,7 @@ static struct JitContext {
     int dump;                         /* NUMBAVEC_DUMP flags, -1 until read */
     Py_ssize_t live_codes;            /* CcCode objects not yet freed */
     Py_ssize_t compilations;          /* modules optimised and code-generated */
+    Py_ssize_t quick_compilations;    /* quick code made (cc_code_quick_entry) */
     Py_ssize_t pending;               /* modules whose code waits for a first call */
     Py_ssize_t object_loads;          /* stored objects linked (cache hits) */
     unsigned long long next_id;       /* makes exported names unique */
@@ -80,6 +87,7 @@ static struct JitContext {
     char *features;                   /* LLVMGetHostCPUFeatures */
     char *triple;                     /* LLVMGetDefaultTargetTriple */
     LLVMTargetMachineRef tm;          /* optimisation (TTI) and assembly */
+    LLVMTargetMachineRef quick_tm;    /* quick code: no optimisation */
     LLVMPassBuilderOptionsRef passes; /* for LLVMRunPasses (kernel_pipeline) */
     LLVMOrcLLJITRef lljit;
     LLVMOrcJITDylibRef main; /* borrowed from lljit */
@@ -214,7 +222,10 @@ create_target_machine(void)
     jit.tm = LLVMCreateTargetMachine(target, jit.triple, jit.cpu, jit.features,
                                      LLVMCodeGenLevelAggressive, LLVMRelocDefault,
                                      LLVMCodeModelJITDefault);
-    if (jit.tm == NULL) {
+    jit.quick_tm =
+        LLVMCreateTargetMachine(target, jit.triple, jit.cpu, jit.features, LLVMCodeGenLevelNone,
+                                LLVMRelocDefault, LLVMCodeModelJITDefault);
+    if (jit.tm == NULL || jit.quick_tm == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "LLVM could not create the host target machine");
         return -1;
     }
@@ -290,13 +301,16 @@ jit_reset(void)
     if (jit.tm != NULL) {
         LLVMDisposeTargetMachine(jit.tm);
     }
+    if (jit.quick_tm != NULL) {
+        LLVMDisposeTargetMachine(jit.quick_tm);
+    }
     LLVMDisposeMessage(jit.cpu);
     LLVMDisposeMessage(jit.features);
     LLVMDisposeMessage(jit.triple);
     jit.lljit = NULL;
     jit.main = NULL;
     jit.passes = NULL;
-    jit.tm = NULL;
+    jit.tm = jit.quick_tm = NULL;
     jit.cpu = jit.features = jit.triple = NULL;
 }
 
@@ -724,28 +738,29 @@ keyed_unlink(CcCode *code)
 
 /* ---- object code ---- */
 
-/* Code generation of the optimised module into an in-memory object file. */
+/* Code generation of the module into an in-memory object file, by tm
+ * (jit.tm, or jit.quick_tm for quick code). */
 static int
-emit_object(LLVMModuleRef mod, LLVMMemoryBufferRef *out)
+emit_object(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMMemoryBufferRef *out)
 {
     char *msg = NULL;
     double t0 = cc_now_ns();
-    int failed = LLVMTargetMachineEmitToMemoryBuffer(jit.tm, mod, LLVMObjectFile, &msg, out);
+    int failed = LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, out);
     cc_time_add(CC_T_CODEGEN, cc_now_ns() - t0);
     if (failed) {
         *out = NULL;
         return raise_llvm_message(PyExc_RuntimeError, "LLVM could not emit machine code", msg);
     }
-    jit.compilations++;
     return 0;
 }
 
-/* Links obj (consumed) into the JIT under code's own tracker. */
+/* Links obj (consumed) into the JIT under a new tracker, *tracker: code's
+ * own, or its quick code's. */
 static int
-add_object(CcCode *code, LLVMMemoryBufferRef obj)
+add_object(LLVMOrcResourceTrackerRef *tracker, LLVMMemoryBufferRef obj)
 {
-    code->tracker = LLVMOrcJITDylibCreateResourceTracker(jit.main);
-    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit.lljit, code->tracker, obj);
+    *tracker = LLVMOrcJITDylibCreateResourceTracker(jit.main);
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit.lljit, *tracker, obj);
     if (err != NULL) {
         return raise_llvm_error(PyExc_RuntimeError, "the JIT refused the object code", err);
     }
@@ -800,7 +815,11 @@ compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified
         dump_asm(code->name, code->ir);
     }
     prepare_codegen(m->mod);
-    return emit_object(m->mod, obj);
+    if (emit_object(jit.tm, m->mod, obj) < 0) {
+        return -1;
+    }
+    jit.compilations++;
+    return 0;
 }
 
 /* Marks code's addresses valid, for cc_code_entry's readers. */
@@ -847,13 +866,13 @@ code_make(CcCode *code)
         LLVMDisposeMemoryBuffer(obj);
         return -1;
     }
-    if (add_object(code, obj) < 0 || lookup_all(code->unique, code->addrs, code->n) < 0) {
+    if (add_object(&code->tracker, obj) < 0 || lookup_all(code->unique, code->addrs, code->n) < 0) {
         Py_XDECREF(blob);
         return -1;
     }
     set_made(code);
     if (cc_dump_flags() & CC_DUMP_TIME) {
-        cc_time_print_made(code->name, t0);
+        cc_time_print_made(code->name, "machine code made", t0);
     }
     if (code->store != NULL) {
         /* the code runs whatever the store does: a store that fails is
@@ -923,7 +942,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
     LLVMMemoryBufferRef consumed = obj;
     obj = NULL;
     code->n = n;
-    if (add_object(code, consumed) < 0 || lookup_all(unique, code->addrs, n) < 0
+    if (add_object(&code->tracker, consumed) < 0 || lookup_all(unique, code->addrs, n) < 0
         || (key != NULL && keyed_register(code, key) < 0)) {
         goto error;
     }
@@ -1000,6 +1019,107 @@ cc_code_entry(CcCode *code, int i)
     return rc == 0 ? code->addrs[i] : NULL;
 }
 
+/*
+ * Quick code: what a lazily added module's first calls run while its
+ * optimised code waits (cc_code_quick_entry).  A copy of the pending module
+ * has its always-inline functions inlined and its variables put in
+ * registers (SROA), and nothing more, and the fast instruction selector and
+ * register allocator make its code: about a fifth of the optimised code's
+ * making, for code some times slower.  Its exports are the code's names
+ * with ".quick" appended, so that both may live in the one JITDylib.
+ */
+static const char quick_pipeline[] = "always-inline,function(sroa)";
+
+static int
+code_make_quick(CcCode *code)
+{
+    LLVMMemoryBufferRef obj = NULL;
+    char(*names)[128] = NULL;
+    const char *old[CC_MAXENTRIES];
+    if (code->pending.mod == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "numbavec: the machine code of '%s' could not be made",
+                     code->name);
+        return -1;
+    }
+    double t0 = cc_now_ns();
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        cc_time_reset();
+    }
+    LLVMModuleRef mod = LLVMCloneModule(code->pending.mod);
+    if ((names = PyMem_Malloc(sizeof(*names) * (size_t)code->n)) == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (int i = 0; i < code->n; i++) {
+        old[i] = code->unique[i];
+        int len = snprintf(names[i], sizeof(names[i]), "%s.quick", code->unique[i]);
+        if (len < 0 || len >= (int)sizeof(names[i])) {
+            PyErr_Format(PyExc_ValueError, "function name too long: '%s'", code->unique[i]);
+            goto error;
+        }
+    }
+    if (rename_exports(mod, old, code->n, names) < 0) {
+        goto error;
+    }
+    double t1 = cc_now_ns();
+    LLVMErrorRef err = LLVMRunPasses(mod, quick_pipeline, jit.quick_tm, jit.passes);
+    cc_time_add(CC_T_OPT, cc_now_ns() - t1);
+    if (err != NULL) {
+        raise_llvm_error(PyExc_RuntimeError, "LLVM optimisation failed", err);
+        goto error;
+    }
+    prepare_codegen(mod);
+    if (emit_object(jit.quick_tm, mod, &obj) < 0) {
+        goto error;
+    }
+    LLVMDisposeModule(mod);
+    mod = NULL;
+    if (add_object(&code->quick_tracker, obj) < 0 || lookup_all(names, code->quick, code->n) < 0) {
+        goto error;
+    }
+    atomic_store_explicit(&code->quick_made, 1, memory_order_release);
+    jit.quick_compilations++;
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        cc_time_print_made(code->name, "quick machine code made", t0);
+    }
+    PyMem_Free(names);
+    return 0;
+error:
+    if (mod != NULL) {
+        LLVMDisposeModule(mod);
+    }
+    PyMem_Free(names);
+    return -1;
+}
+
+void *
+cc_code_quick_entry(CcCode *code, int i)
+{
+    if (atomic_load_explicit(&code->made, memory_order_acquire)) {
+        return code->addrs[i];
+    }
+    if (atomic_load_explicit(&code->quick_made, memory_order_acquire)) {
+        return code->quick[i];
+    }
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int rc = 0;
+    if (!cc_code_made(code) && !atomic_load_explicit(&code->quick_made, memory_order_acquire)) {
+        /* keyed code is stored when made: it has no quick code */
+        rc = code->key != NULL ? code_make(code) : code_make_quick(code);
+    }
+    PyGILState_Release(gil);
+    if (rc < 0) {
+        return NULL;
+    }
+    return cc_code_made(code) ? code->addrs[i] : code->quick[i];
+}
+
+Py_ssize_t
+cc_jit_quick_compilations(void)
+{
+    return jit.quick_compilations;
+}
+
 void
 cc_code_store_when_made(CcCode *code, CcStoreFn store, PyObject *ctx)
 {
@@ -1033,7 +1153,7 @@ cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *i
             goto error;
         }
         LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, size, key);
-        if (add_object(code, obj) < 0) {
+        if (add_object(&code->tracker, obj) < 0) {
             goto error;
         }
         jit.object_loads++;
@@ -1058,6 +1178,20 @@ error:
     return NULL;
 }
 
+/* Removes a tracker's code from the JIT (tracker may be NULL). */
+static void
+remove_tracker(LLVMOrcResourceTrackerRef tracker)
+{
+    if (tracker != NULL) {
+        /* Nothing can be done about a failure here; the code stays mapped. */
+        LLVMErrorRef err = LLVMOrcResourceTrackerRemove(tracker);
+        if (err != NULL) {
+            LLVMConsumeError(err);
+        }
+        LLVMOrcReleaseResourceTracker(tracker);
+    }
+}
+
 void
 cc_code_free(CcCode *code)
 {
@@ -1067,14 +1201,8 @@ cc_code_free(CcCode *code)
     if (code->key != NULL) {
         keyed_unlink(code);
     }
-    if (code->tracker != NULL) {
-        /* Nothing can be done about a failure here; the code stays mapped. */
-        LLVMErrorRef err = LLVMOrcResourceTrackerRemove(code->tracker);
-        if (err != NULL) {
-            LLVMConsumeError(err);
-        }
-        LLVMOrcReleaseResourceTracker(code->tracker);
-    }
+    remove_tracker(code->tracker);
+    remove_tracker(code->quick_tracker);
     if (code->pending.mod != NULL) {
         jit.pending--;
     }

@@ -33,22 +33,19 @@ tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *dat
 }
 
 void
-tg_contig_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
+tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 {
-    const TgContigFirst *p = data;
-    PyUFuncGenericFunction loop;
-    if (!cc_code_made(p->whole)) {
-        int general = 0;
-        if ((loop = (PyUFuncGenericFunction)cc_code_entry(p->contig, 0)) == NULL) {
-            return;
-        }
-        loop(args, dims, steps, &general);
-        if (!general) {
-            return;
-        }
+    TgQuickFirst *p = data;
+    void *loop;
+    if (!cc_code_made(p->code)
+        && atomic_fetch_add_explicit(&p->work, dims[0], memory_order_relaxed) + dims[0]
+               < TG_QUICK_WORK) {
+        loop = cc_code_quick_entry(p->code, 0);
+    } else {
+        loop = cc_code_entry(p->code, 0);
     }
-    if ((loop = (PyUFuncGenericFunction)cc_code_entry(p->whole, 0)) != NULL) {
-        loop(args, dims, steps, NULL);
+    if (loop != NULL) {
+        ((PyUFuncGenericFunction)loop)(args, dims, steps, NULL);
     }
 }
 

@@ -19,6 +19,8 @@
 #include "compiler/compiler.h"
 #include "typesig/typesig.h"
 
+#include <stdatomic.h>
+
 /* Runs the indices [start, stop) of a range; ctx is the caller's. */
 typedef void (*TgRangeFn)(void *ctx, npy_intp start, npy_intp stop);
 
@@ -68,18 +70,21 @@ typedef struct TgTarget {
 /* The NumPy loop of code made on its first call (data: the CcCode). */
 void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
-/* A signature whose whole loop waits to be made, and the contig-only loop
- * of it (vz_emit_loop) that serves calls until then. */
-typedef struct TgContigFirst {
-    CcCode *whole;  /* borrowed: its compiled signature owns it */
-    CcCode *contig; /* borrowed: owner's */
-    void *owner;    /* the contig-only loop's VzCompiled, freed with this */
-} TgContigFirst;
+/*
+ * A signature whose loop waits to be made, on the cpu target: its first
+ * calls run quick code (cc_code_quick_entry) until they have run
+ * TG_QUICK_WORK elements in all; the call that reaches it, and every call
+ * after, runs the optimised code, made then.  A first call of that many
+ * elements makes the optimised code at once.
+ */
+typedef struct TgQuickFirst {
+    CcCode *code;      /* borrowed: its compiled signature owns it */
+    atomic_llong work; /* elements the quick code was asked to run */
+} TgQuickFirst;
+#define TG_QUICK_WORK 65536
 
-/* The cpu target's NumPy loop of a TgContigFirst (data): while the whole
- * loop's code is not made, the contig-only loop runs the call, and a call
- * it gives back makes the whole loop and runs there. */
-void tg_contig_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
+/* The cpu target's NumPy loop of a TgQuickFirst (data). */
+void tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;

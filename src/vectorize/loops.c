@@ -19,12 +19,6 @@
  *               keeps compile time low (the vectorizer's cost is per loop);
  *   strided     anything else: pointer arithmetic, a load per element.
  *
- * A contig-only loop (vz_emit_loop's contig_only) has the first two paths
- * alone: for a call the strided path would take, it sets the int its data
- * points to and returns before any work.  The cpu target runs it while the
- * whole loop's machine code waits for a call that needs it, so a first call
- * on contiguous operands and scalars makes no strided code.
- *
  * The fast paths require every step, the output's included, to fit, and
  * no input overlapping the output unless it is the very same array: NumPy
  * promises that for ordinary calls, but ufunc.accumulate passes the output
@@ -438,12 +432,6 @@ emit_strided_path(LoopGen *g, LLVMBasicBlockRef pre)
         args[p] = LLVMGetParam(g->fn, p);
     }
     LLVMPositionBuilderAtEnd(g->b, pre);
-    if (g->strided == NULL) {
-        /* contig-only: before any work, the whole loop must run the call */
-        LLVMBuildStore(g->b, LLVMConstInt(LLVMInt32TypeInContext(g->ctx), 1, 0), args[3]);
-        LLVMBuildRetVoid(g->b);
-        return;
-    }
     LLVMBuildCall2(g->b, LLVMGlobalGetValueType(g->strided), g->strided, args, 4, "");
     LLVMBuildBr(g->b, g->done);
 }
@@ -714,8 +702,7 @@ emit_body(LoopGen *g)
 }
 
 LLVMValueRef
-vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, const char *name,
-             int contig_only)
+vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, const char *name)
 {
     LoopGen g = {0};
     g.mod = mod;
@@ -729,7 +716,7 @@ vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig, con
     }
     g.b = LLVMCreateBuilderInContext(g.ctx);
     emit_contig_function(&g, name);
-    g.strided = contig_only ? NULL : emit_strided_function(&g, name);
+    g.strided = emit_strided_function(&g, name);
     g.fn = declare_loop(&g, name);
     cc_mark_fast_codegen(g.fn);
     emit_body(&g);

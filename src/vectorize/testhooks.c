@@ -8,7 +8,7 @@
  *   _core._ufunc_from_ir(ir, kernel, types, name="f", identity=None)
  *   _core._code_llvm(code) / _core._code_asm(code)   code: _core._code_of(f)
  *   _core._jit_info()  -> {cpu, features, llvm_version, libmvec, live_codes,
- *                          compilations, object_loads}
+ *                          compilations, object_loads, pending, quick}
  */
 #include "vectorize/vectorize.h"
 
@@ -104,7 +104,7 @@ compile_loop(CcModule *m, const char *kernel, const TsSignature *sig, void **loo
         cc_module_dispose(m);
         return NULL;
     }
-    if (vz_emit_loop(m->mod, fn, sig, LOOP_NAME, 0) == NULL) {
+    if (vz_emit_loop(m->mod, fn, sig, LOOP_NAME) == NULL) {
         cc_module_dispose(m);
         return NULL;
     }
@@ -190,11 +190,12 @@ jit_info(PyObject *self, PyObject *unused)
     if (cc_jit_init() < 0) {
         return NULL;
     }
-    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:n,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(), "features",
-                         cc_host_cpu_features(), "llvm_version", NUMBAVEC_LLVM_VERSION_STRING,
-                         "libmvec", cc_jit_has_libmvec() ? Py_True : Py_False, "live_codes",
-                         cc_jit_live_codes(), "compilations", cc_jit_compilations(), "object_loads",
-                         cc_jit_object_loads(), "pending", cc_jit_pending());
+    return Py_BuildValue(
+        "{s:s,s:s,s:s,s:O,s:n,s:n,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(), "features",
+        cc_host_cpu_features(), "llvm_version", NUMBAVEC_LLVM_VERSION_STRING, "libmvec",
+        cc_jit_has_libmvec() ? Py_True : Py_False, "live_codes", cc_jit_live_codes(),
+        "compilations", cc_jit_compilations(), "object_loads", cc_jit_object_loads(), "pending",
+        cc_jit_pending(), "quick", cc_jit_quick_compilations());
 }
 
 static PyMethodDef testhook_methods[] = {

@@ -276,17 +276,14 @@ vz_compiled_free(VzCompiled *c)
 
 /* ---- the ufunc loop: the builder the driver wraps around the kernel ---- */
 
-/* ctx: an int, 1 for the contig-only loop (vz_emit_loop's contig_only) */
 static int
 loop_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
           const TsSignature *ksig, CcEntries *e)
 {
-    return vz_emit_loop(mod, kernels[0], ksig, e->names[0], *(const int *)ctx) != NULL ? 0 : -1;
+    return vz_emit_loop(mod, kernels[0], ksig, e->names[0]) != NULL ? 0 : -1;
 }
 
-static const int whole_loop = 0, contig_only_loop = 1;
 static const char *const loop_suffix[] = {".loop"};
-static const char *const contig_loop_suffix[] = {".loop.contig"};
 
 static const CcBuilder loop_builder = {
     .what = "ufunc-loop",
@@ -294,63 +291,50 @@ static const CcBuilder loop_builder = {
     .nentries = 1,
     .suffixes = loop_suffix,
     .wrap = loop_wrap,
-    .ctx = &whole_loop,
-};
-
-static const CcBuilder contig_loop_builder = {
-    .what = "ufunc-loop-contig",
-    .form = CC_SCALAR_KERNEL,
-    .nentries = 1,
-    .suffixes = contig_loop_suffix,
-    .wrap = loop_wrap,
-    .ctx = &contig_only_loop,
 };
 
 static void
-free_contig_first(void *data)
+free_quick_first(void *data)
 {
-    TgContigFirst *p = data;
-    compiled_free(p->owner);
-    PyMem_Free(p);
+    PyMem_Free(data);
 }
 
 /*
- * On the cpu target, a signature whose whole loop waits for its first call
- * gets a contig-only loop too, which runs calls until a call needs the
- * whole loop (tg_contig_first_loop): a first call on contiguous operands
- * and scalars makes no strided code (about a sixth of a signature's
- * making).  It costs a second lowering and emission at decoration (about
- * 0.1 ms).  The parallel target splits calls over its pool and keeps the
- * one loop; so does a kernel with a cache, whose processes after the first
- * link the whole loop from it.  0/-1; nothing is added when the whole
- * loop's code is made (a cache hit, NUMBAVEC_EAGER=1).
+ * On the cpu target, a signature whose loop waits for its first call runs
+ * quick code first (tg_quick_first_loop): a first result costs about a
+ * fifth of the optimised code's making, which waits until the calls have
+ * run enough elements to repay it.  The parallel target splits calls over
+ * its pool, whose workers must not make code (the caller may hold the
+ * GIL), and keeps the optimised loop; so does a kernel with a cache, whose
+ * first process stores the optimised loop for the others.  0/-1; nothing
+ * changes when the loop's code is made (a cache hit, NUMBAVEC_EAGER=1), or
+ * with NUMBAVEC_QUICK=0.
  */
 static int
-add_contig_loop(Library *lib, const TsSignature *sig, Compiled *c)
+use_quick_first(Library *lib, Compiled *c)
 {
-    if (lib->target != &tg_cpu || lib->kernel->cache != NULL || !c->cc.lazy || c->cc.code == NULL
-        || cc_code_made(c->cc.code)) {
+    static int allowed = -1; /* NUMBAVEC_QUICK=0: first calls make the optimised loop */
+    if (allowed < 0) {
+        const char *quick = getenv("NUMBAVEC_QUICK");
+        allowed = quick == NULL || strcmp(quick, "0") != 0;
+    }
+    if (!allowed || lib->target != &tg_cpu || lib->kernel->cache != NULL || !c->cc.lazy
+        || c->cc.code == NULL || cc_code_made(c->cc.code)) {
         return 0;
     }
-    TgContigFirst *p = PyMem_Calloc(1, sizeof(TgContigFirst));
+    TgQuickFirst *p = PyMem_Calloc(1, sizeof(TgQuickFirst));
     if (p == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    Compiled *f = vz_library_compile(lib, sig, &contig_loop_builder);
-    if (f == NULL) {
-        PyMem_Free(p);
-        return -1;
-    }
-    p->whole = c->cc.code;
-    p->contig = f->cc.code;
-    p->owner = f;
+    p->code = c->cc.code;
+    atomic_init(&p->work, 0);
     if (c->data != NULL && c->free_data != NULL) {
         c->free_data(c->data);
     }
-    c->fn = tg_contig_first_loop;
+    c->fn = tg_quick_first_loop;
     c->data = p;
-    c->free_data = free_contig_first;
+    c->free_data = free_quick_first;
     return 0;
 }
 
@@ -387,7 +371,7 @@ vz_library_add(VzLibrary *lib, const TsSignature *sig)
         return -1;
     }
     c->free_data = lib->target->free_data;
-    if (serial == NULL && add_contig_loop(lib, sig, c) < 0) {
+    if (serial == NULL && use_quick_first(lib, c) < 0) {
         compiled_free(c);
         return -1;
     }
@@ -575,12 +559,12 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
         return NULL;
     }
     PyObject *ufunc = NULL;
+    lib->kernel->lazy = 1; /* machine code at each signature's first call */
     if (r->nsigs == 0) {
         ufunc = vz_make_lazy_ufunc(lib->kernel->name, r->doc, r->nin, 1, r->identity,
                                    &library_backend, (PyObject *)lib, NULL);
     } else {
         Py_ssize_t i = 0;
-        lib->kernel->lazy = 1; /* machine code at each signature's first call */
         while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {
             i++;
         }

@@ -22,12 +22,10 @@
  *     void name(char **args, npy_intp *dims, npy_intp *steps, void *data)
  * which calls kernel (value types of sig, returning sig->ret) per element.
  * The fast paths are taken only when every step, the output's included,
- * allows them.  contig_only: the fast paths alone; a call they do not take
- * stores 1 into the int `data` points to and does nothing else.  Returns
- * the function, or NULL with an exception.
+ * allows them.  Returns the function, or NULL with an exception.
  */
 LLVMValueRef vz_emit_loop(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
-                          const char *name, int contig_only);
+                          const char *name);
 
 /* ---- ufunc.c ---- */
 
