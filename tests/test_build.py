@@ -89,6 +89,29 @@ def test_the_oldest_numpy_is_named_alike_everywhere():
     assert f"NumPy {required})" in readme and f"NumPy >= {required}" in readme
 
 
+def test_no_argument_format_takes_a_length():
+    """The wheel is abi3 for CPython 3.10 and later, whatever builds it;
+    built against 3.13's headers, PyArg_Parse* and Py_BuildValue refuse
+    '#' formats (s#, y#, ...) on 3.10-3.12 with SystemError, whatever
+    PY_SSIZE_T_CLEAN says."""
+    import glob
+    import re
+
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = glob.glob(os.path.join(checkout, "src", "**", "*.c"), recursive=True)
+    if not sources:
+        pytest.skip("tests outside their checkout")
+    call = re.compile(r'(PyArg_Parse\w*|Py_BuildValue|PyObject_Call(Function|Method)\w*)'
+                      r'\s*\([^"]*"([^"]*)"')
+    found = []
+    for path in sources:
+        with open(path) as fh:
+            for m in call.finditer(fh.read()):
+                if "#" in m.group(3):
+                    found.append(f"{os.path.relpath(path, checkout)}: {m.group(1)} \"{m.group(3)}\"")
+    assert not found, found
+
+
 def test_the_numbavec_command(tmp_path):
     """`numbavec -s`, the console script (as `numba -s`), where installed."""
     if not os.environ.get("NUMBAVEC_TEST_INSTALLED"):

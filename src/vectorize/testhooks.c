@@ -131,10 +131,14 @@ ufunc_from_ir(PyObject *self, PyObject *args, PyObject *kwds)
     char typenums[TS_MAXARGS + 1];
     CcModule m;
     void *loop = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#ss|sO:_ufunc_from_ir", kwlist, &ir, &ir_len,
-                                     &kernel, &types, &name, &identity)) {
+    /* "s" and strlen, not "s#": an abi3 build against CPython 3.13's
+     * headers calls the PyArg function that, on 3.10-3.12, refuses '#'
+     * formats (PY_SSIZE_T_CLEAN no longer selects the _SizeT one) */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sss|sO:_ufunc_from_ir", kwlist, &ir, &kernel,
+                                     &types, &name, &identity)) {
         return NULL;
     }
+    ir_len = (Py_ssize_t)strlen(ir);
     if (parse_types(types, &sig, typenums) < 0 || cc_module_new(&m, name) < 0) {
         return NULL;
     }
