@@ -1138,6 +1138,23 @@ def test_every_statement_that_fails_to_type_is_named_with_its_caret(target):
     assert text.count("^") == 4
 
 
+def test_a_refused_import_is_reported_and_not_its_names(target):
+    """An import inside a kernel is refused; the names it would bind are then
+    not defined, which follows from that error alone and is not reported."""
+    text, found = reported("def k(a, out):\n"
+                           "    import math\n"
+                           "    from math import sqrt as root, pi\n"
+                           "    import os.path\n"
+                           "    for i in range(len(a)):\n"
+                           "        out[i] = math.exp(a[i]) + root(pi) + len(os.path.sep)\n"
+                           "    out[0] = no_such_name\n", target)
+    assert [line for line, _ in found] == ["2", "3", "4", "7"], text
+    assert all("imports (import at the top of the module) are not supported" in message
+               for _, message in found[:3])
+    assert found[3][1] == "name 'no_such_name' is not defined"
+    assert text.count("^") == 4
+
+
 def test_typing_reports_at_most_seventeen_statements(target):
     """Sixteen statements, and the one that ended typing, as lowering."""
     _, found = reported("def k(a, out):\n"

@@ -104,11 +104,42 @@ cc_node_any(const CcNode *n, int (*visit)(const CcNode *n, void *ctx), void *ctx
     return r;
 }
 
+/* Adds the names an import statement binds to L->unbound.  0/-1. */
+static int
+note_unbound(Lower *L, PyObject *node)
+{
+    PyObject *aliases = lw_get(node, "names");
+    if (aliases == NULL || (L->unbound == NULL && (L->unbound = PySet_New(NULL)) == NULL)) {
+        Py_XDECREF(aliases);
+        return -1;
+    }
+    PyObject *dot = PyUnicode_FromString(".");
+    int rc = dot != NULL ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_Size(aliases); i++) {
+        PyObject *alias = PyList_GetItem(aliases, i);
+        PyObject *as = lw_get(alias, "asname");
+        PyObject *name = as == NULL ? NULL : as != Py_None ? Py_NewRef(as) : lw_get(alias, "name");
+        /* `import a.b` binds a */
+        PyObject *parts = name != NULL ? PyUnicode_Split(name, dot, 1) : NULL;
+        rc = parts != NULL && PySet_Add(L->unbound, PyList_GetItem(parts, 0)) == 0 ? 0 : -1;
+        Py_XDECREF(parts);
+        Py_XDECREF(name);
+        Py_XDECREF(as);
+    }
+    Py_XDECREF(dot);
+    Py_DECREF(aliases);
+    return rc;
+}
+
 static int
 unsupported(Lower *L, PyObject *node, const char *context)
 {
     const AstClass *c = lw_ast_class(node);
     CcLoc loc = lw_loc_of(L, node);
+    if (c != NULL && strncmp(c->name, "Import", 6) == 0 && L->prefix == NULL
+        && note_unbound(L, node) < 0) {
+        return -1;
+    }
     if (c != NULL && c->what != NULL) {
         return cc_error(L->fn, loc, "%s are not supported in a kernel", c->what);
     }
@@ -2709,7 +2740,10 @@ keep_error(Lower *L)
         || !PyErr_ExceptionMatches(nv_state.typing_error)) {
         return 0;
     }
-    if (cc_keep_error(L->errors) < 0) {
+    if (L->cascade) {
+        PyErr_Clear(); /* follows from a refused import, which was reported */
+        L->cascade = 0;
+    } else if (cc_keep_error(L->errors) < 0) {
         return 0;
     }
     memset(L->assigned, 1, (size_t)L->nassigned);
@@ -2869,6 +2903,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     }
 done:
     Py_XDECREF(L.errors);
+    Py_XDECREF(L.unbound);
     Py_XDECREF(L.globals);
     Py_XDECREF(L.closure);
     return rc;

@@ -89,6 +89,11 @@ typedef struct Lower {
     /* the kernel's: the TypingErrors of the statements that failed (a list
      * of messages), so that one error names every unsupported construct */
     PyObject *errors;
+    /* the kernel's: the names its refused imports would have bound (a set,
+     * or NULL), and whether the pending error is only that such a name is
+     * not defined, which follows from the import's error alone */
+    PyObject *unbound;
+    int cascade;
 } Lower;
 
 /* node.attr: a new reference, or NULL.  NULL at once while an exception is

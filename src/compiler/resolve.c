@@ -63,6 +63,15 @@ lw_resolve_global(Lower *L, const char *name, CcLoc loc)
         Py_DECREF(builtins);
         if (b == NULL) {
             PyErr_Clear();
+            if (L->prefix == NULL && L->unbound != NULL) {
+                PyObject *key = PyUnicode_FromString(name);
+                int found = key != NULL ? PySet_Contains(L->unbound, key) : -1;
+                Py_XDECREF(key);
+                if (found < 0) {
+                    return NULL;
+                }
+                L->cascade = found; /* the import's error says it */
+            }
             cc_error(L->fn, loc, "name '%s' is not defined", name);
         }
         return b;
