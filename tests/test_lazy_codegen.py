@@ -26,6 +26,10 @@ SIGS = ["f8(f8, f8)", "f4(f4, f4)", "i8(i8, i8)"]
 
 QUICK_WORK = 65536  # elements a signature's quick code runs (target.h: TG_QUICK_WORK)
 
+# the counts below expect quick code (the default)
+pytestmark = pytest.mark.skipif(os.environ.get("NUMBAVEC_QUICK") == "0",
+                                reason="NUMBAVEC_QUICK=0: no quick code to count")
+
 
 def counters():
     gc.collect()  # ufuncs of earlier tests, freed now rather than in the middle of a count
@@ -316,8 +320,34 @@ def test_a_forked_child_makes_its_own_code():
         print(os.waitstatus_to_exitcode(status), before["quick"], before["compilations"],
               f(np.float64(2), 1.0), _core._jit_info()["quick"])
     ''')
-    r = run_python(code, timeout=120, as_file=True)
+    r = run_python(code, timeout=120, as_file=True, env=dict(os.environ, NUMBAVEC_QUICK="1"))
     assert r.returncode == 0 and r.stdout.split() == ["0", "0", "0", "7.0", "1"], r.stderr
+
+
+def test_a_child_forked_after_quick_code_runs_it_and_makes_the_optimised_loop():
+    code = textwrap.dedent('''
+        import os, numpy as np, numbavec
+        from numbavec import _core
+
+        @numbavec.vectorize(["f8(f8, f8)"])
+        def f(x, y):
+            return x * 3 + y
+
+        x = np.arange(5.0)
+        first = np.array_equal(f(x, 1.0), x * 3 + 1)
+        pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(f(x, 2.0), x * 3 + 2)
+            ok = ok and np.array_equal(f(np.ones(70000), x[1]), np.full(70000, 4.0))
+            ok = ok and np.array_equal(f(x, 3.0), x * 3 + 3)
+            info = _core._jit_info()
+            os._exit(0 if ok and (info["quick"], info["compilations"]) == (1, 1) else 3)
+        _, status = os.waitpid(pid, 0)
+        info = _core._jit_info()
+        print(first, os.waitstatus_to_exitcode(status), info["quick"], info["compilations"])
+    ''')
+    r = run_python(code, timeout=120, as_file=True, env=dict(os.environ, NUMBAVEC_QUICK="1"))
+    assert r.returncode == 0 and r.stdout.split() == ["True", "0", "1", "0"], r.stderr
 
 
 def test_eager_code_generation_on_request():
