@@ -95,6 +95,26 @@ def test_quick_code_runs_until_the_calls_repay_the_optimised_code():
     assert made_pending_quick() == (made + 2, pending - 2, quick + 1)
 
 
+def heavy(x):
+    s = 0.0
+    for k in range(2000):
+        s += math.sin(x + k)
+    return s
+
+
+def test_quick_code_runs_two_milliseconds_at_most():
+    """Elements do not measure a heavy kernel's work: the time its quick code
+    ran does too (TG_QUICK_NS), so the call after one that long is optimised."""
+    uf = vectorize(["f8(f8)"])(heavy)
+    x = np.linspace(0, 1, 300)  # 600,000 calls of sin: far more than 2 ms
+    want = np.array([heavy(v) for v in x.tolist()])
+    made, pending, quick = made_pending_quick()
+    np.testing.assert_allclose(uf(x), want, rtol=1e-12)
+    assert made_pending_quick() == (made, pending, quick + 1)
+    np.testing.assert_allclose(uf(x[:3]), want[:3], rtol=1e-12)
+    assert made_pending_quick() == (made + 1, pending - 1, quick + 1)
+
+
 def test_a_dynamic_ufunc_s_new_loops_run_quick_code_first():
     uf = vectorize(affine)
     made, pending, quick = made_pending_quick()

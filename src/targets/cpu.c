@@ -5,6 +5,7 @@
 #include "targets/target.h"
 
 #include "gufunc/gufunc.h"
+#include "targets/pool.h"
 #include "vectorize/vectorize.h"
 
 #include <string.h>
@@ -37,14 +38,17 @@ tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, vo
 {
     TgQuickFirst *p = data;
     void *loop;
-    if (!cc_code_made(p->code)
+    if (!cc_code_made(p->code) && atomic_load_explicit(&p->ns, memory_order_relaxed) < TG_QUICK_NS
         && atomic_fetch_add_explicit(&p->work, dims[0], memory_order_relaxed) + dims[0]
                < TG_QUICK_WORK) {
-        loop = cc_code_quick_entry(p->code, 0);
-    } else {
-        loop = cc_code_entry(p->code, 0);
+        if ((loop = cc_code_quick_entry(p->code, 0)) != NULL) {
+            double t0 = tg_now_ns();
+            ((PyUFuncGenericFunction)loop)(args, dims, steps, NULL);
+            atomic_fetch_add_explicit(&p->ns, (long long)(tg_now_ns() - t0), memory_order_relaxed);
+        }
+        return;
     }
-    if (loop != NULL) {
+    if ((loop = cc_code_entry(p->code, 0)) != NULL) {
         ((PyUFuncGenericFunction)loop)(args, dims, steps, NULL);
     }
 }

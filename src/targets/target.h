@@ -73,15 +73,19 @@ void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void
 /*
  * A signature whose loop waits to be made, on the cpu target: its first
  * calls run quick code (cc_code_quick_entry) until they have run
- * TG_QUICK_WORK elements in all; the call that reaches it, and every call
- * after, runs the optimised code, made then.  A first call of that many
- * elements makes the optimised code at once.
+ * TG_QUICK_WORK elements, or TG_QUICK_NS nanoseconds, in all; the call
+ * that reaches either, and every call after, runs the optimised code, made
+ * then.  A first call of that many elements makes the optimised code at
+ * once.  (The time bounds what quick code costs a kernel heavy per element,
+ * a loop of math calls for one.)
  */
 typedef struct TgQuickFirst {
     CcCode *code;      /* borrowed: its compiled signature owns it */
     atomic_llong work; /* elements the quick code was asked to run */
+    atomic_llong ns;   /* and the time it took */
 } TgQuickFirst;
 #define TG_QUICK_WORK 65536
+#define TG_QUICK_NS   2000000
 
 /* The cpu target's NumPy loop of a TgQuickFirst (data). */
 void tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);

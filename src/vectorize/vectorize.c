@@ -329,6 +329,7 @@ use_quick_first(Library *lib, Compiled *c)
     }
     p->code = c->cc.code;
     atomic_init(&p->work, 0);
+    atomic_init(&p->ns, 0);
     if (c->data != NULL && c->free_data != NULL) {
         c->free_data(c->data);
     }
