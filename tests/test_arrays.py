@@ -3,6 +3,7 @@ expressions, allocation, iteration and reductions, each checked against the
 kernel run by the interpreter on NumPy arrays (its py_func), over dtypes,
 sizes (0, 1, odd, large), non-contiguous, negative-stride and broadcast
 operands, on every target."""
+import os
 import re
 import resource
 import sys
@@ -13,7 +14,7 @@ import pytest
 import numbavec
 from array_kernels import KERNELS, core_dims, signature
 from conftest import HAVE_PTXAS, assemble, kernel_from_source
-from numbavec import cuda, guvectorize
+from numbavec import _core, cuda, guvectorize
 
 FLOATS = ["float64", "float32"]
 
@@ -104,6 +105,41 @@ def test_kernel_matches_the_interpreter(target, name, ftype):
         for nan in (False, True):
             inputs = make_inputs(layout, kinds, sizes, dtype, rng, nan=nan)
             check(gu, py, inputs, shape, dtype, layout)
+
+
+@pytest.mark.skipif(os.environ.get("NUMBAVEC_QUICK") == "0", reason="no quick code")
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_quick_and_optimised_bodies_agree(target, name):
+    """A gufunc's first calls run its body's quick code (unoptimised), and a
+    call past quick code's budget makes the optimised body: both give the
+    same results, bit for bit, NaNs included."""
+    py, layout, kinds, out_kind = KERNELS[name]
+    gu = guvectorize([signature(layout, kinds, out_kind, "float64")], layout, target=target)(py)
+    rng = np.random.default_rng(5)
+    sizes = size_cases(layout)[-1]
+    shape = out_shape(layout, sizes)
+    inputs = make_inputs(layout, kinds, sizes, np.float64, rng, nan=True)
+    if isinstance(reference(py, inputs, shape, np.float64), Exception):
+        pytest.skip("the kernel raises on these inputs")
+    ins = {x for dims in core_dims(layout)[0] for x in dims}
+    needs_out = any(d not in ins and not d.isdigit() for d in core_dims(layout)[1][0])
+
+    def call(batch=None):
+        args = inputs if batch is None else [
+            np.broadcast_to(x, (batch,) + np.shape(x)) for x in inputs]
+        kwargs = {}
+        if needs_out:
+            kwargs["out"] = np.zeros(((batch,) if batch else ()) + shape)
+        with np.errstate(all="ignore"):
+            return gu(*args, **kwargs)
+
+    info = _core._jit_info()
+    quick = call()
+    made = _core._jit_info()
+    assert (made["quick"], made["compilations"]) == (info["quick"] + 1, info["compilations"])
+    call(batch=100)  # past the budget: the optimised body is made
+    assert _core._jit_info()["compilations"] == info["compilations"] + 1
+    np.testing.assert_array_equal(call(), quick)
 
 
 def strided_views(x, how):

@@ -196,21 +196,60 @@ def test_the_first_call_may_take_any_path(target, layout):
 
 
 def test_gufunc_code_is_made_at_the_first_call(target):
-    """Each signature has two bodies waiting: the whole one and one of the
-    unit-stride kernel alone, which a call on contiguous cores makes (half
-    the machine code); a call with other strides makes the whole body,
-    which then serves every call."""
-    made, pending, _, _ = counters()
+    """Each signature has its body waiting; calls within quick code's budget
+    (outer iterations times core sizes) run its quick code, whatever their
+    strides, on the pool too; a call past it makes the optimised body."""
+    made, pending, quick = made_pending_quick()
     g = guvectorize(["void(f8[:], f8[:])", "void(f4[:], f4[:])"], "(n)->(n)",
                     target=target)(running_sum)
-    assert counters()[:2] == (made, pending + 4)
+    assert made_pending_quick() == (made, pending + 2, quick)
     a = np.random.default_rng(0).standard_normal((300, 34))
     np.testing.assert_allclose(g(a), np.cumsum(a, axis=1), rtol=1e-12)
-    assert counters()[:2] == (made + 1, pending + 3)
+    assert made_pending_quick() == (made, pending + 2, quick + 1)
     np.testing.assert_allclose(g(a[:, ::2]), np.cumsum(a[:, ::2], axis=1), rtol=1e-12)
-    assert counters()[:2] == (made + 2, pending + 2)
     np.testing.assert_allclose(g(a[::-1]), np.cumsum(a[::-1], axis=1), rtol=1e-12)
-    assert counters()[:2] == (made + 2, pending + 2)
+    assert made_pending_quick() == (made, pending + 2, quick + 1)
+    big = np.random.default_rng(1).standard_normal((2000, 40))  # 80,000 > QUICK_WORK
+    np.testing.assert_allclose(g(big), np.cumsum(big, axis=1), rtol=1e-12)
+    assert made_pending_quick() == (made + 1, pending + 1, quick + 1)
+    np.testing.assert_allclose(g(a[:, ::3]), np.cumsum(a[:, ::3], axis=1), rtol=1e-12)
+    assert made_pending_quick() == (made + 1, pending + 1, quick + 1)
+
+
+def test_without_quick_code_a_gufunc_s_contig_body_comes_first():
+    """With NUMBAVEC_QUICK=0 (and with a cache) each signature has two bodies
+    waiting: the whole one and one of the unit-stride kernel alone, which a
+    call on contiguous cores makes (half the machine code); a call with
+    other strides makes the whole body, which then serves every call."""
+    code = textwrap.dedent('''
+        import gc, numpy as np, numbavec
+        from numbavec import _core
+
+        def running_sum(a, out):
+            acc = 0.0
+            for i in range(a.shape[0]):
+                acc += a[i]
+                out[i] = acc
+
+        def counts():
+            info = _core._jit_info()
+            return info["compilations"], info["pending"], info["quick"]
+
+        g = numbavec.guvectorize(["void(f8[:], f8[:])", "void(f4[:], f4[:])"],
+                                 "(n)->(n)")(running_sum)
+        seen = [counts()]
+        a = np.random.default_rng(0).standard_normal((300, 34))
+        ok = np.allclose(g(a), np.cumsum(a, axis=1), rtol=1e-12)
+        seen.append(counts())
+        ok = ok and np.allclose(g(a[:, ::2]), np.cumsum(a[:, ::2], axis=1), rtol=1e-12)
+        seen.append(counts())
+        ok = ok and np.allclose(g(a[::-1]), np.cumsum(a[::-1], axis=1), rtol=1e-12)
+        seen.append(counts())
+        print(ok, seen)
+    ''')
+    r = run_python(code, timeout=120, as_file=True, env=dict(os.environ, NUMBAVEC_QUICK="0"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True [(0, 4, 0), (1, 3, 0), (2, 2, 0), (2, 2, 0)]", r.stdout
 
 
 @pytest.mark.parametrize("first", ["strided", "output-strided", "copied"])
@@ -289,8 +328,8 @@ def test_code_never_made_is_freed_with_its_ufunc():
     made, pending, live, quick = counters()
     uf = vectorize(SIGS)(affine)
     g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)")(running_sum)
-    # each ufunc signature: its loop; the gufunc: two bodies
-    assert counters() == (made, pending + 5, live + 5, quick)
+    # each ufunc signature: its loop; the gufunc: its body
+    assert counters() == (made, pending + 4, live + 4, quick)
     uf(np.arange(3.0), 1.0)  # quick code, freed with the rest
     del uf, g
     gc.collect()
@@ -386,9 +425,9 @@ def test_eager_code_generation_on_request():
         info = _core._jit_info()
         print(info["compilations"], info["pending"])
     ''')
-    lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0"), as_file=True)
+    lazy = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="0", NUMBAVEC_QUICK="1"),
+                      as_file=True)
     eager = run_python(code, env=dict(os.environ, NUMBAVEC_EAGER="1"), as_file=True)
-    # lazily, each ufunc signature has its loop waiting and the gufunc's two
-    # bodies (whole, contig-only); eagerly only the whole ones are made
-    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "4"], lazy.stderr
+    # lazily, each signature has its loop or body waiting; eagerly they are made
+    assert lazy.returncode == 0 and lazy.stdout.split() == ["0", "3"], lazy.stderr
     assert eager.returncode == 0 and eager.stdout.split() == ["3", "0"], eager.stderr

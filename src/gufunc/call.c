@@ -22,6 +22,7 @@
  * then finds the registered method.
  */
 #include "gufunc/gufunc.h"
+#include "targets/pool.h"
 
 #include "vectorize/vectorize.h"
 
@@ -209,20 +210,41 @@ run_body(const GuLoop *gl, GuBodyFn body, char **args, const npy_intp *dims, con
     return status;
 }
 
+/* A call's work for quick code's budget: outer iterations times the
+ * sizes of the core dimensions (at least 1 each). */
+static long long
+call_work(const GuLoop *gl, const npy_intp *dims)
+{
+    long long work = dims[0];
+    for (int i = 0; i < gl->layout.ndimnames && work < TG_QUICK_WORK; i++) {
+        work *= dims[1 + i] > 1 ? dims[1 + i] : 1;
+    }
+    return work;
+}
+
 /*
  * Runs the gufunc loop; 0, or -1 with an exception set (taking the GIL).
- * While the whole body's machine code waits to be made, a contig-only body
+ * While the whole body's machine code waits to be made, its quick code
+ * runs the calls within quick code's budget (tg_quick_take), or, where
+ * there is no quick code (a cache, NUMBAVEC_QUICK=0), a contig-only body
  * runs calls whose cores it takes, and gives the others back untouched to
  * the whole body.  Code is made here, in NumPy's thread, never in a
  * worker: making takes the GIL, which NumPy's thread may hold while it
  * waits for the workers.
  */
 static int
-run_loop(const GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps)
+run_loop(GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps)
 {
     GuBodyFn body;
     int status = GU_STATUS_GENERAL;
-    if (gl->contig_code != NULL && !cc_code_made(gl->code)) {
+    if (tg_quick_take(&gl->quick, call_work(gl, dims))) {
+        if ((body = (GuBodyFn)cc_code_quick_entry(gl->code, 0)) == NULL) {
+            return -1;
+        }
+        double t0 = tg_now_ns();
+        status = run_body(gl, body, args, dims, steps);
+        tg_quick_ran(&gl->quick, tg_now_ns() - t0);
+    } else if (gl->contig_code != NULL && !cc_code_made(gl->code)) {
         if ((body = (GuBodyFn)cc_code_entry(gl->contig_code, 0)) == NULL) {
             return -1; /* with the exception cc_code_entry set */
         }
@@ -252,7 +274,7 @@ gu_legacy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *d
 
 /* The GuLoop of the loop NumPy resolved: matched by type numbers in the
  * ufunc's legacy tables (a handful of entries). */
-static const GuLoop *
+static GuLoop *
 find_loop(PyArrayMethod_Context *context)
 {
     PyUFuncObject *uf = (PyUFuncObject *)context->caller;
@@ -275,7 +297,7 @@ static int
 method_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dims,
             const npy_intp *strides, NpyAuxData *NV_UNUSED(aux))
 {
-    const GuLoop *gl = find_loop(context);
+    GuLoop *gl = find_loop(context);
     if (gl == NULL) {
         PyGILState_STATE gil = PyGILState_Ensure();
         PyErr_SetString(PyExc_RuntimeError, "numbavec: no compiled loop for these types");

@@ -102,6 +102,9 @@ typedef struct GuLoop {
      * machine code it runs.  Owned (vz_compiled_free), or NULL. */
     struct VzCompiled *contig_body;
     CcCode *contig_code; /* borrowed: contig_body's code */
+    /* quick code first (cc_code_quick_entry), in place of a contig-only
+     * body, when vz_quick_first allows it; else quick.code is NULL */
+    TgQuickFirst quick;
     const TgTarget *target;
     GuLayout layout;
     TsSignature kernel; /* the kernel's view of the signature */

@@ -8,6 +8,7 @@
 #include "targets/pool.h"
 #include "vectorize/vectorize.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int
@@ -33,18 +34,50 @@ tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *dat
     }
 }
 
+int
+tg_quick_allowed(void)
+{
+    static int allowed = -1; /* read once, at a decoration (GIL held) */
+    if (allowed < 0) {
+        const char *quick = getenv("NUMBAVEC_QUICK");
+        allowed = quick == NULL || strcmp(quick, "0") != 0;
+    }
+    return allowed;
+}
+
+void
+tg_quick_init(TgQuickFirst *q, CcCode *code)
+{
+    q->code = code;
+    atomic_init(&q->work, 0);
+    atomic_init(&q->ns, 0);
+}
+
+int
+tg_quick_take(TgQuickFirst *q, long long work)
+{
+    return q->code != NULL && !cc_code_made(q->code)
+           && atomic_load_explicit(&q->ns, memory_order_relaxed) < TG_QUICK_NS
+           && atomic_fetch_add_explicit(&q->work, work, memory_order_relaxed) + work
+                  < TG_QUICK_WORK;
+}
+
+void
+tg_quick_ran(TgQuickFirst *q, double ns)
+{
+    atomic_fetch_add_explicit(&q->ns, (long long)ns, memory_order_relaxed);
+}
+
 void
 tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 {
     TgQuickFirst *p = data;
     void *loop;
-    if (!cc_code_made(p->code) && atomic_load_explicit(&p->ns, memory_order_relaxed) < TG_QUICK_NS
-        && atomic_fetch_add_explicit(&p->work, dims[0], memory_order_relaxed) + dims[0]
-               < TG_QUICK_WORK) {
+    if (tg_quick_take(p, dims[0])) {
         if ((loop = cc_code_quick_entry(p->code, 0)) != NULL) {
             double t0 = tg_now_ns();
             ((PyUFuncGenericFunction)loop)(args, dims, steps, NULL);
-            atomic_fetch_add_explicit(&p->ns, (long long)(tg_now_ns() - t0), memory_order_relaxed);
+            tg_quick_ran(p, tg_now_ns() - t0);
         }
         return;
     }

@@ -71,8 +71,9 @@ typedef struct TgTarget {
 void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
 /*
- * A signature whose loop waits to be made, on the cpu target: its first
- * calls run quick code (cc_code_quick_entry) until they have run
+ * A signature whose code waits to be made (a ufunc's loop on the cpu
+ * target, a gufunc's body): its first calls run quick code
+ * (cc_code_quick_entry) until they have run
  * TG_QUICK_WORK elements, or TG_QUICK_NS nanoseconds, in all; the call
  * that reaches either, and every call after, runs the optimised code, made
  * then.  A first call of that many elements makes the optimised code at
@@ -89,6 +90,14 @@ typedef struct TgQuickFirst {
 
 /* The cpu target's NumPy loop of a TgQuickFirst (data). */
 void tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
+/* Whether quick code may run at all: not with NUMBAVEC_QUICK=0. */
+int tg_quick_allowed(void);
+void tg_quick_init(TgQuickFirst *q, CcCode *code); /* code NULL: never quick */
+/* Whether a call of `work` units (elements; a gufunc's: outer iterations
+ * times core sizes) runs q's quick code: its code waits, and the calls so
+ * far stayed within the budget.  Counts the work. */
+int tg_quick_take(TgQuickFirst *q, long long work);
+void tg_quick_ran(TgQuickFirst *q, double ns); /* the time quick code took */
 
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;

@@ -293,6 +293,13 @@ static const CcBuilder loop_builder = {
     .wrap = loop_wrap,
 };
 
+int
+vz_quick_first(const VzLibrary *lib, const CcCompiled *cc)
+{
+    return tg_quick_allowed() && lib->kernel->cache == NULL && cc->lazy && cc->code != NULL
+           && !cc_code_made(cc->code);
+}
+
 static void
 free_quick_first(void *data)
 {
@@ -313,13 +320,7 @@ free_quick_first(void *data)
 static int
 use_quick_first(Library *lib, Compiled *c)
 {
-    static int allowed = -1; /* NUMBAVEC_QUICK=0: first calls make the optimised loop */
-    if (allowed < 0) {
-        const char *quick = getenv("NUMBAVEC_QUICK");
-        allowed = quick == NULL || strcmp(quick, "0") != 0;
-    }
-    if (!allowed || lib->target != &tg_cpu || lib->kernel->cache != NULL || !c->cc.lazy
-        || c->cc.code == NULL || cc_code_made(c->cc.code)) {
+    if (lib->target != &tg_cpu || !vz_quick_first(lib, &c->cc)) {
         return 0;
     }
     TgQuickFirst *p = PyMem_Calloc(1, sizeof(TgQuickFirst));
@@ -327,9 +328,7 @@ use_quick_first(Library *lib, Compiled *c)
         PyErr_NoMemory();
         return -1;
     }
-    p->code = c->cc.code;
-    atomic_init(&p->work, 0);
-    atomic_init(&p->ns, 0);
+    tg_quick_init(p, c->cc.code);
     if (c->data != NULL && c->free_data != NULL) {
         c->free_data(c->data);
     }

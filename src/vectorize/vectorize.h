@@ -156,6 +156,14 @@ typedef struct VzLibrary {
     void (*free_extra)(void *extra);
 } VzLibrary;
 
+/*
+ * Whether cc, compiled for lib, may run quick code first (cc_code_quick_entry,
+ * tg_quick_take): its code waits for its first call, and lib's kernel has
+ * no cache (whose first process makes and stores the optimised code for
+ * the others), and NUMBAVEC_QUICK is not 0.
+ */
+int vz_quick_first(const VzLibrary *lib, const CcCompiled *cc);
+
 /* The ufunc of lib's entries in order: spec gives the rest (name, doc,
  * nin, nout, identity, signature, methods); its tables and owner (lib)
  * are filled here.  New reference or NULL. */
