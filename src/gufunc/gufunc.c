@@ -213,8 +213,8 @@ compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
     }
     c->data = gl;
     c->free_data = free_loop;
-    tg_quick_init(&gl->quick, !o->dynamic && vz_quick_first(lib, &c->cc) ? c->cc.code : NULL);
-    gl->contig_body = gl->quick.code != NULL ? NULL : compile_contig_body(lib, o, sig, c, &builder);
+    tg_quick_init(&gl->quick, c->cc.code, !o->dynamic && vz_quick_first(lib, &c->cc));
+    gl->contig_body = gl->quick.quick ? NULL : compile_contig_body(lib, o, sig, c, &builder);
     if (gl->contig_body == NULL && PyErr_Occurred()) {
         vz_compiled_free(c);
         return -1;

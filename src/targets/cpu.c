@@ -12,26 +12,23 @@
 #include <string.h>
 
 static int
-cpu_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *sig, double cost,
-              PyUFuncGenericFunction *fn, void **data)
+cpu_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, int quick, const TsSignature *sig,
+              double cost, PyUFuncGenericFunction *fn, void **data)
 {
-    *fn = serial != NULL ? serial : tg_lazy_loop;
-    *data = serial != NULL ? NULL : lazy;
-    return 0;
-}
-
-/*
- * The loop of a signature whose machine code waits for its first call:
- * data is the code.  A failure to make it (only LLVM running out of
- * memory) leaves the exception set for NumPy's caller to find.
- */
-void
-tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
-{
-    PyUFuncGenericFunction loop = (PyUFuncGenericFunction)cc_code_entry(data, 0);
-    if (loop != NULL) {
-        loop(args, dims, steps, NULL);
+    *fn = serial;
+    *data = NULL;
+    if (serial == NULL) {
+        /* calloc/free: data may be freed by whoever drops the last ufunc */
+        TgQuickFirst *q = calloc(1, sizeof(*q));
+        if (q == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        tg_quick_init(q, lazy, quick);
+        *fn = tg_quick_first_loop;
+        *data = q;
     }
+    return 0;
 }
 
 int
@@ -46,9 +43,10 @@ tg_quick_allowed(void)
 }
 
 void
-tg_quick_init(TgQuickFirst *q, CcCode *code)
+tg_quick_init(TgQuickFirst *q, CcCode *code, int quick)
 {
     q->code = code;
+    q->quick = quick && code != NULL;
     atomic_init(&q->work, 0);
     atomic_init(&q->ns, 0);
 }
@@ -56,7 +54,7 @@ tg_quick_init(TgQuickFirst *q, CcCode *code)
 int
 tg_quick_take(TgQuickFirst *q, long long work)
 {
-    return q->code != NULL && !cc_code_made(q->code)
+    return q->quick && !cc_code_made(q->code)
            && atomic_load_explicit(&q->ns, memory_order_relaxed) < TG_QUICK_NS
            && atomic_fetch_add_explicit(&q->work, work, memory_order_relaxed) + work
                   < TG_QUICK_WORK;
@@ -89,6 +87,7 @@ tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, vo
 static void
 cpu_free_data(void *data)
 {
+    free(data);
 }
 
 static void

@@ -37,8 +37,8 @@
 #define MAX_OPERANDS (TS_MAXARGS + 1)
 
 typedef struct ParLoop {
-    PyUFuncGenericFunction serial; /* NULL while lazy's code waits */
-    CcCode *lazy;                  /* borrowed: the compiled signature owns it */
+    PyUFuncGenericFunction serial; /* NULL while quick.code waits */
+    TgQuickFirst quick;            /* its code (borrowed) and its first calls */
     int nops;                      /* inputs and the output (last) */
     int itemsize[MAX_OPERANDS];
     _Atomic double cost_ns; /* per element; refined by measurement */
@@ -183,10 +183,20 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
     ParLoop *pl = data;
     npy_intp n = dims[0];
     /* made here, in NumPy's thread, never in a worker: making takes the
-     * GIL, which NumPy's thread may hold while it waits for the workers */
-    PyUFuncGenericFunction serial =
-        pl->serial != NULL ? pl->serial : (PyUFuncGenericFunction)cc_code_entry(pl->lazy, 0);
-    if (serial == NULL) {
+     * GIL, which NumPy's thread may hold while it waits for the workers.
+     * Quick code runs its calls here, unsplit (they are small, or the code
+     * would be optimised); not when the tests force every call to split. */
+    PyUFuncGenericFunction serial = pl->serial;
+    if (serial == NULL && !tg_pool_force_parallel() && tg_quick_take(&pl->quick, n)) {
+        if ((serial = (PyUFuncGenericFunction)cc_code_quick_entry(pl->quick.code, 0)) != NULL) {
+            double t0 = tg_now_ns();
+            serial(args, dims, steps, NULL);
+            tg_quick_ran(&pl->quick, tg_now_ns() - t0);
+        }
+        return;
+    }
+    if (serial == NULL
+        && (serial = (PyUFuncGenericFunction)cc_code_entry(pl->quick.code, 0)) == NULL) {
         return; /* the exception is left for NumPy's caller */
     }
     int p = tg_pool_threads_here();
@@ -209,8 +219,8 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 /* ---- the target ---- */
 
 static int
-par_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *sig, double cost,
-              PyUFuncGenericFunction *fn, void **data)
+par_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, int quick, const TsSignature *sig,
+              double cost, PyUFuncGenericFunction *fn, void **data)
 {
     if (sig->nargs < 0 || sig->nargs + 1 > MAX_OPERANDS) {
         PyErr_Format(PyExc_ValueError, "parallel target: %d arguments is too many", sig->nargs);
@@ -222,7 +232,7 @@ par_wrap_loop(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *si
         return -1;
     }
     pl->serial = serial;
-    pl->lazy = lazy;
+    tg_quick_init(&pl->quick, lazy, quick);
     pl->nops = sig->nargs + 1;
     for (int k = 0; k < sig->nargs; k++) {
         pl->itemsize[k] = ts_itemsize(sig->args[k].kind);

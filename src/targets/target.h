@@ -50,12 +50,14 @@ typedef struct TgTarget {
     const TgFactories *make;
     /*
      * serial: the JIT'd loop for sig, or NULL while its machine code waits
-     * for the first call: lazy is then its code (cc_code_entry); cost: an
+     * for the first call: lazy is then its code (cc_code_entry), and quick
+     * says whether its first calls may run its quick code (vz_quick_first,
+     * TgQuickFirst); cost: an
      * estimate of the serial loop's nanoseconds per element (rough: the
      * parallel target refines it by measurement).  Sets *fn and *data (data
      * freed with free_data).  0/-1 with an exception.
      */
-    int (*wrap_loop)(PyUFuncGenericFunction serial, CcCode *lazy, const TsSignature *sig,
+    int (*wrap_loop)(PyUFuncGenericFunction serial, CcCode *lazy, int quick, const TsSignature *sig,
                      double cost, PyUFuncGenericFunction *fn, void **data);
     void (*free_data)(void *data);
     /*
@@ -67,8 +69,6 @@ typedef struct TgTarget {
     void (*run_range)(TgRangeFn fn, void *ctx, npy_intp n, double cost_ns);
 } TgTarget;
 
-/* The NumPy loop of code made on its first call (data: the CcCode). */
-void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 
 /*
  * A signature whose code waits to be made (a ufunc's loop on the cpu
@@ -82,17 +82,20 @@ void tg_lazy_loop(char **args, npy_intp const *dims, npy_intp const *steps, void
  */
 typedef struct TgQuickFirst {
     CcCode *code;      /* borrowed: its compiled signature owns it */
+    int quick;         /* 0: the optimised code at the first call */
     atomic_llong work; /* elements the quick code was asked to run */
     atomic_llong ns;   /* and the time it took */
 } TgQuickFirst;
 #define TG_QUICK_WORK 65536
 #define TG_QUICK_NS   2000000
 
-/* The cpu target's NumPy loop of a TgQuickFirst (data). */
+/* The cpu target's NumPy loop of a signature whose code waits: data is a
+ * TgQuickFirst.  A failure to make the code (only LLVM running out of
+ * memory) leaves the exception set for NumPy's caller to find. */
 void tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 /* Whether quick code may run at all: not with NUMBAVEC_QUICK=0. */
 int tg_quick_allowed(void);
-void tg_quick_init(TgQuickFirst *q, CcCode *code); /* code NULL: never quick */
+void tg_quick_init(TgQuickFirst *q, CcCode *code, int quick);
 /* Whether a call of `work` units (elements; a gufunc's: outer iterations
  * times core sizes) runs q's quick code: its code waits, and the calls so
  * far stayed within the budget.  Counts the work. */

@@ -118,7 +118,7 @@ make_loop(HookUfunc *h)
     for (int k = 0; k < h->nin; k++) {
         sig.args[k].kind = h->kind;
     }
-    if (h->target->wrap_loop(h->loop, NULL, &sig, h->cost, &h->funcs[0], &h->data[0]) < 0) {
+    if (h->target->wrap_loop(h->loop, NULL, 0, &sig, h->cost, &h->funcs[0], &h->data[0]) < 0) {
         return -1;
     }
     h->made = 1;

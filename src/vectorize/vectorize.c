@@ -300,44 +300,6 @@ vz_quick_first(const VzLibrary *lib, const CcCompiled *cc)
            && !cc_code_made(cc->code);
 }
 
-static void
-free_quick_first(void *data)
-{
-    PyMem_Free(data);
-}
-
-/*
- * On the cpu target, a signature whose loop waits for its first call runs
- * quick code first (tg_quick_first_loop): a first result costs about a
- * fifth of the optimised code's making, which waits until the calls have
- * run enough elements to repay it.  The parallel target splits calls over
- * its pool, whose workers must not make code (the caller may hold the
- * GIL), and keeps the optimised loop; so does a kernel with a cache, whose
- * first process stores the optimised loop for the others.  0/-1; nothing
- * changes when the loop's code is made (a cache hit, NUMBAVEC_EAGER=1), or
- * with NUMBAVEC_QUICK=0.
- */
-static int
-use_quick_first(Library *lib, Compiled *c)
-{
-    if (lib->target != &tg_cpu || !vz_quick_first(lib, &c->cc)) {
-        return 0;
-    }
-    TgQuickFirst *p = PyMem_Calloc(1, sizeof(TgQuickFirst));
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    tg_quick_init(p, c->cc.code);
-    if (c->data != NULL && c->free_data != NULL) {
-        c->free_data(c->data);
-    }
-    c->fn = tg_quick_first_loop;
-    c->data = p;
-    c->free_data = free_quick_first;
-    return 0;
-}
-
 VzCompiled *
 vz_library_compile(VzLibrary *lib, const TsSignature *sig, const CcBuilder *builder)
 {
@@ -364,17 +326,16 @@ vz_library_add(VzLibrary *lib, const TsSignature *sig)
         return -1;
     }
     PyUFuncGenericFunction serial = (PyUFuncGenericFunction)c->cc.addrs[0];
-    if (lib->target->wrap_loop(serial, serial != NULL ? NULL : c->cc.code, &c->cc.sig,
+    /* quick code first: a first result costs about a fifth of the
+     * optimised code's making, which waits until the calls repay it */
+    if (lib->target->wrap_loop(serial, serial != NULL ? NULL : c->cc.code,
+                               serial == NULL && vz_quick_first(lib, &c->cc), &c->cc.sig,
                                c->cc.cost_ns, &c->fn, &c->data)
         < 0) {
         compiled_free(c);
         return -1;
     }
     c->free_data = lib->target->free_data;
-    if (serial == NULL && use_quick_first(lib, c) < 0) {
-        compiled_free(c);
-        return -1;
-    }
     return vz_library_append(lib, c);
 }
 
