@@ -74,10 +74,10 @@ def test_decoration_makes_no_machine_code(target):
     assert made_pending_quick() == (made + two[0], pending + 3 - two[0], quick + two[1])
 
 
-def test_quick_code_runs_until_the_calls_repay_the_optimised_code():
+def test_quick_code_runs_until_the_calls_repay_the_optimised_code(target):
     """The calls' elements are counted; the call that reaches QUICK_WORK
     makes the optimised loop and runs there, and so does every call after."""
-    uf = vectorize(SIGS)(affine)
+    uf = vectorize(SIGS, target=target)(affine)
     x = np.linspace(-2, 2, 1000)
     made, pending, quick = made_pending_quick()
     calls = QUICK_WORK // x.size
@@ -102,10 +102,10 @@ def heavy(x):
     return s
 
 
-def test_quick_code_runs_two_milliseconds_at_most():
+def test_quick_code_runs_two_milliseconds_at_most(target):
     """Elements do not measure a heavy kernel's work: the time its quick code
     ran does too (TG_QUICK_NS), so the call after one that long is optimised."""
-    uf = vectorize(["f8(f8)"])(heavy)
+    uf = vectorize(["f8(f8)"], target=target)(heavy)
     x = np.linspace(0, 1, 300)  # 600,000 calls of sin: far more than 2 ms
     want = np.array([heavy(v) for v in x.tolist()])
     made, pending, quick = made_pending_quick()
