@@ -829,6 +829,24 @@ set_made(CcCode *code)
     atomic_store_explicit(&code->made, 1, memory_order_release);
 }
 
+/* Before making code's machine code from its pending module: -1 with an
+ * exception when a failure took the module; else the start time in *t0
+ * (and the time dump's stages reset). */
+static int
+start_making(CcCode *code, double *t0)
+{
+    if (code->pending.mod == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "numbavec: the machine code of '%s' could not be made",
+                     code->name);
+        return -1;
+    }
+    *t0 = cc_now_ns();
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        cc_time_reset();
+    }
+    return 0;
+}
+
 /*
  * Makes the machine code of lazily added code (cc_jit_add_lazy): optimises
  * and compiles its pending module, links it, resolves its entries and, when
@@ -841,17 +859,12 @@ code_make(CcCode *code)
 {
     LLVMMemoryBufferRef obj = NULL;
     PyObject *blob = NULL;
+    double t0;
     if (atomic_load_explicit(&code->made, memory_order_acquire)) {
         return 0;
     }
-    if (code->pending.mod == NULL) {
-        PyErr_Format(PyExc_RuntimeError, "numbavec: the machine code of '%s' could not be made",
-                     code->name);
+    if (start_making(code, &t0) < 0) {
         return -1;
-    }
-    double t0 = cc_now_ns();
-    if (cc_dump_flags() & CC_DUMP_TIME) {
-        cc_time_reset();
     }
     int rc = compile_module(code, &code->pending, &obj, 1);
     cc_module_dispose(&code->pending);
@@ -1036,14 +1049,9 @@ code_make_quick(CcCode *code)
     LLVMMemoryBufferRef obj = NULL;
     char(*names)[128] = NULL;
     const char *old[CC_MAXENTRIES];
-    if (code->pending.mod == NULL) {
-        PyErr_Format(PyExc_RuntimeError, "numbavec: the machine code of '%s' could not be made",
-                     code->name);
+    double t0;
+    if (start_making(code, &t0) < 0) {
         return -1;
-    }
-    double t0 = cc_now_ns();
-    if (cc_dump_flags() & CC_DUMP_TIME) {
-        cc_time_reset();
     }
     LLVMModuleRef mod = LLVMCloneModule(code->pending.mod);
     if ((names = PyMem_Malloc(sizeof(*names) * (size_t)code->n)) == NULL) {

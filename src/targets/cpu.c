@@ -67,20 +67,27 @@ tg_quick_ran(TgQuickFirst *q, double ns)
 }
 
 void
+tg_quick_run_loop(TgQuickFirst *q, char **args, const npy_intp *dims, const npy_intp *steps)
+{
+    PyUFuncGenericFunction loop = (PyUFuncGenericFunction)cc_code_quick_entry(q->code, 0);
+    if (loop != NULL) {
+        double t0 = tg_now_ns();
+        loop(args, dims, steps, NULL);
+        tg_quick_ran(q, tg_now_ns() - t0);
+    }
+}
+
+void
 tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 {
     TgQuickFirst *p = data;
-    void *loop;
     if (tg_quick_take(p, dims[0])) {
-        if ((loop = cc_code_quick_entry(p->code, 0)) != NULL) {
-            double t0 = tg_now_ns();
-            ((PyUFuncGenericFunction)loop)(args, dims, steps, NULL);
-            tg_quick_ran(p, tg_now_ns() - t0);
-        }
+        tg_quick_run_loop(p, args, dims, steps);
         return;
     }
-    if ((loop = cc_code_entry(p->code, 0)) != NULL) {
-        ((PyUFuncGenericFunction)loop)(args, dims, steps, NULL);
+    PyUFuncGenericFunction loop = (PyUFuncGenericFunction)cc_code_entry(p->code, 0);
+    if (loop != NULL) {
+        loop(args, dims, steps, NULL);
     }
 }
 

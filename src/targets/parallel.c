@@ -188,11 +188,7 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
      * would be optimised); not when the tests force every call to split. */
     PyUFuncGenericFunction serial = pl->serial;
     if (serial == NULL && !tg_pool_force_parallel() && tg_quick_take(&pl->quick, n)) {
-        if ((serial = (PyUFuncGenericFunction)cc_code_quick_entry(pl->quick.code, 0)) != NULL) {
-            double t0 = tg_now_ns();
-            serial(args, dims, steps, NULL);
-            tg_quick_ran(&pl->quick, tg_now_ns() - t0);
-        }
+        tg_quick_run_loop(&pl->quick, args, dims, steps);
         return;
     }
     if (serial == NULL

@@ -101,6 +101,9 @@ void tg_quick_init(TgQuickFirst *q, CcCode *code, int quick);
  * far stayed within the budget.  Counts the work. */
 int tg_quick_take(TgQuickFirst *q, long long work);
 void tg_quick_ran(TgQuickFirst *q, double ns); /* the time quick code took */
+/* Runs a ufunc loop's call on q's quick code, made if it waits, and counts
+ * its time; a failure to make it leaves the exception set. */
+void tg_quick_run_loop(TgQuickFirst *q, char **args, const npy_intp *dims, const npy_intp *steps);
 
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;
