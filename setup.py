@@ -134,6 +134,9 @@ class build_ext_with_llvm(build_ext):
 core = Extension(
     "numbavec._core",
     sources=sources(),
+    # any header changed rebuilds every source: setuptools otherwise reuses
+    # objects compiled against the old one (a struct grown, say)
+    depends=sorted(glob.glob("src/**/*.h", recursive=True)),
     include_dirs=["src"],
     define_macros=[("Py_LIMITED_API", "0x030A0000"),
                    ("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"),
