@@ -1043,6 +1043,8 @@ cc_code_entry(CcCode *code, int i)
  */
 static const char quick_pipeline[] = "always-inline,function(sroa)";
 
+static void remove_tracker(LLVMOrcResourceTrackerRef tracker);
+
 static int
 code_make_quick(CcCode *code)
 {
@@ -1096,6 +1098,10 @@ error:
     if (mod != NULL) {
         LLVMDisposeModule(mod);
     }
+    /* linked but not resolved: unlinked, so that the next call's try does
+     * not leave a second copy mapped */
+    remove_tracker(code->quick_tracker);
+    code->quick_tracker = NULL;
     PyMem_Free(names);
     return -1;
 }
