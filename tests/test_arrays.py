@@ -13,7 +13,7 @@ import pytest
 
 import numbavec
 from array_kernels import KERNELS, core_dims, signature
-from conftest import HAVE_PTXAS, assemble, kernel_from_source
+from conftest import HAVE_PTXAS, assemble, kernel_from_source, run_python
 from numbavec import _core, cuda, guvectorize
 
 FLOATS = ["float64", "float32"]
@@ -140,6 +140,87 @@ def test_quick_and_optimised_bodies_agree(target, name):
     call(batch=100)  # past the budget: the optimised body is made
     assert _core._jit_info()["compilations"] == info["compilations"] + 1
     np.testing.assert_array_equal(call(), quick)
+
+
+def running_sums(a, out):
+    s = 0.0
+    for i in range(len(a)):
+        s += a[i]
+        out[i] = s
+
+
+def fill_back(a, out):
+    nxt = np.nan
+    for i in range(len(a) - 1, -1, -1):
+        if not np.isnan(a[i]):
+            nxt = a[i]
+        out[i] = nxt
+
+
+def window_sums(a, w, out):
+    for i in range(len(a)):
+        s = 0.0
+        for j in range(max(0, i - int(w) + 1), i + 1):
+            s += a[j]
+        out[i] = s
+
+
+def window_means(a, w, out):
+    for i in range(len(a)):
+        out[i] = a[max(0, i - int(w) + 1):i + 1].sum()
+
+
+SCALAR_LOOPS = {"running_sums": (running_sums, "(n)->(n)"), "fill_back": (fill_back, "(n)->(n)"),
+                "window_sums": (window_sums, "(n),()->(n)"),
+                "window_means": (window_means, "(n),()->(n)")}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(SCALAR_LOOPS))
+def test_unrolled_scalar_loops_agree_at_every_remainder(target, name, dtype):
+    """The optimised code unrolls the loops the vectorizer leaves scalar
+    (8x for these: jit.c, mark_scalar_loops), with a remainder loop for the
+    last len % 8 elements.  Every length up to 3 x 8 + 7, contiguous,
+    strided and reversed, against the interpreter, bit for bit (the sums run
+    in the source's order)."""
+    py, layout = SCALAR_LOOPS[name]
+    t = dtype
+    sig = f"void({t}[:], {t}[:])" if layout == "(n)->(n)" else f"void({t}[:], {t}, {t}[:])"
+    gu = guvectorize([sig], layout, target=target)(py)
+    extra = [np.dtype(dtype).type(5)] if "()" in layout else []
+    info = _core._jit_info()
+    with np.errstate(all="ignore"):
+        gu(np.ones((1, 70000), dtype), *extra)  # past quick code's budget at once
+    assert _core._jit_info()["quick"] == info["quick"]
+    rng = np.random.default_rng(3)
+    for n in range(32):
+        base = rng.standard_normal(2 * n).astype(dtype)
+        base[rng.integers(0, max(1, 2 * n), size=n // 3)] = np.nan if name == "fill_back" else 0
+        for a in (base[:n], base[::2], base[:n][::-1]):
+            expect = reference(py, [a] + extra, (n,), dtype)
+            with np.errstate(all="ignore"):
+                got = gu(a, *extra)
+            np.testing.assert_array_equal(got, expect, err_msg=f"n={n} strides={a.strides}")
+
+
+def test_scalar_loops_are_unrolled():
+    """What mark_scalar_loops marks, in the optimised IR: a window sum's
+    in-order float sum, which the vectorizer leaves scalar, is unrolled 8x
+    (in the contiguous and the strided body) ahead of a remainder loop that
+    is not unrolled again."""
+    code = ("import numpy as np, sys\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "from test_arrays import window_means\n"
+            "from numbavec import guvectorize\n"
+            "g = guvectorize(['void(f8[:], f8, f8[:])'], '(n),()->(n)')(window_means)\n"
+            "print(g(np.ones(70000), 3.0)[:4])\n")
+    r = run_python(code, env=dict(os.environ, NUMBAVEC_DUMP="opt"), as_file=True)
+    assert r.returncode == 0, r.stderr
+    assert "[1. 2. 3. 3.]" in r.stdout
+    opt = r.stderr
+    assert opt.count("= fadd double") >= 2 * 8, opt
+    assert "llvm.loop.unroll.count" not in opt  # consumed by the unroller
+    assert '!"llvm.loop.unroll.disable"' in opt  # the remainder loops' mark
 
 
 def strided_views(x, how):
