@@ -198,11 +198,27 @@ def test_arguments_are_checked():
     ({"axes": [(0, 1), (0,)]}, ValueError, "axes item 0 should be a tuple of 1"),
     ({"axes": [(2,), (0,)]}, ValueError, "axis 2 is out of bounds"),
     ({"axes": [("x",), (0,)]}, TypeError, "integer"),
-    ({"keepdims": True}, NotImplementedError, "keepdims"),
+    ({"keepdims": 1}, TypeError, "'keepdims' must be a boolean"),
+    ({"keepdims": True, "out": np.ones((3, 2))}, ValueError, "kept dimension of size 1"),
+    ({"keepdims": True, "axes": [(0,), (0,), ()]}, ValueError, "axes item 2 should be a tuple of 1"),
 ])
 def test_axes_are_checked(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         make("dot")(np.ones((3, 4)), np.ones((3, 4)), **kwargs)
+
+
+@pytest.mark.parametrize("kind", ["matmul", "frozen", "no_output"])
+def test_keepdims_needs_a_reduction_layout(kind):
+    """NumPy's rule (and its message): the inputs share one number of core
+    dimensions and the outputs have none; checked before the device."""
+    g, cpu = make(kind), make(kind, "cpu")
+    args = {"matmul": (np.ones((2, 2)), np.ones((2, 2))), "frozen": (1.0,),
+            "no_output": (np.ones(3), 2.0)}[kind]
+    with pytest.raises(TypeError) as want:
+        cpu(*args, keepdims=True)
+    with pytest.raises(TypeError) as got:
+        g(*args, keepdims=True)
+    assert str(got.value) == str(want.value)
 
 
 def test_axis_needs_one_shared_core_dimension():
@@ -387,6 +403,36 @@ def test_axes_and_axis_as_numpy():
     d = m(cuda.to_device(a), b, **kw)
     assert isinstance(d, cuda.DeviceNDArray) and d.shape == want.shape
     close(d, want)
+
+
+@needs_gpu
+def test_keepdims_as_numpy():
+    """keepdims=True: the reduced dimensions come back of size 1, where
+    axes=/axis= put them, host and device, new outputs and out=."""
+    rng = np.random.default_rng(6)
+    x, y = rng.random((6, 5, 4)), rng.random((6, 5, 4))
+    g, cpu = make("dot"), make("dot", "cpu")
+    for kw in ({}, {"axis": 0}, {"axis": -2}, {"axes": [(1,), (1,)]},
+               {"axes": [(0,), (2,), (1,)]}):
+        want = cpu(x, y, keepdims=True, **kw)
+        got = g(x, y, keepdims=True, **kw)
+        assert got.shape == want.shape, kw
+        close(got, want)
+        d = g(cuda.to_device(x), cuda.to_device(y), keepdims=True, **kw)
+        assert isinstance(d, cuda.DeviceNDArray) and d.shape == want.shape, kw
+        close(d, want)
+        out = np.zeros(want.shape)
+        assert g(x, y, out=out, keepdims=True, **kw) is out
+        close(out, want)
+        dout = cuda.device_array(want.shape)
+        assert g(cuda.to_device(x), y, out=dout, keepdims=True, **kw) is dout
+        close(dout, want)
+    close(g(x, y, keepdims=False), cpu(x, y))
+    lo, hi = make("two_outputs")(x[0], keepdims=True)
+    wlo, whi = make("two_outputs", "cpu")(x[0], keepdims=True)
+    assert lo.shape == wlo.shape == (5, 1)
+    close(lo, wlo)
+    close(hi, whi)
 
 
 @needs_gpu

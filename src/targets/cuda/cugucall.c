@@ -23,7 +23,12 @@
  *     new output under axes= comes back as the view that puts its core
  *     dimensions where axes= says.
  *
- * Not yet: keepdims=, '?' dimensions, device operands of another dtype,
+ *   - keepdims=True (layouts whose inputs share one number of core
+ *     dimensions and whose outputs have none): each output is taken, and
+ *     given back, with that many dimensions of size 1 where axes=/axis=
+ *     put them (kept_dims: the kernel sees the output without them).
+ *
+ * Not yet: '?' dimensions, device operands of another dtype,
  * and the staged (pinned, chunked) pipeline for large host operands that
  * cuda ufuncs use.
  */
@@ -55,6 +60,7 @@ typedef struct GuCall {
     int core_at[TS_MAXARGS][TS_MAXDIMS]; /* the axes, normalised, in core order */
     int moved[TS_MAXARGS];               /* operand k's core dimensions are elsewhere */
     PyObject *given[TS_MAXARGS];         /* owned: an out= as the caller gave it */
+    int keepdims;                        /* outputs keep the reduced dimensions */
 } GuCall;
 
 static void
@@ -74,12 +80,42 @@ fname(const GuCall *c)
     return c->f->kernel->name;
 }
 
+/* The core dimensions operand k has for the caller: its layout's, or under
+ * keepdims an output's kept ones (as many as each input has). */
+static int
+caller_core(const GuCall *c, int k)
+{
+    const GuLayout *L = &c->f->layout;
+    return c->keepdims && k >= L->nin && L->nin > 0 ? L->ndims[0] : L->ndims[k];
+}
+
+/* keepdims=True: NumPy's rule, and its message.  0/-1. */
+static int
+check_keepdims(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    for (int k = 0; c->keepdims && k < L->nargs; k++) {
+        int want = k < L->nin ? L->ndims[0] : 0;
+        if (L->ndims[k] != want) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s does not support keepdims: its signature %s requires %s %d to have "
+                         "%d core dimensions, but keepdims can only be used when all inputs "
+                         "have the same number of core dimensions and all outputs have no core "
+                         "dimensions.",
+                         fname(c), L->text, k < L->nin ? "input" : "output",
+                         k < L->nin ? k : k - L->nin, L->ndims[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* One operand's entry of axes= (a tuple of ints, or an int for one core
  * dimension) into c->core_at[k].  0/-1. */
 static int
 axes_entry(GuCall *c, int k, PyObject *entry)
 {
-    int nc = c->f->layout.ndims[k];
+    int nc = caller_core(c, k);
     PyObject *seq = PyLong_Check(entry) ? PyTuple_Pack(1, entry) : PySequence_Tuple(entry);
     if (seq == NULL || PyTuple_Size(seq) != nc) {
         Py_XDECREF(seq);
@@ -123,7 +159,7 @@ parse_axes(GuCall *c)
                              fname(c), L->text);
                 return -1;
             }
-            if (L->ndims[k] == 1 && axes_entry(c, k, c->axis) < 0) {
+            if (caller_core(c, k) == 1 && axes_entry(c, k, c->axis) < 0) {
                 return -1;
             }
         }
@@ -146,7 +182,7 @@ parse_axes(GuCall *c)
     }
     for (int k = 0; k < L->nargs; k++) {
         if (k >= n) {
-            if (L->ndims[k] > 0) {
+            if (L->ndims[k] > 0) { /* kept dimensions may be left out: they go last */
                 PyErr_Format(PyExc_ValueError,
                              "%s(): axes has no entry for operand %d, which has core "
                              "dimensions",
@@ -167,7 +203,7 @@ parse_axes(GuCall *c)
 static int
 core_last(GuCall *c, int k, int nd, int *perm)
 {
-    int nc = c->f->layout.ndims[k], used[NPY_MAXDIMS] = {0}, at = 0;
+    int nc = caller_core(c, k), used[NPY_MAXDIMS] = {0}, at = 0;
     if (nd < nc) {
         return 0; /* bind_dims reports it */
     }
@@ -221,7 +257,7 @@ move_core(GuCall *c)
     for (int k = 0; k < c->nargs; k++) {
         Operand *op = &c->ops[k];
         int perm[NPY_MAXDIMS];
-        if (!c->moved[k] || op->obj == NULL || op->nd < c->f->layout.ndims[k]) {
+        if (!c->moved[k] || op->obj == NULL || op->nd < caller_core(c, k)) {
             continue;
         }
         if (core_last(c, k, op->nd, perm) < 0) {
@@ -254,7 +290,75 @@ move_core(GuCall *c)
     return 0;
 }
 
-/* f(*inputs[, *outputs], out=None, axes=None, axis=None, stream=None).  0/-1. */
+/* A view of obj (host or device array) with its first nd dimensions of
+ * shape and strides; keeps obj alive.  New reference. */
+static PyObject *
+view_of(PyObject *obj, int device, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides)
+{
+    if (device) {
+        CudaArrayInfo info;
+        if (cuda_array_info(obj, &info) < 0) {
+            return NULL;
+        }
+        Py_INCREF(info.dtype);
+        return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    npy_intp sh[NPY_MAXDIMS], st[NPY_MAXDIMS];
+    for (int d = 0; d < nd; d++) {
+        sh[d] = shape[d];
+        st[d] = strides[d];
+    }
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    Py_INCREF(descr);
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, descr, nd, sh, st, PyArray_DATA(a),
+                                       PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, NULL);
+    if (v != NULL && PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef(obj)) < 0) {
+        Py_CLEAR(v);
+    }
+    return v;
+}
+
+/* keepdims=: an out= (its kept dimensions last by now, move_core) is
+ * replaced by the view without them, which is what the kernel writes; they
+ * must have size 1.  0/-1. */
+static int
+drop_kept(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    for (int k = L->nin; c->keepdims && k < c->nargs; k++) {
+        Operand *op = &c->ops[k];
+        int nc = caller_core(c, k), ok = op->obj != NULL && op->nd >= nc;
+        if (op->obj == NULL || nc == 0) {
+            continue;
+        }
+        for (int j = 0; ok && j < nc; j++) {
+            ok = op->shape[op->nd - nc + j] == 1;
+        }
+        if (!ok) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: output operand %d should have its %d kept dimension%s of size 1 "
+                         "(keepdims=True, gufunc signature %s)",
+                         fname(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
+            return -1;
+        }
+        PyObject *v = view_of(op->obj, op->what == OP_DEVICE, op->nd - nc, op->shape, op->strides);
+        if (v == NULL) {
+            return -1;
+        }
+        if (c->given[k] == NULL) {
+            c->given[k] = op->obj; /* what result_of returns */
+        } else {
+            Py_DECREF(op->obj); /* move_core's view; given[k] holds the out= */
+        }
+        op->obj = v;
+        op->nd -= nc;
+    }
+    return 0;
+}
+
+/* f(*inputs[, *outputs], out=None, axes=None, axis=None, keepdims=False,
+ * stream=None).  0/-1. */
 static int
 parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
 {
@@ -284,9 +388,11 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
             } else if (PyUnicode_CompareWithASCIIString(key, "axis") == 0) {
                 c->axis = value;
             } else if (PyUnicode_CompareWithASCIIString(key, "keepdims") == 0) {
-                PyErr_Format(PyExc_NotImplementedError,
-                             "%s(): keepdims= is not supported on cuda yet", fname(c));
-                return -1;
+                if (!PyBool_Check(value)) {
+                    PyErr_SetString(PyExc_TypeError, "'keepdims' must be a boolean");
+                    return -1;
+                }
+                c->keepdims = value == Py_True;
             } else if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
                 if (npos > L->nin) {
                     PyErr_SetString(PyExc_TypeError,
@@ -313,7 +419,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
             } else {
                 PyErr_Format(PyExc_TypeError,
                              "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
-                             "takes out=, axes=, axis= and stream=)",
+                             "takes out=, axes=, axis=, keepdims= and stream=)",
                              fname(c), key);
                 return -1;
             }
@@ -336,7 +442,8 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
         }
         c->device |= c->ops[k].what == OP_DEVICE;
     }
-    return cuda_stream_arg(c->stream, &c->s) < 0 || parse_axes(c) < 0 ? -1 : 0;
+    return cuda_stream_arg(c->stream, &c->s) < 0 || check_keepdims(c) < 0 || parse_axes(c) < 0 ? -1
+                                                                                               : 0;
 }
 
 /* Whether operand op may be passed to an argument of kind k. */
@@ -848,9 +955,28 @@ result_of(GuCall *c, int k)
     PyObject *r = c->device
                       ? Py_NewRef(c->dev[k])
                       : PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+    int kept = caller_core(c, k) - c->f->layout.ndims[k];
+    if (r != NULL && kept > 0) {
+        /* keepdims=: the reduced dimensions come back, of size 1 */
+        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+        CudaArrayInfo info;
+        if (c->device && cuda_array_info(r, &info) < 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        for (int d = 0; d < c->lnd + kept; d++) {
+            shape[d] = d < c->lnd ? c->lshape[d] : 1;
+            strides[d] = d >= c->lnd ? 0
+                         : c->device ? info.strides[d]
+                                     : PyArray_STRIDE((PyArrayObject *)r, d);
+        }
+        PyObject *v = view_of(r, c->device, c->lnd + kept, shape, strides);
+        Py_DECREF(r);
+        r = v;
+    }
     if (r != NULL && c->moved[k]) {
         /* axes=: the core dimensions go where the caller asked for them */
-        int nd = c->lnd + c->f->layout.ndims[k], perm[NPY_MAXDIMS], back[NPY_MAXDIMS];
+        int nd = c->lnd + caller_core(c, k), perm[NPY_MAXDIMS], back[NPY_MAXDIMS];
         if (core_last(c, k, nd, perm) < 0) {
             Py_DECREF(r);
             return NULL;
@@ -882,8 +1008,9 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
     const GuLayout *L = &f->layout;
     GuCall c;
     PyObject *result = NULL;
-    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || resolve(&c) < 0
-        || bind_dims(&c) < 0 || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
+    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || drop_kept(&c) < 0
+        || resolve(&c) < 0 || bind_dims(&c) < 0
+        || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
         goto done;
     }
     for (int k = 0; k < c.nargs; k++) {
