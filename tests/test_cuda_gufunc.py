@@ -80,7 +80,13 @@ KINDS = {
     "two_outputs": (MINMAX, ["void(f8[:], f8[:], f8[:])", "void(i4[:], i4[:], i4[:])"],
                     "(n)->(),()"),
     "no_output": (SCALE, ["void(f8[:], f8)"], "(n),()"),
+    "flexible": (MATMUL, ["void(f8[:,:], f8[:,:], f8[:,:])"], "(m?,n),(n,p?)->(m?,p?)"),
 }
+
+SHAPES = """
+def k(a, b, out):
+    out[0] = a.shape[0] * 100 + a.shape[1] * 10 + b.shape[0]
+"""
 
 
 def make(kind, target="cuda", **opts):
@@ -219,6 +225,48 @@ def test_keepdims_needs_a_reduction_layout(kind):
     with pytest.raises(TypeError) as got:
         g(*args, keepdims=True)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("kwargs", [{"axis": 0}, {"axes": [(0, 1), (0, 1), (0, 1)]},
+                                    {"keepdims": True}])
+def test_flexible_dimensions_refuse_axes_and_keepdims(kwargs):
+    with pytest.raises(NotImplementedError, match=r"flexible \('\?'\) core dimensions"):
+        make("flexible")(np.ones((2, 2)), np.ones((2, 2)), **kwargs)
+
+
+def test_flexible_dimensions_are_checked_before_the_device():
+    """A '?' dimension only may be left out: an input short of its fixed
+    core dimensions is still NumPy's error."""
+    g = make("flexible")
+    with pytest.raises(ValueError, match="Input operand 0 does not have enough dimensions"):
+        g(np.ones(()), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="mismatch in its core dimension"):
+        g(np.ones(3), np.ones(2))
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU a well-formed call ends at the driver")
+@pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)),
+                                    ((5, 2, 3), (3,)), ((3,), 2.0)])
+@pytest.mark.parametrize("out", [False, True])
+def test_flexible_and_kept_dimensions_are_planned_before_the_device(shapes, out):
+    """The host side of '?' dimensions and keepdims= (the views with missing
+    or kept dimensions put back or taken out) runs before the driver is
+    needed: a call NumPy takes ends at the driver, never at a shape error."""
+    a, b = (np.ones(x) if isinstance(x, tuple) else x for x in shapes)
+    cpu = make("flexible", "cpu")
+    try:
+        want = cpu(a, b)
+    except ValueError:
+        with pytest.raises(ValueError):
+            make("flexible")(a, b)
+        return
+    kwargs = {"out": np.zeros(np.shape(want))} if out and np.ndim(want) else {}
+    with pytest.raises(cuda.CudaSupportError):
+        make("flexible")(a, b, **kwargs)
+    x = np.ones((4, 3))
+    kept = {"out": np.zeros((4, 1))} if out else {}
+    with pytest.raises(cuda.CudaSupportError):
+        make("dot")(x, x, keepdims=True, axis=-1, **kept)
 
 
 def test_axis_needs_one_shared_core_dimension():
@@ -403,6 +451,44 @@ def test_axes_and_axis_as_numpy():
     d = m(cuda.to_device(a), b, **kw)
     assert isinstance(d, cuda.DeviceNDArray) and d.shape == want.shape
     close(d, want)
+
+
+@needs_gpu
+def test_flexible_dimensions_as_numpy():
+    """'?' dimensions, as NumPy's matmul: a vector operand leaves out m or p,
+    and the result leaves it out too; loop dimensions broadcast; host and
+    device, new outputs and out=."""
+    rng = np.random.default_rng(8)
+    g, cpu = make("flexible"), make("flexible", "cpu")
+    A, B, v, w = rng.random((2, 3)), rng.random((3, 4)), rng.random(3), rng.random(3)
+    for a, b in ((A, B), (v, B), (A, v), (v, w), (rng.random((5, 2, 3)), v),
+                 (v, rng.random((5, 3, 4)))):
+        want = cpu(a, b)
+        got = g(a, b)
+        assert np.shape(got) == np.shape(want), (a.shape, b.shape)
+        close(got, want)
+        np.testing.assert_allclose(want, a @ b)
+        d = g(cuda.to_device(a), cuda.to_device(b))
+        assert isinstance(d, cuda.DeviceNDArray) and d.shape == np.shape(want)
+        close(d, want)
+        if np.ndim(want) > 0:
+            out = np.zeros(np.shape(want))
+            assert g(a, b, out=out) is out
+            close(out, want)
+            dout = cuda.device_array(np.shape(want))
+            assert g(cuda.to_device(a), b, out=dout) is dout
+            close(dout, want)
+    # a dimension left out by one input is left out of every operand
+    sizes = guvectorize(["void(f8[:,:], f8[:], f8[:])"], "(m?,n?),(n?)->()", target="cuda")(
+        kernel_from_source(SHAPES))
+    sizes_cpu = guvectorize(["void(f8[:,:], f8[:], f8[:])"], "(m?,n?),(n?)->()")(
+        kernel_from_source(SHAPES))
+    for a, b in ((np.ones((2, 3)), np.ones(3)), (np.ones(3), np.ones(3)),
+                 (np.ones(()), np.ones(3)), (np.ones((2, 3)), 1.0)):
+        want = sizes_cpu(a, b)
+        got = sizes(a, b)
+        assert np.shape(got) == np.shape(want)
+        close(got, want)
 
 
 @needs_gpu

@@ -28,7 +28,11 @@
  *     given back, with that many dimensions of size 1 where axes=/axis=
  *     put them (kept_dims: the kernel sees the output without them).
  *
- * Not yet: '?' dimensions, device operands of another dtype,
+ *   - '?' dimensions (flex_dims): one missing from an input is missing from
+ *     every operand; the kernel sees it of size 1 (views with it put back)
+ *     and the outputs come back without it.
+ *
+ * Not yet: device operands of another dtype,
  * and the staged (pinned, chunked) pipeline for large host operands that
  * cuda ufuncs use.
  */
@@ -61,6 +65,7 @@ typedef struct GuCall {
     int moved[TS_MAXARGS];               /* operand k's core dimensions are elsewhere */
     PyObject *given[TS_MAXARGS];         /* owned: an out= as the caller gave it */
     int keepdims;                        /* outputs keep the reduced dimensions */
+    unsigned char missing[GU_MAXCORE];   /* a '?' dimension the operands left out */
 } GuCall;
 
 static void
@@ -89,11 +94,30 @@ caller_core(const GuCall *c, int k)
     return c->keepdims && k >= L->nin && L->nin > 0 ? L->ndims[0] : L->ndims[k];
 }
 
+/* Whether the layout has a '?' dimension. */
+static int
+has_flexible(const GuLayout *L)
+{
+    for (int ix = 0; ix < L->ndimnames; ix++) {
+        if (L->optional[ix]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* keepdims=True: NumPy's rule, and its message.  0/-1. */
 static int
 check_keepdims(GuCall *c)
 {
     const GuLayout *L = &c->f->layout;
+    if ((c->keepdims || c->axes != NULL || c->axis != NULL) && has_flexible(L)) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s(): axes=, axis= and keepdims= with flexible ('?') core dimensions are "
+                     "not supported on cuda yet",
+                     fname(c));
+        return -1;
+    }
     for (int k = 0; c->keepdims && k < L->nargs; k++) {
         int want = k < L->nin ? L->ndims[0] : 0;
         if (L->ndims[k] != want) {
@@ -353,6 +377,91 @@ drop_kept(GuCall *c)
         }
         op->obj = v;
         op->nd -= nc;
+    }
+    return 0;
+}
+
+/* '?' dimensions, as NumPy's: an input with too few dimensions for its core
+ * leaves out its first flexible dimensions (as many as it lacks), and a
+ * dimension left out by one input is missing from every operand.  A missing
+ * dimension has size 1 for the kernel: each operand given (inputs, out=) is
+ * replaced by its view with the missing dimensions put back (size 1, stride
+ * 0; a Python number becomes a 0-d array of the loop's type first), new
+ * outputs are made with them, and result_of gives those back without them.
+ * Runs once the loop is chosen.  0/-1. */
+static int
+flex_dims(GuCall *c)
+{
+    const GuLayout *L = &c->f->layout;
+    if (!has_flexible(L)) {
+        return 0;
+    }
+    for (int k = 0; k < L->nin; k++) {
+        int want = 0;
+        for (int j = 0; j < L->ndims[k]; j++) {
+            want += !c->missing[L->dim[k][j]];
+        }
+        for (int j = 0; j < L->ndims[k] && c->ops[k].nd < want; j++) {
+            int ix = L->dim[k][j];
+            if (L->optional[ix] && !c->missing[ix]) {
+                c->missing[ix] = 1;
+                want--;
+            }
+        }
+    }
+    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    for (int k = 0; k < c->nargs; k++) {
+        Operand *op = &c->ops[k];
+        int gone = 0;
+        for (int j = 0; j < L->ndims[k]; j++) {
+            gone += c->missing[L->dim[k][j]];
+        }
+        int lnd = op->nd - (L->ndims[k] - gone); /* its loop dimensions */
+        if (op->obj == NULL || gone == 0 || lnd < 0) {
+            continue; /* a new output; nothing missing; bind_dims reports too few */
+        }
+        if (op->what == OP_PYSCALAR) {
+            PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+            PyObject *a = d ? PyArray_FromAny(op->obj, d, 0, 0, 0, NULL) : NULL;
+            if (a == NULL) {
+                return -1;
+            }
+            Py_DECREF(op->obj);
+            op->obj = a;
+            op->what = OP_SCALAR;
+        }
+        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+        int nd = lnd, at = lnd;
+        if (lnd + L->ndims[k] > NPY_MAXDIMS) {
+            PyErr_Format(PyExc_ValueError, "%s(): an operand would have more than %d dimensions",
+                         fname(c), NPY_MAXDIMS);
+            return -1;
+        }
+        memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)lnd);
+        memcpy(strides, op->strides, sizeof(Py_ssize_t) * (size_t)lnd);
+        for (int j = 0; j < L->ndims[k]; j++, nd++) {
+            int gap = c->missing[L->dim[k][j]];
+            shape[nd] = gap ? 1 : op->shape[at];
+            strides[nd] = gap ? 0 : op->strides[at];
+            at += !gap;
+        }
+        PyObject *v = view_of(op->obj, op->what == OP_DEVICE, nd, shape, strides);
+        if (v == NULL) {
+            return -1;
+        }
+        if (k >= L->nin && c->given[k] == NULL) {
+            c->given[k] = op->obj; /* what result_of returns */
+        } else {
+            Py_DECREF(op->obj);
+        }
+        op->obj = v;
+        op->nd = nd;
+        memcpy(op->shape, shape, sizeof(Py_ssize_t) * (size_t)nd);
+        memcpy(op->strides, strides, sizeof(Py_ssize_t) * (size_t)nd);
+        if (op->what != OP_DEVICE) {
+            op->what = OP_HOST;
+            op->dtype = PyArray_DESCR((PyArrayObject *)v);
+        }
     }
     return 0;
 }
@@ -626,13 +735,7 @@ bind_dims(GuCall *c)
 {
     const GuLayout *L = &c->f->layout;
     for (int ix = 0; ix < L->ndimnames; ix++) {
-        if (L->optional[ix]) {
-            PyErr_Format(PyExc_NotImplementedError,
-                         "%s(): flexible ('?') core dimensions are not supported on cuda yet",
-                         fname(c));
-            return -1;
-        }
-        c->core[ix] = L->fixed[ix] > 0 ? (Py_ssize_t)L->fixed[ix] : -1;
+        c->core[ix] = c->missing[ix] ? 1 : L->fixed[ix] > 0 ? (Py_ssize_t)L->fixed[ix] : -1;
     }
     c->lnd = 0;
     for (int k = 0; k < c->nargs; k++) {
@@ -998,6 +1101,30 @@ result_of(GuCall *c, int k)
         Py_DECREF(r);
         r = v;
     }
+    int gone = 0;
+    for (int j = 0; j < c->f->layout.ndims[k]; j++) {
+        gone += c->missing[c->f->layout.dim[k][j]];
+    }
+    if (r != NULL && gone > 0) {
+        /* '?': the missing dimensions (last, size 1) are left out */
+        CudaArrayInfo info;
+        if (c->device && cuda_array_info(r, &info) < 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+        int nd = 0;
+        for (int d = 0; d < c->lnd + c->f->layout.ndims[k]; d++) {
+            if (d >= c->lnd && c->missing[c->f->layout.dim[k][d - c->lnd]]) {
+                continue;
+            }
+            shape[nd] = c->device ? info.shape[d] : PyArray_DIM((PyArrayObject *)r, d);
+            strides[nd++] = c->device ? info.strides[d] : PyArray_STRIDE((PyArrayObject *)r, d);
+        }
+        PyObject *v = view_of(r, c->device, nd, shape, strides);
+        Py_DECREF(r);
+        r = v;
+    }
     return r != NULL && !c->device ? PyArray_Return((PyArrayObject *)r) : r;
 }
 
@@ -1009,7 +1136,7 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
     GuCall c;
     PyObject *result = NULL;
     if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || drop_kept(&c) < 0
-        || resolve(&c) < 0 || bind_dims(&c) < 0
+        || resolve(&c) < 0 || flex_dims(&c) < 0 || bind_dims(&c) < 0
         || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
         goto done;
     }
