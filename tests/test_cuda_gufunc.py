@@ -492,6 +492,33 @@ def test_flexible_dimensions_as_numpy():
 
 
 @needs_gpu
+def test_device_operands_of_another_dtype_are_cast():
+    """Device operands reach a loop as host arrays do (safe casting in,
+    same-kind casting out), through copies cast on the device; a written
+    device input of another dtype gets the kernel's values back."""
+    rng = np.random.default_rng(9)
+    x, y = rng.random((50, 8)).astype(np.float32), rng.random((50, 8)).astype(np.float32)
+    sig = ["void(f8[:], f8[:], f8[:])"]
+    g = guvectorize(sig, "(n),(n)->()", target="cuda")(kernel_from_source(DOT))
+    cpu = guvectorize(sig, "(n),(n)->()")(kernel_from_source(DOT))
+    want = cpu(x, y)
+    d = g(cuda.to_device(x), cuda.to_device(y))
+    assert isinstance(d, cuda.DeviceNDArray) and d.dtype == np.float64
+    close(d, want)
+    i = rng.integers(0, 9, (50, 8)).astype(np.int32)
+    close(g(cuda.to_device(i), y), cpu(i, y))
+    out = cuda.device_array(50, dtype=np.float32)
+    assert g(cuda.to_device(x), cuda.to_device(y), out=out) is out
+    close(out, want.astype(np.float32))
+    with pytest.raises(TypeError):
+        g(cuda.to_device(x.astype(np.complex64)), cuda.to_device(y))
+    a = rng.random((4, 6)).astype(np.float32)
+    da = cuda.to_device(a)
+    make("no_output")(da, 2.0)  # void(f8[:], f8): writes its input
+    close(da, a * 2)
+
+
+@needs_gpu
 def test_keepdims_as_numpy():
     """keepdims=True: the reduced dimensions come back of size 1, where
     axes=/axis= put them, host and device, new outputs and out=."""

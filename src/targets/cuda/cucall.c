@@ -568,10 +568,8 @@ writes_out(const Call *c)
 
 /* ---- device casts ---- */
 
-/* dst[...] = src[...] converted (device arrays), queued on the call's stream
- * by numbavec.cuda._cast_ufunc(src.dtype, dst.dtype). */
-static int
-device_cast(Call *c, PyObject *src, PyObject *dst)
+int
+cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
 {
     CudaArrayInfo si, di;
     if (cuda_array_info(src, &si) < 0 || cuda_array_info(dst, &di) < 0) {
@@ -580,7 +578,7 @@ device_cast(Call *c, PyObject *src, PyObject *dst)
     PyObject *mod = PyImport_ImportModule("numbavec.cuda");
     PyObject *fn = mod ? PyObject_CallMethod(mod, "_cast_ufunc", "OO", si.dtype, di.dtype) : NULL;
     PyObject *args = fn ? PyTuple_Pack(1, src) : NULL;
-    PyObject *kw = args ? Py_BuildValue("{s:O,s:O}", "out", dst, "stream", c->stream) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:O,s:O}", "out", dst, "stream", stream) : NULL;
     PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
     Py_XDECREF(mod);
     Py_XDECREF(fn);
@@ -609,7 +607,7 @@ cf_cast_input(Call *c, Operand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     PyObject *tmp = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
-    if (tmp == NULL || device_cast(c, op->obj, tmp) < 0) {
+    if (tmp == NULL || cf_device_cast(op->obj, tmp, c->stream) < 0) {
         Py_XDECREF(tmp);
         return -1;
     }
@@ -951,7 +949,7 @@ run_call(Call *c)
     }
     if (out_dev) {
         /* another dtype, or memory an input reads: converted/copied in */
-        if (device_cast(c, res_dev, o->obj) == 0) {
+        if (cf_device_cast(res_dev, o->obj, c->stream) == 0) {
             result = Py_NewRef(c->out_arg);
         }
         goto error;

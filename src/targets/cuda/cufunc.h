@@ -111,6 +111,10 @@ int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */
 int cf_cast_input(Call *c, Operand *op, TsKind kind);
+/* dst[...] = src[...] converted (device arrays of any shapes NumPy
+ * broadcasts, dtypes of ours), queued on stream by the identity cuda ufunc
+ * numbavec.cuda._cast_ufunc(src.dtype, dst.dtype).  0/-1. */
+int cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream);
 /* obj (a host array, scalar or number) as a new C-contiguous device array
  * of kind, copied on stream (NumPy converts it first).  New reference. */
 PyObject *cf_to_device(PyObject *obj, TsKind kind, PyObject *stream);

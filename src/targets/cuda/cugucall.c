@@ -21,20 +21,21 @@
  *   - a call with a device operand returns device arrays; a host call
  *     returns host arrays, and writes the inputs the kernel wrote back; a
  *     new output under axes= comes back as the view that puts its core
- *     dimensions where axes= says.
- *
+ *     dimensions where axes= says;
  *   - keepdims=True (layouts whose inputs share one number of core
  *     dimensions and whose outputs have none): each output is taken, and
  *     given back, with that many dimensions of size 1 where axes=/axis=
- *     put them (kept_dims: the kernel sees the output without them).
- *
+ *     put them (drop_kept: the kernel sees the output without them);
  *   - '?' dimensions (flex_dims): one missing from an input is missing from
  *     every operand; the kernel sees it of size 1 (views with it put back)
- *     and the outputs come back without it.
+ *     and the outputs come back without it;
+ *   - device operands of another dtype reach a loop as host arrays do
+ *     (safe casting in, same-kind out); the kernel works on a copy in the
+ *     loop's dtype, cast on the device (place), and outputs and written
+ *     inputs are cast back after it (cast_back).
  *
- * Not yet: device operands of another dtype,
- * and the staged (pinned, chunked) pipeline for large host operands that
- * cuda ufuncs use.
+ * Not yet: the staged (pinned, chunked) pipeline for large host operands
+ * that cuda ufuncs use.
  */
 #include "targets/cuda/cugufunc.h"
 
@@ -66,6 +67,7 @@ typedef struct GuCall {
     PyObject *given[TS_MAXARGS];         /* owned: an out= as the caller gave it */
     int keepdims;                        /* outputs keep the reduced dimensions */
     unsigned char missing[GU_MAXCORE];   /* a '?' dimension the operands left out */
+    int cast_back[TS_MAXARGS];           /* dev[k] is a copy to cast into the operand */
 } GuCall;
 
 static void
@@ -555,6 +557,15 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                                                                                                : 0;
 }
 
+/* Whether device arrays of dtype d can be cast on the device (one of our
+ * kinds, native byte order: what numbavec.cuda._cast_ufunc takes). */
+static int
+device_castable(PyArray_Descr *d)
+{
+    TsKind k;
+    return PyArray_ISNBO(d->byteorder) && ts_kind_from_typenum(d->type_num, &k) == 0;
+}
+
 /* Whether operand op may be passed to an argument of kind k. */
 static int
 reaches(const Operand *op, TsKind k)
@@ -567,7 +578,9 @@ reaches(const Operand *op, TsKind k)
     }
     switch (op->what) {
     case OP_DEVICE:
-        ok = PyArray_EquivTypes(op->dtype, want);
+        ok = PyArray_EquivTypes(op->dtype, want)
+             || (device_castable(op->dtype)
+                 && PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING));
         break;
     case OP_HOST:
     case OP_SCALAR:
@@ -625,10 +638,13 @@ find_loop(GuCall *c, int exact)
                 ok = operand_kind(op) == sig->args[k].kind;
             } else if (k >= f->layout.nin) { /* an output: cast into, same-kind */
                 PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
-                ok = d != NULL
-                     && (op->what == OP_DEVICE
-                             ? PyArray_EquivTypes(d, op->dtype)
-                             : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
+                ok =
+                    d != NULL
+                    && (op->what == OP_DEVICE
+                            ? PyArray_EquivTypes(d, op->dtype)
+                                  || (device_castable(op->dtype)
+                                      && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
+                            : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
                 Py_XDECREF(d);
             } else {
                 ok = reaches(op, sig->args[k].kind);
@@ -834,8 +850,18 @@ place(GuCall *c, int k)
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     TsKind kind = sig->args[k].kind;
     Operand *op = &c->ops[k];
-    if (op->what == OP_DEVICE) {
+    if (op->what == OP_DEVICE && cf_is_kind(op->dtype, kind)) {
         c->dev[k] = Py_NewRef(op->obj);
+        return 0;
+    }
+    if (op->what == OP_DEVICE) { /* another dtype: the kernel works on a copy in the loop's */
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
+        c->dev[k] = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
+        if (c->dev[k] == NULL
+            || (k < L->nin && cf_device_cast(op->obj, c->dev[k], c->stream) < 0)) {
+            return -1;
+        }
+        c->cast_back[k] = k >= L->nin || c->f->written[k];
         return 0;
     }
     if (op->obj != NULL && k < L->nin) { /* a host input: its copy, in the loop's dtype */
@@ -1027,6 +1053,19 @@ done:
 
 /* Host arrays the kernel wrote get their values back (cast as NumPy
  * casts into an out=).  0/-1. */
+/* The copies of device operands of another dtype that the kernel wrote,
+ * cast into them (on the call's stream).  0/-1. */
+static int
+cast_back(GuCall *c)
+{
+    for (int k = 0; k < c->nargs; k++) {
+        if (c->cast_back[k] && cf_device_cast(c->dev[k], c->ops[k].obj, c->stream) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int
 write_back(GuCall *c)
 {
@@ -1152,7 +1191,7 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
     if (n > 0 && launch(&c, n) < 0) {
         goto done;
     }
-    if (write_back(&c) < 0) {
+    if (cast_back(&c) < 0 || write_back(&c) < 0) {
         goto done;
     }
     if (L->nout == 0) {
