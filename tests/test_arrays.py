@@ -149,14 +149,6 @@ def running_sums(a, out):
         out[i] = s
 
 
-def fill_back(a, out):
-    nxt = np.nan
-    for i in range(len(a) - 1, -1, -1):
-        if not np.isnan(a[i]):
-            nxt = a[i]
-        out[i] = nxt
-
-
 def window_sums(a, w, out):
     for i in range(len(a)):
         s = 0.0
@@ -170,7 +162,8 @@ def window_means(a, w, out):
         out[i] = a[max(0, i - int(w) + 1):i + 1].sum()
 
 
-SCALAR_LOOPS = {"running_sums": (running_sums, "(n)->(n)"), "fill_back": (fill_back, "(n)->(n)"),
+SCALAR_LOOPS = {"running_sums": (running_sums, "(n)->(n)"),
+                "backward_fill": (KERNELS["backward_fill"][0], "(n)->(n)"),
                 "window_sums": (window_sums, "(n),()->(n)"),
                 "window_means": (window_means, "(n),()->(n)")}
 
@@ -195,7 +188,7 @@ def test_unrolled_scalar_loops_agree_at_every_remainder(target, name, dtype):
     rng = np.random.default_rng(3)
     for n in range(32):
         base = rng.standard_normal(2 * n).astype(dtype)
-        base[rng.integers(0, max(1, 2 * n), size=n // 3)] = np.nan if name == "fill_back" else 0
+        base[rng.integers(0, max(1, 2 * n), size=n // 3)] = np.nan if name == "backward_fill" else 0
         for a in (base[:n], base[::2], base[:n][::-1]):
             expect = reference(py, [a] + extra, (n,), dtype)
             with np.errstate(all="ignore"):
