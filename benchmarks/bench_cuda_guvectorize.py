@@ -3,7 +3,10 @@ in one run, on device-resident float32 data:
 
   - a batched dot product (n),(n)->() over 1e6 x 64, against the device's
     copy bandwidth (goal: >= 0.8 of it, counting the bytes read and written);
-  - a small matrix product (m,n),(n,p)->(m,p) over a batch of 1e5 4x4.
+  - a small matrix product (m,n),(n,p)->(m,p) over a batch of 1e5 4x4;
+  - the batched dot product on host arrays: staged (pinned chunks on two
+    streams) and whole arrays (`_core._cuda_staging(False)`), against
+    numba-cuda on the same host arrays and the host-to-device bandwidth.
 
 GPU only: without one it says so and exits 0.  numba-cuda and CuPy are
 optional; a missing one is reported.
@@ -13,7 +16,7 @@ import time
 
 import numpy as np
 
-from numbavec import cuda, guvectorize
+from numbavec import _core, cuda, guvectorize
 
 from bench_cuda_vectorize import timeit     # best of 3 rounds of reps calls, synchronised
 
@@ -107,8 +110,31 @@ def main():
         ca, cb = cupy.asarray(a), cupy.asarray(b)
         t = timeit(lambda: cupy.matmul(ca, cb), cupy.cuda.runtime.deviceSynchronize, 100)
         print(f"{'matmul 1e5 4x4':>18} {'cupy matmul':>12} {t * 1e3:>9.3f}")
+
+    # host arrays in, host array out: the transfers are the cost
+    host_t = timeit(lambda: ours[0](x, y), lambda: None, 3)
+    print(f"{'dot host staged':>18} {'numbavec':>12} {host_t * 1e3:>9.3f} "
+          f"{moved / host_t / 1e9:>8.1f}")
+    np.testing.assert_allclose(ours[0](x, y), (x * y).sum(axis=1), rtol=1e-4)
+    was = _core._cuda_staging(False)
+    try:
+        t = timeit(lambda: ours[0](x, y), lambda: None, 3)
+    finally:
+        _core._cuda_staging(was)
+    print(f"{'dot host whole':>18} {'numbavec':>12} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
+    if theirs is not None:
+        t = timeit(lambda: theirs[0](x, y), lambda: None, 3)
+        print(f"{'dot host':>18} {'numba-cuda':>12} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
+        numba_host = t
+    pinned = cuda.pinned_array(x.shape, np.float32)
+    t = timeit(lambda: cuda.to_device(pinned), cuda.synchronize, 3)
+    h2d_bw = 4 * rows * n / t / 1e9
+    print(f"{'pinned h2d':>18} {'device':>12} {t * 1e3:>9.3f} {h2d_bw:>8.1f}")
     print()
     print(f"dot / d2d copy bandwidth, goal >= 0.80: {moved / ours_dot / 1e9 / copy_bw:.2f}")
+    print(f"host dot, staged / pinned h2d bandwidth: {moved / host_t / 1e9 / h2d_bw:.2f}")
+    if theirs is not None:
+        print(f"numba-cuda time / ours, host dot: {numba_host / host_t:.2f}")
     if theirs is not None:
         print(f"numba-cuda time / ours, dot (goal >= 1): {numba_dot / ours_dot:.2f}")
         print(f"numba-cuda time / ours, matmul (goal >= 1): {numba_mm / ours_mm:.2f}")

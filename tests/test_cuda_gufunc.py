@@ -274,6 +274,66 @@ def test_axis_needs_one_shared_core_dimension():
         make("matmul")(np.ones((2, 2)), np.ones((2, 2)), axis=0)
 
 
+# ---- large host calls: the staged pipeline (planned on every machine) ----
+
+ROWS = 50_000                      # 50,000 rows of 64 doubles: 25 MB, several chunks of 16,384
+
+
+def plan(kind, *args, **kwargs):
+    p = make(kind)._plan(*args, **kwargs)
+    return p["staged"], p["chunked"], p["whole"], p["direct"]
+
+
+def test_large_host_calls_are_chunked_by_outer_iteration():
+    x = np.ones((ROWS, 64))
+    # 8 MiB of the widest argument a chunk: 16,384 rows of 512 bytes
+    assert plan("dot", x, x) == (16384, [0, 1, 2], [], [])
+    assert plan("dot", x.astype("f4"), x.astype("f4")) == (32768, [0, 1, 2], [], [])
+    # converted first, as a host call's copy is made anyway: another dtype,
+    # strides, a negative step, core dimensions moved by axes=
+    assert plan("dot", x.astype("i2"), x[::-1])[:2] == (16384, [0, 1, 2])
+    assert plan("dot", x.T, x.T, axes=[(0,), (0,), ()])[:2] == (16384, [0, 1, 2])
+    # every output is chunked; two outputs, and no output at all
+    assert plan("two_outputs", x)[:2] == (16384, [0, 1, 2])
+    assert plan("frozen", np.ones(10**6))[:2] == (349440, [0, 1])  # 24-byte rows
+
+
+def test_inputs_the_same_for_every_row_are_uploaded_once():
+    x = np.ones((ROWS, 64))
+    assert plan("dot", x, np.ones(64)) == (16384, [0, 2], [1], [])
+    assert plan("dot", np.ones(64), x) == (16384, [1, 2], [0], [])
+    assert plan("dot", x, np.ones((1, 64)))[1:3] == ([0, 2], [1])
+    assert plan("search", np.linspace(0, 1, 9), np.ones(3 * 10**6))[1:3] == ([1, 2, 3], [0])
+    assert plan("search", np.linspace(0, 1, 9), 0.5)[0] == 0          # one outer iteration
+
+
+def test_host_calls_that_are_not_staged():
+    x = np.ones((ROWS, 64))
+    assert plan("dot", x[:1000], x[:1000])[0] == 0                    # one chunk
+    assert plan("dot", x[:100, None, :], x[None, :500, :])[0] == 0    # broadcast loop dimensions
+    assert plan("dot", x.reshape(10, -1, 64), x[:5000])[0] == 0
+    assert plan("no_output", x, 2.0)[0] == 0                          # written inputs
+    assert plan("dot", np.ones((3, 2**20 + 1)), np.ones((3, 2**20 + 1)))[0] == 0  # rows > 8 MiB
+    was = _core._cuda_staging(False)
+    try:
+        assert plan("dot", x, x)[0] == 0
+    finally:
+        _core._cuda_staging(was)
+    assert plan("dot", np.ones((300, 2**14)), np.ones((300, 2**14)))[0] == 64  # 128 KiB rows
+
+
+def test_outputs_given_are_written_in_place_when_nothing_else_is_in_them():
+    x, y = np.ones((ROWS, 64)), np.ones((ROWS, 64))
+    assert plan("dot", x, y, out=np.empty(ROWS))[3] == [2]
+    assert plan("dot", x, y, out=np.empty(ROWS, "f4"))[3] == []       # cast into: a copy
+    assert plan("dot", x, y, out=np.empty(2 * ROWS)[::2])[3] == []    # strided
+    assert plan("dot", x, y, out=x[:, 0])[3] == []                    # inside an input
+    lo, hi = np.empty(ROWS), np.empty(ROWS)
+    assert plan("two_outputs", x, out=(lo, hi))[3] == [1, 2]
+    assert plan("two_outputs", x, out=(lo, lo))[3] == []              # each other
+    assert plan("dot", x, y, out=np.empty((ROWS, 1)), keepdims=True)[3] == [2]  # contiguous
+
+
 @pytest.mark.skipif(GPU, reason="a GPU is present")
 def test_call_without_gpu_is_a_support_error():
     with pytest.raises(cuda.CudaSupportError):
@@ -569,6 +629,63 @@ def test_index_out_of_bounds_is_index_error():
                             boundscheck=False)(kernel_from_source(STENCIL))
     got = unchecked(np.arange(5.0))
     close(got[:-1], np.ones(4))                    # the last read is past the end: unchecked
+
+
+@needs_gpu
+def test_staged_host_calls_match_the_cpu():
+    """Host calls large enough for the pipeline, against the cpu target and
+    against the same call with staging off (whole arrays)."""
+    rng = np.random.default_rng(17)
+    x, y, w = rng.random((ROWS, 64)), rng.random((ROWS, 64)), rng.random(64)
+    cases = [("dot", (x, y), {}), ("dot", (x, w), {}), ("dot", (w, x), {}),
+             ("dot", (x.astype("f4"), y.astype("f4")), {}), ("dot", (x[::-1], y), {}),
+             ("dot", (x.T, y.T), {"axes": [(0,), (0,), ()]}),
+             ("dot", (x, y), {"keepdims": True}),
+             ("two_outputs", (x,), {}), ("two_outputs", ((x * 100).astype("i4"),), {}),
+             ("frozen", (rng.random(10**6),), {}),
+             ("search", (np.linspace(0, 1, 9), rng.random(3 * 10**6)), {}),
+             ("matmul", (rng.random((ROWS, 4, 4)), rng.random((ROWS, 4, 4))), {})]
+    for kind, args, kwargs in cases:
+        g = make(kind)
+        assert g._plan(*args, **kwargs)["staged"] > 0, kind
+        got, want = g(*args, **kwargs), make(kind, "cpu")(*args, **kwargs)
+        was = _core._cuda_staging(False)
+        try:
+            whole = g(*args, **kwargs)
+        finally:
+            _core._cuda_staging(was)
+        for a, b, c in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want, whole))):
+            assert isinstance(a, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
+            close(a, b)
+            np.testing.assert_array_equal(a, c)
+
+
+@needs_gpu
+def test_staged_host_calls_fill_the_outputs_given():
+    rng = np.random.default_rng(18)
+    x, y = rng.random((ROWS, 64)), rng.random((ROWS, 64))
+    want = make("dot", "cpu")(x, y)
+    g = make("dot")
+    for out in (np.empty(ROWS), np.empty(ROWS, "f4"), np.empty(2 * ROWS)[::2]):
+        assert g(x, y, out=out) is out
+        close(out, want)
+    inside = x.copy()                              # out= inside an input: a copy, then written
+    g(inside, y, out=inside[:, 0])
+    close(inside[:, 0], want)
+    close(inside[:, 1:], x[:, 1:])
+    lo, hi = np.empty(ROWS), np.empty(ROWS)
+    assert g is not None and make("two_outputs")(x, out=(lo, hi)) == (lo, hi)
+    close(lo, x.min(axis=1))
+    close(hi, x.max(axis=1))
+
+
+@needs_gpu
+def test_a_staged_call_raises_as_the_kernel_does():
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target="cuda")(kernel_from_source(STENCIL))
+    x = np.ones((ROWS, 64))
+    assert g._plan(x)["staged"] > 0
+    with pytest.raises(IndexError, match="index out of bounds"):
+        g(x)
 
 
 def test_a_cuda_gufunc_in_a_cycle_is_collected():

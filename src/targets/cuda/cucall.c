@@ -772,6 +772,7 @@ stage_job(Call *c, CudaStaged *job)
     }
     memset(job, 0, sizeof(*job));
     job->nin = c->nin;
+    job->nops = c->nin + 1;
     job->n = 1;
     for (int d = 0; d < c->nd; d++) {
         job->n *= c->shape[d];
@@ -788,10 +789,10 @@ stage_job(Call *c, CudaStaged *job)
         if (!same) {
             return 0;
         }
-        job->in[k] = PyArray_DATA((PyArrayObject *)op->obj);
-        job->in_size[k] = ts_itemsize(sig->args[k].kind);
+        job->data[k] = PyArray_DATA((PyArrayObject *)op->obj);
+        job->unit[k] = ts_itemsize(sig->args[k].kind);
     }
-    job->out_size = ts_itemsize(sig->ret.kind);
+    job->unit[c->nin] = ts_itemsize(sig->ret.kind);
     return 1;
 }
 
@@ -804,8 +805,10 @@ typedef struct StageCtx {
 
 /* One chunk: the contiguous 32-bit entry (a chunk is far below 2^31 bytes). */
 static CUresult
-stage_launch(void *ctx, const CUdeviceptr *din, CUdeviceptr dout, Py_ssize_t n, CUstream s)
+stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, Py_ssize_t n,
+             CUstream s)
 {
+    (void)aux, (void)aux_dev;
     StageCtx *x = ctx;
     Plan p;
     p.variant = CUDA_C32;
@@ -813,7 +816,7 @@ stage_launch(void *ctx, const CUdeviceptr *din, CUdeviceptr dout, Py_ssize_t n, 
     p.n = n;
     p.block = x->l->block[CUDA_C32];
     p.grid = (int)grid_for(n, p.block, x->sms);
-    return launch_raw(x->l, &p, din, x->ops, x->nin, dout, s, x->pm);
+    return launch_raw(x->l, &p, dev, x->ops, x->nin, dev[x->nin], s, x->pm);
 }
 
 /* The staged call's result; NULL with an exception, or with *fallback set
@@ -834,9 +837,9 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
         if ((op->dev = host_as(op, sig->args[k].kind)) == NULL) {
             return NULL;
         }
-        job->in[k] = PyArray_DATA((PyArrayObject *)op->dev);
+        job->data[k] = PyArray_DATA((PyArrayObject *)op->dev);
         if (direct && op->dev == op->obj) {
-            direct = !overlaps(c, op, (uintptr_t)job->in[k], o,
+            direct = !overlaps(c, op, (uintptr_t)job->data[k], o,
                                (uintptr_t)PyArray_DATA((PyArrayObject *)o->obj));
         }
     }
@@ -857,7 +860,7 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
         }
         goto done;
     }
-    job->out = PyArray_DATA((PyArrayObject *)res);
+    job->data[c->nin] = PyArray_DATA((PyArrayObject *)res);
     job->launch = stage_launch;
     job->ctx = &x;
     int rc = cuda_stage_run(job);

@@ -215,25 +215,29 @@ int cuda_check_resolved(PyObject *ptx);
 
 /* ---- staging.c ---- */
 
-/* One chunk's kernel: inputs at dev_in (0 for a scalar input), n results to
- * dev_out, queued on s.  Called without the GIL; returns the CUresult. */
-typedef CUresult (*CudaChunkFn)(void *ctx, const CUdeviceptr *dev_in, CUdeviceptr dev_out,
+/* One chunk of n elements, queued on s: operand k's chunk at dev[k] (0 for
+ * one the job does not chunk), and `aux` bytes of pinned memory that the
+ * launch may fill and copy to aux_dev first (a cuda gufunc's descriptor).
+ * Called without the GIL; returns the CUresult. */
+typedef CUresult (*CudaChunkFn)(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev,
                                 Py_ssize_t n, CUstream s);
 
-/* A host call of n elements: every array operand C-contiguous in the loop's
- * dtype (in[k] NULL: input k is a scalar the launch passes by value). */
+/* A host call of n elements (a cuda ufunc's elements, a cuda gufunc's outer
+ * iterations), in chunks: operand k's data is C-contiguous, unit[k] bytes an
+ * element, in the loop's dtype; operands [0, nin) are copied in, [nin, nops)
+ * copied out.  unit[k] 0: operand k is not chunked (a scalar, an array the
+ * launch passes whole, an empty core). */
 typedef struct CudaStaged {
-    int nin;
-    const char *in[TS_MAXARGS];
-    int in_size[TS_MAXARGS];
-    char *out;
-    int out_size;
+    int nops, nin;
+    char *data[TS_MAXARGS + 1];
+    Py_ssize_t unit[TS_MAXARGS + 1];
+    size_t aux;
     Py_ssize_t n;
     CudaChunkFn launch;
     void *ctx;
 } CudaStaged;
 
-/* Elements per chunk for the job's item sizes. */
+/* Elements per chunk for the job's units (0: an element is too large). */
 Py_ssize_t cuda_stage_chunk(const CudaStaged *job);
 /* 1 when the job is worth staging (more than one chunk, staging enabled). */
 int cuda_stage_worth(const CudaStaged *job);

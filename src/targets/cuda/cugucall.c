@@ -34,8 +34,9 @@
  *     loop's dtype, cast on the device (place), and outputs and written
  *     inputs are cast back after it (cast_back).
  *
- * Not yet: the staged (pinned, chunked) pipeline for large host operands
- * that cuda ufuncs use.
+ *   - a large host call goes through the cuda ufunc's staged pipeline
+ *     (staging.c), chunked by outer iteration, when every input is either
+ *     of the loop shape or the same for every iteration (cg_stage_plan).
  */
 #include "targets/cuda/cugufunc.h"
 
@@ -45,31 +46,6 @@
 
 /* ---- a call ---- */
 
-typedef struct GuCall {
-    CuGuFunc *f;
-    int nargs, given_out[TS_MAXARGS];
-    Operand ops[TS_MAXARGS];
-    PyObject *stream;
-    CUstream s;
-    Py_ssize_t loop;
-    int device; /* a device operand: the results stay on the device */
-    /* the loop dimensions and the core sizes */
-    int lnd;
-    Py_ssize_t lshape[NPY_MAXDIMS];
-    Py_ssize_t core[GU_MAXCORE];
-    /* per argument, on the device */
-    PyObject *dev[TS_MAXARGS];  /* owned: what the kernel reads or writes */
-    PyObject *host[TS_MAXARGS]; /* owned: a host array to write back into (or NULL) */
-    /* axes=/axis=: where each operand's core dimensions are (-1: at the end) */
-    PyObject *axes, *axis;               /* borrowed */
-    int core_at[TS_MAXARGS][TS_MAXDIMS]; /* the axes, normalised, in core order */
-    int moved[TS_MAXARGS];               /* operand k's core dimensions are elsewhere */
-    PyObject *given[TS_MAXARGS];         /* owned: an out= as the caller gave it */
-    int keepdims;                        /* outputs keep the reduced dimensions */
-    unsigned char missing[GU_MAXCORE];   /* a '?' dimension the operands left out */
-    int cast_back[TS_MAXARGS];           /* dev[k] is a copy to cast into the operand */
-} GuCall;
-
 static void
 call_clear(GuCall *c)
 {
@@ -78,6 +54,7 @@ call_clear(GuCall *c)
         Py_CLEAR(c->dev[k]);
         Py_CLEAR(c->host[k]);
         Py_CLEAR(c->given[k]);
+        Py_CLEAR(c->res[k]);
     }
 }
 
@@ -887,170 +864,6 @@ place(GuCall *c, int k)
     return 0;
 }
 
-/* The descriptor kernels.c reads, as a device array on the call's stream. */
-static PyObject *
-descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info)
-{
-    const GuLayout *L = &c->f->layout;
-    int A = L->nargs, ncore = 0;
-    for (int k = 0; k < A; k++) {
-        ncore += L->ndims[k];
-    }
-    Py_ssize_t len = 2 + c->lnd + A + (Py_ssize_t)A * c->lnd + 1 + L->ndimnames + A + ncore;
-    PyObject *h = PyArray_SimpleNew(1, &len, NPY_INT64);
-    if (h == NULL) {
-        return NULL;
-    }
-    long long *v = PyArray_DATA((PyArrayObject *)h);
-    Py_ssize_t at = 0;
-    v[at++] = n;
-    v[at++] = c->lnd;
-    for (int d = 0; d < c->lnd; d++) {
-        v[at++] = c->lshape[d];
-    }
-    for (int k = 0; k < A; k++) {
-        v[at++] = (long long)info[k].ptr;
-    }
-    for (int k = 0; k < A; k++) {
-        int lnd = info[k].nd - L->ndims[k]; /* its loop dimensions, right-aligned */
-        for (int d = 0; d < c->lnd; d++) {
-            int e = d - (c->lnd - lnd);
-            v[at++] = e < 0 || info[k].shape[e] == 1 ? 0 : info[k].strides[e];
-        }
-    }
-    v[at++] = n;
-    for (int ix = 0; ix < L->ndimnames; ix++) {
-        v[at++] = c->core[ix];
-    }
-    for (int k = 0; k < A; k++) {
-        v[at++] = 0; /* outer steps: the body runs one iteration at its base */
-    }
-    for (int k = 0; k < A; k++) {
-        for (int j = 0; j < L->ndims[k]; j++) {
-            v[at++] = info[k].strides[info[k].nd - L->ndims[k] + j];
-        }
-    }
-    PyObject *dev = cf_to_device(h, TS_INT64, c->stream);
-    Py_DECREF(h);
-    return dev;
-}
-
-/* Declared [::1] arguments must be so on the device (host copies are). */
-static int
-check_contig(GuCall *c, const CudaArrayInfo *info)
-{
-    const CuGuLoop *l = c->f->loops[c->loop];
-    for (int k = 0; k < c->nargs; k++) {
-        int nc = c->f->layout.ndims[k];
-        if (!l->ksig.args[k].contig || nc == 0) {
-            continue;
-        }
-        Py_ssize_t last = info[k].shape[info[k].nd - 1];
-        if (last > 1 && info[k].strides[info[k].nd - 1] != ts_itemsize(l->sig.args[k].kind)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s(): argument %d is declared contiguous ([::1]) but its last core "
-                         "dimension is strided on the device; pass a contiguous array",
-                         fname(c), k);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Launches the entry; when the kernel can fail, waits for the status.  0/-1. */
-static int
-launch(GuCall *c, Py_ssize_t n)
-{
-    CuGuFunc *f = c->f;
-    CuGuLoop *l = f->loops[c->loop];
-    CudaArrayInfo info[TS_MAXARGS];
-    int sms = cf_sm_count();
-    if (sms < 0 || cf_check_foreign(c->ops, c->nargs) < 0) {
-        return -1;
-    }
-    for (int k = 0; k < c->nargs; k++) {
-        if (cuda_array_info(c->dev[k], &info[k]) < 0) {
-            return -1;
-        }
-        if (k < f->layout.nin && f->written[k] && info[k].readonly) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s(): input %d is written by the kernel but is "
-                         "read-only",
-                         fname(c), k);
-            return -1;
-        }
-    }
-    if (check_contig(c, info) < 0) {
-        return -1;
-    }
-    PyObject *desc = descriptor(c, n, info), *status = NULL;
-    int rc = -1;
-    if (desc == NULL) {
-        return -1;
-    }
-    if (f->kernel->boundscheck || (l->fails & ~(1u << CC_STATUS_INDEX))) {
-        /* the status comes back when the kernel can fail: an index out of
-         * bounds (checked unless boundscheck=False), a shape that does not
-         * broadcast, an empty reduction ... */
-        Py_ssize_t one = 1;
-        PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
-        status = zero ? cf_to_device(zero, TS_INT32, c->stream) : NULL;
-        Py_XDECREF(zero);
-        if (status == NULL) {
-            goto done;
-        }
-    }
-    CudaArrayInfo di, si = {0};
-    if (cuda_array_info(desc, &di) < 0 || (status && cuda_array_info(status, &si) < 0)) {
-        goto done;
-    }
-    int block = l->block;
-    if (n < block) { /* whole warps only, as a cuda ufunc's small calls */
-        block = (int)((n + 31) / 32 * 32);
-    }
-    Py_ssize_t grid = (n + block - 1) / block, cap = (Py_ssize_t)CUDA_GRID_PER_SM * sms;
-    grid = grid > cap ? cap : grid;
-    CUdeviceptr dp = di.ptr, sp = si.ptr;
-    void *params[2] = {&dp, &sp};
-    if (cuda_check(cuda_drv->LaunchKernel(l->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0,
-                                          c->s, params, NULL),
-                   "cuLaunchKernel (cuda gufunc)")
-        < 0) {
-        goto done;
-    }
-    if (status != NULL) {
-        PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->stream);
-        if (h == NULL) {
-            goto done;
-        }
-        int st = *(int *)PyArray_DATA((PyArrayObject *)h);
-        Py_DECREF(h);
-        if (st >= CC_STATUS_INDEX && st <= CC_STATUS_ZERO) {
-            cc_raise_status(st);
-            goto done;
-        }
-        if (st >= CC_STATUS_USER && l->raise_sites != NULL
-            && st - CC_STATUS_USER < PyTuple_Size(l->raise_sites)) {
-            /* the kernel's raise or assert (some thread's, when several) */
-            const char *site =
-                PyUnicode_AsUTF8AndSize(PyTuple_GetItem(l->raise_sites, st - CC_STATUS_USER), NULL);
-            if (site != NULL) {
-                cc_raise_site(site);
-            }
-            goto done;
-        }
-        if (st != 0) {
-            PyErr_Format(PyExc_RuntimeError, "a cuda gufunc kernel failed (status %d)", st);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    Py_DECREF(desc);
-    Py_XDECREF(status);
-    return rc;
-}
-
 /* Host arrays the kernel wrote get their values back (cast as NumPy
  * casts into an out=).  0/-1. */
 /* The copies of device operands of another dtype that the kernel wrote,
@@ -1094,8 +907,9 @@ result_of(GuCall *c, int k)
     if (c->given_out[k]) {
         return Py_NewRef(c->given[k] != NULL ? c->given[k] : c->ops[k].obj);
     }
-    PyObject *r = c->device
-                      ? Py_NewRef(c->dev[k])
+    PyObject *r = c->device ? Py_NewRef(c->dev[k])
+                  : c->res[k] != NULL
+                      ? Py_NewRef(c->res[k]) /* a staged call's */
                       : PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
     int kept = caller_core(c, k) - c->f->layout.ndims[k];
     if (r != NULL && kept > 0) {
@@ -1179,19 +993,21 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
         || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
         goto done;
     }
-    for (int k = 0; k < c.nargs; k++) {
-        if (place(&c, k) < 0) {
-            goto done;
-        }
-    }
     Py_ssize_t n = 1;
     for (int d = 0; d < c.lnd; d++) {
         n *= c.lshape[d];
     }
-    if (n > 0 && launch(&c, n) < 0) {
+    CudaStaged job;
+    int whole = 1; /* whole arrays on the device: not staged, or no memory for staging */
+    if (cg_stage_plan(&c, n, &job) && (whole = cg_staged_call(&c, n, &job)) < 0) {
         goto done;
     }
-    if (cast_back(&c) < 0 || write_back(&c) < 0) {
+    for (int k = 0; whole && k < c.nargs; k++) {
+        if (place(&c, k) < 0) {
+            goto done;
+        }
+    }
+    if (whole && ((n > 0 && cg_launch(&c, n) < 0) || cast_back(&c) < 0 || write_back(&c) < 0)) {
         goto done;
     }
     if (L->nout == 0) {
@@ -1207,6 +1023,49 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             PyTuple_SetItem(result, k, r);
         }
+    }
+done:
+    call_clear(&c);
+    return result;
+}
+
+/* Test hook: g._plan(*args, **kwargs) -> {'staged': outer iterations a
+ * chunk (0: not staged), 'chunked': arguments in chunks, 'whole':
+ * arguments uploaded once, 'direct': outputs written in place}.  The host
+ * side of a call up to the device: runs without a GPU. */
+PyObject *
+cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuGuFunc *f = (CuGuFunc *)self;
+    GuCall c;
+    PyObject *result = NULL;
+    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || drop_kept(&c) < 0
+        || resolve(&c) < 0 || flex_dims(&c) < 0 || bind_dims(&c) < 0) {
+        goto done;
+    }
+    Py_ssize_t n = 1;
+    for (int d = 0; d < c.lnd; d++) {
+        n *= c.lshape[d];
+    }
+    CudaStaged job;
+    int staged = cg_stage_plan(&c, n, &job);
+    PyObject *lists[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
+    for (int k = 0; k < c.nargs && lists[0] && lists[1] && lists[2]; k++) {
+        int which = !staged ? -1 : job.unit[k] > 0 ? 0 : c.whole[k] ? 1 : -1;
+        PyObject *i = PyLong_FromLong(k);
+        if (i == NULL || (which >= 0 && PyList_Append(lists[which], i) < 0)
+            || (staged && c.direct[k] && PyList_Append(lists[2], i) < 0)) {
+            Py_CLEAR(lists[0]);
+        }
+        Py_XDECREF(i);
+    }
+    if (lists[0] && lists[1] && lists[2]) {
+        result = Py_BuildValue("{s:n,s:O,s:O,s:O}", "staged",
+                               staged ? cuda_stage_chunk(&job) : (Py_ssize_t)0, "chunked", lists[0],
+                               "whole", lists[1], "direct", lists[2]);
+    }
+    for (int j = 0; j < 3; j++) {
+        Py_XDECREF(lists[j]);
     }
 done:
     call_clear(&c);

@@ -354,6 +354,8 @@ static PyMethodDef cg_methods[] = {
      "inspect_asm(signature=None): the GPU's assembly, PTX (as inspect_ptx)"},
     {"variable_types", variable_types, METH_VARARGS,
      "variable_types(signature=None): {variable: type} of one signature, or of all"},
+    {"_plan", (PyCFunction)(void (*)(void))cg_plan, METH_VARARGS | METH_KEYWORDS,
+     "test hook: how a call would be staged (the host side, without a GPU)"},
     {NULL, NULL, 0, NULL},
 };
 

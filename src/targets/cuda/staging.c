@@ -52,35 +52,47 @@ static struct {
 Py_ssize_t
 cuda_stage_chunk(const CudaStaged *job)
 {
-    size_t widest = (size_t)job->out_size, total = (size_t)job->out_size;
-    for (int k = 0; k < job->nin; k++) {
-        if (job->in[k] != NULL) {
-            widest = (size_t)job->in_size[k] > widest ? (size_t)job->in_size[k] : widest;
-            total += (size_t)job->in_size[k];
+    size_t widest = 0, total = 0;
+    for (int k = 0; k < job->nops; k++) {
+        if (job->unit[k] > 0) {
+            size_t u = (size_t)job->unit[k];
+            widest = u > widest ? u : widest;
+            total += u;
         }
     }
-    size_t chunk = STAGE_OPERAND_BYTES / widest;
-    if (chunk > STAGE_SLOT_BYTES / total) {
-        chunk = STAGE_SLOT_BYTES / total;
+    if (widest == 0 || job->aux >= STAGE_SLOT_BYTES / 2) {
+        return 0;
     }
-    return (Py_ssize_t)(chunk / STAGE_ALIGN * STAGE_ALIGN);
+    size_t chunk = STAGE_OPERAND_BYTES / widest;
+    if (chunk > (STAGE_SLOT_BYTES - job->aux) / total) {
+        chunk = (STAGE_SLOT_BYTES - job->aux) / total;
+    }
+    /* whole multiples of 256 elements, unless an element is that large
+     * (a gufunc's core of tens of kilobytes) */
+    return (Py_ssize_t)(chunk >= STAGE_ALIGN ? chunk / STAGE_ALIGN * STAGE_ALIGN : chunk);
 }
 
 int
 cuda_stage_worth(const CudaStaged *job)
 {
-    return !stage.disabled && job->n > cuda_stage_chunk(job);
+    Py_ssize_t chunk = cuda_stage_chunk(job);
+    return !stage.disabled && chunk > 0 && job->n > chunk;
 }
 
-/* Byte offset of operand k's buffer in a slot (k == nin: the output). */
+static size_t
+round_up(size_t bytes)
+{
+    return (bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+}
+
+/* Byte offset of operand k's buffer in a slot (k == nops: the aux bytes). */
 static size_t
 buffer_offset(const CudaStaged *job, Py_ssize_t chunk, int k)
 {
     size_t off = 0;
     for (int j = 0; j < k; j++) {
-        if (job->in[j] != NULL) {
-            size_t b = (size_t)chunk * (size_t)job->in_size[j];
-            off += (b + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+        if (job->unit[j] > 0) {
+            off += round_up((size_t)chunk * (size_t)job->unit[j]);
         }
     }
     return off;
@@ -185,9 +197,9 @@ failed(Failure *e, CUresult rc, const char *what)
     return rc != CUDA_SUCCESS;
 }
 
-/* Waits for the slot's chunk and copies its results into the output. */
+/* Waits for the slot's chunk and copies its results into the outputs. */
 static int
-drain(const CudaStaged *job, Slot *sl, size_t out_off, Failure *e)
+drain(const CudaStaged *job, Slot *sl, const size_t *offs, Failure *e)
 {
     if (sl->n == 0) {
         return 0;
@@ -197,46 +209,63 @@ drain(const CudaStaged *job, Slot *sl, size_t out_off, Failure *e)
     if (failed(e, cuda_drv->EventSynchronize(sl->done), "cuEventSynchronize (staging)")) {
         return -1;
     }
-    copy(job->out + (size_t)sl->off * (size_t)job->out_size, sl->host + out_off,
-         (size_t)n * (size_t)job->out_size);
+    for (int k = job->nin; k < job->nops; k++) {
+        if (job->unit[k] > 0) {
+            copy(job->data[k] + (size_t)sl->off * (size_t)job->unit[k], sl->host + offs[k],
+                 (size_t)n * (size_t)job->unit[k]);
+        }
+    }
     return 0;
+}
+
+/* Queues chunk [off, off + m) on slot sl: inputs into pinned memory and
+ * over, the launch, the results back.  0/-1 (e set). */
+static int
+queue_chunk(const CudaStaged *job, Slot *sl, const size_t *offs, Py_ssize_t off, Py_ssize_t m,
+            Failure *e)
+{
+    CUdeviceptr dev[TS_MAXARGS + 1];
+    for (int k = 0; k < job->nops; k++) {
+        dev[k] = job->unit[k] > 0 ? sl->dev + offs[k] : 0;
+        size_t bytes = (size_t)m * (size_t)job->unit[k];
+        if (k >= job->nin || bytes == 0) {
+            continue;
+        }
+        copy(sl->host + offs[k], job->data[k] + (size_t)off * (size_t)job->unit[k], bytes);
+        if (failed(e, cuda_drv->MemcpyHtoDAsync(dev[k], sl->host + offs[k], bytes, sl->s),
+                   "cuMemcpyHtoDAsync (staging)")) {
+            return -1;
+        }
+    }
+    size_t aux = offs[job->nops];
+    if (failed(e, job->launch(job->ctx, dev, sl->host + aux, sl->dev + aux, m, sl->s),
+               "cuLaunchKernel (staging)")) {
+        return -1;
+    }
+    for (int k = job->nin; k < job->nops; k++) {
+        size_t bytes = (size_t)m * (size_t)job->unit[k];
+        if (bytes > 0
+            && failed(e, cuda_drv->MemcpyDtoHAsync(sl->host + offs[k], dev[k], bytes, sl->s),
+                      "cuMemcpyDtoHAsync (staging)")) {
+            return -1;
+        }
+    }
+    return failed(e, cuda_drv->EventRecord(sl->done, sl->s), "cuEventRecord (staging)") ? -1 : 0;
 }
 
 static void
 pipeline(const CudaStaged *job, Py_ssize_t chunk, Failure *e)
 {
-    size_t offs[TS_MAXARGS + 1];
-    for (int k = 0; k <= job->nin; k++) {
+    size_t offs[TS_MAXARGS + 2];
+    for (int k = 0; k <= job->nops; k++) {
         offs[k] = buffer_offset(job, chunk, k);
     }
-    CUdeviceptr din[TS_MAXARGS];
     Py_ssize_t off = 0;
     int i = 0;
     for (; off < job->n; i++) {
         Slot *sl = &stage.slot[i % STAGE_SLOTS];
         Py_ssize_t m = job->n - off < chunk ? job->n - off : chunk;
-        if (drain(job, sl, offs[job->nin], e) < 0) {
-            break;
-        }
-        int bad = 0;
-        for (int k = 0; k < job->nin && !bad; k++) {
-            din[k] = 0;
-            if (job->in[k] == NULL) {
-                continue;
-            }
-            size_t bytes = (size_t)m * (size_t)job->in_size[k];
-            copy(sl->host + offs[k], job->in[k] + (size_t)off * (size_t)job->in_size[k], bytes);
-            din[k] = sl->dev + offs[k];
-            bad = failed(e, cuda_drv->MemcpyHtoDAsync(din[k], sl->host + offs[k], bytes, sl->s),
-                         "cuMemcpyHtoDAsync (staging)");
-        }
-        CUdeviceptr dout = sl->dev + offs[job->nin];
-        if (bad || failed(e, job->launch(job->ctx, din, dout, m, sl->s), "cuLaunchKernel (staging)")
-            || failed(e,
-                      cuda_drv->MemcpyDtoHAsync(sl->host + offs[job->nin], dout,
-                                                (size_t)m * (size_t)job->out_size, sl->s),
-                      "cuMemcpyDtoHAsync (staging)")
-            || failed(e, cuda_drv->EventRecord(sl->done, sl->s), "cuEventRecord (staging)")) {
+        if (drain(job, sl, offs, e) < 0 || queue_chunk(job, sl, offs, off, m, e) < 0) {
             break;
         }
         sl->off = off;
@@ -248,7 +277,7 @@ pipeline(const CudaStaged *job, Py_ssize_t chunk, Failure *e)
     for (int j = 0; j < STAGE_SLOTS; j++) {
         Slot *sl = &stage.slot[(i + j) % STAGE_SLOTS];
         if (e->rc == CUDA_SUCCESS) {
-            drain(job, sl, offs[job->nin], e);
+            drain(job, sl, offs, e);
         } else {
             cuda_drv->StreamSynchronize(sl->s);
             sl->n = 0;
@@ -260,9 +289,7 @@ int
 cuda_stage_run(const CudaStaged *job)
 {
     Py_ssize_t chunk = cuda_stage_chunk(job);
-    size_t size =
-        buffer_offset(job, chunk, job->nin)
-        + ((size_t)chunk * (size_t)job->out_size + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    size_t size = buffer_offset(job, chunk, job->nops) + round_up(job->aux);
     PyThreadState *ts = PyEval_SaveThread(); /* never wait for the lock holding the GIL */
     pthread_mutex_lock(&stage.lock);
     PyEval_RestoreThread(ts);
