@@ -364,6 +364,7 @@ cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
             return 0; /* broadcast along some loop dimensions only */
         }
     }
+    job->aux = sizeof(long long) * (size_t)desc_words(c, 1); /* a chunk's descriptor */
     return cuda_stage_worth(job);
 }
 
@@ -497,7 +498,6 @@ cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     }
     fill_desc(c, tmpl, n, 1, &n, ptr, ls, cs);
     GuStage x = {job, l->fn, l->block, sms, si.ptr, tmpl, words, desc_base(1, A) + A};
-    job->aux = sizeof(long long) * (size_t)words;
     job->launch = stage_launch;
     job->ctx = &x;
     rc = cuda_stage_run(job);

@@ -1,7 +1,8 @@
 /*
- * staging.c - host arrays through a cuda ufunc in chunks: pinned staging
- * buffers on two streams, so that copies in, kernels and copies out of
- * consecutive chunks overlap.
+ * staging.c - host arrays through a cuda ufunc or gufunc in chunks (of
+ * elements, or of a gufunc's outer iterations): pinned staging buffers on
+ * two streams, so that copies in, kernels and copies out of consecutive
+ * chunks overlap.
  *
  * A copy from pageable memory is synchronous and runs through the driver's
  * own small staging buffer, one memcpy at a time; a call on host arrays
@@ -9,9 +10,10 @@
  * allocations.  Here each of two slots owns a stream, an event and, per
  * operand, a pinned host buffer and a device buffer of one chunk.  Chunk i
  * goes to slot i % 2: wait for the slot's previous chunk (its event), copy
- * that chunk's results out of the pinned buffer into the result array, copy
- * chunk i's inputs into the pinned buffers, then queue H2D copies, the
- * kernel and the D2H copy on the slot's stream.  The CPU copies of one slot
+ * that chunk's results out of the pinned buffers into the result arrays,
+ * copy chunk i's inputs into the pinned buffers, then queue H2D copies, the
+ * launch (which may first copy its own aux bytes over: a gufunc's
+ * descriptor) and the D2H copies on the slot's stream.  The CPU copies of one slot
  * run while the GPU works on the other; H2D of one slot and D2H of the
  * other use the two copy engines at once.  The CPU copies are split across
  * the parallel target's thread pool (one thread cannot keep up with PCIe).
@@ -67,9 +69,10 @@ cuda_stage_chunk(const CudaStaged *job)
     if (chunk > (STAGE_SLOT_BYTES - job->aux) / total) {
         chunk = (STAGE_SLOT_BYTES - job->aux) / total;
     }
-    /* whole multiples of 256 elements, unless an element is that large
-     * (a gufunc's core of tens of kilobytes) */
-    return (Py_ssize_t)(chunk >= STAGE_ALIGN ? chunk / STAGE_ALIGN * STAGE_ALIGN : chunk);
+    /* whole multiples of 256 elements; fewer would leave most of the GPU
+     * idle (a gufunc's thread runs one row): rows over 32 KiB copy whole
+     * arrays */
+    return (Py_ssize_t)(chunk / STAGE_ALIGN * STAGE_ALIGN);
 }
 
 int
@@ -289,6 +292,9 @@ int
 cuda_stage_run(const CudaStaged *job)
 {
     Py_ssize_t chunk = cuda_stage_chunk(job);
+    if (chunk <= 0) {
+        return 1; /* not a job for the slots (cuda_stage_worth says so first) */
+    }
     size_t size = buffer_offset(job, chunk, job->nops) + round_up(job->aux);
     PyThreadState *ts = PyEval_SaveThread(); /* never wait for the lock holding the GIL */
     pthread_mutex_lock(&stage.lock);
