@@ -5,6 +5,8 @@ scalar loop.  Host code compares with plain `fcmp`, which the JIT makes
 quiet before code generation (jit.c: quiet_compares); x86's plain lowering
 (cmpltsd, maxsd, vcmpltpd) signals.
 """
+import platform
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,97 @@ def test_gufunc_compare_loop_is_quiet(target, dtype):
         for k, r in enumerate(rows):
             running_max(r, want[k:k + 1])
         np.testing.assert_array_equal(out, want)
+
+
+# ---- compares that only choose values: made in a vector lane ----
+
+def decaying_count(a, alpha, out):
+    c = 0.0
+    for i in range(len(a)):
+        if a[i] > 0.5:
+            c = c * alpha + 1
+        else:
+            c = c * alpha
+        out[i] = c
+
+
+def argmax_nan_last(a, out):
+    best, at = a[0], 0
+    for i in range(1, len(a)):
+        if not (a[i] <= best):        # an unordered compare: a NaN is taken
+            best, at = a[i], i
+    out[0] = at
+
+
+def small_flags(a, out):
+    for i in range(len(a)):
+        hi = 7 if a[i] >= 0.0 else -3          # an integer chosen
+        lo = 1.5 if a[i] < -1.0 else 2.5         # a float chosen by the same kind of compare
+        out[i] = hi * lo
+
+
+def mixed_uses(a, out):
+    n = 0
+    for i in range(len(a)):
+        big = a[i] > 1.0
+        if big:                                  # the compare branches too: scalar form
+            n += 1
+        out[i] = n if big else -n
+
+
+CHOOSERS = [(decaying_count, "(n),()->(n)", True), (argmax_nan_last, "(n)->()", False),
+            (small_flags, "(n)->(n)", False), (mixed_uses, "(n)->(n)", False)]
+
+
+def py_run(kernel, a, extra, out_shape, out_dtype):
+    out = np.empty(out_shape, out_dtype)
+    for k in range(a.shape[0]):
+        kernel(a[k], *extra, out[k] if out.ndim > 1 else out[k:k + 1])
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+@pytest.mark.parametrize("kernel,layout,scalar", CHOOSERS, ids=[k[0].__name__ for k in CHOOSERS])
+def test_compares_that_choose_values_are_quiet(target, dtype, kernel, layout, scalar):
+    """A compare whose every use is a select (a count that grows or not, an
+    argmax, values chosen by a threshold) is made in lane 0 of a vector
+    (jit.c: quiet_select_form): quiet on NaNs, and the values it chooses as
+    the interpreter's, for float and integer values of every width."""
+    out_t = {"argmax_nan_last": "i8", "small_flags": dtype}.get(kernel.__name__, dtype)
+    if kernel is mixed_uses:
+        out_t = "i4"
+    args = f"{dtype}[:], {dtype}, {out_t}[:]" if scalar else f"{dtype}[:], {out_t}[:]"
+    g = guvectorize([f"void({args})"], layout, target=target)(kernel)
+    # 2,100 rows of 33: past quick code's budget, so the optimised code runs
+    # too (quick code, made with fast instruction selection, compares apart)
+    a = np.random.default_rng(2).standard_normal((2100, 33)).astype(dtype)
+    a[::3, ::4] = np.nan
+    a[5, 0] = np.nan                               # a NaN first
+    extra = (np.dtype(dtype).type(0.75),) if scalar else ()
+    with np.errstate(invalid="raise"):
+        got_small = g(a[:40], *extra)
+        got = g(a, *extra)
+        got_strided = g(a[:, ::-2], *extra)
+    for rows, out in ((a[:40], got_small), (a, got), (a[:, ::-2], got_strided)):
+        shape = rows.shape if layout.endswith("(n)") else (rows.shape[0],)
+        with np.errstate(invalid="ignore"):
+            want = py_run(kernel, rows, extra, shape, out_t)
+        np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 instruction names")
+def test_a_compare_that_chooses_is_a_vector_compare_with_avx():
+    """With AVX, the quiet compare of a select is vcmp*_oq* writing a mask
+    (AVX-512) or a blend's mask (AVX2), not vucomisd and a flag moved into a
+    mask register or a branch."""
+    from numbavec import _core
+    feats = _core._jit_info().get("features", "")
+    if "+avx," not in feats + ",":
+        pytest.skip("no AVX: SSE has no quiet vector compare")
+    sig = "void(f8[:], f8, f8[:])"
+    g = guvectorize([sig], "(n),()->(n)")(decaying_count)
+    asm = g.inspect_asm(sig)
+    assert "_oqpd" in asm
+    assert "ucomisd" not in asm
+    m = guvectorize(["void(f8[:], i4[:])"], "(n)->(n)")(mixed_uses)
+    assert "ucomisd" in m.inspect_asm("void(f8[:], i4[:])")   # it branches: scalar form
