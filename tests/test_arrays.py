@@ -386,6 +386,31 @@ def test_reductions_keep_numpys_types(target, dtype):
         np.testing.assert_allclose(g, e, rtol=1e-6)
 
 
+def test_a_mean_divides_by_the_size_it_walked(target):
+    """np.mean divides by the walk's size (known before the loop, not
+    counted in it): slices of every length (empty: NaN), broadcast
+    expressions, reversed and 2-d views, as the interpreter's."""
+    import warnings
+    py = kernel_from_source(
+        "def k(a, m, out):\n"
+        "    k = int(m)\n"
+        "    out[0] = a[:k].mean()\n"
+        "    out[1] = a[k:k].mean()\n"
+        "    out[2] = (a[:, None] * a[None, :k]).mean()\n"
+        "    out[3] = a[::-2].mean()\n"
+        "    out[4] = (a + 1.0).mean()\n"
+        "    out[5] = a[None, k:].mean()\n")
+    gu = guvectorize(["void(f8[:], f8, f8[:])"], "(n),()->(6)", target=target)(py)
+    a = np.random.default_rng(5).standard_normal(9)
+    for m in range(0, 11):
+        want = np.empty(6)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            py(a, float(m), want)
+            got = gu(a, float(m))
+        np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+
+
 def test_nan_reductions_follow_numpy(target):
     py = kernel_from_source(
         "import numpy as np\n"

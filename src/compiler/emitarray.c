@@ -1464,13 +1464,10 @@ reduce_visit(Emit *E, Walk *w, LLVMValueRef value)
         if (r->op == R_NANSUM || r->op == R_NANPROD || r->op == R_NANMEAN) {
             out = LLVMBuildSelect(E->b, nan, acc, out, "skip.nan");
         }
-        if (r->op == R_MEAN || r->op == R_NANMEAN) {
+        if (r->op == R_NANMEAN) { /* a mean divides by the walk's size */
             LLVMValueRef c = LLVMBuildLoad2(E->b, i64, r->count, "n");
             LLVMValueRef c1 = LLVMBuildAdd(E->b, c, i64c(E, 1), "n");
-            if (r->op == R_NANMEAN) {
-                c1 = LLVMBuildSelect(E->b, nan, c, c1, "n");
-            }
-            LLVMBuildStore(E->b, c1, r->count);
+            LLVMBuildStore(E->b, LLVMBuildSelect(E->b, nan, c, c1, "n"), r->count);
         }
         break;
     }
@@ -1604,6 +1601,15 @@ reduce_with(Emit *E, CcNode *arg, CcReduceOp op, TsKind acc, LLVMValueRef center
     LLVMValueRef result = LLVMBuildLoad2(E->b, acc_t, r.slot, "reduced");
     if (op == R_VAR || op == R_STD) {
         r.count = r.flat; /* the squares were taken of every element */
+    }
+    if (op == R_MEAN) {
+        /* the walk's size, known before it: no count carried through the
+         * loop, whose value after it LLVM would compute again */
+        LLVMValueRef size = i64c(E, 1);
+        for (int d = 0; d < w.ndim; d++) {
+            size = LLVMBuildMul(E->b, size, w.shape[d], "size");
+        }
+        LLVMBuildStore(E->b, size, r.count);
     }
     switch (r.op) {
     case R_MIN:
