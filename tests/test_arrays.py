@@ -172,7 +172,7 @@ SCALAR_LOOPS = {"running_sums": (running_sums, "(n)->(n)"),
 @pytest.mark.parametrize("name", sorted(SCALAR_LOOPS))
 def test_unrolled_scalar_loops_agree_at_every_remainder(target, name, dtype):
     """The optimised code unrolls the loops the vectorizer leaves scalar
-    (8x for these: jit.c, mark_scalar_loops), with a remainder loop for the
+    (8x for these: jit.c, mark_unrolled_loops), with a remainder loop for the
     last len % 8 elements.  Every length up to 3 x 8 + 7, contiguous,
     strided and reversed, against the interpreter, bit for bit (the sums run
     in the source's order)."""
@@ -197,7 +197,7 @@ def test_unrolled_scalar_loops_agree_at_every_remainder(target, name, dtype):
 
 
 def test_scalar_loops_are_unrolled():
-    """What mark_scalar_loops marks, in the optimised IR: a window sum's
+    """What mark_unrolled_loops marks, in the optimised IR: a window sum's
     in-order float sum, which the vectorizer leaves scalar, is unrolled 8x
     (in the contiguous and the strided body) ahead of a remainder loop that
     is not unrolled again."""
@@ -214,6 +214,63 @@ def test_scalar_loops_are_unrolled():
     assert opt.count("= fadd double") >= 2 * 8, opt
     assert "llvm.loop.unroll.count" not in opt  # consumed by the unroller
     assert '!"llvm.loop.unroll.disable"' in opt  # the remainder loops' mark
+
+
+def passes_in_place(a, out):
+    t = a.copy()
+    t += 1
+    t *= 2
+    out[:] = t
+
+
+def masked_count(a, out):
+    out[0] = np.sum(a > 0.25)
+
+
+VECTOR_LOOPS = {"passes_in_place": (passes_in_place, "(n)->(n)"),
+                "masked_count": (masked_count, "(n)->()")}
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+@pytest.mark.parametrize("name", sorted(VECTOR_LOOPS))
+def test_unrolled_vector_loops_agree_at_every_remainder(target, name, dtype):
+    """The vector bodies are unrolled too (at most 4x, jit.c:
+    mark_unrolled_loops), ahead of a remainder of one vector a step and
+    then the scalar one: every length up to 4 x 16 + 15 elements,
+    contiguous, strided and reversed, against the interpreter."""
+    py, layout = VECTOR_LOOPS[name]
+    t = dtype
+    out_t = "int64" if name == "masked_count" else t
+    gu = guvectorize([f"void({t}[:], {out_t}[:])"], layout, target=target)(py)
+    info = _core._jit_info()
+    gu(np.ones((1, 70000), dtype))  # past quick code's budget at once
+    assert _core._jit_info()["quick"] == info["quick"]
+    rng = np.random.default_rng(4)
+    for n in range(80):
+        base = (rng.standard_normal(2 * n) * 4).astype(dtype)
+        for a in (base[:n], base[::2], base[:n][::-1]):
+            shape = (n,) if layout.endswith("(n)") else ()
+            expect = reference(py, [a], shape, out_t)
+            np.testing.assert_array_equal(gu(a), expect, err_msg=f"n={n} strides={a.strides}")
+
+
+def test_vector_bodies_are_unrolled():
+    """What mark_unrolled_loops does to a vector body, in the optimised IR:
+    the in-place passes over a row run four vectors a step (four vector
+    additions in a row of the loop), then one vector a step."""
+    code = ("import numpy as np, sys\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "from test_arrays import passes_in_place\n"
+            "from numbavec import guvectorize\n"
+            "g = guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')(passes_in_place)\n"
+            "print(g(np.ones((300, 256)))[0, :2])\n")
+    r = run_python(code, env=dict(os.environ, NUMBAVEC_DUMP="opt"), as_file=True)
+    assert r.returncode == 0, r.stderr
+    assert "[4. 4.]" in r.stdout
+    opt = r.stderr
+    adds = [line for line in opt.splitlines() if "= fadd <" in line and "double>" in line]
+    assert len(adds) >= 4 + 1, opt   # the unrolled body and the one-vector remainder
+    assert "llvm.loop.unroll.count" not in opt  # consumed by the unroller
 
 
 def strided_views(x, how):
