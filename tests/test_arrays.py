@@ -196,38 +196,39 @@ def test_unrolled_scalar_loops_agree_at_every_remainder(target, name, dtype):
             np.testing.assert_array_equal(got, expect, err_msg=f"n={n} strides={a.strides}")
 
 
+def optimised_ir(imports, decoration, call, shown):
+    """The optimised IR (NUMBAVEC_DUMP=opt) of kernel k, imported by
+    `imports`, decorated with guvectorize(`decoration`) and called on
+    `call` in a child, which prints `shown` (the start of the result)."""
+    code = ("import numpy as np, sys\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            f"{imports}\nfrom numbavec import guvectorize\n"
+            f"g = guvectorize({decoration})(k)\n"
+            f"print(np.ravel(g({call}))[:4])\n")
+    r = run_python(code, env=dict(os.environ, NUMBAVEC_DUMP="opt"), as_file=True)
+    assert r.returncode == 0, r.stderr
+    assert shown in r.stdout, r.stdout
+    return r.stderr
+
+
 def test_scalar_loops_are_unrolled():
     """What mark_unrolled_loops marks, in the optimised IR: a window sum's
     in-order float sum, which the vectorizer leaves scalar, is unrolled 8x
     (in the contiguous and the strided body) ahead of a remainder loop that
     is not unrolled again."""
-    code = ("import numpy as np, sys\n"
-            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
-            "from test_arrays import window_means\n"
-            "from numbavec import guvectorize\n"
-            "g = guvectorize(['void(f8[:], f8, f8[:])'], '(n),()->(n)')(window_means)\n"
-            "print(g(np.ones(70000), 3.0)[:4])\n")
-    r = run_python(code, env=dict(os.environ, NUMBAVEC_DUMP="opt"), as_file=True)
-    assert r.returncode == 0, r.stderr
-    assert "[1. 2. 3. 3.]" in r.stdout
-    opt = r.stderr
+    opt = optimised_ir("from test_arrays import window_means as k",
+                       "['void(f8[:], f8, f8[:])'], '(n),()->(n)'", "np.ones(70000), 3.0",
+                       "[1. 2. 3. 3.]")
     assert opt.count("= fadd double") >= 2 * 8, opt
     assert "llvm.loop.unroll.count" not in opt  # consumed by the unroller
     assert '!"llvm.loop.unroll.disable"' in opt  # the remainder loops' mark
-
-
-def passes_in_place(a, out):
-    t = a.copy()
-    t += 1
-    t *= 2
-    out[:] = t
 
 
 def masked_count(a, out):
     out[0] = np.sum(a > 0.25)
 
 
-VECTOR_LOOPS = {"passes_in_place": (passes_in_place, "(n)->(n)"),
+VECTOR_LOOPS = {"copy_and_update": (KERNELS["copy_and_update"][0], "(n)->(n)"),
                 "masked_count": (masked_count, "(n)->()")}
 
 
@@ -256,18 +257,11 @@ def test_unrolled_vector_loops_agree_at_every_remainder(target, name, dtype):
 
 def test_vector_bodies_are_unrolled():
     """What mark_unrolled_loops does to a vector body, in the optimised IR:
-    the in-place passes over a row run four vectors a step (four vector
+    copy_and_update's passes over a row run four vectors a step (four vector
     additions in a row of the loop), then one vector a step."""
-    code = ("import numpy as np, sys\n"
-            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
-            "from test_arrays import passes_in_place\n"
-            "from numbavec import guvectorize\n"
-            "g = guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')(passes_in_place)\n"
-            "print(g(np.ones((300, 256)))[0, :2])\n")
-    r = run_python(code, env=dict(os.environ, NUMBAVEC_DUMP="opt"), as_file=True)
-    assert r.returncode == 0, r.stderr
-    assert "[4. 4.]" in r.stdout
-    opt = r.stderr
+    opt = optimised_ir("from array_kernels import copy_and_update as k",
+                       "['void(f8[:], f8[:])'], '(n)->(n)'", "np.ones((300, 256))",
+                       "[4. 4. 4. 4.]")
     adds = [line for line in opt.splitlines() if "= fadd <" in line and "double>" in line]
     assert len(adds) >= 4 + 1, opt   # the unrolled body and the one-vector remainder
     assert "llvm.loop.unroll.count" not in opt  # consumed by the unroller
