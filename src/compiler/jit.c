@@ -29,7 +29,6 @@
 #include <llvm/Config/llvm-config.h>
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,7 +568,8 @@ vector_body(LLVMValueRef id, LLVMBasicBlockRef bb, LLVMMetadataRef *vectorized)
     }
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in != NULL;
          in = LLVMGetNextInstruction(in)) {
-        if (LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMVectorTypeKind) {
+        LLVMValueRef v = LLVMGetInstructionOpcode(in) == LLVMStore ? LLVMGetOperand(in, 0) : in;
+        if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind) { /* a fill stores splats */
             return 1;
         }
     }
@@ -599,15 +599,15 @@ mark_unrolled_loops(LLVMModuleRef mod)
             } else if ((nprops = interleave_only(LLVMGetMetadata(br, loop_kind), props, 7)) < 0) {
                 continue;
             }
-            int size = 0; /* phis and address arithmetic fold into others */
+            int size = 0, calls = 0; /* phis and address arithmetic fold into others */
             for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in != NULL;
                  in = LLVMGetNextInstruction(in)) {
                 LLVMOpcode op = LLVMGetInstructionOpcode(in);
                 size += op != LLVMPHI && op != LLVMGetElementPtr;
-                if (op == LLVMCall && LLVMGetIntrinsicID(LLVMGetCalledValue(in)) == 0) {
-                    size = INT_MAX / 16; /* a call (free, the runtime) outweighs the loop */
-                    break;
-                }
+                calls |= op == LLVMCall && LLVMGetIntrinsicID(LLVMGetCalledValue(in)) == 0;
+            }
+            if (calls) {
+                continue; /* a call (free, the runtime) outweighs the loop around it */
             }
             unsigned count = vec ? UNROLL_VECTOR : UNROLL_SCALAR;
             while (count > 1 && (int)count * size > UNROLL_BODY) {
@@ -765,41 +765,76 @@ chooses_only(LLVMValueRef in)
 }
 
 /* Scalar compare `in` and its selects, in lane 0 of 128-bit vectors (the
- * other lanes compare zeros, which raises nothing). */
-static void
+ * other lanes compare zeros, which raises nothing; a float compare choosing
+ * 64-bit values hands them the mask's first two lanes).  Returns the new
+ * compare, which takes `in`'s place in its block. */
+static LLVMValueRef
 quiet_select_form(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef in, LLVMRealPredicate p)
 {
-    LLVMTypeRef t = LLVMTypeOf(LLVMGetOperand(in, 0)),
-                i64 = LLVMInt64TypeInContext(LLVMGetModuleContext(mod));
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef t = LLVMTypeOf(LLVMGetOperand(in, 0)), i32 = LLVMInt32TypeInContext(ctx);
     unsigned lanes = vector_lanes(t);
     LLVMTypeRef vt = LLVMVectorType(t, lanes);
-    LLVMValueRef lane0 = LLVMConstInt(i64, 0, 0);
+    LLVMValueRef lane0 = LLVMConstInt(i32, 0, 0);
     LLVMPositionBuilderBefore(b, in);
     LLVMValueRef x =
         LLVMBuildInsertElement(b, LLVMConstNull(vt), LLVMGetOperand(in, 0), lane0, "cmp.x");
     LLVMValueRef y =
         LLVMBuildInsertElement(b, LLVMConstNull(vt), LLVMGetOperand(in, 1), lane0, "cmp.y");
-    LLVMValueRef mask = quiet_fcmp_call(b, mod, x, y, p);
+    LLVMValueRef mask = quiet_fcmp_call(b, mod, x, y, p), mask2 = NULL;
+    if (lanes == 4) {
+        LLVMValueRef two[2] = {lane0, LLVMConstInt(i32, 1, 0)};
+        mask2 = LLVMBuildShuffleVector(b, mask, LLVMGetPoison(LLVMTypeOf(mask)),
+                                       LLVMConstVector(two, 2), "cmp.2");
+    }
     while (LLVMGetFirstUse(in) != NULL) { /* each select uses it once */
         LLVMValueRef s = LLVMGetUser(LLVMGetFirstUse(in));
-        LLVMTypeRef st = LLVMVectorType(LLVMTypeOf(s), lanes);
+        LLVMTypeRef vty = LLVMTypeOf(s);
+        LLVMTypeKind kind = LLVMGetTypeKind(vty);
+        int wide = lanes == 4
+                   && (kind == LLVMDoubleTypeKind
+                       || (kind == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(vty) == 64));
+        LLVMTypeRef st = LLVMVectorType(vty, wide ? 2 : lanes);
         LLVMPositionBuilderBefore(b, s);
         LLVMValueRef a =
             LLVMBuildInsertElement(b, LLVMGetPoison(st), LLVMGetOperand(s, 1), lane0, "sel.a");
         LLVMValueRef c =
             LLVMBuildInsertElement(b, LLVMGetPoison(st), LLVMGetOperand(s, 2), lane0, "sel.b");
-        LLVMValueRef v = LLVMBuildSelect(b, mask, a, c, "sel.v");
+        LLVMValueRef v = LLVMBuildSelect(b, wide ? mask2 : mask, a, c, "sel.v");
         LLVMValueRef r = LLVMBuildExtractElement(b, v, lane0, "sel");
         LLVMReplaceAllUsesWith(s, r);
         LLVMInstructionEraseFromParent(s);
     }
     LLVMInstructionEraseFromParent(in);
+    if (mask2 != NULL && LLVMGetFirstUse(mask2) == NULL) {
+        LLVMInstructionEraseFromParent(mask2);
+    }
+    return mask;
+}
+
+/* Whether compares that choose values go to vectors: x86 with AVX, whose
+ * vcmp*_oq* predicates are quiet.  SSE has none (a strict vector compare
+ * is one vucomisd a lane), nor is a vector cheaper than fcsel on AArch64. */
+static int
+quiet_vectors(void)
+{
+#if defined(__x86_64__)
+    for (const char *f = jit.features; f != NULL && (f = strstr(f, "+avx")) != NULL; f += 4) {
+        if (f[4] == ',' || f[4] == '\0') { /* "+avx" itself, not "+avx2" */
+            return 1;
+        }
+    }
+    return 0;
+#else
+    return 0;
+#endif
 }
 
 static void
 quiet_compares(LLVMModuleRef mod)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+    int vectors = quiet_vectors();
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f != NULL; f = LLVMGetNextFunction(f)) {
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb != NULL;
              bb = LLVMGetNextBasicBlock(bb)) {
@@ -814,13 +849,11 @@ quiet_compares(LLVMModuleRef mod)
                     || quiet_names[p] == NULL) {
                     continue; /* == and != are quiet compares already */
                 }
-                if (chooses_only(in)) {
-                    /* its selects may follow it in this block: go on from
-                     * what comes before it (nothing made here is an fcmp) */
-                    LLVMValueRef prev = LLVMGetPreviousInstruction(in);
-                    quiet_select_form(b, mod, in, p);
-                    next =
-                        prev != NULL ? LLVMGetNextInstruction(prev) : LLVMGetFirstInstruction(bb);
+                if (vectors && chooses_only(in)) {
+                    /* its selects, which may follow it, are gone: go on
+                     * after the compare that replaced it (nothing made
+                     * here is an fcmp) */
+                    next = LLVMGetNextInstruction(quiet_select_form(b, mod, in, p));
                     continue;
                 }
                 LLVMPositionBuilderBefore(b, in);
