@@ -311,7 +311,7 @@ writes_directly(const GuCall *c, int k)
 
 /*
  * Whether a host call is staged, and its job (the data pointers come in
- * staged_call): every input is either of the loop shape, chunked by outer
+ * cg_staged_call): every input is either of the loop shape, chunked by outer
  * iteration (a C-contiguous copy in the loop's dtype, as host calls make
  * anyway), or the same for every iteration (a scalar, a vector every row
  * shares: uploaded whole, once); no input is written by the kernel; there
