@@ -151,19 +151,50 @@ def test_compares_that_choose_values_are_quiet(target, dtype, kernel, layout, sc
         np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.parametrize("form", ["native", "lanes", "scalar"])
+def test_each_form_of_a_choosing_compare_agrees(form):
+    """The forms other hosts make (jit.c: quiet_form): AVX-512's scalar
+    compare into a mask, AVX's vector lane, and the scalar strict compare,
+    forced in a child with NUMBAVEC_QUIET_FORM (a host without the
+    instructions keeps what it has), each kernel against the interpreter,
+    quiet on NaNs, in optimised code."""
+    import os
+    from conftest import run_python
+    code = ("import sys, numpy as np\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "import test_quiet_compares as t\n"
+            "for kernel, layout, scalar in t.CHOOSERS:\n"
+            "    for dtype in ('f4', 'f8'):\n"
+            "        t.test_compares_that_choose_values_are_quiet('cpu', dtype, kernel, layout, scalar)\n"
+            "print('agree')\n")
+    env = dict(os.environ, NUMBAVEC_QUICK="0")
+    if form != "native":
+        env["NUMBAVEC_QUIET_FORM"] = form
+    r = run_python(code, env=env, as_file=True)
+    assert r.returncode == 0 and "agree" in r.stdout, r.stderr
+
+
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 instruction names")
-def test_a_compare_that_chooses_is_a_vector_compare_with_avx():
-    """With AVX, the quiet compare of a select is vcmp*_oq* writing a mask
-    (AVX-512) or a blend's mask (AVX2), not vucomisd and a flag moved into a
-    mask register or a branch."""
+@pytest.mark.parametrize("form", ["native", "lanes"])
+def test_a_compare_that_chooses_writes_a_mask_with_avx(form, monkeypatch):
+    """With AVX-512, the quiet compare of a select is vcmp*_oqsd into a
+    mask register, a loaded operand folded into it, and a masked move; with
+    AVX, vcmp*_oqpd writing a mask or a blend's mask.  Not vucomisd and a
+    flag moved into a mask register, nor a branch."""
     from numbavec import _core
-    feats = _core._jit_info().get("features", "")
-    if "+avx," not in feats + ",":
+    feats = _core._jit_info().get("features", "").split(",")
+    if "+avx" not in feats:
         pytest.skip("no AVX: SSE has no quiet vector compare")
+    if form == "lanes":
+        monkeypatch.setenv("NUMBAVEC_QUIET_FORM", "lanes")
     sig = "void(f8[:], f8, f8[:])"
     g = guvectorize([sig], "(n),()->(n)")(decaying_count)
     asm = g.inspect_asm(sig)
-    assert "_oqpd" in asm
     assert "ucomisd" not in asm
+    if form == "native" and "+avx512f" in feats:
+        assert "_oqsd\t-" in asm or "_oqsd\t(" in asm, asm   # the load folded in
+        assert "{%k" in asm
+    else:
+        assert "_oqpd" in asm
     m = guvectorize(["void(f8[:], i4[:])"], "(n)->(n)")(mixed_uses)
     assert "ucomisd" in m.inspect_asm("void(f8[:], i4[:])")   # it branches: scalar form

@@ -694,6 +694,23 @@ fast_codegen(LLVMModuleRef mod)
  * above a threshold ran 1.2x faster.  Compares that branch stay scalar:
  * vucomisd and a jump is already the best form.
  */
+/* Whether the host has feature f ("+avx": that token, not "+avx2"). */
+static int
+has_feature(const char *f)
+{
+#if defined(__x86_64__)
+    size_t n = strlen(f);
+    for (const char *at = jit.features; at != NULL && (at = strstr(at, f)) != NULL; at += n) {
+        if (at[n] == ',' || at[n] == '\0') {
+            return 1;
+        }
+    }
+#else
+    (void)f;
+#endif
+    return 0;
+}
+
 static const char *const quiet_names[] = {
     [LLVMRealOLT] = "olt", [LLVMRealOLE] = "ole", [LLVMRealOGT] = "ogt", [LLVMRealOGE] = "oge",
     [LLVMRealULT] = "ult", [LLVMRealULE] = "ule", [LLVMRealUGT] = "ugt", [LLVMRealUGE] = "uge",
@@ -812,29 +829,83 @@ quiet_select_form(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef in, LLVMReal
     return mask;
 }
 
-/* Whether compares that choose values go to vectors: x86 with AVX, whose
- * vcmp*_oq* predicates are quiet.  SSE has none (a strict vector compare
- * is one vucomisd a lane), nor is a vector cheaper than fcsel on AArch64. */
-static int
-quiet_vectors(void)
+/*
+ * AVX-512: a compare that chooses values is the scalar compare with a quiet
+ * predicate itself, into a mask register (llvm.x86.avx512.mask.cmp.sd/ss:
+ * vcmpgt_oqsd), its selects left scalar (a masked move).  A loaded operand
+ * goes second, where the load folds into the compare.  Returns the i1 that
+ * replaced `in`.
+ */
+static LLVMValueRef
+quiet_mask_compare(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef in, LLVMRealPredicate p)
 {
-#if defined(__x86_64__)
-    for (const char *f = jit.features; f != NULL && (f = strstr(f, "+avx")) != NULL; f += 4) {
-        if (f[4] == ',' || f[4] == '\0') { /* "+avx" itself, not "+avx2" */
-            return 1;
-        }
+    static const int imm[] = {
+        [LLVMRealOLT] = 0x11, [LLVMRealOLE] = 0x12, [LLVMRealOGT] = 0x1e, [LLVMRealOGE] = 0x1d,
+        [LLVMRealULT] = 0x19, [LLVMRealULE] = 0x1a, [LLVMRealUGT] = 0x16, [LLVMRealUGE] = 0x15,
+    };
+    static const LLVMRealPredicate swapped[] = {
+        [LLVMRealOLT] = LLVMRealOGT, [LLVMRealOLE] = LLVMRealOGE, [LLVMRealOGT] = LLVMRealOLT,
+        [LLVMRealOGE] = LLVMRealOLE, [LLVMRealULT] = LLVMRealUGT, [LLVMRealULE] = LLVMRealUGE,
+        [LLVMRealUGT] = LLVMRealULT, [LLVMRealUGE] = LLVMRealULE,
+    };
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMValueRef x = LLVMGetOperand(in, 0), y = LLVMGetOperand(in, 1);
+    if (LLVMIsALoadInst(x) != NULL && LLVMIsALoadInst(y) == NULL) {
+        LLVMValueRef t = x; /* vcmpsd takes memory as its second operand */
+        x = y;
+        y = t;
+        p = swapped[p];
     }
-    return 0;
-#else
-    return 0;
-#endif
+    LLVMTypeRef t = LLVMTypeOf(x), i32 = LLVMInt32TypeInContext(ctx);
+    const char *name = LLVMGetTypeKind(t) == LLVMDoubleTypeKind ? "llvm.x86.avx512.mask.cmp.sd"
+                                                                : "llvm.x86.avx512.mask.cmp.ss";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef vt = LLVMVectorType(t, vector_lanes(t));
+    LLVMValueRef lane0 = LLVMConstInt(i32, 0, 0);
+    LLVMPositionBuilderBefore(b, in);
+    LLVMValueRef args[5] = {
+        LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, lane0, "cmp.x"),
+        LLVMBuildInsertElement(b, LLVMGetPoison(vt), y, lane0, "cmp.y"),
+        LLVMConstInt(i32, (unsigned long long)imm[p], 0),
+        LLVMConstInt(LLVMInt8TypeInContext(ctx), 0xff, 0),
+        LLVMConstInt(i32, 4, 0), /* the current rounding and exception mode */
+    };
+    LLVMValueRef k =
+        LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, NULL, 0),
+                       LLVMGetIntrinsicDeclaration(mod, id, NULL, 0), args, 5, "cmp.k");
+    LLVMValueRef c = LLVMBuildTrunc(b, k, LLVMInt1TypeInContext(ctx), "cmp.quiet");
+    LLVMReplaceAllUsesWith(in, c);
+    LLVMInstructionEraseFromParent(in);
+    return c;
+}
+
+/* How compares that choose values are made: scalar (SSE has no quiet
+ * vector predicate, a strict vector compare being one vucomisd a lane;
+ * AArch64's fcmp and fcsel are already best), in a vector lane (AVX), or
+ * as AVX-512's scalar compare into a mask register. */
+enum { QUIET_SCALAR, QUIET_LANES, QUIET_MASKS };
+
+static int
+quiet_form(void)
+{
+    int form = has_feature("+avx512f") ? QUIET_MASKS
+               : has_feature("+avx")   ? QUIET_LANES
+                                       : QUIET_SCALAR;
+    /* NUMBAVEC_QUIET_FORM=scalar or lanes: what other hosts make (tests) */
+    const char *want = getenv("NUMBAVEC_QUIET_FORM");
+    if (want != NULL && strcmp(want, "scalar") == 0) {
+        form = QUIET_SCALAR;
+    } else if (want != NULL && strcmp(want, "lanes") == 0 && form == QUIET_MASKS) {
+        form = QUIET_LANES;
+    }
+    return form;
 }
 
 static void
 quiet_compares(LLVMModuleRef mod)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
-    int vectors = quiet_vectors();
+    int form = quiet_form();
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f != NULL; f = LLVMGetNextFunction(f)) {
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb != NULL;
              bb = LLVMGetNextBasicBlock(bb)) {
@@ -849,11 +920,13 @@ quiet_compares(LLVMModuleRef mod)
                     || quiet_names[p] == NULL) {
                     continue; /* == and != are quiet compares already */
                 }
-                if (vectors && chooses_only(in)) {
-                    /* its selects, which may follow it, are gone: go on
-                     * after the compare that replaced it (nothing made
+                if (form != QUIET_SCALAR && chooses_only(in)) {
+                    /* its selects, which may follow it, are gone or stay
+                     * scalar: go on after what replaced it (nothing made
                      * here is an fcmp) */
-                    next = LLVMGetNextInstruction(quiet_select_form(b, mod, in, p));
+                    LLVMValueRef made = form == QUIET_MASKS ? quiet_mask_compare(b, mod, in, p)
+                                                            : quiet_select_form(b, mod, in, p);
+                    next = LLVMGetNextInstruction(made);
                     continue;
                 }
                 LLVMPositionBuilderBefore(b, in);
