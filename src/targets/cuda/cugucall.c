@@ -58,12 +58,6 @@ call_clear(GuCall *c)
     }
 }
 
-static const char *
-fname(const GuCall *c)
-{
-    return c->f->kernel->name;
-}
-
 /* The core dimensions operand k has for the caller: its layout's, or under
  * keepdims an output's kept ones (as many as each input has). */
 static int
@@ -94,7 +88,7 @@ check_keepdims(GuCall *c)
         PyErr_Format(PyExc_NotImplementedError,
                      "%s(): axes=, axis= and keepdims= with flexible ('?') core dimensions are "
                      "not supported on cuda yet",
-                     fname(c));
+                     cg_fname(c));
         return -1;
     }
     for (int k = 0; c->keepdims && k < L->nargs; k++) {
@@ -105,7 +99,7 @@ check_keepdims(GuCall *c)
                          "%d core dimensions, but keepdims can only be used when all inputs "
                          "have the same number of core dimensions and all outputs have no core "
                          "dimensions.",
-                         fname(c), L->text, k < L->nin ? "input" : "output",
+                         cg_fname(c), L->text, k < L->nin ? "input" : "output",
                          k < L->nin ? k : k - L->nin, L->ndims[k]);
             return -1;
         }
@@ -126,7 +120,7 @@ axes_entry(GuCall *c, int k, PyObject *entry)
         PyErr_Format(PyExc_ValueError,
                      "%s(): axes item %d should be a tuple of %d axis indices (its core "
                      "dimensions in %s)",
-                     fname(c), k, nc, c->f->layout.text);
+                     cg_fname(c), k, nc, c->f->layout.text);
         return -1;
     }
     for (int j = 0; j < nc; j++) {
@@ -159,7 +153,7 @@ parse_axes(GuCall *c)
                 PyErr_Format(PyExc_TypeError,
                              "%s: axis can only be used with a single shared core dimension, "
                              "not with the %s signature",
-                             fname(c), L->text);
+                             cg_fname(c), L->text);
                 return -1;
             }
             if (caller_core(c, k) == 1 && axes_entry(c, k, c->axis) < 0) {
@@ -180,7 +174,7 @@ parse_axes(GuCall *c)
         PyErr_Format(PyExc_ValueError,
                      "%s(): axes should be a list with an entry for each of "
                      "the %d operands",
-                     fname(c), L->nargs);
+                     cg_fname(c), L->nargs);
         return -1;
     }
     for (int k = 0; k < L->nargs; k++) {
@@ -189,7 +183,7 @@ parse_axes(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s(): axes has no entry for operand %d, which has core "
                              "dimensions",
-                             fname(c), k);
+                             cg_fname(c), k);
                 return -1;
             }
             continue;
@@ -217,7 +211,7 @@ core_last(GuCall *c, int k, int nd, int *perm)
             PyErr_Format(PyExc_ValueError,
                          "%s(): axes item %d: axis %d is out of bounds for "
                          "an operand of %d dimensions, or repeated",
-                         fname(c), k, c->core_at[k][j], nd);
+                         cg_fname(c), k, c->core_at[k][j], nd);
             return -1;
         }
         used[a] = 1;
@@ -342,7 +336,7 @@ drop_kept(GuCall *c)
             PyErr_Format(PyExc_ValueError,
                          "%s: output operand %d should have its %d kept dimension%s of size 1 "
                          "(keepdims=True, gufunc signature %s)",
-                         fname(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
+                         cg_fname(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
             return -1;
         }
         PyObject *v = view_of(op->obj, op->what == OP_DEVICE, op->nd - nc, op->shape, op->strides);
@@ -413,7 +407,7 @@ flex_dims(GuCall *c)
         int nd = lnd, at = lnd;
         if (lnd + L->ndims[k] > NPY_MAXDIMS) {
             PyErr_Format(PyExc_ValueError, "%s(): an operand would have more than %d dimensions",
-                         fname(c), NPY_MAXDIMS);
+                         cg_fname(c), NPY_MAXDIMS);
             return -1;
         }
         memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)lnd);
@@ -456,7 +450,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
     c->stream = Py_None;
     Py_ssize_t npos = PyTuple_Size(args);
     if (npos != L->nin && npos != L->nargs) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", fname(c), L->nin,
+        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", cg_fname(c), L->nin,
                      L->nin == 1 ? "" : "s", L->nout > 0 ? " (and optionally its outputs)" : "",
                      npos);
         return -1;
@@ -490,14 +484,14 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                 }
                 if (L->nout == 0) {
                     PyErr_Format(PyExc_TypeError, "%s() has no outputs: out= is not taken",
-                                 fname(c));
+                                 cg_fname(c));
                     return -1;
                 }
                 int is_tuple = PyTuple_Check(value);
                 if (is_tuple ? PyTuple_Size(value) != L->nout : L->nout != 1) {
                     PyErr_Format(PyExc_ValueError, "out= takes %s%d array%s for %s()'s %d output%s",
                                  L->nout > 1 ? "a tuple of " : "", L->nout, L->nout == 1 ? "" : "s",
-                                 fname(c), L->nout, L->nout == 1 ? "" : "s");
+                                 cg_fname(c), L->nout, L->nout == 1 ? "" : "s");
                     return -1;
                 }
                 for (int k = 0; k < L->nout; k++) {
@@ -508,7 +502,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                 PyErr_Format(PyExc_TypeError,
                              "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
                              "takes out=, axes=, axis=, keepdims= and stream=)",
-                             fname(c), key);
+                             cg_fname(c), key);
                 return -1;
             }
         }
@@ -522,7 +516,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
             && !PyObject_HasAttrString(obj, "__dlpack__")) {
             PyErr_Format(PyExc_TypeError,
                          "%s(): output %d must be a NumPy array or a device array, not %R",
-                         fname(c), k - L->nin, (PyObject *)Py_TYPE(obj));
+                         cg_fname(c), k - L->nin, (PyObject *)Py_TYPE(obj));
             return -1;
         }
         if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
@@ -650,7 +644,7 @@ compile_for_call(GuCall *c)
         sig.args[k].kind = given ? operand_kind(&c->ops[k]) : TS_INFER;
         if (given && sig.args[k].kind == TS_INFER) {
             PyErr_Format(PyExc_TypeError, "%s(): argument %d has no type a kernel can take",
-                         fname(c), k);
+                         cg_fname(c), k);
             return -1;
         }
         /* an output () is a 1-element view, as declared in a signature */
@@ -707,7 +701,7 @@ resolve(GuCall *c)
         PyErr_Format(PyExc_TypeError,
                      "%s(): no signature takes these inputs (%R)%s; a device array must "
                      "have the signature's dtype exactly, a host array must cast to it safely",
-                     fname(c), types, c->device ? " on the device" : "");
+                     cg_fname(c), types, c->device ? " on the device" : "");
         Py_DECREF(types);
     }
     return -1;
@@ -743,7 +737,7 @@ bind_dims(GuCall *c)
             PyErr_Format(PyExc_ValueError,
                          "%s: %s does not have enough dimensions (has %d, gufunc core with "
                          "signature %s requires %d)",
-                         fname(c), what, op->nd, L->text, nc);
+                         cg_fname(c), what, op->nd, L->text, nc);
             return -1;
         }
         for (int j = 0; j < nc; j++) {
@@ -757,7 +751,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s has a mismatch in its core dimension %d, with gufunc "
                              "signature %s (size %zd is different from %zd)",
-                             fname(c), what, j, L->text, size, c->core[ix]);
+                             cg_fname(c), what, j, L->text, size, c->core[ix]);
                 return -1;
             }
         }
@@ -781,7 +775,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: operands could not be broadcast together: loop dimension "
                              "of size %zd against %zd (gufunc signature %s)",
-                             fname(c), got, have, L->text);
+                             cg_fname(c), got, have, L->text);
                 return -1;
             }
         }
@@ -794,7 +788,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s has core dimension %d unspecified, with gufunc signature "
                              "%s",
-                             fname(c), what, j, L->text);
+                             cg_fname(c), what, j, L->text);
                 return -1;
             }
         }
@@ -810,7 +804,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s does not have the shape of the loop dimensions "
                              "followed by its core dimensions (gufunc signature %s)",
-                             fname(c), what, L->text);
+                             cg_fname(c), what, L->text);
                 return -1;
             }
         }
@@ -981,6 +975,23 @@ result_of(GuCall *c, int k)
     return r != NULL && !c->device ? PyArray_Return((PyArrayObject *)r) : r;
 }
 
+/* The host side of a call, up to the device (a call and g._plan share it):
+ * operands, axes=/keepdims=, the loop, '?' dimensions, core and loop
+ * dimensions; *n: the outer iterations.  0/-1 (c to be cleared either way). */
+static int
+host_side(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c, Py_ssize_t *n)
+{
+    if (parse_call(f, args, kwargs, c) < 0 || move_core(c) < 0 || drop_kept(c) < 0 || resolve(c) < 0
+        || flex_dims(c) < 0 || bind_dims(c) < 0) {
+        return -1;
+    }
+    *n = 1;
+    for (int d = 0; d < c->lnd; d++) {
+        *n *= c->lshape[d];
+    }
+    return 0;
+}
+
 PyObject *
 cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -988,14 +999,10 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
     const GuLayout *L = &f->layout;
     GuCall c;
     PyObject *result = NULL;
-    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || drop_kept(&c) < 0
-        || resolve(&c) < 0 || flex_dims(&c) < 0 || bind_dims(&c) < 0
+    Py_ssize_t n;
+    if (host_side(f, args, kwargs, &c, &n) < 0
         || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
         goto done;
-    }
-    Py_ssize_t n = 1;
-    for (int d = 0; d < c.lnd; d++) {
-        n *= c.lshape[d];
     }
     CudaStaged job;
     int whole = 1; /* whole arrays on the device: not staged, or no memory for staging */
@@ -1039,13 +1046,9 @@ cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
     CuGuFunc *f = (CuGuFunc *)self;
     GuCall c;
     PyObject *result = NULL;
-    if (parse_call(f, args, kwargs, &c) < 0 || move_core(&c) < 0 || drop_kept(&c) < 0
-        || resolve(&c) < 0 || flex_dims(&c) < 0 || bind_dims(&c) < 0) {
+    Py_ssize_t n;
+    if (host_side(f, args, kwargs, &c, &n) < 0) {
         goto done;
-    }
-    Py_ssize_t n = 1;
-    for (int d = 0; d < c.lnd; d++) {
-        n *= c.lshape[d];
     }
     CudaStaged job;
     int staged = cg_stage_plan(&c, n, &job);

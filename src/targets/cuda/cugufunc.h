@@ -75,6 +75,13 @@ typedef struct GuCall {
     PyObject *res[TS_MAXARGS];        /* owned: the host array chunks come from or go to */
 } GuCall;
 
+/* The kernel's name, for messages. */
+static inline const char *
+cg_fname(const GuCall *c)
+{
+    return c->f->kernel->name;
+}
+
 /* ---- cugucall.c ---- */
 
 /* f(*inputs[, *outputs], out=None, axes=None, axis=None, stream=None) */

@@ -10,12 +10,6 @@
 #include <stdint.h>
 #include <string.h>
 
-static const char *
-fname(const GuCall *c)
-{
-    return c->f->kernel->name;
-}
-
 /* Words of the descriptor kernels.c reads, for lnd loop dimensions. */
 static Py_ssize_t
 desc_words(const GuCall *c, int lnd)
@@ -131,7 +125,7 @@ check_contig(GuCall *c, const CudaArrayInfo *info)
             PyErr_Format(PyExc_ValueError,
                          "%s(): argument %d is declared contiguous ([::1]) but its last core "
                          "dimension is strided on the device; pass a contiguous array",
-                         fname(c), k);
+                         cg_fname(c), k);
             return -1;
         }
     }
@@ -226,7 +220,7 @@ cg_launch(GuCall *c, Py_ssize_t n)
             PyErr_Format(PyExc_ValueError,
                          "%s(): input %d is written by the kernel but is "
                          "read-only",
-                         fname(c), k);
+                         cg_fname(c), k);
             return -1;
         }
     }
