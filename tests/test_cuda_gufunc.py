@@ -335,6 +335,42 @@ def test_outputs_given_are_written_in_place_when_nothing_else_is_in_them():
     assert plan("dot", x, y, out=np.empty((ROWS, 1)), keepdims=True)[3] == [2]  # contiguous
 
 
+def test_fuzzed_host_calls_are_planned_or_refused_never_a_crash():
+    """Random operand shapes, dtypes, strides, overlapping and foreign out=
+    and axes= through the staging plan (g._plan, no GPU needed): a plan
+    whose chunks and decisions are consistent, or NumPy's ValueError or
+    TypeError; never a crash or another exception."""
+    import random
+    rng = random.Random(20261126)
+    made = {kind: make(kind) for kind in ["dot", "two_outputs", "frozen", "search", "no_output"]}
+    for _ in range(800):
+        kind = rng.choice(sorted(made))
+        g = made[kind]
+        rows = rng.choice([0, 1, 3, 300, 40000, 40000, 40000])  # mostly several chunks
+        core = rng.choice([0, 1, 5, 64, 64, 600])
+        dt = rng.choice(["f8", "f4", "i2", "c16", "?"])
+        base = np.zeros((rows, core + 1), dt)
+        a = base[:, :core] if rng.random() < 0.5 else base[:, ::-1][:, :core]
+        args = {"dot": lambda: (a, rng.choice([a, a[:1], np.ones(core), 2.0])),
+                "two_outputs": lambda: (a,), "frozen": lambda: (base[:, 0],),
+                "search": lambda: (np.linspace(0, 1, 9), base[:, 0]),
+                "no_output": lambda: (a, 2.0)}[kind]()
+        kwargs = {}
+        if kind == "dot" and rng.random() < 0.6:
+            kwargs["out"] = rng.choice([np.empty(rows), np.empty(rows, "f4"), base[:, 0],
+                                        np.empty(2 * rows)[::2], np.empty(rows + 1)])
+        if kind == "dot" and rng.random() < 0.2:
+            kwargs["axes"] = [(0,), (0,), ()]
+            args = tuple(x.T if isinstance(x, np.ndarray) and x.ndim == 2 else x for x in args)
+        try:
+            p = g._plan(*args, **kwargs)
+        except (ValueError, TypeError):
+            continue
+        assert p["staged"] >= 0 and (p["staged"] == 0 or p["staged"] % 256 == 0), p
+        assert set(p["direct"]) <= set(p["chunked"]), p
+        assert not set(p["chunked"]) & set(p["whole"]), p
+
+
 @pytest.mark.skipif(GPU, reason="a GPU is present")
 def test_call_without_gpu_is_a_support_error():
     with pytest.raises(cuda.CudaSupportError):
