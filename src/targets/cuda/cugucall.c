@@ -591,10 +591,16 @@ operand_kind(const Operand *op)
                                       : TS_INFER;
 }
 
-/* The first loop the operands reach: by safe cast, or (exact) by their own
- * kinds; -1 (no exception) when none does. */
+enum { BY_CAST, BY_INPUTS, BY_KINDS };
+
+/* The first loop the operands reach, -1 (no exception) when none does:
+ * BY_CAST by safe casts in (same-kind casts out to the outputs given);
+ * BY_INPUTS the inputs' own kinds exactly (as NumPy's dispatch matches a
+ * loop of the operands' dtypes before it promotes: i4 input with types
+ * ['d->d', 'i->i'] takes 'i->i'), outputs as BY_CAST; BY_KINDS every
+ * operand given its own kind (a dynamic gufunc's loops). */
 static Py_ssize_t
-find_loop(GuCall *c, int exact)
+find_loop(GuCall *c, int mode)
 {
     CuGuFunc *f = c->f;
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
@@ -605,8 +611,10 @@ find_loop(GuCall *c, int exact)
             if (k >= f->layout.nin && !c->given_out[k]) {
                 continue;
             }
-            if (exact) {
+            if (mode == BY_KINDS) {
                 ok = operand_kind(op) == sig->args[k].kind;
+            } else if (mode == BY_INPUTS && k < f->layout.nin) {
+                ok = op->what != OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;
             } else if (k >= f->layout.nin) { /* an output: cast into, same-kind */
                 PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
                 ok =
@@ -675,7 +683,10 @@ resolve(GuCall *c)
     CuGuFunc *f = c->f;
     /* a dynamic gufunc compiles the operands' own kinds; signatures given
      * are reached as NumPy reaches a ufunc's loops */
-    Py_ssize_t i = find_loop(c, f->lazy);
+    Py_ssize_t i = find_loop(c, f->lazy ? BY_KINDS : BY_INPUTS);
+    if (i < 0 && !f->lazy) {
+        i = find_loop(c, BY_CAST);
+    }
     if (i < 0 && f->lazy) {
         i = compile_for_call(c);
     }
@@ -1038,7 +1049,8 @@ done:
 
 /* Test hook: g._plan(*args, **kwargs) -> {'staged': outer iterations a
  * chunk (0: not staged), 'chunked': arguments in chunks, 'whole':
- * arguments uploaded once, 'direct': outputs written in place}.  The host
+ * arguments uploaded once, 'direct': outputs written in place, 'loop': the
+ * index in g.types of the loop chosen}.  The host
  * side of a call up to the device: runs without a GPU. */
 PyObject *
 cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -1063,9 +1075,9 @@ cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
         Py_XDECREF(i);
     }
     if (lists[0] && lists[1] && lists[2]) {
-        result = Py_BuildValue("{s:n,s:O,s:O,s:O}", "staged",
+        result = Py_BuildValue("{s:n,s:O,s:O,s:O,s:n}", "staged",
                                staged ? cuda_stage_chunk(&job) : (Py_ssize_t)0, "chunked", lists[0],
-                               "whole", lists[1], "direct", lists[2]);
+                               "whole", lists[1], "direct", lists[2], "loop", c.loop);
     }
     for (int j = 0; j < 3; j++) {
         Py_XDECREF(lists[j]);
