@@ -69,7 +69,22 @@ def k(edges, x, left, right):
     right[0] = np.searchsorted(edges, x, side="right")
 """
 
-# (kernel, signatures, layout): one of each layout kind, and a search
+SOFTMAX = """
+import math
+import numpy as np
+def k(a, out):
+    m = a[0]
+    for i in range(a.shape[0]):
+        m = max(m, a[i])
+    s = 0.0
+    for i in range(a.shape[0]):
+        out[i] = math.exp(a[i] - m)
+        s += out[i]
+    for i in range(a.shape[0]):
+        out[i] = np.sin(out[i] / s) + math.log1p(s)
+"""
+
+# (kernel, signatures, layout): one of each layout kind, a search and math
 KINDS = {
     "search": (BINS, ["void(f8[:], f8, i8[:], i8[:])", "void(u1[:], u1, i8[:], i8[:])"],
                "(n),()->(),()"),
@@ -81,6 +96,7 @@ KINDS = {
                     "(n)->(),()"),
     "no_output": (SCALE, ["void(f8[:], f8)"], "(n),()"),
     "flexible": (MATMUL, ["void(f8[:,:], f8[:,:], f8[:,:])"], "(m?,n),(n,p?)->(m?,p?)"),
+    "math": (SOFTMAX, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
 }
 
 SHAPES = """
@@ -462,6 +478,33 @@ def test_searches_match_the_cpu():
         np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(want[0], np.searchsorted(edges, x))
     np.testing.assert_array_equal(want[1], np.searchsorted(edges, x, side="right"))
+
+
+def test_math_is_libdevices():
+    """Math in a gufunc kernel calls libdevice, as in a cuda ufunc: libNVVM
+    crashed on LLVM's math intrinsics, and the NVPTX back end lowers
+    llvm.exp to a bare ex2.approx."""
+    src, sigs, layout = KINDS["math"]
+    pyfunc = kernel_from_source(src)
+    s = KernelSource(pyfunc)
+    for backend in (None, "nvvm") if cuda.toolkit_info()["libnvvm"] else (None,):
+        g = _core.guvectorize(pyfunc, s.funcdef, s.location, sigs, layout, target="cuda",
+                              backend=backend)
+        for sig, suffix in (("void(f4[:], f4[:])", "f"), ("void(f8[:], f8[:])", "")):
+            ir = g.inspect_llvm(sig)
+            for fn in ("exp", "sin", "log1p"):
+                assert f"@__nv_{fn}{suffix}(" in ir, (fn, sig)
+            assert "@llvm.exp" not in ir and "@llvm.sin" not in ir
+
+
+@needs_gpu
+def test_math_matches_the_cpu():
+    rng = np.random.default_rng(9)
+    for dtype in ("f4", "f8"):
+        x = (rng.standard_normal((300, 17)) * 5).astype(dtype)
+        got, want = both("math", x)
+        assert got.dtype == want.dtype
+        close(got, want, rtol=1e-5 if dtype == "f4" else 1e-12)
 
 
 @needs_gpu

@@ -650,8 +650,6 @@ const char *cc_take_raised(void);     /* this thread's site, cleared; or NULL */
 void cc_put_raised(const char *site); /* keeps it unless this thread has one */
 /* Sets the exception site names (with the GIL); returns -1. */
 int cc_raise_site(const char *site);
-LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
-                                   const char *name, int fastmath, unsigned long long unit_stride);
 
 /*
  * What the emitted code may rely on in the machine that runs it.  The host
@@ -676,6 +674,11 @@ extern const CcEmitTarget cc_host_target;
 /* cc_emit_function for another machine (cuda: libdevice, no flags). */
 LLVMValueRef cc_emit_function_for(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
                                   const char *name, int fastmath, const CcEmitTarget *target);
+/* A gufunc kernel (arrays in, an i32 status out) for the machine target
+ * (a cuda kernel's math is libdevice's, as a cuda ufunc's is). */
+LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
+                                   const char *name, int fastmath, unsigned long long unit_stride,
+                                   const CcEmitTarget *target);
 
 /* ---- jit.c ---- */
 

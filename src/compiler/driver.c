@@ -276,7 +276,7 @@ emit_kernels(CcFunction *fn, const CcKernel *k, const CcBuilder *b, const CcBack
     *nk = b->variants(b->ctx, ksig, masks);
     for (int v = 0; v < *nk; v++) {
         snprintf(name, sizeof(name), "%s.kernel%s", base, v ? ".contig" : "");
-        kernels[v] = cc_emit_gufunc_kernel(fn, ksig, mod, name, k->fastmath, masks[v]);
+        kernels[v] = cc_emit_gufunc_kernel(fn, ksig, mod, name, k->fastmath, masks[v], be->target);
         if (kernels[v] == NULL) {
             return -1;
         }

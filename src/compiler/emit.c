@@ -1141,7 +1141,7 @@ bind_param(Emit *E, CcVar *var, const TsType *t, unsigned *p, unsigned long long
 
 LLVMValueRef
 cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod, const char *name,
-                      int fastmath, unsigned long long unit_stride)
+                      int fastmath, unsigned long long unit_stride, const CcEmitTarget *target)
 {
     Emit E = {.fn = fn,
               .ctx = LLVMGetModuleContext(mod),
@@ -1149,7 +1149,7 @@ cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMModuleRef mod,
               .reachable = 1,
               .gufunc = 1,
               .fastmath = fastmath,
-              .target = &cc_host_target};
+              .target = target};
     E.func = declare_gufunc(&E, sig, name);
     E.b = LLVMCreateBuilderInContext(E.ctx);
     LLVMPositionBuilderAtEnd(E.b, em_new_block(&E, "entry"));
