@@ -172,10 +172,10 @@ int cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature
 LLVMValueRef cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind,
                                const char *name);
 /* A gufunc's entry <name>(i64 *desc, i32 *status) around the body that
- * gufunc/loops.c emits (GuBodyFn: one outer iteration per thread); the
- * layout of desc is in kernels.c. */
-LLVMValueRef cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndimnames,
-                                     const char *name);
+ * gufunc/loops.c emits (GuBodyFn: one outer iteration per thread); ndims:
+ * each argument's core dimensions; the layout of desc is in kernels.c. */
+LLVMValueRef cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs,
+                                     const int *ndims, int ndimnames, const char *name);
 enum { CUDA_REDUCE_DIMS = NPY_MAXDIMS };
 
 /* ---- ptx.c ---- */

@@ -51,8 +51,8 @@ cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const
         return -1;
     }
     LLVMSetLinkage(body, LLVMInternalLinkage);
-    e->fns[0] =
-        cuda_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndimnames, e->names[0]);
+    e->fns[0] = cuda_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndims,
+                                        c->layout->ndimnames, e->names[0]);
     return 0;
 }
 

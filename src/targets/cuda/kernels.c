@@ -513,9 +513,58 @@ i64c(Kb *k, long long v)
  * iteration.  A nonzero status (an index out of bounds) is stored in
  * *status when status is not null.
  */
+/*
+ * The body's call in two copies: one for a launch in which every argument
+ * with core dimensions starts each row on 16 bytes (bits: the OR of their
+ * base pointers and loop strides, the same in every thread, so the branch
+ * never diverges), told so (llvm.assume), so that an unrolled loop over a
+ * contiguous row loads 16 bytes at once.  A warp whose threads each walk
+ * their own row touches 32 cache lines a load: with 4-byte loads the L1,
+ * not memory, is the limit.  Returns the body's status.
+ */
+static LLVMValueRef
+aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LLVMValueRef *p,
+               int nargs, const int *ndims, LLVMValueRef bits)
+{
+    LLVMBasicBlockRef al = LLVMAppendBasicBlockInContext(k->ctx, f, "aligned");
+    LLVMBasicBlockRef un = LLVMAppendBasicBlockInContext(k->ctx, f, "unaligned");
+    LLVMBasicBlockRef joined = LLVMAppendBasicBlockInContext(k->ctx, f, "called");
+    LLVMValueRef low = LLVMBuildAnd(k->b, bits, i64c(k, 15), "");
+    LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, low, i64c(k, 0), ""), al, un);
+    LLVMPositionBuilderAtEnd(k->b, al);
+    static const char assume_name[] = "llvm.assume";
+    unsigned assume_id = LLVMLookupIntrinsicID(assume_name, sizeof(assume_name) - 1);
+    LLVMValueRef assume = LLVMGetIntrinsicDeclaration(k->mod, assume_id, NULL, 0);
+    LLVMTypeRef assume_ty = LLVMIntrinsicGetType(k->ctx, assume_id, NULL, 0);
+    LLVMValueRef yes = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0);
+    for (int a = 0; a < nargs; a++) {
+        if (ndims[a] == 0) {
+            continue;
+        }
+        LLVMValueRef bundle_args[2] = {p[a], i64c(k, 16)};
+        LLVMOperandBundleRef bundle = LLVMCreateOperandBundle("align", 5, bundle_args, 2);
+        LLVMBuildCallWithOperandBundles(k->b, assume_ty, assume, &yes, 1, &bundle, 1, "");
+        LLVMDisposeOperandBundle(bundle);
+    }
+    LLVMTypeRef bty = LLVMGlobalGetValueType(body);
+    LLVMValueRef st_al = LLVMBuildCall2(k->b, bty, body, bargs, 5, "st");
+    LLVMBuildBr(k->b, joined);
+    LLVMPositionBuilderAtEnd(k->b, un);
+    LLVMValueRef st_un = LLVMBuildCall2(k->b, bty, body, bargs, 5, "st");
+    LLVMBuildBr(k->b, joined);
+    LLVMPositionBuilderAtEnd(k->b, joined);
+    LLVMValueRef st = LLVMBuildPhi(k->b, k->i32, "st");
+    LLVMAddIncoming(st, (LLVMValueRef[]){st_al, st_un}, (LLVMBasicBlockRef[]){al, un}, 2);
+    /* both copies inlined, so that the assumptions reach the loads */
+    unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(k->ctx, inl, 0));
+    return st;
+}
+
 LLVMValueRef
-cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndimnames,
-                        const char *name)
+cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const int *ndims,
+                        int ndimnames, const char *name)
 {
     Kb k;
     kb_init(&k, mod, 1);
@@ -543,6 +592,14 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndi
     loop_start(&k, &l);
 
     /* dec: d from nd down to 1, rem = i, off[k] = 0 */
+    LLVMValueRef bits0 = i64c(&k, 0);
+    int cores = 0;
+    for (int a = 0; a < nargs; a++) {
+        if (ndims[a] > 0) {
+            bits0 = LLVMBuildOr(k.b, bits0, load_i64(&k, base, i64c(&k, a), ""), "");
+            cores++;
+        }
+    }
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(k.b);
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(k.ctx, f, "dec.head");
     LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(k.ctx, f, "dec.dim");
@@ -557,6 +614,9 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndi
         LLVMValueRef zero = i64c(&k, 0);
         LLVMAddIncoming(off[a], &zero, &pre, 1);
     }
+    /* the bits of the base pointers and loop strides of the arguments with
+     * core dimensions: the same in every thread (see "aligned" below) */
+    LLVMValueRef bits = LLVMBuildPhi(k.b, k.i64, "bits");
     LLVMAddIncoming(d, &nd, &pre, 1);
     LLVMAddIncoming(rem, &l.i, &pre, 1);
     LLVMBuildCondBr(k.b, LLVMBuildICmp(k.b, LLVMIntEQ, d, i64c(&k, 0), "dec.end"), call, step);
@@ -566,31 +626,44 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, int ndi
     LLVMValueRef size = load_i64(&k, shape, dm, "size");
     LLVMValueRef q = LLVMBuildUDiv(k.b, rem, size, "q");
     LLVMValueRef r = LLVMBuildSub(k.b, rem, LLVMBuildMul(k.b, q, size, ""), "r");
+    LLVMValueRef bits_next = bits;
     for (int a = 0; a < nargs; a++) {
         LLVMValueRef at = LLVMBuildAdd(k.b, LLVMBuildMul(k.b, i64c(&k, a), nd, ""), dm, "");
         LLVMValueRef st = load_i64(&k, lstride, at, "lst");
         LLVMValueRef next = LLVMBuildAdd(k.b, off[a], LLVMBuildMul(k.b, r, st, ""), "off.next");
         LLVMAddIncoming(off[a], &next, &step, 1);
+        if (ndims[a] > 0) {
+            bits_next = LLVMBuildOr(k.b, bits_next, st, "");
+        }
     }
+    LLVMAddIncoming(bits, &bits0, &pre, 1);
+    LLVMAddIncoming(bits, &bits_next, &step, 1);
     LLVMAddIncoming(d, &dm, &step, 1);
     LLVMAddIncoming(rem, &q, &step, 1);
     LLVMBuildBr(k.b, head);
 
     LLVMPositionBuilderAtEnd(k.b, call);
     LLVMTypeRef aty = LLVMArrayType(k.ptr, (unsigned)nargs);
+    LLVMValueRef p[TS_MAXARGS];
     for (int a = 0; a < nargs; a++) {
-        LLVMValueRef p0 = load_i64(&k, base, i64c(&k, a), "arg.base");
+        LLVMValueRef at =
+            LLVMBuildAdd(k.b, load_i64(&k, base, i64c(&k, a), "arg.base"), off[a], "");
         /* device memory: made a global pointer first, so that the loads and
          * stores through it are ld.global/st.global, not generic ones (a
          * pointer read from memory has no address space LLVM can infer) */
-        LLVMValueRef g = LLVMBuildIntToPtr(k.b, LLVMBuildAdd(k.b, p0, off[a], ""),
-                                           LLVMPointerTypeInContext(k.ctx, 1), "arg.global");
-        LLVMValueRef p = LLVMBuildAddrSpaceCast(k.b, g, k.ptr, "arg");
+        LLVMValueRef g =
+            LLVMBuildIntToPtr(k.b, at, LLVMPointerTypeInContext(k.ctx, 1), "arg.global");
+        p[a] = LLVMBuildAddrSpaceCast(k.b, g, k.ptr, "arg");
         LLVMValueRef idx[2] = {i64c(&k, 0), i64c(&k, a)};
-        LLVMBuildStore(k.b, p, LLVMBuildInBoundsGEP2(k.b, aty, args, idx, 2, ""));
+        LLVMBuildStore(k.b, p[a], LLVMBuildInBoundsGEP2(k.b, aty, args, idx, 2, ""));
     }
     LLVMValueRef bargs[5] = {args, dims, steps, i64c(&k, 0), i64c(&k, 1)};
-    LLVMValueRef st = LLVMBuildCall2(k.b, LLVMGlobalGetValueType(body), body, bargs, 5, "st");
+    LLVMValueRef st;
+    if (cores == 0) {
+        st = LLVMBuildCall2(k.b, LLVMGlobalGetValueType(body), body, bargs, 5, "st");
+    } else {
+        st = aligned_or_not(&k, f, body, bargs, p, nargs, ndims, bits);
+    }
     LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(k.ctx, f, "status.set");
     LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(k.ctx, f, "next");
     LLVMValueRef failed =

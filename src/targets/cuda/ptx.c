@@ -10,7 +10,7 @@
  * will generalise (layouts, scalars as parameters).
  *
  * Back ends (NUMBAVEC_CUDA_BACKEND=nvvm|llvm forces one; default: libNVVM
- * when found):
+ * when found, but LLVM for gufunc kernels where it knows the arch):
  *   nvvm  below compute_100, the module is printed in the LLVM 7 typed
  *         dialect (nvvmir.c); from compute_100, as modern LLVM text.
  *         libdevice is added lazily; libNVVM optimises at -opt=3.
@@ -106,8 +106,17 @@ parse_arch(const char *arch, PtxJob *job)
     return cuda_parse_arch(arch, &job->sm, job->suffix);
 }
 
+/* The newest arch LLVM's NVPTX back end knows (ptx_llvm refuses others). */
+#define NVPTX_MAX_SM (LLVM_VERSION_MAJOR >= 20 ? 120 : 90)
+
+/* The back end: backend= or NUMBAVEC_CUDA_BACKEND when given, else libNVVM
+ * when found -- or, for gufunc kernels (loops), LLVM's NVPTX back end where
+ * it knows the arch: LLVM's optimiser proves the bounds checks of a loop
+ * over an array's own length redundant and unrolls the loop, which
+ * libNVVM's does not (a batched dot product ran 1.54x faster on an H100,
+ * benchmarks/README.md). */
 static int
-choose_backend(PyObject *backend, PtxJob *job)
+choose_backend(PyObject *backend, PtxJob *job, int loops)
 {
     const char *name = NULL;
     if (backend != Py_None) {
@@ -118,7 +127,7 @@ choose_backend(PyObject *backend, PtxJob *job)
         name = getenv("NUMBAVEC_CUDA_BACKEND");
     }
     if (name == NULL || name[0] == '\0') {
-        job->use_nvvm = cuda_nvvm_available();
+        job->use_nvvm = cuda_nvvm_available() && !(loops && job->sm <= NVPTX_MAX_SM);
         return 0;
     }
     if (strcmp(name, "nvvm") == 0) {
@@ -277,28 +286,45 @@ is_entry(LLVMValueRef f, const LLVMValueRef *entries, int n)
     return 0;
 }
 
+/* Whether mod calls a libdevice function (__nv_*). */
+static int
+uses_libdevice(LLVMModuleRef mod)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        size_t len;
+        const char *name = LLVMGetValueName2(f, &len);
+        if (LLVMIsDeclaration(f) && len > 5 && memcmp(name, "__nv_", 5) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int
 link_libdevice(LLVMModuleRef mod, const LLVMValueRef *keep, int nkeep, Diag *diag)
 {
     size_t size;
-    const char *bytes = cuda_libdevice_bytes(&size);
-    if (bytes == NULL) {
+    const char *bytes = NULL;
+    if (uses_libdevice(mod) && (bytes = cuda_libdevice_bytes(&size)) == NULL) {
         return -1;
     }
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(bytes, size, "libdevice", 0);
     LLVMModuleRef ld = NULL;
-    int failed = LLVMParseBitcodeInContext2(ctx, buf, &ld);
-    LLVMDisposeMemoryBuffer(buf);
-    if (failed) {
-        PyErr_Format(nv_state.cuda_error, "cannot parse libdevice: %s", diag->message);
-        return -1;
-    }
-    LLVMSetTarget(ld, LLVMGetTarget(mod));
-    LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(mod));
-    if (LLVMLinkModules2(mod, ld)) { /* ld is consumed in any case */
-        PyErr_Format(nv_state.cuda_error, "linking libdevice failed: %s", diag->message);
-        return -1;
+    if (bytes != NULL) { /* else only the linkage below: a kernel without math */
+        LLVMContextRef ctx = LLVMGetModuleContext(mod);
+        LLVMMemoryBufferRef buf =
+            LLVMCreateMemoryBufferWithMemoryRange(bytes, size, "libdevice", 0);
+        int failed = LLVMParseBitcodeInContext2(ctx, buf, &ld);
+        LLVMDisposeMemoryBuffer(buf);
+        if (failed) {
+            PyErr_Format(nv_state.cuda_error, "cannot parse libdevice: %s", diag->message);
+            return -1;
+        }
+        LLVMSetTarget(ld, LLVMGetTarget(mod));
+        LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(mod));
+        if (LLVMLinkModules2(mod, ld)) { /* ld is consumed in any case */
+            PyErr_Format(nv_state.cuda_error, "linking libdevice failed: %s", diag->message);
+            return -1;
+        }
     }
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
         if (!is_entry(f, keep, nkeep) && !LLVMIsDeclaration(f)) {
@@ -393,7 +419,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     }
     char cpu[32];
     snprintf(cpu, sizeof(cpu), "sm_%d%s", job->sm, job->suffix);
-    if (job->sm > (LLVM_VERSION_MAJOR >= 20 ? 120 : 90)) {
+    if (job->sm > NVPTX_MAX_SM) {
         PyErr_Format(nv_state.cuda_support_error,
                      "LLVM %d's NVPTX back end does not know %s: use "
                      "libNVVM (backend='nvvm') or a lower arch",
@@ -670,7 +696,7 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
     PtxJob job = {0};
     TsSignature sig;
     job.fastmath = fastmath;
-    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job) < 0
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job, 0) < 0
         || ts_parse_signature(signature, &sig) < 0) {
         return NULL;
     }
@@ -710,7 +736,7 @@ cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObjec
 {
     PtxJob job = {0};
     job.fastmath = k->fastmath;
-    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job) < 0) {
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job, 1) < 0) {
         return -1;
     }
     CcBackend be = ptx_backend(&job);
@@ -741,7 +767,7 @@ cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *ba
     CcCompiled c;
     job.fastmath = k->fastmath;
     memset(out, 0, sizeof(*out));
-    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job) < 0) {
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job, 0) < 0) {
         return -1;
     }
     CcBackend be = ptx_backend(&job);
