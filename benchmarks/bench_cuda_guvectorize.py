@@ -81,6 +81,12 @@ def main():
     ours_dot = t
     print(f"{'dot 1e6x64':>18} {'numbavec':>12} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
     np.testing.assert_allclose(dout.copy_to_host(), (x * y).sum(axis=1), rtol=1e-4)
+    for label, opts in (("no boundscheck", {"boundscheck": False}),
+                        ("fastmath", {"boundscheck": False, "fastmath": True})):
+        g = guvectorize(DOT_SIG, "(n),(n)->()", target="cuda", **opts)(dot)
+        t = timeit(lambda: g(dx, dy, out=dout), cuda.synchronize, 20)
+        print(f"{'dot 1e6x64':>18} {label:>14} {t * 1e3:>9.3f} {moved / t / 1e9:>8.1f}")
+        np.testing.assert_allclose(dout.copy_to_host(), (x * y).sum(axis=1), rtol=1e-4)
     if theirs is not None:
         nx, ny, nout = ncuda.to_device(x), ncuda.to_device(y), ncuda.device_array(rows, np.float32)
         t = timeit(lambda: theirs[0](nx, ny, out=nout), ncuda.synchronize, 20)

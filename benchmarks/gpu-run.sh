@@ -22,10 +22,17 @@ export PYTHONPATH=$site PYTHONUNBUFFERED=1
 # the files that only compile (PTX through ptxas) in parallel where pytest-xdist is
 # there; those that use the GPU one at a time (they read the device's free memory)
 par=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
-(cd tests && python3 -m pytest -q -p no:cacheprovider -rs $par test_cuda_ptx.py test_cuda_abi.py \
-    && NUMBAVEC_GPU_FIGURES="$out/figures.txt" python3 -m pytest -q -p no:cacheprovider \
-       -rs --durations=5 test_cuda_runtime.py test_cuda_vectorize.py test_cuda_interop.py \
-       test_cuda_device.py test_cuda_gufunc.py) 2>&1 | tee "$out/tests.log"
+# each file list runs even when one before it failed; the status is the worst
+(cd tests && python3 -m pytest -q -p no:cacheprovider -rs $par test_cuda_ptx.py test_cuda_abi.py
+    a=$?
+    NUMBAVEC_GPU_FIGURES="$out/figures.txt" python3 -m pytest -q -p no:cacheprovider \
+        -rs --durations=5 test_cuda_runtime.py test_cuda_vectorize.py test_cuda_interop.py \
+        test_cuda_device.py test_cuda_gufunc.py
+    b=$?
+    # the cuda cases of the raise/assert and print() tests
+    python3 -m pytest -q -p no:cacheprovider -rs -k cuda test_raise.py test_print.py
+    c=$?
+    exit $(( a > b ? (a > c ? a : c) : (b > c ? b : c) ))) 2>&1 | tee "$out/tests.log"
 status=$?
 python3 benchmarks/bench_cuda_transfer.py 2>&1 | tee "$out/transfer.txt"
 python3 benchmarks/bench_cuda_vectorize.py 2>&1 | tee "$out/vectorize.txt"
