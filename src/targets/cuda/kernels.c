@@ -536,15 +536,15 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
     unsigned assume_id = LLVMLookupIntrinsicID(assume_name, sizeof(assume_name) - 1);
     LLVMValueRef assume = LLVMGetIntrinsicDeclaration(k->mod, assume_id, NULL, 0);
     LLVMTypeRef assume_ty = LLVMIntrinsicGetType(k->ctx, assume_id, NULL, 0);
-    LLVMValueRef yes = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0);
     for (int a = 0; a < nargs; a++) {
         if (ndims[a] == 0) {
             continue;
         }
-        LLVMValueRef bundle_args[2] = {p[a], i64c(k, 16)};
-        LLVMOperandBundleRef bundle = LLVMCreateOperandBundle("align", 5, bundle_args, 2);
-        LLVMBuildCallWithOperandBundles(k->b, assume_ty, assume, &yes, 1, &bundle, 1, "");
-        LLVMDisposeOperandBundle(bundle);
+        /* (ptrtoint p & 15) == 0: the form every LLVM (NVVM's 7 too) reads */
+        LLVMValueRef low =
+            LLVMBuildAnd(k->b, LLVMBuildPtrToInt(k->b, p[a], k->i64, ""), i64c(k, 15), "");
+        LLVMValueRef on16 = LLVMBuildICmp(k->b, LLVMIntEQ, low, i64c(k, 0), "on16");
+        LLVMBuildCall2(k->b, assume_ty, assume, &on16, 1, "");
     }
     LLVMTypeRef bty = LLVMGlobalGetValueType(body);
     LLVMValueRef st_al = LLVMBuildCall2(k->b, bty, body, bargs, 5, "st");

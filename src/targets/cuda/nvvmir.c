@@ -543,7 +543,7 @@ print_call(Out *o, LLVMValueRef i)
     size_t len;
     const char *name = LLVMGetValueName2(callee, &len);
     if (len == 11 && memcmp(name, "llvm.assume", 11) == 0) {
-        return; /* a hint (an "align" bundle LLVM 7 does not take): left out */
+        return; /* an alignment hint, which libNVVM does not use: left out */
     }
     lhs(o, i);
     put(o, "call ");
