@@ -593,12 +593,30 @@ operand_kind(const Operand *op)
 
 enum { BY_CAST, BY_INPUTS, BY_KINDS };
 
+/* Whether output k given takes loop sig's result: a same-kind cast (a
+ * device array: its own dtype, or one the device casts to). */
+static int
+output_takes(const GuCall *c, const TsSignature *sig, int k)
+{
+    const Operand *op = &c->ops[k];
+    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+    int ok = d != NULL
+             && (op->what == OP_DEVICE
+                     ? PyArray_EquivTypes(d, op->dtype)
+                           || (device_castable(op->dtype)
+                               && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
+                     : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
+    Py_XDECREF(d);
+    return ok;
+}
+
 /* The first loop the operands reach, -1 (no exception) when none does:
- * BY_CAST by safe casts in (same-kind casts out to the outputs given);
- * BY_INPUTS the inputs' own kinds exactly (as NumPy's dispatch matches a
- * loop of the operands' dtypes before it promotes: i4 input with types
- * ['d->d', 'i->i'] takes 'i->i'), outputs as BY_CAST; BY_KINDS every
- * operand given its own kind (a dynamic gufunc's loops). */
+ * BY_INPUTS by the inputs' own kinds exactly (NumPy's dispatch takes a
+ * loop of the inputs' dtypes before it promotes: i4 with types ['d->d',
+ * 'i->i'] takes 'i->i'), BY_CAST by safe casts of the inputs; neither
+ * looks at the outputs given, as NumPy's does not (outputs_take checks
+ * them after).  BY_KINDS: every operand given by its own kind (a dynamic
+ * gufunc's loops). */
 static Py_ssize_t
 find_loop(GuCall *c, int mode)
 {
@@ -608,23 +626,13 @@ find_loop(GuCall *c, int mode)
         int ok = 1;
         for (int k = 0; ok && k < c->nargs; k++) {
             const Operand *op = &c->ops[k];
-            if (k >= f->layout.nin && !c->given_out[k]) {
+            if (k >= f->layout.nin && (!c->given_out[k] || mode != BY_KINDS)) {
                 continue;
             }
             if (mode == BY_KINDS) {
                 ok = operand_kind(op) == sig->args[k].kind;
-            } else if (mode == BY_INPUTS && k < f->layout.nin) {
+            } else if (mode == BY_INPUTS) {
                 ok = op->what != OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;
-            } else if (k >= f->layout.nin) { /* an output: cast into, same-kind */
-                PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
-                ok =
-                    d != NULL
-                    && (op->what == OP_DEVICE
-                            ? PyArray_EquivTypes(d, op->dtype)
-                                  || (device_castable(op->dtype)
-                                      && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
-                            : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
-                Py_XDECREF(d);
             } else {
                 ok = reaches(op, sig->args[k].kind);
             }
@@ -634,6 +642,34 @@ find_loop(GuCall *c, int mode)
         }
     }
     return -1;
+}
+
+/* Loop i, found by the inputs, must cast into the outputs given (same
+ * kind; a device output: its dtype, or one the device casts to): else
+ * NumPy's TypeError.  0/-1. */
+static int
+outputs_take(GuCall *c, Py_ssize_t i)
+{
+    const TsSignature *sig = &c->f->loops[i]->sig;
+    for (int k = c->f->layout.nin; k < c->nargs; k++) {
+        if (c->given_out[k] && !output_takes(c, sig, k)) {
+            PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+            if (d != NULL) {
+                /* NumPy's words: the operand's index, none for the only output */
+                char at[16] = "";
+                if (c->nargs - c->f->layout.nin > 1) {
+                    snprintf(at, sizeof(at), " %d", k);
+                }
+                PyErr_Format(PyExc_TypeError,
+                             "Cannot cast ufunc '%s' output%s from %R to %R with casting rule "
+                             "'same_kind'",
+                             cg_fname(c), at, (PyObject *)d, (PyObject *)c->ops[k].dtype);
+                Py_DECREF(d);
+            }
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* A dynamic gufunc's new loop for the operands' kinds (an output not
@@ -686,6 +722,9 @@ resolve(GuCall *c)
     Py_ssize_t i = find_loop(c, f->lazy ? BY_KINDS : BY_INPUTS);
     if (i < 0 && !f->lazy) {
         i = find_loop(c, BY_CAST);
+    }
+    if (i >= 0 && !f->lazy && outputs_take(c, i) < 0) {
+        return -1;
     }
     if (i < 0 && f->lazy) {
         i = compile_for_call(c);

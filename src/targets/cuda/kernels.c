@@ -541,9 +541,9 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
             continue;
         }
         /* (ptrtoint p & 15) == 0: the form every LLVM (NVVM's 7 too) reads */
-        LLVMValueRef low =
+        LLVMValueRef row_low =
             LLVMBuildAnd(k->b, LLVMBuildPtrToInt(k->b, p[a], k->i64, ""), i64c(k, 15), "");
-        LLVMValueRef on16 = LLVMBuildICmp(k->b, LLVMIntEQ, low, i64c(k, 0), "on16");
+        LLVMValueRef on16 = LLVMBuildICmp(k->b, LLVMIntEQ, row_low, i64c(k, 0), "on16");
         LLVMBuildCall2(k->b, assume_ty, assume, &on16, 1, "");
     }
     LLVMTypeRef bty = LLVMGlobalGetValueType(body);

@@ -10,7 +10,8 @@
  * will generalise (layouts, scalars as parameters).
  *
  * Back ends (NUMBAVEC_CUDA_BACKEND=nvvm|llvm forces one; default: libNVVM
- * when found, but LLVM for gufunc kernels where it knows the arch):
+ * when found, but LLVM for gufunc kernels where it knows the arch,
+ * nvptx_knows):
  *   nvvm  below compute_100, the module is printed in the LLVM 7 typed
  *         dialect (nvvmir.c); from compute_100, as modern LLVM text.
  *         libdevice is added lazily; libNVVM optimises at -opt=3.
@@ -109,6 +110,43 @@ parse_arch(const char *arch, PtxJob *job)
 /* The newest arch LLVM's NVPTX back end knows (ptx_llvm refuses others). */
 #define NVPTX_MAX_SM (LLVM_VERSION_MAJOR >= 20 ? 120 : 90)
 
+/* Whether LLVM's NVPTX back end knows the arch by name (it takes an
+ * unknown one with a warning and makes PTX ptxas refuses): the archs of
+ * LLVM 17-19, and those LLVM 20 added; 'a' on sm_90 and later. */
+static int
+nvptx_knows(const PtxJob *job)
+{
+    static const int known[] = {
+        50,
+        52,
+        53,
+        60,
+        61,
+        62,
+        70,
+        72,
+        75,
+        80,
+        86,
+        87,
+        89,
+        90,
+#if LLVM_VERSION_MAJOR >= 20
+        100,
+        120,
+#endif
+    };
+    if (job->suffix[0] != '\0' && !(strcmp(job->suffix, "a") == 0 && job->sm >= 90)) {
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (known[i] == job->sm) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The back end: backend= or NUMBAVEC_CUDA_BACKEND when given, else libNVVM
  * when found -- or, for gufunc kernels (loops), LLVM's NVPTX back end where
  * it knows the arch: LLVM's optimiser proves the bounds checks of a loop
@@ -127,7 +165,7 @@ choose_backend(PyObject *backend, PtxJob *job, int loops)
         name = getenv("NUMBAVEC_CUDA_BACKEND");
     }
     if (name == NULL || name[0] == '\0') {
-        job->use_nvvm = cuda_nvvm_available() && !(loops && job->sm <= NVPTX_MAX_SM);
+        job->use_nvvm = cuda_nvvm_available() && !(loops && nvptx_knows(job));
         return 0;
     }
     if (strcmp(name, "nvvm") == 0) {
