@@ -173,9 +173,12 @@ LLVMValueRef cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind ki
                                const char *name);
 /* A gufunc's entry <name>(i64 *desc, i32 *status) around the body that
  * gufunc/loops.c emits (GuBodyFn: one outer iteration per thread); ndims:
- * each argument's core dimensions; the layout of desc is in kernels.c. */
+ * each argument's core dimensions; aligned: a second copy of the body for
+ * launches whose rows start on 16 bytes (for LLVM's NVPTX back end, which
+ * uses the hint); the layout of desc is in kernels.c. */
 LLVMValueRef cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs,
-                                     const int *ndims, int ndimnames, const char *name);
+                                     const int *ndims, int ndimnames, int aligned,
+                                     const char *name);
 enum { CUDA_REDUCE_DIMS = NPY_MAXDIMS };
 
 /* ---- ptx.c ---- */
@@ -199,6 +202,9 @@ int cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject
                        int reduce, const char *name, CudaCode *out);
 /* sig of k compiled to PTX for arch with builder b (a cuda gufunc's): the
  * driver's cc_compile with the PTX back end.  0/-1. */
+/* Whether cuda_compile_with takes LLVM's NVPTX back end for a gufunc's
+ * kernels (1), or libNVVM (0); -1 with an exception. */
+int cuda_loops_take_nvptx(const char *arch, PyObject *backend);
 int cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
                       const CcBuilder *b, const char *name, CcCompiled *out);
 /* "nv_" and pyname made a PTX identifier: the symbol base of PTX entries. */

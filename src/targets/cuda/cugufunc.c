@@ -22,6 +22,7 @@ typedef struct GuCtx {
     const GuLayout *layout;
     const unsigned char *written;
     int dynamic; /* a signature from a call: a written () input is a 1-element view */
+    int aligned; /* LLVM's NVPTX back end: the entry's aligned copy of the body */
 } GuCtx;
 
 static int
@@ -52,7 +53,7 @@ cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const
     }
     LLVMSetLinkage(body, LLVMInternalLinkage);
     e->fns[0] = cuda_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndims,
-                                        c->layout->ndimnames, e->names[0]);
+                                        c->layout->ndimnames, c->aligned, e->names[0]);
     return 0;
 }
 
@@ -77,7 +78,11 @@ cg_loop_free(CuGuLoop *l)
 int
 cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
 {
-    GuCtx ctx = {&f->layout, f->written, f->lazy};
+    int aligned = cuda_loops_take_nvptx(arch, f->backend);
+    if (aligned < 0) {
+        return -1;
+    }
+    GuCtx ctx = {&f->layout, f->written, f->lazy, aligned};
     CcBuilder builder = {
         .what = "cuda-gufunc",
         .form = CC_GUFUNC_KERNEL,

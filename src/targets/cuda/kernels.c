@@ -564,7 +564,7 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
 
 LLVMValueRef
 cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const int *ndims,
-                        int ndimnames, const char *name)
+                        int ndimnames, int aligned, const char *name)
 {
     Kb k;
     kb_init(&k, mod, 1);
@@ -659,7 +659,7 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const i
     }
     LLVMValueRef bargs[5] = {args, dims, steps, i64c(&k, 0), i64c(&k, 1)};
     LLVMValueRef st;
-    if (cores == 0) {
+    if (cores == 0 || !aligned) {
         st = LLVMBuildCall2(k.b, LLVMGlobalGetValueType(body), body, bargs, 5, "st");
     } else {
         st = aligned_or_not(&k, f, body, bargs, p, nargs, ndims, bits);

@@ -486,7 +486,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
         set_fast_attrs(mod);
     }
     opts = LLVMCreatePassBuilderOptions();
-    if (llvm_error(LLVMRunPasses(mod, "default<O3>", tm, opts), "optimising for NVPTX") < 0) {
+    if (llvm_error(LLVMRunPasses(mod, "globaldce,default<O3>", tm, opts), "optimising for NVPTX") < 0) {
         goto error;
     }
     if (cc_dump_flags() & CC_DUMP_OPT) {
@@ -767,6 +767,16 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
 }
 
 /* ---- one signature through another builder (a cuda gufunc's) ---- */
+
+int
+cuda_loops_take_nvptx(const char *arch, PyObject *backend)
+{
+    PtxJob job = {0};
+    if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job, 1) < 0) {
+        return -1;
+    }
+    return !job.use_nvvm;
+}
 
 int
 cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
