@@ -351,11 +351,18 @@ link_libdevice(LLVMModuleRef mod, const LLVMValueRef *keep, int nkeep, Diag *dia
         LLVMContextRef ctx = LLVMGetModuleContext(mod);
         LLVMMemoryBufferRef buf =
             LLVMCreateMemoryBufferWithMemoryRange(bytes, size, "libdevice", 0);
-        int failed = LLVMParseBitcodeInContext2(ctx, buf, &ld);
-        LLVMDisposeMemoryBuffer(buf);
-        if (failed) {
+        /* read lazily (the module owns buf: function bodies are read when
+         * linked), its functions linkonce_odr, so that the linker takes
+         * only those the kernel calls, and what they call */
+        if (LLVMGetBitcodeModuleInContext2(ctx, buf, &ld)) {
+            LLVMDisposeMemoryBuffer(buf);
             PyErr_Format(nv_state.cuda_error, "cannot parse libdevice: %s", diag->message);
             return -1;
+        }
+        for (LLVMValueRef f = LLVMGetFirstFunction(ld); f; f = LLVMGetNextFunction(f)) {
+            if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMExternalLinkage) {
+                LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
+            }
         }
         LLVMSetTarget(ld, LLVMGetTarget(mod));
         LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(mod));
@@ -482,11 +489,13 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     if (link_libdevice(mod, entries, nentries, diag) < 0 || fold_reflect(mod, job) < 0) {
         goto error;
     }
+
     if (job->fastmath) {
         set_fast_attrs(mod);
     }
     opts = LLVMCreatePassBuilderOptions();
-    if (llvm_error(LLVMRunPasses(mod, "globaldce,default<O3>", tm, opts), "optimising for NVPTX") < 0) {
+    if (llvm_error(LLVMRunPasses(mod, "globaldce,default<O3>", tm, opts), "optimising for NVPTX")
+        < 0) {
         goto error;
     }
     if (cc_dump_flags() & CC_DUMP_OPT) {
