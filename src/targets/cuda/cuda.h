@@ -200,11 +200,11 @@ typedef struct CudaCode {
 } CudaCode;
 int cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend,
                        int reduce, const char *name, CudaCode *out);
-/* sig of k compiled to PTX for arch with builder b (a cuda gufunc's): the
- * driver's cc_compile with the PTX back end.  0/-1. */
 /* Whether cuda_compile_with takes LLVM's NVPTX back end for a gufunc's
  * kernels (1), or libNVVM (0); -1 with an exception. */
 int cuda_loops_take_nvptx(const char *arch, PyObject *backend);
+/* sig of k compiled to PTX for arch with builder b (a cuda gufunc's): the
+ * driver's cc_compile with the PTX back end.  0/-1. */
 int cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
                       const CcBuilder *b, const char *name, CcCompiled *out);
 /* "nv_" and pyname made a PTX identifier: the symbol base of PTX entries. */

@@ -593,21 +593,16 @@ operand_kind(const Operand *op)
 
 enum { BY_CAST, BY_INPUTS, BY_KINDS };
 
-/* Whether output k given takes loop sig's result: a same-kind cast (a
- * device array: its own dtype, or one the device casts to). */
+/* Whether an output given takes a loop's result of dtype d: a same-kind
+ * cast (a device array: its own dtype, or one the device casts to). */
 static int
-output_takes(const GuCall *c, const TsSignature *sig, int k)
+output_takes(const Operand *op, PyArray_Descr *d)
 {
-    const Operand *op = &c->ops[k];
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
-    int ok = d != NULL
-             && (op->what == OP_DEVICE
-                     ? PyArray_EquivTypes(d, op->dtype)
-                           || (device_castable(op->dtype)
-                               && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
-                     : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING));
-    Py_XDECREF(d);
-    return ok;
+    return op->what == OP_DEVICE
+               ? PyArray_EquivTypes(d, op->dtype)
+                     || (device_castable(op->dtype)
+                         && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
+               : PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING);
 }
 
 /* The first loop the operands reach, -1 (no exception) when none does:
@@ -652,20 +647,27 @@ outputs_take(GuCall *c, Py_ssize_t i)
 {
     const TsSignature *sig = &c->f->loops[i]->sig;
     for (int k = c->f->layout.nin; k < c->nargs; k++) {
-        if (c->given_out[k] && !output_takes(c, sig, k)) {
-            PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
-            if (d != NULL) {
-                /* NumPy's words: the operand's index, none for the only output */
-                char at[16] = "";
-                if (c->nargs - c->f->layout.nin > 1) {
-                    snprintf(at, sizeof(at), " %d", k);
-                }
-                PyErr_Format(PyExc_TypeError,
-                             "Cannot cast ufunc '%s' output%s from %R to %R with casting rule "
-                             "'same_kind'",
-                             cg_fname(c), at, (PyObject *)d, (PyObject *)c->ops[k].dtype);
-                Py_DECREF(d);
+        if (!c->given_out[k]) {
+            continue;
+        }
+        PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
+        if (d == NULL) {
+            return -1;
+        }
+        int ok = output_takes(&c->ops[k], d);
+        if (!ok) {
+            /* NumPy's words: the operand's index, none for the only output */
+            char at[16] = "";
+            if (c->nargs - c->f->layout.nin > 1) {
+                snprintf(at, sizeof(at), " %d", k);
             }
+            PyErr_Format(PyExc_TypeError,
+                         "Cannot cast ufunc '%s' output%s from %R to %R with casting rule "
+                         "'same_kind'",
+                         cg_fname(c), at, (PyObject *)d, (PyObject *)c->ops[k].dtype);
+        }
+        Py_DECREF(d);
+        if (!ok) {
             return -1;
         }
     }

@@ -504,16 +504,6 @@ i64c(Kb *k, long long v)
 }
 
 /*
- * <name>(i64 *desc, i32 *status): one thread per outer index, grid-stride.
- * desc (cugufunc.c writes it): n, nd, shape[nd], base[A], lstride[A][nd]
- * (bytes, 0 where broadcast), then the body's dims (1 + ndimnames) and
- * steps (A outer steps, then the core strides).  Outer index i is
- * decomposed over shape (the last dimension fastest); argument k is at
- * base[k] + sum(index[d] * lstride[k][d]); the body runs that one outer
- * iteration.  A nonzero status (an index out of bounds) is stored in
- * *status when status is not null.
- */
-/*
  * The body's call in two copies: one for a launch in which every argument
  * with core dimensions starts each row on 16 bytes (bits: the OR of their
  * base pointers and loop strides, the same in every thread, so the branch
@@ -562,6 +552,16 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
     return st;
 }
 
+/*
+ * <name>(i64 *desc, i32 *status): one thread per outer index, grid-stride.
+ * desc (cugufunc.c writes it): n, nd, shape[nd], base[A], lstride[A][nd]
+ * (bytes, 0 where broadcast), then the body's dims (1 + ndimnames) and
+ * steps (A outer steps, then the core strides).  Outer index i is
+ * decomposed over shape (the last dimension fastest); argument k is at
+ * base[k] + sum(index[d] * lstride[k][d]); the body runs that one outer
+ * iteration.  A nonzero status (an index out of bounds) is stored in
+ * *status when status is not null.
+ */
 LLVMValueRef
 cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const int *ndims,
                         int ndimnames, int aligned, const char *name)

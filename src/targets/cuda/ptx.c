@@ -107,37 +107,19 @@ parse_arch(const char *arch, PtxJob *job)
     return cuda_parse_arch(arch, &job->sm, job->suffix);
 }
 
-/* The newest arch LLVM's NVPTX back end knows (ptx_llvm refuses others). */
-#define NVPTX_MAX_SM (LLVM_VERSION_MAJOR >= 20 ? 120 : 90)
-
 /* Whether LLVM's NVPTX back end knows the arch by name (it takes an
  * unknown one with a warning and makes PTX ptxas refuses): the archs of
- * LLVM 17-19, and those LLVM 20 added; 'a' on sm_90 and later. */
+ * LLVM 17-19, and those LLVM 20 added; 'a' on sm_90 and later.  Gufunc
+ * kernels take libNVVM for the others; ptx_llvm refuses them. */
 static int
 nvptx_knows(const PtxJob *job)
 {
-    static const int known[] = {
-        50,
-        52,
-        53,
-        60,
-        61,
-        62,
-        70,
-        72,
-        75,
-        80,
-        86,
-        87,
-        89,
-        90,
-#if LLVM_VERSION_MAJOR >= 20
-        100,
-        120,
-#endif
-    };
+    static const int known[] = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90};
     if (job->suffix[0] != '\0' && !(strcmp(job->suffix, "a") == 0 && job->sm >= 90)) {
         return 0;
+    }
+    if (LLVM_VERSION_MAJOR >= 20 && (job->sm == 100 || job->sm == 120)) {
+        return 1;
     }
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (known[i] == job->sm) {
@@ -464,7 +446,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     }
     char cpu[32];
     snprintf(cpu, sizeof(cpu), "sm_%d%s", job->sm, job->suffix);
-    if (job->sm > NVPTX_MAX_SM) {
+    if (!nvptx_knows(job)) {
         PyErr_Format(nv_state.cuda_support_error,
                      "LLVM %d's NVPTX back end does not know %s: use "
                      "libNVVM (backend='nvvm') or a lower arch",
@@ -489,7 +471,6 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     if (link_libdevice(mod, entries, nentries, diag) < 0 || fold_reflect(mod, job) < 0) {
         goto error;
     }
-
     if (job->fastmath) {
         set_fast_attrs(mod);
     }
