@@ -1091,7 +1091,8 @@ done:
 /* Test hook: g._plan(*args, **kwargs) -> {'staged': outer iterations a
  * chunk (0: not staged), 'chunked': arguments in chunks, 'whole':
  * arguments uploaded once, 'direct': outputs written in place, 'loop': the
- * index in g.types of the loop chosen}.  The host
+ * index in g.types of the loop chosen, 'waits': whether the call waits for
+ * the kernel's status word (cg_can_fail)}.  The host
  * side of a call up to the device: runs without a GPU. */
 PyObject *
 cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -1116,9 +1117,10 @@ cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
         Py_XDECREF(i);
     }
     if (lists[0] && lists[1] && lists[2]) {
-        result = Py_BuildValue("{s:n,s:O,s:O,s:O,s:n}", "staged",
+        result = Py_BuildValue("{s:n,s:O,s:O,s:O,s:n,s:O}", "staged",
                                staged ? cuda_stage_chunk(&job) : (Py_ssize_t)0, "chunked", lists[0],
-                               "whole", lists[1], "direct", lists[2], "loop", c.loop);
+                               "whole", lists[1], "direct", lists[2], "loop", c.loop, "waits",
+                               cg_can_fail(&c) ? Py_True : Py_False);
     }
     for (int j = 0; j < 3; j++) {
         Py_XDECREF(lists[j]);

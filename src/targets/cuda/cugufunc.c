@@ -75,6 +75,23 @@ cg_loop_free(CuGuLoop *l)
     PyMem_Free(l);
 }
 
+/* 1 when the PTX of entry declares its second parameter (the status word)
+ * and never reads it: the optimiser proved every check away, so a call
+ * needs no status word and need not wait for the kernel.  0 otherwise
+ * (PTX reads a parameter only as [name] or [name+offset]). */
+static int
+status_unread(PyObject *ptx, const char *entry)
+{
+    char param[CC_NAME_SIZE + 24];
+    const char *text = PyUnicode_AsUTF8AndSize(ptx, NULL);
+    if (text == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    snprintf(param, sizeof(param), "[%s_param_1", entry);
+    return strstr(text, param + 1) != NULL && strstr(text, param) == NULL;
+}
+
 int
 cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
 {
@@ -115,6 +132,7 @@ cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
     l->fails = c.fails;
     l->ksig = c.ksig;
     snprintf(l->entry, sizeof(l->entry), "%s%s", name, cg_suffix[0]);
+    l->silent = status_unread(l->ptx, l->entry);
     cc_compiled_clear(&c);
     return 0;
 }

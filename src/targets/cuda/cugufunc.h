@@ -19,6 +19,7 @@ typedef struct CuGuLoop {
     CUfunction fn;
     int block;
     unsigned fails;        /* the statuses the kernel may return (CcCompiled.fails) */
+    int silent;            /* its PTX never reads the status word's parameter */
     PyObject *raise_sites; /* CcCompiled.raise_sites, or NULL */
 } CuGuLoop;
 
@@ -95,6 +96,10 @@ PyObject *cg_plan(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Launches the entry over c->dev for n outer iterations; when the kernel
  * can fail, waits for its status and raises it.  0/-1. */
 int cg_launch(GuCall *c, Py_ssize_t n);
+/* Whether the call's kernel can fail (an index out of bounds, checked unless
+ * boundscheck=False; a raise, a division by zero ...) and its PTX reads the
+ * status word: then the call gives the kernel one and waits for it. */
+int cg_can_fail(const GuCall *c);
 /* Whether a host call of n outer iterations goes through the staged
  * pipeline; fills job (but its data pointers) and c->whole/c->direct.
  * Needs no GPU. */

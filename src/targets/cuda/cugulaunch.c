@@ -132,16 +132,21 @@ check_contig(GuCall *c, const CudaArrayInfo *info)
     return 0;
 }
 
+int
+cg_can_fail(const GuCall *c)
+{
+    const CuGuLoop *l = c->f->loops[c->loop];
+    return !l->silent && (c->f->kernel->boundscheck || (l->fails & ~(1u << CC_STATUS_INDEX)));
+}
+
 /* The device word the kernel stores its status in, zeroed on the call's
- * stream, when the kernel can fail (an index out of bounds, checked unless
- * boundscheck=False; a shape that does not broadcast, an empty reduction
- * ...): 0 with *status set (NULL when it cannot fail), or -1. */
+ * stream, when the kernel can fail (cg_can_fail): 0 with *status set (NULL
+ * when it cannot fail), or -1. */
 static int
 status_word(GuCall *c, PyObject **status)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
     *status = NULL;
-    if (!c->f->kernel->boundscheck && !(l->fails & ~(1u << CC_STATUS_INDEX))) {
+    if (!cg_can_fail(c)) {
         return 0;
     }
     Py_ssize_t one = 1;
