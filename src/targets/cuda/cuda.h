@@ -253,6 +253,9 @@ int cuda_stage_worth(const CudaStaged *job);
 int cuda_stage_run(const CudaStaged *job);
 /* _cuda_staging(on=None) -> the previous setting (benchmarks compare). */
 PyObject *cuda_staging_py(PyObject *module, PyObject *args);
+/* Test hook _cuda_gufunc_geometry(block, sms, n, lines) -> (grid, block):
+ * a cuda gufunc launch's shape (cugulaunch.c, geometry). */
+PyObject *cg_geometry_py(PyObject *module, PyObject *args);
 
 /* ---- cufunc.c ---- */
 

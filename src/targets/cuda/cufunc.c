@@ -833,6 +833,8 @@ const TgTarget tg_cuda = {.name = "cuda", .make = &cuda_factories};
 static PyMethodDef cufunc_functions[] = {
     {"_cuda_staging", cuda_staging_py, METH_VARARGS,
      "_cuda_staging(on=None): whether large host calls are staged (the previous setting)"},
+    {"_cuda_gufunc_geometry", cg_geometry_py, METH_VARARGS,
+     "_cuda_gufunc_geometry(block, sms, n, lines) -> (grid, block) of a cuda gufunc launch"},
     {NULL, NULL, 0, NULL},
 };
 

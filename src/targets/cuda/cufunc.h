@@ -9,6 +9,11 @@
 #include "targets/cuda/cuda.h"
 
 enum { CUDA_GRID_PER_SM = 32 };
+/* A cuda gufunc launch whose threads walk rows of their own keeps, an SM,
+ * at most CUDA_GU_L1_ROWS bytes of their L1 lines (CUDA_L1_LINE each) in
+ * use, when that is fewer threads than CUDA_GU_L1_FREE (cugulaunch.c,
+ * geometry): a quarter of an H100's L1, best of the budgets measured. */
+enum { CUDA_L1_LINE = 128, CUDA_GU_L1_ROWS = 64 * 1024, CUDA_GU_L1_FREE = 1024 };
 
 typedef struct CuLoop {
     int index; /* in f->loops: the symbol names' suffix */

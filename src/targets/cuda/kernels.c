@@ -504,23 +504,72 @@ i64c(Kb *k, long long v)
 }
 
 /*
- * The body's call in two copies: one for a launch in which every argument
- * with core dimensions starts each row on 16 bytes (bits: the OR of their
- * base pointers and loop strides, the same in every thread, so the branch
- * never diverges), told so (llvm.assume), so that an unrolled loop over a
- * contiguous row loads 16 bytes at once.  A warp whose threads each walk
- * their own row touches 32 cache lines a load: with 4-byte loads the L1,
- * not memory, is the limit.  Returns the body's status.
+ * The body behind noalias parameters: i32 <body>.disjoint(ptr noalias
+ * p[0..nargs-1], ptr noalias dims, ptr noalias steps) calls the body on
+ * them.  Inlined, the parameters become alias scopes, so that LLVM may
+ * keep a row's loads apart from its stores (hoist, reorder, merge them
+ * into 16-byte accesses): the entry calls it only in launches whose
+ * written arguments share no memory with any other (the host says so).
+ */
+static LLVMValueRef
+disjoint_body(Kb *k, LLVMValueRef body, int nargs, const char *name)
+{
+    LLVMTypeRef bty = LLVMGlobalGetValueType(body), bparams[5], params[TS_MAXARGS + 2];
+    LLVMGetParamTypes(bty, bparams);
+    for (int a = 0; a < nargs + 2; a++) {
+        params[a] = k->ptr;
+    }
+    char fname[CC_NAME_SIZE + 16];
+    snprintf(fname, sizeof(fname), "%s.disjoint", name);
+    LLVMValueRef w =
+        LLVMAddFunction(k->mod, fname, LLVMFunctionType(k->i32, params, (unsigned)nargs + 2, 0));
+    LLVMSetLinkage(w, LLVMInternalLinkage);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    for (int a = 0; a < nargs + 2; a++) {
+        LLVMAddAttributeAtIndex(w, (unsigned)a + 1, LLVMCreateEnumAttribute(k->ctx, noalias, 0));
+    }
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(k->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(k->ctx, w, "entry"));
+    LLVMTypeRef aty = LLVMArrayType(k->ptr, (unsigned)nargs);
+    LLVMValueRef args = LLVMBuildAlloca(b, aty, "args");
+    for (int a = 0; a < nargs; a++) {
+        LLVMValueRef idx[2] = {i64c(k, 0), i64c(k, a)};
+        LLVMBuildStore(b, LLVMGetParam(w, (unsigned)a),
+                       LLVMBuildInBoundsGEP2(b, aty, args, idx, 2, ""));
+    }
+    LLVMValueRef bargs[5] = {args, LLVMGetParam(w, (unsigned)nargs),
+                             LLVMGetParam(w, (unsigned)nargs + 1), LLVMConstInt(bparams[3], 0, 0),
+                             LLVMConstInt(bparams[4], 1, 0)};
+    LLVMBuildRet(b, LLVMBuildCall2(b, bty, body, bargs, 5, "st"));
+    LLVMDisposeBuilder(b);
+    return w;
+}
+
+/*
+ * The body's call in two copies.  The fast one is for a launch in which
+ * every argument with core dimensions starts each row on 16 bytes (bits:
+ * the OR of their base pointers and loop strides, the same in every
+ * thread, so the branch never diverges) and no written argument shares
+ * memory with another (bit 0 of flags, the host's check): it is told so
+ * (llvm.assume, and disjoint_body's noalias), so that an unrolled loop
+ * over a contiguous row loads and stores 16 bytes at once and keeps what
+ * it reads from other rows in registers.  A warp whose threads each walk
+ * their own row touches 32 cache lines an access: with 4-byte accesses
+ * the L1, not memory, is the limit.  Returns the body's status.
  */
 static LLVMValueRef
 aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LLVMValueRef *p,
-               int nargs, const int *ndims, LLVMValueRef bits)
+               int nargs, const int *ndims, LLVMValueRef bits, LLVMValueRef flags, const char *name)
 {
     LLVMBasicBlockRef al = LLVMAppendBasicBlockInContext(k->ctx, f, "aligned");
     LLVMBasicBlockRef un = LLVMAppendBasicBlockInContext(k->ctx, f, "unaligned");
     LLVMBasicBlockRef joined = LLVMAppendBasicBlockInContext(k->ctx, f, "called");
     LLVMValueRef low = LLVMBuildAnd(k->b, bits, i64c(k, 15), "");
-    LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, low, i64c(k, 0), ""), al, un);
+    LLVMValueRef disjoint = LLVMBuildAnd(k->b, flags, i64c(k, 1), "");
+    LLVMValueRef fast =
+        LLVMBuildAnd(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, low, i64c(k, 0), ""),
+                     LLVMBuildICmp(k->b, LLVMIntNE, disjoint, i64c(k, 0), ""), "fast");
+    LLVMBuildCondBr(k->b, fast, al, un);
     LLVMPositionBuilderAtEnd(k->b, al);
     static const char assume_name[] = "llvm.assume";
     unsigned assume_id = LLVMLookupIntrinsicID(assume_name, sizeof(assume_name) - 1);
@@ -536,19 +585,32 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
         LLVMValueRef on16 = LLVMBuildICmp(k->b, LLVMIntEQ, row_low, i64c(k, 0), "on16");
         LLVMBuildCall2(k->b, assume_ty, assume, &on16, 1, "");
     }
-    LLVMTypeRef bty = LLVMGlobalGetValueType(body);
-    LLVMValueRef st_al = LLVMBuildCall2(k->b, bty, body, bargs, 5, "st");
+    LLVMValueRef w = disjoint_body(k, body, nargs, name), wargs[TS_MAXARGS + 2];
+    for (int a = 0; a < nargs; a++) {
+        wargs[a] = p[a];
+    }
+    wargs[nargs] = bargs[1];
+    wargs[nargs + 1] = bargs[2];
+    LLVMValueRef st_al =
+        LLVMBuildCall2(k->b, LLVMGlobalGetValueType(w), w, wargs, (unsigned)nargs + 2, "st");
     LLVMBuildBr(k->b, joined);
     LLVMPositionBuilderAtEnd(k->b, un);
+    LLVMTypeRef bty = LLVMGlobalGetValueType(body);
     LLVMValueRef st_un = LLVMBuildCall2(k->b, bty, body, bargs, 5, "st");
     LLVMBuildBr(k->b, joined);
     LLVMPositionBuilderAtEnd(k->b, joined);
     LLVMValueRef st = LLVMBuildPhi(k->b, k->i32, "st");
     LLVMAddIncoming(st, (LLVMValueRef[]){st_al, st_un}, (LLVMBasicBlockRef[]){al, un}, 2);
-    /* both copies inlined, so that the assumptions reach the loads */
+    /* both copies inlined, so that the assumptions reach the loads: the body
+     * at once (into the entry and into w), w by the inliner, after SROA has
+     * made its pointers its parameters again (inlined with them still in
+     * memory, LLVM cannot tell which parameter an access is based on) */
     unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    unsigned hint = LLVMGetEnumAttributeKindForName("inlinehint", 10);
     LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(k->ctx, inl, 0));
+    LLVMAddAttributeAtIndex(w, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(k->ctx, hint, 0));
     return st;
 }
 
@@ -556,7 +618,8 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
  * <name>(i64 *desc, i32 *status): one thread per outer index, grid-stride.
  * desc (cugufunc.c writes it): n, nd, shape[nd], base[A], lstride[A][nd]
  * (bytes, 0 where broadcast), then the body's dims (1 + ndimnames) and
- * steps (A outer steps, then the core strides).  Outer index i is
+ * steps (A outer steps, then the core strides), flags (bit 0: the written
+ * arguments share no memory with any other).  Outer index i is
  * decomposed over shape (the last dimension fastest); argument k is at
  * base[k] + sum(index[d] * lstride[k][d]); the body runs that one outer
  * iteration.  A nonzero status (an index out of bounds) is stored in
@@ -588,6 +651,11 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const i
     LLVMValueRef dims = LLVMBuildInBoundsGEP2(k.b, k.i64, lstride, &an, 1, "dims");
     LLVMValueRef steps = LLVMBuildInBoundsGEP2(
         k.b, k.i64, dims, (LLVMValueRef[]){i64c(&k, 1 + ndimnames)}, 1, "steps");
+    int words = nargs; /* steps' words: A outer steps, then the core strides */
+    for (int a = 0; a < nargs; a++) {
+        words += ndims[a];
+    }
+    LLVMValueRef flags = load_i64(&k, steps, i64c(&k, words), "flags");
     LLVMValueRef args = LLVMBuildAlloca(k.b, LLVMArrayType(k.ptr, (unsigned)nargs), "args");
     loop_start(&k, &l);
 
@@ -662,7 +730,7 @@ cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const i
     if (cores == 0 || !aligned) {
         st = LLVMBuildCall2(k.b, LLVMGlobalGetValueType(body), body, bargs, 5, "st");
     } else {
-        st = aligned_or_not(&k, f, body, bargs, p, nargs, ndims, bits);
+        st = aligned_or_not(&k, f, body, bargs, p, nargs, ndims, bits, flags, name);
     }
     LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(k.ctx, f, "status.set");
     LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(k.ctx, f, "next");
