@@ -249,8 +249,9 @@ def test_rows_apart_store_16_bytes_at_once(arch, tmp_path, monkeypatch):
 @pytest.mark.parametrize("lines, block, grid", [
     (0, 1024, 977),                 # no rows: the occupancy block, every SM's share
     (64, 1024, 977),                # rows 64 bytes apart share lines: not capped
-    (128, 512, 132),                # two inputs of 64-byte rows
-    (256, 256, 132),                # two inputs of rows a line or more apart
+    (128, 512, 132),                # two arguments of rows 64 bytes apart
+    (256, 256, 132),                # two of rows a line or more apart
+    (260, 256, 132),                # and a () output: the nearest whole warps
     (512, 128, 132),
 ])
 def test_launch_shape_keeps_rows_in_l1(lines, block, grid):
