@@ -7,8 +7,8 @@
 #
 # Installs the wheel into a private folder (nothing system-wide), runs the
 # CUDA tests against it, then the two CUDA benchmarks.  Logs go to $OUT (or
-# ./gpu-results) as tests.log, figures.txt, transfer.txt, vectorize.txt and
-# guvectorize.txt.
+# ./gpu-results) as tests.log, figures.txt, transfer.txt, vectorize.txt,
+# guvectorize.txt and gufunc_rows.txt.
 set -o pipefail
 out=${OUT:-gpu-results}
 mkdir -p "$out"
@@ -37,4 +37,5 @@ status=$?
 python3 benchmarks/bench_cuda_transfer.py 2>&1 | tee "$out/transfer.txt"
 python3 benchmarks/bench_cuda_vectorize.py 2>&1 | tee "$out/vectorize.txt"
 python3 benchmarks/bench_cuda_guvectorize.py 2>&1 | tee "$out/guvectorize.txt"
+python3 benchmarks/bench_cuda_gufunc_rows.py 2>&1 | tee "$out/gufunc_rows.txt"
 exit $status
