@@ -71,48 +71,58 @@ fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t
     v[at++] = flags;
 }
 
-/* The bytes [*lo, *hi) argument k spans on the device (both 0 when it has
- * no element): its base ptr, loop shape lshape[lnd] with its loop strides
- * ls (0 where broadcast), core dimensions with their strides cs. */
-static void
+/* The bytes [*lo, *hi) argument k spans on the device: its base ptr, loop
+ * shape lshape[lnd] with its loop strides ls (0 where broadcast), core
+ * dimensions with their strides cs.  0; 1 when it has no element; -1 when
+ * the extent does not fit an address (a foreign array's strides). */
+static int
 device_extent(const GuCall *c, int k, CUdeviceptr ptr, int lnd, const Py_ssize_t *lshape,
               const Py_ssize_t *ls, const Py_ssize_t *cs, uintptr_t *lo, uintptr_t *hi)
 {
     const GuLayout *L = &c->f->layout;
-    Py_ssize_t below = 0, above = 0;
-    *lo = *hi = 0;
+    long long below = 0, above = ts_itemsize(c->f->loops[c->loop]->sig.args[k].kind), span;
     for (int d = 0; d < lnd + L->ndims[k]; d++) {
         Py_ssize_t size = d < lnd ? lshape[d] : c->core[L->dim[k][d - lnd]];
         Py_ssize_t stride = d < lnd ? ls[d] : cs[d - lnd];
         if (size == 0) {
-            return;
+            return 1;
         }
-        *(stride < 0 ? &below : &above) += (size - 1) * stride;
+        long long *side = stride < 0 ? &below : &above;
+        if (__builtin_mul_overflow((long long)size - 1, (long long)stride, &span)
+            || __builtin_add_overflow(*side, span, side)) {
+            return -1;
+        }
     }
-    *lo = (uintptr_t)ptr + (uintptr_t)below; /* below <= 0: wraps to ptr - |below| */
-    *hi = (uintptr_t)ptr + (uintptr_t)above
-          + (uintptr_t)ts_itemsize(c->f->loops[c->loop]->sig.args[k].kind);
+    unsigned long long back = 0ULL - (unsigned long long)below; /* below <= 0 */
+    if (back > ptr || __builtin_add_overflow(ptr, (unsigned long long)above, hi)) {
+        return -1;
+    }
+    *lo = (uintptr_t)(ptr - back);
+    return 0;
 }
 
 /* 1 when no argument the kernel writes (an output, a written input) spans
  * bytes another argument spans: then the entry may take the body's copy
  * that keeps each row's loads apart from its stores (kernels.c,
  * disjoint_body).  A written argument met by another (an in-place call,
- * overlapping views) takes the other copy, which reads and writes in the
- * source's order. */
+ * overlapping views), or an extent past the address space, takes the
+ * other copy, which reads and writes in the source's order. */
 static int
 disjoint(const GuCall *c, int lnd, const Py_ssize_t *lshape, const CUdeviceptr *ptr,
          const Py_ssize_t *ls, const Py_ssize_t *cs)
 {
-    int A = c->f->layout.nargs;
+    int A = c->f->layout.nargs, ext[TS_MAXARGS];
     uintptr_t lo[TS_MAXARGS], hi[TS_MAXARGS];
     for (int k = 0; k < A; k++) {
-        device_extent(c, k, ptr[k], lnd, lshape, ls + k * NPY_MAXDIMS, cs + k * TS_MAXDIMS, &lo[k],
-                      &hi[k]);
+        ext[k] = device_extent(c, k, ptr[k], lnd, lshape, ls + k * NPY_MAXDIMS, cs + k * TS_MAXDIMS,
+                               &lo[k], &hi[k]);
     }
     for (int w = 0; w < A; w++) {
         for (int k = 0; c->f->written[w] && k < A; k++) {
-            if (k != w && lo[w] < hi[w] && lo[k] < hi[k] && lo[w] < hi[k] && lo[k] < hi[w]) {
+            if (k == w || ext[w] == 1 || ext[k] == 1) {
+                continue;
+            }
+            if (ext[w] < 0 || ext[k] < 0 || (lo[w] < hi[k] && lo[k] < hi[w])) {
                 return 0;
             }
         }
