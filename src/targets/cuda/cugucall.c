@@ -864,6 +864,56 @@ bind_dims(GuCall *c)
     return 0;
 }
 
+/* The bytes [*lo, *hi) device operand op spans (*lo == *hi: none). */
+static void
+operand_extent(const Operand *op, uintptr_t *lo, uintptr_t *hi)
+{
+    Py_ssize_t below = 0, above = (Py_ssize_t)PyDataType_ELSIZE(op->dtype);
+    *lo = *hi = (uintptr_t)op->ptr;
+    for (int d = 0; d < op->nd; d++) {
+        if (op->shape[d] == 0) {
+            return;
+        }
+        *(op->strides[d] < 0 ? &below : &above) += op->strides[d] * (op->shape[d] - 1);
+    }
+    *lo = (uintptr_t)op->ptr + (uintptr_t)below;
+    *hi = (uintptr_t)op->ptr + (uintptr_t)above;
+}
+
+/* 1 when a device input read in place (argument k) shares bytes with a
+ * device operand the kernel writes (a given output, a written input)
+ * other than as the same elements in the same order (out= the input
+ * itself: NumPy runs that in place too).  NumPy's gufuncs then work on a
+ * copy of the input, so that the writes cannot reach what is still to be
+ * read (out= the input reversed, or shifted by a row). */
+static int
+meets_written(const GuCall *c, int k)
+{
+    const Operand *in = &c->ops[k];
+    uintptr_t ilo, ihi, wlo, whi;
+    operand_extent(in, &ilo, &ihi);
+    for (int j = 0; j < c->nargs; j++) {
+        const Operand *w = &c->ops[j];
+        if (j == k || w->what != OP_DEVICE
+            || !(j >= c->f->layout.nin ? c->given_out[j] : c->f->written[j])) {
+            continue;
+        }
+        operand_extent(w, &wlo, &whi);
+        if (ilo >= whi || wlo >= ihi) {
+            continue;
+        }
+        int same = in->ptr == w->ptr && in->nd == w->nd
+                   && PyDataType_ELSIZE(in->dtype) == PyDataType_ELSIZE(w->dtype);
+        for (int d = 0; same && d < in->nd; d++) {
+            same = in->shape[d] == w->shape[d] && in->strides[d] == w->strides[d];
+        }
+        if (!same) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The device array argument k works on (c->dev[k]): the operand itself,
  * its copy on the device, or a new output.  0/-1. */
 static int
@@ -873,11 +923,13 @@ place(GuCall *c, int k)
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     TsKind kind = sig->args[k].kind;
     Operand *op = &c->ops[k];
-    if (op->what == OP_DEVICE && cf_is_kind(op->dtype, kind)) {
+    int copy = op->what == OP_DEVICE && k < L->nin && !c->f->written[k] && meets_written(c, k);
+    if (op->what == OP_DEVICE && cf_is_kind(op->dtype, kind) && !copy) {
         c->dev[k] = Py_NewRef(op->obj);
         return 0;
     }
-    if (op->what == OP_DEVICE) { /* another dtype: the kernel works on a copy in the loop's */
+    if (op->what == OP_DEVICE) { /* another dtype, or met by a write: the kernel works on a
+                                  * copy in the loop's dtype */
         PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
         c->dev[k] = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
         if (c->dev[k] == NULL

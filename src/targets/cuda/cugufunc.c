@@ -12,6 +12,8 @@
  */
 #include "targets/cuda/cugufunc.h"
 
+#include <ctype.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <structmember.h>
@@ -75,10 +77,10 @@ cg_loop_free(CuGuLoop *l)
     PyMem_Free(l);
 }
 
-/* 1 when the PTX of entry declares its second parameter (the status word)
- * and never reads it: the optimiser proved every check away, so a call
- * needs no status word and need not wait for the kernel.  0 otherwise
- * (PTX reads a parameter only as [name] or [name+offset]). */
+/* 1 when the PTX of entry names its second parameter (the status word)
+ * once only, where it declares it: the optimiser proved every check away,
+ * so a call needs no status word and need not wait for the kernel.  0
+ * otherwise (any other mention, a load or its address taken, is a use). */
 static int
 status_unread(PyObject *ptx, const char *entry)
 {
@@ -88,8 +90,14 @@ status_unread(PyObject *ptx, const char *entry)
         PyErr_Clear();
         return 0;
     }
-    snprintf(param, sizeof(param), "[%s_param_1", entry);
-    return strstr(text, param + 1) != NULL && strstr(text, param) == NULL;
+    int len = snprintf(param, sizeof(param), "%s_param_1", entry), seen = 0;
+    for (const char *at = strstr(text, param); at != NULL; at = strstr(at + len, param)) {
+        unsigned char next = (unsigned char)at[len];
+        unsigned char before = at == text ? ' ' : (unsigned char)at[-1];
+        seen += !(isalnum(next) || next == '_' || next == '$')
+                && !(isalnum(before) || before == '_' || before == '$');
+    }
+    return seen == 1;
 }
 
 int

@@ -504,15 +504,18 @@ i64c(Kb *k, long long v)
 }
 
 /*
- * The body behind noalias parameters: i32 <body>.disjoint(ptr noalias
+ * The body behind noalias parameters: i32 <entry>.disjoint(ptr noalias
  * p[0..nargs-1], ptr noalias dims, ptr noalias steps) calls the body on
  * them.  Inlined, the parameters become alias scopes, so that LLVM may
  * keep a row's loads apart from its stores (hoist, reorder, merge them
  * into 16-byte accesses): the entry calls it only in launches whose
  * written arguments share no memory with any other (the host says so).
+ * The row pointers of arguments with core dimensions are `align 16` too,
+ * for a body too large to be inlined (the entry's assumptions would not
+ * reach it).
  */
 static LLVMValueRef
-disjoint_body(Kb *k, LLVMValueRef body, int nargs, const char *name)
+disjoint_body(Kb *k, LLVMValueRef body, int nargs, const int *ndims, const char *name)
 {
     LLVMTypeRef bty = LLVMGlobalGetValueType(body), bparams[5], params[TS_MAXARGS + 2];
     LLVMGetParamTypes(bty, bparams);
@@ -525,8 +528,12 @@ disjoint_body(Kb *k, LLVMValueRef body, int nargs, const char *name)
         LLVMAddFunction(k->mod, fname, LLVMFunctionType(k->i32, params, (unsigned)nargs + 2, 0));
     LLVMSetLinkage(w, LLVMInternalLinkage);
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
     for (int a = 0; a < nargs + 2; a++) {
         LLVMAddAttributeAtIndex(w, (unsigned)a + 1, LLVMCreateEnumAttribute(k->ctx, noalias, 0));
+        if (a < nargs && ndims[a] > 0) {
+            LLVMAddAttributeAtIndex(w, (unsigned)a + 1, LLVMCreateEnumAttribute(k->ctx, align, 16));
+        }
     }
     LLVMBuilderRef b = LLVMCreateBuilderInContext(k->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(k->ctx, w, "entry"));
@@ -585,7 +592,7 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
         LLVMValueRef on16 = LLVMBuildICmp(k->b, LLVMIntEQ, row_low, i64c(k, 0), "on16");
         LLVMBuildCall2(k->b, assume_ty, assume, &on16, 1, "");
     }
-    LLVMValueRef w = disjoint_body(k, body, nargs, name), wargs[TS_MAXARGS + 2];
+    LLVMValueRef w = disjoint_body(k, body, nargs, ndims, name), wargs[TS_MAXARGS + 2];
     for (int a = 0; a < nargs; a++) {
         wargs[a] = p[a];
     }
