@@ -623,7 +623,7 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
 
 /*
  * <name>(i64 *desc, i32 *status): one thread per outer index, grid-stride.
- * desc (cugufunc.c writes it): n, nd, shape[nd], base[A], lstride[A][nd]
+ * desc (cugulaunch.c writes it): n, nd, shape[nd], base[A], lstride[A][nd]
  * (bytes, 0 where broadcast), then the body's dims (1 + ndimnames) and
  * steps (A outer steps, then the core strides), flags (bit 0: the written
  * arguments share no memory with any other).  Outer index i is
