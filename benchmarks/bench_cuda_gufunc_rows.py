@@ -17,14 +17,8 @@ import numpy as np
 
 from numbavec import cuda, guvectorize
 
+from bench_cuda_guvectorize import dot, matmul   # the kernels that benchmark times too
 from bench_cuda_vectorize import timeit     # best of 3 rounds of reps calls, synchronised
-
-
-def dot(a, b, out):
-    acc = 0.0
-    for i in range(a.shape[0]):
-        acc += a[i] * b[i]
-    out[0] = acc
 
 
 def rowexp(a, out):
@@ -35,15 +29,6 @@ def rowexp(a, out):
 def scale(a, s, out):
     for i in range(a.shape[0]):
         out[i] = a[i] * s[0]
-
-
-def matmul(a, b, out):
-    for i in range(a.shape[0]):
-        for j in range(b.shape[1]):
-            acc = 0.0
-            for p in range(a.shape[1]):
-                acc += a[i, p] * b[p, j]
-            out[i, j] = acc
 
 
 DOT = ("(n),(n)->()", dot)

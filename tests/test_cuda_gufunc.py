@@ -684,6 +684,8 @@ def test_rows_written_in_place_and_apart_agree():
     rng = np.random.default_rng(13)
     g = guvectorize(["void(f4[:], f4, f4[:])"], "(n),()->(n)", target="cuda",
                     boundscheck=False)(kernel_from_source(REVADD))
+    cpu = guvectorize(["void(f4[:], f4, f4[:])"], "(n),()->(n)",
+                      boundscheck=False)(kernel_from_source(REVADD))
     for n in (64, 67, 5):
         x = rng.random((200, n), dtype=np.float32)
         close(g(cuda.to_device(x), np.float32(1.5)).copy_to_host(), x * 1.5 + x[:, ::-1])
@@ -695,8 +697,6 @@ def test_rows_written_in_place_and_apart_agree():
         d = cuda.to_device(x)
         g(d, np.float32(1.5), out=d)
         close(d.copy_to_host(), want)
-        cpu = guvectorize(["void(f4[:], f4, f4[:])"], "(n),()->(n)",
-                          boundscheck=False)(kernel_from_source(REVADD))
         for view in (lambda a: a[:, ::-1], lambda a: a[::-1], lambda a: a[1:]):
             h = x.copy()
             d = cuda.to_device(x)

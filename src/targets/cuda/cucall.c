@@ -481,21 +481,43 @@ prepare(Call *c, int lazy)
 
 /* ---- memory overlap ---- */
 
-/* The bytes [lo, hi) the elements of op at ptr span (empty for size 0). */
-static void
-extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
+int
+cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+            Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi)
 {
-    Py_ssize_t a = 0, b = (Py_ssize_t)PyDataType_ELSIZE(op->dtype);
-    for (int d = 0; d < op->nd; d++) {
-        if (op->shape[d] == 0) {
-            *lo = *hi = ptr;
-            return;
+    long long below = 0, above = itemsize, span;
+    *lo = *hi = ptr;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) {
+            return 1;
         }
-        Py_ssize_t step = op->strides[d] * (op->shape[d] - 1);
-        *(step < 0 ? &a : &b) += step;
+        long long *side = strides[d] < 0 ? &below : &above;
+        if (__builtin_mul_overflow((long long)shape[d] - 1, (long long)strides[d], &span)
+            || __builtin_add_overflow(*side, span, side)) {
+            return -1;
+        }
     }
-    *lo = ptr + (uintptr_t)a;
-    *hi = ptr + (uintptr_t)b;
+    unsigned long long back = 0ULL - (unsigned long long)below; /* below <= 0 */
+    uintptr_t end;
+    if (back > ptr || __builtin_add_overflow(ptr, (unsigned long long)above, &end)) {
+        return -1;
+    }
+    *lo = ptr - back;
+    *hi = end;
+    return 0;
+}
+
+/* The bytes [lo, hi) the elements of op at ptr span (empty for size 0;
+ * all addresses when they do not fit one: they meet every other). */
+void
+cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
+{
+    if (cuda_extent(ptr, op->nd, op->shape, op->strides, (Py_ssize_t)PyDataType_ELSIZE(op->dtype),
+                    lo, hi)
+        < 0) {
+        *lo = 0;
+        *hi = UINTPTR_MAX;
+    }
 }
 
 int
@@ -504,7 +526,7 @@ cf_check_foreign(const Operand *ops, int n)
     for (int k = 0; k < n; k++) {
         uintptr_t lo, hi;
         if (ops[k].what == OP_DEVICE && ops[k].foreign) {
-            extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
+            cf_extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
             if (hi > lo && cuda_check_foreign_memory(lo, hi) < 0) {
                 return -1;
             }
@@ -523,8 +545,8 @@ static int
 overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, uintptr_t pout)
 {
     uintptr_t ilo, ihi, olo, ohi;
-    extent(in, pin, &ilo, &ihi);
-    extent(out, pout, &olo, &ohi);
+    cf_extent(in, pin, &ilo, &ihi);
+    cf_extent(out, pout, &olo, &ohi);
     if (ilo >= ohi || olo >= ihi) {
         return 0;
     }

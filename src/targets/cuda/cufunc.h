@@ -96,6 +96,14 @@ int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
  * allocation (cuda_check_foreign_memory); run after the context is entered,
  * before anything launches.  0/-1. */
 int cf_check_foreign(const Operand *ops, int n);
+/* The bytes [lo, hi) an array at ptr spans (nd dimensions of shape and
+ * strides, itemsize bytes an element): 0; 1 when it has no element (lo ==
+ * hi); -1 when the extent does not fit an address (a foreign array's
+ * strides). */
+int cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi);
+/* cuda_extent of operand op at ptr; all addresses when it does not fit. */
+void cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi);
 /* Which of n compiled signatures `which` names (any spelling of one, or
  * None when there is only one): its index, or -1 with TypeError/KeyError.
  * sig_of(loops, i) is the i-th signature (cuda ufuncs and gufuncs). */

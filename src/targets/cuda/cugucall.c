@@ -864,22 +864,6 @@ bind_dims(GuCall *c)
     return 0;
 }
 
-/* The bytes [*lo, *hi) device operand op spans (*lo == *hi: none). */
-static void
-operand_extent(const Operand *op, uintptr_t *lo, uintptr_t *hi)
-{
-    Py_ssize_t below = 0, above = (Py_ssize_t)PyDataType_ELSIZE(op->dtype);
-    *lo = *hi = (uintptr_t)op->ptr;
-    for (int d = 0; d < op->nd; d++) {
-        if (op->shape[d] == 0) {
-            return;
-        }
-        *(op->strides[d] < 0 ? &below : &above) += op->strides[d] * (op->shape[d] - 1);
-    }
-    *lo = (uintptr_t)op->ptr + (uintptr_t)below;
-    *hi = (uintptr_t)op->ptr + (uintptr_t)above;
-}
-
 /* 1 when a device input read in place (argument k) shares bytes with a
  * device operand the kernel writes (a given output, a written input)
  * other than as the same elements in the same order (out= the input
@@ -891,14 +875,14 @@ meets_written(const GuCall *c, int k)
 {
     const Operand *in = &c->ops[k];
     uintptr_t ilo, ihi, wlo, whi;
-    operand_extent(in, &ilo, &ihi);
+    cf_extent(in, (uintptr_t)in->ptr, &ilo, &ihi);
     for (int j = 0; j < c->nargs; j++) {
         const Operand *w = &c->ops[j];
         if (j == k || w->what != OP_DEVICE
             || !(j >= c->f->layout.nin ? c->given_out[j] : c->f->written[j])) {
             continue;
         }
-        operand_extent(w, &wlo, &whi);
+        cf_extent(w, (uintptr_t)w->ptr, &wlo, &whi);
         if (ilo >= whi || wlo >= ihi) {
             continue;
         }

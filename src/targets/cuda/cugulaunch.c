@@ -71,51 +71,20 @@ fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t
     v[at++] = flags;
 }
 
-/* The bytes [*lo, *hi) argument k spans on the device: its base ptr, loop
- * shape lshape[lnd] with its loop strides ls (0 where broadcast), core
- * dimensions with their strides cs.  0; 1 when it has no element; -1 when
- * the extent does not fit an address (a foreign array's strides). */
+/* 1 when no device array the kernel writes (an output, a written input)
+ * spans bytes another argument's spans (cuda_extent): then the entry may
+ * take the body's copy that keeps each row's loads apart from its stores
+ * (kernels.c, disjoint_body).  A written argument met by another (an
+ * in-place call, overlapping views), or an extent past the address space,
+ * takes the other copy, which reads and writes in the source's order. */
 static int
-device_extent(const GuCall *c, int k, CUdeviceptr ptr, int lnd, const Py_ssize_t *lshape,
-              const Py_ssize_t *ls, const Py_ssize_t *cs, uintptr_t *lo, uintptr_t *hi)
-{
-    const GuLayout *L = &c->f->layout;
-    long long below = 0, above = ts_itemsize(c->f->loops[c->loop]->sig.args[k].kind), span;
-    for (int d = 0; d < lnd + L->ndims[k]; d++) {
-        Py_ssize_t size = d < lnd ? lshape[d] : c->core[L->dim[k][d - lnd]];
-        Py_ssize_t stride = d < lnd ? ls[d] : cs[d - lnd];
-        if (size == 0) {
-            return 1;
-        }
-        long long *side = stride < 0 ? &below : &above;
-        if (__builtin_mul_overflow((long long)size - 1, (long long)stride, &span)
-            || __builtin_add_overflow(*side, span, side)) {
-            return -1;
-        }
-    }
-    unsigned long long back = 0ULL - (unsigned long long)below; /* below <= 0 */
-    if (back > ptr || __builtin_add_overflow(ptr, (unsigned long long)above, hi)) {
-        return -1;
-    }
-    *lo = (uintptr_t)(ptr - back);
-    return 0;
-}
-
-/* 1 when no argument the kernel writes (an output, a written input) spans
- * bytes another argument spans: then the entry may take the body's copy
- * that keeps each row's loads apart from its stores (kernels.c,
- * disjoint_body).  A written argument met by another (an in-place call,
- * overlapping views), or an extent past the address space, takes the
- * other copy, which reads and writes in the source's order. */
-static int
-disjoint(const GuCall *c, int lnd, const Py_ssize_t *lshape, const CUdeviceptr *ptr,
-         const Py_ssize_t *ls, const Py_ssize_t *cs)
+disjoint(const GuCall *c, const CudaArrayInfo *info)
 {
     int A = c->f->layout.nargs, ext[TS_MAXARGS];
     uintptr_t lo[TS_MAXARGS], hi[TS_MAXARGS];
     for (int k = 0; k < A; k++) {
-        ext[k] = device_extent(c, k, ptr[k], lnd, lshape, ls + k * NPY_MAXDIMS, cs + k * TS_MAXDIMS,
-                               &lo[k], &hi[k]);
+        ext[k] = cuda_extent(info[k].ptr, info[k].nd, info[k].shape, info[k].strides,
+                             (Py_ssize_t)PyDataType_ELSIZE(info[k].dtype), &lo[k], &hi[k]);
     }
     for (int w = 0; w < A; w++) {
         for (int k = 0; c->f->written[w] && k < A; k++) {
@@ -190,7 +159,7 @@ descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info, Py_ssize_t *lines
         device_strides(c, k, &info[k], ls + k * NPY_MAXDIMS, cs + k * TS_MAXDIMS);
     }
     fill_desc(c, PyArray_DATA((PyArrayObject *)h), n, c->lnd, c->lshape, ptr, ls, cs,
-              disjoint(c, c->lnd, c->lshape, ptr, ls, cs));
+              disjoint(c, info));
     *lines = row_lines(c, c->lnd, c->lshape, ls);
     PyMem_Free(ls);
     PyObject *dev = cf_to_device(h, TS_INT64, c->stream);
