@@ -281,3 +281,63 @@ def test_too_many_device_parameters_is_an_error():
         f"def k(x):\n    return wide({', '.join(['x'] * 30)})\n")
     with pytest.raises(TypingError, match="at most 32 parameters"):
         numbavec.vectorize(["float64(float64)"])(kernel)
+
+
+# ---- defaults are the values the def took (issue 34, fourth fault) ----
+
+SCALE_DEFAULT = 50
+
+
+@numbavec.jit
+def shifted_by_default(x, s=SCALE_DEFAULT, *, t=SCALE_DEFAULT + 1, pair=(2, 3)):
+    return x + s + t + pair[1]
+
+
+SCALE_DEFAULT = 100     # after the def: its defaults stay what they were, as in Python
+
+
+def test_defaults_are_the_function_s_values_not_its_expressions(target):
+    def kernel(x):
+        return shifted_by_default(x) + shifted_by_default(x, 1.0, t=2.0)
+
+    k = compile_ufunc(kernel, ["float64(float64)"], target)
+    assert k(1.0) == kernel(1.0) == (1 + 50 + 51 + 3) + (1 + 1 + 2 + 3)
+
+
+def test_a_default_taken_as_a_numpy_scalar_keeps_its_type(target):
+    @numbavec.jit
+    def halve(x, by=np.float32(2)):
+        return x / by
+
+    def kernel(x):
+        return halve(x)
+
+    k = compile_ufunc(kernel, ["float32(float32)"], target)
+    got = k(np.float32([3.0]))
+    assert got.dtype == np.float32 and got[0] == np.float32(1.5)
+
+
+def test_a_default_a_kernel_cannot_hold_is_named():
+    @numbavec.jit
+    def listed(x, table=[1, 2]):      # noqa: B006 - the point of the test
+        return x
+
+    def kernel(x):
+        return listed(x)
+
+    with pytest.raises(TypingError, match="default value of 'table'.*'list'"):
+        compile_ufunc(kernel, ["float64(float64)"], "cpu")
+
+
+def test_a_default_rebound_on_the_function_is_read_when_the_kernel_compiles(target):
+    """__defaults__ is the function's (as Python calls it): set anew before
+    a kernel compiles, that kernel takes the new value, an earlier one keeps
+    what it compiled."""
+    @numbavec.jit
+    def plus(x, s=1.0):
+        return x + s
+
+    first = compile_ufunc(lambda x: plus(x), ["float64(float64)"], target)
+    plus.py_func.__defaults__ = (10.0,)
+    second = compile_ufunc(lambda x: plus(x), ["float64(float64)"], target)
+    assert (first(1.0), second(1.0)) == (2.0, 11.0) == (2.0, plus(1.0))

@@ -6,11 +6,12 @@
  * ast.FunctionDef (parsed once, kept by the object) is lowered here into
  * the caller's IR as one ND_INLINE expression, through a Lower context of
  * its own: its variables are the caller's renamed apart ("name@n.var"),
- * its names resolve in its own module (resolve.c), its nodes point into
- * its own source (for carets), and the chain of contexts is what recursion
- * is checked against.  Typing happens later, at each call site, so there
- * is no calling convention and every call gets the types of its own
- * arguments.
+ * its names resolve in its own module (resolve.c), its parameters'
+ * defaults are the values its function holds (not their expressions,
+ * evaluated again), its nodes point into its own source (for carets), and
+ * the chain of contexts is what recursion is checked against.  Typing
+ * happens later, at each call site, so there is no calling convention and
+ * every call gets the types of its own arguments.
  */
 #include "compiler/lower.h"
 
@@ -104,25 +105,104 @@ param_name(Lower *D, PyObject *fargs, int i, int *keyword_only, int *positional_
 }
 
 /*
+ * The default of parameter i of the inlined function (npos of its
+ * parameters positional): the value its function holds, __defaults__ or
+ * __kwdefaults__, as Python binds it (a new reference), or NULL with no
+ * exception when it has none.  Values, not the expressions of the source:
+ * those were evaluated once, when the def ran, as Python does.
+ */
+static PyObject *
+default_value(Lower *D, PyObject *fargs, int i, int npos)
+{
+    PyObject *v = NULL;
+    if (i < npos) {
+        PyObject *defaults = lw_get(D->pyfunc, "__defaults__");
+        Py_ssize_t first =
+            defaults != NULL && PyTuple_Check(defaults) ? npos - PyTuple_Size(defaults) : npos;
+        if (first >= 0 && i >= first) {
+            v = Py_NewRef(PyTuple_GetItem(defaults, i - first));
+        }
+        Py_XDECREF(defaults);
+        return v;
+    }
+    int kw_only, pos_only;
+    const char *name = param_name(D, fargs, i, &kw_only, &pos_only);
+    PyObject *kwdefaults = name != NULL ? lw_get(D->pyfunc, "__kwdefaults__") : NULL;
+    if (kwdefaults != NULL && PyDict_Check(kwdefaults)) {
+        v = Py_XNewRef(PyDict_GetItemString(kwdefaults, name));
+    }
+    Py_XDECREF(kwdefaults);
+    return v;
+}
+
+/* A default value as a constant at ast (its expression in the source, or
+ * the def): a number, a NumPy scalar or a tuple of them.  NULL with an error. */
+static CcNode *
+lower_default(Lower *D, PyObject *ast, PyObject *value, const char *param)
+{
+    CcNode *n = lw_value_const(D, ast, value);
+    if (n != NULL || PyErr_Occurred()) {
+        return n;
+    }
+    if (PyTuple_Check(value)) {
+        int count = (int)PyTuple_Size(value);
+        n = lw_new_node(D, ND_TUPLE, ast);
+        if (n == NULL
+            || (n->args = cc_alloc(D->fn->arena, sizeof(CcNode *) * (size_t)(count + 1))) == NULL) {
+            return NULL;
+        }
+        for (n->nargs = 0; n->nargs < count; n->nargs++) {
+            PyObject *item = PyTuple_GetItem(value, n->nargs);
+            if ((n->args[n->nargs] = lower_default(D, ast, item, param)) == NULL) {
+                return NULL;
+            }
+        }
+        return n;
+    }
+    PyObject *tname = PyObject_GetAttrString((PyObject *)Py_TYPE(value), "__name__");
+    const char *s = tname != NULL ? PyUnicode_AsUTF8AndSize(tname, NULL) : NULL;
+    PyErr_Clear();
+    cc_error(D->fn, lw_loc_of(D, ast),
+             "the default value of '%s' (of type '%s') cannot be used in a kernel (only numbers, "
+             "NumPy scalars and tuples of them)",
+             param, s != NULL ? s : "?");
+    Py_XDECREF(tname);
+    return NULL;
+}
+
+/* The expression of parameter i's default in the source (new reference),
+ * for carets: defaults or kw_defaults, else the def itself. */
+static PyObject *
+default_ast(PyObject *funcdef, PyObject *fargs, int i, int npos)
+{
+    PyObject *list = lw_get(fargs, i < npos ? "defaults" : "kw_defaults"), *ast = NULL;
+    Py_ssize_t n = list != NULL ? PyList_Size(list) : 0;
+    Py_ssize_t at = i < npos ? i - (npos - n) : i - npos;
+    if (at >= 0 && at < n && PyList_GetItem(list, at) != Py_None) {
+        ast = Py_NewRef(PyList_GetItem(list, at));
+    }
+    Py_XDECREF(list);
+    return ast != NULL ? ast : Py_NewRef(funcdef);
+}
+
+/*
  * The arguments of a call bound to funcdef's nparams parameters, as Python
  * binds them: args (nargs positional), then keywords (kwnames[i] =
- * kwvalues[i]), then the defaults, lowered in the device function's own
- * scope (its globals).  A missing, unexpected or repeated argument is a
- * TypingError at the call.  0/-1.
+ * kwvalues[i]), then the defaults, the values the inlined function holds.
+ * A missing, unexpected or repeated argument is a TypingError at the call.
+ * 0/-1.
  */
 static int
 bind_arguments(Lower *D, PyObject *node, PyObject *funcdef, int nparams, CcNode **args, int nargs,
                const char **kwnames, CcNode **kwvalues, int nkw, CcNode **bound)
 {
     PyObject *fargs = lw_get(funcdef, "args");
-    PyObject *defaults = fargs != NULL ? lw_get(fargs, "defaults") : NULL;
-    PyObject *kwdefaults = fargs != NULL ? lw_get(fargs, "kw_defaults") : NULL;
     PyObject *kwonly = fargs != NULL ? lw_get(fargs, "kwonlyargs") : NULL;
     int rc = -1;
-    if (defaults == NULL || kwdefaults == NULL || kwonly == NULL) {
+    if (kwonly == NULL) {
         goto done;
     }
-    int npos = nparams - (int)PyList_Size(kwonly), ndef = (int)PyList_Size(defaults);
+    int npos = nparams - (int)PyList_Size(kwonly);
     CcLoc at = lw_loc_of(D->parent, node);
     const CcSource *src = D->src;
     D->src = NULL; /* the caller's mistakes: errors point at the call */
@@ -156,18 +236,22 @@ bind_arguments(Lower *D, PyObject *node, PyObject *funcdef, int nparams, CcNode 
         if (bound[i] != NULL) {
             continue;
         }
-        PyObject *dflt = i < npos && i >= npos - ndef ? PyList_GetItem(defaults, i - (npos - ndef))
-                         : i >= npos                  ? PyList_GetItem(kwdefaults, i - npos)
-                                                      : NULL;
-        if (dflt == NULL || dflt == Py_None) {
-            int kw_only, pos_only;
-            const char *name = param_name(D, fargs, i, &kw_only, &pos_only);
-            D->src = NULL;
-            cc_error(D->fn, at, "%s() missing required argument '%s'", D->name,
-                     name != NULL ? name : "?");
+        int kw_only, pos_only;
+        const char *name = param_name(D, fargs, i, &kw_only, &pos_only);
+        PyObject *value = default_value(D, fargs, i, npos);
+        if (value == NULL) {
+            if (!PyErr_Occurred()) {
+                D->src = NULL;
+                cc_error(D->fn, at, "%s() missing required argument '%s'", D->name,
+                         name != NULL ? name : "?");
+            }
             goto restore;
         }
-        if ((bound[i] = lw_lower_expr(D, dflt)) == NULL) {
+        PyObject *ast = default_ast(funcdef, fargs, i, npos);
+        bound[i] = lower_default(D, ast, value, name != NULL ? name : "?");
+        Py_DECREF(ast);
+        Py_DECREF(value);
+        if (bound[i] == NULL) {
             goto restore;
         }
     }
@@ -176,8 +260,6 @@ restore:
     D->src = src;
 done:
     Py_XDECREF(fargs);
-    Py_XDECREF(defaults);
-    Py_XDECREF(kwdefaults);
     Py_XDECREF(kwonly);
     return rc;
 }
