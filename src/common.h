@@ -47,6 +47,7 @@ typedef struct NvState {
     PyObject *cuda_module_type;   /* _core.CudaModule: loaded PTX (launch.c) */
     PyObject *ast_kinds;          /* ast node class -> CcAstKind (astkind.c) */
     PyObject *builtin_ids;        /* Python object -> builtin id (builtins.c) */
+    PyObject *raise_classes;      /* raise site text -> the class compiled (driver.c) */
 } NvState;
 
 extern NvState nv_state;

@@ -391,3 +391,41 @@ def test_literal_arguments_and_a_long_message(target):
     with pytest.raises(ValueError) as info:
         f(np.array([1.0, -1.0]))
     assert info.value.args == ("a\x1fb%s%d\n'\"" + long, -1, -2.5e3, None, (1, 2))
+
+
+# ---- the class raised is the one the kernel read (issue 34, fifth fault) ----
+
+class Rebound(Exception):
+    """A class whose name is bound to another one after a kernel read it."""
+
+
+def raises_rebound(x):
+    if x < 0:
+        raise Rebound("negative", 1)
+    return x
+
+
+def test_the_class_raised_is_the_one_the_kernel_compiled(target, monkeypatch):
+    compiled_class = Rebound
+    f = vectorize(["float64(float64)"], target=target)(raises_rebound)
+    monkeypatch.setattr(sys.modules[__name__], "Rebound", KeyError)
+    with pytest.raises(Exception) as info:
+        f(np.float64([1.0, -1.0]))
+    assert type(info.value) is compiled_class and info.value.args == ("negative", 1)
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_class_defined_again_under_its_name_is_its_kernels_own(target, monkeypatch, tmp_path,
+                                                                 cache):
+    """Two classes of one module and name (a notebook cell run again): each
+    kernel raises the one it read, whichever was defined last."""
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path))
+    first_class = Rebound
+    first = vectorize(["float64(float64)"], target=target, cache=cache)(raises_rebound)
+    again = type("Rebound", (Exception,), {"__module__": __name__, "__qualname__": "Rebound"})
+    monkeypatch.setattr(sys.modules[__name__], "Rebound", again)
+    second = vectorize(["float64(float64)"], target=target, cache=cache)(raises_rebound)
+    for f, cls in ((first, first_class), (second, again), (first, first_class)):
+        with pytest.raises(Exception) as info:
+            f(np.float64([-1.0]))
+        assert type(info.value) is cls

@@ -279,6 +279,7 @@ typedef struct CcFunction {
     int device;        /* driver: compiled for a device (cuda), which has no malloc */
     unsigned fails;    /* emit: bit k set when the kernel may return status k */
     int raises;        /* lower: the kernel has a raise or assert (ND_RAISE) */
+    int raise_gen;     /* lower: the largest cc_raise_register generation met */
     /* emit, device code: the sites its raises return CC_STATUS_USER + i for */
     const char **raise_sites;
     int nraise_sites, cap_raise_sites;
@@ -650,6 +651,16 @@ const char *cc_take_raised(void);     /* this thread's site, cleared; or NULL */
 void cc_put_raised(const char *site); /* keeps it unless this thread has one */
 /* Sets the exception site names (with the GIL); returns -1. */
 int cc_raise_site(const char *site);
+/*
+ * The site text a raise of cls compiles to: text ("module\x1fqualname\x1f
+ * repr(args)"), its class kept for the process, so that the exception is
+ * the class the kernel read when it compiled, whatever the name is bound
+ * to later.  A class already kept under text that is not cls (a class of
+ * the same name defined again) gets text + "\x1f<n>" instead; *generation
+ * is that n (0 for text itself).  A string in arena, or NULL with an
+ * exception.
+ */
+const char *cc_raise_register(CcArena *arena, PyObject *text, PyObject *cls, int *generation);
 
 /*
  * What the emitted code may rely on in the machine that runs it.  The host

@@ -529,30 +529,90 @@ done:
 
 /* ---- what a gufunc kernel's status means ---- */
 
+/* The raise registry: {site text: class}, the classes kernels read when
+ * they compiled, kept for the process (nv_state.raise_classes). */
+static PyObject *
+raise_classes(void)
+{
+    if (nv_state.raise_classes == NULL) {
+        nv_state.raise_classes = PyDict_New();
+    }
+    return nv_state.raise_classes;
+}
+
+const char *
+cc_raise_register(CcArena *arena, PyObject *text, PyObject *cls, int *generation)
+{
+    PyObject *classes = raise_classes(), *site = classes ? Py_NewRef(text) : NULL;
+    const char *s = NULL;
+    for (int n = 0; site != NULL; n++) {
+        PyObject *kept = PyDict_GetItemWithError(classes, site);
+        if (kept == NULL && PyErr_Occurred()) {
+            break;
+        }
+        if (kept == NULL && PyDict_SetItem(classes, site, cls) < 0) {
+            break;
+        }
+        if (kept == NULL || kept == cls) {
+            const char *utf8 = PyUnicode_AsUTF8AndSize(site, NULL);
+            s = utf8 != NULL ? cc_strdup(arena, utf8) : NULL;
+            *generation = n;
+            break;
+        }
+        Py_DECREF(site);
+        site = PyUnicode_FromFormat("%U\x1f%d", text, n + 1);
+    }
+    Py_XDECREF(site);
+    return s;
+}
+
+/* The class the kernel of site read (a new reference), or NULL with no
+ * exception: the one registered for the site, else for the site without
+ * its generation (code another process made and stored, this process
+ * having compiled it without one), else the class found by its name. */
+static PyObject *
+site_class(PyObject *site, PyObject *fields)
+{
+    PyObject *classes = raise_classes(), *cls = NULL;
+    if (classes != NULL && (cls = PyDict_GetItemWithError(classes, site)) == NULL
+        && !PyErr_Occurred() && PyList_Size(fields) == 4) {
+        PyObject *base = PyUnicode_FromFormat("%U\x1f%U\x1f%U", PyList_GetItem(fields, 0),
+                                              PyList_GetItem(fields, 1), PyList_GetItem(fields, 2));
+        cls = base != NULL ? PyDict_GetItemWithError(classes, base) : NULL;
+        Py_XDECREF(base);
+    }
+    if (cls != NULL || PyErr_Occurred()) {
+        return Py_XNewRef(cls);
+    }
+    PyObject *dot = PyUnicode_FromString(".");
+    PyObject *names = dot ? PyUnicode_Split(PyList_GetItem(fields, 1), dot, -1) : NULL;
+    cls = names ? PyImport_Import(PyList_GetItem(fields, 0)) : NULL;
+    for (Py_ssize_t i = 0; cls != NULL && i < PyList_Size(names); i++) {
+        PyObject *next = PyObject_GetAttr(cls, PyList_GetItem(names, i));
+        Py_DECREF(cls);
+        cls = next;
+    }
+    Py_XDECREF(dot);
+    Py_XDECREF(names);
+    return cls;
+}
+
 int
 cc_raise_site(const char *site)
 {
-    /* "module\x1fqualname\x1frepr(args)": the class found again by name (the
-     * compiler checked that it can be), the arguments read back */
-    PyObject *parts = PyUnicode_FromString(site), *sep = PyUnicode_FromString("\x1f");
-    PyObject *fields = parts && sep ? PyUnicode_Split(parts, sep, 2) : NULL;
+    /* "module\x1fqualname\x1frepr(args)[\x1fgeneration]": the class kept
+     * when the kernel compiled (cc_raise_register), the arguments read back */
+    PyObject *text = PyUnicode_FromString(site), *sep = PyUnicode_FromString("\x1f");
+    PyObject *fields = text && sep ? PyUnicode_Split(text, sep, 3) : NULL;
     PyObject *cls = NULL, *args = NULL;
-    Py_XDECREF(parts);
     Py_XDECREF(sep);
-    if (fields != NULL && PyList_Size(fields) == 3) {
-        PyObject *ast = PyImport_ImportModule("ast"), *dot = PyUnicode_FromString(".");
-        PyObject *names = dot ? PyUnicode_Split(PyList_GetItem(fields, 1), dot, -1) : NULL;
-        cls = names ? PyImport_Import(PyList_GetItem(fields, 0)) : NULL;
-        for (Py_ssize_t i = 0; cls != NULL && i < PyList_Size(names); i++) {
-            PyObject *next = PyObject_GetAttr(cls, PyList_GetItem(names, i));
-            Py_DECREF(cls);
-            cls = next;
-        }
+    Py_ssize_t nfields = fields != NULL ? PyList_Size(fields) : 0;
+    if (nfields == 3 || nfields == 4) {
+        PyObject *ast = PyImport_ImportModule("ast");
+        cls = site_class(text, fields);
         args = cls && ast ? PyObject_CallMethod(ast, "literal_eval", "O", PyList_GetItem(fields, 2))
                           : NULL;
         Py_XDECREF(ast);
-        Py_XDECREF(dot);
-        Py_XDECREF(names);
     }
     if (args != NULL && PyTuple_Check(args) && PyExceptionClass_Check(cls)) {
         PyErr_SetObject(cls, args);
@@ -561,6 +621,7 @@ cc_raise_site(const char *site)
         PyErr_Clear();
         PyErr_Format(PyExc_RuntimeError, "a kernel raised %s, which cannot be made here", site);
     }
+    Py_XDECREF(text);
     Py_XDECREF(fields);
     Py_XDECREF(cls);
     Py_XDECREF(args);
@@ -689,9 +750,14 @@ compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend 
 {
     PyObject *key = NULL, *entry = NULL, *blob = NULL, *ctx = NULL;
     int rc = -1;
-    char sigbuf[TS_STRSIZE], label[TS_STRSIZE + 64];
-    snprintf(label, sizeof(label), "%s/%s/%s/%s", be->name, be->variant ? be->variant : "", b->what,
-             ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf)));
+    char sigbuf[TS_STRSIZE], label[TS_STRSIZE + 96], raises[32] = "";
+    if (fn->raise_gen > 0) {
+        /* its raise sites name classes kept apart from others of their name
+         * (cc_raise_register): not the code of a kernel whose sites do not */
+        snprintf(raises, sizeof(raises), "/raise-generation-%d", fn->raise_gen);
+    }
+    snprintf(label, sizeof(label), "%s/%s/%s/%s%s", be->name, be->variant ? be->variant : "",
+             b->what, ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf)), raises);
     key = PyObject_CallMethod(k->cache, "key", "s", label);
     const char *hex = key ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
     if (hex == NULL || (entry = PyObject_CallMethod(k->cache, "load", "O", key)) == NULL) {

@@ -1986,11 +1986,15 @@ raise_node(Lower *L, PyObject *node, PyObject *cls, PyObject *args)
                  "the arguments of an exception raised in a kernel must be constants that read "
                  "back as themselves (strings, finite numbers, bools, None)");
     } else {
+        /* the class read now is the one raised, whatever its name is bound to then */
         PyObject *text = PyUnicode_FromFormat("%U\x1f%U\x1f%U", module, qualname, repr);
-        const char *s = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
-        if (s != NULL && (n = lw_new_node(L, ND_RAISE, node)) != NULL
-            && (n->text = cc_strdup(L->fn->arena, s)) == NULL) {
-            n = NULL;
+        int generation = 0;
+        const char *s = text ? cc_raise_register(L->fn->arena, text, cls, &generation) : NULL;
+        if (s != NULL && (n = lw_new_node(L, ND_RAISE, node)) != NULL) {
+            n->text = s;
+            if (generation > L->fn->raise_gen) {
+                L->fn->raise_gen = generation;
+            }
         }
         Py_XDECREF(text);
     }
