@@ -495,3 +495,42 @@ def test_fork_just_as_another_thread_takes_the_lock(target, tmp_path):
     proc = run_python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
                       timeout=300)
     assert proc.returncode == 0, f"{proc.returncode} of 12 children hung\n{proc.stderr[-2000:]}"
+
+
+# ---- add() as Numba's DUFunc.add (issue 34, sixth fault) ----
+
+def test_add_registers_the_signature_s_return_type(target):
+    f = lazy(plus, target)
+    f.add("float32(float64, float64)")
+    assert f.types == ["dd->f"]
+    x = np.float64([0.1, 1e-9])
+    assert_same(f(x, x), (x + x).astype(np.float32))
+
+
+def test_add_with_another_arity_is_a_type_error(target):
+    f = lazy(plus, target)
+    for signature in ("float32(float64, float64, float64)", "float64(float64)",
+                      "void(float64, float64, float64)", "(float64, float64, float64)"):
+        with pytest.raises(TypeError, match="takes 2 arguments|returns a value"):
+            f.add(signature)
+    assert f.types == []
+
+
+def test_add_naming_another_return_for_the_same_inputs_is_a_type_error(target):
+    f = lazy(plus, target)
+    f(1.0, 2.0)
+    with pytest.raises(TypeError, match="has a loop for these input types already"):
+        f.add("float32(float64, float64)")
+    f.add("float64(float64, float64)")      # the one it has: nothing to do
+    f.add("(float64, float64)")
+    assert f.types == ["dd->d"]
+
+
+def test_an_out_of_another_type_does_not_choose_the_loop(target):
+    """Only add() names a return type: a call's out= is cast into, as NumPy
+    does for any ufunc, and the loop is the kernel's own."""
+    f = lazy(plus, target)
+    out = np.zeros(2, np.float32)
+    f(np.float64([1.5, 2.5]), 1.0, out=out, casting="unsafe")
+    assert f.types == ["dd->d"]
+    assert_same(out, np.float32([2.5, 3.5]))

@@ -646,6 +646,9 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
         return -1;
     }
     resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
+    for (int k = st->nin; st->backend->kernel_outputs && k < nargs; k++) {
+        kinds[k] = TS_INFER; /* the kernel's result decides, whatever out= is */
+    }
     if (st->frozen && st->backend->find(st->compiler, kinds, st->nin) < 0) {
         /* disable_compile(): a promoter that changes nothing makes NumPy
          * raise its own "no loop matching" error, as for any ufunc */
@@ -765,28 +768,74 @@ vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *ident
     return ufunc;
 }
 
+/* The kinds of every operand add(sig) names (TS_INFER for outputs it
+ * leaves to the kernel), checked against the ufunc's arity.  0, or -1 with
+ * TypeError. */
+static int
+added_kinds(PyObject *ufunc, const LazyState *st, const TsSignature *sig, TsKind *all)
+{
+    int nargs = st->nin + st->nout;
+    if (st->backend->kernel_outputs) {
+        if (sig->nargs != st->nin || sig->ret.kind == TS_VOID) {
+            PyErr_Format(PyExc_TypeError,
+                         sig->ret.kind == TS_VOID
+                             ? "ufunc %R returns a value: its signatures are not void"
+                             : "ufunc %R takes %d arguments, not %d",
+                         ufunc, st->nin, sig->nargs);
+            return -1;
+        }
+    } else if ((sig->nargs != st->nin && sig->nargs != nargs)
+               || (sig->ret.kind != TS_VOID && sig->ret.kind != TS_INFER)) {
+        PyErr_Format(PyExc_TypeError,
+                     "gufunc %R takes %d arguments, not %d: a void signature of its inputs, "
+                     "or of its inputs and outputs",
+                     ufunc, st->nin, sig->nargs);
+        return -1;
+    }
+    for (int k = 0; k < nargs; k++) {
+        all[k] = k < sig->nargs ? sig->args[k].kind : TS_INFER;
+    }
+    if (st->backend->kernel_outputs) {
+        all[st->nin] = sig->ret.kind; /* TS_INFER when the signature names none */
+    }
+    return 0;
+}
+
+/* TypeError unless the entry for kinds' inputs, compiled already, has the
+ * outputs kinds names (TS_INFER: any).  0/-1. */
+static int
+same_outputs(PyObject *ufunc, const LazyState *st, Py_ssize_t i, const TsKind *kinds)
+{
+    TsKind has[VZ_MAXOPERANDS];
+    PyUFuncGenericFunction fn;
+    void *data;
+    st->backend->entry(st->compiler, i, &fn, &data, has);
+    for (int k = st->nin; k < st->nin + st->nout; k++) {
+        if (kinds[k] != TS_INFER && kinds[k] != has[k]) {
+            PyErr_Format(PyExc_TypeError,
+                         "ufunc %R has a loop for these input types already, whose output %d is "
+                         "%s, not %s",
+                         ufunc, k - st->nin, ts_kind_name(has[k]), ts_kind_name(kinds[k]));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyObject *
-vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin)
+vz_lazy_add(PyObject *ufunc, const TsSignature *sig)
 {
     LazyState *st = state_of(ufunc);
-    if (st == NULL) {
-        return NULL;
-    }
-    if (nin != st->nin && nin != st->nin + st->nout) {
-        PyErr_Format(PyExc_TypeError, "this ufunc takes %d arguments, not %d", st->nin, nin);
+    TsKind all[VZ_MAXOPERANDS];
+    if (st == NULL || added_kinds(ufunc, st, sig, all) < 0) {
         return NULL;
     }
     if (st->frozen) {
         PyErr_Format(PyExc_RuntimeError, "compilation disabled for %R (disable_compile())", ufunc);
         return NULL;
     }
-    /* the inputs' types; the outputs' too where given (a gufunc's void
-     * signature), else what the kernel stores */
-    TsKind all[VZ_MAXOPERANDS];
-    for (int k = 0; k < st->nin + st->nout; k++) {
-        all[k] = k < nin ? kinds[k] : TS_INFER;
-    }
-    return ensure_loop(ufunc, st, all) < 0 ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t i = ensure_loop(ufunc, st, all);
+    return i < 0 || same_outputs(ufunc, st, i, all) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 PyObject *
@@ -798,6 +847,13 @@ vz_lazy_disable(PyObject *module, PyObject *ufunc)
     }
     st->frozen = 1;
     return Py_NewRef(Py_None);
+}
+
+PyObject *
+vz_lazy_disabled(PyObject *module, PyObject *ufunc)
+{
+    LazyState *st = state_of(ufunc);
+    return st != NULL ? PyBool_FromLong(st->frozen) : NULL;
 }
 
 int

@@ -458,7 +458,7 @@ lazy_compile(PyObject *compiler, const TsKind *args, int nin)
 {
     TsSignature sig;
     memset(&sig, 0, sizeof(sig));
-    sig.ret.kind = TS_INFER;
+    sig.ret.kind = args[nin]; /* TS_INFER but from add(sig), which may name it */
     sig.nargs = nin;
     for (int k = 0; k < nin; k++) {
         sig.args[k].kind = args[k];
@@ -483,7 +483,9 @@ lazy_size(PyObject *compiler)
     return vz_library_size((Library *)compiler);
 }
 
-static const VzLazyBackend library_backend = {lazy_find, lazy_compile, lazy_entry, lazy_size};
+static const VzLazyBackend library_backend = {
+    lazy_find, lazy_compile, lazy_entry, lazy_size, NULL, .kernel_outputs = 1,
+};
 
 /* ---- the host factory: what vectorize makes on cpu and parallel ---- */
 
@@ -593,23 +595,19 @@ vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 }
 
 PyDoc_STRVAR(lazy_add_doc,
-             "_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature's\n"
-             "argument types now (a return type is ignored: inferred; a gufunc's void\n"
-             "signature may give its outputs' types too).");
+             "_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature now:\n"
+             "its argument types, and its return type when it names one (else the\n"
+             "kernel's); a gufunc's void signature may give its outputs' types too.");
 
 static PyObject *
 lazy_add(PyObject *module, PyObject *args)
 {
     PyObject *ufunc, *sigobj;
     TsSignature sig;
-    TsKind kinds[TS_MAXARGS];
     if (!PyArg_ParseTuple(args, "OO", &ufunc, &sigobj) || ts_parse_signature(sigobj, &sig) < 0) {
         return NULL;
     }
-    for (int k = 0; k < sig.nargs; k++) {
-        kinds[k] = sig.args[k].kind;
-    }
-    return vz_lazy_add(ufunc, kinds, sig.nargs);
+    return vz_lazy_add(ufunc, &sig);
 }
 
 PyDoc_STRVAR(code_of_doc,
@@ -634,6 +632,8 @@ code_of(PyObject *module, PyObject *ufunc)
 
 static PyMethodDef vectorize_methods[] = {
     {"_code_of", code_of, METH_O, code_of_doc},
+    {"_lazy_disabled", vz_lazy_disabled, METH_O,
+     "_lazy_disabled(ufunc): whether disable_compile() was called on a lazy ufunc."},
     {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
     {"_lazy_disable", vz_lazy_disable, METH_O,
      "_lazy_disable(ufunc): a lazy ufunc compiles no more loops (disable_compile)."},

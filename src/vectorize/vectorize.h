@@ -87,6 +87,11 @@ int vz_check_ufunc_layout(void);
  *   add_method  registers entry i (operand kinds `kinds`) with NumPy, its
  *               legacy tables published already; NULL: an ArrayMethod that
  *               calls the legacy loop.  0/-1.
+ *   kernel_outputs  1: the kernel's result decides its output's type
+ *               (vectorize), so a call's out= or dtype= does not: compile
+ *               sees TS_INFER there, except from add(), whose signature's
+ *               return type is the loop's (Numba's DUFunc.add); 0: the
+ *               outputs' kinds come from the call or the void signature
  */
 typedef struct VzLazyBackend {
     Py_ssize_t (*find)(PyObject *compiler, const TsKind *kinds, int nin);
@@ -95,6 +100,7 @@ typedef struct VzLazyBackend {
                   TsKind *kinds);
     Py_ssize_t (*size)(PyObject *compiler);
     int (*add_method)(PyObject *ufunc, PyObject *compiler, Py_ssize_t i, const TsKind *kinds);
+    int kernel_outputs;
 } VzLazyBackend;
 
 /*
@@ -114,11 +120,17 @@ PyObject *vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObj
 /* The backend's object behind a lazy ufunc's owner (borrowed), or NULL
  * (no exception) when owner is not a lazy state. */
 PyObject *vz_lazy_compiler(PyObject *owner);
-/* Compiles and registers input kinds now (ufunc.add(sig)), and output kinds
- * when nin counts them too: None or NULL. */
-PyObject *vz_lazy_add(PyObject *ufunc, const TsKind *kinds, int nin);
+/* Compiles and registers sig now (ufunc.add(sig)): its inputs, and the
+ * output types it names (a return type where the kernel decides them, a
+ * void signature's outputs for a gufunc).  A signature of another arity,
+ * or naming other outputs than a loop of its inputs has, is a TypeError.
+ * None or NULL. */
+PyObject *vz_lazy_add(PyObject *ufunc, const TsSignature *sig);
 /* A lazy ufunc compiles nothing more (disable_compile()): None or NULL. */
 PyObject *vz_lazy_disable(PyObject *module, PyObject *ufunc);
+/* Whether disable_compile() was called (a bool), or NULL with TypeError
+ * for an object that is not a lazy ufunc. */
+PyObject *vz_lazy_disabled(PyObject *module, PyObject *ufunc);
 int vz_init_dufunc(PyObject *module);
 
 /* ---- testhooks.c ---- */
