@@ -25,6 +25,8 @@ class KernelSource:
     __slots__ = ("funcdef", "location")
 
     def __init__(self, pyfunc):
+        if not inspect.isfunction(pyfunc):
+            raise TypeError(f"numbavec compiles a Python function, not {pyfunc!r}")
         if _from_module_tree(self, pyfunc):
             return
         try:

@@ -341,3 +341,41 @@ def test_a_default_rebound_on_the_function_is_read_when_the_kernel_compiles(targ
     plus.py_func.__defaults__ = (10.0,)
     second = compile_ufunc(lambda x: plus(x), ["float64(float64)"], target)
     assert (first(1.0), second(1.0)) == (2.0, 11.0) == (2.0, plus(1.0))
+
+
+# ---- compile_ptx takes Python functions only (issue 34, sixth fault) ----
+
+HAVE_LIBDEVICE = cuda.toolkit_info()["libdevice"] is not None
+
+
+@pytest.mark.parametrize("what", [len, np.add, int, None, "x + 1", print, np.sin,
+                                  (lambda: None).__call__])
+def test_compile_ptx_of_what_is_not_a_function_is_a_type_error(what):
+    with pytest.raises(TypeError, match="compile_ptx compiles a Python function"):
+        cuda.compile_ptx(what, "float32(float32)")
+
+
+def test_compile_ptx_of_other_callables_is_a_type_error():
+    import functools
+
+    class Callable:
+        def __call__(self, x):
+            return x
+
+        def method(self, x):
+            return x
+
+    for what in (functools.partial(lambda x, y: x, 1), Callable(), Callable().method,
+                 numbavec.vectorize(["f8(f8)"])(lambda x: x)):
+        with pytest.raises(TypeError, match="compile_ptx compiles a Python function"):
+            cuda.compile_ptx(what, "float32(float32)")
+
+
+@pytest.mark.skipif(not HAVE_LIBDEVICE, reason="no libdevice (CUDA toolkit)")
+def test_compile_ptx_of_a_device_function_compiles_its_function():
+    @numbavec.jit
+    def twice(x):
+        return x * 2
+
+    ptx = cuda.compile_ptx(twice, "float32(float32)")
+    assert ".entry" in ptx or ".visible" in ptx

@@ -11,8 +11,11 @@ import functools
 
 import numpy as np
 
+import inspect
+
 from numbavec import _core
 from numbavec._source import KernelSource
+from numbavec.decorators import DeviceFunction
 from numbavec.decorators import jit as _device_jit
 
 CudaSupportError = _core.CudaSupportError
@@ -116,7 +119,13 @@ def compile_ptx(pyfunc, signature, arch="sm_90", backend=None, fastmath=False):
 
     ``backend`` is 'nvvm' (libNVVM), 'llvm' (LLVM's NVPTX back end) or None
     (NUMBAVEC_CUDA_BACKEND, else libNVVM when found).  Needs no GPU.
+    pyfunc is a Python function (or a ``numbavec.jit`` device function);
+    anything else is a TypeError.
     """
+    if isinstance(pyfunc, DeviceFunction):
+        pyfunc = pyfunc.py_func
+    if not inspect.isfunction(pyfunc):
+        raise TypeError(f"compile_ptx compiles a Python function, not {pyfunc!r}")
     src = KernelSource(pyfunc)
     return _core._cuda_ptx(pyfunc, src.funcdef, src.location, signature, arch=arch,
                            backend=backend, fastmath=fastmath)
