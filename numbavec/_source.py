@@ -24,14 +24,20 @@ class KernelSource:
 
     __slots__ = ("funcdef", "location")
 
-    def __init__(self, pyfunc):
+    def __init__(self, pyfunc, file_lines=None):
+        """file_lines: the lines of pyfunc's file as they were when it was
+        defined (file_lines_of), else the file is read as it is now."""
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"numbavec compiles a Python function, not {pyfunc!r}")
-        if _from_module_tree(self, pyfunc):
+        if _from_module_tree(self, pyfunc, file_lines):
             return
         try:
-            lines, first_line = inspect.getsourcelines(pyfunc)
-        except (OSError, TypeError) as exc:
+            if file_lines:
+                first_line = pyfunc.__code__.co_firstlineno
+                lines = inspect.getblock(file_lines[first_line - 1:])
+            else:
+                lines, first_line = inspect.getsourcelines(pyfunc)
+        except (OSError, TypeError, IndexError) as exc:
             raise TypeError(
                 f"cannot read the source of {pyfunc!r}: numbavec compiles a kernel from "
                 f"its source, so define it in a file (or register the source with linecache)"
@@ -113,17 +119,29 @@ def _deeper_than(tree, budget):
 _module_trees = {}
 
 
-def _from_module_tree(self, pyfunc):
+def file_lines_of(pyfunc):
+    """The lines of pyfunc's file now (a list kept by linecache), to parse
+    later what was there when it was defined; None without a file."""
+    filename = pyfunc.__code__.co_filename
+    if filename.startswith("<"):
+        return None
+    linecache.checkcache(filename)
+    return linecache.getlines(filename, pyfunc.__globals__) or None
+
+
+def _from_module_tree(self, pyfunc, lines=None):
     """The fast path for a def in a file: parse the whole file once (cached)
     and pick the def starting at the code's first line, instead of letting
     inspect tokenize each function (the bulk of a warm-cache import).
-    False when it does not apply (lambdas, no file): inspect then decides."""
+    False when it does not apply (lambdas, no file): inspect then decides.
+    lines: the file's lines to read (file_lines_of), else the file now."""
     code = pyfunc.__code__
     filename = code.co_filename
     if pyfunc.__name__ == "<lambda>" or filename.startswith("<"):
         return False
-    linecache.checkcache(filename)      # as inspect does: a file edited since
-    lines = linecache.getlines(filename, pyfunc.__globals__)
+    if lines is None:
+        linecache.checkcache(filename)      # as inspect does: a file edited since
+        lines = linecache.getlines(filename, pyfunc.__globals__)
     if not lines or not _roomy():
         return False
     cached = _module_trees.get(filename)

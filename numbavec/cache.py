@@ -7,16 +7,20 @@ runs no LLVM pass at all (``_core.vectorize`` calls :meth:`FunctionCache.load`
 and :meth:`FunctionCache.store`; everything that compiles stays in C).
 
 The key of an entry is a SHA-256 over everything the code depends on: the
-function's source; the values of the globals and closure variables it reads
-(names taken from its AST, and the attribute chains through them); the
-source of the device functions it calls, as parsed when the compiler
-inlines them, and what they read (followed transitively); the
-signature; the target and options; the host CPU's name and features; the
-LLVM version, numbavec's version and its compiled module's size and mtime
-(a rebuild with the same version).  Changing any of them misses.  It is
-computed each time a signature is compiled, not at decoration: a lazy ufunc
-compiles at its first call, with the names bound by then (a global or a
-device function defined below the kernel, a closure cell rebound).
+capture the compiler reads (numbavec/_capture.py: the function's source
+text and defaults, the values of the globals and closure variables it
+reads and of the attributes it reads through them, the device functions
+and numbavec ufuncs it inlines with theirs, transitively, and an inlined
+ufunc's loops and options), the signature and what it is compiled into
+(the back end, its variant, the entry), the target and options (identity,
+fastmath; a gufunc's layout, boundscheck, writable_args), the host CPU's
+name and features, the LLVM version, numbavec's version and its compiled
+module's size and mtime (a rebuild with the same version), NumPy's version
+(its promotion rules type the kernel) and Python's (the AST the compiler
+reads).  Changing any of them misses.  The capture is the one the
+compilation reads, so the key describes what is compiled, whenever that
+is: a lazy ufunc's first compilation captures the names bound by then,
+and its later ones compile, and are keyed, from that same capture.
 
 Files: ``<dir>/<key>.nvc`` = MAGIC + mac + payload, where payload is
 ``marshal.dumps((meta, entry))`` and mac the HMAC-SHA256 of MAGIC, the file
@@ -44,8 +48,6 @@ compiling, with one ``NumbavecCacheWarning`` per directory and process.
 POSIX only (``O_NOFOLLOW``, ``geteuid``), as numbavec is.  The threat model
 is in README.md, "The compiled-code cache: what it trusts".
 """
-import ast
-import builtins
 import errno
 import hashlib
 import hmac
@@ -53,14 +55,12 @@ import marshal
 import os
 import stat
 import sys
-import types
 import warnings
-import weakref
 
 import numpy as np
 
 MAGIC = b"NVCACHE2"               # 1 had a bare SHA-256, which anyone could write
-FORMAT = 4                         # bump when the entry layout changes
+FORMAT = 5                         # bump when the entry layout or the key changes
 SUFFIX = ".nvc"
 KEY_FILE = "mac.key"               # in the cache directory, 0600
 MAX_ENTRY_BYTES = 32 << 20         # entries are KiBs: anything larger is refused unread
@@ -100,152 +100,17 @@ def _environment_text():
         _environment = (f"format={FORMAT}\nnumbavec={__version__}\n"
                         f"core={core.st_size}-{core.st_mtime_ns}\n"
                         f"llvm={_core.llvm_version}\ncpu={info['cpu']}\n"
-                        f"features={info['features']}\n")
+                        f"features={info['features']}\nnumpy={np.__version__}\n"
+                        f"python={sys.version_info[0]}.{sys.version_info[1]}\n")
     return _environment
 
 
-# {ast.FunctionDef: (names, chains)}: what a parsed function's text reads
-# does not change (what the names are bound to does, and is looked up anew)
-_names_of = weakref.WeakKeyDictionary()
-
-
-def _referenced_names(funcdef):
-    """Names read in the function, and the dotted chains rooted at them.
-
-    The decorators are left out: they run once, and are not compiled.
-    """
-    found = _names_of.get(funcdef)
-    if found is None:
-        found = _names_of[funcdef] = _walk_names(funcdef)
-    return found
-
-
-def _walk_names(funcdef):
-    names, chains = set(), set()
-    nodes = [funcdef.args, *funcdef.body] if isinstance(funcdef, ast.FunctionDef) else [funcdef]
-    for node in (n for root in nodes for n in ast.walk(root)):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            parts = []
-            while isinstance(node, ast.Attribute):
-                parts.append(node.attr)
-                node = node.value
-            if isinstance(node, ast.Name):
-                chains.add((node.id, *reversed(parts)))
-    return names, chains
-
-
-def _lookup(pyfunc, name):
-    """(found, value) of a name pyfunc reads, where resolve.c's lw_resolve_global
-    finds it: a closure cell, else a global (an empty cell too), else a builtin."""
-    code = pyfunc.__code__
-    if name in code.co_freevars and pyfunc.__closure__ is not None:
-        try:
-            return True, pyfunc.__closure__[code.co_freevars.index(name)].cell_contents
-        except ValueError:      # an empty cell: resolve.c's lw_closure_values leaves it out
-            pass
-    if name in pyfunc.__globals__:
-        return True, pyfunc.__globals__[name]
-    if hasattr(builtins, name):
-        return True, getattr(builtins, name)
-    return False, None
-
-
-def _describe(value, seen):
-    """A text that changes whenever the compiled code could."""
-    if isinstance(value, types.ModuleType):
-        return f"module {value.__name__}"
-    if _is_device_function(value):
-        return "jit " + _device_text(value, seen)
-    if isinstance(value, types.FunctionType):
-        # not compiled (only a device function is inlined): its identity is
-        # all a kernel can depend on, when it is one of the known builtins
-        return f"function {value.__module__}.{value.__qualname__}"
-    if isinstance(value, np.ndarray):
-        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
-        return f"ndarray {value.dtype.str} {value.shape} {digest}"
-    if isinstance(value, (set, frozenset)):
-        return f"{type(value).__name__} {sorted(map(repr, value))}"
-    if isinstance(value, (types.BuiltinFunctionType, type, np.ufunc)):
-        module = getattr(value, "__module__", None) or ""
-        return f"{type(value).__name__} {module}.{getattr(value, '__qualname__', repr(value))}"
-    kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    try:
-        qualname, module = (getattr(value, "__qualname__", None),
-                            getattr(value, "__module__", None) or "")
-    except Exception:  # noqa: BLE001 - a __getattr__ raising something else
-        qualname = None
-    if callable(value) and isinstance(qualname, str):
-        # a function object of another kind: NumPy's array functions (np.sort,
-        # np.where, ...) are dispatchers whose repr holds their address
-        return f"{kind} {module}.{qualname}"
-    if type(value).__repr__ is object.__repr__:
-        # a namespace: a kernel reads its attributes (keyed as chains), and
-        # the default repr's address would differ in every process
-        return f"{kind} instance"
-    try:
-        return f"{kind} {value!r}"
-    except Exception:  # noqa: BLE001 - not a value a kernel can use: its attributes are keyed
-        return f"{kind} <no repr>"
-
-
-def _is_device_function(value):
-    """As inline.c tells them (PyObject_HasAttrString: any error is a no)."""
-    try:
-        return not isinstance(value, type) and hasattr(value, "_numbavec_device_source")
-    except Exception:  # noqa: BLE001 - a __getattr__ raising something else
-        return False
-
-
-def _device_text(device, seen):
-    """The source a device function is inlined from, and what it reads.
-
-    The parsed source the device function hands the compiler, not its file
-    as it is now: the file may have been edited since it was parsed.
-    """
-    try:
-        pyfunc, funcdef, location = device._numbavec_device_source()
-    except Exception:  # noqa: BLE001 - the compiler will say why, not the key
-        return f"<no source {getattr(device, '__qualname__', '?')}>"
-    if pyfunc in seen:
-        return f"<recursive {pyfunc.__qualname__}>"
-    seen.add(pyfunc)
-    return _source_text(pyfunc, funcdef, location, seen)
-
-
-def _source_text(pyfunc, funcdef, location, seen):
-    # From the `def` line on: the decorators (and so the signature list,
-    # keyed per entry) are not part of what a signature's code depends on.
-    _, first, lines, offset = location
-    start = max(0, getattr(funcdef, "lineno", 1) + offset - first)
-    parts = ["".join(lines[start:])]
-    names, chains = _referenced_names(funcdef)
-    local = set(pyfunc.__code__.co_varnames)
-    for name in sorted(names - local):
-        found, value = _lookup(pyfunc, name)
-        parts.append(f"{name} = {_describe(value, seen) if found else '<unbound>'}")
-    for chain in sorted(chains):
-        if chain[0] in local:
-            continue
-        found, value = _lookup(pyfunc, chain[0])
-        for attr in chain[1:]:
-            if not found:
-                break
-            try:
-                value = getattr(value, attr)
-            except Exception:  # noqa: BLE001 - an attribute the kernel cannot use
-                found = False
-        if found and not isinstance(value, types.ModuleType):
-            parts.append(f"{'.'.join(chain)} = {_describe(value, seen)}")
-    return "\n".join(parts)
-
-
-def function_key_text(pyfunc, src, target, options):
-    """Everything a function's entries depend on, but the signature."""
+def function_key_text(captured, target, options):
+    """Everything a function's entries depend on, but the signature: captured
+    is what the compiler reads (numbavec/_capture.py)."""
     opts = ",".join(f"{k}={options[k]!r}" for k in sorted(options))
-    return (f"{_environment_text()}target={target}\noptions={opts}\n"
-            f"{_source_text(pyfunc, src.funcdef, src.location, {pyfunc})}\n")
+    body = captured.key_text() if captured is not None else "<no capture>"
+    return f"{_environment_text()}target={target}\noptions={opts}\n{body}\n"
 
 
 # -- what is trusted -------------------------------------------------------
@@ -497,27 +362,19 @@ def _write_entry(root, name, meta, entry):
 class FunctionCache:
     """The cache entries of one decorated function (what _core calls)."""
 
-    __slots__ = ("_pyfunc", "_src", "_target", "_options", "_dir", "_meta", "_signatures")
+    __slots__ = ("_target", "_options", "_dir", "_meta", "_signatures")
 
-    def __init__(self, pyfunc, src, target, options):
-        self._pyfunc, self._src = pyfunc, src
+    def __init__(self, target, options, function="?", filename="?"):
         self._target, self._options = target, dict(options)
         self._dir = cache_dir()
-        self._meta = {"function": f"{pyfunc.__module__}.{pyfunc.__qualname__}",
-                      "file": src.location[0], "target": target}
+        self._meta = {"function": function, "file": filename, "target": target}
         self._signatures = {}
 
-    def key(self, signature):
-        """The hex key of one signature (as _core spells it).
-
-        Computed here, just before the compiler reads the function, and not
-        at decoration: a lazy ufunc compiles at its first call, when the
-        globals, closure cells and device functions defined or rebound since
-        decoration are the ones compiled.  What the names are bound to is
-        looked up at every call, so a name rebound between two signatures is
-        seen too.
-        """
-        text = function_key_text(self._pyfunc, self._src, self._target, self._options)
+    def key(self, signature, captured):
+        """The hex key of one signature (as _core spells it: the back end,
+        its variant, the entry and the signature) compiled from captured,
+        the capture the compiler has just read (src/compiler/driver.c)."""
+        text = function_key_text(captured, self._target, self._options)
         data = f"{text}signature={signature}\n".encode("utf-8", "surrogatepass")
         key = hashlib.sha256(data).hexdigest()
         self._signatures[key] = signature

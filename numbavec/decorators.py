@@ -8,12 +8,14 @@ import functools
 import inspect
 import re
 import sys
+import weakref
 
 import numpy as np
 
 from numbavec import _core
-from numbavec._pickle import Recipe, reduce_device_function
-from numbavec._source import KernelSource, names_by_line
+from numbavec._capture import Origin
+from numbavec._pickle import reduce_device_function
+from numbavec._source import KernelSource, file_lines_of, names_by_line
 
 _OPTIONS = {"target", "identity", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
 
@@ -77,10 +79,14 @@ def vectorize(ftylist_or_function=(), **kwargs):
     if inspect.isfunction(ftylist_or_function) or isinstance(ftylist_or_function, DeviceFunction):
         return _build(_python_function(ftylist_or_function), (), target, kwargs)
     signatures = ftylist_or_function
-    return lambda pyfunc: _build(_python_function(pyfunc), signatures, target, kwargs)
+
+    def decorate(pyfunc, captured=None):
+        return _build(_python_function(pyfunc), signatures, target, kwargs, captured)
+
+    return decorate
 
 
-def _function_cache(pyfunc, src, target, kwargs, **more):
+def _function_cache(origin, target, kwargs, **more):
     """A FunctionCache when cache=True, else None.  Its key holds every
     option that changes the code: more are a factory's own (a gufunc's
     layout, boundscheck and writable_args)."""
@@ -90,21 +96,24 @@ def _function_cache(pyfunc, src, target, kwargs, **more):
 
     options = {"identity": kwargs.get("identity"),
                "fastmath": bool(kwargs.get("fastmath", False)), **more}
-    return FunctionCache(pyfunc, src, target, options)
+    return FunctionCache(target, options, f"{origin.module}.{origin.qualname}",
+                         origin.src.location[0])
 
 
-def _build(pyfunc, signatures, target, kwargs):
+def _build(pyfunc, signatures, target, kwargs, captured=None):
     """What vectorize makes on target: compiled now for the signatures, or on
     call for the types it meets (none given: a lazy ufunc, which compiles
-    inside NumPy's own dispatch)."""
+    inside NumPy's own dispatch).  captured: what it compiles from, fixed
+    already (an object received by pickle)."""
     src, common = _kernel(pyfunc, kwargs)
+    origin = Origin("vectorize", (signatures,), kwargs, pyfunc, src, captured)
     obj = _core.vectorize(pyfunc, src.funcdef, src.location, signatures, target=target,
-                          nin=_arity(pyfunc), cache=_function_cache(pyfunc, src, target, kwargs),
-                          **common)
-    return _decorate(obj, pyfunc, src, Recipe("vectorize", (signatures,), kwargs))
+                          nin=_arity(pyfunc), cache=_function_cache(origin, target, kwargs),
+                          origin=origin, **common)
+    return _decorate(obj, origin)
 
 
-def _decorate(obj, pyfunc, src, recipe):
+def _decorate(obj, origin):
     """numbavec's introspection (py_func, inspect_llvm, inspect_asm,
     inspect_types, inspect_ptx) on what a factory made: a NumPy ufunc
     carries it as attributes (its code: the Library behind it); an object of
@@ -112,11 +121,14 @@ def _decorate(obj, pyfunc, src, recipe):
     every spelling of a signature is understood.  A lazy ufunc gets
     Numba's DUFunc surface (``ufunc``, ``add``, ``disable_compile``).
     Every object says where it was defined, as the function does
-    (``__module__``, ``__qualname__``, ``__wrapped__``), and keeps the
-    recipe that makes it again in another process (numbavec._pickle)."""
+    (``__module__``, ``__qualname__``, ``__wrapped__``).  None of these
+    is read back by numbavec: what a kernel calling it inlines, what the
+    cache keys and what pickling ships come from its Origin, which its code
+    holds (numbavec/_capture.py), so rebinding them changes none of it."""
+    pyfunc, src = origin.py_func, origin.src
     is_ufunc = isinstance(obj, np.ufunc)
     code = _core._code_of(obj) if is_ufunc else obj
-    gufunc = recipe.factory == "guvectorize"
+    gufunc = origin.factory == "guvectorize"
     if "py_func" not in dir(type(obj)):
         obj.py_func = pyfunc
     for name in ("inspect_llvm", "inspect_asm", "inspect_ptx"):
@@ -124,34 +136,14 @@ def _decorate(obj, pyfunc, src, recipe):
         if method is not None:
             setattr(obj, name, _any_spelling(method, gufunc))
     obj.inspect_types = _types_printer(code, pyfunc, src, gufunc)
-    if is_ufunc and not recipe.args[0]:
+    if is_ufunc and not origin.eager():
         obj.ufunc = obj
         obj.add = _lazy_method(obj, _core._lazy_add)
         obj.disable_compile = _lazy_method(obj, _core._lazy_disable)
-    if not gufunc:
-        # called in another kernel, it is inlined in the types of its loop
-        parsed = (pyfunc, src.funcdef, src.location)
-        obj._numbavec_device_source = lambda: parsed
-        obj._numbavec_loops = _loops_of(obj, bool(recipe.args[0]))
-    obj.__module__ = getattr(pyfunc, "__module__", None)
-    obj.__qualname__ = getattr(pyfunc, "__qualname__", pyfunc.__name__)
+    obj.__module__ = origin.module
+    obj.__qualname__ = origin.qualname
     obj.__wrapped__ = pyfunc
-    obj._numbavec_recipe = recipe
-    if recipe.args[0]:
-        recipe.freeze(obj, pyfunc, src.funcdef)     # compiled now, with these values
     return obj
-
-
-def _loops_of(obj, eager):
-    """What the compiler asks of a numbavec ufunc inlined in a kernel: its
-    loops as signatures, in order (NumPy's choice among them is the first
-    the arguments reach by a safe cast), or None for a lazy ufunc, whose
-    loop for any types is its function typed with them."""
-    def loops():
-        if not eager:
-            return None
-        return tuple(signature_text(t) for t in obj.types)
-    return loops
 
 
 def _lazy_method(ufunc, function):
@@ -223,33 +215,64 @@ class DeviceFunction:
 
     Called from Python it runs the original function; called inside a
     kernel it is typed from the argument types at that call site and
-    inlined (numbavec._core reads its source through
-    ``_numbavec_device_source``).  Its global names resolve in its own
-    module, when the kernel is compiled.
+    inlined.  What the kernel inlines is what the kernel's capture took of
+    it (numbavec/_capture.py): its source, parsed once (at the first
+    kernel that reads it) and kept privately, and the values its names and
+    defaults hold when that kernel captures them.
     """
 
     def __init__(self, pyfunc):
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"numbavec.jit decorates a Python function, not {pyfunc!r}")
-        self.py_func = pyfunc
-        self._source = None
+        _devices[self] = _DeviceState(pyfunc)
         functools.update_wrapper(self, pyfunc)
 
+    @property
+    def py_func(self):
+        """The Python function, as decorated."""
+        return _devices[self].py_func
+
     def __call__(self, *args, **kwargs):
-        return self.py_func(*args, **kwargs)
+        return _devices[self].py_func(*args, **kwargs)
 
     def __repr__(self):
-        return f"<numbavec device function {self.py_func.__qualname__}>"
+        return f"<numbavec device function {_devices[self].py_func.__qualname__}>"
 
     def __reduce__(self):
-        return reduce_device_function(self)
+        return reduce_device_function(self, _devices[self])
 
-    def _numbavec_device_source(self):
-        """(py_func, ast.FunctionDef, location): parsed once, then cached."""
+
+class _DeviceState:
+    """What a device function keeps out of reach of its attributes: its
+    function and code as decorated, and its source: its file's lines as
+    they were at decoration (a list linecache holds anyway), parsed at the
+    first kernel that reads it; a file edited afterwards changes nothing."""
+
+    __slots__ = ("py_func", "code", "_lines", "_source")
+
+    def __init__(self, pyfunc):
+        self.py_func, self.code, self._source = pyfunc, pyfunc.__code__, None
+        self._lines = file_lines_of(pyfunc)
+
+    def source(self):
         if self._source is None:
-            src = KernelSource(self.py_func)
-            self._source = (self.py_func, src.funcdef, src.location)
+            self._source = KernelSource(self.py_func, self._lines)
         return self._source
+
+    def capture(self, capturer):
+        """Its Captured in a kernel's capture (numbavec/_capture.py)."""
+        src = self.source()
+        return capturer.function(id(self), self.py_func, self.code, src.funcdef, src.location,
+                                 self)
+
+
+# {DeviceFunction: _DeviceState}: held here, released with the object
+_devices = weakref.WeakKeyDictionary()
+
+
+def device_state(obj):
+    """The _DeviceState of a device function, or None for any other object."""
+    return _devices.get(obj) if isinstance(obj, DeviceFunction) else None
 
 
 _JIT_OPTIONS = {"device", "inline", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
@@ -303,17 +326,19 @@ def guvectorize(*args, **kwargs):
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
     target = _check_options(kwargs, _GU_OPTIONS, "guvectorize")
 
-    def decorate(pyfunc):
+    def decorate(pyfunc, captured=None):
         pyfunc = _python_function(pyfunc)
         src, common = _kernel(pyfunc, kwargs, "guvectorize")
         writable = _writable_indices(pyfunc, kwargs.get("writable_args", ()))
         boundscheck = bool(kwargs.get("boundscheck", True))
-        cache = _function_cache(pyfunc, src, target, kwargs, layout=str(layout),
+        origin = Origin("guvectorize", (signatures, layout), kwargs, pyfunc, src, captured)
+        cache = _function_cache(origin, target, kwargs, layout=str(layout),
                                 boundscheck=boundscheck, writable_args=writable)
         obj = _core.guvectorize(
             pyfunc, src.funcdef, src.location, signatures, layout, target=target,
-            writable_args=writable, boundscheck=boundscheck, cache=cache, **common)
-        return _decorate(obj, pyfunc, src, Recipe("guvectorize", (signatures, layout), kwargs))
+            writable_args=writable, boundscheck=boundscheck, cache=cache, origin=origin,
+            **common)
+        return _decorate(obj, origin)
 
     return decorate
 

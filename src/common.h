@@ -47,6 +47,7 @@ typedef struct NvState {
     PyObject *cuda_module_type;   /* _core.CudaModule: loaded PTX (launch.c) */
     PyObject *ast_kinds;          /* ast node class -> CcAstKind (astkind.c) */
     PyObject *builtin_ids;        /* Python object -> builtin id (builtins.c) */
+    PyObject *inline_type;        /* _core.Inline: a callee as kernels inline it (inline.c) */
     PyObject *raise_classes;      /* raise site text -> the class compiled (driver.c) */
 } NvState;
 

@@ -95,6 +95,15 @@ def run(moddir, cachedir, trapped=False, root=ROOT):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def key_of(fn, signature="float64(float64, float64)", target="cpu", options=None):
+    """The cache key of fn's signature, captured now as a compilation would."""
+    from numbavec._capture import capture_function
+    from numbavec._source import KernelSource
+
+    captured = capture_function(fn, KernelSource(fn))
+    return nvcache.FunctionCache(target, options or {}).key(signature, captured)
+
+
 def entry_paths(cachedir):
     return sorted(str(cachedir / n) for n in os.listdir(cachedir) if n.endswith(".nvc"))
 
@@ -304,16 +313,13 @@ def _kernel_key(moddir, name, helper):
     """The cache key of kmod.kern's f8 signature, the module written anew."""
     import importlib.util
 
-    from numbavec._source import KernelSource
-
     body = KERNEL.replace("math.exp(-x) * SCALE + y", "helper(x) * SCALE + y").replace(
         "@vectorize({sigs}, target={target!r}, cache=True)\n", "")
     write_module(moddir, body=body, helper=helper)
     spec = importlib.util.spec_from_file_location(name, os.path.join(moddir, "kmod.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
-    return fc.key("float64(float64, float64)")
+    return key_of(mod.kern)
 
 
 def test_a_called_function_changing_misses(tmp_path):
@@ -323,7 +329,7 @@ def test_a_called_function_changing_misses(tmp_path):
     assert _kernel_key(moddir, "kmod_c", "x + 2") != k1
 
 
-def test_a_device_function_without_source_keys_without_raising():
+def test_a_device_function_without_source_is_a_clear_error():
     ns = {}
     exec(textwrap.dedent('''
         import numbavec
@@ -331,10 +337,16 @@ def test_a_device_function_without_source_keys_without_raising():
         def inner(x):
             return x + 1
     '''), ns)
-    from numbavec.cache import _describe
-    # no source for exec'd code: a stable text, never an exception (the
-    # compiler says what is wrong when it reads the function)
-    assert _describe(ns["inner"], set()) == "jit <no source inner>"
+    from numbavec import vectorize
+
+    def kern(x):
+        return inner(x)
+
+    kern.__globals__["inner"] = ns["inner"]
+    # no source for exec'd code: the capture says so, with a TypeError,
+    # never a crash nor a key made of nothing
+    with pytest.raises(TypeError, match="cannot read the source"):
+        vectorize(["float64(float64)"], cache=True)(kern)
 
 
 def test_corrupt_and_truncated_entries_are_recompiled_and_rewritten(dirs):
@@ -616,21 +628,18 @@ def test_a_device_function_is_keyed_from_the_source_compiled(dirs, monkeypatch):
 
 
 def test_key_follows_a_rebinding_between_two_calls(dirs):
-    # key() may remember what a parsed function reads, never what it is bound to.
-    from numbavec._source import KernelSource
-
+    # a capture may remember what a parsed function reads, never what it is bound to.
     moddir, _ = dirs
     undecorated = ABOVE.replace("@vectorize({sigs}, target={target!r}, cache=True)\n", "")
     write_module(moddir, body=undecorated, **dict(NAMES, tag="rebind"))
     mod = import_file(moddir / "kmod.py", f"kmod_rebind_{id(dirs)}")
-    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
-    first = fc.key("float64(float64, float64)")
+    first = key_of(mod.kern)
     mod.SCALE = 3.0
-    assert fc.key("float64(float64, float64)") != first
+    assert key_of(mod.kern) != first
     mod.SCALE = 2.0
-    assert fc.key("float64(float64, float64)") == first
+    assert key_of(mod.kern) == first
     mod.Consts.OFFSET = 1.5
-    assert fc.key("float64(float64, float64)") != first
+    assert key_of(mod.kern) != first
 
 
 # -- what the cache trusts ---------------------------------------------------
@@ -969,16 +978,13 @@ def kern(x, y):
 
 
 def test_a_device_function_s_closure_is_keyed(tmp_path):
-    from numbavec._source import KernelSource
-
     (tmp_path / "cdev.py").write_text(CLOSURE_DEVICE)
     mod = import_file(tmp_path / "cdev.py", f"cdev_{id(tmp_path)}")
-    fc = nvcache.FunctionCache(mod.kern, KernelSource(mod.kern), "cpu", {})
-    first = fc.key("float64(float64, float64)")
+    first = key_of(mod.kern)
     mod.helper = mod.scaled_by(3.0)             # the same source, another cell
-    assert fc.key("float64(float64, float64)") != first
+    assert key_of(mod.kern) != first
     mod.helper = mod.scaled_by(2.0)
-    assert fc.key("float64(float64, float64)") == first
+    assert key_of(mod.kern) == first
 
 
 EMPTY_CELL = '''
@@ -993,15 +999,12 @@ def make():
 
 
 def test_an_empty_closure_cell_is_keyed_as_the_global_the_compiler_reads(tmp_path):
-    from numbavec._source import KernelSource
-
     (tmp_path / "cell.py").write_text(EMPTY_CELL)
     mod = import_file(tmp_path / "cell.py", f"cell_{id(tmp_path)}")
     kern = mod.make()
-    fc = nvcache.FunctionCache(kern, KernelSource(kern), "cpu", {})
-    first = fc.key("float64(float64, float64)")
+    first = key_of(kern)
     mod.k = 3.0
-    assert fc.key("float64(float64, float64)") != first
+    assert key_of(kern) != first
 
 
 # ---- guvectorize: eager and dynamic gufuncs go through the same cache ----
@@ -1131,3 +1134,252 @@ def test_cuda_ufunc_cold_then_warm(dirs):
     changed = run_cuda(moddir, cachedir, const="2")       # the source is in the key
     assert (changed["compilations"], changed["loads"]) == (2, 0)
     assert changed["ptx"] != cold["ptx"]
+
+
+# ---- every input of a compilation is in the key (issue 34, first fault) ----
+
+# One kernel reading every kind of input compilation reads: a global, a
+# closure cell, an attribute of a class and of a module, a device function (its source, a global it reads, its defaults, the device
+# function it calls) and a numbavec ufunc (its loops, its source, a global it
+# reads), under every option.  Each case changes one of them: the kernel
+# must compile anew (not run the other's code), and compute what py_func does.
+EVERY_INPUT = '''
+import types
+import numpy as np
+import numbavec
+from numbavec import vectorize
+
+SCALE = {scale}
+
+class Consts:
+    OFFSET = {offset}
+
+cfg = types.ModuleType("kcfg")
+cfg.N = {cfg_n}
+
+S, T = {default}, {kwdefault}
+
+@numbavec.jit
+def leaf(x):
+    return x * {leaf}
+
+@numbavec.jit
+def helper(x, s=S, *, t=T):
+    return leaf(x) + s + t + HG
+
+HG = {helper_global}
+
+IG = {inner_global}
+
+@vectorize([{inner_sig}])
+def inner(x):
+    return x / {inner_body} + IG
+
+def make():
+    k = {cell}
+    @vectorize({sigs}, target={target!r}, fastmath={fastmath}, identity={identity}, cache=True)
+    def kern(x, y):   # {tag}
+        return inner(x) * 3.0 - x + (SCALE + helper(y) + Consts.OFFSET + cfg.N + k) * 1e-3{extra}
+    return kern
+
+kern = make()
+'''
+
+EVERY_BASE = dict(scale="2.0", offset="0.5", cfg_n="1.0", default="1.0", kwdefault="0.25",
+                  leaf="2.0", helper_global="0.125", inner_sig="'float64(float64)'",
+                  inner_body="3.0", inner_global="0.0", cell="4.0", sigs="['f4(f4, f4)']",
+                  target="cpu", fastmath="False", identity="None", extra="")
+
+EVERY_CHANGE = {
+    "global-value": {"scale": "3.0"},
+    "global-type": {"scale": "np.float32(2.0)"},
+    "closure-cell": {"cell": "5.0"},
+    "class-attribute": {"offset": "0.75"},
+    "module-attribute": {"cfg_n": "2.0"},
+    "kernel-source": {"extra": " + 0.0"},
+    "device-source": {"leaf": "3.0"},
+    "device-global": {"helper_global": "0.5"},
+    "device-default": {"default": "2.0"},
+    "device-kwdefault": {"kwdefault": "0.5"},
+    "ufunc-signature": {"inner_sig": "'float32(float32)'"},
+    "ufunc-source": {"inner_body": "4.0"},
+    "ufunc-global": {"inner_global": "0.125"},
+    "fastmath-on": {"fastmath": "True"},
+    "fastmath-off": ({"fastmath": "True"}, {"fastmath": "False"}),
+    "identity": {"identity": "0"},
+    "target": {"target": "parallel"},
+    "signature": {"sigs": "['f8(f8, f8)']"},
+}
+
+
+def _jit_counts():
+    from numbavec import _core
+
+    info = _core._jit_info()
+    return info["compilations"], info["object_loads"]
+
+
+def _compiled(tmp_path, name, names):
+    """(kern, compilations, loads) of kmod written with names and imported as
+    name, its code made (by a call)."""
+    (tmp_path / f"{name}.py").write_text(EVERY_INPUT.format(**names))
+    before = _jit_counts()
+    mod = import_file(tmp_path / f"{name}.py", name)
+    x = np.linspace(0.1, 1, 7).astype(np.float32)
+    out = mod.kern(x, x)
+    after = _jit_counts()
+    return mod.kern, out, after[0] - before[0], after[1] - before[1]
+
+
+@pytest.mark.parametrize("case", EVERY_CHANGE)
+def test_each_input_of_a_compilation_misses(tmp_path, monkeypatch, case):
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path / "cache"))
+    change = EVERY_CHANGE[case]
+    base, change = change if isinstance(change, tuple) else ({}, change)
+    names = dict(EVERY_BASE, tag=f"{case} {tmp_path}", **base)
+    name = f"every_{id(tmp_path)}"        # the same module, written again
+    _compiled(tmp_path, name, names)
+    kern, out, compiled, loaded = _compiled(tmp_path, name, dict(names, **change))
+    assert (compiled, loaded) == (1, 0), "the changed kernel ran the other's code"
+    x = np.linspace(0.1, 1, 7).astype(np.float32)
+    if case not in ("fastmath-on",):
+        want = kern.py_func(x.astype(out.dtype), x.astype(out.dtype))
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+    if case == "ufunc-signature":
+        # the float32 loop's rounding: what NumPy computes calling the new inner
+        np.testing.assert_array_equal(out, want.astype(out.dtype))
+
+
+def test_the_environment_of_every_key():
+    """What no test can change here is in every key all the same."""
+    text = nvcache._environment_text()
+    from numbavec import __version__, _core
+
+    for part in (f"numbavec={__version__}", f"llvm={_core.llvm_version}", "cpu=", "features=",
+                 f"numpy={np.__version__}", "python=", "core="):
+        assert part in text
+
+
+FASTMATH_KERNEL = '''
+from numbavec import vectorize
+
+@vectorize(["f8(f8)"], fastmath={fastmath}, cache=True)
+def kern(x):
+    return x * 0.0
+'''
+
+FASTMATH_RUN = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, {moddir!r})
+import kmod
+from numbavec import _core
+with np.errstate(invalid="ignore"):
+    result = kmod.kern(np.float64([np.inf, 1.0])).tolist()
+info = _core._jit_info()
+print(json.dumps([info["compilations"], info["object_loads"], repr(result)]))
+'''
+
+
+def test_fastmath_is_in_the_key(dirs):
+    """x * 0.0 at inf is NaN (NumPy's and py_func's answer); with fastmath
+    (no NaN or inf assumed) LLVM folds it to 0.0.  Either entry in the cache
+    must not be loaded for the other."""
+    moddir, cachedir = dirs
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def fresh(fastmath):
+        write_module(moddir, body=FASTMATH_KERNEL, fastmath=fastmath)
+        out = subprocess.run([sys.executable, "-c", FASTMATH_RUN.format(moddir=str(moddir))],
+                             env=env, cwd=str(moddir), capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    assert fresh(False) == (1, 0, "[nan, 0.0]")
+    assert fresh(True) == (1, 0, "[0.0, 0.0]")
+    assert fresh(False) == (0, 1, "[nan, 0.0]")
+    assert fresh(True) == (0, 1, "[0.0, 0.0]")
+
+
+INNER_SIGNATURE = '''
+import numpy as np
+from numbavec import vectorize
+
+@vectorize([{inner_sig}])
+def inner(x):
+    return x / 3.0
+
+@vectorize(["f4(f4)"], cache=True)
+def kern(x):
+    return inner(x) * 3.0 - x
+'''
+
+INNER_RUN = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, {moddir!r})
+import kmod
+from numbavec import _core
+x = np.linspace(0.1, 1, 7).astype(np.float32)
+ok = np.array_equal(kmod.kern(x), kmod.kern.py_func(x))
+info = _core._jit_info()
+print(json.dumps([info["compilations"], info["object_loads"], ok]))
+'''
+
+
+def test_a_called_ufunc_s_signatures_are_in_the_key(dirs):
+    """inner's loop decides the precision of its inlined call: float32
+    instead of float64 must not load the float64 code."""
+    moddir, cachedir = dirs
+    env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(cachedir),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def fresh(inner_sig):
+        write_module(moddir, body=INNER_SIGNATURE, inner_sig=inner_sig)
+        out = subprocess.run([sys.executable, "-c", INNER_RUN.format(moddir=str(moddir))],
+                             env=env, cwd=str(moddir), capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert fresh("'float64(float64)'")[1:] == [0, True]
+    compiled, loaded, ok = fresh("'float32(float32)'")
+    assert (loaded, ok) == (0, True) and compiled >= 1
+
+
+GU_EVERY = '''
+import numpy as np
+from numbavec import guvectorize
+
+@guvectorize(["void(f8[:], f8[:], f8[:])"], {layout!r}, writable_args={writable},
+             boundscheck={boundscheck}, fastmath={fastmath}, cache=True)
+def gkern(a, b, out):    # {tag}
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 0.0 + b[0]
+'''
+
+GU_CHANGE = {
+    "layout": {"layout": "(n),(m)->(n)"},
+    "writable_args": {"writable": "(1,)"},
+    "boundscheck": {"boundscheck": "False"},
+    "fastmath": {"fastmath": "True"},
+}
+
+
+@pytest.mark.parametrize("case", GU_CHANGE)
+def test_each_gufunc_option_misses(tmp_path, monkeypatch, case):
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path / "cache"))
+    names = dict(layout="(n),(n)->(n)", writable="()", boundscheck="True", fastmath="False",
+                 tag=f"{case} {tmp_path}")
+    counts = []
+    for more in ({}, GU_CHANGE[case]):
+        path = tmp_path / f"gevery_{id(tmp_path)}.py"
+        path.write_text(GU_EVERY.format(**dict(names, **more)))
+        before = _jit_counts()
+        mod = import_file(path, path.stem)
+        mod.gkern(np.ones(3), np.ones(3))
+        after = _jit_counts()
+        counts.append((after[0] - before[0], after[1] - before[1]))
+    assert counts[1] == (1, 0)

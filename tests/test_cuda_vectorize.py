@@ -7,6 +7,7 @@ import pytest
 
 from numbavec import cuda, float32, vectorize
 from numbavec import _core
+from numbavec._capture import Origin
 from numbavec._source import KernelSource
 
 from conftest import assemble, needs_gpu, needs_ptxas
@@ -35,8 +36,12 @@ EXAMPLES = [
 
 def cu(pyfunc, sigs, arch="sm_90", identity=None):
     src = KernelSource(pyfunc)
+    # the Origin the decorators give: what the kernel compiles from (its
+    # device functions among it)
+    origin = Origin("vectorize", (sigs,), {}, pyfunc, src)
     return _core.vectorize(pyfunc, src.funcdef, src.location, sigs, target="cuda",
-                           identity=identity, name=pyfunc.__name__, doc=pyfunc.__doc__, arch=arch)
+                           identity=identity, name=pyfunc.__name__, doc=pyfunc.__doc__, arch=arch,
+                           origin=origin)
 
 
 # ---- on every machine ----

@@ -60,8 +60,10 @@ def test_callable_from_python():
 
 
 def test_source_is_parsed_once():
-    first = polar_to_cartesian._numbavec_device_source()
-    assert polar_to_cartesian._numbavec_device_source() is first
+    from numbavec.decorators import device_state
+
+    state = device_state(polar_to_cartesian)
+    assert state.source() is state.source()
 
 
 # ---- inlining and typing ----
@@ -341,6 +343,23 @@ def test_a_default_rebound_on_the_function_is_read_when_the_kernel_compiles(targ
     plus.py_func.__defaults__ = (10.0,)
     second = compile_ufunc(lambda x: plus(x), ["float64(float64)"], target)
     assert (first(1.0), second(1.0)) == (2.0, 11.0) == (2.0, plus(1.0))
+
+
+# ---- what a device function keeps (issue 34, third fault) ----
+
+def test_a_device_function_keeps_its_state_out_of_its_dict():
+    assert not [k for k in vars(polar_to_cartesian) if k.startswith("_numbavec")]
+    with pytest.raises(AttributeError):
+        polar_to_cartesian.py_func = lambda r, t: (0.0, 0.0)
+
+    @numbavec.jit
+    def inc(x):
+        return x + 1
+
+    inc.__wrapped__ = lambda x: x * 100
+    inc._numbavec_device_source = lambda: None     # was read by the compiler
+    k = compile_ufunc(lambda x: inc(x), ["float64(float64)"], "cpu")
+    assert k(1.0) == 2.0 and inc(1.0) == 2.0
 
 
 # ---- compile_ptx takes Python functions only (issue 34, sixth fault) ----

@@ -218,6 +218,7 @@ def test_a_cached_kernel_is_loaded_from_the_cache_by_the_receiver(tmp_path):
 
 
 def test_dufunc_methods_travel():
+    """So do the loops compiled (add()'s among them): the receiver has them."""
     f = vectorize(lambda x: x + 1)
     f.add("float32(float32)")
     blob = pickle.dumps(f)
@@ -225,9 +226,9 @@ def test_dufunc_methods_travel():
         import pickle, sys
         import numpy as np
         f = pickle.loads(sys.stdin.buffer.read())
-        print(f(np.int16(3)), f.ufunc is f, f.types)
+        print(f(np.int16(3)), f.ufunc is f, ",".join(f.types))
     ''', blob)
-    assert out.decode().split() == ["4", "True", "['h->h']"]
+    assert out.decode().split() == ["4", "True", "f->f,h->h"]
 
 
 @pytest.mark.skipif(not HAVE_LIBDEVICE, reason="no libdevice (CUDA toolkit)")
@@ -343,3 +344,154 @@ def test_defined_in_main_and_shipped_to_workers(tmp_path, how):
                              capture_output=True, timeout=300, cwd=tmp_path)
         assert out.returncode == 0, out.stderr.decode()[-3000:]
         assert out.stdout.decode().split()[-2:] == ["ok", how]
+
+
+# -- what travels is what the sender compiled (issue 34, second fault) ------
+
+EDITED = '''
+import numbavec
+
+K = 2.0
+
+@numbavec.jit
+def helper(x):
+    return x * H
+
+H = 3.0
+
+@numbavec.vectorize(["f8(f8)", "f4(f4)"])
+def eager(x):
+    return helper(x) + K
+
+@numbavec.vectorize
+def lazy(x):
+    return helper(x) - K
+'''
+
+
+def import_file(path, name):
+    """The module at path, imported under name but not registered: no other
+    process finds it by name, so what it defines travels by value."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("edits", [("file",), ("globals",), ("attributes",),
+                                   ("file", "globals", "attributes")])
+def test_what_travels_is_what_the_sender_compiled(tmp_path, edits):
+    """After the first compilation: the file edited, the globals the kernel
+    and its helper read rebound, the attributes pickling used to read
+    rebound.  The sender keeps computing what it compiled (a lazy ufunc's
+    new signature too, from the capture of its first), and so does the
+    receiver."""
+    path = tmp_path / "edited.py"
+    path.write_text(EDITED)
+    mod = import_file(path, f"edited_{id(tmp_path)}")
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(mod.lazy(x), x * 3.0 - 2.0)
+    if "file" in edits:
+        path.write_text(EDITED.replace("+ K", "* 100 + K").replace("- K", "* 100 - K"))
+    if "globals" in edits:
+        mod.K, mod.H = 50.0, 70.0
+    if "attributes" in edits:
+        mod.eager.__wrapped__ = mod.lazy.__wrapped__ = lambda x: x * 1000
+        mod.eager._numbavec_recipe = mod.lazy._numbavec_recipe = "anything"
+        mod.helper.__wrapped__ = lambda x: x * 1000
+    want = {"eager": mod.eager(x), "eager32": mod.eager(x.astype(np.float32)),
+            "lazy": mod.lazy(x), "lazy32": mod.lazy(x.astype(np.float32)),
+            "helper": mod.helper(2.0)}
+    np.testing.assert_array_equal(want["lazy32"], (x * 3.0 - 2.0).astype(np.float32))
+    np.testing.assert_array_equal(want["eager"], x * 3.0 + 2.0)
+    blob = pickle.dumps((mod.eager, mod.lazy, mod.helper))
+    out = child('''
+        import pickle, sys
+        import numpy as np
+        eager, lazy, helper = pickle.loads(sys.stdin.buffer.read())
+        x = np.arange(3.0)
+        sys.stdout.buffer.write(pickle.dumps({
+            "eager": eager(x), "eager32": eager(x.astype(np.float32)),
+            "lazy": lazy(x), "lazy32": lazy(x.astype(np.float32)), "helper": helper(2.0)}))
+    ''', blob)
+    assert_results_equal(pickle.loads(out), want)
+
+
+def test_a_lazy_ufunc_pickled_before_compiling_fixes_what_it_reads_then():
+    """Pickled before any call, a lazy ufunc takes its values then, for the
+    receiver and for itself: both compute the same afterwards."""
+    scale = [2.0]
+
+    def make():
+        k = scale[0]
+        f = vectorize(lambda x: x * k)
+        return f, (lambda: None)
+
+    f, _ = make()
+    blob = pickle.dumps(f)
+    out = child('''
+        import pickle, sys
+        f = pickle.loads(sys.stdin.buffer.read())
+        print(f(1.5))
+    ''', blob)
+    assert out.decode().split() == [str(f(1.5))] == ["3.0"]
+
+
+def test_a_disabled_lazy_ufunc_travels_disabled(target):
+    f = vectorize(lambda x: x + 1, target=target)
+    f(np.float32(1.0))
+    f.add("float64(int16)")
+    f.disable_compile()
+    blob = pickle.dumps(f)
+    out = child('''
+        import pickle, sys
+        import numpy as np
+        f = pickle.loads(sys.stdin.buffer.read())
+        got = [",".join(f.types), repr(f(np.int16(3))), repr(f(np.float32(2.0)))]
+        try:
+            f(np.complex128(1j))
+            got.append("compiled")
+        except TypeError:
+            got.append("TypeError")
+        print(" ".join(got))
+    ''', blob)
+    assert out.decode().split() == ["f->f,h->d", "np.float64(4.0)", "np.float32(3.0)",
+                                    "TypeError"]
+
+
+def test_nothing_of_numbavec_s_is_in_an_object_s_dict():
+    objs = make_objects("cpu", 1.0)
+    if HAVE_LIBDEVICE:
+        objs.update({f"cuda_{k}": v for k, v in make_objects("cuda", 1.0).items()})
+    for name, obj in objs.items():
+        own = set(dir(obj)) | set(getattr(obj, "__dict__", {}))
+        assert not [k for k in own if "numbavec" in k], name
+        for old in ("_numbavec_recipe", "_numbavec_device_source", "_numbavec_loops"):
+            assert not hasattr(obj, old), (name, old)
+
+
+def test_no_numbavec_attribute_is_left_in_the_code():
+    """What the package sets or reads by an attribute name of its own: none."""
+    import pathlib
+
+    package = pathlib.Path(numbavec.__file__).parent
+    roots = [package, package.parent / "src"]
+    for path in (p for root in roots if root.is_dir() for p in root.rglob("*")
+                 if p.suffix in (".py", ".c", ".h")):
+        assert "_numbavec_" not in path.read_text(), path
+
+
+def test_rebinding_attributes_changes_nothing_that_travels():
+    objs = make_objects("cpu", 1.5)
+    before = {k: pickle.dumps(v) for k, v in objs.items()}
+    for obj in objs.values():
+        for name in ("__wrapped__", "py_func", "__module__", "__qualname__",
+                     "_numbavec_recipe", "_numbavec_device_source", "_numbavec_loops"):
+            try:
+                setattr(obj, name, "rebound")
+            except (AttributeError, TypeError):
+                pass        # read-only where the type says so
+    for key, obj in objs.items():
+        assert pickle.dumps(obj) == before[key], key

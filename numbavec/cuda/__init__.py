@@ -14,6 +14,7 @@ import numpy as np
 import inspect
 
 from numbavec import _core
+from numbavec._capture import capture_function
 from numbavec._source import KernelSource
 from numbavec.decorators import DeviceFunction
 from numbavec.decorators import jit as _device_jit
@@ -127,7 +128,9 @@ def compile_ptx(pyfunc, signature, arch="sm_90", backend=None, fastmath=False):
     if not inspect.isfunction(pyfunc):
         raise TypeError(f"compile_ptx compiles a Python function, not {pyfunc!r}")
     src = KernelSource(pyfunc)
-    return _core._cuda_ptx(pyfunc, src.funcdef, src.location, signature, arch=arch,
+    # what the kernel reads, taken now: the function the compiler resolves names in
+    env = capture_function(pyfunc, src).env()
+    return _core._cuda_ptx(env, src.funcdef, src.location, signature, arch=arch,
                            backend=backend, fastmath=fastmath)
 
 

@@ -298,7 +298,9 @@ int cc_depth_budget(void);
  * the caller waiting without the GIL.  New reference, or NULL with the
  * exception the call raised. */
 PyObject *cc_call_with_stack(size_t stack, PyObject *callable, PyObject *args);
-int cc_init_module(PyObject *module); /* _call_with_stack, _stack_room; 0/-1 */
+int cc_init_module(PyObject *module); /* _call_with_stack, _stack_room, Inline; 0/-1 */
+/* ---- inline.c ---- */
+int cc_init_inline(PyObject *module); /* _core.Inline (lower.h says what it is); 0/-1 */
 
 /* ---- lower.c ---- */
 
@@ -828,18 +830,28 @@ typedef struct CcKernel {
     int first_line, line_offset;
     int fastmath, boundscheck;
     PyObject *cache; /* owned: a numbavec.cache.FunctionCache, or NULL */
-    int lazy;        /* host code may wait for its first call (cc_jit_add_lazy) */
+    /* owned: numbavec's Origin (numbavec/_capture.py), or NULL.  What the
+     * kernel compiles from: each compilation asks it for its environment(),
+     * (capture, function whose names the compiler resolves), and tells it
+     * compiled(capture) once the signature compiled; the cache keys that
+     * capture.  NULL: names resolve in pyfunc's own globals, as they are. */
+    PyObject *origin;
+    int lazy; /* host code may wait for its first call (cc_jit_add_lazy) */
 } CcKernel;
 
 /* source: (filename, first_line, lines, line_offset); cache: None or a
- * FunctionCache (all borrowed).  NULL with an exception. */
+ * FunctionCache; origin: None or an Origin (all borrowed).  NULL with an
+ * exception. */
 CcKernel *cc_kernel_new(PyObject *pyfunc, PyObject *funcdef, PyObject *source, const char *name,
-                        int fastmath, int boundscheck, PyObject *cache);
+                        int fastmath, int boundscheck, PyObject *cache, PyObject *origin);
 int cc_kernel_traverse(const CcKernel *k, visitproc visit, void *arg);
 void cc_kernel_clear(CcKernel *k);
 /* The decorated function (new reference), or None once the kernel is
  * cleared (the object that owns it is being collected). */
 PyObject *cc_kernel_pyfunc(const CcKernel *k); /* its Python references only (GC) */
+/* The kernel's Origin (new reference), or None: what numbavec's pickling
+ * and inlining read, held here so that no attribute can replace it. */
+PyObject *cc_kernel_origin(const CcKernel *k);
 void cc_kernel_free(CcKernel *k);
 
 enum { CC_MAXENTRIES = 4, CC_NAME_SIZE = 160 };

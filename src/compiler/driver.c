@@ -28,7 +28,7 @@
 
 CcKernel *
 cc_kernel_new(PyObject *pyfunc, PyObject *funcdef, PyObject *source, const char *name, int fastmath,
-              int boundscheck, PyObject *cache)
+              int boundscheck, PyObject *cache, PyObject *origin)
 {
     PyObject *filename;
     int first_line, line_offset;
@@ -47,6 +47,7 @@ cc_kernel_new(PyObject *pyfunc, PyObject *funcdef, PyObject *source, const char 
     k->lines = Py_NewRef(lines);
     k->filename_obj = Py_NewRef(filename);
     k->cache = cache != NULL && cache != Py_None ? Py_NewRef(cache) : NULL;
+    k->origin = origin != NULL && origin != Py_None ? Py_NewRef(origin) : NULL;
     k->name_obj = PyUnicode_FromString(name != NULL ? name : "kernel");
     k->first_line = first_line;
     k->line_offset = line_offset;
@@ -67,6 +68,7 @@ cc_kernel_traverse(const CcKernel *k, visitproc visit, void *arg)
         Py_VISIT(k->pyfunc);
         Py_VISIT(k->funcdef);
         Py_VISIT(k->cache);
+        Py_VISIT(k->origin);
     }
     return 0;
 }
@@ -77,6 +79,12 @@ cc_kernel_pyfunc(const CcKernel *k)
     return Py_NewRef(k != NULL && k->pyfunc != NULL ? k->pyfunc : Py_None);
 }
 
+PyObject *
+cc_kernel_origin(const CcKernel *k)
+{
+    return Py_NewRef(k != NULL && k->origin != NULL ? k->origin : Py_None);
+}
+
 void
 cc_kernel_clear(CcKernel *k)
 {
@@ -84,6 +92,7 @@ cc_kernel_clear(CcKernel *k)
         Py_CLEAR(k->pyfunc);
         Py_CLEAR(k->funcdef);
         Py_CLEAR(k->cache);
+        Py_CLEAR(k->origin);
     }
 }
 
@@ -745,8 +754,8 @@ store_made(PyObject *ctx, PyObject *blob, const char *ir)
  * pass; a miss compiles and stores, now or (code made on demand) when its
  * machine code is made. */
 static int
-compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend *be,
-               const char *base, CcCompiled *out)
+compile_cached(CcFunction *fn, CcKernel *k, PyObject *capture, const CcBuilder *b,
+               const CcBackend *be, const char *base, CcCompiled *out)
 {
     PyObject *key = NULL, *entry = NULL, *blob = NULL, *ctx = NULL;
     int rc = -1;
@@ -758,7 +767,7 @@ compile_cached(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend 
     }
     snprintf(label, sizeof(label), "%s/%s/%s/%s%s", be->name, be->variant ? be->variant : "",
              b->what, ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf)), raises);
-    key = PyObject_CallMethod(k->cache, "key", "s", label);
+    key = PyObject_CallMethod(k->cache, "key", "sO", label, capture);
     const char *hex = key ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
     if (hex == NULL || (entry = PyObject_CallMethod(k->cache, "load", "O", key)) == NULL) {
         goto done;
@@ -839,12 +848,57 @@ resolve_signature(CcFunction *fn, const TsSignature *sig, TsSignature *resolved)
     return 0;
 }
 
+/* ---- what a compilation reads ---- */
+
+/*
+ * What one compilation of k reads: the origin's environment(), i.e. the
+ * capture it compiles from (*capture) and the function whose globals and
+ * closure the compiler resolves names in (*env); without an origin, None
+ * and k's own function.  New references; 0/-1.
+ */
+static int
+environment(const CcKernel *k, PyObject **capture, PyObject **env)
+{
+    if (k->origin == NULL) {
+        *capture = Py_NewRef(Py_None);
+        *env = Py_NewRef(k->pyfunc);
+        return 0;
+    }
+    PyObject *pair = PyObject_CallMethod(k->origin, "environment", NULL);
+    if (pair == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(pair) || PyTuple_Size(pair) != 2) {
+        Py_DECREF(pair);
+        PyErr_SetString(PyExc_TypeError, "numbavec: an origin's environment() is a pair");
+        return -1;
+    }
+    *capture = Py_NewRef(PyTuple_GetItem(pair, 0));
+    *env = Py_NewRef(PyTuple_GetItem(pair, 1));
+    Py_DECREF(pair);
+    return 0;
+}
+
+/* Tells k's origin that a signature compiled from capture (its first such
+ * call fixes what every later compilation reads).  0/-1. */
+static int
+tell_compiled(const CcKernel *k, PyObject *capture)
+{
+    if (k->origin == NULL) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallMethod(k->origin, "compiled", "O", capture);
+    Py_XDECREF(r);
+    return r != NULL ? 0 : -1;
+}
+
 int
 cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
            const char *base, CcCompiled *out)
 {
     CcFunction fn;
     TsSignature resolved;
+    PyObject *capture = NULL, *env = NULL;
     int rc = -1;
     memset(out, 0, sizeof(*out));
     out->sig = *sig;
@@ -853,21 +907,27 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
         PyErr_SetString(PyExc_RuntimeError, "numbavec: the kernel's function was released");
         return -1;
     }
-    if (function_init(&fn, k) < 0) {
+    if (environment(k, &capture, &env) < 0) {
         return -1;
+    }
+    if (function_init(&fn, k) < 0) {
+        goto done;
     }
     double t0 = cc_now_ns();
     cc_time_reset();
-    if (cc_lower(&fn, k->funcdef, k->pyfunc) < 0 || resolve_signature(&fn, sig, &resolved) < 0
+    if (cc_lower(&fn, k->funcdef, env) < 0 || resolve_signature(&fn, sig, &resolved) < 0
         || kernel_signature(b, &fn, &resolved, out) < 0) {
         goto done;
     }
     cc_time_add(CC_T_LOWER, cc_now_ns() - t0);
     out->sig = resolved;
     if (k->cache != NULL && be->load != NULL) {
-        rc = compile_cached(&fn, k, b, be, base, out);
+        rc = compile_cached(&fn, k, capture, b, be, base, out);
     } else {
         rc = compile_lowered(&fn, k, b, be, base, NULL, NULL, out);
+    }
+    if (rc == 0) {
+        rc = tell_compiled(k, capture);
     }
 done:
     if (rc < 0) {
@@ -877,5 +937,7 @@ done:
         print_stages(k, &out->sig, b, be, t0, out->code != NULL && !cc_code_made(out->code));
     }
     cc_arena_free(fn.arena);
+    Py_XDECREF(capture);
+    Py_XDECREF(env);
     return rc;
 }

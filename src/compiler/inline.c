@@ -1,25 +1,177 @@
 /*
- * inline.c - device functions (@numbavec.jit), inlined where they are
- * called.
+ * inline.c - device functions (@numbavec.jit) and numbavec ufuncs, inlined
+ * where a kernel calls them.
  *
- * lower.c hands over a call whose callee is a device function.  Its
- * ast.FunctionDef (parsed once, kept by the object) is lowered here into
- * the caller's IR as one ND_INLINE expression, through a Lower context of
- * its own: its variables are the caller's renamed apart ("name@n.var"),
- * its names resolve in its own module (resolve.c), its parameters'
- * defaults are the values its function holds (not their expressions,
- * evaluated again), its nodes point into its own source (for carets), and
- * the chain of contexts is what recursion is checked against.  Typing
- * happens later, at each call site, so there is no calling convention and
- * every call gets the types of its own arguments.
+ * A kernel reaches a callee only as an Inline object (_core.Inline): what
+ * numbavec's Python side captured of it when the kernel's compilation read
+ * its name (numbavec/_capture.py): the function whose globals and closure
+ * its names resolve in, its ast.FunctionDef, its source, and a ufunc's
+ * loops.  The Inline is the compiler's own, fixed when made: nothing done
+ * to the user's objects afterwards (an attribute rebound) reaches it.
+ *
+ * lower.c hands over a call whose callee is an Inline.  Its FunctionDef is
+ * lowered here into the caller's IR as one ND_INLINE expression, through a
+ * Lower context of its own: its variables are the caller's renamed apart
+ * ("name@n.var"), its names resolve in its own environment (resolve.c),
+ * its parameters' defaults are the values its function holds (not their
+ * expressions, evaluated again), its nodes point into its own source (for
+ * carets), and the chain of contexts is what recursion is checked against.
+ * Typing happens later, at each call site, so there is no calling
+ * convention and every call gets the types of its own arguments.
  */
 #include "compiler/lower.h"
 
-/* A @numbavec.jit object: it can hand over its parsed source. */
+/* ---- the Inline object ---- */
+
+typedef struct Inline {
+    PyObject_HEAD PyObject *pyfunc; /* its names resolve in its globals and closure */
+    PyObject *funcdef;              /* ast.FunctionDef */
+    PyObject *location;             /* (filename, first_line, lines, line_offset) */
+    PyObject *loops;                /* None, or a ufunc's loops: a tuple of signatures */
+} Inline;
+
+/* Checks one loop of a ufunc: a signature of numbers (its arity is checked
+ * where it is inlined).  0, or -1 with TypeError (or the parser's error). */
+static int
+check_loop(PyObject *loop)
+{
+    TsSignature sig;
+    if (ts_parse_signature(loop, &sig) < 0) {
+        return -1;
+    }
+    for (int k = 0; k <= sig.nargs; k++) {
+        const TsType *t = k < sig.nargs ? &sig.args[k] : &sig.ret;
+        if (t->kind < 0 || t->kind >= TS_NSCALAR || t->ndim != 0) {
+            PyErr_SetString(PyExc_TypeError, "numbavec: a ufunc's loops take and return numbers");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* What Inline(pyfunc, funcdef, location, loops) is given, checked. */
+static int
+check_inline(PyObject *pyfunc, PyObject *funcdef, PyObject *location, PyObject *loops)
+{
+    PyObject *globals = lw_get(pyfunc, "__globals__"), *filename, *lines;
+    int first_line, line_offset, ok = globals != NULL && PyDict_Check(globals);
+    Py_XDECREF(globals);
+    PyErr_Clear();
+    if (!ok || lw_ast_init() < 0 || lw_ast_kind(funcdef) != A_FUNCTIONDEF) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Inline(pyfunc, funcdef, location, loops): a function and its "
+                        "ast.FunctionDef");
+        return -1;
+    }
+    if (!PyTuple_Check(location)
+        || !PyArg_ParseTuple(location, "UiO!i", &filename, &first_line, &PyList_Type, &lines,
+                             &line_offset)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError,
+                        "Inline: location is (filename, first_line, lines, line_offset)");
+        return -1;
+    }
+    if (loops != Py_None && !PyTuple_Check(loops)) {
+        PyErr_SetString(PyExc_TypeError, "Inline: loops is None or a tuple of signatures");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; loops != Py_None && i < PyTuple_Size(loops); i++) {
+        if (check_loop(PyTuple_GetItem(loops, i)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+inline_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pyfunc", "funcdef", "location", "loops", NULL};
+    PyObject *pyfunc, *funcdef, *location, *loops = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O", kwlist, &pyfunc, &funcdef, &location,
+                                     &loops)
+        || check_inline(pyfunc, funcdef, location, loops) < 0) {
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    Inline *self = (Inline *)alloc(type, 0);
+    if (self != NULL) {
+        self->pyfunc = Py_NewRef(pyfunc);
+        self->funcdef = Py_NewRef(funcdef);
+        self->location = Py_NewRef(location);
+        self->loops = Py_NewRef(loops);
+    }
+    return (PyObject *)self;
+}
+
+static int
+inline_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Inline *in = (Inline *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(in->pyfunc);
+    Py_VISIT(in->funcdef);
+    Py_VISIT(in->location);
+    Py_VISIT(in->loops);
+    return 0;
+}
+
+static int
+inline_clear(PyObject *self)
+{
+    Inline *in = (Inline *)self;
+    Py_CLEAR(in->pyfunc);
+    Py_CLEAR(in->funcdef);
+    Py_CLEAR(in->location);
+    Py_CLEAR(in->loops);
+    return 0;
+}
+
+static void
+inline_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    inline_clear(self);
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot inline_slots[] = {
+    {Py_tp_new, inline_new},
+    {Py_tp_dealloc, inline_dealloc},
+    {Py_tp_traverse, inline_traverse},
+    {Py_tp_clear, inline_clear},
+    {Py_tp_doc, "Inline(pyfunc, funcdef, location, loops=None): a callee as kernels inline it "
+                "(internal: numbavec/_capture.py makes them)."},
+    {0, NULL},
+};
+
+static PyType_Spec inline_spec = {
+    "numbavec._core.Inline",
+    sizeof(Inline),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    inline_slots,
+};
+
+int
+cc_init_inline(PyObject *module)
+{
+    nv_state.inline_type = PyType_FromSpec(&inline_spec);
+    if (nv_state.inline_type == NULL) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "Inline", nv_state.inline_type);
+}
+
+/* ---- inlining ---- */
+
 int
 lw_is_device_function(PyObject *obj)
 {
-    return !PyType_Check(obj) && PyObject_HasAttrString(obj, "_numbavec_device_source");
+    return nv_state.inline_type != NULL && Py_TYPE(obj) == (PyTypeObject *)nv_state.inline_type;
 }
 
 /* Recursion cannot be inlined: a TypingError naming the cycle "f -> g -> f". */
@@ -55,28 +207,33 @@ check_recursion(Lower *L, PyObject *node, PyObject *callee, const char *name)
                     chain);
 }
 
-/* The CcSource of a device function from its (pyfunc, funcdef, location). */
+/* The CcSource of the Inline in (whose location check_inline checked). */
 static CcSource *
-device_source(Lower *L, PyObject *info, PyObject **pyfunc, PyObject **funcdef)
+device_source(Lower *L, const Inline *in)
 {
     PyObject *filename, *lines;
     CcSource *src = cc_alloc(L->fn->arena, sizeof(CcSource));
     if (src == NULL) {
         return NULL;
     }
-    if (!PyArg_ParseTuple(info, "OO(UiO!i)", pyfunc, funcdef, &filename, &src->first_line,
-                          &PyList_Type, &lines, &src->line_offset)) {
+    if (!PyArg_ParseTuple(in->location, "UiO!i", &filename, &src->first_line, &PyList_Type, &lines,
+                          &src->line_offset)) {
         return NULL;
     }
     const char *fname = PyUnicode_AsUTF8AndSize(filename, NULL);
-    PyObject *name = PyObject_GetAttrString(*pyfunc, "__name__");
-    const char *nm = name != NULL ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+    PyObject *name = PyObject_GetAttrString(in->pyfunc, "__name__");
+    const char *nm =
+        name != NULL && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
     src->filename = fname ? cc_strdup(L->fn->arena, fname) : NULL;
     src->name = nm ? cc_strdup(L->fn->arena, nm) : NULL;
     Py_XDECREF(name);
     src->lines = lines;
     /* the arena keeps everything the IR points into */
-    if (src->filename == NULL || src->name == NULL || cc_arena_keep(L->fn->arena, info) < 0) {
+    if (src->filename == NULL || src->name == NULL
+        || cc_arena_keep(L->fn->arena, (PyObject *)in) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "numbavec: an inlined function without a name");
+        }
         return NULL;
     }
     return src;
@@ -308,68 +465,44 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nar
 
 /*
  * A numbavec ufunc called in a kernel is its Python function inlined, in the
- * types of the loop NumPy would choose (callee._numbavec_loops(): its
- * signatures, or None for a lazy ufunc, whose loop for any types is the
- * function typed with them): n->text lists the loops, and the parameters
- * and the result are declared variables whose types inline_call sets.
+ * types of the loop NumPy would choose (the Inline's loops: its signatures,
+ * checked when it was made, or None for a lazy ufunc, whose loop for any
+ * types is the function typed with them): n->text lists the loops, and the
+ * parameters and the result are declared variables whose types
+ * inline_call sets.
  */
 static int
-ufunc_loops(Lower *L, CcNode *n, PyObject *callee, PyObject *node)
+ufunc_loops(Lower *L, CcNode *n, const Inline *in)
 {
-    if (!PyObject_HasAttrString(callee, "_numbavec_loops")) {
+    if (in->loops == Py_None) {
         return 0;
     }
-    PyObject *loops = PyObject_CallMethod(callee, "_numbavec_loops", NULL);
-    if (loops == NULL) {
-        return cc_error_raised(L->fn, lw_loc_of(L, node), "listing the ufunc's loops");
-    }
-    int rc = 0;
-    if (loops != Py_None) {
-        Py_ssize_t nl = PyTuple_Check(loops) ? PyTuple_Size(loops) : -1;
-        int np = n->then->nargs - 1;
-        char *text = nl >= 0 ? cc_alloc(L->fn->arena, (size_t)(nl * (np + 1) + 1)) : NULL;
-        for (Py_ssize_t i = 0; text != NULL && i < nl; i++) {
-            TsSignature sig;
-            if (ts_parse_signature(PyTuple_GetItem(loops, i), &sig) < 0) {
-                text = NULL;
-                break;
-            }
-            if (sig.nargs != np) {
-                PyErr_Format(PyExc_TypeError, "numbavec: a loop of %d inputs for %d parameters",
-                             sig.nargs, np);
-                text = NULL;
-                break;
-            }
-            for (int k = 0; k <= np && text != NULL; k++) {
-                const TsType *t = k < np ? &sig.args[k] : &sig.ret;
-                if (t->kind < 0 || t->kind >= TS_NSCALAR || t->ndim != 0) {
-                    PyErr_SetString(PyExc_TypeError,
-                                    "numbavec: a ufunc's loops take and return numbers");
-                    text = NULL;
-                }
-            }
-            if (text == NULL) {
-                break;
-            }
-            for (int k = 0; k <= np; k++) {
-                text[i * (np + 1) + k] = (char)('a' + (k < np ? sig.args[k].kind : sig.ret.kind));
-            }
+    Py_ssize_t nl = PyTuple_Size(in->loops);
+    int np = n->then->nargs - 1;
+    char *text = cc_alloc(L->fn->arena, (size_t)(nl * (np + 1) + 1));
+    for (Py_ssize_t i = 0; text != NULL && i < nl; i++) {
+        TsSignature sig;
+        if (ts_parse_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
+            return -1;
         }
-        if (text == NULL) {
-            rc = -1;
-            if (!PyErr_Occurred()) {
-                PyErr_SetString(PyExc_TypeError, "numbavec: a ufunc's loops must be a tuple");
-            }
-        } else {
-            n->text = text;
-            n->var->declared = 1;
-            for (int k = 0; k < np; k++) {
-                n->then->args[k]->var->declared = 1;
-            }
+        if (sig.nargs != np) {
+            PyErr_Format(PyExc_TypeError, "numbavec: a loop of %d inputs for %d parameters",
+                         sig.nargs, np);
+            return -1;
+        }
+        for (int k = 0; k <= np; k++) {
+            text[i * (np + 1) + k] = (char)('a' + (k < np ? sig.args[k].kind : sig.ret.kind));
         }
     }
-    Py_DECREF(loops);
-    return rc;
+    if (text == NULL) {
+        return -1;
+    }
+    n->text = text;
+    n->var->declared = 1;
+    for (int k = 0; k < np; k++) {
+        n->then->args[k]->var->declared = 1;
+    }
+    return 0;
 }
 
 /*
@@ -384,7 +517,8 @@ CcNode *
 lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
 {
     Lower D = {0};
-    PyObject *info = NULL, *funcdef = NULL;
+    const Inline *in = (const Inline *)callee;
+    PyObject *funcdef = NULL;
     CcNode *n = NULL;
     int nargs;
     CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
@@ -412,14 +546,15 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
         }
     }
     Py_XDECREF(keywords);
-    if (args == NULL
-        || (info = PyObject_CallMethod(callee, "_numbavec_device_source", NULL)) == NULL) {
+    if (args == NULL) {
         goto done;
     }
     D.fn = L->fn;
     D.parent = L;
     D.device = callee;
-    if ((D.src = device_source(L, info, &D.pyfunc, &funcdef)) == NULL) {
+    D.pyfunc = in->pyfunc;
+    funcdef = in->funcdef;
+    if ((D.src = device_source(L, in)) == NULL) {
         goto done;
     }
     D.name = D.src->name;
@@ -442,20 +577,14 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     if (D.globals == NULL || D.closure == NULL) {
         goto done;
     }
-    if (lw_ast_kind(funcdef) != A_FUNCTIONDEF) {
-        PyErr_SetString(PyExc_TypeError, "numbavec: a device function's source must be an "
-                                         "ast.FunctionDef");
-        goto done;
-    }
     n = lw_new_node(L, ND_INLINE, node);
     if (n != NULL) {
         n->var = D.result;
         n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, (int)nkw);
-        n = n->then && ufunc_loops(L, n, callee, node) == 0 ? n : NULL;
+        n = n->then && ufunc_loops(L, n, in) == 0 ? n : NULL;
     }
 done:
     Py_XDECREF(D.globals);
     Py_XDECREF(D.closure);
-    Py_XDECREF(info);
     return n;
 }

@@ -155,10 +155,10 @@ CcNode *lw_fold_int_call(Lower *L, CcNode *n, CcFlavor flavor);
 
 /* ---- inline.c ---- */
 
-/* Whether obj is a device function (@numbavec.jit): it can hand over its
- * parsed source.  Errors count as no. */
+/* Whether obj is an Inline (_core.Inline): a device function or a numbavec
+ * ufunc as the capture of a kernel's names made it for the compiler. */
 int lw_is_device_function(PyObject *obj);
-/* The call `node` of callee (a device function, borrowed) as an ND_INLINE
+/* The call `node` of callee (an Inline, borrowed) as an ND_INLINE
  * expression: the callee's body lowered in place.  NULL with an exception. */
 CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
 

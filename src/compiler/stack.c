@@ -171,5 +171,5 @@ static PyMethodDef stack_functions[] = {
 int
 cc_init_module(PyObject *module)
 {
-    return PyModule_AddFunctions(module, stack_functions);
+    return PyModule_AddFunctions(module, stack_functions) < 0 ? -1 : cc_init_inline(module);
 }

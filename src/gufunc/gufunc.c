@@ -287,7 +287,8 @@ gu_parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
 PyDoc_STRVAR(guvectorize_doc,
              "guvectorize(pyfunc, funcdef, source, signatures, layout, target='cpu',\n"
              "            identity=None, writable_args=(), fastmath=False, boundscheck=True,\n"
-             "            name=None, doc=None, cache=None) -> numpy.ufunc (a gufunc)\n\n"
+             "            name=None, doc=None, cache=None, arch=None, backend=None,\n"
+             "            origin=None) -> numpy.ufunc (a gufunc)\n\n"
              "Compiles pyfunc for each signature into a generalized ufunc with the core\n"
              "signature `layout`; a layout without '->' has no outputs (the kernel\n"
              "writes into its inputs).");
@@ -503,18 +504,18 @@ done:
 static PyObject *
 guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc",   "funcdef",     "source",   "signatures",
-                             "layout",   "target",      "identity", "writable_args",
-                             "fastmath", "boundscheck", "name",     "doc",
-                             "cache",    "arch",        "backend",  NULL};
+    static char *kwlist[] = {"pyfunc", "funcdef",  "source",        "signatures", "layout",
+                             "target", "identity", "writable_args", "fastmath",   "boundscheck",
+                             "name",   "doc",      "cache",         "arch",       "backend",
+                             "origin", NULL};
     PyObject *pyfunc, *funcdef, *source, *sigobj, *layout, *identity = Py_None;
-    PyObject *writable = NULL, *cache = Py_None, *backend = NULL;
+    PyObject *writable = NULL, *cache = Py_None, *backend = NULL, *origin = Py_None;
     const char *target_name = "cpu", *name = NULL, *doc = NULL, *arch = NULL;
     int fastmath = 0, boundscheck = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzOzO", kwlist, &pyfunc, &funcdef,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzOzOO", kwlist, &pyfunc, &funcdef,
                                      &PyTuple_Type, &source, &sigobj, &layout, &target_name,
                                      &identity, &writable, &fastmath, &boundscheck, &name, &doc,
-                                     &cache, &arch, &backend)) {
+                                     &cache, &arch, &backend, &origin)) {
         return NULL;
     }
     TgRequest r = {.identity = identity,
@@ -530,7 +531,7 @@ guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     PyObject *result = NULL;
     r.sigs = sigs;
-    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, boundscheck, cache);
+    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, boundscheck, cache, origin);
     if (r.kernel != NULL) {
         result = t->make->guvectorize(t, &r);
     }

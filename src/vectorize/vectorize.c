@@ -556,26 +556,28 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
 PyDoc_STRVAR(vectorize_doc,
              "vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
              "          fastmath=False, name=None, doc=None, cache=None, nin=-1, arch=None,\n"
-             "          backend=None) -> numpy.ufunc or numbavec.cuda.CUDAUFunc\n\n"
+             "          backend=None, origin=None) -> numpy.ufunc or numbavec.cuda.CUDAUFunc\n\n"
              "What @vectorize makes: pyfunc (whose ast.FunctionDef is funcdef; source is\n"
              "(filename, first_line, lines, line_offset)) compiled for each signature by\n"
              "the target's factory; no signatures: compiled on call for the types it\n"
              "meets (nin: the kernel's arity).  cache: a numbavec.cache.FunctionCache,\n"
-             "or None.  arch, backend: the cuda target's.");
+             "or None.  arch, backend: the cuda target's.  origin: numbavec's Origin\n"
+             "(numbavec/_capture.py), which the object keeps: what each compilation reads.");
 
 static PyObject *
 vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"pyfunc",   "funcdef",  "source",  "signatures", "target",
                              "identity", "fastmath", "name",    "doc",        "cache",
-                             "nin",      "arch",     "backend", NULL};
+                             "nin",      "arch",     "backend", "origin",     NULL};
     PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None, *cache = Py_None;
-    PyObject *backend = Py_None;
+    PyObject *backend = Py_None, *origin = Py_None;
     const char *target_name = "cpu", *name = NULL, *doc = NULL, *arch = NULL;
     int fastmath = 0, nin = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzzOizO", kwlist, &pyfunc, &funcdef,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzzOizOO", kwlist, &pyfunc, &funcdef,
                                      &PyTuple_Type, &source, &sigobj, &target_name, &identity,
-                                     &fastmath, &name, &doc, &cache, &nin, &arch, &backend)) {
+                                     &fastmath, &name, &doc, &cache, &nin, &arch, &backend,
+                                     &origin)) {
         return NULL;
     }
     TgRequest r = {.nin = nin, .identity = identity, .doc = doc, .arch = arch, .backend = backend};
@@ -586,7 +588,7 @@ vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     PyObject *result = NULL;
     r.sigs = sigs;
-    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, 1, cache);
+    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, 1, cache, origin);
     if (r.kernel != NULL) {
         result = t->make->vectorize(t, &r);
     }
@@ -630,8 +632,25 @@ code_of(PyObject *module, PyObject *ufunc)
     return NULL;
 }
 
+PyDoc_STRVAR(origin_of_doc,
+             "_origin_of(obj): the Origin a numbavec ufunc keeps (what it was made from and\n"
+             "what its compilations read: numbavec/_capture.py), or None for any other\n"
+             "object.  Held by its Library, out of reach of its attributes.");
+
+static PyObject *
+origin_of(PyObject *module, PyObject *obj)
+{
+    PyObject *owner = vz_ufunc_owner(obj), *lazy = vz_lazy_compiler(owner);
+    PyObject *lib = lazy != NULL ? lazy : owner;
+    if (lib == NULL || Py_TYPE(lib) != (PyTypeObject *)nv_state.library_type) {
+        Py_RETURN_NONE;
+    }
+    return cc_kernel_origin(((Library *)lib)->kernel);
+}
+
 static PyMethodDef vectorize_methods[] = {
     {"_code_of", code_of, METH_O, code_of_doc},
+    {"_origin_of", origin_of, METH_O, origin_of_doc},
     {"_lazy_disabled", vz_lazy_disabled, METH_O,
      "_lazy_disabled(ufunc): whether disable_compile() was called on a lazy ufunc."},
     {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},

@@ -5,7 +5,7 @@
  * underscore names here are internal.  Importing needs no CUDA: every
  * function that needs the driver raises CudaSupportError when it is absent.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/cugufunc.h"
 
 static PyObject *
 is_available(PyObject *module, PyObject *unused)
@@ -55,6 +55,21 @@ mem_info(PyObject *module, PyObject *unused)
         return NULL;
     }
     return Py_BuildValue("(KK)", (unsigned long long)free_bytes, (unsigned long long)total);
+}
+
+/* The Origin a cuda ufunc or gufunc keeps (new reference), or None for any
+ * other object: what numbavec's pickling and inlining read, out of reach of
+ * the object's __dict__ (the kernel holds it). */
+static PyObject *
+origin_of(PyObject *module, PyObject *obj)
+{
+    if (nv_state.cufunc_type != NULL && Py_TYPE(obj) == (PyTypeObject *)nv_state.cufunc_type) {
+        return cc_kernel_origin(((CuFunc *)obj)->kernel);
+    }
+    if (nv_state.cugufunc_type != NULL && Py_TYPE(obj) == (PyTypeObject *)nv_state.cugufunc_type) {
+        return cc_kernel_origin(((CuGuFunc *)obj)->kernel);
+    }
+    Py_RETURN_NONE;
 }
 
 /* Test hook: a failing CUresult as the exception cuda_check makes of it. */
@@ -127,6 +142,8 @@ static PyMethodDef cuda_functions[] = {
     {"_cuda_ptx", (PyCFunction)(void (*)(void))cuda_ptx_py, METH_VARARGS | METH_KEYWORDS,
      "_cuda_ptx(pyfunc, funcdef, source, signature, arch='sm_90', backend=None, "
      "fastmath=False): PTX of a grid-stride kernel out[i] = f(x0[i], ...)."},
+    {"_cuda_origin_of", origin_of, METH_O,
+     "_cuda_origin_of(obj): the Origin a cuda ufunc or gufunc keeps, or None."},
     {"_cuda_check_error", check_error, METH_O, "Test hook: raise what a CUresult becomes."},
     {"_cuda_ptx_info", cuda_ptx_info_py, METH_NOARGS,
      "Test hook: {compilations, loads} of the PTX back end in this process."},

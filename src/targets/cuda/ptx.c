@@ -808,7 +808,7 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
     char base[CC_NAME_SIZE];
     cuda_symbol_base(s, base, sizeof(base));
     Py_XDECREF(pyname);
-    CcKernel *k = cc_kernel_new(pyfunc, funcdef, location, base, fastmath, 1, NULL);
+    CcKernel *k = cc_kernel_new(pyfunc, funcdef, location, base, fastmath, 1, NULL, NULL);
     if (k == NULL) {
         return NULL;
     }
