@@ -17,7 +17,7 @@ fastmath; a gufunc's layout, boundscheck, writable_args), the host CPU's
 name and features, the LLVM version, numbavec's version and its compiled
 module's size and mtime (a rebuild with the same version), NumPy's version
 (its promotion rules type the kernel) and Python's (the AST the compiler
-reads).  Changing any of them misses.  The capture is the one the
+reads), and for a GPU the libNVVM and libdevice that make its PTX.  Changing any of them misses.  The capture is the one the
 compilation reads, so the key describes what is compiled, whenever that
 is: a lazy ufunc's first compilation captures the names bound by then,
 and its later ones compile, and are keyed, from that same capture.
@@ -105,12 +105,36 @@ def _environment_text():
     return _environment
 
 
+_toolkit = None
+
+
+def _toolkit_text():
+    """What a GPU kernel's PTX also depends on: the libNVVM and libdevice it
+    is made with (their files: an upgrade in place keeps the paths)."""
+    global _toolkit
+    if _toolkit is None:
+        from numbavec import _core
+
+        info = _core._cuda_toolkit()
+        parts = [f"nvvm={info.get('nvvm_version')}/{info.get('nvvm_ir_version')}"]
+        for name in ("libnvvm", "libdevice"):
+            path = info.get(name)
+            try:
+                st = os.stat(path) if path else None
+            except OSError:
+                st = None
+            parts.append(f"{name}={path}" + (f"-{st.st_size}-{st.st_mtime_ns}" if st else ""))
+        _toolkit = "toolkit=" + ",".join(parts) + "\n"
+    return _toolkit
+
+
 def function_key_text(captured, target, options):
     """Everything a function's entries depend on, but the signature: captured
     is what the compiler reads (numbavec/_capture.py)."""
     opts = ",".join(f"{k}={options[k]!r}" for k in sorted(options))
     body = captured.key_text() if captured is not None else "<no capture>"
-    return f"{_environment_text()}target={target}\noptions={opts}\n{body}\n"
+    toolkit = _toolkit_text() if target in ("cuda", "gpu") else ""
+    return f"{_environment_text()}{toolkit}target={target}\noptions={opts}\n{body}\n"
 
 
 # -- what is trusted -------------------------------------------------------

@@ -1258,6 +1258,9 @@ def test_the_environment_of_every_key():
     for part in (f"numbavec={__version__}", f"llvm={_core.llvm_version}", "cpu=", "features=",
                  f"numpy={np.__version__}", "python=", "core="):
         assert part in text
+    gpu = nvcache.function_key_text(None, "cuda", {})
+    assert "toolkit=nvvm=" in gpu and "libdevice=" in gpu
+    assert "toolkit=" not in nvcache.function_key_text(None, "cpu", {})
 
 
 FASTMATH_KERNEL = '''
