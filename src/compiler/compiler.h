@@ -22,6 +22,8 @@
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,
  *                variables get the promotion of everything assigned to them
+ *   casting.c    NumPy's casting rules applied at typing (in-place operators
+ *                on arrays: same_kind)
  *   values.c     the LLVM types of scalar kinds; loads and stores of them
  *   emit.c       typed IR -> one LLVM function "ret kernel(args...)": the
  *                pass (expressions, statements, the function); emit.h is
@@ -132,7 +134,8 @@ typedef enum CcNodeKind {
                      slice, None or ..., or fewer indices than dimensions */
     ND_ARRAYATTR, /* lhs.shape / .size / .ndim / .T ... or len(lhs): index is a CcArrayAttr */
     ND_SETITEM,   /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it);
-                     a view target takes rhs broadcast (a scalar or an array) */
+                     a view target takes rhs broadcast (a scalar or an array);
+                     index: 1 for a[i] op= v, 2 for t op= v of an array t */
     ND_SLICE,     /* an index: lhs:rhs:cond (start, stop, step; each may be NULL) */
     ND_NEWAXIS,   /* an index: None (np.newaxis) */
     ND_ELLIPSIS,  /* an index: ... */
@@ -508,6 +511,16 @@ TsKind cc_math_kind(const CcType *t);
 int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
 /* sig with each TS_INFER array kind replaced by the kind typeinfer found. */
 void cc_inferred_signature(const CcFunction *fn, TsSignature *sig);
+
+/* ---- casting.c ---- */
+
+/* NumPy's can_cast(from, to, casting='same_kind'). */
+int cc_can_cast_same_kind(TsKind from, TsKind to);
+/* An in-place operator n (an ND_SETITEM of an array target, rhs the
+ * operation) whose result of kind `result` goes into an array of kind
+ * `target`: 0, or -1 with a TypingError where NumPy's same_kind rule
+ * refuses the cast. */
+int cc_check_inplace(const CcFunction *fn, const CcNode *n, TsKind target, TsKind result);
 
 /* ---- values.c ---- */
 

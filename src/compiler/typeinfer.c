@@ -1227,7 +1227,8 @@ infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
  *   an element: v is cast to a's element kind (as NumPy's casting='unsafe'
  *   assignment does), except complex into a real array, which is an error;
  *   a view: v (a scalar or an array) is broadcast to the view's shape and
- *   cast the same way
+ *   cast the same way; in place (a[...] op= v, t op= v), NumPy's ufunc with
+ *   out=: its result must cast into a's kind by same_kind (casting.c)
  */
 static int
 setitem(Infer *in, CcNode *n)
@@ -1272,6 +1273,10 @@ setitem(Infer *in, CcNode *n)
     }
     if (v == UNKNOWN) {
         return 0;
+    }
+    if (n->index > 0 && cc_is_array(target) && !is_tuple(v)
+        && cc_check_inplace(in->fn, n, elem->scalar, cc_storage(v)) < 0) {
+        return -1; /* t[1:] += 0.5 of ints: NumPy's same_kind rule */
     }
     if (is_tuple(v) || (is_complex_type(v) && !is_complex_type(elem))) {
         char a[96], b[96];
@@ -2204,6 +2209,7 @@ stmt(Infer *in, CcNode *n)
             *target =
                 (CcNode){.kind = ND_INDEX, .loc = n->loc, .lhs = base, .args = args, .nargs = 1};
             n->kind = ND_SETITEM;
+            n->index = 2; /* in place, of the whole variable */
             n->lhs = target;
             n->var = NULL;
             return setitem(in, n);
