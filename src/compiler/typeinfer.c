@@ -1217,7 +1217,9 @@ infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
         in->changed = 1;
     }
     if (*elem == UNKNOWN) {
-        *elem = cc_scalar_type(cc_storage(p));
+        /* the target typed again with a's kind known: an element, or a view
+         * (out[:] = a * 2) */
+        return expr(in, n->lhs, elem);
     }
     return 0;
 }
