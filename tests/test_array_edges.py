@@ -122,3 +122,35 @@ def test_in_place_operators_compute_as_numpy(target, tk, vk, op):
     for row in range(2):
         py(t[row].copy(), v[row], expected[row])
     np.testing.assert_allclose(gu(t.copy(), v), expected, rtol=1e-6)
+
+
+# ---- reductions of empty axes ----
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("fn", ["argmin", "argmax", "min", "max", "nanmin", "nanmax", "sum",
+                                "prod", "mean", "nanmean", "var", "std", "any", "all",
+                                "cumsum", "nansum"])
+def test_reductions_over_empty_axes(target, shape, axis, fn):
+    """argmin/argmax of an empty axis raise even when the result is empty
+    (no line is reduced), as min and max do; the others give their
+    identity, NaN or an empty result, as NumPy."""
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n"
+                            f"    r = np.{fn}(a, axis={axis})\n    out[0] = r.size\n")
+    gu = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->()", target=target)(py)
+    a = np.zeros(shape)
+    expected = outcome(lambda: (py(a, r := np.zeros(1)), r[0])[1])
+    assert_same_outcome(outcome(gu, a), expected)
+
+
+@pytest.mark.parametrize("expr", ["np.median(a[:0])", "np.nanmedian(a[:0])",
+                                  "np.percentile(a[:0], 50)", "np.quantile(a[:0], 0.5)",
+                                  "np.nanpercentile(a[:0], 50)", "np.nanquantile(a * np.nan, 0.5)",
+                                  "np.argmin(a[:0])", "np.nanmax(a[:0])", "np.nanmin(a * np.nan)",
+                                  "np.min(a[1:1])", "np.argmax(a[::-1][5:])"])
+def test_empty_reductions_without_identity_match_numpy(target, expr):
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    out[0] = {expr}\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    a = np.arange(5.0)
+    expected = outcome(lambda: (py(a, r := np.zeros(1)), r[0])[1])
+    assert_same_outcome(outcome(gu, a), expected)

@@ -2135,6 +2135,11 @@ axis_lines(Emit *E, CcNode *n, View *v)
         }
     }
     shape[outer] = a.shape[axis];
+    if (op == R_ARGMIN || op == R_ARGMAX) {
+        /* NumPy refuses an empty axis even when no line is reduced */
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, a.shape[axis], i64c(E, 0), "empty"),
+                 CC_STATUS_VALUE);
+    }
     if (alloc_array(E, n, acc, outer + cumulative, shape, &r) < 0) {
         return -1;
     }
