@@ -5,6 +5,7 @@ allocation lengths that overflow, boolean masks of the wrong shape, and
 reductions over empty axes.  Each is checked against the kernel run by the
 interpreter on NumPy arrays (its py_func), with the same exception type
 where that raises, on every target."""
+import os
 import re
 import warnings
 
@@ -19,6 +20,8 @@ KINDS = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32"
          "float32", "float64", "complex64", "complex128"]
 OPS = ["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"]
 I64_MAX, I64_MIN, U64_MAX = 2 ** 63 - 1, -2 ** 63, 2 ** 64 - 1
+# ASan aborts on NumPy's malloc of 2**61 bytes where the C library returns NULL
+UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
 
 
 def outcome(f, *args):
@@ -122,6 +125,166 @@ def test_in_place_operators_compute_as_numpy(target, tk, vk, op):
     for row in range(2):
         py(t[row].copy(), v[row], expected[row])
     np.testing.assert_allclose(gu(t.copy(), v), expected, rtol=1e-6)
+
+
+# ---- indices and slices of extreme integers ----
+
+INDEX_BODIES = [
+    # slice lengths that overflowed int64
+    f"out[0] = len(a[0:10:{I64_MAX}])",
+    f"out[0] = a[0:10:{I64_MAX}][0]",
+    f"out[0] = len(a[::-{I64_MAX}])",
+    f"out[0] = a[::{I64_MIN}][0]",
+    f"out[0] = len(a[::{I64_MIN}])",
+    f"out[0] = len(a[{I64_MIN}:{I64_MAX}])",
+    f"out[0] = a[{I64_MAX}:{I64_MIN}:-1].sum()",
+    f"out[0] = a[{I64_MAX}::{I64_MIN}].sum()",
+    f"out[0] = len(a[{I64_MIN}:{I64_MIN}:-1])",
+    f"out[0] = len(a[-1:{I64_MIN}:-3])",
+    # Python ints past int64 slice as int64's extremes
+    "out[0] = len(a[2 ** 64:])", "out[0] = len(a[:-2 ** 64])", "out[0] = len(a[::2 ** 64])",
+    "out[0] = a[::-2 ** 70].sum()", "out[0] = a[-2 ** 64:2 ** 64].sum()",
+    # indices and bounds of every integer kind
+    "out[0] = a[np.uint64(3)]", f"out[0] = a[np.uint64({U64_MAX})]",
+    "out[0] = a[np.uint64(2 ** 63)]", "out[0] = a[np.int8(-1)]", "out[0] = a[np.uint8(255)]",
+    "out[0] = a[np.int16(-5)]", "out[0] = a[np.uint8(4)]", "out[0] = a[np.int8(-6)]",
+    f"out[0] = len(a[np.uint64({U64_MAX}):])", f"out[0] = len(a[:np.uint64({U64_MAX})])",
+    f"out[0] = len(a[::np.uint64({U64_MAX})])", "out[0] = a[np.uint8(1):np.int8(-1)].sum()",
+    "out[0] = a[np.uint16(4):np.int64(0):np.int8(-2)].sum()",
+    f"out[0] = a[{I64_MIN}]", f"out[0] = a[{I64_MAX}]", "out[0] = a[-len(a)]",
+]
+
+
+@pytest.mark.parametrize("body", INDEX_BODIES)
+def test_extreme_indices_and_slices_match_the_interpreter(target, body):
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    a = np.arange(1.0, 6.0)
+    expected = outcome(lambda: (py(a.copy(), r := np.zeros(1)), r[0])[1])
+    assert_same_outcome(outcome(gu, a), expected)
+
+
+@pytest.mark.parametrize("kind, values", [
+    ("uint64", [0, 4, 5, 2 ** 63 - 1, 2 ** 63, U64_MAX]),
+    ("int64", [0, -1, -5, -6, 4, 5, I64_MIN, I64_MAX]),
+    ("int8", [-128, -5, -1, 0, 4, 127]),
+    ("uint8", [0, 4, 5, 255]),
+])
+def test_index_arguments_of_every_kind(target, kind, values):
+    """An index argument: negative from the end for signed kinds; a uint64
+    past int64 is NumPy's OverflowError, not a[-1]; as a slice bound it
+    clamps as Python's slice does."""
+    py = kernel_from_source("def k(a, i, out):\n    out[0] = len(a[i:]) + 10 * len(a[:i])\n"
+                            "    if i != 0:\n        out[1] = len(a[::i])\n    out[2] = a[i]\n")
+    gu = guvectorize([f"void(float64[:], {kind}, float64[:])"], "(n),()->(k)", target=target)(py)
+    a = np.arange(1.0, 6.0)
+    for v in values:
+        i = np.dtype(kind).type(v)
+        expected = outcome(lambda: (py(a, i, r := np.zeros(3)), r)[1])
+        assert_same_outcome(outcome(lambda: gu(a, i, out=np.zeros(3))), expected)
+
+
+def test_a_uint64_index_past_int64_is_an_overflow_error(target):
+    py = kernel_from_source("def k(a, idx, out):\n    out[0] = a[idx[0]]\n")
+    gu = guvectorize(["void(float64[:], uint64[:], float64[:])"], "(n),(m)->()",
+                     target=target)(py)
+    with pytest.raises(OverflowError):
+        py(np.arange(5.0), np.array([U64_MAX], np.uint64), np.zeros(1))
+    with pytest.raises(OverflowError, match="uint64 index"):
+        gu(np.arange(5.0), np.array([U64_MAX], np.uint64))
+    assert gu(np.arange(5.0), np.array([4], np.uint64)) == 4.0
+
+
+def test_a_uint64_index_array_is_cast_to_intp_as_numpy_does(target):
+    """An index array is cast to intp (unsafely): a uint64 past int64 wraps
+    to a negative index, which counts from the end; a scalar index does not."""
+    py = kernel_from_source("def k(a, idx, out):\n    out[0] = a[idx].sum()\n")
+    gu = guvectorize(["void(float64[:], uint64[:], float64[:])"], "(n),(m)->()",
+                     target=target)(py)
+    a = np.arange(1.0, 6.0)
+    for idx in ([U64_MAX, 0], [2 ** 63], [U64_MAX - 4], [3, 4]):
+        idx = np.array(idx, np.uint64)
+        expected = outcome(lambda: (py(a, idx, r := np.zeros(1)), r[0])[1])
+        assert_same_outcome(outcome(gu, a, idx), expected)
+
+
+# ---- lengths: np.arange and allocations ----
+
+ARANGE_BODIES = [
+    "np.arange(0, 10, np.inf)", "np.arange(0, -10, np.inf)", "np.arange(0, 10, -np.inf)",
+    "np.arange(0, np.nan)", "np.arange(0, 10, np.nan)", "np.arange(np.nan, 1)",
+    "np.arange(0, np.inf)", "np.arange(0, -np.inf)", "np.arange(0, -1e300)",
+    "np.arange(0.0, 1e19)", "np.arange(np.inf, np.inf, 1.0)", "np.arange(0, 1e-320, 1e10)",
+    "np.arange(1e-320, 0, 1e10)", "np.arange(-0.0, 0.0, np.inf)",
+    f"np.arange({I64_MIN}, {I64_MAX})", f"np.arange({I64_MAX}, {I64_MIN}, -1)",
+    f"np.arange(0, {I64_MAX}, 2 ** 62)", f"np.arange({I64_MAX}, -1, -1)",
+    f"np.arange({I64_MAX} - 3, {I64_MAX})", f"np.arange({I64_MIN}, {I64_MIN} + 5, 2)",
+    "np.arange(a[0], a[1], a[2] - a[2])", "np.arange(0, len(a), 0)",
+    "np.arange(a[2], a[1] * np.inf)", "np.arange(np.float32(0), np.float32(1e-45), "
+    "np.float32(1e30))", "np.arange(0, 1, np.float32(1e-30))",
+    f"np.arange(np.uint64(0), np.uint64({U64_MAX}), np.uint64(2 ** 63))",
+    "np.arange(np.int64(5), np.uint64(10))",
+]
+
+
+@pytest.mark.parametrize("expr", ARANGE_BODIES)
+def test_arange_lengths_match_numpy(target, expr):
+    """NumPy's length: a zero quotient of a nonzero span is one element, NaN
+    and lengths past int64 are ValueError, a zero step is ZeroDivisionError
+    only between Python numbers (NumPy's own division gives inf: ValueError)."""
+    body = (f"r = {expr}\n    out[0] = len(r)\n    if len(r):\n        out[1] = r[0]\n"
+            f"        out[2] = r[-1]")
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(k)", target=target)(py)
+    a = np.array([0.5, 3.0, 2.0])
+    expected = outcome(lambda: (py(a, r := np.zeros(3)), r)[1])
+    got = outcome(lambda: gu(a, out=np.zeros(3)))
+    if isinstance(expected, Exception) or isinstance(got, Exception):
+        assert type(got) is type(expected), (got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("shape, error", [
+    ("-1", ValueError), ("(3, -1)", ValueError), ("(0, -1)", ValueError),
+    (f"{I64_MAX}", ValueError), ("(1 << 32, 1 << 32)", ValueError),
+    ("(0, 1 << 32, 1 << 32)", ValueError), ("(1 << 31, 1 << 31, 0)", ValueError),
+    ("(1 << 30, 1 << 30)", ValueError), ("(1 << 28, 1 << 30)", MemoryError),
+    (f"np.uint64({U64_MAX})", ValueError), ("(1 << 40, 0, 4)", None), ("(0, 3)", None),
+    ("(3, 0)", None),
+])
+def test_allocation_sizes_follow_numpys_errors(target, shape, error):
+    """A negative dimension or bytes past int64 (zero dimensions do not
+    excuse it) is ValueError, as NumPy's 'array is too big'; an allocation
+    that fits int64 but not memory is MemoryError; a zero-size array of huge
+    dimensions is made and filled at once (its walks do not loop over the
+    2**40 rows of nothing: hours, before)."""
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n"
+                            f"    t = np.zeros({shape})\n    t[...] = 1.0\n"
+                            f"    out[0] = t.size + t.sum() + len(t.strides)\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    if error is None:
+        expected = np.zeros(1)
+        py(np.ones(2), expected)
+        assert gu(np.ones(2)) == expected[0]
+    else:
+        if not (error is MemoryError and UNDER_ASAN):
+            with pytest.raises(error):
+                py(np.ones(2), np.zeros(1))
+        with pytest.raises(error):
+            gu(np.ones(2))
+
+
+def test_zero_size_arrays_have_numpys_strides(target):
+    py = kernel_from_source("import numpy as np\ndef k(a, out):\n"
+                            "    t = np.zeros((3, 0, 2))\n    u = np.empty((0, 4))\n"
+                            "    s, r = t.strides, u.strides\n"
+                            "    out[0] = s[0]\n    out[1] = s[1]\n    out[2] = s[2]\n"
+                            "    out[3] = r[0]\n    out[4] = r[1]\n")
+    gu = guvectorize(["void(float64[:], int64[:])"], "(n)->(k)", target=target)(py)
+    expected = np.zeros(5, np.int64)
+    py(np.ones(1), expected)
+    np.testing.assert_array_equal(gu(np.ones(1), out=np.zeros(5, np.int64)), expected)
 
 
 # ---- reductions of empty axes ----

@@ -34,6 +34,7 @@
  *   emitarray.c    arrays: views, fused elementwise loops, broadcast
  *                  assignment, allocation (freed when the call returns),
  *                  reductions
+ *   extent.c       index and length arithmetic of arrays (overflow-safe)
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
  *   jit.c        host target machine, optimisation + libmvec, object code,
@@ -642,6 +643,7 @@ enum {
     CC_STATUS_QUANTILE = 6, /* ValueError: a quantile outside [0, 1] */
     CC_STATUS_ZERO = 7,     /* ZeroDivisionError: np.arange's step of zero */
     CC_STATUS_RAISE = 8,    /* the kernel's raise or assert: the site is the thread's */
+    CC_STATUS_OVERFLOW = 9, /* OverflowError: a uint64 index past int64 */
     /* device code's raise at site i (CcCompiled.raise_sites): a GPU cannot
      * hand the host a pointer, so the status word says which */
     CC_STATUS_USER = 32,

@@ -1042,6 +1042,12 @@ array_index(Infer *in, CcNode *n, const CcType **out)
         case ND_SLICE: {
             CcNode *parts[3] = {item->lhs, item->rhs, item->cond};
             for (int k = 0; k < 3; k++) {
+                if (parts[k] != NULL && parts[k]->kind == ND_CONST && parts[k]->big) {
+                    /* a Python int past int64 slices as int64's extreme does */
+                    parts[k]->ival = parts[k]->ihigh < 0 ? INT64_MIN : INT64_MAX;
+                    parts[k]->ihigh = parts[k]->ihigh < 0 ? -1 : 0;
+                    parts[k]->big = 0;
+                }
                 if (parts[k] != NULL && integer_index(in, parts[k], "slice bounds") < 0) {
                     return -1;
                 }
