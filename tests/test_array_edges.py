@@ -287,6 +287,52 @@ def test_zero_size_arrays_have_numpys_strides(target):
     np.testing.assert_array_equal(gu(np.ones(1), out=np.zeros(5, np.int64)), expected)
 
 
+# ---- boolean masks ----
+
+MASK_BODIES = [
+    "m = np.zeros(len(a) + 1, dtype=np.bool_)\n    out[0] = a[m].sum()",
+    "m = np.ones(len(a) - 1, dtype=np.bool_)\n    out[0] = a[m].sum()",
+    "m = np.ones(1, dtype=np.bool_)\n    out[0] = a[m].sum()",
+    "m = np.ones(1, dtype=np.bool_)\n    a[m] = 3.0\n    out[0] = a.sum()",
+    "m = np.ones(len(a) - 1, dtype=np.bool_)\n    a[m] = 3.0\n    out[0] = a.sum()",
+    "m = np.ones(len(a) + 2, dtype=np.bool_)\n    a[m] = a[:2]\n    out[0] = a.sum()",
+    "out[0] = a[a[1:] > 2].sum()",
+    "out[0] = a[a > 2].sum()",
+    "a[a > 2] = 0.5\n    out[0] = a.sum()",
+    "out[0] = a[:1][a[:1] > 0].sum()",
+    # a mask of no elements selects nothing, whatever its length
+    "out[0] = a[a[:0] > 0].sum()",
+    "a[a[5:2] > 0] = 7.0\n    out[0] = a.sum()",
+    "a[a[:0] > 0] = a[:2]\n    out[0] = a.sum()",
+    "a[a[:0] > 0] = a[:1]\n    out[0] = a.sum()",
+]
+
+
+@pytest.mark.parametrize("body", MASK_BODIES)
+def test_a_mask_of_another_shape_is_an_index_error(target, body):
+    """NumPy's 'boolean index did not match': an IndexError, and a mask of
+    one element does not broadcast; each dimension of a mask must be the
+    array's, or 0 (a mask of no elements selects nothing)."""
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(py)
+    a = np.arange(1.0, 6.0)
+    expected = outcome(lambda: (py(a.copy(), r := np.zeros(1)), r[0])[1])
+    assert_same_outcome(outcome(gu, a), expected)
+
+
+def test_a_2d_mask_of_another_shape_is_an_index_error(target):
+    py = kernel_from_source("import numpy as np\ndef k(a, b, out):\n"
+                            "    out[0] = a[b > 0].sum()\n    a[b < 0] = 0\n    out[1] = a.sum()\n")
+    gu = guvectorize(["void(float64[:, :], float64[:, :], float64[:])"], "(m,n),(p,q)->(k)",
+                     target=target)(py)
+    a = np.arange(6.0).reshape(2, 3)
+    for b in (a - 2, (a - 2)[:, :2], (a - 2)[:1], np.ones((1, 3)), np.ones((2, 1)),
+              np.ones((0, 3)), np.ones((2, 0)), np.ones((0, 0)), np.ones((0, 5)),
+              np.ones((3, 0))):
+        expected = outcome(lambda: (py(a.copy(), b, r := np.zeros(2)), r)[1])
+        assert_same_outcome(outcome(lambda: gu(a.copy(), b, out=np.zeros(2))), expected)
+
+
 # ---- reductions of empty axes ----
 
 @pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])

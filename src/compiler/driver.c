@@ -581,8 +581,9 @@ cc_raise_status(int status)
         break;
     case CC_STATUS_INDEX:
         PyErr_SetString(PyExc_IndexError,
-                        "index out of bounds in a guvectorize kernel "
-                        "(the check is on by default; boundscheck=False turns it off)");
+                        "index out of bounds, or a boolean index whose shape is not the array's, "
+                        "in a guvectorize kernel (the check is on by default; boundscheck=False "
+                        "turns it off)");
         break;
     case CC_STATUS_OVERFLOW:
         PyErr_SetString(PyExc_OverflowError,

@@ -1682,8 +1682,10 @@ mask_put_visit(Emit *E, Walk *w, LLVMValueRef value)
     return 0;
 }
 
-/* Walks a (n->lhs of an a[mask]) and the mask together: the mask must have
- * a's shape (a dimension of 1 broadcasts, as in an assignment). */
+/* Walks a (n->lhs of an a[mask]) and the mask together.  Each dimension
+ * of the mask must be a's, or 0 (a mask of no elements selects nothing,
+ * NumPy's old rule), else IndexError (NumPy's "boolean index did not
+ * match"; a dimension of 1 does not broadcast here). */
 static int
 mask_walk(Emit *E, CcNode *index, Walk *w)
 {
@@ -1692,8 +1694,27 @@ mask_walk(Emit *E, CcNode *index, Walk *w)
         return -1;
     }
     w->ndim = a.ndim;
+    w->target.data = NULL;
+    broadcast(E, w); /* the mask's own shape */
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), none = bad;
+    for (int d = 0; d < a.ndim; d++) {
+        LLVMValueRef zero = LLVMBuildICmp(E->b, LLVMIntEQ, w->shape[d], i64c(E, 0), "mask.0");
+        LLVMValueRef other = LLVMBuildICmp(E->b, LLVMIntNE, w->shape[d], a.shape[d], "");
+        bad = LLVMBuildOr(E->b, bad, LLVMBuildAnd(E->b, other, LLVMBuildNot(E->b, zero, ""), ""),
+                          "mask.bad");
+        none = LLVMBuildOr(E->b, none, zero, "mask.none");
+    }
+    em_check(E, bad, CC_STATUS_INDEX);
+    LLVMBasicBlockRef walk = em_new_block(E, "mask.walk"), done = em_new_block(E, "mask.done");
+    LLVMBuildCondBr(E->b, none, done, walk);
+    LLVMPositionBuilderAtEnd(E->b, walk);
     w->target = a;
-    return run_collected(E, w);
+    if (run_collected(E, w) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
 }
 
 static int
