@@ -333,6 +333,30 @@ def test_a_2d_mask_of_another_shape_is_an_index_error(target):
         assert_same_outcome(outcome(lambda: gu(a.copy(), b, out=np.zeros(2))), expected)
 
 
+INDEX_READS_WRITTEN = [  # (body of k(a, out), a): the index reads the array written
+    ("a[a[::-1] > 0] = -5\n    out[:] = a", [1, 1, 1, 1, 1]),
+    ("a[a[::-1] > 1] = a[:1]\n    out[:] = a", [-3, 2, 5, -1, 4, 0, -2]),
+    ("b = a[::2]\n    b[a[1::2] > 0] = 0\n    out[:] = a", [1, 2, 3, 4, 5, 6]),
+    ("a[a > 0] = -a[::-1][a > 0]\n    out[:] = a", [1, -2, 3, 4]),        # the same place: direct
+    ("a[a] = 0\n    out[:] = a", [1, 2, 3, 0]),
+    ("a[a[::-1]] = 7\n    out[:] = a", [3, 0, 2, 1]),
+    ("a[np.argsort(a)[::-1]] = a\n    out[:] = a", [4, 1, 3, 2]),
+]
+
+
+@pytest.mark.parametrize("body, values", INDEX_READS_WRITTEN)
+def test_an_index_that_reads_the_array_written_is_computed_first(target, body, values):
+    """a[mask] = v and a[idx] = v where the mask or idx reads a: NumPy
+    computes the index before it writes (a walk in element order read what
+    it had just written)."""
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
+    gu = guvectorize(["void(int64[:], int64[:])"], "(n)->(n)", target=target)(py)
+    a = np.array(values, np.int64)
+    expected = np.zeros_like(a)
+    py(a.copy(), expected)
+    np.testing.assert_array_equal(gu(a.copy()), expected)
+
+
 # ---- reductions of empty axes ----
 
 @pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])

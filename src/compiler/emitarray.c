@@ -1682,12 +1682,78 @@ mask_put_visit(Emit *E, Walk *w, LLVMValueRef value)
     return 0;
 }
 
-/* Walks a (n->lhs of an a[mask]) and the mask together.  Each dimension
- * of the mask must be a's, or 0 (a mask of no elements selects nothing,
- * NumPy's old rule), else IndexError (NumPy's "boolean index did not
- * match"; a dimension of 1 does not broadcast here). */
+/* Whether the index expression w collected (a mask, walked element for
+ * element along a; or an index array) reads the array a is a view of:
+ * for a mask, other than a's own element at each place. */
+static LLVMValueRef
+index_reads_written(Emit *E, Walk *w, const View *a, int mask)
+{
+    View t = *a;
+    within(E, &t);
+    LLVMValueRef any = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    for (int i = 0; i < w->nleaves; i++) {
+        View *l = &w->leaves[i].v;
+        if (!cc_is_array(w->leaves[i].ty)) {
+            continue;
+        }
+        within(E, l);
+        LLVMValueRef meet =
+            LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntULT, l->lo, t.hi, ""),
+                         LLVMBuildICmp(E->b, LLVMIntULT, t.lo, l->hi, ""), "index.meets");
+        if (mask) {
+            meet = LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, same_view(E, l, a), ""), "");
+        }
+        any = LLVMBuildOr(E->b, any, meet, "index.reads");
+    }
+    return any;
+}
+
+/*
+ * Runs w, the walk of a mask or index array whose visit writes into a:
+ * where the expression reads a, through a copy of its values made first,
+ * as NumPy computes an index before it writes (a[a[::-1] > 0] = 1.5,
+ * a[a] = 0).  A device, which cannot allocate, writes in element order.
+ */
 static int
-mask_walk(Emit *E, CcNode *index, Walk *w)
+run_index_write(Emit *E, Walk *w, CcNode *at, const View *a, int mask)
+{
+    if (E->alloc_head == NULL) {
+        return run_collected(E, w);
+    }
+    LLVMBasicBlockRef copy = em_new_block(E, "index.copy"),
+                      direct = em_new_block(E, "index.direct");
+    LLVMBasicBlockRef done = em_new_block(E, "index.done");
+    LLVMBuildCondBr(E->b, index_reads_written(E, w, a, mask), copy, direct);
+    LLVMPositionBuilderAtEnd(E->b, direct);
+    if (run_collected(E, w) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, copy);
+    Walk values = *w;
+    values.visit = store_visit;
+    View tmp;
+    if (materialize_collected(E, &values, at, &tmp) < 0) {
+        return -1;
+    }
+    CcNode leaf = {
+        .kind = ND_VIEW, .loc = at->loc, .ty = cc_array_type(tmp.kind, tmp.ndim), .view = &tmp};
+    Walk c = {.ndim = w->ndim, .target = w->target, .visit = w->visit, .ctx = w->ctx};
+    if (collect_expr(E, &c, &leaf) < 0 || run_collected(E, &c) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
+}
+
+/* Walks a (n->lhs of an a[mask]) and the mask together (writes: the visit
+ * writes into a).  Each dimension of the mask must be a's, or 0 (a mask of
+ * no elements selects nothing, NumPy's old rule), else IndexError (NumPy's
+ * "boolean index did not match"; a dimension of 1 does not broadcast
+ * here). */
+static int
+mask_walk(Emit *E, CcNode *index, Walk *w, int writes)
 {
     View a;
     if (view_of(E, index->lhs, &a) < 0 || collect_expr(E, w, index->args[0]) < 0) {
@@ -1709,7 +1775,7 @@ mask_walk(Emit *E, CcNode *index, Walk *w)
     LLVMBuildCondBr(E->b, none, done, walk);
     LLVMPositionBuilderAtEnd(E->b, walk);
     w->target = a;
-    if (run_collected(E, w) < 0) {
+    if ((writes ? run_index_write(E, w, index, &a, 1) : run_collected(E, w)) < 0) {
         return -1;
     }
     LLVMBuildBr(E->b, done);
@@ -1734,7 +1800,7 @@ mask_read(Emit *E, CcNode *n, View *v)
     }
     LLVMBuildStore(E->b, i64c(E, 0), m.count);
     Walk w = {.visit = mask_take_visit, .ctx = &m};
-    if (mask_walk(E, n, &w) < 0) {
+    if (mask_walk(E, n, &w, 0) < 0) {
         return -1;
     }
     *v = m.out;
@@ -1883,13 +1949,14 @@ indexed_write(Emit *E, CcNode *n)
     Walk w = {.ctx = &m};
     if (is_mask_index(index)) {
         w.visit = m.value != NULL ? mask_put_visit : mask_put_array_visit;
-        if (mask_walk(E, index, &w) < 0) {
+        if (mask_walk(E, index, &w, 1) < 0) {
             return -1;
         }
     } else {
         w.visit = fancy_put_visit;
         w.ndim = index->args[0]->ty->n;
-        if (view_of(E, index->lhs, &m.a) < 0 || run_walk(E, &w, index->args[0]) < 0) {
+        if (view_of(E, index->lhs, &m.a) < 0 || collect_expr(E, &w, index->args[0]) < 0
+            || run_index_write(E, &w, index, &m.a, 0) < 0) {
             return -1;
         }
     }
