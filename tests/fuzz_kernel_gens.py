@@ -1026,12 +1026,17 @@ EDGE_BOUNDS = EDGE_INDICES[:4] + ["", "", "2 ** 64", "-2 ** 64", f"np.uint64({U6
 EDGE_STEPS = ["", "i", "u", "-1", "2", str(I64_MIN), str(I64_MAX), "-2 ** 70", "np.uint8(200)"]
 EDGE_KINDS = ["bool_", "uint8", "uint64", "int8", "int64", "float32", "float64", "complex128"]
 EDGE_OPS = ["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"]
+# (forms with i only where i is an int64: NumPy's arange of a narrower scalar
+# computes in its kind and returns int64, a difference kept, DESIGN-NOTES)
 EDGE_ARANGE = ["0, 10, np.inf", "0, np.nan", "np.nan, i", "0, np.inf", "0, -np.inf", "i, 10",
                "0, 1e-320, 1e10", "-0.0, 0.0, np.inf", f"{I64_MIN}, {I64_MAX}",
                f"{I64_MAX}, -1, -1", f"0, {I64_MAX}, 2 ** 62", "i, i + 3", "0, len(a), 0",
                "i, 5, -1", "0.5, len(a), 0.25", "np.inf, np.inf", f"{I64_MAX} - 2, {I64_MAX}"]
+# (forms with i or u only where their edge values are small or past int64
+# bytes: np.zeros(2**31) is seconds of zeroing where NumPy's calloc is not)
 EDGE_SHAPES = ["i", "u", "(i, 0)", "(0, u)", "(2, -1)", str(I64_MAX), "(1 << 32, 1 << 32)",
                "(0, 1 << 40, 1 << 40)", "(1 << 40, 0)", "len(a) - 6"]
+SMALL_OR_HUGE = ("int8", "int16", "int64", "uint8", "uint16", "uint64")
 EDGE_REDUCE = ["argmin", "argmax", "min", "max", "nanmax", "sum", "mean", "var", "any", "prod"]
 
 
@@ -1078,7 +1083,7 @@ def _edge_inplace(r, t, ikind, ukind):
     return body, _inplace_refused(k, op, v.replace("w != 0", ":"), t, ikind, ukind)
 
 
-def _edge_statement(r, n):
+def _edge_statement(r, n, ikind, ukind):
     """One statement; its variables end in n (each statement its own)."""
     kind = r.randrange(9)
     if kind == 0:
@@ -1099,9 +1104,12 @@ def _edge_statement(r, n):
     if kind == 6:
         return f"a[a[{_edge_slice(r)}] > 0] = {r.choice(['1.5', 'np.nan', 'a[:1]'])}\nout[:] = a"
     if kind == 7:
-        return (f"r{n} = np.arange({r.choice(EDGE_ARANGE)})\nm = min(len(r{n}), len(out))\n"
-                f"out[:m] = r{n}[:m]")
-    return f"z{n} = np.zeros({r.choice(EDGE_SHAPES)})\nout[0] = z{n}.size + z{n}.sum()"
+        args = r.choice([x for x in EDGE_ARANGE if not re.search(r"\bi\b", x) or ikind == "int64"])
+        return f"r{n} = np.arange({args})\nm = min(len(r{n}), len(out))\nout[:m] = r{n}[:m]"
+    shape = r.choice([x for x in EDGE_SHAPES
+                      if not (re.search(r"\bi\b", x) and ikind not in SMALL_OR_HUGE
+                              or re.search(r"\bu\b", x) and ukind not in SMALL_OR_HUGE)])
+    return f"z{n} = np.zeros({shape})\nout[0] = z{n}.size + z{n}.sum()"
 
 
 def gen_array_edges(r):
@@ -1113,7 +1121,7 @@ def gen_array_edges(r):
     of empty axes, boolean masks of the wrong length, non-finite floats."""
     t = r.choice(FLOATS)
     ikind, ukind = r.choice(SIGNED), r.choice(UNSIGNED)
-    stmts = [_edge_statement(r, n) for n in range(r.randint(1, 3))]
+    stmts = [_edge_statement(r, n, ikind, ukind) for n in range(r.randint(1, 3))]
     valid = True
     if r.random() < 0.3:
         body, refused = _edge_inplace(r, t, ikind, ukind)
