@@ -78,7 +78,7 @@ def gen_progs(r):
 
 PATHOLOGICAL_CONSTANTS = [0, 1, -1, 2, 7, 127, 128, 255, 256, 2 ** 31, 2 ** 32 + 1, 2 ** 63 - 1,
                           2 ** 63, 2 ** 64 - 1, 2 ** 64, -2 ** 63, 10 ** 20, 0.0, -0.0, 0.5,
-                          1e308, 1e-320, 3.5, True, False]
+                          1e308, 1e-320, 3.5, True, False, float("inf"), -float("inf")]
 BINOPS = [ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift,
           ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor]
 CMPOPS = [ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq]
@@ -1016,6 +1016,123 @@ def gen_gufunc(r):
     return gu_program(module, layout, sigs, dims)
 
 
+# ---- arrays at their edges (issue 34) ----
+
+I64_MAX, I64_MIN, U64_MAX = 2 ** 63 - 1, -2 ** 63, 2 ** 64 - 1
+EDGE_INDICES = ["i", "u", "-i", "len(a) - 1 - i", f"np.uint64({U64_MAX})", "np.uint64(2 ** 63)",
+                "np.int8(-1)", "np.uint8(255)", str(I64_MIN), str(I64_MAX), "0", "-1"]
+EDGE_BOUNDS = EDGE_INDICES[:4] + ["", "", "2 ** 64", "-2 ** 64", f"np.uint64({U64_MAX})",
+                                  str(I64_MIN), str(I64_MAX), "np.int16(-3)", "1"]
+EDGE_STEPS = ["", "i", "u", "-1", "2", str(I64_MIN), str(I64_MAX), "-2 ** 70", "np.uint8(200)"]
+EDGE_KINDS = ["bool_", "uint8", "uint64", "int8", "int64", "float32", "float64", "complex128"]
+EDGE_OPS = ["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"]
+# (forms with i only where i is an int64: NumPy's arange of a narrower scalar
+# computes in its kind and returns int64, a difference kept, DESIGN-NOTES)
+EDGE_ARANGE = ["0, 10, np.inf", "0, np.nan", "np.nan, i", "0, np.inf", "0, -np.inf", "i, 10",
+               "0, 1e-320, 1e10", "-0.0, 0.0, np.inf", f"{I64_MIN}, {I64_MAX}",
+               f"{I64_MAX}, -1, -1", f"0, {I64_MAX}, 2 ** 62", "i, i + 3", "0, len(a), 0",
+               "i, 5, -1", "0.5, len(a), 0.25", "np.inf, np.inf", f"{I64_MAX} - 2, {I64_MAX}"]
+# (forms with i or u only where their edge values are small or past int64
+# bytes: np.zeros(2**31) is seconds of zeroing where NumPy's calloc is not)
+EDGE_SHAPES = ["i", "u", "(i, 0)", "(0, u)", "(2, -1)", str(I64_MAX), "(1 << 32, 1 << 32)",
+               "(0, 1 << 40, 1 << 40)", "(1 << 40, 0)", "len(a) - 6"]
+SMALL_OR_HUGE = ("int8", "int16", "int64", "uint8", "uint16", "uint64")
+EDGE_REDUCE = ["argmin", "argmax", "min", "max", "nanmax", "sum", "mean", "var", "any", "prod"]
+
+
+def _edge_slice(r):
+    return f"{r.choice(EDGE_BOUNDS)}:{r.choice(EDGE_BOUNDS)}:{r.choice(EDGE_STEPS)}"
+
+
+def _inplace_refused(kind, op, value, akind, ikind, ukind):
+    """Whether NumPy refuses w op= value (value as the kernel writes it, with
+    a, i and u of the kinds given) with a TypeError: NumPy's same_kind rule,
+    or no loop for the types."""
+    import numpy as np
+    w = np.ones(2, kind)
+    env = {"np": np, "w": w, "a": np.ones(2, akind), "i": np.dtype(ikind).type(1),
+           "u": np.dtype(ukind).type(1)}
+    try:
+        with np.errstate(all="ignore"):
+            exec(f"w {op}= {value}", env)
+    except TypeError:
+        return True
+    except Exception:       # noqa: BLE001 - a value error is the run's to compare
+        return False
+    return False
+
+
+def _edge_inplace(r, t, ikind, ukind):
+    """w op= v across dtypes, and whether NumPy refuses it.  What would meet
+    a deliberate difference (an integer to a negative power, a shift by a
+    negative count, complex powers at zero: DESIGN-NOTES) is left out."""
+    k, op = r.choice(EDGE_KINDS), r.choice(EDGE_OPS)
+    if op == "**" and k.startswith("complex"):
+        op = "+"
+    values = ["2", "(a > 0)", f"np.ones(len(a), dtype=np.{r.choice(EDGE_KINDS)})"]
+    if ukind == "uint64" or op not in ("**", "<<", ">>"):
+        values.append("u")
+    if op not in ("**", "<<", ">>"):
+        values += ["a", "i", "1", "1.5", "True", "a * 0.5", "np.nan", "-np.inf", "1j"]
+    v = r.choice(values)
+    target = r.choice(["w", "w[1:]", "w[::-2]", "w[w != 0]"])
+    if target != "w" and (v[0] in "(a" or v.startswith("np.ones")):
+        v = f"({v})[{target[2:-1]}]"        # an array value: the target's shape
+    body = (f"w = np.{r.choice(['zeros', 'ones'])}(len(a), dtype=np.{k})\n"
+            f"{target} {op}= {v}\nout[:] = w.real")
+    return body, _inplace_refused(k, op, v.replace("w != 0", ":"), t, ikind, ukind)
+
+
+def _edge_statement(r, n, ikind, ukind):
+    """One statement; its variables end in n (each statement its own)."""
+    kind = r.randrange(9)
+    if kind == 0:
+        return f"out[0] = a[{r.choice(EDGE_INDICES)}]"
+    if kind == 1:
+        return f"out[0] = len(a[{_edge_slice(r)}])"
+    if kind == 2:
+        return f"t{n} = a[{_edge_slice(r)}]\nout[:len(t{n})] = t{n}"
+    if kind == 3:
+        return (f"r{n} = np.{r.choice(EDGE_REDUCE)}(a[{_edge_slice(r)}][None, :], "
+                f"axis={r.randrange(2)})\nout[:r{n}.size] = r{n}")
+    if kind == 4:
+        f = r.choice(["np.median({})", "np.percentile({}, 50)", "np.argmax({})", "np.min({})",
+                      "np.nanmin({})", "np.quantile({}, 0.5)"])
+        return f"out[0] = {f.format(f'a[{_edge_slice(r)}]')}"
+    if kind == 5:
+        return f"out[0] = a[a[{_edge_slice(r)}] > 0].sum()"
+    if kind == 6:
+        return f"a[a[{_edge_slice(r)}] > 0] = {r.choice(['1.5', 'np.nan', 'a[:1]'])}\nout[:] = a"
+    if kind == 7:
+        args = r.choice([x for x in EDGE_ARANGE if not re.search(r"\bi\b", x) or ikind == "int64"])
+        return f"r{n} = np.arange({args})\nm = min(len(r{n}), len(out))\nout[:m] = r{n}[:m]"
+    shape = r.choice([x for x in EDGE_SHAPES
+                      if not (re.search(r"\bi\b", x) and ikind not in SMALL_OR_HUGE
+                              or re.search(r"\bu\b", x) and ukind not in SMALL_OR_HUGE)])
+    return f"z{n} = np.zeros({shape})\nout[0] = z{n}.size + z{n}.sum()"
+
+
+def gen_array_edges(r):
+    """Array kernels at their edges, what found issue 34's faults: indices
+    and slice bounds of extreme integers and mixed kinds (arguments i and u
+    take int64's and uint64's limits, constants are written), in-place
+    operators across dtypes (a TypingError exactly where NumPy refuses),
+    np.arange and allocations whose lengths overflow or are NaN, reductions
+    of empty axes, boolean masks of the wrong length, non-finite floats."""
+    t = r.choice(FLOATS)
+    ikind, ukind = r.choice(SIGNED), r.choice(UNSIGNED)
+    stmts = [_edge_statement(r, n, ikind, ukind) for n in range(r.randint(1, 3))]
+    valid = True
+    if r.random() < 0.3:
+        body, refused = _edge_inplace(r, t, ikind, ukind)
+        stmts.insert(0, body)
+        valid = not refused
+    module = kernel("out[:] = 0\n" + "\n".join(stmts), ("a", "i", "u", "out"))
+    sigs = [f"void({t}[:], {ikind}, {ukind}, {t}[:])"]
+    return gu_program(module, "(n),(),()->(n)", sigs, {"n": r.choice([1, 2, 3, 5, 7])},
+                      valid=valid)
+
+
 def _layout_args(layout):
     """(input core specs, output core specs) of a layout such as '(n),()->(n)'."""
     lhs, _, rhs = layout.partition("->")
@@ -1031,6 +1148,7 @@ GENERATORS = {
     "literals": (gen_literals, 3), "deep": (gen_deep, 2), "chains": (gen_chains, 1),
     "globals": (gen_globals, 2), "signedness": (gen_signedness, 3),
     "alltypes": (gen_alltypes, 2), "jit": (gen_jit, 2), "gufunc": (gen_gufunc, 3),
+    "array_edges": (gen_array_edges, 4),
 }
 
 BUILDERS = {"deep": build_deep, "chain": build_chain,

@@ -11,15 +11,21 @@ Each program (tests/fuzz_kernel_gens.py: random programs of tests/progs.py
 and AST mutations of them, unsupported constructs, undefined and
 maybe-unassigned names, reassigned parameters, huge literals, deep nesting,
 long chains, globals of odd types, signedness, every signature type,
-@numbavec.jit nests, gufunc array kernels) is compiled in one to three
+@numbavec.jit nests, gufunc array kernels, array kernels at their edges:
+int64's and uint64's limits and non-finite floats as arguments and
+constants, indices and slice bounds of mixed integer kinds, in-place
+operators across dtypes, np.arange and allocations of overflowing lengths,
+empty axes, masks of the wrong length) is compiled in one to three
 configurations (``vectorize`` with signatures or lazily, ``guvectorize``;
 target cpu or parallel; some on a 512 KB thread stack) and called on edge
 values and random values, in a worker process with a time limit.  A correct
 result (within tests/difftest.py's tolerance, with its perturbation check for
-library results) or a ``numbavec.TypingError`` is a pass; anything else is a
-failure: a crash, a hang, SystemError, RuntimeError or another exception,
-a result that differs from py_func, or a compiled kernel where py_func
-raises (NameError, IndexError...).  Failures are minimized (smaller inputs,
+library results), the exception py_func raises at the same gufunc call, or
+a ``numbavec.TypingError`` is a pass (for a program marked valid, as the
+in-place ones NumPy accepts are, a TypingError is a false refusal);
+anything else is a failure: a crash, a hang, SystemError, RuntimeError or
+another exception, a result that differs from py_func, or a compiled kernel
+where py_func raises (NameError, IndexError, UFuncTypeError...).  Failures are minimized (smaller inputs,
 one signature, no small stack, smaller depths, statements and
 sub-expressions deleted) and written as standalone reproducers
 (``python DIR/crash_deep_k1-42.py``) with a summary (``DIR/summary.txt``).
@@ -443,13 +449,11 @@ def run_case(case, workdir):
             return fh.outcome("fail", "false-refusal", f"TypingError for a valid kernel: {exc}",
                               key=f"false-refusal: {fh.normalize(str(exc).split(': ', 1)[-1])}")
         return fh.outcome("refused")
-    except IndexError as exc:
-        if case["api"] == "guvectorize":
-            return check_gu_index_error(case, mod, exc)
-        return fh.exception_outcome(exc, phase.name)
     except Exception as exc:
         if type(exc).__name__ in case.get("accept", ()) and str(exc).strip():
             return fh.outcome("refused")
+        if case["api"] == "guvectorize" and phase.name == "call":
+            return check_gu_exception(case, mod, exc)
         return fh.exception_outcome(exc, phase.name)
     fh.mark_phase("compare")
     counts = {"calls": len(results), "elements": 0}
@@ -676,8 +680,10 @@ def _mismatch(case, k, i, args, got, what, detail, counts):
                       bad_call=k, bad_index=int(i), counts=counts)
 
 
-def _gu_reference(case, mod, call):
-    """py_func per outer element on copies: (inputs after, outputs, raised or None)."""
+def _gu_reference(case, mod, call, zero_division=False):
+    """py_func per outer element on copies: (inputs after, outputs, raised or
+    None).  A ZeroDivisionError counts only when zero_division is set: a
+    kernel's integer division by zero gives 0 (DESIGN.md)."""
     ins = [decode(a) for a in call["args"]]
     outs = [decode(a) for a in call["outs"]]
     spec_in, spec_out = gens._layout_args(case["layout"])
@@ -693,8 +699,9 @@ def _gu_reference(case, mod, call):
         try:
             with np.errstate(all="ignore"):
                 mod.f(*args)
-        except ZeroDivisionError:
-            pass
+        except ZeroDivisionError as exc:
+            if zero_division:
+                return ins, outs, _Raised(exc)
         except Exception as exc:
             return ins, outs, _Raised(exc)
     return ins, outs, None
@@ -724,13 +731,20 @@ def compare_gu(case, mod, results, counts):
     return fh.outcome("ok", counts=counts)
 
 
-def check_gu_index_error(case, mod, exc):
-    """An IndexError from a gufunc call is right when py_func raises one too
-    (or an OverflowError: an index beyond int64)."""
+def check_gu_exception(case, mod, exc):
+    """An exception from a gufunc call is right when py_func raises one of
+    its type at the first call where it raises (NumPy's MemoryError is a
+    subclass; an IndexError may be py_func's OverflowError: a Python int
+    beyond int64 as an index)."""
+    name = type(exc).__name__
     for c in case["calls"]:
-        _, _, raised = _gu_reference(case, mod, c)
-        if raised is not None and raised.name in ("IndexError", "OverflowError"):
+        _, _, raised = _gu_reference(case, mod, c, zero_division=True)
+        if raised is None:
+            continue
+        if (raised.name == name or (name == "IndexError" and raised.name == "OverflowError")
+                or (name == "MemoryError" and raised.name == "_ArrayMemoryError")):
             return fh.outcome("ok", counts={"calls": 1})
+        break
     return fh.exception_outcome(exc, "call")
 
 

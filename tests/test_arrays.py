@@ -641,8 +641,11 @@ def test_cumulative_of_ints_and_2d_arrays(target):
     ("out[0] = a.max()\n    out[0] = a[:0].max()", ValueError, "empty|zero-size"),
     ("out[0] = a[:0].argmin()", ValueError, "empty|zero-size"),
     ("t = np.zeros(len(a) - 10)\n    out[0] = t.sum()", ValueError, "negative"),
-    ("t = np.empty(1 << 62)\n    out[0] = t[0]", MemoryError, None),
-    ("t = np.empty((1 << 40, 1 << 40))\n    out[0] = 1", MemoryError, None),
+    # bytes past int64: NumPy's "array is too big" is a ValueError
+    ("t = np.empty(1 << 62)\n    out[0] = t[0]", ValueError, "too big"),
+    ("t = np.empty((1 << 40, 1 << 40))\n    out[0] = 1", ValueError, "too big"),
+    ("t = np.empty((0, 1 << 40, 1 << 40))\n    out[0] = 1", ValueError, "too big"),
+    ("t = np.empty(1 << 59)\n    out[0] = t[0]", MemoryError, None),
     ("s = len(a) - len(a)\n    out[0] = a[::s].sum()", ValueError, "step"),
 ])
 def test_runtime_errors(target, body, error, match):

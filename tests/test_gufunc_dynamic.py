@@ -139,6 +139,36 @@ def test_dtype_gives_the_output_type(target):
     assert sorted(gu.types) == ['dd->d', 'ff->f']
 
 
+WHOLE_STORES = [  # (body of k(a, out) for '(n)->(n)', the inferred dtype for int32 a)
+    ("out[:] = a * 2", np.int32),
+    ("out[...] = a * 0.5", np.float64),
+    ("out[:] = 0\n    out[1:] = a[:-1] + a[1:]", np.int32),        # 0 is weak (NEP 50)
+    ("out[::2] = a[::2]\n    out[1::2] = np.float32(1.5)", np.float64),
+    ("out[:] = np.sqrt(a)\n    out[0] = 7", np.float64),
+    ("out[a > 2] = 1\n    out[a <= 2] = a[a <= 2]", np.int32),
+    ("out[:] = a[::-1] > 3", np.bool_),
+]
+
+
+@pytest.mark.parametrize("body, dtype", WHOLE_STORES)
+def test_output_type_follows_whole_array_and_slice_stores(target, body, dtype):
+    """A dynamic output's type is the promotion of what is stored into it,
+    whole arrays and slices as elements (issue 34: 'cannot store an array
+    into one element')."""
+    py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
+    a = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]], dtype=np.int32)
+    expected = np.zeros(a.shape, dtype=dtype)
+    for row in range(2):
+        py(a[row], expected[row])
+    got = guvectorize('(n)->(n)', target=target)(py)(a)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
+    out = np.full(a.shape, -1.0)                     # out= given: cast into, as NumPy does
+    gu = guvectorize('(n)->(n)', target=target)(py)
+    assert gu(a, out=out) is out
+    np.testing.assert_array_equal(out, expected.astype(np.float64))
+
+
 def test_out_of_another_dtype_is_cast_into_keeping_its_values(target):
     src = '''
 def k(a, out):

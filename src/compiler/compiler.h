@@ -22,6 +22,8 @@
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,
  *                variables get the promotion of everything assigned to them
+ *   casting.c    NumPy's casting rules applied at typing (in-place operators
+ *                on arrays: same_kind)
  *   values.c     the LLVM types of scalar kinds; loads and stores of them
  *   emit.c       typed IR -> one LLVM function "ret kernel(args...)": the
  *                pass (expressions, statements, the function); emit.h is
@@ -32,6 +34,7 @@
  *   emitarray.c    arrays: views, fused elementwise loops, broadcast
  *                  assignment, allocation (freed when the call returns),
  *                  reductions
+ *   extent.c       index and length arithmetic of arrays (overflow-safe)
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
  *   jit.c        host target machine, optimisation + libmvec, object code,
@@ -132,7 +135,8 @@ typedef enum CcNodeKind {
                      slice, None or ..., or fewer indices than dimensions */
     ND_ARRAYATTR, /* lhs.shape / .size / .ndim / .T ... or len(lhs): index is a CcArrayAttr */
     ND_SETITEM,   /* lhs (an ND_INDEX) = rhs (statement; a[i] += v lowers to it);
-                     a view target takes rhs broadcast (a scalar or an array) */
+                     a view target takes rhs broadcast (a scalar or an array);
+                     index: 1 for a[i] op= v, 2 for t op= v of an array t */
     ND_SLICE,     /* an index: lhs:rhs:cond (start, stop, step; each may be NULL) */
     ND_NEWAXIS,   /* an index: None (np.newaxis) */
     ND_ELLIPSIS,  /* an index: ... */
@@ -512,6 +516,16 @@ int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
 /* sig with each TS_INFER array kind replaced by the kind typeinfer found. */
 void cc_inferred_signature(const CcFunction *fn, TsSignature *sig);
 
+/* ---- casting.c ---- */
+
+/* NumPy's can_cast(from, to, casting='same_kind'). */
+int cc_can_cast_same_kind(TsKind from, TsKind to);
+/* An in-place operator n (an ND_SETITEM of an array target, rhs the
+ * operation) whose result of kind `result` goes into an array of kind
+ * `target`: 0, or -1 with a TypingError where NumPy's same_kind rule
+ * refuses the cast. */
+int cc_check_inplace(const CcFunction *fn, const CcNode *n, TsKind target, TsKind result);
+
 /* ---- values.c ---- */
 
 /* Adds the enum attribute `name` (value 0: nounwind, alwaysinline ...) to
@@ -632,6 +646,7 @@ enum {
     CC_STATUS_QUANTILE = 6, /* ValueError: a quantile outside [0, 1] */
     CC_STATUS_ZERO = 7,     /* ZeroDivisionError: np.arange's step of zero */
     CC_STATUS_RAISE = 8,    /* the kernel's raise or assert: the site is the thread's */
+    CC_STATUS_OVERFLOW = 9, /* OverflowError: a uint64 index past int64 */
     /* device code's raise at site i (CcCompiled.raise_sites): a GPU cannot
      * hand the host a pointer, so the status word says which */
     CC_STATUS_USER = 32,

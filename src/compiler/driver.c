@@ -651,8 +651,14 @@ cc_raise_status(int status)
         break;
     case CC_STATUS_INDEX:
         PyErr_SetString(PyExc_IndexError,
-                        "index out of bounds in a guvectorize kernel "
-                        "(the check is on by default; boundscheck=False turns it off)");
+                        "index out of bounds, or a boolean index whose shape is not the array's, "
+                        "in a guvectorize kernel (the check is on by default; boundscheck=False "
+                        "turns it off)");
+        break;
+    case CC_STATUS_OVERFLOW:
+        PyErr_SetString(PyExc_OverflowError,
+                        "a uint64 index too large for an index (past int64) in a guvectorize "
+                        "kernel");
         break;
     case CC_STATUS_SHAPE:
         PyErr_SetString(PyExc_ValueError,
@@ -661,8 +667,10 @@ cc_raise_status(int status)
         break;
     case CC_STATUS_VALUE:
         PyErr_SetString(PyExc_ValueError,
-                        "a guvectorize kernel asked for a negative dimension, a zero slice step "
-                        "or a reduction of an empty (zero-size) array that has no identity");
+                        "a guvectorize kernel asked for a negative dimension, an array too big "
+                        "for its size in bytes to fit int64, a zero slice step, an np.arange() "
+                        "whose length cannot be computed (NaN) or is too large, or a reduction "
+                        "of an empty (zero-size) array that has no identity");
         break;
     case CC_STATUS_KTH:
         PyErr_SetString(PyExc_ValueError, "kth out of bounds in np.partition() in a guvectorize "

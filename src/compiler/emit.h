@@ -4,7 +4,7 @@
  * the files call across (em_ prefix).
  *
  * The emitter turns typed IR into LLVM IR (compiler.h lists its entry points,
- * all in emit.c).  It is five files, one concern each:
+ * all in emit.c).  It is six files, one concern each:
  *
  *   emit.c      the pass: expressions, statements, the function, gufunc kernels
  *   convert.c   the LLVM types of value types, conversions between kinds,
@@ -13,6 +13,8 @@
  *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
  *               intrinsics and libm
  *   emitarray.c arrays: views, elementwise loops, allocation, reductions
+ *   extent.c    index and length arithmetic: indices, slices, the bytes of
+ *               shapes, np.arange's length (every int64 overflow)
  *
  * The one-line constructors are static inline here, as PostgreSQL's
  * llvmjit_emit.h has them: a call per constant would only hide the IR.
@@ -40,7 +42,7 @@ typedef struct Emit {
     int fastmath;                 /* fast-math flags will be set: no NaNs */
     /* gufunc kernels (cc_emit_gufunc_kernel) */
     int gufunc;                 /* returns an i32 status, not a value */
-    LLVMBasicBlockRef fail[8];  /* emitarray.c: the block returning status k, made on first use */
+    LLVMBasicBlockRef fail[16]; /* emitarray.c: the block returning status k, made on first use */
     LLVMValueRef alloc_head;    /* emitarray.c: the call's allocations (NULL: it makes none) */
     LLVMValueRef status_slot;   /* the status the cleanup block returns */
     LLVMBasicBlockRef cleanup;  /* frees the allocations, returns the status */
@@ -135,6 +137,29 @@ void em_return_status(Emit *E, LLVMValueRef status);
 void em_check(Emit *E, LLVMValueRef bad, int status);
 void em_alloc_begin(Emit *E); /* in the entry block: the allocation list */
 void em_alloc_end(Emit *E);   /* after the body: the cleanup block */
+
+/* ---- extent.c ---- */
+
+/* An index v of integer kind k into a dimension of length len: from the
+ * end when negative (signed kinds); with bounds checks, outside [0, len)
+ * ends the kernel with CC_STATUS_INDEX, a uint64 past int64 with
+ * CC_STATUS_OVERFLOW.  An int64. */
+LLVMValueRef em_wrap_index(Emit *E, LLVMValueRef v, TsKind k, LLVMValueRef len);
+/* Python's slice.indices(len) of s (lo:hi:step, each may be NULL): the
+ * start, the length and the step, int64s; a zero step ends the kernel
+ * (CC_STATUS_VALUE).  0/-1. */
+int em_slice_bounds(Emit *E, CcNode *s, LLVMValueRef len, LLVMValueRef *start, LLVMValueRef *count,
+                    LLVMValueRef *step);
+/* The bytes of a C-contiguous array of shape dims[0..n) and item size
+ * unit (0 when a dimension is), its strides into strides (may be NULL;
+ * all zero for an array of no elements, as NumPy's); a
+ * negative dimension, or nonzero dimensions whose bytes pass int64, end
+ * the kernel with CC_STATUS_VALUE (NumPy's ValueErrors). */
+LLVMValueRef em_shape_bytes(Emit *E, LLVMValueRef *dims, int n, long long unit,
+                            LLVMValueRef *strides);
+/* np.arange(start, stop, step)'s length (an int64) as NumPy computes it
+ * from node[i] (NULL: start 0, step 1) of values val[i]. */
+LLVMValueRef em_arange_length(Emit *E, CcNode **node, LLVMValueRef *val);
 
 /* ---- convert.c ---- */
 

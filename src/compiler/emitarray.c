@@ -288,8 +288,9 @@ local_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *
 }
 
 /* A new C-contiguous array of kind k and shape[ndim]: a negative dimension
- * ends the kernel with CC_STATUS_VALUE, a size or allocation that fails
- * with CC_STATUS_NOMEM. */
+ * or a size past int64 bytes ends the kernel with CC_STATUS_VALUE (as
+ * NumPy), a size past 2**60 bytes or an allocation that fails with
+ * CC_STATUS_NOMEM. */
 static int
 alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *v)
 {
@@ -302,26 +303,12 @@ alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *
                         "allocating");
     }
     LLVMTypeRef i64 = i64_type(E);
-    LLVMValueRef bytes = i64c(E, ts_itemsize(k)),
-                 overflow = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
     v->ndim = ndim;
     v->kind = k;
-    for (int d = 0; d < ndim; d++) {
-        em_check(E, LLVMBuildICmp(E->b, LLVMIntSLT, shape[d], i64c(E, 0), "neg.dim"),
-                 CC_STATUS_VALUE);
-        v->shape[d] = shape[d];
-    }
-    for (int d = ndim - 1; d >= 0; d--) {
-        v->stride[d] = bytes;
-        LLVMValueRef args[2] = {bytes, shape[d]};
-        LLVMValueRef r = em_intrinsic(E, "llvm.smul.with.overflow", &i64, 1, args, 2);
-        bytes = LLVMBuildExtractValue(E->b, r, 0, "bytes");
-        overflow = LLVMBuildOr(E->b, overflow, LLVMBuildExtractValue(E->b, r, 1, "ovf"), "ovf");
-    }
-    overflow = LLVMBuildOr(
-        E->b, overflow, LLVMBuildICmp(E->b, LLVMIntUGT, bytes, i64c(E, (long long)1 << 60), "huge"),
-        "ovf");
-    em_check(E, overflow, CC_STATUS_NOMEM);
+    memcpy(v->shape, shape, sizeof(LLVMValueRef) * (size_t)ndim);
+    LLVMValueRef bytes = em_shape_bytes(E, shape, ndim, ts_itemsize(k), v->stride);
+    em_check(E, LLVMBuildICmp(E->b, LLVMIntUGT, bytes, i64c(E, (long long)1 << 60), "huge"),
+             CC_STATUS_NOMEM);
     LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
     LLVMValueRef malloc_fn = libc_function(E, "malloc", ptr, &i64, 1);
     LLVMValueRef size = LLVMBuildAdd(E->b, bytes, i64c(E, HEADER), "size");
@@ -341,99 +328,27 @@ alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, View *
 
 static int view_of(Emit *E, CcNode *n, View *v);
 
-/* i (an index into a dimension of length len) counted from the end when
- * negative; with bounds checks, outside [0, len) ends the kernel. */
-static LLVMValueRef
-wrap_index(Emit *E, LLVMValueRef i, LLVMValueRef len)
-{
-    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, i, i64c(E, 0), "neg");
-    i = LLVMBuildSelect(E->b, neg, LLVMBuildAdd(E->b, i, len, "idx.wrapped"), i, "idx");
-    if (E->fn->boundscheck) {
-        em_check(E, LLVMBuildICmp(E->b, LLVMIntUGE, i, len, "oob"), CC_STATUS_INDEX);
-    }
-    return i;
-}
-
-/* Python's slice.indices(len): start and length of lo:hi:step (each may be
- * NULL) over a dimension of length len.  A zero step ends the kernel. */
+/* The integer indices an index item stands for (one, or a tuple's
+ * items), each of its own kind. */
 static int
-slice_bounds(Emit *E, CcNode *s, LLVMValueRef len, LLVMValueRef *start, LLVMValueRef *count,
-             LLVMValueRef *step)
+item_integers(Emit *E, CcNode *item, LLVMValueRef *out, TsKind *kinds, int *n)
 {
-    LLVMValueRef zero = i64c(E, 0), one = i64c(E, 1);
-    LLVMValueRef lo = NULL, hi = NULL;
-    *step = one;
-    if (s->cond != NULL && (*step = em_expr_as(E, s->cond, TS_INT64)) == NULL) {
+    LLVMValueRef t = em_expr(E, item);
+    if (t == NULL) {
         return -1;
     }
-    if ((s->lhs != NULL && (lo = em_expr_as(E, s->lhs, TS_INT64)) == NULL)
-        || (s->rhs != NULL && (hi = em_expr_as(E, s->rhs, TS_INT64)) == NULL)) {
-        return -1;
-    }
-    if (s->cond != NULL) {
-        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, *step, zero, "step0"), CC_STATUS_VALUE);
-    }
-    LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, *step, zero, "up");
-    LLVMValueRef last = LLVMBuildSub(E->b, len, one, "last");
-    LLVMValueRef minus1 = i64c(E, -1);
-    /* the clamp of a bound b: b < 0 counts from the end; then into
-     * [0, len] going up, [-1, len - 1] going down */
-    LLVMValueRef bounds[2] = {lo, hi}, out[2];
-    LLVMValueRef dflt[2] = {LLVMBuildSelect(E->b, up, zero, last, "start.dflt"),
-                            LLVMBuildSelect(E->b, up, len, minus1, "stop.dflt")};
-    for (int k = 0; k < 2; k++) {
-        if (bounds[k] == NULL) {
-            out[k] = dflt[k];
-            continue;
-        }
-        LLVMValueRef b = bounds[k];
-        LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, b, zero, "b.neg");
-        b = LLVMBuildSelect(E->b, neg, LLVMBuildAdd(E->b, b, len, "b.end"), b, "b");
-        LLVMValueRef floor = LLVMBuildSelect(E->b, up, zero, minus1, "floor");
-        LLVMValueRef ceil = LLVMBuildSelect(E->b, up, len, last, "ceil");
-        b = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, b, floor, "lt"), floor, b, "b");
-        out[k] =
-            LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, b, ceil, "gt"), ceil, b, "b");
-    }
-    /* frozen: opaque to SCEV, so that a loop over the slice and loop
-     * strength reduction take the bounds as they are rather than expand the
-     * clamps again (a moving mean over a[lo:i + 1]: 57 -> 48 instructions
-     * an element, 0.93 -> 1.05 of Numba's speed) */
-    out[0] = LLVMBuildFreeze(E->b, out[0], "start");
-    out[1] = LLVMBuildFreeze(E->b, out[1], "stop");
-    *start = out[0];
-    /* up: (stop - start + step - 1) / step; down: (start - stop - step - 1) / -step */
-    LLVMValueRef span_up = LLVMBuildSub(E->b, out[1], out[0], "span");
-    LLVMValueRef span_dn = LLVMBuildSub(E->b, out[0], out[1], "span");
-    LLVMValueRef span = LLVMBuildSelect(E->b, up, span_up, span_dn, "span");
-    LLVMValueRef mag = LLVMBuildSelect(E->b, up, *step, LLVMBuildNeg(E->b, *step, "neg"), "mag");
-    LLVMValueRef safe =
-        LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, mag, zero, ""), one, mag, "mag");
-    LLVMValueRef n = LLVMBuildSDiv(
-        E->b, LLVMBuildAdd(E->b, span, LLVMBuildSub(E->b, safe, one, ""), "num"), safe, "count");
-    *count =
-        LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, span, zero, ""), n, zero, "count");
-    return 0;
-}
-
-/* The integer indices an index item stands for: one, or a tuple's items. */
-static int
-item_integers(Emit *E, CcNode *item, LLVMValueRef *out, int *n)
-{
     if (item->ty->kind == CT_TUPLE) {
-        LLVMValueRef t = em_expr(E, item);
-        if (t == NULL) {
-            return -1;
-        }
         for (int k = 0; k < item->ty->n; k++) {
-            out[k] = em_convert(E, LLVMBuildExtractValue(E->b, t, (unsigned)k, "i"),
-                                cc_storage(item->ty->elems[k]), TS_INT64);
+            out[k] = LLVMBuildExtractValue(E->b, t, (unsigned)k, "i");
+            kinds[k] = cc_storage(item->ty->elems[k]);
         }
         *n = item->ty->n;
         return 0;
     }
     *n = 1;
-    return (out[0] = em_expr_as(E, item, TS_INT64)) != NULL ? 0 : -1;
+    out[0] = t;
+    kinds[0] = cc_storage(item->ty);
+    return 0;
 }
 
 /* The view a[items] (n an ND_INDEX): *element when it is one element
@@ -463,7 +378,7 @@ index_view(Emit *E, CcNode *n, View *v, int *element)
         switch (item->kind) {
         case ND_SLICE: {
             LLVMValueRef start, count, step;
-            if (slice_bounds(E, item, a.shape[d], &start, &count, &step) < 0) {
+            if (em_slice_bounds(E, item, a.shape[d], &start, &count, &step) < 0) {
                 return -1;
             }
             offset = LLVMBuildAdd(E->b, offset, LLVMBuildMul(E->b, start, a.stride[d], ""), "off");
@@ -487,12 +402,13 @@ index_view(Emit *E, CcNode *n, View *v, int *element)
             break;
         default: {
             LLVMValueRef idx[TS_MAXDIMS];
+            TsKind kinds[TS_MAXDIMS];
             int k;
-            if (item_integers(E, item, idx, &k) < 0) {
+            if (item_integers(E, item, idx, kinds, &k) < 0) {
                 return -1;
             }
             for (int j = 0; j < k; j++, d++) {
-                LLVMValueRef at = wrap_index(E, idx[j], a.shape[d]);
+                LLVMValueRef at = em_wrap_index(E, idx[j], kinds[j], a.shape[d]);
                 offset = LLVMBuildNSWAdd(
                     E->b, offset, LLVMBuildNSWMul(E->b, at, a.stride[d], "idx.bytes"), "off");
             }
@@ -710,7 +626,7 @@ em_array_attr(Emit *E, CcNode *n)
     case AA_SIZE: {
         LLVMValueRef size = i64c(E, 1);
         for (int k = 0; k < a.ndim; k++) {
-            size = LLVMBuildNSWMul(E->b, size, a.shape[k], "size");
+            size = LLVMBuildMul(E->b, size, a.shape[k], "size");
         }
         return size;
     }
@@ -926,8 +842,13 @@ nest(Emit *E, Walk *w, int d, LLVMValueRef *idx)
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
     LLVMBasicBlockRef head = em_new_block(E, "ew.head"), body = em_new_block(E, "ew.body");
     LLVMBasicBlockRef done = em_new_block(E, "ew.done");
-    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, w->shape[d], i64c(E, 0), "any"), head,
-                    done);
+    LLVMValueRef any = LLVMBuildICmp(E->b, LLVMIntSGT, w->shape[d], i64c(E, 0), "any");
+    for (int k = d + 1; d == 0 && k < w->ndim; k++) {
+        /* an empty shape walks nothing, however long its other dimensions */
+        any = LLVMBuildAnd(E->b, any, LLVMBuildICmp(E->b, LLVMIntSGT, w->shape[k], i64c(E, 0), ""),
+                           "any");
+    }
+    LLVMBuildCondBr(E->b, any, head, done);
     LLVMPositionBuilderAtEnd(E->b, head);
     LLVMValueRef i = LLVMBuildPhi(E->b, i64, "ew.i");
     LLVMBuildBr(E->b, body);
@@ -1232,6 +1153,14 @@ fails_otherwise(const CcNode *n, void *ctx)
     if (n->kind == ND_INLINE || n->kind == ND_SLICE
         || (cc_is_array(n->ty) && n->kind != ND_VAR && n->kind != ND_INDEX)) {
         return 1; /* an array expression can fail to broadcast */
+    }
+    for (int i = 0; n->kind == ND_INDEX && i < n->nargs; i++) {
+        const CcType *t = n->args[i]->ty;
+        for (int k = 0; t != NULL && k < (t->kind == CT_TUPLE ? t->n : 1); k++) {
+            if ((t->kind == CT_TUPLE ? t->elems[k] : t)->scalar == TS_UINT64) {
+                return 1; /* a uint64 index past int64: OverflowError */
+            }
+        }
     }
     if (n->kind == ND_CALL) {
         CcFlavor f = cc_builtin(n->builtin)->flavor;
@@ -1705,7 +1634,7 @@ cumulate(Emit *E, CcNode *n, View *v)
     broadcast(E, &probe);
     LLVMValueRef total = i64c(E, 1);
     for (int d = 0; d < probe.ndim; d++) {
-        total = LLVMBuildNSWMul(E->b, total, probe.shape[d], "total");
+        total = LLVMBuildMul(E->b, total, probe.shape[d], "total");
     }
     if (alloc_array(E, n, n->ty->scalar, 1, &total, v) < 0) {
         return -1;
@@ -1753,18 +1682,105 @@ mask_put_visit(Emit *E, Walk *w, LLVMValueRef value)
     return 0;
 }
 
-/* Walks a (n->lhs of an a[mask]) and the mask together: the mask must have
- * a's shape (a dimension of 1 broadcasts, as in an assignment). */
+/* Whether the index expression w collected (a mask, walked element for
+ * element along a; or an index array) reads the array a is a view of:
+ * for a mask, other than a's own element at each place. */
+static LLVMValueRef
+index_reads_written(Emit *E, Walk *w, const View *a, int mask)
+{
+    View t = *a;
+    within(E, &t);
+    LLVMValueRef any = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+    for (int i = 0; i < w->nleaves; i++) {
+        View *l = &w->leaves[i].v;
+        if (!cc_is_array(w->leaves[i].ty)) {
+            continue;
+        }
+        within(E, l);
+        LLVMValueRef meet =
+            LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntULT, l->lo, t.hi, ""),
+                         LLVMBuildICmp(E->b, LLVMIntULT, t.lo, l->hi, ""), "index.meets");
+        if (mask) {
+            meet = LLVMBuildAnd(E->b, meet, LLVMBuildNot(E->b, same_view(E, l, a), ""), "");
+        }
+        any = LLVMBuildOr(E->b, any, meet, "index.reads");
+    }
+    return any;
+}
+
+/*
+ * Runs w, the walk of a mask or index array whose visit writes into a:
+ * where the expression reads a, through a copy of its values made first,
+ * as NumPy computes an index before it writes (a[a[::-1] > 0] = 1.5,
+ * a[a] = 0).  A device, which cannot allocate, writes in element order.
+ */
 static int
-mask_walk(Emit *E, CcNode *index, Walk *w)
+run_index_write(Emit *E, Walk *w, CcNode *at, const View *a, int mask)
+{
+    if (E->alloc_head == NULL) {
+        return run_collected(E, w);
+    }
+    LLVMBasicBlockRef copy = em_new_block(E, "index.copy"),
+                      direct = em_new_block(E, "index.direct");
+    LLVMBasicBlockRef done = em_new_block(E, "index.done");
+    LLVMBuildCondBr(E->b, index_reads_written(E, w, a, mask), copy, direct);
+    LLVMPositionBuilderAtEnd(E->b, direct);
+    if (run_collected(E, w) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, copy);
+    Walk values = *w;
+    values.visit = store_visit;
+    View tmp;
+    if (materialize_collected(E, &values, at, &tmp) < 0) {
+        return -1;
+    }
+    CcNode leaf = {
+        .kind = ND_VIEW, .loc = at->loc, .ty = cc_array_type(tmp.kind, tmp.ndim), .view = &tmp};
+    Walk c = {.ndim = w->ndim, .target = w->target, .visit = w->visit, .ctx = w->ctx};
+    if (collect_expr(E, &c, &leaf) < 0 || run_collected(E, &c) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
+}
+
+/* Walks a (n->lhs of an a[mask]) and the mask together (writes: the visit
+ * writes into a).  Each dimension of the mask must be a's, or 0 (a mask of
+ * no elements selects nothing, NumPy's old rule), else IndexError (NumPy's
+ * "boolean index did not match"; a dimension of 1 does not broadcast
+ * here). */
+static int
+mask_walk(Emit *E, CcNode *index, Walk *w, int writes)
 {
     View a;
     if (view_of(E, index->lhs, &a) < 0 || collect_expr(E, w, index->args[0]) < 0) {
         return -1;
     }
     w->ndim = a.ndim;
+    w->target.data = NULL;
+    broadcast(E, w); /* the mask's own shape */
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), none = bad;
+    for (int d = 0; d < a.ndim; d++) {
+        LLVMValueRef zero = LLVMBuildICmp(E->b, LLVMIntEQ, w->shape[d], i64c(E, 0), "mask.0");
+        LLVMValueRef other = LLVMBuildICmp(E->b, LLVMIntNE, w->shape[d], a.shape[d], "");
+        bad = LLVMBuildOr(E->b, bad, LLVMBuildAnd(E->b, other, LLVMBuildNot(E->b, zero, ""), ""),
+                          "mask.bad");
+        none = LLVMBuildOr(E->b, none, zero, "mask.none");
+    }
+    em_check(E, bad, CC_STATUS_INDEX);
+    LLVMBasicBlockRef walk = em_new_block(E, "mask.walk"), done = em_new_block(E, "mask.done");
+    LLVMBuildCondBr(E->b, none, done, walk);
+    LLVMPositionBuilderAtEnd(E->b, walk);
     w->target = a;
-    return run_collected(E, w);
+    if ((writes ? run_index_write(E, w, index, &a, 1) : run_collected(E, w)) < 0) {
+        return -1;
+    }
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
 }
 
 static int
@@ -1776,7 +1792,7 @@ mask_read(Emit *E, CcNode *n, View *v)
     }
     LLVMValueRef total = i64c(E, 1);
     for (int d = 0; d < a.ndim; d++) {
-        total = LLVMBuildNSWMul(E->b, total, a.shape[d], "total");
+        total = LLVMBuildMul(E->b, total, a.shape[d], "total");
     }
     Masked m = {.count = em_entry_alloca(E, i64_type(E), "taken")};
     if (alloc_array(E, n, a.kind, 1, &total, &m.out) < 0) {
@@ -1784,7 +1800,7 @@ mask_read(Emit *E, CcNode *n, View *v)
     }
     LLVMBuildStore(E->b, i64c(E, 0), m.count);
     Walk w = {.visit = mask_take_visit, .ctx = &m};
-    if (mask_walk(E, n, &w) < 0) {
+    if (mask_walk(E, n, &w, 0) < 0) {
         return -1;
     }
     *v = m.out;
@@ -1831,7 +1847,9 @@ mask_put_array_visit(Emit *E, Walk *w, LLVMValueRef value)
 static LLVMValueRef
 fancy_address(Emit *E, Walk *w, const View *a, LLVMValueRef i)
 {
-    i = wrap_index(E, em_convert(E, i, cc_storage(w->expr->ty), TS_INT64), a->shape[0]);
+    /* NumPy casts an index array to intp: a uint64 past int64 wraps */
+    i = em_wrap_index(E, em_convert(E, i, cc_storage(w->expr->ty), TS_INT64), TS_INT64,
+                      a->shape[0]);
     LLVMValueRef off = LLVMBuildNSWMul(E->b, i, a->stride[0], "off");
     return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &off, 1, "at");
 }
@@ -1931,13 +1949,14 @@ indexed_write(Emit *E, CcNode *n)
     Walk w = {.ctx = &m};
     if (is_mask_index(index)) {
         w.visit = m.value != NULL ? mask_put_visit : mask_put_array_visit;
-        if (mask_walk(E, index, &w) < 0) {
+        if (mask_walk(E, index, &w, 1) < 0) {
             return -1;
         }
     } else {
         w.visit = fancy_put_visit;
         w.ndim = index->args[0]->ty->n;
-        if (view_of(E, index->lhs, &m.a) < 0 || run_walk(E, &w, index->args[0]) < 0) {
+        if (view_of(E, index->lhs, &m.a) < 0 || collect_expr(E, &w, index->args[0]) < 0
+            || run_index_write(E, &w, index, &m.a, 0) < 0) {
             return -1;
         }
     }
@@ -2135,6 +2154,11 @@ axis_lines(Emit *E, CcNode *n, View *v)
         }
     }
     shape[outer] = a.shape[axis];
+    if (op == R_ARGMIN || op == R_ARGMAX) {
+        /* NumPy refuses an empty axis even when no line is reduced */
+        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, a.shape[axis], i64c(E, 0), "empty"),
+                 CC_STATUS_VALUE);
+    }
     if (alloc_array(E, n, acc, outer + cumulative, shape, &r) < 0) {
         return -1;
     }
@@ -2209,18 +2233,12 @@ shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
                       : em_convert(E, s, cc_storage(shape->ty), TS_INT64);
     }
     if (b->flavor == FL_NDSIZE) {
-        /* a negative dimension is ValueError (NumPy's); in a scalar kernel,
-         * which has no status, it counts as none */
-        LLVMValueRef size = i64c(E, 1);
-        for (int i = 0; i < nd; i++) {
-            LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, dims[i], i64c(E, 0), "neg");
-            em_check(E, neg, CC_STATUS_VALUE);
-            size = LLVMBuildMul(E->b, size, LLVMBuildSelect(E->b, neg, i64c(E, 0), dims[i], "dim"),
-                                "size");
-        }
-        return size;
+        /* a negative dimension, or a size past int64, is ValueError (as
+         * NumPy's arrays); in a scalar kernel, which has no status, a
+         * negative dimension counts as none */
+        return em_shape_bytes(E, dims, nd, 1, NULL);
     }
-    LLVMValueRef k = em_expr_as(E, n->args[0], TS_INT64);
+    LLVMValueRef k = em_expr(E, n->args[0]);
     if (k == NULL) {
         return NULL;
     }
@@ -2230,7 +2248,9 @@ shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
         for (int i = 0; i < nd; i++) {
             size = LLVMBuildMul(E->b, size, dims[i], "size");
         }
-        k = wrap_index(E, k, size);
+        k = em_wrap_index(E, k, cc_storage(n->args[0]->ty), size);
+    } else {
+        k = em_convert(E, k, cc_storage(n->args[0]->ty), TS_INT64);
     }
     LLVMValueRef t = LLVMGetUndef(em_type_of(E, n->ty));
     for (int i = nd - 1; i >= 0; i--) {
@@ -2314,7 +2334,7 @@ view_size(Emit *E, const View *v)
 {
     LLVMValueRef total = i64c(E, 1);
     for (int d = 0; d < v->ndim; d++) {
-        total = LLVMBuildNSWMul(E->b, total, v->shape[d], "total");
+        total = LLVMBuildMul(E->b, total, v->shape[d], "total");
     }
     return total;
 }
@@ -2746,18 +2766,15 @@ dot_view(Emit *E, CcNode *n, View *v)
 }
 
 /*
- * np.arange(start, stop, step): ceil((stop - start) / step) elements (none
- * when that is negative; a zero step ends the kernel with CC_STATUS_ZERO),
- * element i as NumPy fills it: start, start + step, then start + i * delta
- * with delta = (start + step) - start, in the result's kind (integers: in
- * int64).  The length is computed in float64, or in int64 when every
- * argument is an integer.
+ * np.arange(start, stop, step): its length as NumPy computes it
+ * (extent.c), element i as NumPy fills it: start, start + step, then
+ * start + i * delta with delta = (start + step) - start, in the result's
+ * kind (integers: in int64).
  */
 static int
 arange_view(Emit *E, CcNode *n, View *v)
 {
     TsKind k = n->ty->scalar, c = ts_is_float(k) ? k : TS_INT64, wide = TS_INT64;
-    LLVMTypeRef dbl = LLVMDoubleTypeInContext(E->ctx);
     LLVMValueRef arg[3];
     for (int i = 0; i < n->nargs; i++) {
         if ((arg[i] = em_expr(E, n->args[i])) == NULL) {
@@ -2778,25 +2795,7 @@ arange_view(Emit *E, CcNode *n, View *v)
         w[i] = node[i] != NULL ? em_convert_type(E, val[i], node[i]->ty, cc_scalar_type(wide))
                                : em_convert(E, i64c(E, i == 2), TS_INT64, wide);
     }
-    LLVMValueRef span, step;
-    if (wide == TS_FLOAT64) {
-        em_check(E, LLVMBuildFCmp(E->b, LLVMRealOEQ, w[2], LLVMConstReal(dbl, 0), "step0"),
-                 CC_STATUS_ZERO);
-        span = LLVMBuildFSub(E->b, w[1], w[0], "span");
-        step = w[2];
-    } else {
-        em_check(E, LLVMBuildICmp(E->b, LLVMIntEQ, w[2], i64c(E, 0), "step0"), CC_STATUS_ZERO);
-        span = LLVMBuildSIToFP(E->b, LLVMBuildSub(E->b, w[1], w[0], "span"), dbl, "span");
-        step = LLVMBuildSIToFP(E->b, w[2], dbl, "step");
-    }
-    LLVMValueRef q = LLVMBuildFDiv(E->b, span, step, "q");
-    LLVMValueRef len = em_float_intrinsic(E, "llvm.ceil", TS_FLOAT64, &q, 1);
-    /* none when negative (or NaN); past 2**62 the allocation fails */
-    LLVMValueRef cap = LLVMConstReal(dbl, 4611686018427387904.0);
-    len = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOGE, len, cap, "huge"), cap, len, "");
-    len = LLVMBuildSelect(E->b, LLVMBuildFCmp(E->b, LLVMRealOGT, len, LLVMConstReal(dbl, 0), ""),
-                          len, LLVMConstReal(dbl, 0), "len");
-    LLVMValueRef count = LLVMBuildFPToSI(E->b, len, i64_type(E), "count");
+    LLVMValueRef count = em_arange_length(E, node, val);
     if (alloc_array(E, n, k, 1, &count, v) < 0) {
         return -1;
     }

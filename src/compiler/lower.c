@@ -1814,8 +1814,9 @@ lower_augassign(Lower *L, PyObject *node)
          * local array t too (a tuple's item, typing finds, cannot be set) */
         op->op = (CcOp)opcode;
         op->lhs = lhs;
-        if ((op->rhs = lower_attr_expr(L, node, "value")) != NULL) {
-            result = lower_setitem(L, node, target, op);
+        if ((op->rhs = lower_attr_expr(L, node, "value")) != NULL
+            && (result = lower_setitem(L, node, target, op)) != NULL) {
+            result->index = 1; /* in place: an array target follows same_kind (typeinfer) */
         }
         goto done;
     }

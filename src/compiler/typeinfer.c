@@ -1042,6 +1042,12 @@ array_index(Infer *in, CcNode *n, const CcType **out)
         case ND_SLICE: {
             CcNode *parts[3] = {item->lhs, item->rhs, item->cond};
             for (int k = 0; k < 3; k++) {
+                if (parts[k] != NULL && parts[k]->kind == ND_CONST && parts[k]->big) {
+                    /* a Python int past int64 slices as int64's extreme does */
+                    parts[k]->ival = parts[k]->ihigh < 0 ? INT64_MIN : INT64_MAX;
+                    parts[k]->ihigh = parts[k]->ihigh < 0 ? -1 : 0;
+                    parts[k]->big = 0;
+                }
                 if (parts[k] != NULL && integer_index(in, parts[k], "slice bounds") < 0) {
                     return -1;
                 }
@@ -1217,7 +1223,9 @@ infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
         in->changed = 1;
     }
     if (*elem == UNKNOWN) {
-        *elem = cc_scalar_type(cc_storage(p));
+        /* the target typed again with a's kind known: an element, or a view
+         * (out[:] = a * 2) */
+        return expr(in, n->lhs, elem);
     }
     return 0;
 }
@@ -1227,7 +1235,8 @@ infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
  *   an element: v is cast to a's element kind (as NumPy's casting='unsafe'
  *   assignment does), except complex into a real array, which is an error;
  *   a view: v (a scalar or an array) is broadcast to the view's shape and
- *   cast the same way
+ *   cast the same way; in place (a[...] op= v, t op= v), NumPy's ufunc with
+ *   out=: its result must cast into a's kind by same_kind (casting.c)
  */
 static int
 setitem(Infer *in, CcNode *n)
@@ -1272,6 +1281,10 @@ setitem(Infer *in, CcNode *n)
     }
     if (v == UNKNOWN) {
         return 0;
+    }
+    if (n->index > 0 && cc_is_array(target) && !is_tuple(v)
+        && cc_check_inplace(in->fn, n, elem->scalar, cc_storage(v)) < 0) {
+        return -1; /* t[1:] += 0.5 of ints: NumPy's same_kind rule */
     }
     if (is_tuple(v) || (is_complex_type(v) && !is_complex_type(elem))) {
         char a[96], b[96];
@@ -2204,6 +2217,7 @@ stmt(Infer *in, CcNode *n)
             *target =
                 (CcNode){.kind = ND_INDEX, .loc = n->loc, .lhs = base, .args = args, .nargs = 1};
             n->kind = ND_SETITEM;
+            n->index = 2; /* in place, of the whole variable */
             n->lhs = target;
             n->var = NULL;
             return setitem(in, n);

@@ -228,7 +228,7 @@ check_status(GuCall *c, PyObject *status)
     }
     int st = *(int *)PyArray_DATA((PyArrayObject *)h);
     Py_DECREF(h);
-    if (st >= CC_STATUS_INDEX && st <= CC_STATUS_ZERO) {
+    if ((st >= CC_STATUS_INDEX && st <= CC_STATUS_ZERO) || st == CC_STATUS_OVERFLOW) {
         cc_raise_status(st);
         return -1;
     }
