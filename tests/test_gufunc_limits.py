@@ -144,3 +144,25 @@ def test_optional_dimension_is_kept_optional(target):
     np.testing.assert_array_equal(g(a, b), a @ b)
     np.testing.assert_array_equal(g(a[0], b), a[0] @ b)
     np.testing.assert_array_equal(g(a, b[:, 1]), a @ b[:, 1])
+
+
+# ---- the iterator flags of outputs and written inputs ----
+
+def test_out_that_is_the_input_reads_a_copy_as_numpys_gufuncs_do(target):
+    """out= the input itself: NumPy's gufunc machinery copies an input that
+    any output overlaps (its own cross1d shows it), and Numba's gufuncs
+    follow it, so the kernel reads the input's values, not what it wrote."""
+    from numpy._core import _umath_tests
+
+    a, b = np.array([[1.0, 2.0, 3.0]]), np.array([[4.0, 5.0, 6.0]])
+    c = a.copy()
+    _umath_tests.cross1d(c, b, out=c)
+    np.testing.assert_array_equal(c, np.cross(a, b))
+    k = kernel_from_source(
+        "def k(x, out):\n    n = x.shape[0]\n"
+        "    for i in range(n):\n        out[i] = x[n - 1 - i]\n")
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target=target)(k)
+    x = np.arange(12.0).reshape(3, 4)
+    y = x.copy()
+    assert g(y, out=y) is y
+    np.testing.assert_array_equal(y, x[:, ::-1])
