@@ -11,11 +11,14 @@ dimensions up to NumPy's 64 in all.  One past each limit is a ValueError
 naming it (a layout one past the limit used to be parsed one element past
 the array that holds it).
 """
+import re
+
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import as_strided
 
 from conftest import kernel_from_source
-from numbavec import guvectorize
+from numbavec import _core, guvectorize
 
 
 def names(prefix, n):
@@ -146,7 +149,152 @@ def test_optional_dimension_is_kept_optional(target):
     np.testing.assert_array_equal(g(a, b[:, 1]), a @ b[:, 1])
 
 
+# ---- the body: mixed item sizes, strides of other arguments ----
+
+def _dot(x, y, out):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i] * y[i]
+    out[0] = acc
+
+
+@pytest.mark.parametrize("kinds", [("f8", "f4"), ("f4", "f8"), ("i1", "f8"), ("f8", "i2")])
+def test_strided_argument_of_another_item_size(target, kinds):
+    """An argument viewed with the step of argument 0's item size (f4 [::2]
+    next to f8) is not unit-stride: the general kernel reads it."""
+    a, b = kinds
+    g = guvectorize([f"void({a}[:], {b}[:], f8[:])"], "(n),(n)->()", target=target)(_dot)
+    n = 40
+    x = (np.arange(3 * n) % 7 - 3).astype(a).reshape(3, n)
+    for k, dtype in ((0, a), (1, b)):
+        other = np.dtype(kinds[1 - k]).itemsize
+        every = max(other // np.dtype(dtype).itemsize, 2)
+        base = (np.arange(3 * n * every) % 5 - 2).astype(dtype).reshape(3, n * every)
+        args = [x, (np.arange(3 * n) % 3).astype(b).reshape(3, n)]
+        args[k] = base[:, ::every]
+        want = (args[0].astype("f8") * args[1].astype("f8")).sum(axis=1)
+        np.testing.assert_array_equal(g(*args), want)
+
+
+def test_arguments_with_different_strides_and_sizes(target):
+    """(m,n),(n)->(m): each argument's core sizes by dimension name, its
+    strides its own."""
+    k = kernel_from_source(
+        "def k(a, v, out):\n"
+        "    for i in range(a.shape[0]):\n"
+        "        acc = 0.0\n"
+        "        for j in range(a.shape[1]):\n"
+        "            acc += a[i, j] * v[j]\n"
+        "        out[i] = acc\n")
+    g = guvectorize(["void(f8[:, :], f4[:], f8[:])"], "(m,n),(n)->(m)", target=target)(k)
+    a = np.arange(2 * 3 * 5, dtype="f8").reshape(2, 3, 5)
+    v = np.arange(20, dtype="f4")[::4]
+    np.testing.assert_array_equal(g(a, v), a @ v.astype("f8"))
+    np.testing.assert_array_equal(g(a.transpose(0, 2, 1)[:, :3, :],
+                                    np.arange(3, dtype="f4")),
+                                  a.transpose(0, 2, 1)[:, :3, :] @ np.arange(3.0))
+
+
+def test_outer_loop_stops_at_the_end(target, forced):
+    k = kernel_from_source("def k(x, out):\n    out[0] = x[0] + x[x.shape[0] - 1]\n")
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->()", target=target)(k)
+    for n in (1, 7, 1000):
+        x = np.arange(n * 4.0).reshape(n, 4)
+        buf = np.full(n + 8, 99.0)
+        g(x, out=buf[:n])
+        np.testing.assert_array_equal(buf[:n], x[:, 0] + x[:, 3])
+        np.testing.assert_array_equal(buf[n:], 99.0)
+
+
+def test_broadcast_argument_keeps_its_outer_step(target, forced):
+    g = guvectorize(["void(f8[:], f4[:], f8[:])"], "(n),(n)->()", target=target)(_dot)
+    x = np.arange(50 * 3, dtype="f8").reshape(50, 3)
+    y = np.array([1.0, 2.0, 3.0], "f4")
+    np.testing.assert_array_equal(g(x, y), x @ y.astype("f8"))
+    np.testing.assert_array_equal(g(x[:1], np.tile(y, (50, 1))), np.full(50, x[0] @ y))
+
+
+# ---- the call: [::1] copies, written operands ----
+
+def _sum_rows(x, out):
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[i, j] * (j + 1)
+        out[i] = acc
+
+
+@pytest.mark.parametrize("view", ["fortran", "every_other", "transposed"])
+def test_contiguous_2d_declaration_copies(target, view):
+    """A [:, ::1] argument whose last dimension is not unit-stride is copied
+    (C order) for the kernel, its rows and columns in place."""
+    g = guvectorize(["void(f8[:, ::1], f8[:])"], "(m,n)->(m)", target=target)(_sum_rows)
+    base = np.arange(3 * 4 * 10, dtype="f8").reshape(3, 4, 10)
+    x = {"fortran": np.asfortranarray(base[:, :, :5]),
+         "every_other": base[:, :, ::2],
+         "transposed": base.transpose(0, 2, 1)[:, :4, :]}[view]
+    want = (x * np.arange(1, x.shape[2] + 1)).sum(axis=2)
+    np.testing.assert_array_equal(g(x), want)
+
+
+def test_contiguous_declaration_of_a_later_argument(target):
+    """[::1] on argument 1 behind a 2-d argument 0: its core stride is the
+    one after argument 0's two."""
+    k = kernel_from_source(
+        "def k(a, v, out):\n"
+        "    for i in range(a.shape[0]):\n"
+        "        acc = 0.0\n"
+        "        for j in range(a.shape[1]):\n"
+        "            acc += a[i, j] * v[j] * (j + 1)\n"
+        "        out[i] = acc\n")
+    g = guvectorize(["void(f8[:, :], f8[::1], f8[:])"], "(m,n),(n)->(m)", target=target)(k)
+    a = np.arange(2 * 3 * 4, dtype="f8").reshape(2, 3, 4)
+    w = np.arange(2 * 12, dtype="f8").reshape(2, 12)[:, ::3]
+    want = np.einsum("bij,bj->bi", a, w * np.arange(1, 5))
+    np.testing.assert_array_equal(g(a, w), want)
+
+
+def test_contiguous_output_written_through_a_copy(target):
+    """A [::1] output given as a strided view: the kernel writes a copy,
+    which goes back into every outer iteration's block, the last too."""
+    k = kernel_from_source(
+        "def k(x, out):\n    for i in range(x.shape[0]):\n        out[i] = x[i] * 2 + i\n")
+    g = guvectorize(["void(f8[:], f8[::1])"], "(n)->(n)", target=target)(k)
+    x = np.arange(5 * 6, dtype="f8").reshape(5, 6)
+    buf = np.full((5, 12), -1.0)
+    g(x, out=buf[:, ::2])
+    np.testing.assert_array_equal(buf[:, ::2], x * 2 + np.arange(6))
+    np.testing.assert_array_equal(buf[:, 1::2], -1.0)
+
+
+def test_written_operand_shared_by_every_iteration_stays_serial(target, forced):
+    """A written input whose loop stride is 0 (one element for all outer
+    iterations, made with as_strided: NumPy refuses to broadcast it) is
+    updated by the iterations in turn, never split between threads."""
+    k = kernel_from_source(
+        "def k(x, acc):\n    for i in range(x.shape[0]):\n        acc[0] += x[i]\n")
+    g = guvectorize(["void(f8[:], f8[:])"], "(n),(m)", target=target)(k)
+    x = np.ones((4000, 500))
+    for _ in range(3):
+        base = np.zeros(1)
+        jobs = _core._pool_stats()["jobs"]
+        g(x, as_strided(base, (4000, 1), (0, 8)))
+        assert _core._pool_stats()["jobs"] == jobs
+        assert base[0] == 2_000_000.0
+    # an ordinary written input, one element per iteration, is split
+    acc = np.zeros((4000, 1))
+    g(x, acc)
+    np.testing.assert_array_equal(acc, 500.0)
+
+
 # ---- the iterator flags of outputs and written inputs ----
+
+def test_out_of_one_row_is_not_broadcast(target):
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->()", target=target)(
+        kernel_from_source("def k(x, out):\n    out[0] = x[0]\n"))
+    with pytest.raises(ValueError, match=re.escape("non-broadcastable output")):
+        g(np.ones((4, 3)), out=np.zeros(1))
+
 
 def test_out_that_is_the_input_reads_a_copy_as_numpys_gufuncs_do(target):
     """out= the input itself: NumPy's gufunc machinery copies an input that
