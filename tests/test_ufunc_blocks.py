@@ -282,3 +282,36 @@ def test_parallel_chunks_stop_at_the_end(forced, n):
         assert_bits(buf[n:], np.full(40, 99.0))
     if _core.get_num_threads() > 1:
         assert _core._pool_stats()["jobs"] > jobs      # really split
+
+
+SMALL_STACK = '''
+import threading
+import numpy as np
+from numbavec import vectorize
+
+def k3(a, b, c):
+    return a * 3 + b * c
+
+f = vectorize(["c16(i1,c16,c16)", "f8(i1,f8,f8)"], target={target!r})(k3)
+cases = [(np.int8(2), np.arange(100_000).astype("c16"), np.complex128(1 + 2j)),
+         (np.int8(2), np.arange(100_000).astype("f8"), np.float64(1.5))]
+wants = [f(*args) for args in cases]       # code made here, in the main thread
+got = []
+threading.stack_size(192 * 1024)
+t = threading.Thread(target=lambda: got.extend(f(*args) for args in cases))
+t.start()
+t.join()
+assert all((g == w).all() for g, w in zip(got, wants)) and len(got) == 2
+print("ok")
+'''
+
+
+def test_block_buffers_fit_a_small_thread_stack(target):
+    """The step-0 inputs' block buffers take 16 KiB of stack in all (block
+    length from the inputs' item sizes together), so a call runs in a
+    thread with a 192 KiB stack; one byte-sized input 0 must not make the
+    blocks as long as 16384 elements of every input."""
+    from conftest import run_python
+
+    proc = run_python(SMALL_STACK.format(target=target), as_file=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
