@@ -314,3 +314,35 @@ def test_out_that_is_the_input_reads_a_copy_as_numpys_gufuncs_do(target):
     y = x.copy()
     assert g(y, out=y) is y
     np.testing.assert_array_equal(y, x[:, ::-1])
+
+
+READ_ONLY_MAP = '''
+import os, sys, tempfile
+import numpy as np
+from numbavec import guvectorize
+
+def weighted(x, out):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i] * (i + 1)
+    out[0] = acc
+
+g = guvectorize(["void(f8[::1], f8[:])"], "(n)->()", target={target!r})(weighted)
+path = os.path.join(tempfile.mkdtemp(), "x.bin")
+np.arange(40.0).tofile(path)
+m = np.memmap(path, dtype="f8", mode="r", shape=(2, 20))   # pages mapped read-only
+assert not m.flags.writeable
+got = g(m[:, ::2])
+want = (np.arange(40.0).reshape(2, 20)[:, ::2] * np.arange(1, 11)).sum(1)
+assert (got == want).all(), got
+print("ok")
+'''
+
+
+def test_contiguous_copy_of_a_read_only_input_is_not_written_back(target):
+    """A [::1] input the kernel only reads is copied for it, never copied
+    back: its memory may be mapped read-only (np.memmap mode='r')."""
+    from conftest import run_python
+
+    proc = run_python(READ_ONLY_MAP.format(target=target), as_file=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
