@@ -234,6 +234,11 @@ def _first_failure(log):
 
 def run_one(m, args, log, cmds):
     rec = {"id": m.id, "file": m.file, "why": m.why}
+    try:
+        mutated_text(m, _read(m.file))
+    except ValueError as exc:      # the code moved: fix the pattern (`check` says)
+        rec.update(status="no-match", error=str(exc))
+        return rec
     quick = cmds is not None and m.file in cmds["compile"]
     try:
         with Applied(m):
