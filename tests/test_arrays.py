@@ -403,15 +403,16 @@ ALIASED_CASES = [
 
 @pytest.mark.parametrize("body", ALIASED_CASES)
 def test_arguments_that_are_one_array_are_checked_view_by_view(target, body):
-    """g(x, out=x) with layout (m,n)->(n): NumPy passes x uncopied, so each
-    call's out is a row of its a.  An assignment first tests whether the
-    arrays its views lie in meet, then the views: here they meet, and the
-    rows that overlap out other than element for element go through a copy."""
+    """g(x, out=x) with layout (m,n)->(n): each call's out is a row of x.
+    NumPy's gufuncs (and Numba's) give the kernel a copy of an input that an
+    output overlaps, so every call's a is x as it was passed (the outputs no
+    longer claim NPY_ITER_OVERLAP_ASSUME_ELEMENTWISE: with it, NumPy passed x
+    uncopied and each call read the rows earlier calls had written)."""
     py, gu = body_gufunc(body, "void(float64[:, :], float64[:])", "(m,n)->(n)", target)
     x = np.random.default_rng(11).standard_normal((5, 5))
     want = x.copy()
     for i in range(len(want)):
-        py(want, want[i])
+        py(x.copy(), want[i])
     got = x.copy()
     gu(got, out=got)
     np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -235,7 +235,9 @@ compile_one(VzLibrary *lib, Options *o, const TsSignature *sig)
  * Written operands: read, written, and copied back when NumPy had to cast
  * or copy them (see the file comment).  NumPy adds its input flags to an
  * input's; an output's replace NumPy's defaults, which are kept but for
- * write-only.
+ * write-only.  No NPY_ITER_OVERLAP_ASSUME_ELEMENTWISE: a kernel reads its
+ * core blocks in any order, so an out= that is an input itself is written
+ * over a copy of that input, as NumPy's own gufuncs and Numba's do.
  */
 static void
 set_writable(PyObject *ufunc, const GuLayout *layout, const unsigned char *written)
@@ -244,8 +246,7 @@ set_writable(PyObject *ufunc, const GuLayout *layout, const unsigned char *writt
     for (int k = 0; k < layout->nargs; k++) {
         if (k >= layout->nin) {
             uf->op_flags[k] = NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY | NPY_ITER_ALIGNED
-                              | NPY_ITER_ALLOCATE | NPY_ITER_NO_BROADCAST | NPY_ITER_NO_SUBTYPE
-                              | NPY_ITER_OVERLAP_ASSUME_ELEMENTWISE;
+                              | NPY_ITER_ALLOCATE | NPY_ITER_NO_BROADCAST | NPY_ITER_NO_SUBTYPE;
         } else if (written[k]) {
             uf->op_flags[k] = NPY_ITER_READWRITE | NPY_ITER_UPDATEIFCOPY;
             /* With no core dimension at all NumPy runs a gufunc elementwise,

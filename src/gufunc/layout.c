@@ -44,10 +44,17 @@ typedef struct Parser {
 static int
 fail(Parser *p, const char *what)
 {
+    /* the caret line's blanks made here: PyErr_Format takes no %*s before
+     * Python 3.12 (it printed "%*s^") */
+    char *pad = ts_caret_padding(p->s, p->s + p->pos);
+    if (pad == NULL) {
+        return -1;
+    }
     PyErr_Format(PyExc_ValueError,
                  "invalid gufunc layout '%s': %s at position %d\n"
-                 "    %s\n    %*s^",
-                 p->s, what, p->pos, p->s, p->pos, "");
+                 "    %s\n    %s^",
+                 p->s, what, p->pos, p->s, pad);
+    PyMem_Free(pad);
     return -1;
 }
 

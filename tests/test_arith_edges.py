@@ -1,0 +1,108 @@
+"""Integer and complex arithmetic of kernels at the edges NumPy defines
+(src/compiler/arith.c): shifts by the width and more, floor division and
+modulo by -1 and 0, integer powers with negative exponents, complex
+division by zero.  Results are compared with NumPy's ufuncs on the same
+dtypes (integer powers, which NumPy refuses for negative exponents, with
+the exact Python result truncated)."""
+import numpy as np
+import pytest
+
+from numbavec import vectorize
+
+INTS = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]
+
+
+def lshift(a, b):
+    return a << b
+
+
+def rshift(a, b):
+    return a >> b
+
+
+def floordiv(a, b):
+    return a // b
+
+
+def mod(a, b):
+    return a % b
+
+
+def power(a, b):
+    return a ** b
+
+
+def cdiv(a, b):
+    return a / b
+
+
+def values(dtype):
+    info = np.iinfo(dtype)
+    vals = [0, 1, 2, 5, 100, info.max, info.max - 1]
+    if info.min < 0:
+        vals += [-1, -2, -5, -100, info.min, info.min + 1]
+    return np.array(vals, dtype)
+
+
+@pytest.mark.parametrize("kind", INTS)
+def test_shifts_by_the_width_and_more(target, kind):
+    """NumPy: a shift by the width or more gives 0 (>> of a negative: -1)."""
+    bits = np.dtype(kind).itemsize * 8
+    counts = [0, 1, bits - 1, bits, bits + 1, min(2 * bits, np.iinfo(kind).max)]
+    x = values(kind)
+    a, b = np.meshgrid(x, np.array(counts, kind))
+    fl = vectorize([f"{kind}({kind},{kind})"], target=target)(lshift)
+    fr = vectorize([f"{kind}({kind},{kind})"], target=target)(rshift)
+    np.testing.assert_array_equal(fl(a, b), np.left_shift(a, b), strict=True)
+    np.testing.assert_array_equal(fr(a, b), np.right_shift(a, b), strict=True)
+
+
+@pytest.mark.parametrize("kind", INTS)
+def test_floor_division_and_modulo(target, kind):
+    """Python's floor semantics, by -1 (the minimum // -1 wraps, as in
+    NumPy) and by 0 (0, with the divide-by-zero flag)."""
+    x = values(kind)
+    divisors = [1, 2, 3, 7]
+    if np.iinfo(kind).min < 0:
+        divisors += [-1, -2, -3, -7]
+    a, b = np.meshgrid(x, np.array(divisors, kind))
+    fd = vectorize([f"{kind}({kind},{kind})"], target=target)(floordiv)
+    fm = vectorize([f"{kind}({kind},{kind})"], target=target)(mod)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(fd(a, b), np.floor_divide(a, b), strict=True)
+        np.testing.assert_array_equal(fm(a, b), np.remainder(a, b), strict=True)
+        zero = np.zeros_like(x)
+        np.testing.assert_array_equal(fd(x, zero), np.floor_divide(x, zero), strict=True)
+        np.testing.assert_array_equal(fm(x, zero), np.remainder(x, zero), strict=True)
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        fd(x, zero)
+
+
+@pytest.mark.parametrize("kind", ["i1", "i4", "i8"])
+def test_negative_integer_powers_truncate_the_exact_result(target, kind):
+    """NumPy refuses negative integer exponents for arrays; a kernel gives
+    the exact result truncated: 1 ** -n is 1, (-1) ** -n is +-1, others 0."""
+    f = vectorize([f"{kind}({kind},{kind})"], target=target)(power)
+    bases = np.array([-3, -2, -1, 1, 2, 3], kind)
+    for e in (-1, -2, -3, -4):
+        got = f(bases, np.full(len(bases), e, kind))
+        want = np.array([int(int(a) ** e) for a in bases], kind)
+        np.testing.assert_array_equal(got, want, strict=True)
+    # a constant exponent is multiplied out in line: the same rule
+    g = vectorize([f"{kind}({kind})"], target=target)(lambda_minus_three)
+    np.testing.assert_array_equal(g(bases), np.array([int(int(a) ** -3) for a in bases], kind),
+                                  strict=True)
+
+
+def lambda_minus_three(a):
+    return a ** -3
+
+
+@pytest.mark.parametrize("kind", ["c8", "c16"])
+def test_complex_division_by_zero_and_by_equal_parts(target, kind):
+    f = vectorize([f"{kind}({kind},{kind})"], target=target)(cdiv)
+    x = np.array([1 + 1j, -2 + 0.5j, 0j, 3 - 4j], kind)
+    for d in (0j, 2 + 2j, 2 - 2j, -3 + 3j):
+        y = np.full(len(x), d, kind)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(f(x, y), np.divide(x, y), strict=True)
