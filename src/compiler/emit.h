@@ -4,7 +4,7 @@
  * the files call across (em_ prefix).
  *
  * The emitter turns typed IR into LLVM IR (compiler.h lists its entry points,
- * all in emit.c).  It is five files, one concern each:
+ * all in emit.c).  It is six files, one concern each:
  *
  *   emit.c      the pass: expressions, statements, the function, gufunc kernels
  *   convert.c   the LLVM types of value types, conversions between kinds,
@@ -13,6 +13,7 @@
  *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
  *               intrinsics and libm
  *   emitarray.c arrays: views, elementwise loops, allocation, reductions
+ *   emitprint.c print(): a line written whole, on the host and on a GPU
  *
  * The one-line constructors are static inline here, as PostgreSQL's
  * llvmjit_emit.h has them: a call per constant would only hide the IR.
@@ -182,5 +183,10 @@ LLVMValueRef em_copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef si
 /* emitarray.c: marks the loop of latch branch br to be vectorized one vector
  * a step (no interleaving: short core rows reach the vector loop) */
 void em_one_vector_a_step(Emit *E, LLVMValueRef br);
+
+/* ---- emitprint.c ---- */
+
+/* Emits a print statement (ND_PRINT); 0/-1. */
+int em_print(Emit *E, CcNode *n);
 
 #endif /* NV_COMPILER_EMIT_H */
