@@ -6,11 +6,14 @@ compiler or leaves it with an exception it did not raise; and no kernel
 takes unbounded time or stack to compile.  Results are checked against
 ``py_func`` run by the interpreter on NumPy scalars.
 """
+import json
+import os
 import textwrap
 
 import numpy as np
 import pytest
 
+import numbavec
 from conftest import kernel_from_source, run_python
 from numbavec import TypingError, guvectorize, vectorize
 
@@ -360,3 +363,43 @@ def test_integer_power_code_stays_linear_in_the_number_of_powers(target):
     assert ir.count("ipow.loop:") == 1
     with np.errstate(all="ignore"):
         assert_like_py_func(u, k, [2, -3, 0, 1], [3, 0, 5, 1])
+
+
+# ---- out of memory in LLVM (issue 34) ----
+
+# KiB above what the process maps: from where nothing fits to where all does
+HEADROOMS = "0,256,1024,2048,4096,16384,65536,262144"
+MEMORY_SCENARIOS = [
+    # (scenario of tests/_memory_limit.py, environment)
+    ("eager", {"NUMBAVEC_EAGER": "1"}),       # machine code at decoration
+    ("decoration", {}),                       # IR at decoration, code at the first call
+    ("lazy", {}),                             # a dynamic ufunc compiling at its call
+    ("ufunc-switch", {}),                     # quick code -> optimised, cpu
+    ("parallel-switch", {}),                  # quick code -> optimised, parallel
+    ("gufunc-switch", {}),                    # the same for a gufunc
+    ("ptx-llvm", {}),                         # compile_ptx, LLVM's NVPTX back end
+    ("ptx-nvvm", {}),                         # compile_ptx, libNVVM
+]
+
+
+@pytest.mark.parametrize("scenario, env", MEMORY_SCENARIOS, ids=[s for s, _ in MEMORY_SCENARIOS])
+def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
+    """Under ulimit -v with little headroom, a compile died with SIGABRT
+    (std::bad_alloc thrown through C frames, or LLVM's own 'out of
+    memory' abort).  Each try of the sweep, in a child forked for it, must
+    come back as a result or a MemoryError, and the ufunc must compute
+    py_func's results once the limit is raised; some tries must fail."""
+    if scenario.startswith("ptx-"):
+        info = numbavec.cuda.toolkit_info()
+        if info["libdevice"] is None or (scenario == "ptx-nvvm" and info["libnvvm"] is None):
+            pytest.skip("no CUDA toolkit")
+    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_memory_limit.py")
+    proc = run_python(f"import runpy, sys; sys.argv = ['m', {scenario!r}, {HEADROOMS!r}]; "
+                      f"runpy.run_path({helper!r}, run_name='__main__')",
+                      env=dict(os.environ, **env), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.splitlines()[-1])
+    outcomes = report["outcomes"]
+    assert set(outcomes) <= {"ok", "MemoryError"}, outcomes
+    assert outcomes[-1] == "ok", outcomes
+    assert "MemoryError" in outcomes or report["llvm_threw"] > 0, report

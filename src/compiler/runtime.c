@@ -624,6 +624,8 @@ numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const c
 /* The first site a kernel raised at on this thread (compiler.h). */
 static _Thread_local const char *raised_site;
 
+const char cc_site_failed[] = "(no machine code)";
+
 void
 numbavec_raise(const char *site)
 {

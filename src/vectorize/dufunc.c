@@ -409,11 +409,14 @@ strided_loop(PyArrayMethod_Context *context, char *const data[], npy_intp const 
 {
     LoopData *d = (LoopData *)aux;
     d->fn((char **)data, (npy_intp *)dims, (npy_intp *)strides, d->data);
-    /* a kernel's raise (on this thread, or passed here by the pool) */
+    /* a kernel's raise (on this thread, or passed here by the pool), or
+     * machine code that could not be made (its exception set already) */
     const char *site = cc_take_raised();
     if (site != NULL) {
         PyGILState_STATE gil = PyGILState_Ensure();
-        cc_raise_site(site);
+        if (site != cc_site_failed) {
+            cc_raise_site(site);
+        }
         PyGILState_Release(gil);
         return -1;
     }
