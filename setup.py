@@ -110,7 +110,7 @@ def portable_link(llvm_link):
 
 
 def cxx_args(args):
-    """The C flags for the C++ files (guard.cpp): C++17 as LLVM's
+    """The C flags for the C++ files (guard.cpp, outline.cpp): C++17 as LLVM's
     headers need, no RTTI as LLVM is built, exceptions on (catching them is
     what guard.cpp is for); with zig's clang, libstdc++'s headers, which
     LLVM's archives were compiled against."""

@@ -365,6 +365,54 @@ def test_integer_power_code_stays_linear_in_the_number_of_powers(target):
         assert_like_py_func(u, k, [2, -3, 0, 1], [3, 0, 5, 1])
 
 
+# ---- a long kernel is cut into functions of bounded size (issue 34) ----
+
+LONG_STATEMENTS = [
+    "s += (a * c + {j}.0)[{k}]",
+    "s += np.sum(a[a > c]) * {j}",
+    "t = np.sort(a + {j}.0)\n    s += t[{k}] - t[-1]",
+    "s += np.median(a * c + {j})",
+    "if s > {j}.0:\n        s -= np.max(a)\n    else:\n        s += np.min(c)",
+    "for q in range(len(a)):\n        if a[q] < {j} * 0.01:\n            continue\n        s += a[q] * c[q]",
+    "w = np.empty(len(a))\n    for q in range(len(a)):\n        w[q] = a[q] * {j}\n    s += w.sum()",
+]
+
+
+def long_kernel(n):
+    """n statements of array work, a[i] (IndexError for i out of bounds)
+    half way."""
+    lines = ["    " + LONG_STATEMENTS[j % len(LONG_STATEMENTS)].format(j=j, k=j % 3)
+             for j in range(n)]
+    lines.insert(n // 2, "    s += a[i]")
+    return kernel_from_source("import numpy as np\n\ndef g(a, c, i, out):\n    s = 0.0\n"
+                              + "\n".join(lines) + "\n    out[0] = s\n", "g")
+
+
+def test_a_long_kernel_is_cut_into_functions_of_bounded_size(target):
+    """A kernel of 160 statements was one function of some 57,000 lines of
+    optimised IR, and LLVM's time grew as about n^1.8 with its length (15.7 s
+    for 240 statements).  Cut before it is optimised, no function of it
+    grows with its length; it computes and raises as its py_func does."""
+    from numbavec import _core
+    g = long_kernel(160)
+    sig = "void(float64[:], float64[:], int64, float64[:])"
+    u = guvectorize([sig], "(n),(n),()->()", target=target)(g)
+    before = _core._jit_info().get("outlined", 0)
+    functions = u.inspect_llvm(sig).split("\ndefine ")[1:]
+    assert max(len(f.splitlines()) for f in functions) < 10000
+    assert _core._jit_info().get("outlined", 0) - before == len(functions) - 1 > 10
+    rng = np.random.default_rng(7)
+    a, c = rng.standard_normal((40, 8)), rng.standard_normal(8)
+    want = np.empty(40)
+    for row, out in zip(a, want.reshape(-1, 1)):
+        g(row, c, 3, out)
+    np.testing.assert_allclose(u(a, c, 3), want, rtol=1e-12)
+    with pytest.raises(IndexError):
+        g(a[0], c, 9, np.empty(1))
+    with pytest.raises(IndexError, match="index out of bounds"):
+        u(a, c, 9)
+
+
 # ---- out of memory in LLVM (issue 34) ----
 
 # KiB above what the process maps: from where nothing fits to where all does

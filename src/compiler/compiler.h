@@ -734,6 +734,7 @@ int cc_jit_has_libmvec(void);               /* 1 when libmvec's vector math is o
 Py_ssize_t cc_jit_live_codes(void);         /* CcCode objects not yet freed (tests) */
 Py_ssize_t cc_jit_compilations(void);       /* modules optimised + code-generated */
 Py_ssize_t cc_jit_object_loads(void);       /* stored objects linked (cache hits) */
+Py_ssize_t cc_jit_outlined(void);           /* functions long kernels were cut into */
 Py_ssize_t cc_jit_pending(void);            /* modules whose machine code waits for a call */
 Py_ssize_t cc_jit_quick_compilations(void); /* quick code made (cc_code_quick_entry) */
 

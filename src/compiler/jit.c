@@ -26,6 +26,7 @@
  */
 #include "compiler/compiler.h"
 #include "compiler/guard.h"
+#include "compiler/outline.h"
 
 #include <llvm/Config/llvm-config.h>
 
@@ -85,6 +86,7 @@ static struct JitContext {
     Py_ssize_t quick_compilations;    /* quick code made (cc_code_quick_entry) */
     Py_ssize_t pending;               /* modules whose code waits for a first call */
     Py_ssize_t object_loads;          /* stored objects linked (cache hits) */
+    Py_ssize_t outlined;              /* functions outline.cpp cut long kernels into */
     unsigned long long next_id;       /* makes exported names unique */
     CcCode *keyed;                    /* live keyed code, to share (list) */
     char *cpu;                        /* LLVMGetHostCPUName */
@@ -355,6 +357,12 @@ Py_ssize_t
 cc_jit_object_loads(void)
 {
     return jit.object_loads;
+}
+
+Py_ssize_t
+cc_jit_outlined(void)
+{
+    return jit.outlined;
 }
 
 /* ---- modules ---- */
@@ -633,11 +641,22 @@ static const char unroll_pipeline[] =
     "function(loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-profile-peeling;"
     "full-unroll-max=0>," INSTCOMBINE ")";
 
+/* A long kernel simplified (its variables in registers) before outline.cpp
+ * cuts it, not yet inlined into its loop function. */
+static const char outline_pipeline[] = "function(sroa,early-cse," INSTCOMBINE ",simplifycfg)";
+
 static int
 optimise(LLVMModuleRef mod)
 {
     double t0 = cc_now_ns();
-    LLVMErrorRef err = LLVMRunPasses(mod, kernel_pipeline, jit.tm, jit.passes);
+    LLVMErrorRef err = NULL;
+    if (cc_module_size(mod) > CC_OUTLINE_ABOVE
+        && (err = LLVMRunPasses(mod, outline_pipeline, jit.tm, jit.passes)) == NULL) {
+        jit.outlined += cc_outline(mod, CC_OUTLINE_PIECE);
+    }
+    if (err == NULL) {
+        err = LLVMRunPasses(mod, kernel_pipeline, jit.tm, jit.passes);
+    }
     if (err == NULL && mark_unrolled_loops(mod) > 0) {
         err = LLVMRunPasses(mod, unroll_pipeline, jit.tm, jit.passes);
     }
