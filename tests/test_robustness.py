@@ -415,6 +415,21 @@ def test_a_long_kernel_is_cut_into_functions_of_bounded_size(target):
 
 # ---- out of memory in LLVM (issue 34) ----
 
+@pytest.mark.parametrize("body", ["return x + y", "assert x == x\nreturn x + y"])
+def test_signatures_with_the_same_inputs_make_one_loop_method(target, body):
+    """An eager ufunc now takes ArrayMethod loops (a loop that cannot make
+    its code must be able to raise), and NumPy refuses a second method for
+    the same types: '(f8, f8)' beside 'f8(f8, f8)' was a TypeError (for a
+    kernel that may raise, before too).  The first serves, as NumPy's
+    legacy search takes the first loop."""
+    k = kernel(body, "x, y")
+    u = vectorize(["(float64, float64)", "float64(float64, float64)", "f4(f4, f4)"],
+                  target=target)(k)
+    assert u.types == ["dd->d", "dd->d", "ff->f"]
+    assert_like_py_func(u, k, [1.5, -2.0], [0.25, 8.0])
+    np.testing.assert_array_equal(u(np.float32([1.5]), np.float32([2.0])), np.float32([3.5]))
+
+
 # KiB above what the process maps: from where nothing fits to where all does
 HEADROOMS = "0,256,1024,2048,4096,16384,65536,262144"
 MEMORY_SCENARIOS = [

@@ -31,6 +31,7 @@
 #include <llvm/Config/llvm-config.h>
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,9 @@ static int
 raise_llvm_error(PyObject *exc, const char *what, LLVMErrorRef err)
 {
     char *msg = LLVMGetErrorMessage(err);
+    if (strstr(msg, strerror(ENOMEM)) != NULL || strstr(jit.session_error, strerror(ENOMEM))) {
+        exc = PyExc_MemoryError; /* ORC could not map memory for the code */
+    }
     if (jit.session_error[0] != '\0') {
         PyErr_Format(exc, "%s: %s (%s)", what, msg, jit.session_error);
     } else {
@@ -1080,13 +1084,26 @@ start_making(CcCode *code, double *t0)
     return 0;
 }
 
+/* After a failure to make code (its exception set): anything but a
+ * MemoryError would come again, so the pending module goes, and the code
+ * is not tried again; a MemoryError may pass.  Returns -1. */
+static int
+give_up_unless_memory(CcCode *code)
+{
+    if (!PyErr_ExceptionMatches(PyExc_MemoryError) && code->pending.mod != NULL) {
+        cc_module_dispose(&code->pending);
+        jit.pending--;
+    }
+    return -1;
+}
+
 /*
  * Makes the machine code of lazily added code (cc_jit_add_lazy): optimises
  * and compiles a copy of its pending module, links it, resolves its entries
  * and, when asked to, hands the object file to its store.  The GIL is held:
  * it serialises this with every other use of the JIT.  0, or -1 with an
- * exception; the pending module stays for the next try (a MemoryError
- * passes), unless LLVM threw while linking.
+ * exception; after a MemoryError the pending module stays for the next
+ * try, unless LLVM threw while linking.
  */
 static int
 code_make(CcCode *code)
@@ -1105,7 +1122,7 @@ code_make(CcCode *code)
     code->pending.tainted |= work.tainted; /* one context */
     cc_module_dispose(&work);
     if (rc < 0) {
-        return -1;
+        return give_up_unless_memory(code);
     }
     if (code->store != NULL
         && (blob = PyBytes_FromStringAndSize(LLVMGetBufferStart(obj),
@@ -1116,7 +1133,7 @@ code_make(CcCode *code)
     }
     if (link_object(code, &code->tracker, obj, code->unique, code->addrs, &code->link_broken) < 0) {
         Py_XDECREF(blob);
-        return -1;
+        return give_up_unless_memory(code);
     }
     set_made(code);
     cc_module_dispose(&code->pending);

@@ -756,6 +756,16 @@ vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *ident
     PyObject *ufunc = vz_make_lazy_ufunc(name, doc, nin, 1, identity, backend, compiler, NULL);
     LazyState *st = ufunc ? state_of(ufunc) : NULL;
     for (Py_ssize_t i = 0; st != NULL && i < backend->size(compiler); i++) {
+        TsKind all[VZ_MAXOPERANDS];
+        PyUFuncGenericFunction fn;
+        void *data;
+        backend->entry(compiler, i, &fn, &data, all);
+        /* signatures with the inputs of an earlier one ('(f8, f8)' and
+         * 'f8(f8, f8)'): the first serves them, as NumPy's legacy search
+         * takes the first loop, and NumPy refuses a second method */
+        if (backend->find(compiler, all, nin) < i) {
+            continue;
+        }
         if (register_loop(ufunc, st, i) < 0) {
             st = NULL;
         }
