@@ -416,21 +416,29 @@ def test_a_long_kernel_is_cut_into_functions_of_bounded_size(target):
 # ---- out of memory in LLVM (issue 34) ----
 
 @pytest.mark.parametrize("body", ["return x + y", "assert x == x\nreturn x + y"])
-def test_signatures_with_the_same_inputs_make_one_loop_method(target, body):
+def test_eager_ufuncs_resolve_loops_as_legacy_ufuncs(target, body):
     """An eager ufunc now takes ArrayMethod loops (a loop that cannot make
-    its code must be able to raise), and NumPy refuses a second method for
-    the same types: '(f8, f8)' beside 'f8(f8, f8)' was a TypeError (for a
-    kernel that may raise, before too).  The first serves, as NumPy's
-    legacy search takes the first loop."""
+    its code must be able to raise).  NumPy refuses a second method for the
+    same types: '(f8, f8)' beside 'f8(f8, f8)' was a TypeError (for a kernel
+    that may raise, before too); the first serves both.  Signatures that
+    differ in their outputs keep a loop each (signature= picks one), and
+    NumPy's legacy resolution takes the first loop the inputs cast to, as
+    for the legacy ufunc (the kernel fuzzer found both)."""
     k = kernel(body, "x, y")
     u = vectorize(["(float64, float64)", "float64(float64, float64)", "f4(f4, f4)"],
                   target=target)(k)
     assert u.types == ["dd->d", "dd->d", "ff->f"]
     assert_like_py_func(u, k, [1.5, -2.0], [0.25, 8.0])
     np.testing.assert_array_equal(u(np.float32([1.5]), np.float32([2.0])), np.float32([3.5]))
+    assert u(np.float32([1.5]), 3).dtype == np.float64      # the first loop the inputs cast to
+    assert u.reduce(np.float32([1.5, 2.5])).dtype == np.float32
+    first = kernel("return x", "x, y")
+    d = vectorize(["bool(int8, int8)", "int8(int8, int8)"], target=target)(first)
+    a, b = np.int8([126, 0]), np.int8([-19, 3])
+    np.testing.assert_array_equal(d(a, b), [True, False])
+    np.testing.assert_array_equal(d(a, b, signature=("int8", "int8", "int8")), a)
 
 
-# KiB above what the process maps: from where nothing fits to where all does
 HEADROOMS = "0,256,1024,2048,4096,16384,65536,262144"
 MEMORY_SCENARIOS = [
     # (scenario of tests/_memory_limit.py, environment)

@@ -71,6 +71,9 @@ typedef struct LazyState {
     Compiling *compiling;    /* the owner's compilations, innermost first */
     Tables *tables;          /* current first, then retired ones */
     int frozen;              /* disable_compile(): no new loops */
+    int eager;               /* its loops are its signatures', in order: NumPy's
+                              * legacy type resolution picks one (the promoter
+                              * changes nothing), as for a legacy ufunc */
 } LazyState;
 
 static int
@@ -645,11 +648,17 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
     int nargs = st->nin + st->nout, changed = 0;
     PyUFuncGenericFunction fn;
     void *data;
-    if (resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
+    /* an eager ufunc's call (not a reduction, whose first operand NumPy
+     * leaves unset) goes to NumPy's legacy resolution, which takes the
+     * first loop the inputs cast to safely, as for a legacy ufunc */
+    int unchanged = st->eager && op_dtypes[0] != NULL;
+    if (!unchanged && resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
         return -1;
     }
-    resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
-    if (st->frozen && st->backend->find(st->compiler, kinds, st->nin) < 0) {
+    if (!unchanged) {
+        resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
+    }
+    if (unchanged || (st->frozen && st->backend->find(st->compiler, kinds, st->nin) < 0)) {
         /* disable_compile(): a promoter that changes nothing makes NumPy
          * raise its own "no loop matching" error, as for any ufunc */
         for (int k = 0; k < nargs; k++) {
@@ -749,6 +758,23 @@ error:
     return NULL;
 }
 
+/* Whether entry i has the n operand kinds of an earlier entry. */
+static int
+same_as_earlier(const VzLazyBackend *backend, PyObject *compiler, Py_ssize_t i, int n)
+{
+    TsKind mine[VZ_MAXOPERANDS], theirs[VZ_MAXOPERANDS];
+    PyUFuncGenericFunction fn;
+    void *data;
+    backend->entry(compiler, i, &fn, &data, mine);
+    for (Py_ssize_t j = 0; j < i; j++) {
+        backend->entry(compiler, j, &fn, &data, theirs);
+        if (memcmp(mine, theirs, (size_t)n * sizeof(TsKind)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 PyObject *
 vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *identity,
                      const VzLazyBackend *backend, PyObject *compiler)
@@ -756,17 +782,10 @@ vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *ident
     PyObject *ufunc = vz_make_lazy_ufunc(name, doc, nin, 1, identity, backend, compiler, NULL);
     LazyState *st = ufunc ? state_of(ufunc) : NULL;
     for (Py_ssize_t i = 0; st != NULL && i < backend->size(compiler); i++) {
-        TsKind all[VZ_MAXOPERANDS];
-        PyUFuncGenericFunction fn;
-        void *data;
-        backend->entry(compiler, i, &fn, &data, all);
-        /* signatures with the inputs of an earlier one ('(f8, f8)' and
-         * 'f8(f8, f8)'): the first serves them, as NumPy's legacy search
+        /* a signature the same as an earlier one ('(f8, f8)' and
+         * 'f8(f8, f8)'): the first serves both, as NumPy's legacy search
          * takes the first loop, and NumPy refuses a second method */
-        if (backend->find(compiler, all, nin) < i) {
-            continue;
-        }
-        if (register_loop(ufunc, st, i) < 0) {
+        if (!same_as_earlier(backend, compiler, i, nin + 1) && register_loop(ufunc, st, i) < 0) {
             st = NULL;
         }
     }
@@ -774,7 +793,7 @@ vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *ident
         Py_XDECREF(ufunc);
         return NULL;
     }
-    st->frozen = 1;
+    st->frozen = st->eager = 1;
     return ufunc;
 }
 
