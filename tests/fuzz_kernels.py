@@ -563,6 +563,8 @@ def _print_case_results(case, mod, results):
     with contextlib.redirect_stdout(io.StringIO()):
         if case["api"] == "guvectorize":
             return compare_gu(case, mod, results, counts)
+        if case["api"] == "gu_wrap":
+            results = [outs[0] for _, outs in results]
         return compare_vector(case, mod, results, counts)
 
 
