@@ -58,7 +58,8 @@ def llvm_flags():
     cflags = [f for f in llvm(cfg, "--cflags") if f.startswith(("-I", "-D"))]
     libdir = llvm(cfg, "--libdir")[0]
     if shared:
-        link = [f"-L{libdir}", f"-Wl,-rpath,{libdir}", *llvm(cfg, "--link-shared", "--libs")]
+        link = [f"-L{libdir}", f"-Wl,-rpath,{libdir}", *llvm(cfg, "--link-shared", "--libs"),
+                "-lstdc++"]
     else:
         libs = llvm(cfg, "--link-static", "--libs", *LLVM_COMPONENTS)
         system = llvm(cfg, "--link-static", "--system-libs")
@@ -72,12 +73,13 @@ def llvm_flags():
 
 
 def sources():
-    return sorted(glob.glob("src/**/*.c", recursive=True))
+    return sorted(glob.glob("src/**/*.c", recursive=True) + glob.glob("src/**/*.cpp", recursive=True))
 
 
 debug = bool(os.environ.get("NUMBAVEC_DEBUG"))
-cflags = ["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
-          "-Wno-missing-field-initializers", "-Wno-cast-function-type"]
+# -fexceptions: what LLVM throws crosses C frames on its way to guard.cpp
+cflags = ["-std=c11", "-D_GNU_SOURCE", "-fexceptions", "-fvisibility=hidden", "-Wall", "-Wextra",
+          "-Wno-unused-parameter", "-Wno-missing-field-initializers", "-Wno-cast-function-type"]
 ldflags = ["-Wl,--gc-sections"] if not debug else []
 if debug:
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
@@ -107,6 +109,27 @@ def portable_link(llvm_link):
             gcc_file("libz.so"), "-ldl", "-lrt"]
 
 
+def cxx_args(args):
+    """The C flags for the C++ files (guard.cpp, outline.cpp): C++17 as LLVM's
+    headers need, no RTTI as LLVM is built, exceptions on (catching them is
+    what guard.cpp is for); with zig's clang, libstdc++'s headers, which
+    LLVM's archives were compiled against."""
+    out = [a for a in args if a != "-std=c11"] + ["-std=c++17", "-fno-rtti", "-fexceptions"]
+    if zig_target:
+        out += ["-nostdinc++", *(f"-isystem{d}" for d in libstdcxx_include_dirs())]
+    return out
+
+
+def libstdcxx_include_dirs():
+    """The include directories g++ searches for libstdc++'s headers."""
+    proc = subprocess.run(["g++", "-xc++", "-E", "-v", "-"], input="", capture_output=True,
+                          text=True)
+    lines = proc.stderr.splitlines()
+    start = lines.index("#include <...> search starts here:") + 1
+    dirs = [ln.strip() for ln in lines[start:lines.index("End of search list.")]]
+    return [d for d in dirs if "c++" in d]
+
+
 class build_ext_with_llvm(build_ext):
     """Finds LLVM (and NumPy's headers) only when the extension is built:
     making the sdist, or reading the metadata, needs neither."""
@@ -119,7 +142,18 @@ class build_ext_with_llvm(build_ext):
             zig = [sys.executable, "-m", "ziglang", "cc", "-target", zig_target]
             self.compiler.set_executables(compiler=zig, compiler_so=[*zig, "-fPIC"],
                                           compiler_cxx=zig, linker_so=[*zig, "-shared"])
+            if hasattr(self.compiler, "compiler_so_cxx"):
+                self.compiler.set_executables(compiler_so_cxx=[*zig, "-fPIC"],
+                                              linker_so_cxx=[*zig, "-shared"])
             llvm_link = portable_link(llvm_link)
+        compile_one = self.compiler._compile
+
+        def compile_c_or_cxx(obj, src, ext, cc_args, extra_postargs, pp_opts):
+            if src.endswith(".cpp"):
+                extra_postargs = cxx_args(extra_postargs)
+            compile_one(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        self.compiler._compile = compile_c_or_cxx
         for ext in self.extensions:
             ext.include_dirs.append(numpy.get_include())
             ext.define_macros.append(("NUMBAVEC_LLVM_VERSION_STRING", f'"{version}"'))

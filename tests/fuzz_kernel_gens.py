@@ -1142,6 +1142,63 @@ def _layout_args(layout):
     return specs(lhs), specs(rhs)
 
 
+# ---------------------------------------------------------------- print (issue 34)
+
+PRINT_HELPER = ("@numbavec.jit\ndef checked(v):\n    if v < {limit}:\n"
+                "        raise ValueError('below the limit')\n    return v\n")
+SCALAR_PRINT_ARGS = ["x", "y", "x * 0.5", "x > y", "-x", "checked(x)", "checked(y)"]
+ARRAY_PRINT_ARGS = ["a[0]", "a[i % 7 - 3]", "a[-1]", "len(a)", "a.sum()", "a[0] > a[-1]",
+                    "checked(a[0])"]
+
+
+def print_text(r):
+    """A string constant for print(): empty, short, or longer than the
+    4,096 bytes a line once held; '%' and quotes in it sometimes."""
+    n = r.choice([0, 1, 3, 12, 80, 3000, 4095, 4097, 6000, 12000])
+    alphabet = r.choice(["ab", "xyz 0123", "%d %s %%", "<'\"|>", "é→∑"])
+    return "".join(r.choice(alphabet) for _ in range(n))
+
+
+def print_call(r, args):
+    """print(...) of 1-6 pieces among args and string constants, with sep=
+    and end= sometimes (end always ends a line: lines are compared)."""
+    pieces = [repr(print_text(r)) if r.random() < 0.4 else r.choice(args)
+              for _ in range(r.randint(1, 6))]
+    if r.random() < 0.4:
+        pieces.append(f"sep={print_text(r)!r}")
+    if r.random() < 0.4:
+        pieces.append(f"end={print_text(r) + chr(10)!r}")
+    return f"print({', '.join(pieces)})"
+
+
+def print_body(r, args, tail):
+    """One to three prints (one maybe under an if), then tail."""
+    lines = []
+    for _ in range(r.randint(1, 3)):
+        call = print_call(r, args)
+        if r.random() < 0.25:
+            call = f"if {args[0]} > 0:\n    {call}"
+        lines.append(call)
+    return "\n".join(lines + [tail])
+
+
+def gen_prints(r):
+    """print() in kernels: lines longer than 4,096 bytes, sep= and end=, and
+    prints one of whose arguments raises (a device function's raise, an
+    index out of bounds), which print nothing: the kernel's lines are
+    compared with the lines py_func prints (tests/fuzz_kernels.py,
+    run_print_case)."""
+    prelude = PRINT_HELPER.format(limit=r.choice([-1.0, 0.0, 0.5, 1e300]))
+    if r.random() < 0.4:
+        body = print_body(r, ARRAY_PRINT_ARGS, "out[0] = a[0]")
+        module = kernel(body, ("a", "i", "out"), prelude=prelude)
+        return gu_program(module, "(n),()->()", ["void(float64[:], int64, float64[:])"],
+                          {"n": r.choice([1, 2, 3, 5])}, prints=True, valid=True)
+    body = print_body(r, SCALAR_PRINT_ARGS, "return x")
+    return program(kernel(body, prelude=prelude), [[["float64", "int64"], "float64"]],
+                   prints=True, valid=True, accept=("ValueError",))
+
+
 GENERATORS = {
     "progs": (gen_progs, 3), "mutant": (gen_mutant, 6), "unsupported": (gen_unsupported, 3),
     "undefined": (gen_undefined, 3), "reassign": (gen_reassign, 2),
@@ -1149,6 +1206,7 @@ GENERATORS = {
     "globals": (gen_globals, 2), "signedness": (gen_signedness, 3),
     "alltypes": (gen_alltypes, 2), "jit": (gen_jit, 2), "gufunc": (gen_gufunc, 3),
     "array_edges": (gen_array_edges, 4),
+    "prints": (gen_prints, 3),
 }
 
 BUILDERS = {"deep": build_deep, "chain": build_chain,

@@ -15,7 +15,8 @@ long chains, globals of odd types, signedness, every signature type,
 int64's and uint64's limits and non-finite floats as arguments and
 constants, indices and slice bounds of mixed integer kinds, in-place
 operators across dtypes, np.arange and allocations of overflowing lengths,
-empty axes, masks of the wrong length) is compiled in one to three
+empty axes, masks of the wrong length, prints whose lines are long or whose
+arguments raise) is compiled in one to three
 configurations (``vectorize`` with signatures or lazily, ``guvectorize``;
 target cpu or parallel; some on a 512 KB thread stack) and called on edge
 values and random values, in a worker process with a time limit.  A correct
@@ -25,7 +26,9 @@ a ``numbavec.TypingError`` is a pass (for a program marked valid, as the
 in-place ones NumPy accepts are, a TypingError is a false refusal);
 anything else is a failure: a crash, a hang, SystemError, RuntimeError or
 another exception, a result that differs from py_func, or a compiled kernel
-where py_func raises (NameError, IndexError, UFuncTypeError...).  Failures are minimized (smaller inputs,
+where py_func raises (NameError, IndexError, UFuncTypeError...).  A kernel
+that prints must write only whole lines py_func writes, and all of them when
+nothing raised.  Failures are minimized (smaller inputs,
 one signature, no small stack, smaller depths, statements and
 sub-expressions deleted) and written as standalone reproducers
 (``python DIR/crash_deep_k1-42.py``) with a summary (``DIR/summary.txt``).
@@ -93,7 +96,7 @@ def make_case(prog, cfg, rng):
             "compare": prog["compare"], "errors": prog.get("errors", "std"),
             "ulps": prog.get("ulps", 8), "valid": prog.get("valid", False)}
     for key in ("timeout", "build", "params", "ref_module", "ref_source", "accept",
-                "ints_via_float"):
+                "ints_via_float", "prints"):
         if prog.get(key) is not None:
             case[key] = prog[key]
     if api == "guvectorize":
@@ -441,6 +444,8 @@ def run_case(case, workdir):
         return fh.outcome("invalid", detail=f"{type(exc).__name__}: {exc}")
     except Exception as exc:
         return fh.exception_outcome(exc, "import")
+    if case.get("prints"):
+        return run_print_case(case, mod)
     phase = _Phase()
     try:
         results = mod.run(phase)
@@ -464,6 +469,108 @@ def run_case(case, workdir):
     if case["api"] == "gu_wrap":
         results = [outs[0] for _, outs in results]
     return compare_vector(case, mod, results, counts)
+
+
+# ---- programs that print (gen_prints) ----
+
+class _CapturedStdout:
+    """What is written to file descriptor 1 (numbavec's print writes there,
+    past sys.stdout) while the block runs, as text."""
+
+    def __enter__(self):
+        import tempfile
+        sys.stdout.flush()
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(1)
+        os.dup2(self.file.fileno(), 1)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        self.file.seek(0)
+        self.text = self.file.read().decode("utf-8", "replace")
+        self.file.close()
+        return False
+
+
+def _py_func_prints(case, mod):
+    """The lines py_func prints for every element (outer element of a
+    gufunc), each run alone, and the name of the first exception it raises
+    (None)."""
+    import contextlib
+    import io
+
+    buf, raised = io.StringIO(), None
+    with contextlib.redirect_stdout(buf), np.errstate(all="ignore"):
+        for c in case["calls"]:
+            if case["api"] == "guvectorize":
+                raised = raised or _gu_reference(case, mod, c)[2]
+                continue
+            args = [decode(a) for a in c["args"]]
+            for i in range(len(args[0])):
+                try:
+                    mod.f(*(a[i] for a in args))
+                except Exception as exc:
+                    raised = raised or _Raised(exc)
+    return buf.getvalue().splitlines(), raised and raised.name
+
+
+def run_print_case(case, mod):
+    """A program that prints: every line the kernel writes is whole, one
+    py_func writes (a print whose argument raises writes nothing); when
+    nothing raises, the same lines (in the same order on cpu) and results."""
+    import numbavec
+
+    raised, results = None, None
+    with _CapturedStdout() as out:
+        try:
+            results = mod.run(_Phase())
+        except numbavec.TypingError as exc:
+            results = exc
+        except (IndexError, ValueError) as exc:
+            raised = exc
+        except Exception as exc:
+            results = exc
+    if isinstance(results, numbavec.TypingError):
+        return fh.outcome("fail", "false-refusal", f"TypingError for a print: {results}",
+                          key=f"false-refusal: {fh.normalize(str(results).split(': ', 1)[-1])}")
+    if isinstance(results, Exception):
+        return fh.exception_outcome(results, "call")
+    got = out.text.splitlines()
+    want, py_raised = _py_func_prints(case, mod)
+    if raised is not None and py_raised != type(raised).__name__:
+        return fh.outcome("fail", "mismatch", f"the kernel raises {type(raised).__name__}: "
+                          f"{raised}; py_func raises {py_raised}",
+                          key=f"mismatch: raises {type(raised).__name__}")
+    stray = [ln for ln in got if ln not in set(want)]
+    if stray:
+        return fh.outcome("fail", "mismatch", f"a line py_func never prints ({len(stray[0])} "
+                          f"characters): {stray[0][:300]!r}", key="mismatch: print line")
+    if raised is None:
+        same = got == want if case["target"] == "cpu" else sorted(got) == sorted(want)
+        if py_raised is not None or not same:
+            return fh.outcome("fail", "mismatch", f"{len(got)} lines printed, py_func prints "
+                              f"{len(want)}" + (f" and raises {py_raised}" if py_raised else ""),
+                              key="mismatch: print lines")
+        return _print_case_results(case, mod, results)
+    return fh.outcome("ok", counts={"calls": len(case["calls"]), "elements": len(got)})
+
+
+def _print_case_results(case, mod, results):
+    """The results of a print program compared as any program's, py_func's
+    prints kept from the worker's log."""
+    import contextlib
+    import io
+
+    counts = {"calls": len(results), "elements": 0}
+    with contextlib.redirect_stdout(io.StringIO()):
+        if case["api"] == "guvectorize":
+            return compare_gu(case, mod, results, counts)
+        if case["api"] == "gu_wrap":
+            results = [outs[0] for _, outs in results]
+        return compare_vector(case, mod, results, counts)
 
 
 class _Phase:

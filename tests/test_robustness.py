@@ -6,11 +6,14 @@ compiler or leaves it with an exception it did not raise; and no kernel
 takes unbounded time or stack to compile.  Results are checked against
 ``py_func`` run by the interpreter on NumPy scalars.
 """
+import json
+import os
 import textwrap
 
 import numpy as np
 import pytest
 
+import numbavec
 from conftest import kernel_from_source, run_python
 from numbavec import TypingError, guvectorize, vectorize
 
@@ -360,3 +363,114 @@ def test_integer_power_code_stays_linear_in_the_number_of_powers(target):
     assert ir.count("ipow.loop:") == 1
     with np.errstate(all="ignore"):
         assert_like_py_func(u, k, [2, -3, 0, 1], [3, 0, 5, 1])
+
+
+# ---- a long kernel is cut into functions of bounded size (issue 34) ----
+
+LONG_STATEMENTS = [
+    "s += (a * c + {j}.0)[{k}]",
+    "s += np.sum(a[a > c]) * {j}",
+    "t = np.sort(a + {j}.0)\n    s += t[{k}] - t[-1]",
+    "s += np.median(a * c + {j})",
+    "if s > {j}.0:\n        s -= np.max(a)\n    else:\n        s += np.min(c)",
+    "for q in range(len(a)):\n        if a[q] < {j} * 0.01:\n            continue\n        s += a[q] * c[q]",
+    "w = np.empty(len(a))\n    for q in range(len(a)):\n        w[q] = a[q] * {j}\n    s += w.sum()",
+]
+
+
+def long_kernel(n):
+    """n statements of array work, a[i] (IndexError for i out of bounds)
+    half way."""
+    lines = ["    " + LONG_STATEMENTS[j % len(LONG_STATEMENTS)].format(j=j, k=j % 3)
+             for j in range(n)]
+    lines.insert(n // 2, "    s += a[i]")
+    return kernel_from_source("import numpy as np\n\ndef g(a, c, i, out):\n    s = 0.0\n"
+                              + "\n".join(lines) + "\n    out[0] = s\n", "g")
+
+
+def test_a_long_kernel_is_cut_into_functions_of_bounded_size(target):
+    """A kernel of 160 statements was one function of some 57,000 lines of
+    optimised IR, and LLVM's time grew as about n^1.8 with its length (15.7 s
+    for 240 statements).  Cut before it is optimised, no function of it
+    grows with its length; it computes and raises as its py_func does."""
+    from numbavec import _core
+    g = long_kernel(160)
+    sig = "void(float64[:], float64[:], int64, float64[:])"
+    u = guvectorize([sig], "(n),(n),()->()", target=target)(g)
+    before = _core._jit_info().get("outlined", 0)
+    functions = u.inspect_llvm(sig).split("\ndefine ")[1:]
+    assert max(len(f.splitlines()) for f in functions) < 10000
+    assert _core._jit_info().get("outlined", 0) - before == len(functions) - 1 > 10
+    rng = np.random.default_rng(7)
+    a, c = rng.standard_normal((40, 8)), rng.standard_normal(8)
+    want = np.empty(40)
+    for row, out in zip(a, want.reshape(-1, 1)):
+        g(row, c, 3, out)
+    np.testing.assert_allclose(u(a, c, 3), want, rtol=1e-12)
+    with pytest.raises(IndexError):
+        g(a[0], c, 9, np.empty(1))
+    with pytest.raises(IndexError, match="index out of bounds"):
+        u(a, c, 9)
+
+
+# ---- out of memory in LLVM (issue 34) ----
+
+@pytest.mark.parametrize("body", ["return x + y", "assert x == x\nreturn x + y"])
+def test_eager_ufuncs_resolve_loops_as_legacy_ufuncs(target, body):
+    """An eager ufunc now takes ArrayMethod loops (a loop that cannot make
+    its code must be able to raise).  NumPy refuses a second method for the
+    same types: '(f8, f8)' beside 'f8(f8, f8)' was a TypeError (for a kernel
+    that may raise, before too); the first serves both.  Signatures that
+    differ in their outputs keep a loop each (signature= picks one), and
+    NumPy's legacy resolution takes the first loop the inputs cast to, as
+    for the legacy ufunc (the kernel fuzzer found both)."""
+    k = kernel(body, "x, y")
+    u = vectorize(["(float64, float64)", "float64(float64, float64)", "f4(f4, f4)"],
+                  target=target)(k)
+    assert u.types == ["dd->d", "dd->d", "ff->f"]
+    assert_like_py_func(u, k, [1.5, -2.0], [0.25, 8.0])
+    np.testing.assert_array_equal(u(np.float32([1.5]), np.float32([2.0])), np.float32([3.5]))
+    assert u(np.float32([1.5]), 3).dtype == np.float64      # the first loop the inputs cast to
+    assert u.reduce(np.float32([1.5, 2.5])).dtype == np.float32
+    first = kernel("return x", "x, y")
+    d = vectorize(["bool(int8, int8)", "int8(int8, int8)"], target=target)(first)
+    a, b = np.int8([126, 0]), np.int8([-19, 3])
+    np.testing.assert_array_equal(d(a, b), [True, False])
+    np.testing.assert_array_equal(d(a, b, signature=("int8", "int8", "int8")), a)
+
+
+HEADROOMS = "0,256,1024,2048,4096,16384,65536,262144"
+MEMORY_SCENARIOS = [
+    # (scenario of tests/_memory_limit.py, environment)
+    ("eager", {"NUMBAVEC_EAGER": "1"}),       # machine code at decoration
+    ("decoration", {}),                       # IR at decoration, code at the first call
+    ("lazy", {}),                             # a dynamic ufunc compiling at its call
+    ("ufunc-switch", {}),                     # quick code -> optimised, cpu
+    ("parallel-switch", {}),                  # quick code -> optimised, parallel
+    ("gufunc-switch", {}),                    # the same for a gufunc
+    ("ptx-llvm", {}),                         # compile_ptx, LLVM's NVPTX back end
+    ("ptx-nvvm", {}),                         # compile_ptx, libNVVM
+]
+
+
+@pytest.mark.parametrize("scenario, env", MEMORY_SCENARIOS, ids=[s for s, _ in MEMORY_SCENARIOS])
+def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
+    """Under ulimit -v with little headroom, a compile died with SIGABRT
+    (std::bad_alloc thrown through C frames, or LLVM's own 'out of
+    memory' abort).  Each try of the sweep, in a child forked for it, must
+    come back as a result or a MemoryError, and the ufunc must compute
+    py_func's results once the limit is raised; some tries must fail."""
+    if scenario.startswith("ptx-"):
+        info = numbavec.cuda.toolkit_info()
+        if info["libdevice"] is None or (scenario == "ptx-nvvm" and info["libnvvm"] is None):
+            pytest.skip("no CUDA toolkit")
+    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_memory_limit.py")
+    proc = run_python(f"import runpy, sys; sys.argv = ['m', {scenario!r}, {HEADROOMS!r}]; "
+                      f"runpy.run_path({helper!r}, run_name='__main__')",
+                      env=dict(os.environ, **env), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.splitlines()[-1])
+    outcomes = report["outcomes"]
+    assert set(outcomes) <= {"ok", "MemoryError"}, outcomes
+    assert outcomes[-1] == "ok", outcomes
+    assert "MemoryError" in outcomes or report["llvm_threw"] > 0, report

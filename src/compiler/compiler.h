@@ -543,6 +543,9 @@ void cc_set_loop_id(LLVMValueRef br, LLVMMetadataRef *props, int n);
  */
 void cc_mark_fast_codegen(LLVMValueRef f);
 #define CC_FAST_CODEGEN "numbavec-fast-codegen" /* the string attribute it adds */
+/* prepare.c: the marked functions made optnone, float compares made quiet
+ * (for the host's features, LLVMGetHostCPUFeatures' list). */
+void cc_prepare_codegen(LLVMModuleRef mod, const char *features);
 /*
  * The C function `name` of type fty in mod, declared pure (nounwind,
  * willreturn, memory(none): no errno) when it is new, so that calls
@@ -666,6 +669,9 @@ void cc_raise_status(int status);
  */
 const char *cc_take_raised(void);     /* this thread's site, cleared; or NULL */
 void cc_put_raised(const char *site); /* keeps it unless this thread has one */
+/* The site of a loop that could not run for want of its machine code: the
+ * exception is set already, in this thread's state. */
+extern const char cc_site_failed[];
 /* Sets the exception site names (with the GIL); returns -1. */
 int cc_raise_site(const char *site);
 /*
@@ -716,6 +722,7 @@ typedef struct CcModule {
     LLVMOrcThreadSafeContextRef tsctx;
     LLVMContextRef ctx;
     LLVMModuleRef mod;
+    int tainted; /* LLVM threw in its context: never freed (guard.h) */
 } CcModule;
 
 /* Compiled code of one CcModule, kept alive by the objects that call it. */
@@ -755,12 +762,14 @@ int cc_jit_has_libmvec(void);               /* 1 when libmvec's vector math is o
 Py_ssize_t cc_jit_live_codes(void);         /* CcCode objects not yet freed (tests) */
 Py_ssize_t cc_jit_compilations(void);       /* modules optimised + code-generated */
 Py_ssize_t cc_jit_object_loads(void);       /* stored objects linked (cache hits) */
+Py_ssize_t cc_jit_outlined(void);           /* functions long kernels were cut into */
 Py_ssize_t cc_jit_pending(void);            /* modules whose machine code waits for a call */
 Py_ssize_t cc_jit_quick_compilations(void); /* quick code made (cc_code_quick_entry) */
 
 /* A new module with the host's triple and data layout.  0/-1. */
 int cc_module_new(CcModule *m, const char *name);
-/* Frees what m holds and zeroes it: again, or after cc_jit_add*, does nothing. */
+/* Frees what m holds and zeroes it: again, or after cc_jit_add*, does nothing;
+ * a tainted m is forgotten, not freed. */
 void cc_module_dispose(CcModule *m);
 
 /*

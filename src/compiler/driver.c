@@ -18,6 +18,7 @@
  * builder return to the driver, which returns to the factory.
  */
 #include "compiler/compiler.h"
+#include "compiler/guard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +294,42 @@ emit_kernels(CcFunction *fn, const CcKernel *k, const CcBuilder *b, const CcBack
     return 0;
 }
 
+/* What emit_step makes: the module, the kernel(s) and the builder's entries. */
+typedef struct Emission {
+    CcFunction *fn;
+    const CcKernel *k;
+    const CcBuilder *b;
+    const CcBackend *be;
+    const TsSignature *ksig;
+    const char *base;
+    CcModule *m;
+    CcEntries *e;
+    LLVMValueRef *kernels;
+    int *nk;
+} Emission;
+
+static int
+emit_step(void *arg)
+{
+    Emission *a = arg;
+    if (a->be->module_new(a->be, a->m, a->base) < 0
+        || emit_kernels(a->fn, a->k, a->b, a->be, a->ksig, a->m->mod, a->base, a->kernels, a->nk)
+               < 0) {
+        return -1;
+    }
+    return a->b->wrap(a->b->ctx, a->m->mod, a->kernels, *a->nk, a->ksig, a->e);
+}
+
+/* emit_step under the guard (guard.h): the module is tainted when LLVM
+ * threw while it was built (out of memory). */
+static int
+emit_module(Emission *a)
+{
+    int rc = cg_run(emit_step, a);
+    a->m->tainted |= rc == CG_THREW;
+    return rc < 0 ? -1 : 0;
+}
+
 /*
  * Puts the kernel, its file and line and the signature in front of the
  * message of the exception being raised (a back end's failure after type
@@ -503,9 +540,8 @@ compile_lowered(CcFunction *fn, CcKernel *k, const CcBuilder *b, const CcBackend
         out->sig.ret.kind = out->ksig.ret.kind = cc_storage(fn->ret);
     }
     t0 = cc_now_ns();
-    if (be->module_new(be, &m, base) < 0
-        || emit_kernels(fn, k, b, be, &out->ksig, m.mod, base, kernels, &nk) < 0
-        || b->wrap(b->ctx, m.mod, kernels, nk, &out->ksig, &e) < 0) {
+    Emission em = {fn, k, b, be, &out->ksig, base, &m, &e, kernels, &nk};
+    if (emit_module(&em) < 0) {
         goto done;
     }
     cc_time_add(CC_T_EMIT, cc_now_ns() - t0);

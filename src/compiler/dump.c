@@ -1,5 +1,6 @@
 /*
- * dump.c - the typed IR as text, for NUMBAVEC_DUMP=ir.
+ * dump.c - NUMBAVEC_DUMP: which stages to print (cc_dump_flags), and the
+ * typed IR as text, for NUMBAVEC_DUMP=ir.
  *
  * Runs after typeinfer: one line per node, indented by depth, with the
  * node's kind, its operator, variable or builtin, and its type.  Inlined
@@ -8,6 +9,8 @@
 #include "compiler/compiler.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char *const kind_names[] = {
     [ND_CONST] = "const",         [ND_VAR] = "var",
@@ -147,4 +150,48 @@ cc_dump_ir(const CcFunction *fn, const char *label)
     }
     dump_node(fn->body, 0);
     fflush(stderr);
+}
+
+/* ---- NUMBAVEC_DUMP's words ---- */
+
+static int
+dump_flag(const char *word, size_t len)
+{
+    static const struct {
+        const char *name;
+        int flag;
+    } names[] = {
+        {"ir", CC_DUMP_IR},
+        {"llvm", CC_DUMP_LLVM},
+        {"opt", CC_DUMP_OPT},
+        {"asm", CC_DUMP_ASM},
+        {"ptx", CC_DUMP_PTX},
+        {"time", CC_DUMP_TIME},
+        {"all", CC_DUMP_IR | CC_DUMP_LLVM | CC_DUMP_OPT | CC_DUMP_ASM | CC_DUMP_PTX},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strlen(names[i].name) == len && strncmp(names[i].name, word, len) == 0) {
+            return names[i].flag;
+        }
+    }
+    return 0; /* unknown words are ignored: a dump switch must never fail */
+}
+
+int
+cc_dump_flags(void)
+{
+    static int read = -1; /* read once (GIL held) */
+    if (read >= 0) {
+        return read;
+    }
+    int flags = 0;
+    const char *s = getenv("NUMBAVEC_DUMP");
+    while (s != NULL && *s != '\0') {
+        size_t len = strcspn(s, ", ");
+        flags |= dump_flag(s, len);
+        s += len;
+        s += strspn(s, ", ");
+    }
+    read = flags;
+    return flags;
 }

@@ -15,6 +15,7 @@
  *   emitarray.c arrays: views, elementwise loops, allocation, reductions
  *   extent.c    index and length arithmetic: indices, slices, the bytes of
  *               shapes, np.arange's length (every int64 overflow)
+ *   emitprint.c print(): a line written whole, on the host and on a GPU
  *
  * The one-line constructors are static inline here, as PostgreSQL's
  * llvmjit_emit.h has them: a call per constant would only hide the IR.
@@ -207,5 +208,10 @@ LLVMValueRef em_copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef si
 /* emitarray.c: marks the loop of latch branch br to be vectorized one vector
  * a step (no interleaving: short core rows reach the vector loop) */
 void em_one_vector_a_step(Emit *E, LLVMValueRef br);
+
+/* ---- emitprint.c ---- */
+
+/* Emits a print statement (ND_PRINT); 0/-1. */
+int em_print(Emit *E, CcNode *n);
 
 #endif /* NV_COMPILER_EMIT_H */

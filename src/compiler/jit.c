@@ -25,16 +25,21 @@
  * the context below.
  */
 #include "compiler/compiler.h"
+#include "compiler/guard.h"
+#include "compiler/outline.h"
 
 #include <llvm/Config/llvm-config.h>
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/IRReader.h>
 #include <llvm-c/LLJIT.h>
@@ -53,7 +58,8 @@ struct CcCode {
     void *addrs[CC_MAXENTRIES];        /* and their addresses, once made */
     atomic_int made;                   /* 1: addrs are valid (release/acquire) */
     /* code generation left for the first call (cc_jit_add_lazy) */
-    CcModule pending;    /* the verified module, until made; empty after a failure */
+    CcModule pending;    /* the verified module, until made (a failure keeps it) */
+    int link_broken;     /* LLVM threw while linking it: not tried again */
     char (*unique)[128]; /* the entries' exported names (PyMem) */
     CcStoreFn store;     /* called with the object file once made, or NULL */
     PyObject *store_ctx; /* owned: its first argument */
@@ -63,6 +69,7 @@ struct CcCode {
     LLVMOrcResourceTrackerRef quick_tracker;
     void *quick[CC_MAXENTRIES];
     atomic_int quick_made; /* 1: quick is valid (release/acquire) */
+    int quick_broken;      /* LLVM threw while linking the quick code */
 };
 
 /*
@@ -75,12 +82,12 @@ static struct JitContext {
     int ready;
     int options_parsed;
     int libmvec;                      /* libmvec.so.1 loaded: vector math on */
-    int dump;                         /* NUMBAVEC_DUMP flags, -1 until read */
     Py_ssize_t live_codes;            /* CcCode objects not yet freed */
     Py_ssize_t compilations;          /* modules optimised and code-generated */
     Py_ssize_t quick_compilations;    /* quick code made (cc_code_quick_entry) */
     Py_ssize_t pending;               /* modules whose code waits for a first call */
     Py_ssize_t object_loads;          /* stored objects linked (cache hits) */
+    Py_ssize_t outlined;              /* functions outline.cpp cut long kernels into */
     unsigned long long next_id;       /* makes exported names unique */
     CcCode *keyed;                    /* live keyed code, to share (list) */
     char *cpu;                        /* LLVMGetHostCPUName */
@@ -92,7 +99,7 @@ static struct JitContext {
     LLVMOrcLLJITRef lljit;
     LLVMOrcJITDylibRef main; /* borrowed from lljit */
     char session_error[512]; /* last error ORC reported, or "" */
-} jit = {.dump = -1};
+} jit;
 
 /* ---- errors ---- */
 
@@ -101,6 +108,9 @@ static int
 raise_llvm_error(PyObject *exc, const char *what, LLVMErrorRef err)
 {
     char *msg = LLVMGetErrorMessage(err);
+    if (strstr(msg, strerror(ENOMEM)) != NULL || strstr(jit.session_error, strerror(ENOMEM))) {
+        exc = PyExc_MemoryError; /* ORC could not map memory for the code */
+    }
     if (jit.session_error[0] != '\0') {
         PyErr_Format(exc, "%s: %s (%s)", what, msg, jit.session_error);
     } else {
@@ -133,47 +143,6 @@ session_error_reporter(void *ctx, LLVMErrorRef err)
 }
 
 /* ---- NUMBAVEC_DUMP ---- */
-
-static int
-dump_flag(const char *word, size_t len)
-{
-    static const struct {
-        const char *name;
-        int flag;
-    } names[] = {
-        {"ir", CC_DUMP_IR},
-        {"llvm", CC_DUMP_LLVM},
-        {"opt", CC_DUMP_OPT},
-        {"asm", CC_DUMP_ASM},
-        {"ptx", CC_DUMP_PTX},
-        {"time", CC_DUMP_TIME},
-        {"all", CC_DUMP_IR | CC_DUMP_LLVM | CC_DUMP_OPT | CC_DUMP_ASM | CC_DUMP_PTX},
-    };
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strlen(names[i].name) == len && strncmp(names[i].name, word, len) == 0) {
-            return names[i].flag;
-        }
-    }
-    return 0; /* unknown words are ignored: a dump switch must never fail */
-}
-
-int
-cc_dump_flags(void)
-{
-    if (jit.dump >= 0) {
-        return jit.dump;
-    }
-    int flags = 0;
-    const char *s = getenv("NUMBAVEC_DUMP");
-    while (s != NULL && *s != '\0') {
-        size_t len = strcspn(s, ", ");
-        flags |= dump_flag(s, len);
-        s += len;
-        s += strspn(s, ", ");
-    }
-    jit.dump = flags;
-    return flags;
-}
 
 static void
 dump_text(const char *what, const char *module, const char *text)
@@ -216,6 +185,10 @@ create_target_machine(void)
     jit.triple = LLVMGetDefaultTargetTriple();
     jit.cpu = LLVMGetHostCPUName();
     jit.features = LLVMGetHostCPUFeatures();
+    if (jit.triple == NULL || jit.cpu == NULL || jit.features == NULL) { /* strdup's */
+        PyErr_NoMemory();
+        return -1;
+    }
     if (LLVMGetTargetFromTriple(jit.triple, &target, &msg)) {
         return raise_llvm_message(PyExc_RuntimeError, "no LLVM target for the host", msg);
     }
@@ -314,19 +287,33 @@ jit_reset(void)
     jit.cpu = jit.features = jit.triple = NULL;
 }
 
+static int
+init_step(void *unused)
+{
+    enable_libmvec();
+    return create_target_machine() < 0 || create_lljit() < 0 ? -1 : 0;
+}
+
 int
 cc_jit_init(void)
 {
     if (jit.ready) {
         return 0;
     }
+    cg_init();
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()
         || LLVMInitializeNativeAsmParser()) {
         PyErr_SetString(PyExc_RuntimeError, "LLVM has no native target for this machine");
         return -1;
     }
-    enable_libmvec();
-    if (create_target_machine() < 0 || create_lljit() < 0) {
+    int rc = cg_run(init_step, NULL);
+    if (rc == CG_THREW) { /* what LLVM made is left, not freed (guard.h) */
+        jit.cpu = jit.features = jit.triple = NULL;
+        jit.tm = jit.quick_tm = NULL;
+        jit.passes = NULL;
+        jit.lljit = NULL;
+    }
+    if (rc < 0) {
         jit_reset();
         return -1;
     }
@@ -376,7 +363,31 @@ cc_jit_object_loads(void)
     return jit.object_loads;
 }
 
+Py_ssize_t
+cc_jit_outlined(void)
+{
+    return jit.outlined;
+}
+
 /* ---- modules ---- */
+
+typedef struct NewModule {
+    CcModule *m;
+    const char *name;
+} NewModule;
+
+static int
+module_step(void *arg)
+{
+    CcModule *m = ((NewModule *)arg)->m;
+    m->tsctx = LLVMOrcCreateNewThreadSafeContext();
+    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsctx);
+    m->mod = LLVMModuleCreateWithNameInContext(((NewModule *)arg)->name, m->ctx);
+    LLVMSetTarget(m->mod, LLVMOrcLLJITGetTripleString(jit.lljit));
+    /* The JIT refuses modules whose layout differs from its own. */
+    LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(jit.lljit));
+    return 0;
+}
 
 int
 cc_module_new(CcModule *m, const char *name)
@@ -385,18 +396,22 @@ cc_module_new(CcModule *m, const char *name)
     if (cc_jit_init() < 0) {
         return -1;
     }
-    m->tsctx = LLVMOrcCreateNewThreadSafeContext();
-    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsctx);
-    m->mod = LLVMModuleCreateWithNameInContext(name, m->ctx);
-    LLVMSetTarget(m->mod, LLVMOrcLLJITGetTripleString(jit.lljit));
-    /* The JIT refuses modules whose layout differs from its own. */
-    LLVMSetDataLayout(m->mod, LLVMOrcLLJITGetDataLayoutStr(jit.lljit));
+    NewModule a = {m, name};
+    if (cg_run(module_step, &a) == CG_THREW) {
+        m->tainted = 1;
+        cc_module_dispose(m);
+        return -1;
+    }
     return 0;
 }
 
 void
 cc_module_dispose(CcModule *m)
 {
+    if (m->tainted) { /* LLVM threw in its context: left as it is (guard.h) */
+        memset(m, 0, sizeof(*m));
+        return;
+    }
     if (m->mod != NULL) {
         LLVMDisposeModule(m->mod);
     }
@@ -630,11 +645,22 @@ static const char unroll_pipeline[] =
     "function(loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-profile-peeling;"
     "full-unroll-max=0>," INSTCOMBINE ")";
 
+/* A long kernel simplified (its variables in registers) before outline.cpp
+ * cuts it, not yet inlined into its loop function. */
+static const char outline_pipeline[] = "function(sroa,early-cse," INSTCOMBINE ",simplifycfg)";
+
 static int
 optimise(LLVMModuleRef mod)
 {
     double t0 = cc_now_ns();
-    LLVMErrorRef err = LLVMRunPasses(mod, kernel_pipeline, jit.tm, jit.passes);
+    LLVMErrorRef err = NULL;
+    if (cc_module_size(mod) > CC_OUTLINE_ABOVE
+        && (err = LLVMRunPasses(mod, outline_pipeline, jit.tm, jit.passes)) == NULL) {
+        jit.outlined += cc_outline(mod, CC_OUTLINE_PIECE);
+    }
+    if (err == NULL) {
+        err = LLVMRunPasses(mod, kernel_pipeline, jit.tm, jit.passes);
+    }
     if (err == NULL && mark_unrolled_loops(mod) > 0) {
         err = LLVMRunPasses(mod, unroll_pipeline, jit.tm, jit.passes);
     }
@@ -643,309 +669,6 @@ optimise(LLVMModuleRef mod)
         return raise_llvm_error(PyExc_RuntimeError, "LLVM optimisation failed", err);
     }
     return 0;
-}
-
-/*
- * The functions marked by cc_mark_fast_codegen become optnone (and
- * noinline, which optnone requires) now that they are optimised: code
- * generation then uses the fast instruction selector and register
- * allocator for them.  For a ufunc's loop function (checks and calls; its
- * loops are functions of their own) that cut a signature's code generation
- * from 6.1 to 5.1 ms (median of 120 signatures), at unchanged speed.
- */
-static void
-fast_codegen(LLVMModuleRef mod)
-{
-    static const char mark[] = CC_FAST_CODEGEN;
-    unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
-    unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f != NULL; f = LLVMGetNextFunction(f)) {
-        if (LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, mark, sizeof(mark) - 1)
-            != NULL) {
-            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                    LLVMCreateEnumAttribute(ctx, noinline, 0));
-            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                    LLVMCreateEnumAttribute(ctx, optnone, 0));
-        }
-    }
-}
-
-/*
- * Relational float compares (<, <=, >, >= and their unordered forms) that
- * raise no invalid flag for a quiet NaN, as NumPy's own compares do not.
- * x86 makes a plain `fcmp olt` a signaling compare (cmpltpd, or minsd and
- * maxsd for a select of the operands); the constrained compare with strict
- * exceptions is quiet: vucomisd, vcmplt_oqpd.  Rewritten once the module is
- * optimised, so that the optimiser and the vectorizer saw plain compares,
- * and nothing after this can fold the quiet ones back.  (Before, the kernel
- * compared integer keys of the bit patterns: quiet everywhere, but some
- * thirty instructions a compare, which made a scalar maximum loop 4.4x
- * slower than Numba's.)
- *
- * A scalar compare that only chooses values (every use a select on it: a
- * running maximum, a count that grows or not) is made in lane 0 of a
- * 128-bit vector, and its selects too (quiet_select_form).  A scalar strict
- * compare is vucomisd and a flag, which code generation moves into a mask
- * register (seta, kmovd: AVX-512) or turns into a branch on the value
- * (AVX2, where the plain compare is a branch-free blend); in a vector the
- * compare writes the mask itself (vcmpgt_oqpd into k1, then a masked move)
- * or a blend's mask (vblendvpd).  An exponentially decaying count of values
- * above a threshold ran 1.2x faster.  Compares that branch stay scalar:
- * vucomisd and a jump is already the best form.
- */
-/* Whether the host has feature f ("+avx": that token, not "+avx2"). */
-static int
-has_feature(const char *f)
-{
-#if defined(__x86_64__)
-    size_t n = strlen(f);
-    for (const char *at = jit.features; at != NULL && (at = strstr(at, f)) != NULL; at += n) {
-        if (at[n] == ',' || at[n] == '\0') {
-            return 1;
-        }
-    }
-#else
-    (void)f;
-#endif
-    return 0;
-}
-
-static const char *const quiet_names[] = {
-    [LLVMRealOLT] = "olt", [LLVMRealOLE] = "ole", [LLVMRealOGT] = "ogt", [LLVMRealOGE] = "oge",
-    [LLVMRealULT] = "ult", [LLVMRealULE] = "ule", [LLVMRealUGT] = "ugt", [LLVMRealUGE] = "uge",
-};
-
-/* The quiet compare of x and y (operands of `in`, any type) before `in`. */
-static LLVMValueRef
-quiet_fcmp_call(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x, LLVMValueRef y,
-                LLVMRealPredicate p)
-{
-    static const char intrinsic[] = "llvm.experimental.constrained.fcmp";
-    static const char strict[] = "fpexcept.strict";
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    unsigned id = LLVMLookupIntrinsicID(intrinsic, sizeof(intrinsic) - 1);
-    LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef args[4] = {
-        x, y, LLVMMetadataAsValue(ctx, LLVMMDStringInContext2(ctx, quiet_names[p], 3)),
-        LLVMMetadataAsValue(ctx, LLVMMDStringInContext2(ctx, strict, sizeof(strict) - 1))};
-    return LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &t, 1),
-                          LLVMGetIntrinsicDeclaration(mod, id, &t, 1), args, 4, "cmp.quiet");
-}
-
-/* Lanes of a 128-bit vector of scalar type t when a select on a compare
- * may work in one (a float or a double compared; float, double or integer
- * values of at most 64 bits chosen), else 0. */
-static unsigned
-vector_lanes(LLVMTypeRef t)
-{
-    switch (LLVMGetTypeKind(t)) {
-    case LLVMFloatTypeKind:
-        return 4;
-    case LLVMDoubleTypeKind:
-        return 2;
-    default:
-        return 0;
-    }
-}
-
-static int
-selectable_in_lanes(LLVMTypeRef t)
-{
-    if (vector_lanes(t) > 0) {
-        return 1;
-    }
-    if (LLVMGetTypeKind(t) != LLVMIntegerTypeKind) {
-        return 0;
-    }
-    unsigned w = LLVMGetIntTypeWidth(t);
-    return w == 8 || w == 16 || w == 32 || w == 64;
-}
-
-/* Whether every use of scalar compare `in` is the condition of a select of
- * values a vector lane can hold. */
-static int
-chooses_only(LLVMValueRef in)
-{
-    if (vector_lanes(LLVMTypeOf(LLVMGetOperand(in, 0))) == 0 || LLVMGetFirstUse(in) == NULL) {
-        return 0;
-    }
-    for (LLVMUseRef u = LLVMGetFirstUse(in); u != NULL; u = LLVMGetNextUse(u)) {
-        LLVMValueRef s = LLVMGetUser(u);
-        if (LLVMGetInstructionOpcode(s) != LLVMSelect || LLVMGetOperand(s, 0) != in
-            || LLVMGetOperand(s, 1) == in || LLVMGetOperand(s, 2) == in
-            || !selectable_in_lanes(LLVMTypeOf(s))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Scalar compare `in` and its selects, in lane 0 of 128-bit vectors (the
- * other lanes compare zeros, which raises nothing; a float compare choosing
- * 64-bit values hands them the mask's first two lanes).  Returns the new
- * compare, which takes `in`'s place in its block. */
-static LLVMValueRef
-quiet_select_form(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef in, LLVMRealPredicate p)
-{
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMTypeRef t = LLVMTypeOf(LLVMGetOperand(in, 0)), i32 = LLVMInt32TypeInContext(ctx);
-    unsigned lanes = vector_lanes(t);
-    LLVMTypeRef vt = LLVMVectorType(t, lanes);
-    LLVMValueRef lane0 = LLVMConstInt(i32, 0, 0);
-    LLVMPositionBuilderBefore(b, in);
-    LLVMValueRef x =
-        LLVMBuildInsertElement(b, LLVMConstNull(vt), LLVMGetOperand(in, 0), lane0, "cmp.x");
-    LLVMValueRef y =
-        LLVMBuildInsertElement(b, LLVMConstNull(vt), LLVMGetOperand(in, 1), lane0, "cmp.y");
-    LLVMValueRef mask = quiet_fcmp_call(b, mod, x, y, p), mask2 = NULL;
-    if (lanes == 4) {
-        LLVMValueRef two[2] = {lane0, LLVMConstInt(i32, 1, 0)};
-        mask2 = LLVMBuildShuffleVector(b, mask, LLVMGetPoison(LLVMTypeOf(mask)),
-                                       LLVMConstVector(two, 2), "cmp.2");
-    }
-    while (LLVMGetFirstUse(in) != NULL) { /* each select uses it once */
-        LLVMValueRef s = LLVMGetUser(LLVMGetFirstUse(in));
-        LLVMTypeRef vty = LLVMTypeOf(s);
-        LLVMTypeKind kind = LLVMGetTypeKind(vty);
-        int wide = lanes == 4
-                   && (kind == LLVMDoubleTypeKind
-                       || (kind == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(vty) == 64));
-        LLVMTypeRef st = LLVMVectorType(vty, wide ? 2 : lanes);
-        LLVMPositionBuilderBefore(b, s);
-        LLVMValueRef a =
-            LLVMBuildInsertElement(b, LLVMGetPoison(st), LLVMGetOperand(s, 1), lane0, "sel.a");
-        LLVMValueRef c =
-            LLVMBuildInsertElement(b, LLVMGetPoison(st), LLVMGetOperand(s, 2), lane0, "sel.b");
-        LLVMValueRef v = LLVMBuildSelect(b, wide ? mask2 : mask, a, c, "sel.v");
-        LLVMValueRef r = LLVMBuildExtractElement(b, v, lane0, "sel");
-        LLVMReplaceAllUsesWith(s, r);
-        LLVMInstructionEraseFromParent(s);
-    }
-    LLVMInstructionEraseFromParent(in);
-    if (mask2 != NULL && LLVMGetFirstUse(mask2) == NULL) {
-        LLVMInstructionEraseFromParent(mask2);
-    }
-    return mask;
-}
-
-/*
- * AVX-512: a compare that chooses values is the scalar compare with a quiet
- * predicate itself, into a mask register (llvm.x86.avx512.mask.cmp.sd/ss:
- * vcmpgt_oqsd), its selects left scalar (a masked move).  A loaded operand
- * goes second, where the load folds into the compare.  Returns the i1 that
- * replaced `in`.
- */
-static LLVMValueRef
-quiet_mask_compare(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef in, LLVMRealPredicate p)
-{
-    static const int imm[] = {
-        [LLVMRealOLT] = 0x11, [LLVMRealOLE] = 0x12, [LLVMRealOGT] = 0x1e, [LLVMRealOGE] = 0x1d,
-        [LLVMRealULT] = 0x19, [LLVMRealULE] = 0x1a, [LLVMRealUGT] = 0x16, [LLVMRealUGE] = 0x15,
-    };
-    static const LLVMRealPredicate swapped[] = {
-        [LLVMRealOLT] = LLVMRealOGT, [LLVMRealOLE] = LLVMRealOGE, [LLVMRealOGT] = LLVMRealOLT,
-        [LLVMRealOGE] = LLVMRealOLE, [LLVMRealULT] = LLVMRealUGT, [LLVMRealULE] = LLVMRealUGE,
-        [LLVMRealUGT] = LLVMRealULT, [LLVMRealUGE] = LLVMRealULE,
-    };
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMValueRef x = LLVMGetOperand(in, 0), y = LLVMGetOperand(in, 1);
-    if (LLVMIsALoadInst(x) != NULL && LLVMIsALoadInst(y) == NULL) {
-        LLVMValueRef t = x; /* vcmpsd takes memory as its second operand */
-        x = y;
-        y = t;
-        p = swapped[p];
-    }
-    LLVMTypeRef t = LLVMTypeOf(x), i32 = LLVMInt32TypeInContext(ctx);
-    const char *name = LLVMGetTypeKind(t) == LLVMDoubleTypeKind ? "llvm.x86.avx512.mask.cmp.sd"
-                                                                : "llvm.x86.avx512.mask.cmp.ss";
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMTypeRef vt = LLVMVectorType(t, vector_lanes(t));
-    LLVMValueRef lane0 = LLVMConstInt(i32, 0, 0);
-    LLVMPositionBuilderBefore(b, in);
-    LLVMValueRef args[5] = {
-        LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, lane0, "cmp.x"),
-        LLVMBuildInsertElement(b, LLVMGetPoison(vt), y, lane0, "cmp.y"),
-        LLVMConstInt(i32, (unsigned long long)imm[p], 0),
-        LLVMConstInt(LLVMInt8TypeInContext(ctx), 0xff, 0),
-        LLVMConstInt(i32, 4, 0), /* the current rounding and exception mode */
-    };
-    LLVMValueRef k =
-        LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, NULL, 0),
-                       LLVMGetIntrinsicDeclaration(mod, id, NULL, 0), args, 5, "cmp.k");
-    LLVMValueRef c = LLVMBuildTrunc(b, k, LLVMInt1TypeInContext(ctx), "cmp.quiet");
-    LLVMReplaceAllUsesWith(in, c);
-    LLVMInstructionEraseFromParent(in);
-    return c;
-}
-
-/* How compares that choose values are made: scalar (SSE has no quiet
- * vector predicate, a strict vector compare being one vucomisd a lane;
- * AArch64's fcmp and fcsel are already best), in a vector lane (AVX), or
- * as AVX-512's scalar compare into a mask register. */
-enum { QUIET_SCALAR, QUIET_LANES, QUIET_MASKS };
-
-static int
-quiet_form(void)
-{
-    int form = has_feature("+avx512f") ? QUIET_MASKS
-               : has_feature("+avx")   ? QUIET_LANES
-                                       : QUIET_SCALAR;
-    /* NUMBAVEC_QUIET_FORM=scalar or lanes: what other hosts make (tests) */
-    const char *want = getenv("NUMBAVEC_QUIET_FORM");
-    if (want != NULL && strcmp(want, "scalar") == 0) {
-        form = QUIET_SCALAR;
-    } else if (want != NULL && strcmp(want, "lanes") == 0 && form == QUIET_MASKS) {
-        form = QUIET_LANES;
-    }
-    return form;
-}
-
-static void
-quiet_compares(LLVMModuleRef mod)
-{
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
-    int form = quiet_form();
-    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f != NULL; f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb != NULL;
-             bb = LLVMGetNextBasicBlock(bb)) {
-            LLVMValueRef next;
-            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in != NULL; in = next) {
-                next = LLVMGetNextInstruction(in);
-                if (LLVMGetInstructionOpcode(in) != LLVMFCmp) {
-                    continue;
-                }
-                LLVMRealPredicate p = LLVMGetFCmpPredicate(in);
-                if (p < 0 || (size_t)p >= sizeof(quiet_names) / sizeof(quiet_names[0])
-                    || quiet_names[p] == NULL) {
-                    continue; /* == and != are quiet compares already */
-                }
-                if (form != QUIET_SCALAR && chooses_only(in)) {
-                    /* its selects, which may follow it, are gone or stay
-                     * scalar: go on after what replaced it (nothing made
-                     * here is an fcmp) */
-                    LLVMValueRef made = form == QUIET_MASKS ? quiet_mask_compare(b, mod, in, p)
-                                                            : quiet_select_form(b, mod, in, p);
-                    next = LLVMGetNextInstruction(made);
-                    continue;
-                }
-                LLVMPositionBuilderBefore(b, in);
-                LLVMValueRef call =
-                    quiet_fcmp_call(b, mod, LLVMGetOperand(in, 0), LLVMGetOperand(in, 1), p);
-                LLVMReplaceAllUsesWith(in, call);
-                LLVMInstructionEraseFromParent(in);
-            }
-        }
-    }
-    LLVMDisposeBuilder(b);
-}
-
-/* What code generation needs that optimisation must not see. */
-static void
-prepare_codegen(LLVMModuleRef mod)
-{
-    fast_codegen(mod);
-    quiet_compares(mod);
 }
 
 /*
@@ -967,7 +690,7 @@ asm_from_ir(const char *ir)
         raise_llvm_message(PyExc_RuntimeError, "cannot re-read the optimised IR", msg);
         goto error;
     }
-    prepare_codegen(mod); /* as the machine code was made */
+    cc_prepare_codegen(mod, jit.features); /* as the machine code was made */
     if (LLVMTargetMachineEmitToMemoryBuffer(jit.tm, mod, LLVMAssemblyFile, &msg, &out)) {
         out = NULL;
         raise_llvm_message(PyExc_RuntimeError, "LLVM could not emit assembly", msg);
@@ -1058,18 +781,37 @@ static char (*unique_names(const char *const *names, int n, const char *key))[12
     return unique;
 }
 
+typedef struct Rename {
+    LLVMModuleRef mod;
+    const char *const *names;
+    int n;
+    char (*unique)[128];
+    int verify; /* and verify the module */
+} Rename;
+
 static int
-rename_exports(LLVMModuleRef mod, const char *const *names, int n, char (*unique)[128])
+rename_step(void *arg)
 {
-    for (int i = 0; i < n; i++) {
-        LLVMValueRef fn = LLVMGetNamedFunction(mod, names[i]);
+    Rename *r = arg;
+    for (int i = 0; i < r->n; i++) {
+        LLVMValueRef fn = LLVMGetNamedFunction(r->mod, r->names[i]);
         if (fn == NULL) {
-            PyErr_Format(PyExc_RuntimeError, "the module defines no function '%s'", names[i]);
+            PyErr_Format(PyExc_RuntimeError, "the module defines no function '%s'", r->names[i]);
             return -1;
         }
-        LLVMSetValueName2(fn, unique[i], strlen(unique[i]));
+        LLVMSetValueName2(fn, r->unique[i], strlen(r->unique[i]));
     }
-    return 0;
+    return r->verify ? verify(r->mod) : 0;
+}
+
+/* Renames m's names[i] unique[i] (and verifies m), m tainted if LLVM threw. */
+static int
+rename_exports(CcModule *m, const char *const *names, int n, char (*unique)[128], int check)
+{
+    Rename r = {m->mod, names, n, unique, check};
+    int rc = cg_run(rename_step, &r);
+    m->tainted |= rc == CG_THREW;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---- keyed code: one copy per process ---- */
@@ -1132,46 +874,76 @@ emit_object(LLVMTargetMachineRef tm, LLVMModuleRef mod, LLVMMemoryBufferRef *out
     return 0;
 }
 
-/* Links obj (consumed) into the JIT under a new tracker, *tracker: code's
- * own, or its quick code's. */
+/* ORC's linking cannot be stopped halfway (guard.h): it starts only with
+ * this much address space free, and four times the object's size. */
+enum { LINK_HEADROOM = 8 << 20 };
+
+typedef struct Link {
+    LLVMOrcResourceTrackerRef *tracker;
+    LLVMMemoryBufferRef obj; /* consumed */
+    char (*names)[128];
+    void **addrs;
+    int n;
+} Link;
+
 static int
-add_object(LLVMOrcResourceTrackerRef *tracker, LLVMMemoryBufferRef obj)
+link_step(void *arg)
 {
-    *tracker = LLVMOrcJITDylibCreateResourceTracker(jit.main);
-    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit.lljit, *tracker, obj);
+    Link *l = arg;
+    *l->tracker = LLVMOrcJITDylibCreateResourceTracker(jit.main);
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit.lljit, *l->tracker, l->obj);
     if (err != NULL) {
         return raise_llvm_error(PyExc_RuntimeError, "the JIT refused the object code", err);
     }
-    return 0;
-}
-
-static int
-lookup_all(char (*names)[128], void **addrs, int n)
-{
     double t0 = cc_now_ns();
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < l->n; i++) {
         LLVMOrcExecutorAddress addr = 0;
         jit.session_error[0] = '\0';
-        LLVMErrorRef err = LLVMOrcLLJITLookup(jit.lljit, &addr, names[i]);
-        if (err != NULL) {
+        if ((err = LLVMOrcLLJITLookup(jit.lljit, &addr, l->names[i])) != NULL) {
             return raise_llvm_error(PyExc_RuntimeError, "JIT linking failed", err);
         }
-        addrs[i] = (void *)(uintptr_t)addr;
+        l->addrs[i] = (void *)(uintptr_t)addr;
     }
     cc_time_add(CC_T_LINK, cc_now_ns() - t0); /* materialisation happens at lookup */
     return 0;
+}
+
+static void remove_tracker(LLVMOrcResourceTrackerRef tracker);
+
+/* Links obj (consumed) into the JIT under a new tracker, *tracker (code's
+ * own, or its quick code's), and resolves names into addrs.  0, or -1 with
+ * an exception: what ORC refused is unlinked, so that a later try finds
+ * the names free; after LLVM threw, *broken is set and nothing is touched. */
+static int
+link_object(CcCode *code, LLVMOrcResourceTrackerRef *tracker, LLVMMemoryBufferRef obj,
+            char (*names)[128], void **addrs, int *broken)
+{
+    if (cg_headroom(LINK_HEADROOM + 4 * LLVMGetBufferSize(obj)) < 0) {
+        LLVMDisposeMemoryBuffer(obj);
+        return -1;
+    }
+    Link l = {tracker, obj, names, addrs, code->n};
+    int rc = cg_run(link_step, &l);
+    if (rc == CG_THREW) {
+        *broken = 1;
+        *tracker = NULL;
+    } else if (rc < 0) {
+        remove_tracker(*tracker);
+        *tracker = NULL;
+    }
+    return rc < 0 ? -1 : 0;
 }
 
 /* Optimises m (dumps as NUMBAVEC_DUMP asks), keeps its IR text in code and
  * turns it into an object file.  Does not consume m.  verified: m was
  * verified when it was made (cc_jit_add_lazy). */
 static int
-compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified)
+compile_steps(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified)
 {
     int dump = cc_dump_flags();
     if (dump & CC_DUMP_LLVM) {
         char *text = LLVMPrintModuleToString(m->mod);
-        dump_text("LLVM IR before optimisation", code->name, text);
+        dump_text("LLVM IR before optimisation", code->name, text ? text : "(no memory)");
         LLVMDisposeMessage(text);
     }
     if ((!verified && verify(m->mod) < 0) || optimise(m->mod) < 0) {
@@ -1180,11 +952,12 @@ compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified
     /* Kept for inspect_llvm (and stored in cache entries); printing a loop
      * module takes microseconds.  Code generation below rewrites the
      * module, so this is the last moment to print it. */
-    char *ir = LLVMPrintModuleToString(m->mod);
-    code->ir = pymem_strdup(ir);
+    char *ir = LLVMPrintModuleToString(m->mod); /* strdup's: NULL without memory */
+    PyMem_Free(code->ir);                       /* an earlier try's */
+    code->ir = ir != NULL ? pymem_strdup(ir) : NULL;
     LLVMDisposeMessage(ir);
     if (code->ir == NULL) {
-        return -1;
+        return ir == NULL ? (PyErr_NoMemory(), -1) : -1;
     }
     if (dump & CC_DUMP_OPT) {
         dump_text("LLVM IR after optimisation", code->name, code->ir);
@@ -1192,12 +965,37 @@ compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified
     if (dump & CC_DUMP_ASM) {
         dump_asm(code->name, code->ir);
     }
-    prepare_codegen(m->mod);
+    cc_prepare_codegen(m->mod, jit.features);
     if (emit_object(jit.tm, m->mod, obj) < 0) {
         return -1;
     }
     jit.compilations++;
     return 0;
+}
+
+typedef struct Compile {
+    CcCode *code;
+    CcModule *m;
+    LLVMMemoryBufferRef *obj;
+    int verified;
+} Compile;
+
+static int
+compile_step(void *arg)
+{
+    Compile *c = arg;
+    return compile_steps(c->code, c->m, c->obj, c->verified);
+}
+
+/* compile_steps under the guard: m is tainted when LLVM threw in it. */
+static int
+compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int verified)
+{
+    Compile c = {code, m, obj, verified};
+    *obj = NULL;
+    int rc = cg_run(compile_step, &c);
+    m->tainted |= rc == CG_THREW;
+    return rc < 0 ? -1 : 0;
 }
 
 /* Marks code's addresses valid, for cc_code_entry's readers. */
@@ -1207,13 +1005,74 @@ set_made(CcCode *code)
     atomic_store_explicit(&code->made, 1, memory_order_release);
 }
 
+typedef struct Copy {
+    CcModule *from, *to;
+} Copy;
+
+/* A copy of the pending module in a context of its own, through bitcode:
+ * the only way out of a context LLVM threw in (guard.h) which reads it and
+ * changes nothing in it. */
+static int
+restore_step(void *arg)
+{
+    Copy *c = arg;
+    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(c->from->mod);
+    c->to->tsctx = LLVMOrcCreateNewThreadSafeContext();
+    c->to->ctx = LLVMOrcThreadSafeContextGetContext(c->to->tsctx);
+    int bad = LLVMParseBitcodeInContext2(c->to->ctx, bc, &c->to->mod);
+    LLVMDisposeMemoryBuffer(bc);
+    if (bad) {
+        c->to->mod = NULL;
+        PyErr_SetString(PyExc_RuntimeError, "numbavec: cannot read back its own bitcode");
+        return -1;
+    }
+    return 0;
+}
+
+/* A copy of the pending module in its context, for the passes to work on. */
+static int
+clone_step(void *arg)
+{
+    Copy *c = arg;
+    c->to->mod = LLVMCloneModule(c->from->mod);
+    return 0;
+}
+
+/* to = a copy of code's pending module: in its context (clone_step) or, if
+ * that context is tainted, in a fresh one that becomes the pending module's
+ * (the tainted one is left).  The pending module is tainted when LLVM threw
+ * in its context. */
+static int
+copy_pending(CcCode *code, CcModule *to)
+{
+    CcModule fresh = {0};
+    memset(to, 0, sizeof(*to));
+    if (code->pending.tainted) {
+        Copy c = {&code->pending, &fresh};
+        int rc = cg_run(restore_step, &c);
+        if (rc < 0) {
+            fresh.tainted = rc == CG_THREW;
+            cc_module_dispose(&fresh);
+            return -1;
+        }
+        cc_module_dispose(&code->pending); /* forgotten: it is tainted */
+        code->pending = fresh;
+    }
+    Copy c = {&code->pending, to};
+    if (cg_run(clone_step, &c) == CG_THREW) {
+        code->pending.tainted = 1;
+        return -1;
+    }
+    return 0;
+}
+
 /* Before making code's machine code from its pending module: -1 with an
- * exception when a failure took the module; else the start time in *t0
- * (and the time dump's stages reset). */
+ * exception when LLVM threw while linking it before; else the start time in
+ * *t0 (and the time dump's stages reset). */
 static int
 start_making(CcCode *code, double *t0)
 {
-    if (code->pending.mod == NULL) {
+    if (code->pending.mod == NULL || code->link_broken) {
         PyErr_Format(PyExc_RuntimeError, "numbavec: the machine code of '%s' could not be made",
                      code->name);
         return -1;
@@ -1225,30 +1084,45 @@ start_making(CcCode *code, double *t0)
     return 0;
 }
 
+/* After a failure to make code (its exception set): anything but a
+ * MemoryError would come again, so the pending module goes, and the code
+ * is not tried again; a MemoryError may pass.  Returns -1. */
+static int
+give_up_unless_memory(CcCode *code)
+{
+    if (!PyErr_ExceptionMatches(PyExc_MemoryError) && code->pending.mod != NULL) {
+        cc_module_dispose(&code->pending);
+        jit.pending--;
+    }
+    return -1;
+}
+
 /*
  * Makes the machine code of lazily added code (cc_jit_add_lazy): optimises
- * and compiles its pending module, links it, resolves its entries and, when
- * asked to, hands the object file to its store.  The GIL is held: it
- * serialises this with every other use of the JIT.  0, or -1 with an
- * exception; code that failed to be made is not tried again.
+ * and compiles a copy of its pending module, links it, resolves its entries
+ * and, when asked to, hands the object file to its store.  The GIL is held:
+ * it serialises this with every other use of the JIT.  0, or -1 with an
+ * exception; after a MemoryError the pending module stays for the next
+ * try, unless LLVM threw while linking.
  */
 static int
 code_make(CcCode *code)
 {
     LLVMMemoryBufferRef obj = NULL;
     PyObject *blob = NULL;
+    CcModule work;
     double t0;
     if (atomic_load_explicit(&code->made, memory_order_acquire)) {
         return 0;
     }
-    if (start_making(code, &t0) < 0) {
+    if (start_making(code, &t0) < 0 || copy_pending(code, &work) < 0) {
         return -1;
     }
-    int rc = compile_module(code, &code->pending, &obj, 1);
-    cc_module_dispose(&code->pending);
-    jit.pending--;
+    int rc = compile_module(code, &work, &obj, 1);
+    code->pending.tainted |= work.tainted; /* one context */
+    cc_module_dispose(&work);
     if (rc < 0) {
-        return -1;
+        return give_up_unless_memory(code);
     }
     if (code->store != NULL
         && (blob = PyBytes_FromStringAndSize(LLVMGetBufferStart(obj),
@@ -1257,11 +1131,13 @@ code_make(CcCode *code)
         LLVMDisposeMemoryBuffer(obj);
         return -1;
     }
-    if (add_object(&code->tracker, obj) < 0 || lookup_all(code->unique, code->addrs, code->n) < 0) {
+    if (link_object(code, &code->tracker, obj, code->unique, code->addrs, &code->link_broken) < 0) {
         Py_XDECREF(blob);
-        return -1;
+        return give_up_unless_memory(code);
     }
     set_made(code);
+    cc_module_dispose(&code->pending);
+    jit.pending--;
     if (cc_dump_flags() & CC_DUMP_TIME) {
         cc_time_print_made(code->name, "machine code made", t0);
     }
@@ -1315,7 +1191,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
         PyMem_Free(unique);
         return code;
     }
-    if (rename_exports(m->mod, names, n, unique) < 0) {
+    if (rename_exports(m, names, n, unique, 0) < 0) {
         goto error;
     }
     size_t len = 0;
@@ -1333,7 +1209,7 @@ cc_jit_add_keyed(CcModule *m, const char *const *names, void **addrs, int n, con
     LLVMMemoryBufferRef consumed = obj;
     obj = NULL;
     code->n = n;
-    if (add_object(&code->tracker, consumed) < 0 || lookup_all(unique, code->addrs, n) < 0
+    if (link_object(code, &code->tracker, consumed, unique, code->addrs, &code->link_broken) < 0
         || (key != NULL && keyed_register(code, key) < 0)) {
         goto error;
     }
@@ -1367,7 +1243,7 @@ cc_jit_add_lazy(CcModule *m, const char *const *names, int n, const char *key)
         PyMem_Free(unique);
         return code;
     }
-    if (rename_exports(m->mod, names, n, unique) < 0 || verify(m->mod) < 0) {
+    if (rename_exports(m, names, n, unique, 1) < 0) {
         goto error;
     }
     size_t len = 0;
@@ -1421,7 +1297,21 @@ cc_code_entry(CcCode *code, int i)
  */
 static const char quick_pipeline[] = "always-inline,function(sroa)";
 
-static void remove_tracker(LLVMOrcResourceTrackerRef tracker);
+/* The quick passes and code generation of work (a copy of the pending
+ * module, its exports renamed). */
+static int
+quick_step(void *arg)
+{
+    Compile *c = arg;
+    double t1 = cc_now_ns();
+    LLVMErrorRef err = LLVMRunPasses(c->m->mod, quick_pipeline, jit.quick_tm, jit.passes);
+    cc_time_add(CC_T_OPT, cc_now_ns() - t1);
+    if (err != NULL) {
+        return raise_llvm_error(PyExc_RuntimeError, "LLVM optimisation failed", err);
+    }
+    cc_prepare_codegen(c->m->mod, jit.features);
+    return emit_object(jit.quick_tm, c->m->mod, c->obj);
+}
 
 static int
 code_make_quick(CcCode *code)
@@ -1429,11 +1319,14 @@ code_make_quick(CcCode *code)
     LLVMMemoryBufferRef obj = NULL;
     char(*names)[128] = NULL;
     const char *old[CC_MAXENTRIES];
+    CcModule work = {0};
     double t0;
-    if (start_making(code, &t0) < 0) {
+    if (code->quick_broken) {
+        return code_make(code); /* LLVM threw while linking quick code */
+    }
+    if (start_making(code, &t0) < 0 || copy_pending(code, &work) < 0) {
         return -1;
     }
-    LLVMModuleRef mod = LLVMCloneModule(code->pending.mod);
     if ((names = PyMem_Malloc(sizeof(*names) * (size_t)code->n)) == NULL) {
         PyErr_NoMemory();
         goto error;
@@ -1446,23 +1339,14 @@ code_make_quick(CcCode *code)
             goto error;
         }
     }
-    if (rename_exports(mod, old, code->n, names) < 0) {
+    Compile c = {code, &work, &obj, 1};
+    int rc = rename_exports(&work, old, code->n, names, 0);
+    if (rc < 0 || (rc = cg_run(quick_step, &c)) < 0) {
+        work.tainted |= rc == CG_THREW;
         goto error;
     }
-    double t1 = cc_now_ns();
-    LLVMErrorRef err = LLVMRunPasses(mod, quick_pipeline, jit.quick_tm, jit.passes);
-    cc_time_add(CC_T_OPT, cc_now_ns() - t1);
-    if (err != NULL) {
-        raise_llvm_error(PyExc_RuntimeError, "LLVM optimisation failed", err);
-        goto error;
-    }
-    prepare_codegen(mod);
-    if (emit_object(jit.quick_tm, mod, &obj) < 0) {
-        goto error;
-    }
-    LLVMDisposeModule(mod);
-    mod = NULL;
-    if (add_object(&code->quick_tracker, obj) < 0 || lookup_all(names, code->quick, code->n) < 0) {
+    cc_module_dispose(&work);
+    if (link_object(code, &code->quick_tracker, obj, names, code->quick, &code->quick_broken) < 0) {
         goto error;
     }
     atomic_store_explicit(&code->quick_made, 1, memory_order_release);
@@ -1473,13 +1357,8 @@ code_make_quick(CcCode *code)
     PyMem_Free(names);
     return 0;
 error:
-    if (mod != NULL) {
-        LLVMDisposeModule(mod);
-    }
-    /* linked but not resolved: unlinked, so that the next call's try does
-     * not leave a second copy mapped */
-    remove_tracker(code->quick_tracker);
-    code->quick_tracker = NULL;
+    code->pending.tainted |= work.tainted; /* one context */
+    cc_module_dispose(&work);
     PyMem_Free(names);
     return -1;
 }
@@ -1545,18 +1424,16 @@ cc_jit_add_object(const char *key, const char *bytes, size_t size, const char *i
             goto error;
         }
         LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, size, key);
-        if (add_object(&code->tracker, obj) < 0) {
+        code->n = n;
+        if (obj == NULL) { /* the one allocation there, made nothrow */
+            PyErr_NoMemory();
+            goto error;
+        }
+        if (link_object(code, &code->tracker, obj, unique, code->addrs, &code->link_broken) < 0
+            || keyed_register(code, key) < 0) {
             goto error;
         }
         jit.object_loads++;
-        /* Registered before the lookup so that a failure below unlinks it. */
-        if (keyed_register(code, key) < 0) {
-            goto error;
-        }
-        code->n = n;
-        if (lookup_all(unique, code->addrs, n) < 0) {
-            goto error;
-        }
         set_made(code);
     }
     if (code_addresses(code, addrs, n) < 0) {
@@ -1570,17 +1447,25 @@ error:
     return NULL;
 }
 
-/* Removes a tracker's code from the JIT (tracker may be NULL). */
+static int
+remove_step(void *tracker)
+{
+    /* Nothing can be done about a failure here; the code stays mapped. */
+    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(tracker);
+    if (err != NULL) {
+        LLVMConsumeError(err);
+    }
+    LLVMOrcReleaseResourceTracker(tracker);
+    return 0;
+}
+
+/* Removes a tracker's code from the JIT (tracker may be NULL); what LLVM
+ * threw on the way (out of memory) is reported as unraisable. */
 static void
 remove_tracker(LLVMOrcResourceTrackerRef tracker)
 {
-    if (tracker != NULL) {
-        /* Nothing can be done about a failure here; the code stays mapped. */
-        LLVMErrorRef err = LLVMOrcResourceTrackerRemove(tracker);
-        if (err != NULL) {
-            LLVMConsumeError(err);
-        }
-        LLVMOrcReleaseResourceTracker(tracker);
+    if (tracker != NULL && cg_run(remove_step, tracker) == CG_THREW) {
+        PyErr_WriteUnraisable(NULL);
     }
 }
 
@@ -1614,10 +1499,27 @@ cc_code_llvm(CcCode *code)
     return code_make(code) == 0 ? code->ir : NULL;
 }
 
+typedef struct Asm {
+    const char *ir;
+    PyObject *text;
+} Asm;
+
+static int
+asm_step(void *arg)
+{
+    Asm *a = arg;
+    a->text = asm_from_ir(a->ir);
+    return a->text != NULL ? 0 : -1;
+}
+
 PyObject *
 cc_code_asm(CcCode *code)
 {
-    return code_make(code) == 0 ? asm_from_ir(code->ir) : NULL;
+    if (code_make(code) < 0) {
+        return NULL;
+    }
+    Asm a = {code->ir, NULL};
+    return cg_run(asm_step, &a) == 0 ? a.text : NULL;
 }
 
 /* ---- the host back end of the driver ---- */

@@ -1,13 +1,14 @@
 /*
- * runtime.c: what compiled gufunc kernels call for the NumPy functions that
- * are better written once in C than emitted per kernel: np.sort, argsort,
- * partition, median, quantile, unique and searchsorted.
+ * runtime.c: what compiled kernels call that is better written once in C
+ * than emitted per kernel: np.sort, argsort, partition, median, quantile,
+ * unique and searchsorted; print()'s line; a raise's site.
  *
  * The kernels reach these functions by name: jit.c defines each name in
  * the JIT's symbol table (cc_runtime_symbols), so that code loaded from the
- * cache links to this process's copy.  They take a kind (TsKind) and raw
- * element pointers, hold no state and take no lock: the parallel target
- * calls them from many threads at once.
+ * cache links to this process's copy.  The sorting functions take a kind
+ * (TsKind) and raw element pointers, hold no state and take no lock: the
+ * parallel target calls them from many threads at once.  print keeps its
+ * line per thread, and takes one lock to write it.
  *
  * Order.  Everything sorts as NumPy does: NaNs last, and complex values
  * lexicographically with the NaN-holding ones after the others, in the
@@ -15,7 +16,9 @@
  * (NumPy's kind='stable'); sort is not, which only shows in the order of
  * equal values (0.0 and -0.0).
  */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,6 +624,8 @@ numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const c
 /* The first site a kernel raised at on this thread (compiler.h). */
 static _Thread_local const char *raised_site;
 
+const char cc_site_failed[] = "(no machine code)";
+
 void
 numbavec_raise(const char *site)
 {
@@ -645,20 +650,93 @@ cc_put_raised(const char *site)
 
 /* ---- print ---- */
 
-/* A thread's line so far: written whole by numbavec_print_end, so that lines
- * printed by the pool's threads do not interleave. */
+/*
+ * A thread's line so far (emitprint.c: a print's pieces come in one
+ * straight run of calls), written whole by numbavec_print_end.  The first
+ * LINE_INLINE bytes live here; a longer line moves to the heap, freed once
+ * written.  A line that cannot be held (no memory) is dropped whole.
+ */
+enum { LINE_INLINE = 4096 };
+
 static _Thread_local struct {
-    char text[4096];
-    size_t len;
+    char inline_text[LINE_INLINE];
+    char *heap; /* the line when longer, or NULL */
+    size_t len, cap;
+    int lost; /* a piece could not be held: the line is dropped */
 } line;
+
+/* One line at a time on stdout, from every thread (a write of more than
+ * PIPE_BUF bytes to a pipe, or one written in parts, could mix with
+ * another's); a child forked while a thread held it gets it free. */
+static pthread_mutex_t stdout_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+lock_before_fork(void)
+{
+    pthread_mutex_lock(&stdout_lock);
+}
+
+static void
+unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&stdout_lock);
+}
+
+static char *
+line_text(void)
+{
+    return line.heap != NULL ? line.heap : line.inline_text;
+}
+
+/* Room for n more bytes, or lost. */
+static int
+make_room(size_t n)
+{
+    size_t cap = line.heap != NULL ? line.cap : sizeof(line.inline_text);
+    if (line.len + n <= cap) {
+        return 1;
+    }
+    size_t want = cap * 2 > line.len + n ? cap * 2 : line.len + n;
+    char *grown = realloc(line.heap, want);
+    if (grown == NULL) {
+        line.lost = 1;
+        return 0;
+    }
+    if (line.heap == NULL) {
+        memcpy(grown, line.inline_text, line.len);
+    }
+    line.heap = grown;
+    line.cap = want;
+    return 1;
+}
 
 static void
 append(const char *s, size_t n)
 {
-    size_t room = sizeof(line.text) - line.len;
-    n = n < room ? n : room; /* a longer line is cut */
-    memcpy(line.text + line.len, s, n);
-    line.len += n;
+    if (!line.lost && make_room(n)) {
+        memcpy(line_text() + line.len, s, n);
+        line.len += n;
+    }
+}
+
+/* Writes text[0:len] to stdout whole (EINTR resumed); nowhere to write: dropped, as print's
+ * line would be. */
+static void
+write_whole(const char *text, size_t len)
+{
+    pthread_mutex_lock(&stdout_lock);
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(1, text + done, len - done);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            break;
+        }
+        done += (size_t)w;
+    }
+    pthread_mutex_unlock(&stdout_lock);
 }
 
 void
@@ -689,6 +767,10 @@ static double float32_limit = 1e16;
 int
 cc_runtime_init(void)
 {
+    static int at_fork; /* registered once: the JIT is made once */
+    if (!at_fork && pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork) == 0) {
+        at_fork = 1;
+    }
     PyObject *np = PyImport_ImportModule("numpy");
     PyObject *v = np ? PyObject_CallMethod(np, "float32", "d", 1e6) : NULL;
     PyObject *s = v ? PyObject_Str(v) : NULL;
@@ -821,15 +903,13 @@ void
 numbavec_print_end(const char *end)
 {
     numbavec_print_str(end);
-    size_t done = 0;
-    while (done < line.len) {
-        ssize_t w = write(1, line.text + done, line.len - done);
-        if (w <= 0) {
-            break; /* nowhere to print: the line is dropped, as print's would be */
-        }
-        done += (size_t)w;
+    if (!line.lost) {
+        write_whole(line_text(), line.len);
     }
-    line.len = 0;
+    free(line.heap);
+    line.heap = NULL;
+    line.len = line.cap = 0;
+    line.lost = 0;
 }
 
 const CcRuntimeSymbol cc_runtime_symbols[] = {

@@ -252,6 +252,9 @@ run_loop(GuLoop *gl, char **args, const npy_intp *dims, const npy_intp *steps)
     }
     if (status == GU_STATUS_GENERAL) {
         body = (GuBodyFn)cc_code_entry(gl->code, 0); /* made or loaded: one load */
+        if (body == NULL && tg_quick_instead(&gl->quick)) {
+            body = (GuBodyFn)cc_code_quick_entry(gl->code, 0); /* no memory for the other */
+        }
         if (body == NULL) {
             return -1;
         }

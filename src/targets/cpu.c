@@ -66,15 +66,36 @@ tg_quick_ran(TgQuickFirst *q, double ns)
     atomic_fetch_add_explicit(&q->ns, (long long)ns, memory_order_relaxed);
 }
 
+int
+tg_quick_instead(TgQuickFirst *q)
+{
+    if (!q->quick) {
+        return 0;
+    }
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int memory = PyErr_ExceptionMatches(PyExc_MemoryError);
+    if (memory) {
+        PyErr_Clear();
+    }
+    PyGILState_Release(gil);
+    if (memory) { /* a budget more of quick code, then another try */
+        atomic_store_explicit(&q->work, 0, memory_order_relaxed);
+        atomic_store_explicit(&q->ns, 0, memory_order_relaxed);
+    }
+    return memory;
+}
+
 void
 tg_quick_run_loop(TgQuickFirst *q, char **args, const npy_intp *dims, const npy_intp *steps)
 {
     PyUFuncGenericFunction loop = (PyUFuncGenericFunction)cc_code_quick_entry(q->code, 0);
-    if (loop != NULL) {
-        double t0 = tg_now_ns();
-        loop(args, dims, steps, NULL);
-        tg_quick_ran(q, tg_now_ns() - t0);
+    if (loop == NULL) {
+        cc_put_raised(cc_site_failed); /* the ArrayMethod's loop returns -1 */
+        return;
     }
+    double t0 = tg_now_ns();
+    loop(args, dims, steps, NULL);
+    tg_quick_ran(q, tg_now_ns() - t0);
 }
 
 void
@@ -88,6 +109,10 @@ tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, vo
     PyUFuncGenericFunction loop = (PyUFuncGenericFunction)cc_code_entry(p->code, 0);
     if (loop != NULL) {
         loop(args, dims, steps, NULL);
+    } else if (tg_quick_instead(p)) {
+        tg_quick_run_loop(p, args, dims, steps);
+    } else {
+        cc_put_raised(cc_site_failed);
     }
 }
 

@@ -193,7 +193,12 @@ par_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
     }
     if (serial == NULL
         && (serial = (PyUFuncGenericFunction)cc_code_entry(pl->quick.code, 0)) == NULL) {
-        return; /* the exception is left for NumPy's caller */
+        if (tg_quick_instead(&pl->quick)) {
+            tg_quick_run_loop(&pl->quick, args, dims, steps); /* no memory for the other */
+        } else {
+            cc_put_raised(cc_site_failed); /* the ArrayMethod's loop returns -1 */
+        }
+        return;
     }
     int p = tg_pool_threads_here();
     if (p < 2 || n < 2 * GRAIN || !parallel_safe(pl, args, steps, n)) {

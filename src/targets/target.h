@@ -90,8 +90,10 @@ typedef struct TgQuickFirst {
 #define TG_QUICK_NS   2000000
 
 /* The cpu target's NumPy loop of a signature whose code waits: data is a
- * TgQuickFirst.  A failure to make the code (only LLVM running out of
- * memory) leaves the exception set for NumPy's caller to find. */
+ * TgQuickFirst.  When memory is short for the optimised code, the call
+ * runs quick code (tg_quick_instead); a failure to make any code leaves
+ * the exception set and cc_site_failed raised, for the ufunc's
+ * ArrayMethod loop to return -1. */
 void tg_quick_first_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data);
 /* Whether quick code may run at all: not with NUMBAVEC_QUICK=0. */
 int tg_quick_allowed(void);
@@ -102,8 +104,14 @@ void tg_quick_init(TgQuickFirst *q, CcCode *code, int quick);
 int tg_quick_take(TgQuickFirst *q, long long work);
 void tg_quick_ran(TgQuickFirst *q, double ns); /* the time quick code took */
 /* Runs a ufunc loop's call on q's quick code, made if it waits, and counts
- * its time; a failure to make it leaves the exception set. */
+ * its time; a failure to make it leaves the exception set and
+ * cc_site_failed raised. */
 void tg_quick_run_loop(TgQuickFirst *q, char **args, const npy_intp *dims, const npy_intp *steps);
+/* After cc_code_entry failed (GIL not held): 1 when its exception was a
+ * MemoryError and q has quick code to run instead, which then serves
+ * another budget before the optimised code is tried again (the exception
+ * cleared); else 0, the exception left. */
+int tg_quick_instead(TgQuickFirst *q);
 
 extern const TgTarget tg_cpu;
 extern const TgTarget tg_parallel;

@@ -71,6 +71,9 @@ typedef struct LazyState {
     Compiling *compiling;    /* the owner's compilations, innermost first */
     Tables *tables;          /* current first, then retired ones */
     int frozen;              /* disable_compile(): no new loops */
+    int eager;               /* its loops are its signatures', in order: NumPy's
+                              * legacy type resolution picks one (the promoter
+                              * changes nothing), as for a legacy ufunc */
 } LazyState;
 
 static int
@@ -409,11 +412,14 @@ strided_loop(PyArrayMethod_Context *context, char *const data[], npy_intp const 
 {
     LoopData *d = (LoopData *)aux;
     d->fn((char **)data, (npy_intp *)dims, (npy_intp *)strides, d->data);
-    /* a kernel's raise (on this thread, or passed here by the pool) */
+    /* a kernel's raise (on this thread, or passed here by the pool), or
+     * machine code that could not be made (its exception set already) */
     const char *site = cc_take_raised();
     if (site != NULL) {
         PyGILState_STATE gil = PyGILState_Ensure();
-        cc_raise_site(site);
+        if (site != cc_site_failed) {
+            cc_raise_site(site);
+        }
         PyGILState_Release(gil);
         return -1;
     }
@@ -642,14 +648,20 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
     int nargs = st->nin + st->nout, changed = 0;
     PyUFuncGenericFunction fn;
     void *data;
-    if (resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
+    /* an eager ufunc's call (not a reduction, whose first operand NumPy
+     * leaves unset) goes to NumPy's legacy resolution, which takes the
+     * first loop the inputs cast to safely, as for a legacy ufunc */
+    int unchanged = st->eager && op_dtypes[0] != NULL;
+    if (!unchanged && resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
         return -1;
     }
-    resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
-    for (int k = st->nin; st->backend->kernel_outputs && k < nargs; k++) {
-        kinds[k] = TS_INFER; /* the kernel's result decides, whatever out= is */
+    if (!unchanged) {
+        resolve_outputs(st->nin, nargs, op_dtypes, signature, kinds);
+        for (int k = st->nin; st->backend->kernel_outputs && k < nargs; k++) {
+            kinds[k] = TS_INFER; /* the kernel's result decides, whatever out= is */
+        }
     }
-    if (st->frozen && st->backend->find(st->compiler, kinds, st->nin) < 0) {
+    if (unchanged || (st->frozen && st->backend->find(st->compiler, kinds, st->nin) < 0)) {
         /* disable_compile(): a promoter that changes nothing makes NumPy
          * raise its own "no loop matching" error, as for any ufunc */
         for (int k = 0; k < nargs; k++) {
@@ -749,6 +761,23 @@ error:
     return NULL;
 }
 
+/* Whether entry i has the n operand kinds of an earlier entry. */
+static int
+same_as_earlier(const VzLazyBackend *backend, PyObject *compiler, Py_ssize_t i, int n)
+{
+    TsKind mine[VZ_MAXOPERANDS], theirs[VZ_MAXOPERANDS];
+    PyUFuncGenericFunction fn;
+    void *data;
+    backend->entry(compiler, i, &fn, &data, mine);
+    for (Py_ssize_t j = 0; j < i; j++) {
+        backend->entry(compiler, j, &fn, &data, theirs);
+        if (memcmp(mine, theirs, (size_t)n * sizeof(TsKind)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 PyObject *
 vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *identity,
                      const VzLazyBackend *backend, PyObject *compiler)
@@ -756,7 +785,10 @@ vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *ident
     PyObject *ufunc = vz_make_lazy_ufunc(name, doc, nin, 1, identity, backend, compiler, NULL);
     LazyState *st = ufunc ? state_of(ufunc) : NULL;
     for (Py_ssize_t i = 0; st != NULL && i < backend->size(compiler); i++) {
-        if (register_loop(ufunc, st, i) < 0) {
+        /* a signature the same as an earlier one ('(f8, f8)' and
+         * 'f8(f8, f8)'): the first serves both, as NumPy's legacy search
+         * takes the first loop, and NumPy refuses a second method */
+        if (!same_as_earlier(backend, compiler, i, nin + 1) && register_loop(ufunc, st, i) < 0) {
             st = NULL;
         }
     }
@@ -764,7 +796,7 @@ vz_make_frozen_ufunc(const char *name, const char *doc, int nin, PyObject *ident
         Py_XDECREF(ufunc);
         return NULL;
     }
-    st->frozen = 1;
+    st->frozen = st->eager = 1;
     return ufunc;
 }
 

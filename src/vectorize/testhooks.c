@@ -8,9 +8,13 @@
  *   _core._ufunc_from_ir(ir, kernel, types, name="f", identity=None)
  *   _core._code_llvm(code) / _core._code_asm(code)   code: _core._code_of(f)
  *   _core._jit_info()  -> {cpu, features, llvm_version, libmvec, live_codes,
- *                          compilations, object_loads, pending, quick}
+ *                          compilations, object_loads, pending, quick,
+ *                          llvm_threw: steps LLVM threw in (guard.h),
+ *                          outlined: functions long kernels were cut into}
  */
 #include "vectorize/vectorize.h"
+
+#include "compiler/guard.h"
 
 #include <string.h>
 
@@ -195,11 +199,12 @@ jit_info(PyObject *self, PyObject *unused)
         return NULL;
     }
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:O,s:n,s:n,s:n,s:n,s:n}", "cpu", cc_host_cpu_name(), "features",
+        "{s:s,s:s,s:s,s:O,s:n,s:n,s:n,s:n,s:n,s:l,s:n}", "cpu", cc_host_cpu_name(), "features",
         cc_host_cpu_features(), "llvm_version", NUMBAVEC_LLVM_VERSION_STRING, "libmvec",
         cc_jit_has_libmvec() ? Py_True : Py_False, "live_codes", cc_jit_live_codes(),
         "compilations", cc_jit_compilations(), "object_loads", cc_jit_object_loads(), "pending",
-        cc_jit_pending(), "quick", cc_jit_quick_compilations());
+        cc_jit_pending(), "quick", cc_jit_quick_compilations(), "llvm_threw", cg_thrown(),
+        "outlined", cc_jit_outlined());
 }
 
 static PyMethodDef testhook_methods[] = {

@@ -536,13 +536,17 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
                             .nin = r->sigs[0].nargs, /* check_signatures: all alike */
                             .nout = 1,
                             .identity = r->identity};
-        int raises = 0;
+        /* a loop that may fail (a kernel's raise, machine code that cannot
+         * be made for lack of memory) needs an ArrayMethod: NumPy never asks
+         * a legacy loop whether it failed */
+        int may_fail = 0;
         for (Py_ssize_t k = 0; k < lib->n; k++) {
-            raises |= (lib->items[k]->cc.fails >> CC_STATUS_RAISE) & 1;
+            may_fail |= (lib->items[k]->cc.fails >> CC_STATUS_RAISE) & 1;
+            may_fail |= lib->items[k]->cc.code != NULL && !cc_code_made(lib->items[k]->cc.code);
         }
         if (i < r->nsigs) {
             ufunc = NULL;
-        } else if (raises) {
+        } else if (may_fail) {
             ufunc = vz_make_frozen_ufunc(spec.name, spec.doc, spec.nin, spec.identity,
                                          &library_backend, (PyObject *)lib);
         } else {

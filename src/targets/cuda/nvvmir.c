@@ -239,6 +239,11 @@ value(Out *o, LLVMValueRef v)
         } else if (LLVMGetIntTypeWidth(t) > 64) {
             /* no LLVM-C accessor for the value: its own text, "i128 <digits>" */
             char *text = LLVMPrintValueToString(v);
+            if (text == NULL) { /* strdup's: no memory */
+                PyErr_NoMemory();
+                o->failed = 1;
+                return;
+            }
             const char *digits = strchr(text, ' ');
             put(o, "%s", digits != NULL ? digits + 1 : text);
             LLVMDisposeMessage(text);

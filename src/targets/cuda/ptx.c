@@ -21,6 +21,8 @@
  */
 #include "targets/cuda/cuda.h"
 
+#include "compiler/guard.h"
+
 #include <ctype.h>
 #include <string.h>
 
@@ -237,9 +239,9 @@ ptx_nvvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
         LLVMSetDataLayout(mod, "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-"
                                "i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-"
                                "v64:64:64-v128:128:128-n16:32:64");
-        char *s = LLVMPrintModuleToString(mod);
-        size = strlen(s);
-        text = PyMem_Malloc(size + 1);
+        char *s = LLVMPrintModuleToString(mod); /* strdup's: NULL without memory */
+        size = s != NULL ? strlen(s) : 0;
+        text = s != NULL ? PyMem_Malloc(size + 1) : NULL;
         if (text != NULL) {
             memcpy(text, s, size + 1);
         }
@@ -546,7 +548,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     }
     if (cc_dump_flags() & CC_DUMP_OPT) {
         char *s = LLVMPrintModuleToString(mod);
-        fprintf(stderr, "--- NVPTX module (%s) ---\n%s\n", cpu, s);
+        fprintf(stderr, "--- NVPTX module (%s) ---\n%s\n", cpu, s ? s : "(no memory)");
         LLVMDisposeMessage(s);
     }
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &asm_buf)) {
@@ -590,45 +592,65 @@ ptx_module_new(const CcBackend *be, CcModule *m, const char *name)
 {
     memset(m, 0, sizeof(*m));
     memset(&diag_now, 0, sizeof(diag_now));
+    cg_init();
     m->ctx = LLVMContextCreate();
     LLVMContextSetDiagnosticHandler(m->ctx, on_diagnostic, &diag_now);
     m->mod = LLVMModuleCreateWithNameInContext(name, m->ctx);
     return 0;
 }
 
+typedef struct PtxFinish {
+    const PtxJob *job;
+    CcModule *m;
+    const CcEntries *e;
+    CcCompiled *out;
+} PtxFinish;
+
 /* The entries annotated as kernels, the module checked, then PTX through the
- * chosen back end; out->llvm keeps the IR as the back end got it. */
+ * chosen back end into out->text; out->llvm keeps the IR as the back end
+ * got it. */
 static int
-ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key, PyObject **blob,
-           CcCompiled *out)
+finish_step(void *arg)
 {
-    const PtxJob *job = be->job;
-    for (int k = 0; k < e->n; k++) {
-        annotate_kernel(m->mod, e->fns[k]);
+    PtxFinish *f = arg;
+    LLVMModuleRef mod = f->m->mod;
+    for (int k = 0; k < f->e->n; k++) {
+        annotate_kernel(mod, f->e->fns[k]);
     }
     char *msg = NULL;
-    if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         PyErr_Format(nv_state.cuda_error,
                      "numbavec generated invalid LLVM IR (a bug in numbavec; please "
                      "report it): %s",
                      msg);
         LLVMDisposeMessage(msg);
-        cc_module_dispose(m);
         return -1;
     }
     LLVMDisposeMessage(msg);
-    char *text = LLVMPrintModuleToString(m->mod);
-    out->llvm = PyUnicode_FromString(text);
+    char *text = LLVMPrintModuleToString(mod); /* strdup's: NULL without memory */
+    f->out->llvm = text != NULL ? PyUnicode_FromString(text) : PyErr_NoMemory();
     LLVMDisposeMessage(text);
-    if (out->llvm != NULL) {
+    if (f->out->llvm != NULL) {
         /* a module with a global (a status word) takes LLVM's NVPTX back end,
          * as the reduce module does: nvvmir.c prints no globals */
-        int nvvm = job->use_nvvm && LLVMGetFirstGlobal(m->mod) == NULL;
-        out->text = nvvm ? ptx_nvvm(m->mod, e->fns, e->n, job)
-                         : ptx_llvm(m->mod, e->fns, e->n, job, &diag_now);
+        int nvvm = f->job->use_nvvm && LLVMGetFirstGlobal(mod) == NULL;
+        f->out->text = nvvm ? ptx_nvvm(mod, f->e->fns, f->e->n, f->job)
+                            : ptx_llvm(mod, f->e->fns, f->e->n, f->job, &diag_now);
     }
+    return f->out->text != NULL ? 0 : -1;
+}
+
+/* finish_step under the guard (guard.h): out of memory in LLVM or libNVVM
+ * is a MemoryError, and leaves the module's context unfreed. */
+static int
+ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key, PyObject **blob,
+           CcCompiled *out)
+{
+    PtxFinish f = {be->job, m, e, out};
+    int rc = cg_run(finish_step, &f);
+    m->tainted |= rc == CG_THREW;
     cc_module_dispose(m);
-    if (out->text == NULL || cuda_check_resolved(out->text) < 0) {
+    if (rc < 0 || cuda_check_resolved(out->text) < 0) {
         return -1;
     }
     ptx_stats.compilations++;

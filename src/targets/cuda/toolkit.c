@@ -11,11 +11,19 @@
 #include "targets/cuda/cuda.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef int nvvmResult;
+enum { NVVM_ERROR_OUT_OF_MEMORY = 1 }; /* nvvm.h's value */
 typedef struct _nvvmProgram *nvvmProgram;
 
 typedef struct Nvvm {
@@ -176,7 +184,11 @@ cuda_libdevice_bytes(size_t *size)
         fclose(fp);
     }
     if (buf == NULL) {
-        PyErr_Format(nv_state.cuda_support_error, "cannot read %s", path);
+        if (n > 0 && fp != NULL) { /* read whole, but no memory to hold it */
+            PyErr_NoMemory();
+        } else {
+            PyErr_Format(nv_state.cuda_support_error, "cannot read %s", path);
+        }
         return NULL;
     }
     toolkit.libdevice_bytes = buf;
@@ -203,8 +215,10 @@ load_nvvm(void)
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
-        snprintf(toolkit.nvvm_error, sizeof(toolkit.nvvm_error), "cannot load %s: %s", path,
-                 dlerror());
+        const char *why = dlerror();
+        snprintf(toolkit.nvvm_error, sizeof(toolkit.nvvm_error), "cannot load %s: %s", path, why);
+        /* no memory to map it (ulimit -v): tried again next time */
+        toolkit.nvvm_tried = why == NULL || strstr(why, "map") == NULL;
         return -1;
     }
     static const char *const names[] = {
@@ -239,29 +253,249 @@ cuda_nvvm_available(void)
     return load_nvvm() == 0;
 }
 
-static int
-nvvm_check(nvvmResult r, nvvmProgram prog, const char *what)
+/* ---- a compilation ---- */
+
+/* What one libNVVM compilation gave: the PTX, or the failing step's result
+ * and the program's log.  Made without the Python C API (nvvm_run may run
+ * in a forked child); text is malloc'd. */
+typedef struct NvvmRun {
+    int r;    /* 0, or the failing call's nvvmResult */
+    int step; /* which call failed: nvvm_steps */
+    char *text;
+    size_t size;
+} NvvmRun;
+
+static const char *const nvvm_steps[] = {
+    "nvvmCreateProgram", "adding the kernel module",  "adding libdevice",
+    "compilation",       "nvvmGetCompiledResultSize", "nvvmGetCompiledResult",
+};
+
+/* The log of prog into run->text (none when it cannot be had). */
+static void
+take_log(nvvmProgram prog, NvvmRun *run)
 {
-    if (r == 0) {
-        return 0;
-    }
     size_t size = 0;
-    char *log = NULL;
     if (prog != NULL && toolkit.nvvm.GetProgramLogSize(prog, &size) == 0 && size > 1
-        && (log = PyMem_Malloc(size)) != NULL && toolkit.nvvm.GetProgramLog(prog, log) != 0) {
-        log[0] = '\0';
+        && (run->text = malloc(size)) != NULL) {
+        if (toolkit.nvvm.GetProgramLog(prog, run->text) != 0) {
+            run->text[0] = '\0';
+        }
+        run->size = strlen(run->text);
     }
-    PyErr_Format(nv_state.cuda_error, "libNVVM %s failed: %s%s%s", what,
-                 toolkit.nvvm.GetErrorString(r), log && log[0] ? "\n" : "", log ? log : "");
-    PyMem_Free(log);
-    return -1;
+}
+
+static void
+nvvm_run(const char *ir, size_t size, const char *ld, size_t ld_size, int argc, const char **argv,
+         NvvmRun *run)
+{
+    nvvmProgram prog = NULL;
+    memset(run, 0, sizeof(*run));
+    nvvmResult r = toolkit.nvvm.CreateProgram(&prog);
+    if (r == 0 && (run->step = 1)) {
+        r = toolkit.nvvm.AddModuleToProgram(prog, ir, size, "kernel");
+    }
+    if (r == 0 && (run->step = 2)) {
+        r = toolkit.nvvm.LazyAddModuleToProgram(prog, ld, ld_size, "libdevice");
+    }
+    if (r == 0 && (run->step = 3)) {
+        r = toolkit.nvvm.CompileProgram(prog, argc, argv);
+    }
+    if (r == 0 && (run->step = 4)) {
+        r = toolkit.nvvm.GetCompiledResultSize(prog, &run->size);
+    }
+    if (r == 0 && (run->step = 5)) {
+        run->text = malloc(run->size + 1);
+        r = run->text == NULL ? NVVM_ERROR_OUT_OF_MEMORY
+                              : toolkit.nvvm.GetCompiledResult(prog, run->text);
+    }
+    if (r == 0) {
+        run->text[run->size] = '\0';
+        run->size = strlen(run->text);
+    } else {
+        free(run->text);
+        run->text = NULL;
+        run->size = 0;
+        run->r = r;
+        take_log(prog, run);
+    }
+    if (prog != NULL) {
+        toolkit.nvvm.DestroyProgram(&prog);
+    }
+}
+
+/* The PTX of a run, or NULL with its error (frees run->text). */
+static PyObject *
+run_result(NvvmRun *run)
+{
+    PyObject *ptx = NULL;
+    if (run->r == 0) {
+        ptx = PyUnicode_FromStringAndSize(run->text, (Py_ssize_t)run->size);
+    } else if (run->r == NVVM_ERROR_OUT_OF_MEMORY) {
+        PyErr_NoMemory();
+    } else {
+        PyErr_Format(nv_state.cuda_error, "libNVVM %s failed: %s%s%s", nvvm_steps[run->step],
+                     toolkit.nvvm.GetErrorString(run->r), run->size ? "\n" : "",
+                     run->text ? run->text : "");
+    }
+    free(run->text);
+    run->text = NULL;
+    return ptx;
+}
+
+/* ---- in a forked child, where malloc can fail ---- */
+
+/*
+ * libNVVM has an LLVM of its own, whose out-of-memory path writes "LLVM
+ * ERROR: out of memory" and aborts: no handler of ours reaches it.  Where
+ * malloc can fail (an address-space or data limit: ulimit -v), the
+ * compilation runs in a child forked for it, which writes the run into a
+ * pipe; a child that dies is the parent's MemoryError (its stderr said it
+ * ran out of memory) or CudaError.  Without a limit, malloc does not fail
+ * (the kernel's overcommit), and libNVVM runs here, as it always did.
+ */
+static int
+memory_limited(void)
+{
+    struct rlimit as, data;
+    return (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+           || (getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY);
+}
+
+/* Writes all of buf to fd (the child's side); 0/-1. */
+static int
+write_all(int fd, const void *buf, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(fd, (const char *)buf + done, n - done);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads fd to its end into a malloc'd buffer, *size bytes and a '\0';
+ * NULL without memory. */
+static char *
+read_all(int fd, size_t *size)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (len + 1 >= cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (grown == NULL) {
+                free(buf);
+                return NULL;
+            }
+            buf = grown;
+        }
+        ssize_t got = read(fd, buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            buf[len] = '\0';
+            *size = len;
+            break;
+        }
+        len += (size_t)got;
+    }
+    return buf;
+}
+
+/* The child: the run into fd as (r, step, size, text); never returns. */
+static void
+child_run(int fd, const char *ir, size_t size, const char *ld, size_t ld_size, int argc,
+          const char **argv)
+{
+    NvvmRun run;
+    nvvm_run(ir, size, ld, ld_size, argc, argv, &run);
+    int head[2] = {run.r, run.step};
+    int ok = write_all(fd, head, sizeof(head)) == 0 && write_all(fd, &run.size, sizeof(size_t)) == 0
+             && write_all(fd, run.text != NULL ? run.text : "", run.size) == 0;
+    _exit(ok ? 0 : 1);
+}
+
+/* What ended a child that wrote no run: MemoryError when it ran out of
+ * memory (its stderr, in errfd, says so, or it could not start), else
+ * CudaError with what it wrote. */
+static PyObject *
+child_died(int status, int errfd)
+{
+    size_t n = 0;
+    char *err = NULL;
+    if (lseek(errfd, 0, SEEK_SET) == 0) {
+        err = read_all(errfd, &n);
+    }
+    if (err == NULL || strstr(err, "out of memory") != NULL || strstr(err, "bad_alloc") != NULL) {
+        PyErr_NoMemory();
+    } else {
+        PyErr_Format(nv_state.cuda_error, "libNVVM ended (status %d): %s", status, err);
+    }
+    free(err);
+    return NULL;
+}
+
+static PyObject *
+run_in_child(const char *ir, size_t size, const char *ld, size_t ld_size, int argc,
+             const char **argv)
+{
+    int fds[2], errfd = memfd_create("numbavec-nvvm-stderr", MFD_CLOEXEC);
+    if (errfd < 0 || pipe2(fds, O_CLOEXEC) < 0) {
+        if (errfd >= 0) {
+            close(errfd);
+        }
+        return PyErr_NoMemory();
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(errfd, 2);
+        child_run(fds[1], ir, size, ld, ld_size, argc, argv);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    char *all = pid > 0 ? read_all(fds[0], &got) : NULL;
+    close(fds[0]);
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    PyObject *ptx = NULL;
+    NvvmRun run = {0};
+    size_t head = 2 * sizeof(int) + sizeof(size_t);
+    if (all != NULL && got >= head && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        memcpy(&run.r, all, sizeof(int));
+        memcpy(&run.step, all + sizeof(int), sizeof(int));
+        memcpy(&run.size, all + 2 * sizeof(int), sizeof(size_t));
+        if (run.size == got - head && (run.text = malloc(run.size + 1)) != NULL) {
+            memcpy(run.text, all + head, run.size);
+            run.text[run.size] = '\0';
+            ptx = run_result(&run);
+        } else {
+            PyErr_NoMemory();
+        }
+    } else {
+        child_died(status, errfd);
+    }
+    free(all);
+    close(errfd);
+    return ptx;
 }
 
 PyObject *
 cuda_nvvm_compile(const char *ir, size_t size, const char *arch, const char *const *opts)
 {
     if (load_nvvm() < 0) {
-        PyErr_SetString(nv_state.cuda_support_error, toolkit.nvvm_error);
+        if (toolkit.nvvm_tried) {
+            PyErr_SetString(nv_state.cuda_support_error, toolkit.nvvm_error);
+        } else {
+            PyErr_NoMemory(); /* load_nvvm: no memory to map it */
+        }
         return NULL;
     }
     size_t ld_size;
@@ -277,38 +511,12 @@ cuda_nvvm_compile(const char *ir, size_t size, const char *arch, const char *con
     for (int k = 0; opts != NULL && opts[k] != NULL && argc < 16; k++) {
         argv[argc++] = opts[k];
     }
-    nvvmProgram prog = NULL;
-    PyObject *result = NULL;
-    char *ptx = NULL;
-    size_t ptx_size = 0;
-    if (nvvm_check(toolkit.nvvm.CreateProgram(&prog), NULL, "nvvmCreateProgram") < 0) {
-        return NULL;
+    if (memory_limited()) {
+        return run_in_child(ir, size, ld, ld_size, argc, argv);
     }
-    if (nvvm_check(toolkit.nvvm.AddModuleToProgram(prog, ir, size, "kernel"), prog,
-                   "adding the kernel module")
-            < 0
-        || nvvm_check(toolkit.nvvm.LazyAddModuleToProgram(prog, ld, ld_size, "libdevice"), prog,
-                      "adding libdevice")
-               < 0
-        || nvvm_check(toolkit.nvvm.CompileProgram(prog, argc, argv), prog, "compilation") < 0
-        || nvvm_check(toolkit.nvvm.GetCompiledResultSize(prog, &ptx_size), prog,
-                      "nvvmGetCompiledResultSize")
-               < 0) {
-        goto error;
-    }
-    if ((ptx = PyMem_Malloc(ptx_size + 1)) == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    if (nvvm_check(toolkit.nvvm.GetCompiledResult(prog, ptx), prog, "nvvmGetCompiledResult") < 0) {
-        goto error;
-    }
-    ptx[ptx_size] = '\0';
-    result = PyUnicode_FromString(ptx);
-error:
-    PyMem_Free(ptx);
-    toolkit.nvvm.DestroyProgram(&prog);
-    return result;
+    NvvmRun run;
+    nvvm_run(ir, size, ld, ld_size, argc, argv, &run);
+    return run_result(&run);
 }
 
 PyObject *
