@@ -25,7 +25,7 @@
 
 #include "common.h"
 #include "compiler/compiler.h"
-#include "targets/cuda/driver.h"
+#include "targets/cuda/driver/drvapi.h"
 
 /* ---- cudamodule.c: numbavec.cuda's functions and exceptions (in nv_state) ---- */
 

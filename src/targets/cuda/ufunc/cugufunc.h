@@ -8,7 +8,7 @@
 #define NV_CUDA_CUGUFUNC_H
 
 #include "gufunc/gufunc.h"
-#include "targets/cuda/cufunc.h"
+#include "targets/cuda/ufunc/cufunc.h"
 
 typedef struct CuGuLoop {
     TsSignature sig;  /* as declared */

@@ -13,7 +13,7 @@
  * data to, from and between devices is devcopy.c; the protocol exports are
  * devexport.c.  devicearray.h is what the DeviceNDArray files share.
  */
-#include "targets/cuda/devicearray.h"
+#include "targets/cuda/array/devicearray.h"
 
 #include <string.h>
 

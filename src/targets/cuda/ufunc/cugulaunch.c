@@ -5,7 +5,7 @@
  * calls through the staged pipeline (staging.c), chunked by outer
  * iteration.
  */
-#include "targets/cuda/cugufunc.h"
+#include "targets/cuda/ufunc/cugufunc.h"
 
 #include <stdint.h>
 #include <string.h>

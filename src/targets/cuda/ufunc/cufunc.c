@@ -15,7 +15,7 @@
  * it chose is cucall.c; reduce is cureduce.c; cufunc.h is what the three
  * share.
  */
-#include "targets/cuda/cufunc.h"
+#include "targets/cuda/ufunc/cufunc.h"
 
 #include "vectorize/vectorize.h"
 

@@ -14,7 +14,7 @@
  * method becomes a TypeError naming it, the original as its __cause__.
  */
 #include "targets/cuda/cuda.h"
-#include "targets/cuda/dlpack.h"
+#include "targets/cuda/array/dlpack.h"
 
 #include <limits.h>
 #include <stdio.h>

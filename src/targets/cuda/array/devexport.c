@@ -12,8 +12,8 @@
  * (devicearray.h), which interop.c has no reason to see.  They share the
  * protocols' definitions (dlpack.h) and no code.
  */
-#include "targets/cuda/devicearray.h"
-#include "targets/cuda/dlpack.h"
+#include "targets/cuda/array/devicearray.h"
+#include "targets/cuda/array/dlpack.h"
 
 #include <stdint.h>
 #include <stdlib.h>
