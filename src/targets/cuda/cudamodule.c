@@ -7,6 +7,11 @@
  */
 #include "targets/cuda/cuda.h"
 
+#include "targets/cuda/array/array.h"
+#include "targets/cuda/codegen/codegen.h"
+#include "targets/cuda/driver/driver.h"
+#include "targets/cuda/ufunc/ufunc.h"
+
 static PyObject *
 is_available(PyObject *module, PyObject *unused)
 {

@@ -11,7 +11,7 @@
  * the caller's stream; a staging buffer is complete before NumPy reads it.
  * The type itself is devicearray.c.
  */
-#include "targets/cuda/array/devicearray.h"
+#include "targets/cuda/array/array.h"
 
 #include <string.h>
 

@@ -8,11 +8,11 @@
  * The import side, as_cuda_array(), is interop.c.  The two stay apart:
  * interop.c reads untrusted objects and checks every field before it
  * builds anything, through the public constructors alone; this file
- * describes arrays of our own and needs the DeviceArray struct
- * (devicearray.h), which interop.c has no reason to see.  They share the
+ * describes arrays of our own and needs the DeviceArray struct (array.h's
+ * part inside array/), which interop.c has no use for.  They share the
  * protocols' definitions (dlpack.h) and no code.
  */
-#include "targets/cuda/array/devicearray.h"
+#include "targets/cuda/array/array.h"
 #include "targets/cuda/array/dlpack.h"
 
 #include <stdint.h>
@@ -104,12 +104,6 @@ dl_dtype(PyArray_Descr *d, DLDataType *out)
     out->bits = (uint8_t)(PyDataType_ELSIZE(d) * 8);
     out->lanes = 1;
     return 0;
-}
-
-int
-cuda_device_ordinal(void)
-{
-    return cuda_drv != NULL ? (int)cuda_device() : 0;
 }
 
 /*

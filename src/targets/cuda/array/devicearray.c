@@ -11,9 +11,9 @@
  * This file is the type: allocation, its slots and getters, indexing and
  * views, and what the cuda ufunc and interop.c use of an array.  Moving
  * data to, from and between devices is devcopy.c; the protocol exports are
- * devexport.c.  devicearray.h is what the DeviceNDArray files share.
+ * devexport.c.  array.h is what they share and what other folders see.
  */
-#include "targets/cuda/array/devicearray.h"
+#include "targets/cuda/array/array.h"
 
 #include <string.h>
 

@@ -13,7 +13,7 @@
  * field; an exception raised by the object's own attribute or protocol
  * method becomes a TypeError naming it, the original as its __cause__.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/array/array.h"
 #include "targets/cuda/array/dlpack.h"
 
 #include <limits.h>

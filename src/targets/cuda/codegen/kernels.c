@@ -23,7 +23,7 @@
  * The reduce module (<name>_r) is a block reduction per output element in
  * dynamic shared memory; see build_reduce.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/codegen/codegen.h"
 
 #include <string.h>
 

@@ -16,7 +16,7 @@
  * LLVM 19's passes introduce.  cuda_legalize_llvm7 first rewrites the few
  * intrinsics emit.c uses that LLVM 7 lacks.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/codegen/codegen.h"
 
 #include <stdarg.h>
 #include <math.h>

@@ -19,7 +19,7 @@
  *         the entry internalised, __nvvm_reflect folded here, O3 with the
  *         nvptx64 target machine, then assembly.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/codegen/codegen.h"
 
 #include <ctype.h>
 #include <string.h>

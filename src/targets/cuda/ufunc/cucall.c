@@ -18,7 +18,7 @@
  * The operand and cast helpers serve cureduce.c too; the test hooks _plan
  * and _resolve take the same path as far as it goes without a GPU.
  */
-#include "targets/cuda/ufunc/cufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <stdint.h>
 #include <stdlib.h>

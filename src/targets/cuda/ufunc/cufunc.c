@@ -15,7 +15,7 @@
  * it chose is cucall.c; reduce is cureduce.c; cufunc.h is what the three
  * share.
  */
-#include "targets/cuda/ufunc/cufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include "vectorize/vectorize.h"
 

@@ -38,7 +38,7 @@
  *     (staging.c), chunked by outer iteration, when every input is either
  *     of the loop shape or the same for every iteration (cg_stage_plan).
  */
-#include "targets/cuda/ufunc/cugufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * PTX back end (cuda_compile_with), at decoration, or (a dynamic gufunc,
  * no signatures) at the first call of new operand kinds.
  */
-#include "targets/cuda/ufunc/cugufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <ctype.h>
 

@@ -5,7 +5,7 @@
  * calls through the staged pipeline (staging.c), chunked by outer
  * iteration.
  */
-#include "targets/cuda/ufunc/cugufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <stdint.h>
 #include <string.h>

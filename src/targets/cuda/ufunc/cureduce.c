@@ -4,7 +4,7 @@
  * axis cut into chunks and reduced in two passes when there are too few
  * outputs to fill the device (the kernel: kernels.c, build_reduce).
  */
-#include "targets/cuda/ufunc/cufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <string.h>
 
