@@ -7,6 +7,7 @@
  * includes the three folders below it and src/gufunc (layouts, bodies).
  *
  *   cufunc.c      the cuda ufunc object and its loops: compiled, loaded, chosen
+ *   operand.c     the operands of a call: what an argument is, its extent, its device copies
  *   cucall.c      a cuda ufunc's call: operands, broadcasting, launch plan, out=, copies
  *   cureduce.c    its reduce
  *   cugufunc.c    the cuda gufunc object, its compilation and loading
@@ -97,29 +98,13 @@ int cf_sm_count(void);            /* the device's SMs; -1 with an exception */
 int cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce);
 /* NumPy's choice of loop for ops (lazy: may compile one); -1 on error. */
 Py_ssize_t cf_resolve(CuFunc *f, const Operand *ops, int lazy);
-
-/* ---- cucall.c: a call, for cufunc.c (its slots) and cureduce.c ---- */
-
-/* f(*inputs, out=None, stream=None), the type's tp_call: new reference. */
-PyObject *cf_call(PyObject *self, PyObject *args, PyObject *kwargs);
-/* Test hook: f._plan(*args, out=None, sm_count=132, block=256) -> dict. */
-PyObject *cf_plan(PyObject *self, PyObject *args, PyObject *kwargs);
-/* Test hook: f._resolve(*args) -> the chosen loop as 'ff->f'. */
-PyObject *cf_resolve_hook(PyObject *self, PyObject *args);
-void cf_operands_clear(Operand *ops, int n);
-int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
-/* Each of the n operands over another library's memory must lie in a live
- * allocation (cuda_check_foreign_memory); run after the context is entered,
- * before anything launches.  0/-1. */
-int cf_check_foreign(const Operand *ops, int n);
-/* The bytes [lo, hi) an array at ptr spans (nd dimensions of shape and
- * strides, itemsize bytes an element): 0; 1 when it has no element (lo ==
- * hi); -1 when the extent does not fit an address (a foreign array's
- * strides). */
-int cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-                Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi);
-/* cuda_extent of operand op at ptr; all addresses when it does not fit. */
-void cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi);
+/* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
+int cf_device_sm(void);
+/* After a call of loop l (its reduce kernel when reduce): the raise its
+ * kernel stored in its module's status word, as that exception (the word
+ * cleared; waits for the device).  0 (none, or a kernel that cannot
+ * raise), or -1 with the exception. */
+int cf_check_raised(CuLoop *l, int reduce);
 /* Which of n compiled signatures `which` names (any spelling of one, or
  * None when there is only one): its index, or -1 with TypeError/KeyError.
  * sig_of(loops, i) is the i-th signature (cuda ufuncs and gufuncs). */
@@ -129,14 +114,28 @@ Py_ssize_t cf_signature_index(PyObject *which,
 /* __reduce__ of the cuda ufunc and gufunc: numbavec._pickle.reduce_object,
  * by name where another process can import it, else by value. */
 PyObject *cf_pickle_reduce(PyObject *self, PyObject *unused);
-/* After a call of loop l (its reduce kernel when reduce): the raise its
- * kernel stored in its module's status word, as that exception (the word
- * cleared; waits for the device).  0 (none, or a kernel that cannot
- * raise), or -1 with the exception. */
-int cf_check_raised(CuLoop *l, int reduce);
-/* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
-int cf_device_sm(void);
+
+/* ---- operand.c: the operands of a call (cucall.c, cugucall.c, cureduce.c) ---- */
+
+void cf_operands_clear(Operand *ops, int n);
+/* An empty operand (shape and strides are left: nd is 0). */
+void cf_operand_reset(Operand *op);
+int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
+/* dev (a device array; the reference is stolen) as operand op.  0/-1. */
+int cf_device_operand(Operand *op, PyObject *dev);
 int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */
+/* The bytes [lo, hi) an array at ptr spans (nd dimensions of shape and
+ * strides, itemsize bytes an element): 0; 1 when it has no element (lo ==
+ * hi); -1 when the extent does not fit an address (a foreign array's
+ * strides). */
+int cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi);
+/* cuda_extent of operand op at ptr; all addresses when it does not fit. */
+void cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi);
+/* Each of the n operands over another library's memory must lie in a live
+ * allocation (cuda_check_foreign_memory); run after the context is entered,
+ * before anything launches.  0/-1. */
+int cf_check_foreign(const Operand *ops, int n);
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */
 int cf_cast_input(Call *c, Operand *op, TsKind kind);
@@ -149,6 +148,15 @@ int cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream);
 PyObject *cf_to_device(PyObject *obj, TsKind kind, PyObject *stream);
 int cf_upload(Call *c, Operand *op, TsKind kind);
 
+/* ---- cucall.c: a call, for cufunc.c (its slots) and cureduce.c ---- */
+
+/* f(*inputs, out=None, stream=None), the type's tp_call: new reference. */
+PyObject *cf_call(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Test hook: f._plan(*args, out=None, sm_count=132, block=256) -> dict. */
+PyObject *cf_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Test hook: f._resolve(*args) -> the chosen loop as 'ff->f'. */
+PyObject *cf_resolve_hook(PyObject *self, PyObject *args);
+
 /* The test hooks' keywords without sm_count= and block= (default 132, 256),
  * which go to *sms and *block: a new dict, or NULL with an exception. */
 PyObject *cf_hook_kwargs(PyObject *kwargs, int *sms, int *block);
@@ -159,6 +167,8 @@ PyObject *cf_hook_kwargs(PyObject *kwargs, int *sms, int *block);
 PyObject *cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Test hook: f._reduce_plan(array, axis=0, sm_count=132, block=256). */
 PyObject *cf_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* ---- the cuda gufunc (cugufunc.c, cugucall.c, cugulaunch.c) ---- */
 
 typedef struct CuGuLoop {
     TsSignature sig;  /* as declared */
