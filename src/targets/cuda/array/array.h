@@ -10,9 +10,9 @@
  *   interop.c      as_cuda_array: foreign CAI and DLPack arrays, checked
  *   dlpack.h       the DLPack ABI (devexport.c and interop.c)
  *
- * Outside this folder an array is seen through CudaArrayInfo and the
- * constructors of the first part; the DeviceArray struct and the da_
- * helpers of the second are for the files of this folder only.
+ * Cross-file names take the prefix da_ (types Da).  Outside this folder an
+ * array is seen through DaInfo and the functions of the first part; the
+ * DaArray struct and the functions after it are for this folder's files.
  */
 #ifndef NV_CUDA_ARRAY_H
 #define NV_CUDA_ARRAY_H
@@ -21,44 +21,43 @@
 
 /* ---- devicearray.c: for other folders ---- */
 
-int cuda_devicearray_init(PyObject *module);
+int da_init_module(PyObject *module);
 
-/* What a cuda ufunc call (cucall.c, cureduce.c) reads of a DeviceNDArray
+/* What a cuda ufunc or gufunc call (ufunc/) reads of a DeviceNDArray
  * (dtype borrowed). */
-typedef struct CudaArrayInfo {
+typedef struct DaInfo {
     CUdeviceptr ptr;
     int nd, readonly;
     int foreign; /* over another library's memory, which may since have been freed */
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
     PyArray_Descr *dtype;
-} CudaArrayInfo;
-int cuda_array_info(PyObject *obj, CudaArrayInfo *info); /* 0/-1 */
-int cuda_is_device_array(PyObject *obj);
+} DaInfo;
+int da_info(PyObject *obj, DaInfo *info); /* 0/-1 */
+int da_is_device_array(PyObject *obj);    /* ours (a DeviceNDArray, or a subclass) */
 /* A new C-contiguous device array on stream (steals dtype); new reference. */
-PyObject *cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream);
+PyObject *da_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream);
 /* A DeviceNDArray over foreign memory (never freed here) that keeps owner
  * alive; steals dtype; strides NULL: C-contiguous.  New reference. */
-PyObject *cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape,
-                          const Py_ssize_t *strides, CUdeviceptr ptr, PyObject *owner,
-                          int readonly);
+PyObject *da_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                  CUdeviceptr ptr, PyObject *owner, int readonly);
 
 /* ---- interop.c ---- */
 
 /* as_cuda_array(obj): ours, CAI or DLPack wrapped without a copy, every
  * field checked (TypeError/ValueError naming it); new reference. */
-PyObject *cuda_as_array(PyObject *obj);
+PyObject *da_as_array(PyObject *obj);
 /* 1 with *out (new reference) when obj is a device array (ours, or one it
  * exports through CAI or DLPack); 0 when it exports neither protocol (no
  * exception); -1 with an exception. */
-int cuda_foreign_array(PyObject *obj, PyObject **out);
+int da_foreign_array(PyObject *obj, PyObject **out);
 /* 0 when the bytes [lo, hi) lie in one live device allocation; else -1 with
  * CudaError naming the driver's error, or ValueError past its end.  A call
- * checks each operand that CudaArrayInfo.foreign marks before it launches. */
-int cuda_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi);
+ * checks each operand that DaInfo.foreign marks before it launches. */
+int da_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi);
 
 /* ---- inside array/: the struct of numbavec.cuda.DeviceNDArray ---- */
 
-typedef struct DeviceArray {
+typedef struct DaArray {
     PyObject_HEAD CUdeviceptr ptr; /* element [0, ..., 0] */
     CUdeviceptr alloc;             /* owned allocation, or 0 */
     int async_alloc;               /* alloc is stream-ordered (cuMemFreeAsync) */
@@ -70,19 +69,19 @@ typedef struct DeviceArray {
     PyObject *stream_obj; /* keeps a Stream alive (or NULL) */
     CUstream stream;
     int readonly;
-} DeviceArray;
+} DaArray;
 
 #define DA_CHECK(o) PyObject_TypeCheck((o), (PyTypeObject *)nv_state.devicearray_type)
 
 /* ---- devicearray.c: inside array/ ---- */
 
-Py_ssize_t da_elsize(const DeviceArray *a);             /* bytes per element */
-Py_ssize_t da_nitems(int nd, const Py_ssize_t *shape);  /* elements */
-int da_is_contiguous(const DeviceArray *a, char order); /* 'C' or 'F' */
+Py_ssize_t da_elsize(const DaArray *a);                /* bytes per element */
+Py_ssize_t da_nitems(int nd, const Py_ssize_t *shape); /* elements */
+int da_is_contiguous(const DaArray *a, char order);    /* 'C' or 'F' */
 /* A new array with its own device memory (uninitialised) on stream_arg's
  * stream.  Steals dtype; NULL with an exception. */
-DeviceArray *da_allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order,
-                         PyObject *stream_arg);
+DaArray *da_allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order,
+                     PyObject *stream_arg);
 /* Arguments: an int or a sequence of ints -> shape; 'C'/'A'/'K' -> 'C',
  * 'F' -> 'F'; a dtype (None: float64, a new reference).  0/-1. */
 int da_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape);

@@ -366,8 +366,8 @@ prepare(Call *c, int lazy)
         return -1;
     }
     if (o->what == OP_DEVICE) {
-        CudaArrayInfo info;
-        if (cuda_array_info(o->obj, &info) < 0) {
+        DaInfo info;
+        if (da_info(o->obj, &info) < 0) {
             return -1;
         }
         if (info.readonly) {
@@ -716,7 +716,7 @@ run_call(Call *c)
         return Py_NewRef(c->out_arg);
     }
     PyArray_Descr *rd = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
-    if ((res_dev = rd ? cuda_array_empty(rd, c->nd, c->shape, c->stream) : NULL) == NULL) {
+    if ((res_dev = rd ? da_empty(rd, c->nd, c->shape, c->stream) : NULL) == NULL) {
         return NULL;
     }
     {

@@ -233,8 +233,8 @@ core_last(GuCall *c, int k, int nd, int *perm)
 static PyObject *
 device_permuted(PyObject *obj, int nd, const int *perm)
 {
-    CudaArrayInfo info;
-    if (cuda_array_info(obj, &info) < 0) {
+    DaInfo info;
+    if (da_info(obj, &info) < 0) {
         return NULL;
     }
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
@@ -243,7 +243,7 @@ device_permuted(PyObject *obj, int nd, const int *perm)
         strides[d] = info.strides[perm[d]];
     }
     Py_INCREF(info.dtype);
-    return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+    return da_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
 }
 
 /* axes=: an operand the caller gave (input or out=) is replaced by a view
@@ -293,12 +293,12 @@ static PyObject *
 view_of(PyObject *obj, int device, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides)
 {
     if (device) {
-        CudaArrayInfo info;
-        if (cuda_array_info(obj, &info) < 0) {
+        DaInfo info;
+        if (da_info(obj, &info) < 0) {
             return NULL;
         }
         Py_INCREF(info.dtype);
-        return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+        return da_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
     }
     PyArrayObject *a = (PyArrayObject *)obj;
     npy_intp sh[NPY_MAXDIMS], st[NPY_MAXDIMS];
@@ -511,7 +511,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
     for (int k = 0; k < L->nargs; k++) {
         PyObject *obj = k < L->nin ? PyTuple_GetItem(args, k) : outs[k];
         c->given_out[k] = k >= L->nin && obj != NULL;
-        if (c->given_out[k] && !PyArray_Check(obj) && !cuda_is_device_array(obj)
+        if (c->given_out[k] && !PyArray_Check(obj) && !da_is_device_array(obj)
             && !PyObject_HasAttrString(obj, "__cuda_array_interface__")
             && !PyObject_HasAttrString(obj, "__dlpack__")) {
             PyErr_Format(PyExc_TypeError,
@@ -915,7 +915,7 @@ place(GuCall *c, int k)
     if (op->what == OP_DEVICE) { /* another dtype, or met by a write: the kernel works on a
                                   * copy in the loop's dtype */
         PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-        c->dev[k] = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
+        c->dev[k] = d ? da_empty(d, op->nd, op->shape, c->stream) : NULL;
         if (c->dev[k] == NULL
             || (k < L->nin && cf_device_cast(op->obj, c->dev[k], c->stream) < 0)) {
             return -1;
@@ -933,7 +933,7 @@ place(GuCall *c, int k)
             shape[c->lnd + j] = c->core[L->dim[k][j]];
         }
         PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-        c->dev[k] = d ? cuda_array_empty(d, nd, shape, c->stream) : NULL;
+        c->dev[k] = d ? da_empty(d, nd, shape, c->stream) : NULL;
     }
     if (c->dev[k] == NULL) {
         return -1;
@@ -997,8 +997,8 @@ result_of(GuCall *c, int k)
     if (r != NULL && kept > 0) {
         /* keepdims=: the reduced dimensions come back, of size 1 */
         Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-        CudaArrayInfo info;
-        if (c->device && cuda_array_info(r, &info) < 0) {
+        DaInfo info;
+        if (c->device && da_info(r, &info) < 0) {
             Py_DECREF(r);
             return NULL;
         }
@@ -1042,8 +1042,8 @@ result_of(GuCall *c, int k)
     }
     if (r != NULL && gone > 0) {
         /* '?': the missing dimensions (last, size 1) are left out */
-        CudaArrayInfo info;
-        if (c->device && cuda_array_info(r, &info) < 0) {
+        DaInfo info;
+        if (c->device && da_info(r, &info) < 0) {
             Py_DECREF(r);
             return NULL;
         }

@@ -78,7 +78,7 @@ fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t
  * in-place call, overlapping views), or an extent past the address space,
  * takes the other copy, which reads and writes in the source's order. */
 static int
-disjoint(const GuCall *c, const CudaArrayInfo *info)
+disjoint(const GuCall *c, const DaInfo *info)
 {
     int A = c->f->layout.nargs, ext[TS_MAXARGS];
     uintptr_t lo[TS_MAXARGS], hi[TS_MAXARGS];
@@ -126,8 +126,7 @@ row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *
 /* Argument k's loop strides (right-aligned, 0 where broadcast) and core
  * strides on the device, from info. */
 static void
-device_strides(const GuCall *c, int k, const CudaArrayInfo *info, Py_ssize_t *lstride,
-               Py_ssize_t *cstride)
+device_strides(const GuCall *c, int k, const DaInfo *info, Py_ssize_t *lstride, Py_ssize_t *cstride)
 {
     int nc = c->f->layout.ndims[k], lnd = info->nd - nc;
     for (int d = 0; d < c->lnd; d++) {
@@ -142,7 +141,7 @@ device_strides(const GuCall *c, int k, const CudaArrayInfo *info, Py_ssize_t *ls
 /* The descriptor kernels.c reads, as a device array on the call's stream;
  * *lines: row_lines(). */
 static PyObject *
-descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info, Py_ssize_t *lines)
+descriptor(GuCall *c, Py_ssize_t n, const DaInfo *info, Py_ssize_t *lines)
 {
     int A = c->f->layout.nargs;
     Py_ssize_t len = desc_words(c, c->lnd);
@@ -169,7 +168,7 @@ descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info, Py_ssize_t *lines
 
 /* Declared [::1] arguments must be so on the device (host copies are). */
 static int
-check_contig(GuCall *c, const CudaArrayInfo *info)
+check_contig(GuCall *c, const DaInfo *info)
 {
     const CuGuLoop *l = c->f->loops[c->loop];
     for (int k = 0; k < c->nargs; k++) {
@@ -299,13 +298,13 @@ cg_launch(GuCall *c, Py_ssize_t n)
 {
     CuGuFunc *f = c->f;
     CuGuLoop *l = f->loops[c->loop];
-    CudaArrayInfo info[TS_MAXARGS];
+    DaInfo info[TS_MAXARGS];
     int sms = cf_sm_count();
     if (sms < 0 || cf_check_foreign(c->ops, c->nargs) < 0) {
         return -1;
     }
     for (int k = 0; k < c->nargs; k++) {
-        if (cuda_array_info(c->dev[k], &info[k]) < 0) {
+        if (da_info(c->dev[k], &info[k]) < 0) {
             return -1;
         }
         if (k < f->layout.nin && f->written[k] && info[k].readonly) {
@@ -325,8 +324,8 @@ cg_launch(GuCall *c, Py_ssize_t n)
     if (desc == NULL || status_word(c, &status) < 0) {
         goto done;
     }
-    CudaArrayInfo di, si = {0};
-    if (cuda_array_info(desc, &di) < 0 || (status && cuda_array_info(status, &si) < 0)) {
+    DaInfo di, si = {0};
+    if (da_info(desc, &di) < 0 || (status && da_info(status, &si) < 0)) {
         goto done;
     }
     unsigned grid, block;
@@ -554,9 +553,9 @@ cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     CUdeviceptr ptr[TS_MAXARGS] = {0};
     for (int k = 0; k < A; k++) {
         if (c->whole[k]) { /* on the device once, for every chunk */
-            CudaArrayInfo info;
+            DaInfo info;
             c->dev[k] = cf_to_device(c->ops[k].obj, l->sig.args[k].kind, c->stream);
-            if (c->dev[k] == NULL || cuda_array_info(c->dev[k], &info) < 0) {
+            if (c->dev[k] == NULL || da_info(c->dev[k], &info) < 0) {
                 goto done;
             }
             ptr[k] = info.ptr;
@@ -578,8 +577,8 @@ cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     if (status_word(c, &status) < 0) {
         goto done;
     }
-    CudaArrayInfo si = {0};
-    if ((status && cuda_array_info(status, &si) < 0)
+    DaInfo si = {0};
+    if ((status && da_info(status, &si) < 0)
         || cuda_check(cuda_drv->StreamSynchronize(c->s), "cuStreamSynchronize (cuda gufunc)")
                < 0) { /* the uploads and the status word, before the slots' streams use them */
         goto done;

@@ -299,8 +299,8 @@ red_identity(CuFunc *f, RedCall *rc, TsKind kind)
     if (r != NULL && rc->op.what == OP_DEVICE) {
         Py_INCREF(PyArray_DESCR((PyArrayObject *)r));
         PyObject *dev =
-            cuda_array_empty(PyArray_DESCR((PyArrayObject *)r), PyArray_NDIM((PyArrayObject *)r),
-                             PyArray_DIMS((PyArrayObject *)r), rc->stream);
+            da_empty(PyArray_DESCR((PyArrayObject *)r), PyArray_NDIM((PyArrayObject *)r),
+                     PyArray_DIMS((PyArrayObject *)r), rc->stream);
         PyObject *ok = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", r, rc->stream) : NULL;
         Py_XDECREF(ok);
         Py_DECREF(r);
@@ -351,20 +351,20 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     RedPlan rp;
     reduce_plan(nd, gshape, gstrides, axis, item, sms, l->red_block, &rp);
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    if (d == NULL || (res = cuda_array_empty(d, ond, oshape, rc.stream)) == NULL) {
+    if (d == NULL || (res = da_empty(d, ond, oshape, rc.stream)) == NULL) {
         goto error;
     }
-    CudaArrayInfo ri;
-    cuda_array_info(res, &ri);
+    DaInfo ri;
+    da_info(res, &ri);
     if (rp.pass[0].m > 0) {
         if (rp.npasses == 2) {
             Py_ssize_t n = rp.pass[0].m * rp.pass[0].nchunks;
             PyArray_Descr *sd = PyArray_DescrFromType(ts_kind_typenum(kind));
-            CudaArrayInfo si;
-            if (sd == NULL || (scratch = cuda_array_empty(sd, 1, &n, rc.stream)) == NULL) {
+            DaInfo si;
+            if (sd == NULL || (scratch = da_empty(sd, 1, &n, rc.stream)) == NULL) {
                 goto error;
             }
-            cuda_array_info(scratch, &si);
+            da_info(scratch, &si);
             if (red_launch(l, &rp.pass[0], rc.op.ptr, si.ptr, item, rc.s) < 0
                 || red_launch(l, &rp.pass[1], si.ptr, ri.ptr, item, rc.s) < 0) {
                 goto error;

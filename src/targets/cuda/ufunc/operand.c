@@ -26,8 +26,8 @@ cf_operands_clear(Operand *ops, int n)
 int
 cf_device_operand(Operand *op, PyObject *dev)
 {
-    CudaArrayInfo info;
-    if (cuda_array_info(dev, &info) < 0) {
+    DaInfo info;
+    if (da_info(dev, &info) < 0) {
         Py_DECREF(dev);
         return -1;
     }
@@ -87,13 +87,13 @@ cf_classify(PyObject *obj, Operand *op)
         op->obj = Py_NewRef(obj);
         return 0;
     }
-    if (cuda_is_device_array(obj)) {
+    if (da_is_device_array(obj)) {
         return cf_device_operand(op, Py_NewRef(obj));
     }
     if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)) {
         /* another library's device array: checked as as_cuda_array checks it */
         PyObject *dev = NULL;
-        int found = cuda_foreign_array(obj, &dev);
+        int found = da_foreign_array(obj, &dev);
         if (found != 0) {
             return found > 0 ? cf_device_operand(op, dev) : -1;
         }
@@ -160,7 +160,7 @@ cf_check_foreign(const Operand *ops, int n)
         uintptr_t lo, hi;
         if (ops[k].what == OP_DEVICE && ops[k].foreign) {
             cf_extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
-            if (hi > lo && cuda_check_foreign_memory(lo, hi) < 0) {
+            if (hi > lo && da_check_foreign_memory(lo, hi) < 0) {
                 return -1;
             }
         }
@@ -173,8 +173,8 @@ cf_check_foreign(const Operand *ops, int n)
 int
 cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
 {
-    CudaArrayInfo si, di;
-    if (cuda_array_info(src, &si) < 0 || cuda_array_info(dst, &di) < 0) {
+    DaInfo si, di;
+    if (da_info(src, &si) < 0 || da_info(dst, &di) < 0) {
         return -1;
     }
     PyObject *mod = PyImport_ImportModule("numbavec.cuda");
@@ -194,8 +194,8 @@ cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
 static void
 use_copy(Operand *op, PyObject *dev)
 {
-    CudaArrayInfo info;
-    cuda_array_info(dev, &info);
+    DaInfo info;
+    da_info(dev, &info);
     op->dev = dev;
     op->ptr = info.ptr;
     if (op->nd > 0) {
@@ -208,7 +208,7 @@ int
 cf_cast_input(Call *c, Operand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *tmp = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
+    PyObject *tmp = d ? da_empty(d, op->nd, op->shape, c->stream) : NULL;
     if (tmp == NULL || cf_device_cast(op->obj, tmp, c->stream) < 0) {
         Py_XDECREF(tmp);
         return -1;
@@ -233,7 +233,7 @@ cf_to_device(PyObject *obj, TsKind kind, PyObject *stream)
     }
     PyArray_Descr *dd = PyArray_DESCR((PyArrayObject *)h);
     Py_INCREF(dd);
-    PyObject *dev = cuda_array_empty(dd, nd, shape, stream);
+    PyObject *dev = da_empty(dd, nd, shape, stream);
     PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, stream) : NULL;
     Py_DECREF(h);
     if (r == NULL) {

@@ -133,7 +133,7 @@ int cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t
 /* cuda_extent of operand op at ptr; all addresses when it does not fit. */
 void cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi);
 /* Each of the n operands over another library's memory must lie in a live
- * allocation (cuda_check_foreign_memory); run after the context is entered,
+ * allocation (da_check_foreign_memory); run after the context is entered,
  * before anything launches.  0/-1. */
 int cf_check_foreign(const Operand *ops, int n);
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
