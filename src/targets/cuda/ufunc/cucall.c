@@ -104,7 +104,7 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
           int sms, int block, int kdims32, int kdims64, Plan *p)
 {
     Py_ssize_t st[TS_MAXARGS + 1][NPY_MAXDIMS], sh[NPY_MAXDIMS];
-    p->variant = CUDA_C32;
+    p->variant = PTX_C32;
     p->ndim = 0;
     p->nops = nops;
     p->n = 1;
@@ -157,10 +157,10 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
             ext < ((Py_ssize_t)1 << 31) && (Py_ssize_t)itemsize[k] * p->n < ((Py_ssize_t)1 << 31);
     }
     if (contiguous) {
-        p->variant = narrow ? CUDA_C32 : CUDA_C64;
+        p->variant = narrow ? PTX_C32 : PTX_C64;
         return 0;
     }
-    p->variant = narrow ? CUDA_S32 : CUDA_S64;
+    p->variant = narrow ? PTX_S32 : PTX_S64;
     if (m > (narrow ? kdims32 : kdims64)) {
         PyErr_Format(PyExc_NotImplementedError,
                      "cuda ufunc: %d dimensions that cannot be "
@@ -451,7 +451,7 @@ static CUresult
 launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops, int nin,
            CUdeviceptr out, CUstream s, Params *pm)
 {
-    int np = 0, wide = p->variant == CUDA_C64 || p->variant == CUDA_S64;
+    int np = 0, wide = p->variant == PTX_C64 || p->variant == PTX_S64;
     for (int k = 0; k < nin; k++) {
         pm->dptr[k] = din[k];
         pm->ptrs[np++] = &pm->dptr[k];
@@ -472,8 +472,8 @@ launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops,
         }                                                                                          \
     } while (0)
     PUSH(p->n);
-    if (p->variant >= CUDA_S32) {
-        int dims = cuda_kernel_dims(nin, wide);
+    if (p->variant >= PTX_S32) {
+        int dims = ptx_kernel_dims(nin, wide);
         for (int d = 0; d < dims; d++) {
             PUSH(d < p->ndim ? p->shape[d] : 1);
         }
@@ -515,7 +515,7 @@ plan_call(Call *c, int sms, int block, Plan *p)
     }
     itemsize[c->nin] = ts_itemsize(sig->ret.kind);
     return make_plan(c->ops, itemsize, c->nin + 1, c->nd, c->shape, sms, block,
-                     cuda_kernel_dims(c->nin, 0), cuda_kernel_dims(c->nin, 1), p);
+                     ptx_kernel_dims(c->nin, 0), ptx_kernel_dims(c->nin, 1), p);
 }
 
 /* Plans with the occupancy block of the chosen entry and launches into the
@@ -592,10 +592,10 @@ stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, 
     (void)aux, (void)aux_dev;
     StageCtx *x = ctx;
     Plan p;
-    p.variant = CUDA_C32;
+    p.variant = PTX_C32;
     p.ndim = 1;
     p.n = n;
-    p.block = x->l->block[CUDA_C32];
+    p.block = x->l->block[PTX_C32];
     p.grid = (int)grid_for(n, p.block, x->sms);
     return launch_raw(x->l, &p, dev, x->ops, x->nin, dev[x->nin], s, x->pm);
 }

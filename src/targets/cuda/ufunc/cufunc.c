@@ -115,7 +115,7 @@ add_loop(CuFunc *f, TsSignature *sig)
     /* the reduce kernel only for a (T, T) -> T loop */
     int reduce = cf_can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
                  && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
-    if (cuda_compile_ufunc(f->kernel, sig, f->arch, f->backend, reduce, name, &l->code) < 0) {
+    if (ptx_compile_ufunc(f->kernel, sig, f->arch, f->backend, reduce, name, &l->code) < 0) {
         PyMem_Free(l);
         return -1;
     }
@@ -130,14 +130,14 @@ recompile(CuFunc *f, CuLoop *l, const char *arch, PyObject *backend)
 {
     char name[128];
     TsSignature sig = l->sig;
-    CudaCode code;
+    PtxCode code;
     loop_name(f, l->index, name, sizeof(name));
-    if (cuda_compile_ufunc(f->kernel, &sig, arch, backend ? backend : f->backend,
-                           l->code.reduce_ptx != NULL, name, &code)
+    if (ptx_compile_ufunc(f->kernel, &sig, arch, backend ? backend : f->backend,
+                          l->code.reduce_ptx != NULL, name, &code)
         < 0) {
         return -1;
     }
-    cuda_code_clear(&l->code);
+    ptx_code_clear(&l->code);
     l->code = code;
     return 0;
 }
@@ -240,7 +240,7 @@ load_loop(CuFunc *f, CuLoop *l)
 int
 cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
 {
-    static const char *const suffix[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
+    static const char *const suffix[PTX_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
     if (cuda_driver() == NULL || cuda_enter() < 0) {
         return -1;
     }
@@ -250,7 +250,7 @@ cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
     if (l->fn[0] == NULL) {
         char base[128];
         loop_name(f, l->index, base, sizeof(base));
-        for (int v = 0; v < CUDA_NENTRIES; v++) {
+        for (int v = 0; v < PTX_NENTRIES; v++) {
             char name[160];
             int mg = 0;
             snprintf(name, sizeof(name), "%s%s", base, suffix[v]);
@@ -680,7 +680,7 @@ cufunc_dealloc(PyObject *self)
             }
         }
         PyErr_Clear();
-        cuda_code_clear(&l->code);
+        ptx_code_clear(&l->code);
         PyMem_Free(l);
     }
     PyErr_Restore(et, ev, tb);
@@ -797,8 +797,7 @@ cuda_make_vectorize(const TgTarget *t, TgRequest *r)
     f->lazy = r->nsigs == 0;
     snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
     PyObject_GC_Track((PyObject *)f);
-    if (f->doc == NULL || f->cache == NULL
-        || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
+    if (f->doc == NULL || f->cache == NULL || ptx_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
     if (f->nin < 1) {

@@ -7,7 +7,7 @@
  * gu_kernel_variants, gufunc.c), gufunc/loops.c emits the body that runs
  * one outer iteration, and kernels.c puts a grid-stride entry around it:
  * one GPU thread per element of the loop dimensions.  PTX comes from the
- * PTX back end (cuda_compile_with), at decoration, or (a dynamic gufunc,
+ * PTX back end (ptx_compile_with), at decoration, or (a dynamic gufunc,
  * no signatures) at the first call of new operand kinds.
  */
 #include "targets/cuda/ufunc/ufunc.h"
@@ -54,8 +54,8 @@ cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const
         return -1;
     }
     LLVMSetLinkage(body, LLVMInternalLinkage);
-    e->fns[0] = cuda_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndims,
-                                        c->layout->ndimnames, c->aligned, e->names[0]);
+    e->fns[0] = ptx_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndims,
+                                       c->layout->ndimnames, c->aligned, e->names[0]);
     return 0;
 }
 
@@ -103,7 +103,7 @@ status_unread(PyObject *ptx, const char *entry)
 int
 cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
 {
-    int aligned = cuda_loops_take_nvptx(arch, f->backend);
+    int aligned = ptx_loops_take_nvptx(arch, f->backend);
     if (aligned < 0) {
         return -1;
     }
@@ -119,10 +119,10 @@ cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
         .ctx = &ctx,
     };
     char base[CC_NAME_SIZE], name[CC_NAME_SIZE];
-    cuda_symbol_base(f->kernel->name, base, sizeof(base));
+    ptx_symbol_base(f->kernel->name, base, sizeof(base));
     snprintf(name, sizeof(name), "%.100s_%zd", base, index);
     CcCompiled c;
-    if (cuda_compile_with(f->kernel, &l->sig, arch, f->backend, &builder, name, &c) < 0) {
+    if (ptx_compile_with(f->kernel, &l->sig, arch, f->backend, &builder, name, &c) < 0) {
         return -1;
     }
     for (int k = 0; k < TS_MAXARGS; k++) {
@@ -433,7 +433,7 @@ cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
     snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
     PyObject_GC_Track((PyObject *)f);
     if (f->doc == NULL || gu_parse_layout(r->layout, &f->layout) < 0
-        || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
+        || ptx_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
     const GuLayout *L = &f->layout;

@@ -82,8 +82,8 @@ static int
 red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssize_t itemsize,
            CUstream s)
 {
-    void *ptrs[7 + 2 * CUDA_REDUCE_DIMS];
-    long long w[5 + 2 * CUDA_REDUCE_DIMS];
+    void *ptrs[7 + 2 * PTX_REDUCE_DIMS];
+    long long w[5 + 2 * PTX_REDUCE_DIMS];
     CUdeviceptr pin = in, pout = out;
     int np = 0;
     ptrs[np++] = &pin;
@@ -93,11 +93,11 @@ red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssiz
     w[2] = p->ktotal;
     w[3] = p->nchunks;
     w[4] = p->rstride;
-    for (int d = 0; d < CUDA_REDUCE_DIMS; d++) {
+    for (int d = 0; d < PTX_REDUCE_DIMS; d++) {
         w[5 + d] = d < p->ndim ? p->shape[d] : 1;
-        w[5 + CUDA_REDUCE_DIMS + d] = d < p->ndim ? p->strides[d] : 0;
+        w[5 + PTX_REDUCE_DIMS + d] = d < p->ndim ? p->strides[d] : 0;
     }
-    for (int j = 0; j < 5 + 2 * CUDA_REDUCE_DIMS; j++) {
+    for (int j = 0; j < 5 + 2 * PTX_REDUCE_DIMS; j++) {
         ptrs[np++] = &w[j];
     }
     (void)itemsize;

@@ -32,10 +32,10 @@ enum { CUDA_L1_LINE = 128, CUDA_GU_L1_ROWS = 64 * 1024, CUDA_GU_L1_FREE = 1024 }
 typedef struct CuLoop {
     int index; /* in f->loops: the symbol names' suffix */
     TsSignature sig;
-    CudaCode code;
+    PtxCode code;
     CUmodule mod, rmod;
-    CUfunction fn[CUDA_NENTRIES], red;
-    int block[CUDA_NENTRIES], red_block;
+    CUfunction fn[PTX_NENTRIES], red;
+    int block[PTX_NENTRIES], red_block;
 } CuLoop;
 
 typedef struct CuFunc {
