@@ -167,8 +167,8 @@ cuda_init_module(PyObject *m)
                          PyExc_RuntimeError, &nv_state.cuda_error)
                < 0
         || PyModule_AddFunctions(m, cuda_functions) < 0 || cuda_stream_init_types(m) < 0
-        || da_init_module(m) < 0 || cuda_launch_init(m) < 0 || cuda_cufunc_init(m) < 0
-        || cuda_gufunc_init(m) < 0) {
+        || da_init_module(m) < 0 || cuda_launch_init(m) < 0 || cu_ufunc_init(m) < 0
+        || cu_gufunc_init(m) < 0) {
         return -1;
     }
     return 0;

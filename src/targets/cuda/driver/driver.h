@@ -11,6 +11,9 @@
  *   launch.c    PTX loaded into the context from Python; cuLaunchKernel from C
  *   toolkit.c   finding libNVVM and libdevice; libNVVM compilation
  *   staging.c   host arrays in chunks through pinned buffers, two streams
+ *
+ * Cross-file names take the prefix cuda_ (types Cuda), as the driver table
+ * cuda_drv does; the driver's own types and constants keep its names (CU).
  */
 #ifndef NV_CUDA_DRIVER_H
 #define NV_CUDA_DRIVER_H

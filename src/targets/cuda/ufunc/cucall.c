@@ -9,7 +9,7 @@
  * as_cuda_array), let cufunc.c pick the loop, broadcast through zero
  * strides, check out=, then plan: coalesce the dimensions, choose the
  * contiguous or strided entry and 32- or 64-bit index arithmetic, block
- * size from the occupancy API, grid capped at CUDA_GRID_PER_SM blocks per
+ * size from the occupancy API, grid capped at CU_GRID_PER_SM blocks per
  * SM.  Host operands are copied in and the result copied back (synchronous;
  * large unbroadcast calls in chunks through staging.c); with any device
  * operand the result is a device array and the call is asynchronous on
@@ -37,7 +37,7 @@ typedef struct Plan {
 
 /* NumPy's broadcast of all array operands (and out) into shape; ValueError. */
 static int
-broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
+broadcast_shape(const CuOperand *ops, int nops, int *nd, Py_ssize_t *shape)
 {
     *nd = 0;
     for (int k = 0; k < nops; k++) {
@@ -49,7 +49,7 @@ broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
         shape[d] = 1;
     }
     for (int k = 0; k < nops; k++) {
-        const Operand *o = &ops[k];
+        const CuOperand *o = &ops[k];
         for (int d = 0; d < o->nd; d++) {
             Py_ssize_t *s = &shape[*nd - o->nd + d], v = o->shape[d];
             if (v == *s || v == 1) {
@@ -70,12 +70,12 @@ broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
 
 /* Strides of o over (nd, shape), zero where broadcast, innermost first. */
 static void
-broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t *out)
+broadcast_strides(const CuOperand *o, int nd, const Py_ssize_t *shape, Py_ssize_t *out)
 {
     for (int d = 0; d < nd; d++) {
         int od = d - (nd - o->nd);
         Py_ssize_t s = 0;
-        if (o->what == OP_HOST || o->what == OP_DEVICE) {
+        if (o->what == CU_OP_HOST || o->what == CU_OP_DEVICE) {
             s = od >= 0 && o->shape[od] != 1 ? o->strides[od] : 0;
         }
         out[nd - 1 - d] = shape[d] == 1 ? 0 : s;
@@ -83,12 +83,12 @@ broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t 
 }
 
 /* Blocks for n elements: enough for one element each, at most
- * CUDA_GRID_PER_SM per SM (the grid-stride loop does the rest). */
+ * CU_GRID_PER_SM per SM (the grid-stride loop does the rest). */
 static Py_ssize_t
 grid_for(Py_ssize_t n, int block, int sms)
 {
     Py_ssize_t blocks = (n + block - 1) / block;
-    Py_ssize_t cap = (Py_ssize_t)CUDA_GRID_PER_SM * (sms > 0 ? sms : 1);
+    Py_ssize_t cap = (Py_ssize_t)CU_GRID_PER_SM * (sms > 0 ? sms : 1);
     return blocks < 1 ? 1 : blocks > cap ? cap : blocks;
 }
 
@@ -100,7 +100,7 @@ grid_for(Py_ssize_t n, int block, int sms)
  * and every byte extent stay below 2^31.
  */
 static int
-make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ssize_t *shape,
+make_plan(const CuOperand *ops, const int *itemsize, int nops, int nd, const Py_ssize_t *shape,
           int sms, int block, int kdims32, int kdims64, Plan *p)
 {
     Py_ssize_t st[TS_MAXARGS + 1][NPY_MAXDIMS], sh[NPY_MAXDIMS];
@@ -137,7 +137,7 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
     p->ndim = m;
     int contiguous = m <= 1;
     for (int k = 0; contiguous && k < nops; k++) {
-        int array = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE;
+        int array = ops[k].what == CU_OP_HOST || ops[k].what == CU_OP_DEVICE;
         contiguous = !array || m == 0 || p->strides[k][0] == itemsize[k];
     }
     p->block = block > 0 ? block : 1;
@@ -204,7 +204,7 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
 /* A host operand (array, scalar, Python number) as a C-contiguous array of
  * kind, converted by NumPy (op->obj itself when it is one already). */
 static PyObject *
-host_as(const Operand *op, TsKind kind)
+host_as(const CuOperand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     return d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
@@ -213,7 +213,7 @@ host_as(const Operand *op, TsKind kind)
 
 /* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
 static int
-scalar_words(Operand *op, TsKind kind)
+scalar_words(CuOperand *op, TsKind kind)
 {
     PyObject *a = host_as(op, kind);
     if (a == NULL) {
@@ -237,7 +237,7 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
     c->loop = -1;
     c->nd = 0;
     c->device = 0;
-    cf_operand_reset(&c->ops[f->nin]);
+    cu_operand_reset(&c->ops[f->nin]);
     Py_ssize_t nargs = PyTuple_Size(args);
     if (nargs != f->nin && nargs != f->nin + 1) {
         PyErr_Format(PyExc_TypeError,
@@ -273,35 +273,36 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
         }
     }
     for (int k = 0; k < f->nin; k++) {
-        if (cf_classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
-            cf_operands_clear(c->ops, k);
+        if (cu_classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
+            cu_operands_clear(c->ops, k);
             return -1;
         }
     }
     if (c->out_arg != Py_None) {
-        Operand *o = &c->ops[f->nin];
-        int ok = cf_classify(c->out_arg, o) == 0;
+        CuOperand *o = &c->ops[f->nin];
+        int ok = cu_classify(c->out_arg, o) == 0;
         if (ok
-            && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
+            && (o->what == CU_OP_PYSCALAR
+                || (o->what == CU_OP_SCALAR && !PyArray_Check(c->out_arg)))) {
             PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
             ok = 0;
         }
-        if (ok && o->what == OP_SCALAR) {
-            o->what = OP_HOST; /* a 0-d out array */
+        if (ok && o->what == CU_OP_SCALAR) {
+            o->what = CU_OP_HOST; /* a 0-d out array */
         }
         if (!ok) {
-            cf_operands_clear(c->ops, f->nin + 1);
+            cu_operands_clear(c->ops, f->nin + 1);
             return -1;
         }
         c->have_out = 1;
     }
-    return cuda_stream_arg(c->stream, &c->s) < 0 ? (cf_operands_clear(c->ops, f->nin + 1), -1) : 0;
+    return cuda_stream_arg(c->stream, &c->s) < 0 ? (cu_operands_clear(c->ops, f->nin + 1), -1) : 0;
 }
 
 static void
 call_clear(Call *c)
 {
-    cf_operands_clear(c->ops, c->nin + 1);
+    cu_operands_clear(c->ops, c->nin + 1);
 }
 
 /* Device operands of a dtype other than the loop's are cast on the device,
@@ -311,9 +312,9 @@ check_casts(Call *c)
 {
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     for (int k = 0; k < c->nin + c->have_out; k++) {
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->ops[k];
         TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
-        if (op->what == OP_DEVICE && !cf_is_kind(op->dtype, want)
+        if (op->what == CU_OP_DEVICE && !cu_is_kind(op->dtype, want)
             && (ts_kind_from_typenum(op->dtype->type_num, &kind) < 0
                 || !PyArray_ISNBO(op->dtype->byteorder))) {
             PyErr_Format(PyExc_TypeError,
@@ -332,7 +333,7 @@ static int
 prepare(Call *c, int lazy)
 {
     CuFunc *f = c->f;
-    if ((c->loop = cf_resolve(f, c->ops, lazy)) < 0) {
+    if ((c->loop = cu_resolve(f, c->ops, lazy)) < 0) {
         return -1;
     }
     const TsSignature *sig = &f->loops[c->loop]->sig;
@@ -340,12 +341,12 @@ prepare(Call *c, int lazy)
         return -1;
     }
     for (int k = 0; k <= c->nin; k++) {
-        c->device |= c->ops[k].what == OP_DEVICE;
+        c->device |= c->ops[k].what == CU_OP_DEVICE;
     }
     if (!c->have_out) {
         return check_casts(c);
     }
-    Operand *o = &c->ops[c->nin];
+    CuOperand *o = &c->ops[c->nin];
     int same = o->nd == c->nd;
     for (int d = 0; same && d < c->nd; d++) {
         same = o->shape[d] == c->shape[d];
@@ -365,7 +366,7 @@ prepare(Call *c, int lazy)
                      f->name, ts_kind_name(sig->ret.kind), o->dtype);
         return -1;
     }
-    if (o->what == OP_DEVICE) {
+    if (o->what == CU_OP_DEVICE) {
         DaInfo info;
         if (da_info(o->obj, &info) < 0) {
             return -1;
@@ -389,11 +390,11 @@ prepare(Call *c, int lazy)
  * is safe: each element is read, then written, by one thread).
  */
 static int
-overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, uintptr_t pout)
+overlaps(const Call *c, const CuOperand *in, uintptr_t pin, const CuOperand *out, uintptr_t pout)
 {
     uintptr_t ilo, ihi, olo, ohi;
-    cf_extent(in, pin, &ilo, &ihi);
-    cf_extent(out, pout, &olo, &ohi);
+    cu_operand_extent(in, pin, &ilo, &ihi);
+    cu_operand_extent(out, pout, &olo, &ohi);
     if (ilo >= ohi || olo >= ihi) {
         return 0;
     }
@@ -421,13 +422,13 @@ static int
 writes_out(const Call *c)
 {
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    const Operand *o = &c->ops[c->nin];
-    if (!c->have_out || o->what != OP_DEVICE || !cf_is_kind(o->dtype, sig->ret.kind)) {
+    const CuOperand *o = &c->ops[c->nin];
+    if (!c->have_out || o->what != CU_OP_DEVICE || !cu_is_kind(o->dtype, sig->ret.kind)) {
         return 0;
     }
     for (int k = 0; k < c->nin; k++) {
-        const Operand *op = &c->ops[k];
-        if (op->what == OP_DEVICE && cf_is_kind(op->dtype, sig->args[k].kind)
+        const CuOperand *op = &c->ops[k];
+        if (op->what == CU_OP_DEVICE && cu_is_kind(op->dtype, sig->args[k].kind)
             && overlaps(c, op, op->ptr, o, o->ptr)) {
             return 0;
         }
@@ -448,7 +449,7 @@ typedef struct Params {
 /* Launches plan p of loop l: input k at din[k] (0: ops[k]'s scalar words).
  * No Python calls (the staged pipeline runs it without the GIL). */
 static CUresult
-launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops, int nin,
+launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const CuOperand *ops, int nin,
            CUdeviceptr out, CUstream s, Params *pm)
 {
     int np = 0, wide = p->variant == PTX_C64 || p->variant == PTX_S64;
@@ -489,7 +490,7 @@ launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops,
 }
 
 static int
-launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstream s)
+launch(CuLoop *l, const Plan *p, CuOperand *ops, int nin, CUdeviceptr out, CUstream s)
 {
     Params *pm = PyMem_Malloc(sizeof(Params)); /* 44 KB: launch_raw sets what it uses */
     if (pm == NULL) {
@@ -498,7 +499,7 @@ launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstrea
     }
     CUdeviceptr din[TS_MAXARGS];
     for (int k = 0; k < nin; k++) {
-        din[k] = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE ? ops[k].ptr : 0;
+        din[k] = ops[k].what == CU_OP_HOST || ops[k].what == CU_OP_DEVICE ? ops[k].ptr : 0;
     }
     CUresult rc = launch_raw(l, p, din, ops, nin, out, s, pm);
     PyMem_Free(pm);
@@ -521,9 +522,9 @@ plan_call(Call *c, int sms, int block, Plan *p)
 /* Plans with the occupancy block of the chosen entry and launches into the
  * device memory of `out` (an operand whose ptr and strides are device's). */
 static int
-plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
+plan_and_launch(Call *c, CuLoop *l, int sms, const CuOperand *out)
 {
-    Operand *o = &c->ops[c->nin], keep = *o;
+    CuOperand *o = &c->ops[c->nin], keep = *o;
     *o = *out;
     Plan p;
     int rc = plan_call(c, sms, 0, &p);
@@ -559,8 +560,8 @@ stage_job(Call *c, CudaStaged *job)
         job->n *= c->shape[d];
     }
     for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        if (op->what != OP_HOST) {
+        CuOperand *op = &c->ops[k];
+        if (op->what != CU_OP_HOST) {
             continue;
         }
         int same = op->nd == c->nd;
@@ -579,7 +580,7 @@ stage_job(Call *c, CudaStaged *job)
 
 typedef struct StageCtx {
     CuLoop *l;
-    const Operand *ops;
+    const CuOperand *ops;
     int nin, sms;
     Params *pm;
 } StageCtx;
@@ -606,13 +607,13 @@ static PyObject *
 staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
 {
     const TsSignature *sig = &l->sig;
-    Operand *o = &c->ops[c->nin];
+    CuOperand *o = &c->ops[c->nin];
     PyObject *res = NULL, *result = NULL;
     StageCtx x = {l, c->ops, c->nin, sms, NULL};
-    int direct = c->have_out && o->what == OP_HOST;
+    int direct = c->have_out && o->what == CU_OP_HOST;
     for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        if (op->what != OP_HOST) {
+        CuOperand *op = &c->ops[k];
+        if (op->what != CU_OP_HOST) {
             continue;
         }
         if ((op->dev = host_as(op, sig->args[k].kind)) == NULL) {
@@ -627,7 +628,7 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
     if (direct) {
         PyArrayObject *out = (PyArrayObject *)o->obj;
         direct = PyArray_ISCARRAY(out) && PyArray_ISNOTSWAPPED(out)
-                 && cf_is_kind(PyArray_DESCR(out), sig->ret.kind);
+                 && cu_is_kind(PyArray_DESCR(out), sig->ret.kind);
     }
     if (direct) {
         res = Py_NewRef(o->obj);
@@ -674,16 +675,16 @@ run_call(Call *c)
     CuLoop *l = f->loops[c->loop];
     const TsSignature *sig = &l->sig;
     PyObject *result = NULL, *host = NULL, *res_dev = NULL;
-    if (cf_ensure_loaded(f, l, 0) < 0 || cf_check_foreign(c->ops, c->nin + c->have_out) < 0) {
+    if (cu_ensure_loaded(f, l, 0) < 0 || cu_check_foreign(c->ops, c->nin + c->have_out) < 0) {
         return NULL;
     }
-    int sms = cf_sm_count();
+    int sms = cu_sm_count();
     if (sms < 0) {
         return NULL;
     }
     for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        if ((op->what == OP_SCALAR || op->what == OP_PYSCALAR)
+        CuOperand *op = &c->ops[k];
+        if ((op->what == CU_OP_SCALAR || op->what == CU_OP_PYSCALAR)
             && scalar_words(op, sig->args[k].kind) < 0) {
             return NULL;
         }
@@ -697,18 +698,18 @@ run_call(Call *c)
         }
     }
     for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
+        CuOperand *op = &c->ops[k];
         TsKind kind = sig->args[k].kind;
-        if (op->what == OP_HOST && cf_upload(c, op, kind) < 0) {
+        if (op->what == CU_OP_HOST && cu_upload(c, op, kind) < 0) {
             return NULL;
         }
-        if (op->what == OP_DEVICE && op->dev == NULL && !cf_is_kind(op->dtype, kind)
-            && cf_cast_input(c, op, kind) < 0) {
+        if (op->what == CU_OP_DEVICE && op->dev == NULL && !cu_is_kind(op->dtype, kind)
+            && cu_cast_input(c, op, kind) < 0) {
             return NULL;
         }
     }
-    Operand *o = &c->ops[c->nin];
-    int out_dev = c->have_out && o->what == OP_DEVICE;
+    CuOperand *o = &c->ops[c->nin];
+    int out_dev = c->have_out && o->what == CU_OP_DEVICE;
     if (writes_out(c)) {
         if (plan_and_launch(c, l, sms, o) < 0) {
             return NULL;
@@ -720,9 +721,9 @@ run_call(Call *c)
         return NULL;
     }
     {
-        Operand tmp; /* the new array as the kernel's output */
-        cf_operand_reset(&tmp);
-        if (cf_device_operand(&tmp, Py_NewRef(res_dev)) < 0) {
+        CuOperand tmp; /* the new array as the kernel's output */
+        cu_operand_reset(&tmp);
+        if (cu_device_operand(&tmp, Py_NewRef(res_dev)) < 0) {
             goto error;
         }
         int rc = plan_and_launch(c, l, sms, &tmp);
@@ -733,7 +734,7 @@ run_call(Call *c)
     }
     if (out_dev) {
         /* another dtype, or memory an input reads: converted/copied in */
-        if (cf_device_cast(res_dev, o->obj, c->stream) == 0) {
+        if (cu_device_cast(res_dev, o->obj, c->stream) == 0) {
             result = Py_NewRef(c->out_arg);
         }
         goto error;
@@ -771,7 +772,7 @@ error:
 }
 
 PyObject *
-cf_call(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_ufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
     Call c;
@@ -779,7 +780,7 @@ cf_call(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     PyObject *r = prepare(&c, f->lazy) == 0 ? run_call(&c) : NULL;
-    if (r != NULL && cf_check_raised(f->loops[c.loop], 0) < 0) {
+    if (r != NULL && cu_check_raised(f->loops[c.loop], 0) < 0) {
         Py_CLEAR(r); /* the kernel raised: its exception */
     }
     call_clear(&c);
@@ -787,7 +788,7 @@ cf_call(PyObject *self, PyObject *args, PyObject *kwargs)
 }
 
 PyObject *
-cf_hook_kwargs(PyObject *kwargs, int *sms, int *block)
+cu_hook_kwargs(PyObject *kwargs, int *sms, int *block)
 {
     PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New(), *v;
     *sms = 132;
@@ -807,11 +808,11 @@ cf_hook_kwargs(PyObject *kwargs, int *sms, int *block)
  * launch plan; 'staged': elements per chunk of a staged host call, or 0;
  * 'out': where the kernel writes, 'new', 'direct' (out=) or 'temporary'). */
 PyObject *
-cf_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_ufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
     int sms, block;
-    PyObject *kw = cf_hook_kwargs(kwargs, &sms, &block);
+    PyObject *kw = cu_hook_kwargs(kwargs, &sms, &block);
     if (kw == NULL) {
         return NULL;
     }
@@ -822,13 +823,13 @@ cf_plan(PyObject *self, PyObject *args, PyObject *kwargs)
             CudaStaged job;
             Py_ssize_t staged =
                 stage_job(&c, &job) && cuda_stage_worth(&job) ? cuda_stage_chunk(&job) : 0;
-            const char *out = !c.have_out || c.ops[c.nin].what != OP_DEVICE ? "new"
-                              : writes_out(&c)                              ? "direct"
-                                                                            : "temporary";
+            const char *out = !c.have_out || c.ops[c.nin].what != CU_OP_DEVICE ? "new"
+                              : writes_out(&c)                                 ? "direct"
+                                                                               : "temporary";
             /* host inputs as their contiguous device copies would be */
             for (int k = 0; k < c.nin; k++) {
-                Operand *op = &c.ops[k];
-                if (op->what == OP_HOST) {
+                CuOperand *op = &c.ops[k];
+                if (op->what == CU_OP_HOST) {
                     Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.args[k].kind);
                     for (int d = op->nd - 1; d >= 0; d--) {
                         op->strides[d] = s;
@@ -836,10 +837,10 @@ cf_plan(PyObject *self, PyObject *args, PyObject *kwargs)
                     }
                 }
             }
-            Operand *o = &c.ops[c.nin];
-            if (!(c.have_out && o->what == OP_DEVICE)) {
+            CuOperand *o = &c.ops[c.nin];
+            if (!(c.have_out && o->what == CU_OP_DEVICE)) {
                 Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.ret.kind);
-                o->what = OP_DEVICE;
+                o->what = CU_OP_DEVICE;
                 o->nd = c.nd;
                 for (int d = c.nd - 1; d >= 0; d--) {
                     o->shape[d] = c.shape[d];
@@ -865,14 +866,14 @@ cf_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 
 /* Test hook: _resolve(*args) -> the chosen loop as 'ff->f' (no compiling). */
 PyObject *
-cf_resolve_hook(PyObject *self, PyObject *args)
+cu_resolve_hook(PyObject *self, PyObject *args)
 {
     CuFunc *f = (CuFunc *)self;
     Call c;
     if (parse_call(f, args, NULL, &c) < 0) {
         return NULL;
     }
-    Py_ssize_t i = cf_resolve(f, c.ops, 0);
+    Py_ssize_t i = cu_resolve(f, c.ops, 0);
     call_clear(&c);
     if (i < 0) {
         return NULL;

@@ -4,7 +4,7 @@
  *
  *   - inputs (and outputs given positionally or as out=) are sorted into
  *     device arrays (ours, CAI, DLPack), host arrays and scalars
- *     (cf_classify); axes=/axis= replace them by views with their core
+ *     (cu_classify); axes=/axis= replace them by views with their core
  *     dimensions last (move_core);
  *   - the first signature every input reaches is chosen: a device array
  *     must have its exact dtype, a host array must cast safely, a Python
@@ -36,7 +36,7 @@
  *
  *   - a large host call goes through the cuda ufunc's staged pipeline
  *     (staging.c), chunked by outer iteration, when every input is either
- *     of the loop shape or the same for every iteration (cg_stage_plan).
+ *     of the loop shape or the same for every iteration (cu_gu_stage_plan).
  */
 #include "targets/cuda/ufunc/ufunc.h"
 
@@ -49,7 +49,7 @@
 static void
 call_clear(GuCall *c)
 {
-    cf_operands_clear(c->ops, c->nargs);
+    cu_operands_clear(c->ops, c->nargs);
     for (int k = 0; k < c->nargs; k++) {
         Py_CLEAR(c->dev[k]);
         Py_CLEAR(c->host[k]);
@@ -88,7 +88,7 @@ check_keepdims(GuCall *c)
         PyErr_Format(PyExc_NotImplementedError,
                      "%s(): axes=, axis= and keepdims= with flexible ('?') core dimensions are "
                      "not supported on cuda yet",
-                     cg_fname(c));
+                     cu_gu_name(c));
         return -1;
     }
     for (int k = 0; c->keepdims && k < L->nargs; k++) {
@@ -99,7 +99,7 @@ check_keepdims(GuCall *c)
                          "%d core dimensions, but keepdims can only be used when all inputs "
                          "have the same number of core dimensions and all outputs have no core "
                          "dimensions.",
-                         cg_fname(c), L->text, k < L->nin ? "input" : "output",
+                         cu_gu_name(c), L->text, k < L->nin ? "input" : "output",
                          k < L->nin ? k : k - L->nin, L->ndims[k]);
             return -1;
         }
@@ -120,7 +120,7 @@ axes_entry(GuCall *c, int k, PyObject *entry)
         PyErr_Format(PyExc_ValueError,
                      "%s(): axes item %d should be a tuple of %d axis indices (its core "
                      "dimensions in %s)",
-                     cg_fname(c), k, nc, c->f->layout.text);
+                     cu_gu_name(c), k, nc, c->f->layout.text);
         return -1;
     }
     for (int j = 0; j < nc; j++) {
@@ -153,7 +153,7 @@ parse_axes(GuCall *c)
                 PyErr_Format(PyExc_TypeError,
                              "%s: axis can only be used with a single shared core dimension, "
                              "not with the %s signature",
-                             cg_fname(c), L->text);
+                             cu_gu_name(c), L->text);
                 return -1;
             }
             if (caller_core(c, k) == 1 && axes_entry(c, k, c->axis) < 0) {
@@ -174,7 +174,7 @@ parse_axes(GuCall *c)
         PyErr_Format(PyExc_ValueError,
                      "%s(): axes should be a list with an entry for each of "
                      "the %d operands",
-                     cg_fname(c), L->nargs);
+                     cu_gu_name(c), L->nargs);
         return -1;
     }
     for (int k = 0; k < L->nargs; k++) {
@@ -183,7 +183,7 @@ parse_axes(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s(): axes has no entry for operand %d, which has core "
                              "dimensions",
-                             cg_fname(c), k);
+                             cu_gu_name(c), k);
                 return -1;
             }
             continue;
@@ -211,7 +211,7 @@ core_last(GuCall *c, int k, int nd, int *perm)
             PyErr_Format(PyExc_ValueError,
                          "%s(): axes item %d: axis %d is out of bounds for "
                          "an operand of %d dimensions, or repeated",
-                         cg_fname(c), k, c->core_at[k][j], nd);
+                         cu_gu_name(c), k, c->core_at[k][j], nd);
             return -1;
         }
         used[a] = 1;
@@ -252,7 +252,7 @@ static int
 move_core(GuCall *c)
 {
     for (int k = 0; k < c->nargs; k++) {
-        Operand *op = &c->ops[k];
+        CuOperand *op = &c->ops[k];
         int perm[NPY_MAXDIMS];
         if (!c->moved[k] || op->obj == NULL || op->nd < caller_core(c, k)) {
             continue;
@@ -261,7 +261,7 @@ move_core(GuCall *c)
             return -1;
         }
         PyObject *v;
-        if (op->what == OP_DEVICE) {
+        if (op->what == CU_OP_DEVICE) {
             v = device_permuted(op->obj, op->nd, perm);
         } else {
             npy_intp pp[NPY_MAXDIMS];
@@ -324,7 +324,7 @@ drop_kept(GuCall *c)
 {
     const GuLayout *L = &c->f->layout;
     for (int k = L->nin; c->keepdims && k < c->nargs; k++) {
-        Operand *op = &c->ops[k];
+        CuOperand *op = &c->ops[k];
         int nc = caller_core(c, k), ok = op->obj != NULL && op->nd >= nc;
         if (op->obj == NULL || nc == 0) {
             continue;
@@ -336,10 +336,11 @@ drop_kept(GuCall *c)
             PyErr_Format(PyExc_ValueError,
                          "%s: output operand %d should have its %d kept dimension%s of size 1 "
                          "(keepdims=True, gufunc signature %s)",
-                         cg_fname(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
+                         cu_gu_name(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
             return -1;
         }
-        PyObject *v = view_of(op->obj, op->what == OP_DEVICE, op->nd - nc, op->shape, op->strides);
+        PyObject *v =
+            view_of(op->obj, op->what == CU_OP_DEVICE, op->nd - nc, op->shape, op->strides);
         if (v == NULL) {
             return -1;
         }
@@ -384,7 +385,7 @@ flex_dims(GuCall *c)
     }
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     for (int k = 0; k < c->nargs; k++) {
-        Operand *op = &c->ops[k];
+        CuOperand *op = &c->ops[k];
         int gone = 0;
         for (int j = 0; j < L->ndims[k]; j++) {
             gone += c->missing[L->dim[k][j]];
@@ -393,7 +394,7 @@ flex_dims(GuCall *c)
         if (op->obj == NULL || gone == 0 || lnd < 0) {
             continue; /* a new output; nothing missing; bind_dims reports too few */
         }
-        if (op->what == OP_PYSCALAR) {
+        if (op->what == CU_OP_PYSCALAR) {
             PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
             PyObject *a = d ? PyArray_FromAny(op->obj, d, 0, 0, 0, NULL) : NULL;
             if (a == NULL) {
@@ -401,13 +402,13 @@ flex_dims(GuCall *c)
             }
             Py_DECREF(op->obj);
             op->obj = a;
-            op->what = OP_SCALAR;
+            op->what = CU_OP_SCALAR;
         }
         Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
         int nd = lnd, at = lnd;
         if (lnd + L->ndims[k] > NPY_MAXDIMS) {
             PyErr_Format(PyExc_ValueError, "%s(): an operand would have more than %d dimensions",
-                         cg_fname(c), NPY_MAXDIMS);
+                         cu_gu_name(c), NPY_MAXDIMS);
             return -1;
         }
         memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)lnd);
@@ -418,7 +419,7 @@ flex_dims(GuCall *c)
             strides[nd] = gap ? 0 : op->strides[at];
             at += !gap;
         }
-        PyObject *v = view_of(op->obj, op->what == OP_DEVICE, nd, shape, strides);
+        PyObject *v = view_of(op->obj, op->what == CU_OP_DEVICE, nd, shape, strides);
         if (v == NULL) {
             return -1;
         }
@@ -431,8 +432,8 @@ flex_dims(GuCall *c)
         op->nd = nd;
         memcpy(op->shape, shape, sizeof(Py_ssize_t) * (size_t)nd);
         memcpy(op->strides, strides, sizeof(Py_ssize_t) * (size_t)nd);
-        if (op->what != OP_DEVICE) {
-            op->what = OP_HOST;
+        if (op->what != CU_OP_DEVICE) {
+            op->what = CU_OP_HOST;
             op->dtype = PyArray_DESCR((PyArrayObject *)v);
         }
     }
@@ -450,7 +451,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
     c->stream = Py_None;
     Py_ssize_t npos = PyTuple_Size(args);
     if (npos != L->nin && npos != L->nargs) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", cg_fname(c), L->nin,
+        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", cu_gu_name(c), L->nin,
                      L->nin == 1 ? "" : "s", L->nout > 0 ? " (and optionally its outputs)" : "",
                      npos);
         return -1;
@@ -484,14 +485,14 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                 }
                 if (L->nout == 0) {
                     PyErr_Format(PyExc_TypeError, "%s() has no outputs: out= is not taken",
-                                 cg_fname(c));
+                                 cu_gu_name(c));
                     return -1;
                 }
                 int is_tuple = PyTuple_Check(value);
                 if (is_tuple ? PyTuple_Size(value) != L->nout : L->nout != 1) {
                     PyErr_Format(PyExc_ValueError, "out= takes %s%d array%s for %s()'s %d output%s",
                                  L->nout > 1 ? "a tuple of " : "", L->nout, L->nout == 1 ? "" : "s",
-                                 cg_fname(c), L->nout, L->nout == 1 ? "" : "s");
+                                 cu_gu_name(c), L->nout, L->nout == 1 ? "" : "s");
                     return -1;
                 }
                 for (int k = 0; k < L->nout; k++) {
@@ -502,7 +503,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                 PyErr_Format(PyExc_TypeError,
                              "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
                              "takes out=, axes=, axis=, keepdims= and stream=)",
-                             cg_fname(c), key);
+                             cu_gu_name(c), key);
                 return -1;
             }
         }
@@ -516,13 +517,13 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
             && !PyObject_HasAttrString(obj, "__dlpack__")) {
             PyErr_Format(PyExc_TypeError,
                          "%s(): output %d must be a NumPy array or a device array, not %R",
-                         cg_fname(c), k - L->nin, (PyObject *)Py_TYPE(obj));
+                         cu_gu_name(c), k - L->nin, (PyObject *)Py_TYPE(obj));
             return -1;
         }
-        if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
+        if (obj != NULL && cu_classify(obj, &c->ops[k]) < 0) {
             return -1;
         }
-        c->device |= c->ops[k].what == OP_DEVICE;
+        c->device |= c->ops[k].what == CU_OP_DEVICE;
     }
     return cuda_stream_arg(c->stream, &c->s) < 0 || check_keepdims(c) < 0 || parse_axes(c) < 0 ? -1
                                                                                                : 0;
@@ -539,7 +540,7 @@ device_castable(PyArray_Descr *d)
 
 /* Whether operand op may be passed to an argument of kind k. */
 static int
-reaches(const Operand *op, TsKind k)
+reaches(const CuOperand *op, TsKind k)
 {
     PyArray_Descr *want = PyArray_DescrFromType(ts_kind_typenum(k));
     int ok = 0;
@@ -548,13 +549,13 @@ reaches(const Operand *op, TsKind k)
         return 0;
     }
     switch (op->what) {
-    case OP_DEVICE:
+    case CU_OP_DEVICE:
         ok = PyArray_EquivTypes(op->dtype, want)
              || (device_castable(op->dtype)
                  && PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING));
         break;
-    case OP_HOST:
-    case OP_SCALAR:
+    case CU_OP_HOST:
+    case CU_OP_SCALAR:
         ok = PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING);
         break;
     default: /* a Python number: NEP 50's weak scalar, by kind */
@@ -575,7 +576,7 @@ reaches(const Operand *op, TsKind k)
 /* The kind a dynamic gufunc compiles for operand op (a Python number: its
  * NumPy default, as NumPy 2 gives a lone Python scalar). */
 static TsKind
-operand_kind(const Operand *op)
+operand_kind(const CuOperand *op)
 {
     TsKind k = TS_INFER;
     if (op->dtype != NULL) {
@@ -596,9 +597,9 @@ enum { BY_CAST, BY_INPUTS, BY_KINDS };
 /* Whether an output given takes a loop's result of dtype d: a same-kind
  * cast (a device array: its own dtype, or one the device casts to). */
 static int
-output_takes(const Operand *op, PyArray_Descr *d)
+output_takes(const CuOperand *op, PyArray_Descr *d)
 {
-    return op->what == OP_DEVICE
+    return op->what == CU_OP_DEVICE
                ? PyArray_EquivTypes(d, op->dtype)
                      || (device_castable(op->dtype)
                          && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
@@ -620,14 +621,14 @@ find_loop(GuCall *c, int mode)
         const TsSignature *sig = &f->loops[i]->sig;
         int ok = 1;
         for (int k = 0; ok && k < c->nargs; k++) {
-            const Operand *op = &c->ops[k];
+            const CuOperand *op = &c->ops[k];
             if (k >= f->layout.nin && (!c->given_out[k] || mode != BY_KINDS)) {
                 continue;
             }
             if (mode == BY_KINDS) {
                 ok = operand_kind(op) == sig->args[k].kind;
             } else if (mode == BY_INPUTS) {
-                ok = op->what != OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;
+                ok = op->what != CU_OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;
             } else {
                 ok = reaches(op, sig->args[k].kind);
             }
@@ -664,7 +665,7 @@ outputs_take(GuCall *c, Py_ssize_t i)
             PyErr_Format(PyExc_TypeError,
                          "Cannot cast ufunc '%s' output%s from %R to %R with casting rule "
                          "'same_kind'",
-                         cg_fname(c), at, (PyObject *)d, (PyObject *)c->ops[k].dtype);
+                         cu_gu_name(c), at, (PyObject *)d, (PyObject *)c->ops[k].dtype);
         }
         Py_DECREF(d);
         if (!ok) {
@@ -690,7 +691,7 @@ compile_for_call(GuCall *c)
         sig.args[k].kind = given ? operand_kind(&c->ops[k]) : TS_INFER;
         if (given && sig.args[k].kind == TS_INFER) {
             PyErr_Format(PyExc_TypeError, "%s(): argument %d has no type a kernel can take",
-                         cg_fname(c), k);
+                         cu_gu_name(c), k);
             return -1;
         }
         /* an output () is a 1-element view, as declared in a signature */
@@ -707,8 +708,8 @@ compile_for_call(GuCall *c)
         return -1;
     }
     l->sig = sig;
-    if (cg_compile_loop(f, l, f->nloops, f->arch) < 0) {
-        cg_loop_free(l);
+    if (cu_gu_compile_loop(f, l, f->nloops, f->arch) < 0) {
+        cu_gu_loop_free(l);
         return -1;
     }
     f->loops[f->nloops] = l;
@@ -740,7 +741,7 @@ resolve(GuCall *c)
     }
     PyObject *types = PyList_New(0);
     for (int k = 0; types != NULL && k < f->layout.nin; k++) {
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->ops[k];
         PyObject *t = op->dtype != NULL
                           ? PyObject_Str((PyObject *)op->dtype)
                           : PyObject_GetAttrString((PyObject *)Py_TYPE(op->obj), "__name__");
@@ -753,7 +754,7 @@ resolve(GuCall *c)
         PyErr_Format(PyExc_TypeError,
                      "%s(): no signature takes these inputs (%R)%s; a device array must "
                      "have the signature's dtype exactly, a host array must cast to it safely",
-                     cg_fname(c), types, c->device ? " on the device" : "");
+                     cu_gu_name(c), types, c->device ? " on the device" : "");
         Py_DECREF(types);
     }
     return -1;
@@ -778,7 +779,7 @@ bind_dims(GuCall *c)
     }
     c->lnd = 0;
     for (int k = 0; k < c->nargs; k++) {
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->ops[k];
         if (op->obj == NULL) {
             continue; /* an output to allocate */
         }
@@ -789,7 +790,7 @@ bind_dims(GuCall *c)
             PyErr_Format(PyExc_ValueError,
                          "%s: %s does not have enough dimensions (has %d, gufunc core with "
                          "signature %s requires %d)",
-                         cg_fname(c), what, op->nd, L->text, nc);
+                         cu_gu_name(c), what, op->nd, L->text, nc);
             return -1;
         }
         for (int j = 0; j < nc; j++) {
@@ -803,7 +804,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s has a mismatch in its core dimension %d, with gufunc "
                              "signature %s (size %zd is different from %zd)",
-                             cg_fname(c), what, j, L->text, size, c->core[ix]);
+                             cu_gu_name(c), what, j, L->text, size, c->core[ix]);
                 return -1;
             }
         }
@@ -827,7 +828,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: operands could not be broadcast together: loop dimension "
                              "of size %zd against %zd (gufunc signature %s)",
-                             cg_fname(c), got, have, L->text);
+                             cu_gu_name(c), got, have, L->text);
                 return -1;
             }
         }
@@ -840,11 +841,11 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s has core dimension %d unspecified, with gufunc signature "
                              "%s",
-                             cg_fname(c), what, j, L->text);
+                             cu_gu_name(c), what, j, L->text);
                 return -1;
             }
         }
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->ops[k];
         if (op->obj != NULL) {
             int ok = op->nd == c->lnd + L->ndims[k];
             for (int d = 0; ok && d < c->lnd; d++) {
@@ -856,7 +857,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s does not have the shape of the loop dimensions "
                              "followed by its core dimensions (gufunc signature %s)",
-                             cg_fname(c), what, L->text);
+                             cu_gu_name(c), what, L->text);
                 return -1;
             }
         }
@@ -873,16 +874,16 @@ bind_dims(GuCall *c)
 static int
 meets_written(const GuCall *c, int k)
 {
-    const Operand *in = &c->ops[k];
+    const CuOperand *in = &c->ops[k];
     uintptr_t ilo, ihi, wlo, whi;
-    cf_extent(in, (uintptr_t)in->ptr, &ilo, &ihi);
+    cu_operand_extent(in, (uintptr_t)in->ptr, &ilo, &ihi);
     for (int j = 0; j < c->nargs; j++) {
-        const Operand *w = &c->ops[j];
-        if (j == k || w->what != OP_DEVICE
+        const CuOperand *w = &c->ops[j];
+        if (j == k || w->what != CU_OP_DEVICE
             || !(j >= c->f->layout.nin ? c->given_out[j] : c->f->written[j])) {
             continue;
         }
-        cf_extent(w, (uintptr_t)w->ptr, &wlo, &whi);
+        cu_operand_extent(w, (uintptr_t)w->ptr, &wlo, &whi);
         if (ilo >= whi || wlo >= ihi) {
             continue;
         }
@@ -906,25 +907,25 @@ place(GuCall *c, int k)
     const GuLayout *L = &c->f->layout;
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     TsKind kind = sig->args[k].kind;
-    Operand *op = &c->ops[k];
-    int copy = op->what == OP_DEVICE && k < L->nin && !c->f->written[k] && meets_written(c, k);
-    if (op->what == OP_DEVICE && cf_is_kind(op->dtype, kind) && !copy) {
+    CuOperand *op = &c->ops[k];
+    int copy = op->what == CU_OP_DEVICE && k < L->nin && !c->f->written[k] && meets_written(c, k);
+    if (op->what == CU_OP_DEVICE && cu_is_kind(op->dtype, kind) && !copy) {
         c->dev[k] = Py_NewRef(op->obj);
         return 0;
     }
-    if (op->what == OP_DEVICE) { /* another dtype, or met by a write: the kernel works on a
+    if (op->what == CU_OP_DEVICE) { /* another dtype, or met by a write: the kernel works on a
                                   * copy in the loop's dtype */
         PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
         c->dev[k] = d ? da_empty(d, op->nd, op->shape, c->stream) : NULL;
         if (c->dev[k] == NULL
-            || (k < L->nin && cf_device_cast(op->obj, c->dev[k], c->stream) < 0)) {
+            || (k < L->nin && cu_device_cast(op->obj, c->dev[k], c->stream) < 0)) {
             return -1;
         }
         c->cast_back[k] = k >= L->nin || c->f->written[k];
         return 0;
     }
     if (op->obj != NULL && k < L->nin) { /* a host input: its copy, in the loop's dtype */
-        c->dev[k] = cf_to_device(op->obj, kind, c->stream);
+        c->dev[k] = cu_to_device(op->obj, kind, c->stream);
     } else { /* an output: the loop dimensions, then its core dimensions */
         Py_ssize_t shape[NPY_MAXDIMS];
         int nd = c->lnd + L->ndims[k];
@@ -954,7 +955,7 @@ static int
 cast_back(GuCall *c)
 {
     for (int k = 0; k < c->nargs; k++) {
-        if (c->cast_back[k] && cf_device_cast(c->dev[k], c->ops[k].obj, c->stream) < 0) {
+        if (c->cast_back[k] && cu_device_cast(c->dev[k], c->ops[k].obj, c->stream) < 0) {
             return -1;
         }
     }
@@ -1081,7 +1082,7 @@ host_side(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c, Py_ssize_t *
 }
 
 PyObject *
-cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_gufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuGuFunc *f = (CuGuFunc *)self;
     const GuLayout *L = &f->layout;
@@ -1089,12 +1090,12 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *result = NULL;
     Py_ssize_t n;
     if (host_side(f, args, kwargs, &c, &n) < 0
-        || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
+        || cu_gu_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
         goto done;
     }
     CudaStaged job;
     int whole = 1; /* whole arrays on the device: not staged, or no memory for staging */
-    if (cg_stage_plan(&c, n, &job) && (whole = cg_staged_call(&c, n, &job)) < 0) {
+    if (cu_gu_stage_plan(&c, n, &job) && (whole = cu_gu_staged_call(&c, n, &job)) < 0) {
         goto done;
     }
     for (int k = 0; whole && k < c.nargs; k++) {
@@ -1102,7 +1103,7 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
             goto done;
         }
     }
-    if (whole && ((n > 0 && cg_launch(&c, n) < 0) || cast_back(&c) < 0 || write_back(&c) < 0)) {
+    if (whole && ((n > 0 && cu_gu_launch(&c, n) < 0) || cast_back(&c) < 0 || write_back(&c) < 0)) {
         goto done;
     }
     if (L->nout == 0) {
@@ -1128,10 +1129,10 @@ done:
  * chunk (0: not staged), 'chunked': arguments in chunks, 'whole':
  * arguments uploaded once, 'direct': outputs written in place, 'loop': the
  * index in g.types of the loop chosen, 'waits': whether the call waits for
- * the kernel's status word (cg_can_fail)}.  The host
+ * the kernel's status word (cu_gu_can_fail)}.  The host
  * side of a call up to the device: runs without a GPU. */
 PyObject *
-cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_gufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuGuFunc *f = (CuGuFunc *)self;
     GuCall c;
@@ -1141,7 +1142,7 @@ cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     CudaStaged job;
-    int staged = cg_stage_plan(&c, n, &job);
+    int staged = cu_gu_stage_plan(&c, n, &job);
     PyObject *lists[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
     for (int k = 0; k < c.nargs && lists[0] && lists[1] && lists[2]; k++) {
         int which = !staged ? -1 : job.unit[k] > 0 ? 0 : c.whole[k] ? 1 : -1;
@@ -1156,7 +1157,7 @@ cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
         result = Py_BuildValue("{s:n,s:O,s:O,s:O,s:n,s:O}", "staged",
                                staged ? cuda_stage_chunk(&job) : (Py_ssize_t)0, "chunked", lists[0],
                                "whole", lists[1], "direct", lists[2], "loop", c.loop, "waits",
-                               cg_can_fail(&c) ? Py_True : Py_False);
+                               cu_gu_can_fail(&c) ? Py_True : Py_False);
     }
     for (int j = 0; j < 3; j++) {
         Py_XDECREF(lists[j]);

@@ -72,7 +72,7 @@ fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t
 }
 
 /* 1 when no device array the kernel writes (an output, a written input)
- * spans bytes another argument's spans (cuda_extent): then the entry may
+ * spans bytes another argument's spans (cu_extent): then the entry may
  * take the body's copy that keeps each row's loads apart from its stores
  * (kernels.c, disjoint_body).  A written argument met by another (an
  * in-place call, overlapping views), or an extent past the address space,
@@ -83,8 +83,8 @@ disjoint(const GuCall *c, const DaInfo *info)
     int A = c->f->layout.nargs, ext[TS_MAXARGS];
     uintptr_t lo[TS_MAXARGS], hi[TS_MAXARGS];
     for (int k = 0; k < A; k++) {
-        ext[k] = cuda_extent(info[k].ptr, info[k].nd, info[k].shape, info[k].strides,
-                             (Py_ssize_t)PyDataType_ELSIZE(info[k].dtype), &lo[k], &hi[k]);
+        ext[k] = cu_extent(info[k].ptr, info[k].nd, info[k].shape, info[k].strides,
+                           (Py_ssize_t)PyDataType_ELSIZE(info[k].dtype), &lo[k], &hi[k]);
     }
     for (int w = 0; w < A; w++) {
         for (int k = 0; c->f->written[w] && k < A; k++) {
@@ -118,7 +118,7 @@ row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *
     for (int k = 0; d >= 0 && k < c->f->layout.nargs; k++) {
         Py_ssize_t s = ls[k * NPY_MAXDIMS + d];
         s = s < 0 ? -s : s;
-        bytes += s < CUDA_L1_LINE ? s : CUDA_L1_LINE;
+        bytes += s < CU_L1_LINE ? s : CU_L1_LINE;
     }
     return bytes;
 }
@@ -161,7 +161,7 @@ descriptor(GuCall *c, Py_ssize_t n, const DaInfo *info, Py_ssize_t *lines)
               disjoint(c, info));
     *lines = row_lines(c, c->lnd, c->lshape, ls);
     PyMem_Free(ls);
-    PyObject *dev = cf_to_device(h, TS_INT64, c->stream);
+    PyObject *dev = cu_to_device(h, TS_INT64, c->stream);
     Py_DECREF(h);
     return dev;
 }
@@ -181,7 +181,7 @@ check_contig(GuCall *c, const DaInfo *info)
             PyErr_Format(PyExc_ValueError,
                          "%s(): argument %d is declared contiguous ([::1]) but its last core "
                          "dimension is strided on the device; pass a contiguous array",
-                         cg_fname(c), k);
+                         cu_gu_name(c), k);
             return -1;
         }
     }
@@ -189,25 +189,25 @@ check_contig(GuCall *c, const DaInfo *info)
 }
 
 int
-cg_can_fail(const GuCall *c)
+cu_gu_can_fail(const GuCall *c)
 {
     const CuGuLoop *l = c->f->loops[c->loop];
     return !l->silent && (c->f->kernel->boundscheck || (l->fails & ~(1u << CC_STATUS_INDEX)));
 }
 
 /* The device word the kernel stores its status in, zeroed on the call's
- * stream, when the kernel can fail (cg_can_fail): 0 with *status set (NULL
+ * stream, when the kernel can fail (cu_gu_can_fail): 0 with *status set (NULL
  * when it cannot fail), or -1. */
 static int
 status_word(GuCall *c, PyObject **status)
 {
     *status = NULL;
-    if (!cg_can_fail(c)) {
+    if (!cu_gu_can_fail(c)) {
         return 0;
     }
     Py_ssize_t one = 1;
     PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
-    *status = zero ? cf_to_device(zero, TS_INT32, c->stream) : NULL;
+    *status = zero ? cu_to_device(zero, TS_INT32, c->stream) : NULL;
     Py_XDECREF(zero);
     return *status != NULL ? 0 : -1;
 }
@@ -250,8 +250,8 @@ check_status(GuCall *c, PyObject *status)
 
 /* Grid and block of a launch of n outer iterations: the occupancy block,
  * whole warps only for small calls (as a cuda ufunc's), at most
- * CUDA_GRID_PER_SM blocks an SM (grid-stride) -- and, where each thread
- * keeps lines bytes of L1 lines (row_lines), at most CUDA_GU_L1_ROWS /
+ * CU_GRID_PER_SM blocks an SM (grid-stride) -- and, where each thread
+ * keeps lines bytes of L1 lines (row_lines), at most CU_GU_L1_ROWS /
  * lines threads an SM, so that the lines of the threads resident on an SM
  * stay in its L1 until they are read: a warp that thrashes it fetches
  * its lines again (on an H100, a batched dot product over 256-byte rows:
@@ -261,11 +261,11 @@ static void
 geometry(int block, int sms, Py_ssize_t n, Py_ssize_t lines, unsigned *grid_out,
          unsigned *block_out)
 {
-    Py_ssize_t per_sm = CUDA_GRID_PER_SM;
+    Py_ssize_t per_sm = CU_GRID_PER_SM;
     if (n < block) {
         block = (int)((n + 31) / 32 * 32);
-    } else if (lines > 0 && CUDA_GU_L1_ROWS / lines < CUDA_GU_L1_FREE) {
-        Py_ssize_t threads = (CUDA_GU_L1_ROWS / lines + 16) / 32 * 32; /* whole warps, nearest */
+    } else if (lines > 0 && CU_GU_L1_ROWS / lines < CU_GU_L1_FREE) {
+        Py_ssize_t threads = (CU_GU_L1_ROWS / lines + 16) / 32 * 32; /* whole warps, nearest */
         threads = threads < 32 ? 32 : threads;
         block = block > threads ? (int)threads : block;
         per_sm = threads / block;
@@ -276,7 +276,7 @@ geometry(int block, int sms, Py_ssize_t n, Py_ssize_t lines, unsigned *grid_out,
 }
 
 PyObject *
-cg_geometry_py(PyObject *module, PyObject *args)
+cu_gu_geometry_py(PyObject *module, PyObject *args)
 {
     int block, sms;
     Py_ssize_t n, lines;
@@ -294,13 +294,13 @@ cg_geometry_py(PyObject *module, PyObject *args)
 
 /* Launches the entry; when the kernel can fail, waits for the status.  0/-1. */
 int
-cg_launch(GuCall *c, Py_ssize_t n)
+cu_gu_launch(GuCall *c, Py_ssize_t n)
 {
     CuGuFunc *f = c->f;
     CuGuLoop *l = f->loops[c->loop];
     DaInfo info[TS_MAXARGS];
-    int sms = cf_sm_count();
-    if (sms < 0 || cf_check_foreign(c->ops, c->nargs) < 0) {
+    int sms = cu_sm_count();
+    if (sms < 0 || cu_check_foreign(c->ops, c->nargs) < 0) {
         return -1;
     }
     for (int k = 0; k < c->nargs; k++) {
@@ -311,7 +311,7 @@ cg_launch(GuCall *c, Py_ssize_t n)
             PyErr_Format(PyExc_ValueError,
                          "%s(): input %d is written by the kernel but is "
                          "read-only",
-                         cg_fname(c), k);
+                         cu_gu_name(c), k);
             return -1;
         }
     }
@@ -376,13 +376,13 @@ writes_directly(const GuCall *c, int k)
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
     PyArrayObject *o = (PyArrayObject *)c->ops[k].obj;
     if (!PyArray_ISCARRAY(o) || !PyArray_ISNOTSWAPPED(o)
-        || !cf_is_kind(PyArray_DESCR(o), sig->args[k].kind)) {
+        || !cu_is_kind(PyArray_DESCR(o), sig->args[k].kind)) {
         return 0;
     }
     uintptr_t lo, hi;
     host_extent(o, &lo, &hi);
     for (int j = 0; j < c->nargs; j++) {
-        const Operand *op = &c->ops[j];
+        const CuOperand *op = &c->ops[j];
         uintptr_t jlo, jhi;
         if (j == k || op->obj == NULL || !PyArray_Check(op->obj)) {
             continue;
@@ -397,7 +397,7 @@ writes_directly(const GuCall *c, int k)
 
 /*
  * Whether a host call is staged, and its job (the data pointers come in
- * cg_staged_call): every input is either of the loop shape, chunked by outer
+ * cu_gu_staged_call): every input is either of the loop shape, chunked by outer
  * iteration (a C-contiguous copy in the loop's dtype, as host calls make
  * anyway), or the same for every iteration (a scalar, a vector every row
  * shares: uploaded whole, once); no input is written by the kernel; there
@@ -406,7 +406,7 @@ writes_directly(const GuCall *c, int k)
  * calls copy whole arrays.
  */
 int
-cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
+cu_gu_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
 {
     const GuLayout *L = &c->f->layout;
     const TsSignature *sig = &c->f->loops[c->loop]->sig;
@@ -418,7 +418,7 @@ cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
     job->nin = L->nin;
     job->n = n;
     for (int k = 0; k < L->nargs; k++) {
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->ops[k];
         int nc = L->ndims[k];
         Py_ssize_t unit = ts_itemsize(sig->args[k].kind);
         for (int j = 0; j < nc; j++) {
@@ -437,7 +437,7 @@ cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
         if (c->f->written[k]) {
             return 0;
         }
-        int lnd = op->nd - nc, full = op->what == OP_HOST && lnd == c->lnd, same = 1;
+        int lnd = op->nd - nc, full = op->what == CU_OP_HOST && lnd == c->lnd, same = 1;
         for (int d = 0; d < lnd; d++) {
             full = full && op->shape[d] == c->lshape[d];
             same = same && op->shape[d] == 1;
@@ -497,7 +497,7 @@ static int
 stage_host_array(GuCall *c, int k)
 {
     const GuLayout *L = &c->f->layout;
-    const Operand *op = &c->ops[k];
+    const CuOperand *op = &c->ops[k];
     PyArray_Descr *d =
         PyArray_DescrFromType(ts_kind_typenum(c->f->loops[c->loop]->sig.args[k].kind));
     if (d == NULL) {
@@ -525,7 +525,7 @@ stage_host_array(GuCall *c, int k)
 }
 
 /*
- * A host call through the staging pipeline (cg_stage_plan said so).  The
+ * A host call through the staging pipeline (cu_gu_stage_plan said so).  The
  * kernel sees one loop dimension, the chunk's outer iterations: a chunked
  * argument walks its buffer with its core's size as the loop stride and
  * C-contiguous core strides; an argument uploaded whole has loop stride 0.
@@ -533,11 +533,11 @@ stage_host_array(GuCall *c, int k)
  * done: the caller copies whole arrays); -1 with an exception.
  */
 int
-cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
+cu_gu_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
 {
     const GuLayout *L = &c->f->layout;
     CuGuLoop *l = c->f->loops[c->loop];
-    int A = L->nargs, rc = -1, sms = cf_sm_count();
+    int A = L->nargs, rc = -1, sms = cu_sm_count();
     Py_ssize_t words = desc_words(c, 1);
     PyObject *status = NULL;
     Py_ssize_t *ls = PyMem_Calloc((size_t)A * (NPY_MAXDIMS + TS_MAXDIMS), sizeof(Py_ssize_t));
@@ -554,7 +554,7 @@ cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     for (int k = 0; k < A; k++) {
         if (c->whole[k]) { /* on the device once, for every chunk */
             DaInfo info;
-            c->dev[k] = cf_to_device(c->ops[k].obj, l->sig.args[k].kind, c->stream);
+            c->dev[k] = cu_to_device(c->ops[k].obj, l->sig.args[k].kind, c->stream);
             if (c->dev[k] == NULL || da_info(c->dev[k], &info) < 0) {
                 goto done;
             }

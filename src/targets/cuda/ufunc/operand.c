@@ -15,7 +15,7 @@
 /* ---- operands ---- */
 
 void
-cf_operands_clear(Operand *ops, int n)
+cu_operands_clear(CuOperand *ops, int n)
 {
     for (int k = 0; k < n; k++) {
         Py_CLEAR(ops[k].obj);
@@ -24,14 +24,14 @@ cf_operands_clear(Operand *ops, int n)
 }
 
 int
-cf_device_operand(Operand *op, PyObject *dev)
+cu_device_operand(CuOperand *op, PyObject *dev)
 {
     DaInfo info;
     if (da_info(dev, &info) < 0) {
         Py_DECREF(dev);
         return -1;
     }
-    op->what = OP_DEVICE;
+    op->what = CU_OP_DEVICE;
     op->obj = dev;
     op->dtype = info.dtype;
     op->nd = info.nd;
@@ -45,13 +45,13 @@ cf_device_operand(Operand *op, PyObject *dev)
 }
 
 static int
-host_operand(Operand *op, PyObject *arr)
+host_operand(CuOperand *op, PyObject *arr)
 {
     PyArrayObject *a = (PyArrayObject *)arr;
     op->obj = arr;
     op->dtype = PyArray_DESCR(a);
     op->nd = PyArray_NDIM(a);
-    op->what = op->nd == 0 ? OP_SCALAR : OP_HOST;
+    op->what = op->nd == 0 ? CU_OP_SCALAR : CU_OP_HOST;
     if (op->nd > 0) { /* NumPy gives 0-d arrays NULL dims and strides */
         memcpy(op->shape, PyArray_DIMS(a), sizeof(Py_ssize_t) * (size_t)op->nd);
         memcpy(op->strides, PyArray_STRIDES(a), sizeof(Py_ssize_t) * (size_t)op->nd);
@@ -62,9 +62,9 @@ host_operand(Operand *op, PyObject *arr)
 /* An empty operand (shape and strides are left: nd is 0).  The structs are
  * large (NPY_MAXDIMS of each), and a call is microseconds. */
 void
-cf_operand_reset(Operand *op)
+cu_operand_reset(CuOperand *op)
 {
-    op->what = OP_PYSCALAR;
+    op->what = CU_OP_PYSCALAR;
     op->obj = op->dev = NULL;
     op->dtype = NULL;
     op->nd = 0;
@@ -75,27 +75,27 @@ cf_operand_reset(Operand *op)
 
 /* Sorts obj into an operand.  0/-1. */
 int
-cf_classify(PyObject *obj, Operand *op)
+cu_classify(PyObject *obj, CuOperand *op)
 {
-    cf_operand_reset(op);
+    cu_operand_reset(op);
     /* weak (NEP 50): Python numbers and their subclasses, but not bool and
      * not NumPy's float64/complex128 scalars, which subclass float/complex */
     if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
         || (!PyBool_Check(obj) && !PyArray_IsScalar(obj, Generic)
             && (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)))) {
-        op->what = OP_PYSCALAR;
+        op->what = CU_OP_PYSCALAR;
         op->obj = Py_NewRef(obj);
         return 0;
     }
     if (da_is_device_array(obj)) {
-        return cf_device_operand(op, Py_NewRef(obj));
+        return cu_device_operand(op, Py_NewRef(obj));
     }
     if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)) {
         /* another library's device array: checked as as_cuda_array checks it */
         PyObject *dev = NULL;
         int found = da_foreign_array(obj, &dev);
         if (found != 0) {
-            return found > 0 ? cf_device_operand(op, dev) : -1;
+            return found > 0 ? cu_device_operand(op, dev) : -1;
         }
     }
     PyObject *arr = PyArray_FROM_O(obj);
@@ -106,7 +106,7 @@ cf_classify(PyObject *obj, Operand *op)
  * byte order, any of NumPy's names for the type (int64 is NPY_LONG and
  * NPY_LONGLONG alike on Linux). */
 int
-cf_is_kind(PyArray_Descr *d, TsKind k)
+cu_is_kind(PyArray_Descr *d, TsKind k)
 {
     TsKind dk;
     return PyArray_ISNBO(d->byteorder) && ts_kind_from_typenum(d->type_num, &dk) == 0 && dk == k;
@@ -115,8 +115,8 @@ cf_is_kind(PyArray_Descr *d, TsKind k)
 /* ---- memory overlap ---- */
 
 int
-cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-            Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi)
+cu_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+          Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi)
 {
     long long below = 0, above = itemsize, span;
     *lo = *hi = ptr;
@@ -143,10 +143,10 @@ cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *st
 /* The bytes [lo, hi) the elements of op at ptr span (empty for size 0;
  * all addresses when they do not fit one: they meet every other). */
 void
-cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
+cu_operand_extent(const CuOperand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
 {
-    if (cuda_extent(ptr, op->nd, op->shape, op->strides, (Py_ssize_t)PyDataType_ELSIZE(op->dtype),
-                    lo, hi)
+    if (cu_extent(ptr, op->nd, op->shape, op->strides, (Py_ssize_t)PyDataType_ELSIZE(op->dtype), lo,
+                  hi)
         < 0) {
         *lo = 0;
         *hi = UINTPTR_MAX;
@@ -154,12 +154,12 @@ cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
 }
 
 int
-cf_check_foreign(const Operand *ops, int n)
+cu_check_foreign(const CuOperand *ops, int n)
 {
     for (int k = 0; k < n; k++) {
         uintptr_t lo, hi;
-        if (ops[k].what == OP_DEVICE && ops[k].foreign) {
-            cf_extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
+        if (ops[k].what == CU_OP_DEVICE && ops[k].foreign) {
+            cu_operand_extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
             if (hi > lo && da_check_foreign_memory(lo, hi) < 0) {
                 return -1;
             }
@@ -171,7 +171,7 @@ cf_check_foreign(const Operand *ops, int n)
 /* ---- device casts ---- */
 
 int
-cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
+cu_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
 {
     DaInfo si, di;
     if (da_info(src, &si) < 0 || da_info(dst, &di) < 0) {
@@ -192,7 +192,7 @@ cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
 
 /* Points op at a device copy (op->dev) of its shape and strides. */
 static void
-use_copy(Operand *op, PyObject *dev)
+use_copy(CuOperand *op, PyObject *dev)
 {
     DaInfo info;
     da_info(dev, &info);
@@ -205,11 +205,11 @@ use_copy(Operand *op, PyObject *dev)
 
 /* A device input of another dtype -> a device copy in the loop's. */
 int
-cf_cast_input(Call *c, Operand *op, TsKind kind)
+cu_cast_input(Call *c, CuOperand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     PyObject *tmp = d ? da_empty(d, op->nd, op->shape, c->stream) : NULL;
-    if (tmp == NULL || cf_device_cast(op->obj, tmp, c->stream) < 0) {
+    if (tmp == NULL || cu_device_cast(op->obj, tmp, c->stream) < 0) {
         Py_XDECREF(tmp);
         return -1;
     }
@@ -218,7 +218,7 @@ cf_cast_input(Call *c, Operand *op, TsKind kind)
 }
 
 PyObject *
-cf_to_device(PyObject *obj, TsKind kind, PyObject *stream)
+cu_to_device(PyObject *obj, TsKind kind, PyObject *stream)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     PyObject *h =
@@ -246,9 +246,9 @@ cf_to_device(PyObject *obj, TsKind kind, PyObject *stream)
 
 /* Host arrays -> device copies of the loop's dtype (not broadcast). */
 int
-cf_upload(Call *c, Operand *op, TsKind kind)
+cu_upload(Call *c, CuOperand *op, TsKind kind)
 {
-    PyObject *dev = cf_to_device(op->obj, kind, c->stream);
+    PyObject *dev = cu_to_device(op->obj, kind, c->stream);
     if (dev == NULL) {
         return -1;
     }

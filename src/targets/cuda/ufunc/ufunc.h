@@ -13,6 +13,10 @@
  *   cugufunc.c    the cuda gufunc object, its compilation and loading
  *   cugucall.c    a cuda gufunc's call, the host side: operands, axes=, loop, dimensions
  *   cugulaunch.c  its device side: the descriptor, the launch, staged host calls
+ *
+ * Cross-file names take the prefix cu_ (types Cu, constants CU_; the
+ * driver's own constants are drvapi.h's CU_DEVICE_ATTRIBUTE_... and the
+ * like, none of them CU_OP_ or CU_GU_).
  */
 #ifndef NV_CUDA_UFUNC_H
 #define NV_CUDA_UFUNC_H
@@ -22,12 +26,12 @@
 #include "targets/cuda/codegen/codegen.h"
 #include "targets/cuda/driver/driver.h"
 
-enum { CUDA_GRID_PER_SM = 32 };
+enum { CU_GRID_PER_SM = 32 };
 /* A cuda gufunc launch whose threads walk rows of their own keeps, an SM,
- * at most CUDA_GU_L1_ROWS bytes of their L1 lines (CUDA_L1_LINE each) in
- * use, when that is fewer threads than CUDA_GU_L1_FREE (cugulaunch.c,
+ * at most CU_GU_L1_ROWS bytes of their L1 lines (CU_L1_LINE each) in
+ * use, when that is fewer threads than CU_GU_L1_FREE (cugulaunch.c,
  * geometry): a quarter of an H100's L1, best of the budgets measured. */
-enum { CUDA_L1_LINE = 128, CUDA_GU_L1_ROWS = 64 * 1024, CUDA_GU_L1_FREE = 1024 };
+enum { CU_L1_LINE = 128, CU_GU_L1_ROWS = 64 * 1024, CU_GU_L1_FREE = 1024 };
 
 typedef struct CuLoop {
     int index; /* in f->loops: the symbol names' suffix */
@@ -56,9 +60,9 @@ typedef struct CuFunc {
 
 /* ---- operands ---- */
 
-enum { OP_PYSCALAR, OP_SCALAR, OP_HOST, OP_DEVICE };
+enum { CU_OP_PYSCALAR, CU_OP_SCALAR, CU_OP_HOST, CU_OP_DEVICE };
 
-typedef struct Operand {
+typedef struct CuOperand {
     int what;
     PyObject *obj;        /* owned: the ndarray, device array or scalar */
     PyArray_Descr *dtype; /* borrowed from obj; NULL for Python scalars */
@@ -68,14 +72,14 @@ typedef struct Operand {
     CUdeviceptr ptr;
     unsigned long long words[2];
     PyObject *dev; /* owned: the device copy of a host array */
-} Operand;
+} CuOperand;
 
 /* ---- a call ---- */
 
 typedef struct Call {
     CuFunc *f;
     int nin;
-    Operand ops[TS_MAXARGS + 1]; /* inputs, then out (when given) */
+    CuOperand ops[TS_MAXARGS + 1]; /* inputs, then out (when given) */
     int have_out;
     PyObject *out_arg; /* borrowed */
     PyObject *stream;  /* borrowed */
@@ -90,83 +94,83 @@ typedef struct Call {
 
 /* The type, its functions (_cuda_staging, _cuda_gufunc_geometry) and the
  * cuda target (tg_cuda, target.h).  0/-1. */
-int cuda_cufunc_init(PyObject *module);
-int cf_can_reduce(CuFunc *f);     /* binary, with an identity or reorderable */
-size_t cf_reduce_smem(int block); /* dynamic shared memory of a reduce block */
-int cf_sm_count(void);            /* the device's SMs; -1 with an exception */
+int cu_ufunc_init(PyObject *module);
+int cu_can_reduce(CuFunc *f);     /* binary, with an identity or reorderable */
+size_t cu_reduce_smem(int block); /* dynamic shared memory of a reduce block */
+int cu_sm_count(void);            /* the device's SMs; -1 with an exception */
 /* Loads loop l (and its reduce entry when want_reduce).  0/-1. */
-int cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce);
+int cu_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce);
 /* NumPy's choice of loop for ops (lazy: may compile one); -1 on error. */
-Py_ssize_t cf_resolve(CuFunc *f, const Operand *ops, int lazy);
+Py_ssize_t cu_resolve(CuFunc *f, const CuOperand *ops, int lazy);
 /* The device's compute capability as sm (90 for 9.0), or -1 with an error. */
-int cf_device_sm(void);
+int cu_device_sm(void);
 /* After a call of loop l (its reduce kernel when reduce): the raise its
  * kernel stored in its module's status word, as that exception (the word
  * cleared; waits for the device).  0 (none, or a kernel that cannot
  * raise), or -1 with the exception. */
-int cf_check_raised(CuLoop *l, int reduce);
+int cu_check_raised(CuLoop *l, int reduce);
 /* Which of n compiled signatures `which` names (any spelling of one, or
  * None when there is only one): its index, or -1 with TypeError/KeyError.
  * sig_of(loops, i) is the i-th signature (cuda ufuncs and gufuncs). */
-Py_ssize_t cf_signature_index(PyObject *which,
+Py_ssize_t cu_signature_index(PyObject *which,
                               const TsSignature *(*sig_of)(void *loops, Py_ssize_t i), void *loops,
                               Py_ssize_t n);
 /* __reduce__ of the cuda ufunc and gufunc: numbavec._pickle.reduce_object,
  * by name where another process can import it, else by value. */
-PyObject *cf_pickle_reduce(PyObject *self, PyObject *unused);
+PyObject *cu_pickle_reduce(PyObject *self, PyObject *unused);
 
 /* ---- operand.c: the operands of a call (cucall.c, cugucall.c, cureduce.c) ---- */
 
-void cf_operands_clear(Operand *ops, int n);
+void cu_operands_clear(CuOperand *ops, int n);
 /* An empty operand (shape and strides are left: nd is 0). */
-void cf_operand_reset(Operand *op);
-int cf_classify(PyObject *obj, Operand *op); /* 0/-1 */
+void cu_operand_reset(CuOperand *op);
+int cu_classify(PyObject *obj, CuOperand *op); /* 0/-1 */
 /* dev (a device array; the reference is stolen) as operand op.  0/-1. */
-int cf_device_operand(Operand *op, PyObject *dev);
-int cf_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */
+int cu_device_operand(CuOperand *op, PyObject *dev);
+int cu_is_kind(PyArray_Descr *d, TsKind k); /* d holds kind k's values, natively */
 /* The bytes [lo, hi) an array at ptr spans (nd dimensions of shape and
  * strides, itemsize bytes an element): 0; 1 when it has no element (lo ==
  * hi); -1 when the extent does not fit an address (a foreign array's
  * strides). */
-int cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-                Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi);
-/* cuda_extent of operand op at ptr; all addresses when it does not fit. */
-void cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi);
+int cu_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+              Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi);
+/* cu_extent of operand op at ptr; all addresses when it does not fit. */
+void cu_operand_extent(const CuOperand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi);
 /* Each of the n operands over another library's memory must lie in a live
  * allocation (da_check_foreign_memory); run after the context is entered,
  * before anything launches.  0/-1. */
-int cf_check_foreign(const Operand *ops, int n);
+int cu_check_foreign(const CuOperand *ops, int n);
 /* Device copies in kind k: a device operand cast, a host operand uploaded.
  * Both use c->stream alone. 0/-1. */
-int cf_cast_input(Call *c, Operand *op, TsKind kind);
+int cu_cast_input(Call *c, CuOperand *op, TsKind kind);
 /* dst[...] = src[...] converted (device arrays of any shapes NumPy
  * broadcasts, dtypes of ours), queued on stream by the identity cuda ufunc
  * numbavec.cuda._cast_ufunc(src.dtype, dst.dtype).  0/-1. */
-int cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream);
+int cu_device_cast(PyObject *src, PyObject *dst, PyObject *stream);
 /* obj (a host array, scalar or number) as a new C-contiguous device array
  * of kind, copied on stream (NumPy converts it first).  New reference. */
-PyObject *cf_to_device(PyObject *obj, TsKind kind, PyObject *stream);
-int cf_upload(Call *c, Operand *op, TsKind kind);
+PyObject *cu_to_device(PyObject *obj, TsKind kind, PyObject *stream);
+int cu_upload(Call *c, CuOperand *op, TsKind kind);
 
 /* ---- cucall.c: a call, for cufunc.c (its slots) and cureduce.c ---- */
 
 /* f(*inputs, out=None, stream=None), the type's tp_call: new reference. */
-PyObject *cf_call(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cu_ufunc_call(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Test hook: f._plan(*args, out=None, sm_count=132, block=256) -> dict. */
-PyObject *cf_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cu_ufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Test hook: f._resolve(*args) -> the chosen loop as 'ff->f'. */
-PyObject *cf_resolve_hook(PyObject *self, PyObject *args);
+PyObject *cu_resolve_hook(PyObject *self, PyObject *args);
 
 /* The test hooks' keywords without sm_count= and block= (default 132, 256),
  * which go to *sms and *block: a new dict, or NULL with an exception. */
-PyObject *cf_hook_kwargs(PyObject *kwargs, int *sms, int *block);
+PyObject *cu_hook_kwargs(PyObject *kwargs, int *sms, int *block);
 
 /* ---- cureduce.c ---- */
 
 /* f.reduce(array, axis=0, stream=None) */
-PyObject *cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cu_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Test hook: f._reduce_plan(array, axis=0, sm_count=132, block=256). */
-PyObject *cf_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cu_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- the cuda gufunc (cugufunc.c, cugucall.c, cugulaunch.c) ---- */
 
@@ -201,21 +205,21 @@ typedef struct CuGuFunc {
 struct TgTarget;
 struct TgRequest;
 /* The cuda target's guvectorize factory (target.h).  New reference or NULL. */
-PyObject *cuda_make_guvectorize(const struct TgTarget *t, struct TgRequest *r);
-int cuda_gufunc_init(PyObject *module);
+PyObject *cu_make_guvectorize(const struct TgTarget *t, struct TgRequest *r);
+int cu_gufunc_init(PyObject *module);
 /* Compiles l->sig of f for arch into l (PTX, IR, types; l->sig resolved:
  * a dynamic gufunc's outputs take the kinds the kernel stores).  0/-1. */
-int cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch);
-void cg_loop_free(CuGuLoop *l);
+int cu_gu_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch);
+void cu_gu_loop_free(CuGuLoop *l);
 /* Loads l's module on first use (compiled again for an older device).  0/-1. */
-int cg_ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index);
+int cu_gu_ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index);
 
 /* ---- a call (cugucall.c's host side, cugulaunch.c's device side) ---- */
 
 typedef struct GuCall {
     CuGuFunc *f;
     int nargs, given_out[TS_MAXARGS];
-    Operand ops[TS_MAXARGS];
+    CuOperand ops[TS_MAXARGS];
     PyObject *stream;
     CUstream s;
     Py_ssize_t loop;
@@ -243,7 +247,7 @@ typedef struct GuCall {
 
 /* The kernel's name, for messages. */
 static inline const char *
-cg_fname(const GuCall *c)
+cu_gu_name(const GuCall *c)
 {
     return c->f->kernel->name;
 }
@@ -251,31 +255,31 @@ cg_fname(const GuCall *c)
 /* ---- cugucall.c ---- */
 
 /* f(*inputs[, *outputs], out=None, axes=None, axis=None, stream=None) */
-PyObject *cg_call(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cu_gufunc_call(PyObject *self, PyObject *args, PyObject *kwargs);
 /* Test hook: g._plan(*args, **kwargs) -> how a call would be staged (a
  * dict); the host side only, so it runs without a GPU. */
-PyObject *cg_plan(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cu_gufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* ---- cugulaunch.c ---- */
 
 /* Launches the entry over c->dev for n outer iterations; when the kernel
  * can fail, waits for its status and raises it.  0/-1. */
-int cg_launch(GuCall *c, Py_ssize_t n);
+int cu_gu_launch(GuCall *c, Py_ssize_t n);
 /* Whether the call's kernel can fail (an index out of bounds, checked unless
  * boundscheck=False; a raise, a division by zero ...) and its PTX reads the
  * status word: then the call gives the kernel one and waits for it. */
-int cg_can_fail(const GuCall *c);
+int cu_gu_can_fail(const GuCall *c);
 /* Whether a host call of n outer iterations goes through the staged
  * pipeline; fills job (but its data pointers) and c->whole/c->direct.
  * Needs no GPU. */
-int cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job);
-/* The staged call cg_stage_plan chose: 0; 1 when the staging slots could
+int cu_gu_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job);
+/* The staged call cu_gu_stage_plan chose: 0; 1 when the staging slots could
  * not be allocated (nothing done: copy whole arrays instead); -1 with an
  * exception.  Outputs are left in c->res (or the out= given). */
-int cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job);
+int cu_gu_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job);
 
 /* Test hook _cuda_gufunc_geometry(block, sms, n, lines) -> (grid, block):
  * a cuda gufunc launch's shape (cugulaunch.c, geometry). */
-PyObject *cg_geometry_py(PyObject *module, PyObject *args);
+PyObject *cu_gu_geometry_py(PyObject *module, PyObject *args);
 
 #endif /* NV_CUDA_UFUNC_H */
