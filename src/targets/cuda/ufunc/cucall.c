@@ -1,6 +1,6 @@
 /*
- * cucall.c - a cuda ufunc's call protocol: f(*inputs, out=None, stream=None)
- * from Python arguments to kernel launches.
+ * cucall.c - a cuda ufunc's call: f(*inputs, out=None, stream=None), the
+ * ufunc's kind (ufunc_kind) of the call skeleton in call.c.
  *
  * It sits between the object (cufunc.c: the loops, compiled, loaded and
  * chosen) and the device (launch through the driver table, staging.c for
@@ -198,8 +198,29 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
                          "signature", sig);
 }
 
-/* ---- the call ---- */
+/* ---- the call: the ufunc's kind of call.c's skeleton ---- */
 
+/* A cuda ufunc's call: call.c's part (ops[nin] is out=, when given), then
+ * what only a ufunc's call has. */
+typedef struct CuUfCall {
+    CuCall call;
+    CuFunc *f;
+    int lazy; /* a signature-less ufunc may compile a loop (a call, not a test hook) */
+    int have_out;
+    PyObject *out_arg; /* borrowed */
+    int nd;            /* the broadcast shape */
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int sms;           /* the device's SMs (load) */
+    int writes_out;    /* the kernel writes into out= itself (place) */
+    PyObject *res_dev; /* owned: else the new device array it writes (place) */
+    PyObject *value;   /* owned: a staged call's value */
+} CuUfCall;
+
+static CuUfCall *
+uf(CuCall *call)
+{
+    return (CuUfCall *)call; /* the first member */
+}
 
 /* A host operand (array, scalar, Python number) as a C-contiguous array of
  * kind, converted by NumPy (op->obj itself when it is one already). */
@@ -225,19 +246,12 @@ scalar_words(CuOperand *op, TsKind kind)
     return 0;
 }
 
+/* f(*inputs[, out], out=None, stream=None): the operands, out= and stream=. */
 static int
-parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
+ufunc_parse(CuCall *call, PyObject *args, PyObject *kwargs)
 {
-    c->f = f; /* every field but the large arrays, which are filled as used */
-    c->nin = f->nin;
-    c->have_out = 0;
-    c->out_arg = Py_None;
-    c->stream = Py_None;
-    c->s = NULL;
-    c->loop = -1;
-    c->nd = 0;
-    c->device = 0;
-    cu_operand_reset(&c->ops[f->nin]);
+    CuUfCall *c = uf(call);
+    CuFunc *f = c->f;
     Py_ssize_t nargs = PyTuple_Size(args);
     if (nargs != f->nin && nargs != f->nin + 1) {
         PyErr_Format(PyExc_TypeError,
@@ -264,7 +278,7 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
                     c->out_arg = PyTuple_GetItem(value, 0);
                 }
             } else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
-                c->stream = value;
+                c->call.stream = value;
             } else {
                 PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument %R", f->name,
                              key);
@@ -273,54 +287,43 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
         }
     }
     for (int k = 0; k < f->nin; k++) {
-        if (cu_classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
-            cu_operands_clear(c->ops, k);
+        if (cu_classify(PyTuple_GetItem(args, k), &c->call.ops[k]) < 0) {
             return -1;
         }
     }
     if (c->out_arg != Py_None) {
-        CuOperand *o = &c->ops[f->nin];
-        int ok = cu_classify(c->out_arg, o) == 0;
-        if (ok
-            && (o->what == CU_OP_PYSCALAR
-                || (o->what == CU_OP_SCALAR && !PyArray_Check(c->out_arg)))) {
-            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
-            ok = 0;
-        }
-        if (ok && o->what == CU_OP_SCALAR) {
-            o->what = CU_OP_HOST; /* a 0-d out array */
-        }
-        if (!ok) {
-            cu_operands_clear(c->ops, f->nin + 1);
+        CuOperand *o = &c->call.ops[f->nin];
+        if (cu_classify(c->out_arg, o) < 0) {
             return -1;
+        }
+        if (o->what == CU_OP_PYSCALAR || (o->what == CU_OP_SCALAR && !PyArray_Check(c->out_arg))) {
+            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
+            return -1;
+        }
+        if (o->what == CU_OP_SCALAR) {
+            o->what = CU_OP_HOST; /* a 0-d out array */
         }
         c->have_out = 1;
     }
-    return cuda_stream_arg(c->stream, &c->s) < 0 ? (cu_operands_clear(c->ops, f->nin + 1), -1) : 0;
-}
-
-static void
-call_clear(Call *c)
-{
-    cu_operands_clear(c->ops, c->nin + 1);
+    return cuda_stream_arg(c->call.stream, &c->call.s) < 0 ? -1 : 0;
 }
 
 /* Device operands of a dtype other than the loop's are cast on the device,
  * by the identity cuda ufunc of that pair: its dtype must be one of ours. */
 static int
-check_casts(Call *c)
+check_casts(CuUfCall *c)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    for (int k = 0; k < c->nin + c->have_out; k++) {
-        const CuOperand *op = &c->ops[k];
-        TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    for (int k = 0; k < c->call.nin + c->have_out; k++) {
+        const CuOperand *op = &c->call.ops[k];
+        TsKind want = k < c->call.nin ? sig->args[k].kind : sig->ret.kind, kind;
         if (op->what == CU_OP_DEVICE && !cu_is_kind(op->dtype, want)
             && (ts_kind_from_typenum(op->dtype->type_num, &kind) < 0
                 || !PyArray_ISNBO(op->dtype->byteorder))) {
             PyErr_Format(PyExc_TypeError,
                          "cuda ufunc '%U': %s %d has dtype %R, which has no cast to %s on the "
                          "device",
-                         c->f->name, k < c->nin ? "input" : "output", k, op->dtype,
+                         c->f->name, k < c->call.nin ? "input" : "output", k, op->dtype,
                          ts_kind_name(want));
             return -1;
         }
@@ -330,23 +333,23 @@ check_casts(Call *c)
 
 /* Loop, broadcast shape and out= checks; nothing touches the device. */
 static int
-prepare(Call *c, int lazy)
+prepare(CuUfCall *c, int lazy)
 {
     CuFunc *f = c->f;
-    if ((c->loop = cu_resolve(f, c->ops, lazy)) < 0) {
+    if ((c->call.loop = cu_resolve(f, c->call.ops, lazy)) < 0) {
         return -1;
     }
-    const TsSignature *sig = &f->loops[c->loop]->sig;
-    if (broadcast_shape(c->ops, c->nin + c->have_out, &c->nd, c->shape) < 0) {
+    const TsSignature *sig = &f->loops[c->call.loop]->sig;
+    if (broadcast_shape(c->call.ops, c->call.nin + c->have_out, &c->nd, c->shape) < 0) {
         return -1;
     }
-    for (int k = 0; k <= c->nin; k++) {
-        c->device |= c->ops[k].what == CU_OP_DEVICE;
+    for (int k = 0; k <= c->call.nin; k++) {
+        c->call.device |= c->call.ops[k].what == CU_OP_DEVICE;
     }
     if (!c->have_out) {
         return check_casts(c);
     }
-    CuOperand *o = &c->ops[c->nin];
+    CuOperand *o = &c->call.ops[c->call.nin];
     int same = o->nd == c->nd;
     for (int d = 0; same && d < c->nd; d++) {
         same = o->shape[d] == c->shape[d];
@@ -390,7 +393,8 @@ prepare(Call *c, int lazy)
  * is safe: each element is read, then written, by one thread).
  */
 static int
-overlaps(const Call *c, const CuOperand *in, uintptr_t pin, const CuOperand *out, uintptr_t pout)
+overlaps(const CuUfCall *c, const CuOperand *in, uintptr_t pin, const CuOperand *out,
+         uintptr_t pout)
 {
     uintptr_t ilo, ihi, olo, ohi;
     cu_operand_extent(in, pin, &ilo, &ihi);
@@ -419,15 +423,15 @@ overlaps(const Call *c, const CuOperand *in, uintptr_t pin, const CuOperand *out
  * converted or copied into out= after the kernel.
  */
 static int
-writes_out(const Call *c)
+writes_out(const CuUfCall *c)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    const CuOperand *o = &c->ops[c->nin];
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    const CuOperand *o = &c->call.ops[c->call.nin];
     if (!c->have_out || o->what != CU_OP_DEVICE || !cu_is_kind(o->dtype, sig->ret.kind)) {
         return 0;
     }
-    for (int k = 0; k < c->nin; k++) {
-        const CuOperand *op = &c->ops[k];
+    for (int k = 0; k < c->call.nin; k++) {
+        const CuOperand *op = &c->call.ops[k];
         if (op->what == CU_OP_DEVICE && cu_is_kind(op->dtype, sig->args[k].kind)
             && overlaps(c, op, op->ptr, o, o->ptr)) {
             return 0;
@@ -507,24 +511,24 @@ launch(CuLoop *l, const Plan *p, CuOperand *ops, int nin, CUdeviceptr out, CUstr
 }
 
 static int
-plan_call(Call *c, int sms, int block, Plan *p)
+plan_call(CuUfCall *c, int sms, int block, Plan *p)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
     int itemsize[TS_MAXARGS + 1];
-    for (int k = 0; k < c->nin; k++) {
+    for (int k = 0; k < c->call.nin; k++) {
         itemsize[k] = ts_itemsize(sig->args[k].kind);
     }
-    itemsize[c->nin] = ts_itemsize(sig->ret.kind);
-    return make_plan(c->ops, itemsize, c->nin + 1, c->nd, c->shape, sms, block,
-                     ptx_kernel_dims(c->nin, 0), ptx_kernel_dims(c->nin, 1), p);
+    itemsize[c->call.nin] = ts_itemsize(sig->ret.kind);
+    return make_plan(c->call.ops, itemsize, c->call.nin + 1, c->nd, c->shape, sms, block,
+                     ptx_kernel_dims(c->call.nin, 0), ptx_kernel_dims(c->call.nin, 1), p);
 }
 
 /* Plans with the occupancy block of the chosen entry and launches into the
  * device memory of `out` (an operand whose ptr and strides are device's). */
 static int
-plan_and_launch(Call *c, CuLoop *l, int sms, const CuOperand *out)
+plan_and_launch(CuUfCall *c, CuLoop *l, int sms, const CuOperand *out)
 {
-    CuOperand *o = &c->ops[c->nin], keep = *o;
+    CuOperand *o = &c->call.ops[c->call.nin], keep = *o;
     *o = *out;
     Plan p;
     int rc = plan_call(c, sms, 0, &p);
@@ -532,7 +536,7 @@ plan_and_launch(Call *c, CuLoop *l, int sms, const CuOperand *out)
         rc = plan_call(c, sms, l->block[p.variant], &p);
     }
     if (rc == 0) {
-        rc = launch(l, &p, c->ops, c->nin, out->ptr, c->s);
+        rc = launch(l, &p, c->call.ops, c->call.nin, out->ptr, c->call.s);
     }
     *o = keep;
     return rc;
@@ -546,21 +550,21 @@ plan_and_launch(Call *c, CuLoop *l, int sms, const CuOperand *out)
  * with the host data as it is now; 0 when the call is not of that kind.
  */
 static int
-stage_job(Call *c, CudaStaged *job)
+stage_job(CuUfCall *c, CudaStaged *job)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    if (c->device || c->nd == 0) {
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    if (c->call.device || c->nd == 0) {
         return 0;
     }
     memset(job, 0, sizeof(*job));
-    job->nin = c->nin;
-    job->nops = c->nin + 1;
+    job->nin = c->call.nin;
+    job->nops = c->call.nin + 1;
     job->n = 1;
     for (int d = 0; d < c->nd; d++) {
         job->n *= c->shape[d];
     }
-    for (int k = 0; k < c->nin; k++) {
-        CuOperand *op = &c->ops[k];
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
         if (op->what != CU_OP_HOST) {
             continue;
         }
@@ -574,7 +578,7 @@ stage_job(Call *c, CudaStaged *job)
         job->data[k] = PyArray_DATA((PyArrayObject *)op->obj);
         job->unit[k] = ts_itemsize(sig->args[k].kind);
     }
-    job->unit[c->nin] = ts_itemsize(sig->ret.kind);
+    job->unit[c->call.nin] = ts_itemsize(sig->ret.kind);
     return 1;
 }
 
@@ -604,15 +608,15 @@ stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, 
 /* The staged call's result; NULL with an exception, or with *fallback set
  * (and none) when the staging slots could not be allocated. */
 static PyObject *
-staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
+staged_call(CuUfCall *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
 {
     const TsSignature *sig = &l->sig;
-    CuOperand *o = &c->ops[c->nin];
+    CuOperand *o = &c->call.ops[c->call.nin];
     PyObject *res = NULL, *result = NULL;
-    StageCtx x = {l, c->ops, c->nin, sms, NULL};
+    StageCtx x = {l, c->call.ops, c->call.nin, sms, NULL};
     int direct = c->have_out && o->what == CU_OP_HOST;
-    for (int k = 0; k < c->nin; k++) {
-        CuOperand *op = &c->ops[k];
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
         if (op->what != CU_OP_HOST) {
             continue;
         }
@@ -642,13 +646,13 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
         }
         goto done;
     }
-    job->data[c->nin] = PyArray_DATA((PyArrayObject *)res);
+    job->data[c->call.nin] = PyArray_DATA((PyArrayObject *)res);
     job->launch = stage_launch;
     job->ctx = &x;
     int rc = cuda_stage_run(job);
     if (rc == 1) { /* no memory for staging: whole arrays, as small calls */
-        for (int k = 0; k < c->nin; k++) {
-            Py_CLEAR(c->ops[k].dev);
+        for (int k = 0; k < c->call.nin; k++) {
+            Py_CLEAR(c->call.ops[k].dev);
         }
         *fallback = 1;
     }
@@ -666,125 +670,200 @@ done:
     return result;
 }
 
-/* ---- the call ---- */
+/* ---- the call's steps ---- */
 
-static PyObject *
-run_call(Call *c)
+/* The loop, the broadcast shape and the out= checks (prepare). */
+static int
+ufunc_resolve(CuCall *call)
 {
-    CuFunc *f = c->f;
-    CuLoop *l = f->loops[c->loop];
-    const TsSignature *sig = &l->sig;
-    PyObject *result = NULL, *host = NULL, *res_dev = NULL;
-    if (cu_ensure_loaded(f, l, 0) < 0 || cu_check_foreign(c->ops, c->nin + c->have_out) < 0) {
-        return NULL;
+    return prepare(uf(call), uf(call)->lazy);
+}
+
+/* The loop's module; operands over foreign memory checked; the SMs. */
+static int
+ufunc_load(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    if (cu_ensure_loaded(c->f, c->f->loops[c->call.loop], 0) < 0
+        || cu_check_foreign(c->call.ops, c->call.nin + c->have_out) < 0) {
+        return -1;
     }
-    int sms = cu_sm_count();
-    if (sms < 0) {
-        return NULL;
-    }
-    for (int k = 0; k < c->nin; k++) {
-        CuOperand *op = &c->ops[k];
+    c->sms = cu_sm_count();
+    return c->sms < 0 ? -1 : 0;
+}
+
+static int
+ufunc_stage(CuCall *call, CudaStaged *job)
+{
+    return stage_job(uf(call), job) && cuda_stage_worth(job);
+}
+
+/* The scalar inputs as the loop type's bytes: kernel parameters, staged
+ * or not. */
+static int
+scalar_inputs(CuUfCall *c)
+{
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
         if ((op->what == CU_OP_SCALAR || op->what == CU_OP_PYSCALAR)
             && scalar_words(op, sig->args[k].kind) < 0) {
-            return NULL;
+            return -1;
         }
     }
-    CudaStaged job;
-    if (stage_job(c, &job) && cuda_stage_worth(&job)) {
-        int fallback = 0;
-        PyObject *r = staged_call(c, l, sms, &job, &fallback);
-        if (!fallback) {
-            return r;
-        }
+    return 0;
+}
+
+static int
+ufunc_staged(CuCall *call, CudaStaged *job)
+{
+    CuUfCall *c = uf(call);
+    int fallback = 0;
+    if (scalar_inputs(c) < 0) {
+        return -1;
     }
-    for (int k = 0; k < c->nin; k++) {
-        CuOperand *op = &c->ops[k];
+    c->value = staged_call(c, c->f->loops[c->call.loop], c->sms, job, &fallback);
+    return c->value != NULL ? 0 : fallback ? 1 : -1;
+}
+
+/* Host inputs copied in and device inputs of another dtype cast, on
+ * stream=; then where the kernel writes: out= itself, or a new array. */
+static int
+ufunc_place(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    if (scalar_inputs(c) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
         TsKind kind = sig->args[k].kind;
-        if (op->what == CU_OP_HOST && cu_upload(c, op, kind) < 0) {
-            return NULL;
+        if (op->what == CU_OP_HOST && cu_upload(op, kind, c->call.stream) < 0) {
+            return -1;
         }
         if (op->what == CU_OP_DEVICE && op->dev == NULL && !cu_is_kind(op->dtype, kind)
-            && cu_cast_input(c, op, kind) < 0) {
-            return NULL;
+            && cu_cast_input(op, kind, c->call.stream) < 0) {
+            return -1;
         }
     }
-    CuOperand *o = &c->ops[c->nin];
-    int out_dev = c->have_out && o->what == CU_OP_DEVICE;
-    if (writes_out(c)) {
-        if (plan_and_launch(c, l, sms, o) < 0) {
-            return NULL;
-        }
-        return Py_NewRef(c->out_arg);
+    if ((c->writes_out = writes_out(c))) {
+        return 0;
     }
     PyArray_Descr *rd = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
-    if ((res_dev = rd ? da_empty(rd, c->nd, c->shape, c->stream) : NULL) == NULL) {
-        return NULL;
+    c->res_dev = rd ? da_empty(rd, c->nd, c->shape, c->call.stream) : NULL;
+    return c->res_dev != NULL ? 0 : -1;
+}
+
+/* The new array's values on the host, copied synchronously: a new
+ * reference, or NULL. */
+static PyObject *
+copy_back(CuUfCall *c)
+{
+    PyObject *host = PyObject_CallMethod(c->res_dev, "copy_to_host", "OO", Py_None, c->call.stream);
+    if (host != NULL && cuda_stream_wait(c->call.s) < 0) {
+        Py_CLEAR(host);
     }
-    {
-        CuOperand tmp; /* the new array as the kernel's output */
-        cu_operand_reset(&tmp);
-        if (cu_device_operand(&tmp, Py_NewRef(res_dev)) < 0) {
-            goto error;
-        }
-        int rc = plan_and_launch(c, l, sms, &tmp);
-        Py_DECREF(tmp.obj);
-        if (rc < 0) {
-            goto error;
-        }
+    return host;
+}
+
+/* The kernel into out= or the new array; then an out= of another dtype,
+ * or one an input reads, gets the new array converted (or copied) on the
+ * device, and a host out= (a device call's too) its values copied back. */
+static int
+ufunc_launch(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    CuLoop *l = c->f->loops[c->call.loop];
+    CuOperand *o = &c->call.ops[c->call.nin], tmp;
+    if (c->writes_out) {
+        return plan_and_launch(c, l, c->sms, o);
     }
-    if (out_dev) {
-        /* another dtype, or memory an input reads: converted/copied in */
-        if (cu_device_cast(res_dev, o->obj, c->stream) == 0) {
-            result = Py_NewRef(c->out_arg);
-        }
-        goto error;
+    cu_operand_reset(&tmp); /* the new array as the kernel's output */
+    if (cu_device_operand(&tmp, Py_NewRef(c->res_dev)) < 0) {
+        return -1;
     }
-    if (c->device && !c->have_out) {
-        result = res_dev;
-        res_dev = NULL;
-        goto error;
+    int rc = plan_and_launch(c, l, c->sms, &tmp);
+    Py_DECREF(tmp.obj);
+    if (rc < 0 || !c->have_out) {
+        return rc;
     }
-    /* host result (a host out= in a device call too): copy back, synchronously */
-    host = PyObject_CallMethod(res_dev, "copy_to_host", "OO", Py_None, c->stream);
-    if (host == NULL) {
-        goto error;
+    if (o->what == CU_OP_DEVICE) {
+        return cu_device_cast(c->res_dev, o->obj, c->call.stream);
     }
-    if (cuda_stream_wait(c->s) < 0) {
-        goto error;
-    }
-    if (c->have_out) {
-        /* same_kind was checked in prepare() */
-        if (PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)host) < 0) {
-            goto error;
-        }
-        result = Py_NewRef(c->out_arg);
-    } else if (c->nd == 0) {
-        result = PyArray_Return((PyArrayObject *)host);
-        host = NULL;
-    } else {
-        result = host;
-        host = NULL;
-    }
-error:
+    PyObject *host = copy_back(c);
+    /* same_kind was checked in prepare() */
+    rc = host != NULL ? PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)host) : -1;
     Py_XDECREF(host);
-    Py_XDECREF(res_dev);
-    return result;
+    return rc;
+}
+
+/* out= as given, the new device array (a device call), or its values on
+ * the host (a scalar for a 0-d result); then the kernel's raise. */
+static PyObject *
+ufunc_finish(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    PyObject *r;
+    if (c->value != NULL) { /* staged */
+        r = c->value;
+        c->value = NULL;
+    } else if (c->have_out) {
+        r = Py_NewRef(c->out_arg);
+    } else if (c->call.device) {
+        r = Py_NewRef(c->res_dev);
+    } else {
+        PyObject *host = copy_back(c);
+        r = host != NULL && c->nd == 0 ? PyArray_Return((PyArrayObject *)host) : host;
+    }
+    Py_CLEAR(c->res_dev);
+    if (r != NULL && cu_check_raised(c->f->loops[c->call.loop], 0) < 0) {
+        Py_CLEAR(r); /* the kernel raised: its exception */
+    }
+    return r;
+}
+
+static void
+ufunc_clear(CuCall *call)
+{
+    Py_CLEAR(uf(call)->res_dev);
+    Py_CLEAR(uf(call)->value);
+}
+
+static const CuCallKind ufunc_kind = {
+    .parse = ufunc_parse,
+    .resolve = ufunc_resolve,
+    .load = ufunc_load,
+    .stage = ufunc_stage,
+    .staged = ufunc_staged,
+    .place = ufunc_place,
+    .launch = ufunc_launch,
+    .finish = ufunc_finish,
+    .clear = ufunc_clear,
+};
+
+/* c empty, for a call of f (lazy: one that may compile a loop). */
+static void
+ufunc_call_init(CuUfCall *c, CuFunc *f, int lazy)
+{
+    cu_call_init(&c->call, &ufunc_kind, f->nin, f->nin + 1);
+    c->f = f;
+    c->lazy = lazy;
+    c->have_out = 0;
+    c->out_arg = Py_None;
+    c->nd = 0;
+    c->sms = 0;
+    c->writes_out = 0;
+    c->res_dev = c->value = NULL;
 }
 
 PyObject *
 cu_ufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
-    Call c;
-    if (parse_call(f, args, kwargs, &c) < 0) {
-        return NULL;
-    }
-    PyObject *r = prepare(&c, f->lazy) == 0 ? run_call(&c) : NULL;
-    if (r != NULL && cu_check_raised(f->loops[c.loop], 0) < 0) {
-        Py_CLEAR(r); /* the kernel raised: its exception */
-    }
-    call_clear(&c);
-    return r;
+    CuUfCall c;
+    ufunc_call_init(&c, f, f->lazy);
+    return cu_call_run(&c.call, args, kwargs);
 }
 
 PyObject *
@@ -816,50 +895,48 @@ cu_ufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
     if (kw == NULL) {
         return NULL;
     }
-    Call c;
+    CuUfCall c;
     PyObject *r = NULL;
-    if (parse_call(f, args, kw, &c) == 0) {
-        if (prepare(&c, 0) == 0) {
-            CudaStaged job;
-            Py_ssize_t staged =
-                stage_job(&c, &job) && cuda_stage_worth(&job) ? cuda_stage_chunk(&job) : 0;
-            const char *out = !c.have_out || c.ops[c.nin].what != CU_OP_DEVICE ? "new"
-                              : writes_out(&c)                                 ? "direct"
-                                                                               : "temporary";
-            /* host inputs as their contiguous device copies would be */
-            for (int k = 0; k < c.nin; k++) {
-                CuOperand *op = &c.ops[k];
-                if (op->what == CU_OP_HOST) {
-                    Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.args[k].kind);
-                    for (int d = op->nd - 1; d >= 0; d--) {
-                        op->strides[d] = s;
-                        s *= op->shape[d];
-                    }
+    ufunc_call_init(&c, f, 0);
+    if (cu_call_host(&c.call, args, kw) == 0) {
+        CudaStaged job;
+        Py_ssize_t staged = ufunc_stage(&c.call, &job) ? cuda_stage_chunk(&job) : 0;
+        const char *out = !c.have_out || c.call.ops[c.call.nin].what != CU_OP_DEVICE ? "new"
+                          : writes_out(&c)                                           ? "direct"
+                                                                                     : "temporary";
+        /* host inputs as their contiguous device copies would be */
+        for (int k = 0; k < c.call.nin; k++) {
+            CuOperand *op = &c.call.ops[k];
+            if (op->what == CU_OP_HOST) {
+                Py_ssize_t s = ts_itemsize(f->loops[c.call.loop]->sig.args[k].kind);
+                for (int d = op->nd - 1; d >= 0; d--) {
+                    op->strides[d] = s;
+                    s *= op->shape[d];
                 }
             }
-            CuOperand *o = &c.ops[c.nin];
-            if (!(c.have_out && o->what == CU_OP_DEVICE)) {
-                Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.ret.kind);
-                o->what = CU_OP_DEVICE;
-                o->nd = c.nd;
-                for (int d = c.nd - 1; d >= 0; d--) {
-                    o->shape[d] = c.shape[d];
-                    o->strides[d] = s;
-                    s *= c.shape[d];
-                }
-            }
-            Plan p;
-            if (plan_call(&c, sms, block, &p) == 0) {
-                r = plan_dict(&p, f, c.loop);
-            }
-            PyObject *v = r ? Py_BuildValue("{s:n,s:s}", "staged", staged, "out", out) : NULL;
-            if (r != NULL && (v == NULL || PyDict_Update(r, v) < 0)) {
-                Py_CLEAR(r);
-            }
-            Py_XDECREF(v);
         }
-        call_clear(&c);
+        CuOperand *o = &c.call.ops[c.call.nin];
+        if (!(c.have_out && o->what == CU_OP_DEVICE)) {
+            Py_ssize_t s = ts_itemsize(f->loops[c.call.loop]->sig.ret.kind);
+            o->what = CU_OP_DEVICE;
+            o->nd = c.nd;
+            for (int d = c.nd - 1; d >= 0; d--) {
+                o->shape[d] = c.shape[d];
+                o->strides[d] = s;
+                s *= c.shape[d];
+            }
+        }
+        Plan p;
+        if (plan_call(&c, sms, block, &p) == 0) {
+            r = plan_dict(&p, f, c.call.loop);
+        }
+        PyObject *v = r ? Py_BuildValue("{s:n,s:s}", "staged", staged, "out", out) : NULL;
+        if (r != NULL && (v == NULL || PyDict_Update(r, v) < 0)) {
+            Py_CLEAR(r);
+        }
+        Py_XDECREF(v);
     }
+    cu_call_clear(&c.call);
     Py_DECREF(kw);
     return r;
 }
@@ -869,12 +946,10 @@ PyObject *
 cu_resolve_hook(PyObject *self, PyObject *args)
 {
     CuFunc *f = (CuFunc *)self;
-    Call c;
-    if (parse_call(f, args, NULL, &c) < 0) {
-        return NULL;
-    }
-    Py_ssize_t i = cu_resolve(f, c.ops, 0);
-    call_clear(&c);
+    CuUfCall c;
+    ufunc_call_init(&c, f, 0);
+    Py_ssize_t i = ufunc_parse(&c.call, args, NULL) < 0 ? -1 : cu_resolve(f, c.call.ops, 0);
+    cu_call_clear(&c.call);
     if (i < 0) {
         return NULL;
     }

@@ -12,7 +12,7 @@
 
 /* Words of the descriptor kernels.c reads, for lnd loop dimensions. */
 static Py_ssize_t
-desc_words(const GuCall *c, int lnd)
+desc_words(const CuGuCall *c, int lnd)
 {
     const GuLayout *L = &c->f->layout;
     int A = L->nargs, ncore = 0;
@@ -36,7 +36,7 @@ desc_base(int lnd, int k)
  * strides cstride[k * TS_MAXDIMS + j]; flags (bit 0: disjoint()).
  */
 static void
-fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t *lshape,
+fill_desc(const CuGuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t *lshape,
           const CUdeviceptr *ptr, const Py_ssize_t *lstride, const Py_ssize_t *cstride,
           long long flags)
 {
@@ -78,7 +78,7 @@ fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t
  * in-place call, overlapping views), or an extent past the address space,
  * takes the other copy, which reads and writes in the source's order. */
 static int
-disjoint(const GuCall *c, const DaInfo *info)
+disjoint(const CuGuCall *c, const DaInfo *info)
 {
     int A = c->f->layout.nargs, ext[TS_MAXARGS];
     uintptr_t lo[TS_MAXARGS], hi[TS_MAXARGS];
@@ -108,7 +108,7 @@ disjoint(const GuCall *c, const DaInfo *info)
  * gather: outputs count as inputs do); rows a few bytes apart share their
  * lines across the warp. */
 static Py_ssize_t
-row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *ls)
+row_lines(const CuGuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *ls)
 {
     int d = lnd - 1;
     while (d > 0 && lshape[d] == 1) {
@@ -126,7 +126,8 @@ row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *
 /* Argument k's loop strides (right-aligned, 0 where broadcast) and core
  * strides on the device, from info. */
 static void
-device_strides(const GuCall *c, int k, const DaInfo *info, Py_ssize_t *lstride, Py_ssize_t *cstride)
+device_strides(const CuGuCall *c, int k, const DaInfo *info, Py_ssize_t *lstride,
+               Py_ssize_t *cstride)
 {
     int nc = c->f->layout.ndims[k], lnd = info->nd - nc;
     for (int d = 0; d < c->lnd; d++) {
@@ -141,7 +142,7 @@ device_strides(const GuCall *c, int k, const DaInfo *info, Py_ssize_t *lstride, 
 /* The descriptor kernels.c reads, as a device array on the call's stream;
  * *lines: row_lines(). */
 static PyObject *
-descriptor(GuCall *c, Py_ssize_t n, const DaInfo *info, Py_ssize_t *lines)
+descriptor(CuGuCall *c, Py_ssize_t n, const DaInfo *info, Py_ssize_t *lines)
 {
     int A = c->f->layout.nargs;
     Py_ssize_t len = desc_words(c, c->lnd);
@@ -161,17 +162,17 @@ descriptor(GuCall *c, Py_ssize_t n, const DaInfo *info, Py_ssize_t *lines)
               disjoint(c, info));
     *lines = row_lines(c, c->lnd, c->lshape, ls);
     PyMem_Free(ls);
-    PyObject *dev = cu_to_device(h, TS_INT64, c->stream);
+    PyObject *dev = cu_to_device(h, TS_INT64, c->call.stream);
     Py_DECREF(h);
     return dev;
 }
 
 /* Declared [::1] arguments must be so on the device (host copies are). */
 static int
-check_contig(GuCall *c, const DaInfo *info)
+check_contig(CuGuCall *c, const DaInfo *info)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
-    for (int k = 0; k < c->nargs; k++) {
+    const CuGuLoop *l = c->f->loops[c->call.loop];
+    for (int k = 0; k < c->call.nops; k++) {
         int nc = c->f->layout.ndims[k];
         if (!l->ksig.args[k].contig || nc == 0) {
             continue;
@@ -189,9 +190,9 @@ check_contig(GuCall *c, const DaInfo *info)
 }
 
 int
-cu_gu_can_fail(const GuCall *c)
+cu_gu_can_fail(const CuGuCall *c)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
+    const CuGuLoop *l = c->f->loops[c->call.loop];
     return !l->silent && (c->f->kernel->boundscheck || (l->fails & ~(1u << CC_STATUS_INDEX)));
 }
 
@@ -199,7 +200,7 @@ cu_gu_can_fail(const GuCall *c)
  * stream, when the kernel can fail (cu_gu_can_fail): 0 with *status set (NULL
  * when it cannot fail), or -1. */
 static int
-status_word(GuCall *c, PyObject **status)
+status_word(CuGuCall *c, PyObject **status)
 {
     *status = NULL;
     if (!cu_gu_can_fail(c)) {
@@ -207,7 +208,7 @@ status_word(GuCall *c, PyObject **status)
     }
     Py_ssize_t one = 1;
     PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
-    *status = zero ? cu_to_device(zero, TS_INT32, c->stream) : NULL;
+    *status = zero ? cu_to_device(zero, TS_INT32, c->call.stream) : NULL;
     Py_XDECREF(zero);
     return *status != NULL ? 0 : -1;
 }
@@ -215,13 +216,13 @@ status_word(GuCall *c, PyObject **status)
 /* The status the kernel stored (waits for the device), raised as the
  * kernel's exception.  0 (none, or no status word) or -1. */
 static int
-check_status(GuCall *c, PyObject *status)
+check_status(CuGuCall *c, PyObject *status)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
+    const CuGuLoop *l = c->f->loops[c->call.loop];
     if (status == NULL) {
         return 0;
     }
-    PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->stream);
+    PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->call.stream);
     if (h == NULL) {
         return -1;
     }
@@ -294,16 +295,16 @@ cu_gu_geometry_py(PyObject *module, PyObject *args)
 
 /* Launches the entry; when the kernel can fail, waits for the status.  0/-1. */
 int
-cu_gu_launch(GuCall *c, Py_ssize_t n)
+cu_gu_launch(CuGuCall *c, Py_ssize_t n)
 {
     CuGuFunc *f = c->f;
-    CuGuLoop *l = f->loops[c->loop];
+    CuGuLoop *l = f->loops[c->call.loop];
     DaInfo info[TS_MAXARGS];
     int sms = cu_sm_count();
-    if (sms < 0 || cu_check_foreign(c->ops, c->nargs) < 0) {
+    if (sms < 0 || cu_check_foreign(c->call.ops, c->call.nops) < 0) {
         return -1;
     }
-    for (int k = 0; k < c->nargs; k++) {
+    for (int k = 0; k < c->call.nops; k++) {
         if (da_info(c->dev[k], &info[k]) < 0) {
             return -1;
         }
@@ -332,8 +333,9 @@ cu_gu_launch(GuCall *c, Py_ssize_t n)
     geometry(l->block, sms, n, lines, &grid, &block);
     CUdeviceptr dp = di.ptr, sp = si.ptr;
     void *params[2] = {&dp, &sp};
-    if (cuda_check(cuda_drv->LaunchKernel(l->fn, grid, 1, 1, block, 1, 1, 0, c->s, params, NULL),
-                   "cuLaunchKernel (cuda gufunc)")
+    if (cuda_check(
+            cuda_drv->LaunchKernel(l->fn, grid, 1, 1, block, 1, 1, 0, c->call.s, params, NULL),
+            "cuLaunchKernel (cuda gufunc)")
             < 0
         || check_status(c, status) < 0) {
         goto done;
@@ -371,18 +373,18 @@ host_extent(PyArrayObject *a, uintptr_t *lo, uintptr_t *hi)
  * dtype, and meeting no other operand (a chunk written early must not be
  * what a later chunk reads). */
 static int
-writes_directly(const GuCall *c, int k)
+writes_directly(const CuGuCall *c, int k)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    PyArrayObject *o = (PyArrayObject *)c->ops[k].obj;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    PyArrayObject *o = (PyArrayObject *)c->call.ops[k].obj;
     if (!PyArray_ISCARRAY(o) || !PyArray_ISNOTSWAPPED(o)
         || !cu_is_kind(PyArray_DESCR(o), sig->args[k].kind)) {
         return 0;
     }
     uintptr_t lo, hi;
     host_extent(o, &lo, &hi);
-    for (int j = 0; j < c->nargs; j++) {
-        const CuOperand *op = &c->ops[j];
+    for (int j = 0; j < c->call.nops; j++) {
+        const CuOperand *op = &c->call.ops[j];
         uintptr_t jlo, jhi;
         if (j == k || op->obj == NULL || !PyArray_Check(op->obj)) {
             continue;
@@ -406,19 +408,19 @@ writes_directly(const GuCall *c, int k)
  * calls copy whole arrays.
  */
 int
-cu_gu_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
+cu_gu_stage_plan(CuGuCall *c, Py_ssize_t n, CudaStaged *job)
 {
     const GuLayout *L = &c->f->layout;
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
     memset(job, 0, sizeof(*job));
-    if (c->device || n <= 1) {
+    if (c->call.device || n <= 1) {
         return 0;
     }
     job->nops = L->nargs;
     job->nin = L->nin;
     job->n = n;
     for (int k = 0; k < L->nargs; k++) {
-        const CuOperand *op = &c->ops[k];
+        const CuOperand *op = &c->call.ops[k];
         int nc = L->ndims[k];
         Py_ssize_t unit = ts_itemsize(sig->args[k].kind);
         for (int j = 0; j < nc; j++) {
@@ -494,12 +496,12 @@ stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, 
  * in the loop's dtype (the operand itself when it is one), an output's
  * out= or new array.  0/-1. */
 static int
-stage_host_array(GuCall *c, int k)
+stage_host_array(CuGuCall *c, int k)
 {
     const GuLayout *L = &c->f->layout;
-    const CuOperand *op = &c->ops[k];
+    const CuOperand *op = &c->call.ops[k];
     PyArray_Descr *d =
-        PyArray_DescrFromType(ts_kind_typenum(c->f->loops[c->loop]->sig.args[k].kind));
+        PyArray_DescrFromType(ts_kind_typenum(c->f->loops[c->call.loop]->sig.args[k].kind));
     if (d == NULL) {
         return -1;
     }
@@ -533,10 +535,10 @@ stage_host_array(GuCall *c, int k)
  * done: the caller copies whole arrays); -1 with an exception.
  */
 int
-cu_gu_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
+cu_gu_staged_call(CuGuCall *c, Py_ssize_t n, CudaStaged *job)
 {
     const GuLayout *L = &c->f->layout;
-    CuGuLoop *l = c->f->loops[c->loop];
+    CuGuLoop *l = c->f->loops[c->call.loop];
     int A = L->nargs, rc = -1, sms = cu_sm_count();
     Py_ssize_t words = desc_words(c, 1);
     PyObject *status = NULL;
@@ -554,7 +556,7 @@ cu_gu_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     for (int k = 0; k < A; k++) {
         if (c->whole[k]) { /* on the device once, for every chunk */
             DaInfo info;
-            c->dev[k] = cu_to_device(c->ops[k].obj, l->sig.args[k].kind, c->stream);
+            c->dev[k] = cu_to_device(c->call.ops[k].obj, l->sig.args[k].kind, c->call.stream);
             if (c->dev[k] == NULL || da_info(c->dev[k], &info) < 0) {
                 goto done;
             }
@@ -579,7 +581,7 @@ cu_gu_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     }
     DaInfo si = {0};
     if ((status && da_info(status, &si) < 0)
-        || cuda_check(cuda_drv->StreamSynchronize(c->s), "cuStreamSynchronize (cuda gufunc)")
+        || cuda_check(cuda_drv->StreamSynchronize(c->call.s), "cuStreamSynchronize (cuda gufunc)")
                < 0) { /* the uploads and the status word, before the slots' streams use them */
         goto done;
     }

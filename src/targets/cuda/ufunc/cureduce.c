@@ -119,14 +119,11 @@ typedef struct RedCall {
 static int
 reduce_operand(RedCall *rc, TsKind kind)
 {
-    Call c;
-    c.stream = rc->stream;
-    c.s = rc->s;
     if (rc->op.what == CU_OP_HOST) {
-        return cu_upload(&c, &rc->op, kind);
+        return cu_upload(&rc->op, kind, rc->stream);
     }
     return rc->op.what == CU_OP_DEVICE && !cu_is_kind(rc->op.dtype, kind)
-               ? cu_cast_input(&c, &rc->op, kind)
+               ? cu_cast_input(&rc->op, kind, rc->stream)
                : 0;
 }
 

@@ -205,11 +205,11 @@ use_copy(CuOperand *op, PyObject *dev)
 
 /* A device input of another dtype -> a device copy in the loop's. */
 int
-cu_cast_input(Call *c, CuOperand *op, TsKind kind)
+cu_cast_input(CuOperand *op, TsKind kind, PyObject *stream)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *tmp = d ? da_empty(d, op->nd, op->shape, c->stream) : NULL;
-    if (tmp == NULL || cu_device_cast(op->obj, tmp, c->stream) < 0) {
+    PyObject *tmp = d ? da_empty(d, op->nd, op->shape, stream) : NULL;
+    if (tmp == NULL || cu_device_cast(op->obj, tmp, stream) < 0) {
         Py_XDECREF(tmp);
         return -1;
     }
@@ -246,9 +246,9 @@ cu_to_device(PyObject *obj, TsKind kind, PyObject *stream)
 
 /* Host arrays -> device copies of the loop's dtype (not broadcast). */
 int
-cu_upload(Call *c, CuOperand *op, TsKind kind)
+cu_upload(CuOperand *op, TsKind kind, PyObject *stream)
 {
-    PyObject *dev = cu_to_device(op->obj, kind, c->stream);
+    PyObject *dev = cu_to_device(op->obj, kind, stream);
     if (dev == NULL) {
         return -1;
     }

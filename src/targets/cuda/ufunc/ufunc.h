@@ -6,12 +6,14 @@
  * registration, and the cuda target's factories for target.h), and it
  * includes the three folders below it and src/gufunc (layouts, bodies).
  *
- *   cufunc.c      the cuda ufunc object and its loops: compiled, loaded, chosen
  *   operand.c     the operands of a call: what an argument is, its extent, its device copies
- *   cucall.c      a cuda ufunc's call: operands, broadcasting, launch plan, out=, copies
+ *   call.c        the skeleton of a call (parse, resolve, load, stage or place and
+ *                 launch, finish, clear), which both kinds follow
+ *   cufunc.c      the cuda ufunc object and its loops: compiled, loaded, chosen
+ *   cucall.c      a cuda ufunc's kind of call: broadcasting, launch plan, out=, copies
  *   cureduce.c    its reduce
  *   cugufunc.c    the cuda gufunc object, its compilation and loading
- *   cugucall.c    a cuda gufunc's call, the host side: operands, axes=, loop, dimensions
+ *   cugucall.c    a cuda gufunc's kind of call, the host side: axes=, loop, dimensions
  *   cugulaunch.c  its device side: the descriptor, the launch, staged host calls
  *
  * Cross-file names take the prefix cu_ (types Cu, constants CU_; the
@@ -74,21 +76,66 @@ typedef struct CuOperand {
     PyObject *dev; /* owned: the device copy of a host array */
 } CuOperand;
 
-/* ---- a call ---- */
+/* ---- a call (call.c runs it; cucall.c, cugucall.c supply its kinds) ---- */
 
-typedef struct Call {
-    CuFunc *f;
-    int nin;
-    CuOperand ops[TS_MAXARGS + 1]; /* inputs, then out (when given) */
-    int have_out;
-    PyObject *out_arg; /* borrowed */
-    PyObject *stream;  /* borrowed */
+typedef struct CuCall CuCall;
+
+/*
+ * What one kind of call supplies to call.c's skeleton (cucall.c's for a
+ * cuda ufunc, cugucall.c's for a cuda gufunc), in the order the skeleton
+ * runs them; 0/-1 each unless said.
+ */
+typedef struct CuCallKind {
+    /* The Python arguments into operands (cu_classify), out=, the kind's
+     * keywords and stream=. */
+    int (*parse)(CuCall *c, PyObject *args, PyObject *kwargs);
+    /* The loop, the shapes and every check that needs no device. */
+    int (*resolve)(CuCall *c);
+    /* The loop's module in the context (the driver loaded first). */
+    int (*load)(CuCall *c);
+    /* 1 when a host call goes through staging.c, with job filled (but its
+     * data pointers); 0 when not.  Needs no GPU. */
+    int (*stage)(CuCall *c, CudaStaged *job);
+    /* The staged call: 0; 1 when the staging slots could not be allocated
+     * (nothing left done: the call goes on with whole arrays); -1. */
+    int (*staged)(CuCall *c, CudaStaged *job);
+    /* The operands on the device: host ones copied in, device ones of
+     * another dtype cast, new outputs allocated. */
+    int (*place)(CuCall *c);
+    /* The kernel, then what it wrote back into the operands given (out=,
+     * written inputs), cast on the device or copied to the host. */
+    int (*launch)(CuCall *c);
+    /* The call's value (new outputs; a host call's copied back) and the
+     * exception the kernel raised: a new reference, or NULL. */
+    PyObject *(*finish)(CuCall *c);
+    /* Releases what the kind's part of the call holds (not the operands). */
+    void (*clear)(CuCall *c);
+} CuCallKind;
+
+/* One call: what both kinds keep, the first member of each kind's own
+ * struct (cucall.c's CuUfCall, CuGuCall below), so that a pointer to the
+ * one is a pointer to the other. */
+struct CuCall {
+    const CuCallKind *kind;
+    int nin, nops;                 /* inputs; operands (inputs, then outputs) */
+    CuOperand ops[TS_MAXARGS + 1]; /* owned; an output not given has no obj */
+    PyObject *stream;              /* borrowed: stream= */
     CUstream s;
-    Py_ssize_t loop;
-    int nd;
-    Py_ssize_t shape[NPY_MAXDIMS];
-    int device; /* result on the device */
-} Call;
+    Py_ssize_t loop; /* the loop resolve chose (-1 before) */
+    int device;      /* a device operand: the results stay on the device */
+};
+
+/* ---- call.c ---- */
+
+/* c empty, for kind, with nin inputs and nops operands. */
+void cu_call_init(CuCall *c, const CuCallKind *kind, int nin, int nops);
+/* The host side of a call, parse and resolve (what the test hooks run):
+ * 0/-1, c to be cleared either way. */
+int cu_call_host(CuCall *c, PyObject *args, PyObject *kwargs);
+/* The whole call, c cleared after: a new reference, or NULL. */
+PyObject *cu_call_run(CuCall *c, PyObject *args, PyObject *kwargs);
+/* Releases what c holds: its operands, its kind's part. */
+void cu_call_clear(CuCall *c);
 
 /* ---- cufunc.c: registration; the loops, for cucall.c and cureduce.c ---- */
 
@@ -140,9 +187,9 @@ void cu_operand_extent(const CuOperand *op, uintptr_t ptr, uintptr_t *lo, uintpt
  * allocation (da_check_foreign_memory); run after the context is entered,
  * before anything launches.  0/-1. */
 int cu_check_foreign(const CuOperand *ops, int n);
-/* Device copies in kind k: a device operand cast, a host operand uploaded.
- * Both use c->stream alone. 0/-1. */
-int cu_cast_input(Call *c, CuOperand *op, TsKind kind);
+/* Device copies in kind k, queued on stream, that op then points at
+ * (op->dev): a device operand cast, a host operand uploaded.  0/-1. */
+int cu_cast_input(CuOperand *op, TsKind kind, PyObject *stream);
 /* dst[...] = src[...] converted (device arrays of any shapes NumPy
  * broadcasts, dtypes of ours), queued on stream by the identity cuda ufunc
  * numbavec.cuda._cast_ufunc(src.dtype, dst.dtype).  0/-1. */
@@ -150,7 +197,7 @@ int cu_device_cast(PyObject *src, PyObject *dst, PyObject *stream);
 /* obj (a host array, scalar or number) as a new C-contiguous device array
  * of kind, copied on stream (NumPy converts it first).  New reference. */
 PyObject *cu_to_device(PyObject *obj, TsKind kind, PyObject *stream);
-int cu_upload(Call *c, CuOperand *op, TsKind kind);
+int cu_upload(CuOperand *op, TsKind kind, PyObject *stream);
 
 /* ---- cucall.c: a call, for cufunc.c (its slots) and cureduce.c ---- */
 
@@ -216,14 +263,11 @@ int cu_gu_ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index);
 
 /* ---- a call (cugucall.c's host side, cugulaunch.c's device side) ---- */
 
-typedef struct GuCall {
+typedef struct CuGuCall {
+    CuCall call; /* call.c's part: operands, stream=, the loop (first) */
     CuGuFunc *f;
-    int nargs, given_out[TS_MAXARGS];
-    CuOperand ops[TS_MAXARGS];
-    PyObject *stream;
-    CUstream s;
-    Py_ssize_t loop;
-    int device; /* a device operand: the results stay on the device */
+    int given_out[TS_MAXARGS];
+    Py_ssize_t n; /* outer iterations: the product of the loop dimensions */
     /* the loop dimensions and the core sizes */
     int lnd;
     Py_ssize_t lshape[NPY_MAXDIMS];
@@ -243,11 +287,11 @@ typedef struct GuCall {
     unsigned char whole[TS_MAXARGS];  /* an input the same for every iteration: uploaded once */
     unsigned char direct[TS_MAXARGS]; /* a host out= the pipeline writes into */
     PyObject *res[TS_MAXARGS];        /* owned: the host array chunks come from or go to */
-} GuCall;
+} CuGuCall;
 
 /* The kernel's name, for messages. */
 static inline const char *
-cu_gu_name(const GuCall *c)
+cu_gu_name(const CuGuCall *c)
 {
     return c->f->kernel->name;
 }
@@ -264,19 +308,19 @@ PyObject *cu_gufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs);
 
 /* Launches the entry over c->dev for n outer iterations; when the kernel
  * can fail, waits for its status and raises it.  0/-1. */
-int cu_gu_launch(GuCall *c, Py_ssize_t n);
+int cu_gu_launch(CuGuCall *c, Py_ssize_t n);
 /* Whether the call's kernel can fail (an index out of bounds, checked unless
  * boundscheck=False; a raise, a division by zero ...) and its PTX reads the
  * status word: then the call gives the kernel one and waits for it. */
-int cu_gu_can_fail(const GuCall *c);
+int cu_gu_can_fail(const CuGuCall *c);
 /* Whether a host call of n outer iterations goes through the staged
  * pipeline; fills job (but its data pointers) and c->whole/c->direct.
  * Needs no GPU. */
-int cu_gu_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job);
+int cu_gu_stage_plan(CuGuCall *c, Py_ssize_t n, CudaStaged *job);
 /* The staged call cu_gu_stage_plan chose: 0; 1 when the staging slots could
  * not be allocated (nothing done: copy whole arrays instead); -1 with an
  * exception.  Outputs are left in c->res (or the out= given). */
-int cu_gu_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job);
+int cu_gu_staged_call(CuGuCall *c, Py_ssize_t n, CudaStaged *job);
 
 /* Test hook _cuda_gufunc_geometry(block, sms, n, lines) -> (grid, block):
  * a cuda gufunc launch's shape (cugulaunch.c, geometry). */
