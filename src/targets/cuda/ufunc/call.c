@@ -10,7 +10,9 @@
  *               (the test hooks _plan and _resolve stop here, so that they
  *               run on every machine);
  *   3. load     the loop's module in the context: without a GPU, a call
- *               ends here with CudaSupportError;
+ *               ends here with CudaSupportError; then every operand over
+ *               another library's memory is checked (cu_check_foreign),
+ *               before anything is copied, cast or launched;
  *   4. stage    a large host call in chunks through staging.c (pinned
  *               buffers, two streams); when the slots cannot be had, the
  *               call goes on as in 5;
@@ -51,7 +53,8 @@ cu_call_run(CuCall *c, PyObject *args, PyObject *kwargs)
     PyObject *result = NULL;
     CudaStaged job;
     int whole = 1; /* whole arrays on the device: not staged, or no slots for it */
-    if (cu_call_host(c, args, kwargs) < 0 || k->load(c) < 0) {
+    if (cu_call_host(c, args, kwargs) < 0 || k->load(c) < 0
+        || cu_check_foreign(c->ops, c->nops) < 0) {
         goto done;
     }
     if (k->stage(c, &job) && (whole = k->staged(c, &job)) < 0) {

@@ -210,7 +210,7 @@ typedef struct CuUfCall {
     PyObject *out_arg; /* borrowed */
     int nd;            /* the broadcast shape */
     Py_ssize_t shape[NPY_MAXDIMS];
-    int sms;           /* the device's SMs (load) */
+    int sms;           /* the device's SMs (launch_params) */
     int writes_out;    /* the kernel writes into out= itself (place) */
     PyObject *res_dev; /* owned: else the new device array it writes (place) */
     PyObject *value;   /* owned: a staged call's value */
@@ -679,17 +679,10 @@ ufunc_resolve(CuCall *call)
     return prepare(uf(call), uf(call)->lazy);
 }
 
-/* The loop's module; operands over foreign memory checked; the SMs. */
 static int
 ufunc_load(CuCall *call)
 {
-    CuUfCall *c = uf(call);
-    if (cu_ensure_loaded(c->f, c->f->loops[c->call.loop], 0) < 0
-        || cu_check_foreign(c->call.ops, c->call.nin + c->have_out) < 0) {
-        return -1;
-    }
-    c->sms = cu_sm_count();
-    return c->sms < 0 ? -1 : 0;
+    return cu_ensure_loaded(uf(call)->f, uf(call)->f->loops[call->loop], 0);
 }
 
 static int
@@ -698,12 +691,15 @@ ufunc_stage(CuCall *call, CudaStaged *job)
     return stage_job(uf(call), job) && cuda_stage_worth(job);
 }
 
-/* The scalar inputs as the loop type's bytes: kernel parameters, staged
- * or not. */
+/* What the launches take, staged or not: the device's SMs (for the grid)
+ * and the scalar inputs as the loop type's bytes (kernel parameters). */
 static int
-scalar_inputs(CuUfCall *c)
+launch_params(CuUfCall *c)
 {
     const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    if ((c->sms = cu_sm_count()) < 0) {
+        return -1;
+    }
     for (int k = 0; k < c->call.nin; k++) {
         CuOperand *op = &c->call.ops[k];
         if ((op->what == CU_OP_SCALAR || op->what == CU_OP_PYSCALAR)
@@ -719,7 +715,7 @@ ufunc_staged(CuCall *call, CudaStaged *job)
 {
     CuUfCall *c = uf(call);
     int fallback = 0;
-    if (scalar_inputs(c) < 0) {
+    if (launch_params(c) < 0) {
         return -1;
     }
     c->value = staged_call(c, c->f->loops[c->call.loop], c->sms, job, &fallback);
@@ -733,7 +729,7 @@ ufunc_place(CuCall *call)
 {
     CuUfCall *c = uf(call);
     const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
-    if (scalar_inputs(c) < 0) {
+    if (launch_params(c) < 0) {
         return -1;
     }
     for (int k = 0; k < c->call.nin; k++) {
