@@ -12,8 +12,8 @@
  *
  * This file: compiling, loading and choosing loops, the Python type (slots,
  * getters, inspect_*) and _cuda_vectorize.  What a call does with the loop
- * it chose is cucall.c; reduce is cureduce.c; cufunc.h is what the three
- * share.
+ * it chose is cucall.c (on call.c's skeleton, with operand.c's operands);
+ * reduce is cureduce.c; ufunc.h is what they share.
  */
 #include "targets/cuda/ufunc/ufunc.h"
 

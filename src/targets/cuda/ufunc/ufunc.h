@@ -64,16 +64,18 @@ typedef struct CuFunc {
 
 enum { CU_OP_PYSCALAR, CU_OP_SCALAR, CU_OP_HOST, CU_OP_DEVICE };
 
+/* One argument of a call (operand.c): what it is, its array geometry, and
+ * where the kernel finds it. */
 typedef struct CuOperand {
-    int what;
+    int what;             /* CU_OP_*: a Python number, a 0-d host value, host or device array */
     PyObject *obj;        /* owned: the ndarray, device array or scalar */
     PyArray_Descr *dtype; /* borrowed from obj; NULL for Python scalars */
     int nd;
     int foreign; /* a device array over another library's memory */
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-    CUdeviceptr ptr;
-    unsigned long long words[2];
-    PyObject *dev; /* owned: the device copy of a host array */
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS]; /* strides: the device copy's once made */
+    CUdeviceptr ptr;             /* a device array's data, or its device copy's */
+    unsigned long long words[2]; /* a scalar's bytes in the loop's type (a kernel parameter) */
+    PyObject *dev;               /* owned: the device copy of a host array, or a cast copy */
 } CuOperand;
 
 /* ---- a call (call.c runs it; cucall.c, cugucall.c supply its kinds) ---- */
