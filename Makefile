@@ -1,6 +1,6 @@
 # Shortcuts for development; the README has the commands spelled out.
 PYTHON ?= python3
-C_FILES = $(wildcard src/*.c src/*/*.c src/*/*/*.c src/*/*.cpp src/*.h src/*/*.h src/*/*/*.h)
+C_FILES = $(wildcard src/*.c src/*/*.c src/*/*/*.c src/*/*/*/*.c src/*/*.cpp src/*.h src/*/*.h src/*/*/*.h src/*/*/*/*.h)
 SAN_PRELOAD = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
 
 .PHONY: inplace test asan format format-check bench ci wheel wheel-local

@@ -1,4 +1,4 @@
-"""src/targets/cuda/driver.h declares the part of the CUDA driver API we call,
+"""src/targets/cuda/driver/drvapi.h declares the part of the CUDA driver API we call,
 so that building needs no CUDA header.  Here it is checked against the
 toolkit's own cuda.h, where one is installed: every enum value, the layout
 of every struct we pass, and the versioned symbol (``_v2``) each entry point
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
-DRIVER_H = SRC / "targets" / "cuda" / "driver.h"
+DRIVER_H = SRC / "targets" / "cuda" / "driver" / "drvapi.h"
 CUDA_H = next((Path(p) / "include" / "cuda.h" for p in
                (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
                if p and (Path(p) / "include" / "cuda.h").exists()), None)
@@ -69,7 +69,7 @@ def test_driver_h_matches_the_toolkit(tmp_path):
     assert len(enums) > 15 and len(entries) > 30
     # ours: reserved is deliberately longer, so CUmemPoolProps' size differs
     ours = run_c(tmp_path, "ours", "\n".join([
-        "#include <stddef.h>", "#include <stdio.h>", '#include "targets/cuda/driver.h"',
+        "#include <stddef.h>", "#include <stdio.h>", '#include "targets/cuda/driver/drvapi.h"',
         "int main(void) {",
         *[f'printf("{n} %d\\n", (int){n});' for n, _ in enums],
         *layout_lines({"CUmemPoolProps"}),

@@ -7,6 +7,11 @@
  */
 #include "targets/cuda/cugufunc.h"
 
+#include "targets/cuda/array/array.h"
+#include "targets/cuda/codegen/codegen.h"
+#include "targets/cuda/driver/driver.h"
+#include "targets/cuda/ufunc/ufunc.h"
+
 static PyObject *
 is_available(PyObject *module, PyObject *unused)
 {
@@ -114,7 +119,7 @@ test_builtins(PyObject *module, PyObject *unused)
     return list;
 }
 
-/* Test hook: cuda_check_resolved on a PTX text; None, or the CudaError. */
+/* Test hook: ptx_check_resolved on a PTX text; None, or the CudaError. */
 static PyObject *
 test_check_ptx(PyObject *module, PyObject *ptx)
 {
@@ -122,7 +127,7 @@ test_check_ptx(PyObject *module, PyObject *ptx)
         PyErr_SetString(PyExc_TypeError, "_test_check_ptx(ptx): a str");
         return NULL;
     }
-    if (cuda_check_resolved(ptx) < 0) {
+    if (ptx_check_resolved(ptx) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -139,13 +144,13 @@ static PyMethodDef cuda_functions[] = {
     {"_cuda_mem_info", mem_info, METH_NOARGS, "(free, total) device memory in bytes."},
     {"_cuda_stream", cuda_stream_new, METH_NOARGS, "A new CUDA stream."},
     {"_cuda_event", cuda_event_new, METH_VARARGS, "event(timing=True): a new CUDA event."},
-    {"_cuda_ptx", (PyCFunction)(void (*)(void))cuda_ptx_py, METH_VARARGS | METH_KEYWORDS,
+    {"_cuda_ptx", (PyCFunction)(void (*)(void))ptx_compile_py, METH_VARARGS | METH_KEYWORDS,
      "_cuda_ptx(pyfunc, funcdef, source, signature, arch='sm_90', backend=None, "
      "fastmath=False): PTX of a grid-stride kernel out[i] = f(x0[i], ...)."},
     {"_cuda_origin_of", origin_of, METH_O,
      "_cuda_origin_of(obj): the Origin a cuda ufunc or gufunc keeps, or None."},
     {"_cuda_check_error", check_error, METH_O, "Test hook: raise what a CUresult becomes."},
-    {"_cuda_ptx_info", cuda_ptx_info_py, METH_NOARGS,
+    {"_cuda_ptx_info", ptx_info_py, METH_NOARGS,
      "Test hook: {compilations, loads} of the PTX back end in this process."},
     {"_test_builtins", test_builtins, METH_NOARGS,
      "Test hook: (name, min_args, max_args) of every builtin a kernel may call."},
@@ -179,8 +184,8 @@ cuda_init_module(PyObject *m)
                          PyExc_RuntimeError, &nv_state.cuda_error)
                < 0
         || PyModule_AddFunctions(m, cuda_functions) < 0 || cuda_stream_init_types(m) < 0
-        || cuda_devicearray_init(m) < 0 || cuda_launch_init(m) < 0 || cuda_cufunc_init(m) < 0
-        || cuda_gufunc_init(m) < 0) {
+        || da_init_module(m) < 0 || cuda_launch_init(m) < 0 || cu_ufunc_init(m) < 0
+        || cu_gufunc_init(m) < 0) {
         return -1;
     }
     return 0;

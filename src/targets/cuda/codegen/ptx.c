@@ -3,7 +3,7 @@
  * back end.
  *
  * The kernel is emitted by the ordinary compiler (cc_lower, cc_typeinfer,
- * cc_emit_function_for) with cuda_emit_target: math calls go to libdevice's
+ * cc_emit_function_for) with ptx_emit_target: math calls go to libdevice's
  * __nv_* functions and integer division by zero sets no flag.  An entry
  * point `void name(T0 *x0, ..., Tout *out, i64 n)` runs it over a
  * grid-stride loop: this is the minimal kernel the cuda vectorize target
@@ -19,7 +19,7 @@
  *         the entry internalised, __nvvm_reflect folded here, O3 with the
  *         nvptx64 target machine, then assembly.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/codegen/codegen.h"
 
 #include "compiler/guard.h"
 
@@ -66,12 +66,12 @@ gpu_math_name(const char *base, TsKind k, char *buf, size_t size)
         }
     }
     /* every other function emit.c calls has a libdevice twin of its C name;
-     * cuda_check_resolved catches one that has none */
+     * ptx_check_resolved catches one that has none */
     snprintf(buf, size, "__nv_%s%s", base, k == TS_FLOAT32 ? "f" : "");
     return buf;
 }
 
-const CcEmitTarget cuda_emit_target = {"cuda", gpu_math_name, 0, 0};
+const CcEmitTarget ptx_emit_target = {"cuda", gpu_math_name, 0, 0};
 
 /* ---- the options of one compilation ---- */
 
@@ -85,7 +85,7 @@ typedef struct PtxJob {
 } PtxJob;
 
 int
-cuda_parse_arch(const char *arch, int *sm_out, char suffix[4])
+ptx_parse_arch(const char *arch, int *sm_out, char suffix[4])
 {
     const char *p = arch;
     if (strncmp(p, "sm_", 3) == 0) {
@@ -107,7 +107,7 @@ cuda_parse_arch(const char *arch, int *sm_out, char suffix[4])
 static int
 parse_arch(const char *arch, PtxJob *job)
 {
-    return cuda_parse_arch(arch, &job->sm, job->suffix);
+    return ptx_parse_arch(arch, &job->sm, job->suffix);
 }
 
 /* Whether LLVM's NVPTX back end knows the arch by name (it takes an
@@ -249,8 +249,8 @@ ptx_nvvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
         if (text == NULL) {
             return PyErr_NoMemory();
         }
-    } else if (cuda_legalize_llvm7(mod) < 0
-               || (text = cuda_nvvmir_legacy(mod, entries, nentries, &size)) == NULL) {
+    } else if (ptx_legalize_llvm7(mod) < 0
+               || (text = ptx_nvvmir_legacy(mod, entries, nentries, &size)) == NULL) {
         return NULL;
     }
     if (cc_dump_flags() & CC_DUMP_LLVM) {
@@ -581,7 +581,7 @@ static struct {
 } ptx_stats;
 
 PyObject *
-cuda_ptx_info_py(PyObject *module, PyObject *unused)
+ptx_info_py(PyObject *module, PyObject *unused)
 {
     return Py_BuildValue("{s:n,s:n}", "compilations", ptx_stats.compilations, "loads",
                          ptx_stats.loads);
@@ -650,7 +650,7 @@ ptx_finish(const CcBackend *be, CcModule *m, const CcEntries *e, const char *key
     int rc = cg_run(finish_step, &f);
     m->tainted |= rc == CG_THREW;
     cc_module_dispose(m);
-    if (rc < 0 || cuda_check_resolved(out->text) < 0) {
+    if (rc < 0 || ptx_check_resolved(out->text) < 0) {
         return -1;
     }
     ptx_stats.compilations++;
@@ -681,7 +681,7 @@ ptx_backend(PtxJob *job)
 {
     CcBackend be = {
         .name = "cuda",
-        .target = &cuda_emit_target,
+        .target = &ptx_emit_target,
         .name_errors = 1,
         .module_new = ptx_module_new,
         .finish = ptx_finish,
@@ -700,21 +700,21 @@ static int
 ufunc_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
            const TsSignature *ksig, CcEntries *e)
 {
-    const char *names[CUDA_NENTRIES];
-    for (int v = 0; v < CUDA_NENTRIES; v++) {
+    const char *names[PTX_NENTRIES];
+    for (int v = 0; v < PTX_NENTRIES; v++) {
         names[v] = e->names[v];
     }
-    return cuda_build_entries(mod, kernels[0], ksig, names, e->fns);
+    return ptx_build_entries(mod, kernels[0], ksig, names, e->fns);
 }
 
-static const char *const ufunc_suffixes[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
+static const char *const ufunc_suffixes[PTX_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
 
 /* The grid-stride entries a cuda ufunc runs (kernels.c): also what
  * compile_ptx shows, so the PTX it shows is the PTX that runs. */
 static const CcBuilder ufunc_builder = {
     .what = "cuda-ufunc",
     .form = CC_SCALAR_KERNEL,
-    .nentries = CUDA_NENTRIES,
+    .nentries = PTX_NENTRIES,
     .suffixes = ufunc_suffixes,
     .wrap = ufunc_wrap,
 };
@@ -723,7 +723,7 @@ static int
 reduce_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
             const TsSignature *ksig, CcEntries *e)
 {
-    e->fns[0] = cuda_build_reduce(mod, kernels[0], ksig->ret.kind, e->names[0]);
+    e->fns[0] = ptx_build_reduce(mod, kernels[0], ksig->ret.kind, e->names[0]);
     return e->fns[0] != NULL ? 0 : -1;
 }
 
@@ -740,7 +740,7 @@ static const CcBuilder reduce_builder = {
 /* A kernel's PTX must call nothing outside itself (cuda.h), but vprintf,
  * which the driver provides (print() in a kernel). */
 int
-cuda_check_resolved(PyObject *ptx)
+ptx_check_resolved(PyObject *ptx)
 {
     const char *text = PyUnicode_AsUTF8AndSize(ptx, NULL);
     if (text == NULL) {
@@ -780,7 +780,7 @@ cuda_check_resolved(PyObject *ptx)
 
 /* A PTX-safe symbol base: "nv_" and the Python name, anything else as '_'. */
 void
-cuda_symbol_base(const char *pyname, char *buf, size_t size)
+ptx_symbol_base(const char *pyname, char *buf, size_t size)
 {
     snprintf(buf, size, "nv_%.100s", pyname != NULL ? pyname : "kernel");
     for (char *p = buf; *p; p++) {
@@ -800,7 +800,7 @@ dump_ptx(const char *name, const PtxJob *job, const char *arch, PyObject *ptx)
 }
 
 PyObject *
-cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
+ptx_compile_py(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"pyfunc", "funcdef", "source",   "signature",
                              "arch",   "backend", "fastmath", NULL};
@@ -828,7 +828,7 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
         pyname != NULL && PyUnicode_Check(pyname) ? PyUnicode_AsUTF8AndSize(pyname, NULL) : NULL;
     PyErr_Clear();
     char base[CC_NAME_SIZE];
-    cuda_symbol_base(s, base, sizeof(base));
+    ptx_symbol_base(s, base, sizeof(base));
     Py_XDECREF(pyname);
     CcKernel *k = cc_kernel_new(pyfunc, funcdef, location, base, fastmath, 1, NULL, NULL);
     if (k == NULL) {
@@ -849,7 +849,7 @@ cuda_ptx_py(PyObject *module, PyObject *args, PyObject *kwargs)
 /* ---- one signature through another builder (a cuda gufunc's) ---- */
 
 int
-cuda_loops_take_nvptx(const char *arch, PyObject *backend)
+ptx_loops_take_nvptx(const char *arch, PyObject *backend)
 {
     PtxJob job = {0};
     if (parse_arch(arch, &job) < 0 || choose_backend(backend, &job, 1) < 0) {
@@ -859,8 +859,8 @@ cuda_loops_take_nvptx(const char *arch, PyObject *backend)
 }
 
 int
-cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
-                  const CcBuilder *b, const char *name, CcCompiled *out)
+ptx_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObject *backend,
+                 const CcBuilder *b, const char *name, CcCompiled *out)
 {
     PtxJob job = {0};
     job.fastmath = k->fastmath;
@@ -878,7 +878,7 @@ cuda_compile_with(CcKernel *k, const TsSignature *sig, const char *arch, PyObjec
 /* ---- one signature of a cuda ufunc ---- */
 
 void
-cuda_code_clear(CudaCode *c)
+ptx_code_clear(PtxCode *c)
 {
     Py_CLEAR(c->ptx);
     Py_CLEAR(c->llvm);
@@ -888,8 +888,8 @@ cuda_code_clear(CudaCode *c)
 }
 
 int
-cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend, int reduce,
-                   const char *name, CudaCode *out)
+ptx_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *backend, int reduce,
+                  const char *name, PtxCode *out)
 {
     PtxJob job = {0};
     CcCompiled c;
@@ -913,7 +913,7 @@ cuda_compile_ufunc(CcKernel *k, TsSignature *sig, const char *arch, PyObject *ba
         rjob.use_nvvm = 0; /* shared memory: see cuda.h */
         CcBackend rbe = ptx_backend(&rjob);
         if (cc_compile(k, sig, &reduce_builder, &rbe, name, &c) < 0) {
-            cuda_code_clear(out);
+            ptx_code_clear(out);
             return -1;
         }
         out->reduce_ptx = Py_NewRef(c.text);

@@ -1,6 +1,6 @@
 /*
- * cucall.c - a cuda ufunc's call protocol: f(*inputs, out=None, stream=None)
- * from Python arguments to kernel launches.
+ * cucall.c - a cuda ufunc's call: f(*inputs, out=None, stream=None), the
+ * ufunc's kind (ufunc_kind) of the call skeleton in call.c.
  *
  * It sits between the object (cufunc.c: the loops, compiled, loaded and
  * chosen) and the device (launch through the driver table, staging.c for
@@ -9,110 +9,21 @@
  * as_cuda_array), let cufunc.c pick the loop, broadcast through zero
  * strides, check out=, then plan: coalesce the dimensions, choose the
  * contiguous or strided entry and 32- or 64-bit index arithmetic, block
- * size from the occupancy API, grid capped at CUDA_GRID_PER_SM blocks per
+ * size from the occupancy API, grid capped at CU_GRID_PER_SM blocks per
  * SM.  Host operands are copied in and the result copied back (synchronous;
  * large unbroadcast calls in chunks through staging.c); with any device
  * operand the result is a device array and the call is asynchronous on
  * `stream`.  Device operands of another dtype are converted by cast
  * kernels; an out= that overlaps an input is written through a temporary.
- * The operand and cast helpers serve cureduce.c too; the test hooks _plan
- * and _resolve take the same path as far as it goes without a GPU.
+ * The operands themselves (what an argument is, its extent, its device
+ * copies) are operand.c's; the test hooks _plan and _resolve take the same
+ * path as far as it goes without a GPU.
  */
-#include "targets/cuda/cufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- operands ---- */
-
-void
-cf_operands_clear(Operand *ops, int n)
-{
-    for (int k = 0; k < n; k++) {
-        Py_CLEAR(ops[k].obj);
-        Py_CLEAR(ops[k].dev);
-    }
-}
-
-static int
-device_operand(Operand *op, PyObject *dev)
-{
-    CudaArrayInfo info;
-    if (cuda_array_info(dev, &info) < 0) {
-        Py_DECREF(dev);
-        return -1;
-    }
-    op->what = OP_DEVICE;
-    op->obj = dev;
-    op->dtype = info.dtype;
-    op->nd = info.nd;
-    op->foreign = info.foreign;
-    op->ptr = info.ptr;
-    if (info.nd > 0) { /* a 0-d array may have no shape array at all */
-        memcpy(op->shape, info.shape, sizeof(Py_ssize_t) * (size_t)info.nd);
-        memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)info.nd);
-    }
-    return 0;
-}
-
-static int
-host_operand(Operand *op, PyObject *arr)
-{
-    PyArrayObject *a = (PyArrayObject *)arr;
-    op->obj = arr;
-    op->dtype = PyArray_DESCR(a);
-    op->nd = PyArray_NDIM(a);
-    op->what = op->nd == 0 ? OP_SCALAR : OP_HOST;
-    if (op->nd > 0) { /* NumPy gives 0-d arrays NULL dims and strides */
-        memcpy(op->shape, PyArray_DIMS(a), sizeof(Py_ssize_t) * (size_t)op->nd);
-        memcpy(op->strides, PyArray_STRIDES(a), sizeof(Py_ssize_t) * (size_t)op->nd);
-    }
-    return 0;
-}
-
-/* An empty operand (shape and strides are left: nd is 0).  The structs are
- * large (NPY_MAXDIMS of each), and a call is microseconds. */
-static void
-operand_reset(Operand *op)
-{
-    op->what = OP_PYSCALAR;
-    op->obj = op->dev = NULL;
-    op->dtype = NULL;
-    op->nd = 0;
-    op->foreign = 0;
-    op->ptr = 0;
-    op->words[0] = op->words[1] = 0;
-}
-
-/* Sorts obj into an operand.  0/-1. */
-int
-cf_classify(PyObject *obj, Operand *op)
-{
-    operand_reset(op);
-    /* weak (NEP 50): Python numbers and their subclasses, but not bool and
-     * not NumPy's float64/complex128 scalars, which subclass float/complex */
-    if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyComplex_CheckExact(obj)
-        || (!PyBool_Check(obj) && !PyArray_IsScalar(obj, Generic)
-            && (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)))) {
-        op->what = OP_PYSCALAR;
-        op->obj = Py_NewRef(obj);
-        return 0;
-    }
-    if (cuda_is_device_array(obj)) {
-        return device_operand(op, Py_NewRef(obj));
-    }
-    if (!PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic) && !PyBool_Check(obj)) {
-        /* another library's device array: checked as as_cuda_array checks it */
-        PyObject *dev = NULL;
-        int found = cuda_foreign_array(obj, &dev);
-        if (found != 0) {
-            return found > 0 ? device_operand(op, dev) : -1;
-        }
-    }
-    PyObject *arr = PyArray_FROM_O(obj);
-    return arr ? host_operand(op, arr) : -1;
-}
 
 /* ---- broadcasting and the launch plan ---- */
 
@@ -126,7 +37,7 @@ typedef struct Plan {
 
 /* NumPy's broadcast of all array operands (and out) into shape; ValueError. */
 static int
-broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
+broadcast_shape(const CuOperand *ops, int nops, int *nd, Py_ssize_t *shape)
 {
     *nd = 0;
     for (int k = 0; k < nops; k++) {
@@ -138,7 +49,7 @@ broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
         shape[d] = 1;
     }
     for (int k = 0; k < nops; k++) {
-        const Operand *o = &ops[k];
+        const CuOperand *o = &ops[k];
         for (int d = 0; d < o->nd; d++) {
             Py_ssize_t *s = &shape[*nd - o->nd + d], v = o->shape[d];
             if (v == *s || v == 1) {
@@ -159,12 +70,12 @@ broadcast_shape(const Operand *ops, int nops, int *nd, Py_ssize_t *shape)
 
 /* Strides of o over (nd, shape), zero where broadcast, innermost first. */
 static void
-broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t *out)
+broadcast_strides(const CuOperand *o, int nd, const Py_ssize_t *shape, Py_ssize_t *out)
 {
     for (int d = 0; d < nd; d++) {
         int od = d - (nd - o->nd);
         Py_ssize_t s = 0;
-        if (o->what == OP_HOST || o->what == OP_DEVICE) {
+        if (o->what == CU_OP_HOST || o->what == CU_OP_DEVICE) {
             s = od >= 0 && o->shape[od] != 1 ? o->strides[od] : 0;
         }
         out[nd - 1 - d] = shape[d] == 1 ? 0 : s;
@@ -172,12 +83,12 @@ broadcast_strides(const Operand *o, int nd, const Py_ssize_t *shape, Py_ssize_t 
 }
 
 /* Blocks for n elements: enough for one element each, at most
- * CUDA_GRID_PER_SM per SM (the grid-stride loop does the rest). */
+ * CU_GRID_PER_SM per SM (the grid-stride loop does the rest). */
 static Py_ssize_t
 grid_for(Py_ssize_t n, int block, int sms)
 {
     Py_ssize_t blocks = (n + block - 1) / block;
-    Py_ssize_t cap = (Py_ssize_t)CUDA_GRID_PER_SM * (sms > 0 ? sms : 1);
+    Py_ssize_t cap = (Py_ssize_t)CU_GRID_PER_SM * (sms > 0 ? sms : 1);
     return blocks < 1 ? 1 : blocks > cap ? cap : blocks;
 }
 
@@ -189,11 +100,11 @@ grid_for(Py_ssize_t n, int block, int sms)
  * and every byte extent stay below 2^31.
  */
 static int
-make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ssize_t *shape,
+make_plan(const CuOperand *ops, const int *itemsize, int nops, int nd, const Py_ssize_t *shape,
           int sms, int block, int kdims32, int kdims64, Plan *p)
 {
     Py_ssize_t st[TS_MAXARGS + 1][NPY_MAXDIMS], sh[NPY_MAXDIMS];
-    p->variant = CUDA_C32;
+    p->variant = PTX_C32;
     p->ndim = 0;
     p->nops = nops;
     p->n = 1;
@@ -226,7 +137,7 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
     p->ndim = m;
     int contiguous = m <= 1;
     for (int k = 0; contiguous && k < nops; k++) {
-        int array = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE;
+        int array = ops[k].what == CU_OP_HOST || ops[k].what == CU_OP_DEVICE;
         contiguous = !array || m == 0 || p->strides[k][0] == itemsize[k];
     }
     p->block = block > 0 ? block : 1;
@@ -246,10 +157,10 @@ make_plan(const Operand *ops, const int *itemsize, int nops, int nd, const Py_ss
             ext < ((Py_ssize_t)1 << 31) && (Py_ssize_t)itemsize[k] * p->n < ((Py_ssize_t)1 << 31);
     }
     if (contiguous) {
-        p->variant = narrow ? CUDA_C32 : CUDA_C64;
+        p->variant = narrow ? PTX_C32 : PTX_C64;
         return 0;
     }
-    p->variant = narrow ? CUDA_S32 : CUDA_S64;
+    p->variant = narrow ? PTX_S32 : PTX_S64;
     if (m > (narrow ? kdims32 : kdims64)) {
         PyErr_Format(PyExc_NotImplementedError,
                      "cuda ufunc: %d dimensions that cannot be "
@@ -287,13 +198,34 @@ plan_dict(const Plan *p, CuFunc *f, Py_ssize_t loop)
                          "signature", sig);
 }
 
-/* ---- the call ---- */
+/* ---- the call: the ufunc's kind of call.c's skeleton ---- */
 
+/* A cuda ufunc's call: call.c's part (ops[nin] is out=, when given), then
+ * what only a ufunc's call has. */
+typedef struct CuUfCall {
+    CuCall call;
+    CuFunc *f;
+    int lazy; /* a signature-less ufunc may compile a loop (a call, not a test hook) */
+    int have_out;
+    PyObject *out_arg; /* borrowed */
+    int nd;            /* the broadcast shape */
+    Py_ssize_t shape[NPY_MAXDIMS];
+    int sms;           /* the device's SMs (launch_params) */
+    int writes_out;    /* the kernel writes into out= itself (place) */
+    PyObject *res_dev; /* owned: else the new device array it writes (place) */
+    PyObject *value;   /* owned: a staged call's value */
+} CuUfCall;
+
+static CuUfCall *
+uf(CuCall *call)
+{
+    return (CuUfCall *)call; /* the first member */
+}
 
 /* A host operand (array, scalar, Python number) as a C-contiguous array of
  * kind, converted by NumPy (op->obj itself when it is one already). */
 static PyObject *
-host_as(const Operand *op, TsKind kind)
+host_as(const CuOperand *op, TsKind kind)
 {
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
     return d ? PyArray_FromAny(op->obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL)
@@ -302,7 +234,7 @@ host_as(const Operand *op, TsKind kind)
 
 /* Python and NumPy scalars, 0-d arrays: the loop type's bytes. */
 static int
-scalar_words(Operand *op, TsKind kind)
+scalar_words(CuOperand *op, TsKind kind)
 {
     PyObject *a = host_as(op, kind);
     if (a == NULL) {
@@ -314,19 +246,12 @@ scalar_words(Operand *op, TsKind kind)
     return 0;
 }
 
+/* f(*inputs[, out], out=None, stream=None): the operands, out= and stream=. */
 static int
-parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
+ufunc_parse(CuCall *call, PyObject *args, PyObject *kwargs)
 {
-    c->f = f; /* every field but the large arrays, which are filled as used */
-    c->nin = f->nin;
-    c->have_out = 0;
-    c->out_arg = Py_None;
-    c->stream = Py_None;
-    c->s = NULL;
-    c->loop = -1;
-    c->nd = 0;
-    c->device = 0;
-    operand_reset(&c->ops[f->nin]);
+    CuUfCall *c = uf(call);
+    CuFunc *f = c->f;
     Py_ssize_t nargs = PyTuple_Size(args);
     if (nargs != f->nin && nargs != f->nin + 1) {
         PyErr_Format(PyExc_TypeError,
@@ -353,7 +278,7 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
                     c->out_arg = PyTuple_GetItem(value, 0);
                 }
             } else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
-                c->stream = value;
+                c->call.stream = value;
             } else {
                 PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument %R", f->name,
                              key);
@@ -362,63 +287,43 @@ parse_call(CuFunc *f, PyObject *args, PyObject *kwargs, Call *c)
         }
     }
     for (int k = 0; k < f->nin; k++) {
-        if (cf_classify(PyTuple_GetItem(args, k), &c->ops[k]) < 0) {
-            cf_operands_clear(c->ops, k);
+        if (cu_classify(PyTuple_GetItem(args, k), &c->call.ops[k]) < 0) {
             return -1;
         }
     }
     if (c->out_arg != Py_None) {
-        Operand *o = &c->ops[f->nin];
-        int ok = cf_classify(c->out_arg, o) == 0;
-        if (ok
-            && (o->what == OP_PYSCALAR || (o->what == OP_SCALAR && !PyArray_Check(c->out_arg)))) {
-            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
-            ok = 0;
-        }
-        if (ok && o->what == OP_SCALAR) {
-            o->what = OP_HOST; /* a 0-d out array */
-        }
-        if (!ok) {
-            cf_operands_clear(c->ops, f->nin + 1);
+        CuOperand *o = &c->call.ops[f->nin];
+        if (cu_classify(c->out_arg, o) < 0) {
             return -1;
+        }
+        if (o->what == CU_OP_PYSCALAR || (o->what == CU_OP_SCALAR && !PyArray_Check(c->out_arg))) {
+            PyErr_SetString(PyExc_TypeError, "return arrays must be of ArrayType");
+            return -1;
+        }
+        if (o->what == CU_OP_SCALAR) {
+            o->what = CU_OP_HOST; /* a 0-d out array */
         }
         c->have_out = 1;
     }
-    return cuda_stream_arg(c->stream, &c->s) < 0 ? (cf_operands_clear(c->ops, f->nin + 1), -1) : 0;
-}
-
-static void
-call_clear(Call *c)
-{
-    cf_operands_clear(c->ops, c->nin + 1);
-}
-
-/* 1 when dtype d holds values of kind k as the kernels read them: native
- * byte order, any of NumPy's names for the type (int64 is NPY_LONG and
- * NPY_LONGLONG alike on Linux). */
-int
-cf_is_kind(PyArray_Descr *d, TsKind k)
-{
-    TsKind dk;
-    return PyArray_ISNBO(d->byteorder) && ts_kind_from_typenum(d->type_num, &dk) == 0 && dk == k;
+    return cuda_stream_arg(c->call.stream, &c->call.s) < 0 ? -1 : 0;
 }
 
 /* Device operands of a dtype other than the loop's are cast on the device,
  * by the identity cuda ufunc of that pair: its dtype must be one of ours. */
 static int
-check_casts(Call *c)
+check_casts(CuUfCall *c)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    for (int k = 0; k < c->nin + c->have_out; k++) {
-        const Operand *op = &c->ops[k];
-        TsKind want = k < c->nin ? sig->args[k].kind : sig->ret.kind, kind;
-        if (op->what == OP_DEVICE && !cf_is_kind(op->dtype, want)
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    for (int k = 0; k < c->call.nin + c->have_out; k++) {
+        const CuOperand *op = &c->call.ops[k];
+        TsKind want = k < c->call.nin ? sig->args[k].kind : sig->ret.kind, kind;
+        if (op->what == CU_OP_DEVICE && !cu_is_kind(op->dtype, want)
             && (ts_kind_from_typenum(op->dtype->type_num, &kind) < 0
                 || !PyArray_ISNBO(op->dtype->byteorder))) {
             PyErr_Format(PyExc_TypeError,
                          "cuda ufunc '%U': %s %d has dtype %R, which has no cast to %s on the "
                          "device",
-                         c->f->name, k < c->nin ? "input" : "output", k, op->dtype,
+                         c->f->name, k < c->call.nin ? "input" : "output", k, op->dtype,
                          ts_kind_name(want));
             return -1;
         }
@@ -428,23 +333,23 @@ check_casts(Call *c)
 
 /* Loop, broadcast shape and out= checks; nothing touches the device. */
 static int
-prepare(Call *c, int lazy)
+prepare(CuUfCall *c, int lazy)
 {
     CuFunc *f = c->f;
-    if ((c->loop = cf_resolve(f, c->ops, lazy)) < 0) {
+    if ((c->call.loop = cu_resolve(f, c->call.ops, lazy)) < 0) {
         return -1;
     }
-    const TsSignature *sig = &f->loops[c->loop]->sig;
-    if (broadcast_shape(c->ops, c->nin + c->have_out, &c->nd, c->shape) < 0) {
+    const TsSignature *sig = &f->loops[c->call.loop]->sig;
+    if (broadcast_shape(c->call.ops, c->call.nin + c->have_out, &c->nd, c->shape) < 0) {
         return -1;
     }
-    for (int k = 0; k <= c->nin; k++) {
-        c->device |= c->ops[k].what == OP_DEVICE;
+    for (int k = 0; k <= c->call.nin; k++) {
+        c->call.device |= c->call.ops[k].what == CU_OP_DEVICE;
     }
     if (!c->have_out) {
         return check_casts(c);
     }
-    Operand *o = &c->ops[c->nin];
+    CuOperand *o = &c->call.ops[c->call.nin];
     int same = o->nd == c->nd;
     for (int d = 0; same && d < c->nd; d++) {
         same = o->shape[d] == c->shape[d];
@@ -464,9 +369,9 @@ prepare(Call *c, int lazy)
                      f->name, ts_kind_name(sig->ret.kind), o->dtype);
         return -1;
     }
-    if (o->what == OP_DEVICE) {
-        CudaArrayInfo info;
-        if (cuda_array_info(o->obj, &info) < 0) {
+    if (o->what == CU_OP_DEVICE) {
+        DaInfo info;
+        if (da_info(o->obj, &info) < 0) {
             return -1;
         }
         if (info.readonly) {
@@ -481,60 +386,6 @@ prepare(Call *c, int lazy)
 
 /* ---- memory overlap ---- */
 
-int
-cuda_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-            Py_ssize_t itemsize, uintptr_t *lo, uintptr_t *hi)
-{
-    long long below = 0, above = itemsize, span;
-    *lo = *hi = ptr;
-    for (int d = 0; d < nd; d++) {
-        if (shape[d] == 0) {
-            return 1;
-        }
-        long long *side = strides[d] < 0 ? &below : &above;
-        if (__builtin_mul_overflow((long long)shape[d] - 1, (long long)strides[d], &span)
-            || __builtin_add_overflow(*side, span, side)) {
-            return -1;
-        }
-    }
-    unsigned long long back = 0ULL - (unsigned long long)below; /* below <= 0 */
-    uintptr_t end;
-    if (back > ptr || __builtin_add_overflow(ptr, (unsigned long long)above, &end)) {
-        return -1;
-    }
-    *lo = ptr - back;
-    *hi = end;
-    return 0;
-}
-
-/* The bytes [lo, hi) the elements of op at ptr span (empty for size 0;
- * all addresses when they do not fit one: they meet every other). */
-void
-cf_extent(const Operand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *hi)
-{
-    if (cuda_extent(ptr, op->nd, op->shape, op->strides, (Py_ssize_t)PyDataType_ELSIZE(op->dtype),
-                    lo, hi)
-        < 0) {
-        *lo = 0;
-        *hi = UINTPTR_MAX;
-    }
-}
-
-int
-cf_check_foreign(const Operand *ops, int n)
-{
-    for (int k = 0; k < n; k++) {
-        uintptr_t lo, hi;
-        if (ops[k].what == OP_DEVICE && ops[k].foreign) {
-            cf_extent(&ops[k], (uintptr_t)ops[k].ptr, &lo, &hi);
-            if (hi > lo && cuda_check_foreign_memory(lo, hi) < 0) {
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
-
 /*
  * 1 when writing the output `out` (at pout) may change an element of input
  * `in` (at pin) before another element reads it: their bytes intersect and
@@ -542,11 +393,12 @@ cf_check_foreign(const Operand *ops, int n)
  * is safe: each element is read, then written, by one thread).
  */
 static int
-overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, uintptr_t pout)
+overlaps(const CuUfCall *c, const CuOperand *in, uintptr_t pin, const CuOperand *out,
+         uintptr_t pout)
 {
     uintptr_t ilo, ihi, olo, ohi;
-    cf_extent(in, pin, &ilo, &ihi);
-    cf_extent(out, pout, &olo, &ohi);
+    cu_operand_extent(in, pin, &ilo, &ihi);
+    cu_operand_extent(out, pout, &olo, &ohi);
     if (ilo >= ohi || olo >= ihi) {
         return 0;
     }
@@ -571,109 +423,21 @@ overlaps(const Call *c, const Operand *in, uintptr_t pin, const Operand *out, ui
  * converted or copied into out= after the kernel.
  */
 static int
-writes_out(const Call *c)
+writes_out(const CuUfCall *c)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    const Operand *o = &c->ops[c->nin];
-    if (!c->have_out || o->what != OP_DEVICE || !cf_is_kind(o->dtype, sig->ret.kind)) {
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    const CuOperand *o = &c->call.ops[c->call.nin];
+    if (!c->have_out || o->what != CU_OP_DEVICE || !cu_is_kind(o->dtype, sig->ret.kind)) {
         return 0;
     }
-    for (int k = 0; k < c->nin; k++) {
-        const Operand *op = &c->ops[k];
-        if (op->what == OP_DEVICE && cf_is_kind(op->dtype, sig->args[k].kind)
+    for (int k = 0; k < c->call.nin; k++) {
+        const CuOperand *op = &c->call.ops[k];
+        if (op->what == CU_OP_DEVICE && cu_is_kind(op->dtype, sig->args[k].kind)
             && overlaps(c, op, op->ptr, o, o->ptr)) {
             return 0;
         }
     }
     return 1;
-}
-
-/* ---- device casts ---- */
-
-int
-cf_device_cast(PyObject *src, PyObject *dst, PyObject *stream)
-{
-    CudaArrayInfo si, di;
-    if (cuda_array_info(src, &si) < 0 || cuda_array_info(dst, &di) < 0) {
-        return -1;
-    }
-    PyObject *mod = PyImport_ImportModule("numbavec.cuda");
-    PyObject *fn = mod ? PyObject_CallMethod(mod, "_cast_ufunc", "OO", si.dtype, di.dtype) : NULL;
-    PyObject *args = fn ? PyTuple_Pack(1, src) : NULL;
-    PyObject *kw = args ? Py_BuildValue("{s:O,s:O}", "out", dst, "stream", stream) : NULL;
-    PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
-    Py_XDECREF(mod);
-    Py_XDECREF(fn);
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
-}
-
-/* Points op at a device copy (op->dev) of its shape and strides. */
-static void
-use_copy(Operand *op, PyObject *dev)
-{
-    CudaArrayInfo info;
-    cuda_array_info(dev, &info);
-    op->dev = dev;
-    op->ptr = info.ptr;
-    if (op->nd > 0) {
-        memcpy(op->strides, info.strides, sizeof(Py_ssize_t) * (size_t)op->nd);
-    }
-}
-
-/* A device input of another dtype -> a device copy in the loop's. */
-int
-cf_cast_input(Call *c, Operand *op, TsKind kind)
-{
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *tmp = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
-    if (tmp == NULL || cf_device_cast(op->obj, tmp, c->stream) < 0) {
-        Py_XDECREF(tmp);
-        return -1;
-    }
-    use_copy(op, tmp);
-    return 0;
-}
-
-PyObject *
-cf_to_device(PyObject *obj, TsKind kind, PyObject *stream)
-{
-    PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    PyObject *h =
-        d ? PyArray_FromAny(obj, d, 0, 0, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST, NULL) : NULL;
-    if (h == NULL) {
-        return NULL;
-    }
-    Py_ssize_t shape[NPY_MAXDIMS];
-    int nd = PyArray_NDIM((PyArrayObject *)h);
-    if (nd > 0) { /* NumPy gives a 0-d array NULL dims */
-        memcpy(shape, PyArray_DIMS((PyArrayObject *)h), sizeof(Py_ssize_t) * (size_t)nd);
-    }
-    PyArray_Descr *dd = PyArray_DESCR((PyArrayObject *)h);
-    Py_INCREF(dd);
-    PyObject *dev = cuda_array_empty(dd, nd, shape, stream);
-    PyObject *r = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", h, stream) : NULL;
-    Py_DECREF(h);
-    if (r == NULL) {
-        Py_XDECREF(dev);
-        return NULL;
-    }
-    Py_DECREF(r);
-    return dev;
-}
-
-/* Host arrays -> device copies of the loop's dtype (not broadcast). */
-int
-cf_upload(Call *c, Operand *op, TsKind kind)
-{
-    PyObject *dev = cf_to_device(op->obj, kind, c->stream);
-    if (dev == NULL) {
-        return -1;
-    }
-    use_copy(op, dev);
-    return 0;
 }
 
 /* ---- launching ---- */
@@ -689,10 +453,10 @@ typedef struct Params {
 /* Launches plan p of loop l: input k at din[k] (0: ops[k]'s scalar words).
  * No Python calls (the staged pipeline runs it without the GIL). */
 static CUresult
-launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops, int nin,
+launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const CuOperand *ops, int nin,
            CUdeviceptr out, CUstream s, Params *pm)
 {
-    int np = 0, wide = p->variant == CUDA_C64 || p->variant == CUDA_S64;
+    int np = 0, wide = p->variant == PTX_C64 || p->variant == PTX_S64;
     for (int k = 0; k < nin; k++) {
         pm->dptr[k] = din[k];
         pm->ptrs[np++] = &pm->dptr[k];
@@ -713,8 +477,8 @@ launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops,
         }                                                                                          \
     } while (0)
     PUSH(p->n);
-    if (p->variant >= CUDA_S32) {
-        int dims = cuda_kernel_dims(nin, wide);
+    if (p->variant >= PTX_S32) {
+        int dims = ptx_kernel_dims(nin, wide);
         for (int d = 0; d < dims; d++) {
             PUSH(d < p->ndim ? p->shape[d] : 1);
         }
@@ -730,7 +494,7 @@ launch_raw(CuLoop *l, const Plan *p, const CUdeviceptr *din, const Operand *ops,
 }
 
 static int
-launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstream s)
+launch(CuLoop *l, const Plan *p, CuOperand *ops, int nin, CUdeviceptr out, CUstream s)
 {
     Params *pm = PyMem_Malloc(sizeof(Params)); /* 44 KB: launch_raw sets what it uses */
     if (pm == NULL) {
@@ -739,7 +503,7 @@ launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstrea
     }
     CUdeviceptr din[TS_MAXARGS];
     for (int k = 0; k < nin; k++) {
-        din[k] = ops[k].what == OP_HOST || ops[k].what == OP_DEVICE ? ops[k].ptr : 0;
+        din[k] = ops[k].what == CU_OP_HOST || ops[k].what == CU_OP_DEVICE ? ops[k].ptr : 0;
     }
     CUresult rc = launch_raw(l, p, din, ops, nin, out, s, pm);
     PyMem_Free(pm);
@@ -747,24 +511,24 @@ launch(CuLoop *l, const Plan *p, Operand *ops, int nin, CUdeviceptr out, CUstrea
 }
 
 static int
-plan_call(Call *c, int sms, int block, Plan *p)
+plan_call(CuUfCall *c, int sms, int block, Plan *p)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
     int itemsize[TS_MAXARGS + 1];
-    for (int k = 0; k < c->nin; k++) {
+    for (int k = 0; k < c->call.nin; k++) {
         itemsize[k] = ts_itemsize(sig->args[k].kind);
     }
-    itemsize[c->nin] = ts_itemsize(sig->ret.kind);
-    return make_plan(c->ops, itemsize, c->nin + 1, c->nd, c->shape, sms, block,
-                     cuda_kernel_dims(c->nin, 0), cuda_kernel_dims(c->nin, 1), p);
+    itemsize[c->call.nin] = ts_itemsize(sig->ret.kind);
+    return make_plan(c->call.ops, itemsize, c->call.nin + 1, c->nd, c->shape, sms, block,
+                     ptx_kernel_dims(c->call.nin, 0), ptx_kernel_dims(c->call.nin, 1), p);
 }
 
 /* Plans with the occupancy block of the chosen entry and launches into the
  * device memory of `out` (an operand whose ptr and strides are device's). */
 static int
-plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
+plan_and_launch(CuUfCall *c, CuLoop *l, int sms, const CuOperand *out)
 {
-    Operand *o = &c->ops[c->nin], keep = *o;
+    CuOperand *o = &c->call.ops[c->call.nin], keep = *o;
     *o = *out;
     Plan p;
     int rc = plan_call(c, sms, 0, &p);
@@ -772,7 +536,7 @@ plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
         rc = plan_call(c, sms, l->block[p.variant], &p);
     }
     if (rc == 0) {
-        rc = launch(l, &p, c->ops, c->nin, out->ptr, c->s);
+        rc = launch(l, &p, c->call.ops, c->call.nin, out->ptr, c->call.s);
     }
     *o = keep;
     return rc;
@@ -786,22 +550,22 @@ plan_and_launch(Call *c, CuLoop *l, int sms, const Operand *out)
  * with the host data as it is now; 0 when the call is not of that kind.
  */
 static int
-stage_job(Call *c, CudaStaged *job)
+stage_job(CuUfCall *c, CudaStaged *job)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    if (c->device || c->nd == 0) {
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    if (c->call.device || c->nd == 0) {
         return 0;
     }
     memset(job, 0, sizeof(*job));
-    job->nin = c->nin;
-    job->nops = c->nin + 1;
+    job->nin = c->call.nin;
+    job->nops = c->call.nin + 1;
     job->n = 1;
     for (int d = 0; d < c->nd; d++) {
         job->n *= c->shape[d];
     }
-    for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        if (op->what != OP_HOST) {
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
+        if (op->what != CU_OP_HOST) {
             continue;
         }
         int same = op->nd == c->nd;
@@ -814,13 +578,13 @@ stage_job(Call *c, CudaStaged *job)
         job->data[k] = PyArray_DATA((PyArrayObject *)op->obj);
         job->unit[k] = ts_itemsize(sig->args[k].kind);
     }
-    job->unit[c->nin] = ts_itemsize(sig->ret.kind);
+    job->unit[c->call.nin] = ts_itemsize(sig->ret.kind);
     return 1;
 }
 
 typedef struct StageCtx {
     CuLoop *l;
-    const Operand *ops;
+    const CuOperand *ops;
     int nin, sms;
     Params *pm;
 } StageCtx;
@@ -833,10 +597,10 @@ stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, 
     (void)aux, (void)aux_dev;
     StageCtx *x = ctx;
     Plan p;
-    p.variant = CUDA_C32;
+    p.variant = PTX_C32;
     p.ndim = 1;
     p.n = n;
-    p.block = x->l->block[CUDA_C32];
+    p.block = x->l->block[PTX_C32];
     p.grid = (int)grid_for(n, p.block, x->sms);
     return launch_raw(x->l, &p, dev, x->ops, x->nin, dev[x->nin], s, x->pm);
 }
@@ -844,16 +608,16 @@ stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, 
 /* The staged call's result; NULL with an exception, or with *fallback set
  * (and none) when the staging slots could not be allocated. */
 static PyObject *
-staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
+staged_call(CuUfCall *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
 {
     const TsSignature *sig = &l->sig;
-    Operand *o = &c->ops[c->nin];
+    CuOperand *o = &c->call.ops[c->call.nin];
     PyObject *res = NULL, *result = NULL;
-    StageCtx x = {l, c->ops, c->nin, sms, NULL};
-    int direct = c->have_out && o->what == OP_HOST;
-    for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        if (op->what != OP_HOST) {
+    StageCtx x = {l, c->call.ops, c->call.nin, sms, NULL};
+    int direct = c->have_out && o->what == CU_OP_HOST;
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
+        if (op->what != CU_OP_HOST) {
             continue;
         }
         if ((op->dev = host_as(op, sig->args[k].kind)) == NULL) {
@@ -868,7 +632,7 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
     if (direct) {
         PyArrayObject *out = (PyArrayObject *)o->obj;
         direct = PyArray_ISCARRAY(out) && PyArray_ISNOTSWAPPED(out)
-                 && cf_is_kind(PyArray_DESCR(out), sig->ret.kind);
+                 && cu_is_kind(PyArray_DESCR(out), sig->ret.kind);
     }
     if (direct) {
         res = Py_NewRef(o->obj);
@@ -882,13 +646,13 @@ staged_call(Call *c, CuLoop *l, int sms, CudaStaged *job, int *fallback)
         }
         goto done;
     }
-    job->data[c->nin] = PyArray_DATA((PyArrayObject *)res);
+    job->data[c->call.nin] = PyArray_DATA((PyArrayObject *)res);
     job->launch = stage_launch;
     job->ctx = &x;
     int rc = cuda_stage_run(job);
     if (rc == 1) { /* no memory for staging: whole arrays, as small calls */
-        for (int k = 0; k < c->nin; k++) {
-            Py_CLEAR(c->ops[k].dev);
+        for (int k = 0; k < c->call.nin; k++) {
+            Py_CLEAR(c->call.ops[k].dev);
         }
         *fallback = 1;
     }
@@ -906,129 +670,200 @@ done:
     return result;
 }
 
-/* ---- the call ---- */
+/* ---- the call's steps ---- */
 
-static PyObject *
-run_call(Call *c)
+/* The loop, the broadcast shape and the out= checks (prepare). */
+static int
+ufunc_resolve(CuCall *call)
 {
-    CuFunc *f = c->f;
-    CuLoop *l = f->loops[c->loop];
-    const TsSignature *sig = &l->sig;
-    PyObject *result = NULL, *host = NULL, *res_dev = NULL;
-    if (cf_ensure_loaded(f, l, 0) < 0 || cf_check_foreign(c->ops, c->nin + c->have_out) < 0) {
-        return NULL;
-    }
-    int sms = cf_sm_count();
-    if (sms < 0) {
-        return NULL;
-    }
-    for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        if ((op->what == OP_SCALAR || op->what == OP_PYSCALAR)
-            && scalar_words(op, sig->args[k].kind) < 0) {
-            return NULL;
-        }
-    }
-    CudaStaged job;
-    if (stage_job(c, &job) && cuda_stage_worth(&job)) {
-        int fallback = 0;
-        PyObject *r = staged_call(c, l, sms, &job, &fallback);
-        if (!fallback) {
-            return r;
-        }
-    }
-    for (int k = 0; k < c->nin; k++) {
-        Operand *op = &c->ops[k];
-        TsKind kind = sig->args[k].kind;
-        if (op->what == OP_HOST && cf_upload(c, op, kind) < 0) {
-            return NULL;
-        }
-        if (op->what == OP_DEVICE && op->dev == NULL && !cf_is_kind(op->dtype, kind)
-            && cf_cast_input(c, op, kind) < 0) {
-            return NULL;
-        }
-    }
-    Operand *o = &c->ops[c->nin];
-    int out_dev = c->have_out && o->what == OP_DEVICE;
-    if (writes_out(c)) {
-        if (plan_and_launch(c, l, sms, o) < 0) {
-            return NULL;
-        }
-        return Py_NewRef(c->out_arg);
-    }
-    PyArray_Descr *rd = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
-    if ((res_dev = rd ? cuda_array_empty(rd, c->nd, c->shape, c->stream) : NULL) == NULL) {
-        return NULL;
-    }
-    {
-        Operand tmp; /* the new array as the kernel's output */
-        operand_reset(&tmp);
-        if (device_operand(&tmp, Py_NewRef(res_dev)) < 0) {
-            goto error;
-        }
-        int rc = plan_and_launch(c, l, sms, &tmp);
-        Py_DECREF(tmp.obj);
-        if (rc < 0) {
-            goto error;
-        }
-    }
-    if (out_dev) {
-        /* another dtype, or memory an input reads: converted/copied in */
-        if (cf_device_cast(res_dev, o->obj, c->stream) == 0) {
-            result = Py_NewRef(c->out_arg);
-        }
-        goto error;
-    }
-    if (c->device && !c->have_out) {
-        result = res_dev;
-        res_dev = NULL;
-        goto error;
-    }
-    /* host result (a host out= in a device call too): copy back, synchronously */
-    host = PyObject_CallMethod(res_dev, "copy_to_host", "OO", Py_None, c->stream);
-    if (host == NULL) {
-        goto error;
-    }
-    if (cuda_stream_wait(c->s) < 0) {
-        goto error;
-    }
-    if (c->have_out) {
-        /* same_kind was checked in prepare() */
-        if (PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)host) < 0) {
-            goto error;
-        }
-        result = Py_NewRef(c->out_arg);
-    } else if (c->nd == 0) {
-        result = PyArray_Return((PyArrayObject *)host);
-        host = NULL;
-    } else {
-        result = host;
-        host = NULL;
-    }
-error:
-    Py_XDECREF(host);
-    Py_XDECREF(res_dev);
-    return result;
+    return prepare(uf(call), uf(call)->lazy);
 }
 
-PyObject *
-cf_call(PyObject *self, PyObject *args, PyObject *kwargs)
+static int
+ufunc_load(CuCall *call)
 {
-    CuFunc *f = (CuFunc *)self;
-    Call c;
-    if (parse_call(f, args, kwargs, &c) < 0) {
-        return NULL;
+    return cu_ensure_loaded(uf(call)->f, uf(call)->f->loops[call->loop], 0);
+}
+
+static int
+ufunc_stage(CuCall *call, CudaStaged *job)
+{
+    return stage_job(uf(call), job) && cuda_stage_worth(job);
+}
+
+/* What the launches take, staged or not: the device's SMs (for the grid)
+ * and the scalar inputs as the loop type's bytes (kernel parameters). */
+static int
+launch_params(CuUfCall *c)
+{
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    if ((c->sms = cu_sm_count()) < 0) {
+        return -1;
     }
-    PyObject *r = prepare(&c, f->lazy) == 0 ? run_call(&c) : NULL;
-    if (r != NULL && cf_check_raised(f->loops[c.loop], 0) < 0) {
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
+        if ((op->what == CU_OP_SCALAR || op->what == CU_OP_PYSCALAR)
+            && scalar_words(op, sig->args[k].kind) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+ufunc_staged(CuCall *call, CudaStaged *job)
+{
+    CuUfCall *c = uf(call);
+    int fallback = 0;
+    if (launch_params(c) < 0) {
+        return -1;
+    }
+    c->value = staged_call(c, c->f->loops[c->call.loop], c->sms, job, &fallback);
+    return c->value != NULL ? 0 : fallback ? 1 : -1;
+}
+
+/* Host inputs copied in and device inputs of another dtype cast, on
+ * stream=; then where the kernel writes: out= itself, or a new array. */
+static int
+ufunc_place(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    if (launch_params(c) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < c->call.nin; k++) {
+        CuOperand *op = &c->call.ops[k];
+        TsKind kind = sig->args[k].kind;
+        if (op->what == CU_OP_HOST && cu_upload(op, kind, c->call.stream) < 0) {
+            return -1;
+        }
+        if (op->what == CU_OP_DEVICE && op->dev == NULL && !cu_is_kind(op->dtype, kind)
+            && cu_cast_input(op, kind, c->call.stream) < 0) {
+            return -1;
+        }
+    }
+    if ((c->writes_out = writes_out(c))) {
+        return 0;
+    }
+    PyArray_Descr *rd = PyArray_DescrFromType(ts_kind_typenum(sig->ret.kind));
+    c->res_dev = rd ? da_empty(rd, c->nd, c->shape, c->call.stream) : NULL;
+    return c->res_dev != NULL ? 0 : -1;
+}
+
+/* The new array's values on the host, copied synchronously: a new
+ * reference, or NULL. */
+static PyObject *
+copy_back(CuUfCall *c)
+{
+    PyObject *host = PyObject_CallMethod(c->res_dev, "copy_to_host", "OO", Py_None, c->call.stream);
+    if (host != NULL && cuda_stream_wait(c->call.s) < 0) {
+        Py_CLEAR(host);
+    }
+    return host;
+}
+
+/* The kernel into out= or the new array; then an out= of another dtype,
+ * or one an input reads, gets the new array converted (or copied) on the
+ * device, and a host out= (a device call's too) its values copied back. */
+static int
+ufunc_launch(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    CuLoop *l = c->f->loops[c->call.loop];
+    CuOperand *o = &c->call.ops[c->call.nin], tmp;
+    if (c->writes_out) {
+        return plan_and_launch(c, l, c->sms, o);
+    }
+    cu_operand_reset(&tmp); /* the new array as the kernel's output */
+    if (cu_device_operand(&tmp, Py_NewRef(c->res_dev)) < 0) {
+        return -1;
+    }
+    int rc = plan_and_launch(c, l, c->sms, &tmp);
+    Py_DECREF(tmp.obj);
+    if (rc < 0 || !c->have_out) {
+        return rc;
+    }
+    if (o->what == CU_OP_DEVICE) {
+        return cu_device_cast(c->res_dev, o->obj, c->call.stream);
+    }
+    PyObject *host = copy_back(c);
+    /* same_kind was checked in prepare() */
+    rc = host != NULL ? PyArray_CopyInto((PyArrayObject *)o->obj, (PyArrayObject *)host) : -1;
+    Py_XDECREF(host);
+    return rc;
+}
+
+/* out= as given, the new device array (a device call), or its values on
+ * the host (a scalar for a 0-d result); then the kernel's raise. */
+static PyObject *
+ufunc_finish(CuCall *call)
+{
+    CuUfCall *c = uf(call);
+    PyObject *r;
+    if (c->value != NULL) { /* staged */
+        r = c->value;
+        c->value = NULL;
+    } else if (c->have_out) {
+        r = Py_NewRef(c->out_arg);
+    } else if (c->call.device) {
+        r = Py_NewRef(c->res_dev);
+    } else {
+        PyObject *host = copy_back(c);
+        r = host != NULL && c->nd == 0 ? PyArray_Return((PyArrayObject *)host) : host;
+    }
+    Py_CLEAR(c->res_dev);
+    if (r != NULL && cu_check_raised(c->f->loops[c->call.loop], 0) < 0) {
         Py_CLEAR(r); /* the kernel raised: its exception */
     }
-    call_clear(&c);
     return r;
 }
 
+static void
+ufunc_clear(CuCall *call)
+{
+    Py_CLEAR(uf(call)->res_dev);
+    Py_CLEAR(uf(call)->value);
+}
+
+static const CuCallKind ufunc_kind = {
+    .parse = ufunc_parse,
+    .resolve = ufunc_resolve,
+    .load = ufunc_load,
+    .stage = ufunc_stage,
+    .staged = ufunc_staged,
+    .place = ufunc_place,
+    .launch = ufunc_launch,
+    .finish = ufunc_finish,
+    .clear = ufunc_clear,
+};
+
+/* c empty, for a call of f (lazy: one that may compile a loop). */
+static void
+ufunc_call_init(CuUfCall *c, CuFunc *f, int lazy)
+{
+    cu_call_init(&c->call, &ufunc_kind, f->nin, f->nin + 1);
+    c->f = f;
+    c->lazy = lazy;
+    c->have_out = 0;
+    c->out_arg = Py_None;
+    c->nd = 0;
+    c->sms = 0;
+    c->writes_out = 0;
+    c->res_dev = c->value = NULL;
+}
+
 PyObject *
-cf_hook_kwargs(PyObject *kwargs, int *sms, int *block)
+cu_ufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuFunc *f = (CuFunc *)self;
+    CuUfCall c;
+    ufunc_call_init(&c, f, f->lazy);
+    return cu_call_run(&c.call, args, kwargs);
+}
+
+PyObject *
+cu_hook_kwargs(PyObject *kwargs, int *sms, int *block)
 {
     PyObject *kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New(), *v;
     *sms = 132;
@@ -1048,73 +883,69 @@ cf_hook_kwargs(PyObject *kwargs, int *sms, int *block)
  * launch plan; 'staged': elements per chunk of a staged host call, or 0;
  * 'out': where the kernel writes, 'new', 'direct' (out=) or 'temporary'). */
 PyObject *
-cf_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_ufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
     int sms, block;
-    PyObject *kw = cf_hook_kwargs(kwargs, &sms, &block);
+    PyObject *kw = cu_hook_kwargs(kwargs, &sms, &block);
     if (kw == NULL) {
         return NULL;
     }
-    Call c;
+    CuUfCall c;
     PyObject *r = NULL;
-    if (parse_call(f, args, kw, &c) == 0) {
-        if (prepare(&c, 0) == 0) {
-            CudaStaged job;
-            Py_ssize_t staged =
-                stage_job(&c, &job) && cuda_stage_worth(&job) ? cuda_stage_chunk(&job) : 0;
-            const char *out = !c.have_out || c.ops[c.nin].what != OP_DEVICE ? "new"
-                              : writes_out(&c)                              ? "direct"
-                                                                            : "temporary";
-            /* host inputs as their contiguous device copies would be */
-            for (int k = 0; k < c.nin; k++) {
-                Operand *op = &c.ops[k];
-                if (op->what == OP_HOST) {
-                    Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.args[k].kind);
-                    for (int d = op->nd - 1; d >= 0; d--) {
-                        op->strides[d] = s;
-                        s *= op->shape[d];
-                    }
+    ufunc_call_init(&c, f, 0);
+    if (cu_call_host(&c.call, args, kw) == 0) {
+        CudaStaged job;
+        Py_ssize_t staged = ufunc_stage(&c.call, &job) ? cuda_stage_chunk(&job) : 0;
+        const char *out = !c.have_out || c.call.ops[c.call.nin].what != CU_OP_DEVICE ? "new"
+                          : writes_out(&c)                                           ? "direct"
+                                                                                     : "temporary";
+        /* host inputs as their contiguous device copies would be */
+        for (int k = 0; k < c.call.nin; k++) {
+            CuOperand *op = &c.call.ops[k];
+            if (op->what == CU_OP_HOST) {
+                Py_ssize_t s = ts_itemsize(f->loops[c.call.loop]->sig.args[k].kind);
+                for (int d = op->nd - 1; d >= 0; d--) {
+                    op->strides[d] = s;
+                    s *= op->shape[d];
                 }
             }
-            Operand *o = &c.ops[c.nin];
-            if (!(c.have_out && o->what == OP_DEVICE)) {
-                Py_ssize_t s = ts_itemsize(f->loops[c.loop]->sig.ret.kind);
-                o->what = OP_DEVICE;
-                o->nd = c.nd;
-                for (int d = c.nd - 1; d >= 0; d--) {
-                    o->shape[d] = c.shape[d];
-                    o->strides[d] = s;
-                    s *= c.shape[d];
-                }
-            }
-            Plan p;
-            if (plan_call(&c, sms, block, &p) == 0) {
-                r = plan_dict(&p, f, c.loop);
-            }
-            PyObject *v = r ? Py_BuildValue("{s:n,s:s}", "staged", staged, "out", out) : NULL;
-            if (r != NULL && (v == NULL || PyDict_Update(r, v) < 0)) {
-                Py_CLEAR(r);
-            }
-            Py_XDECREF(v);
         }
-        call_clear(&c);
+        CuOperand *o = &c.call.ops[c.call.nin];
+        if (!(c.have_out && o->what == CU_OP_DEVICE)) {
+            Py_ssize_t s = ts_itemsize(f->loops[c.call.loop]->sig.ret.kind);
+            o->what = CU_OP_DEVICE;
+            o->nd = c.nd;
+            for (int d = c.nd - 1; d >= 0; d--) {
+                o->shape[d] = c.shape[d];
+                o->strides[d] = s;
+                s *= c.shape[d];
+            }
+        }
+        Plan p;
+        if (plan_call(&c, sms, block, &p) == 0) {
+            r = plan_dict(&p, f, c.call.loop);
+        }
+        PyObject *v = r ? Py_BuildValue("{s:n,s:s}", "staged", staged, "out", out) : NULL;
+        if (r != NULL && (v == NULL || PyDict_Update(r, v) < 0)) {
+            Py_CLEAR(r);
+        }
+        Py_XDECREF(v);
     }
+    cu_call_clear(&c.call);
     Py_DECREF(kw);
     return r;
 }
 
 /* Test hook: _resolve(*args) -> the chosen loop as 'ff->f' (no compiling). */
 PyObject *
-cf_resolve_hook(PyObject *self, PyObject *args)
+cu_resolve_hook(PyObject *self, PyObject *args)
 {
     CuFunc *f = (CuFunc *)self;
-    Call c;
-    if (parse_call(f, args, NULL, &c) < 0) {
-        return NULL;
-    }
-    Py_ssize_t i = cf_resolve(f, c.ops, 0);
-    call_clear(&c);
+    CuUfCall c;
+    ufunc_call_init(&c, f, 0);
+    Py_ssize_t i = ufunc_parse(&c.call, args, NULL) < 0 ? -1 : cu_resolve(f, c.call.ops, 0);
+    cu_call_clear(&c.call);
     if (i < 0) {
         return NULL;
     }

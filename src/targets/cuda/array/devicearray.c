@@ -11,16 +11,16 @@
  * This file is the type: allocation, its slots and getters, indexing and
  * views, and what the cuda ufunc and interop.c use of an array.  Moving
  * data to, from and between devices is devcopy.c; the protocol exports are
- * devexport.c.  devicearray.h is what the DeviceNDArray files share.
+ * devexport.c.  array.h is what they share and what other folders see.
  */
-#include "targets/cuda/devicearray.h"
+#include "targets/cuda/array/array.h"
 
 #include <string.h>
 
 /* ---- construction ---- */
 
 Py_ssize_t
-da_elsize(const DeviceArray *a)
+da_elsize(const DaArray *a)
 {
     return (Py_ssize_t)PyDataType_ELSIZE(a->dtype);
 }
@@ -49,7 +49,7 @@ contiguous_strides(int nd, const Py_ssize_t *shape, Py_ssize_t item, char order,
 }
 
 int
-da_is_contiguous(const DeviceArray *a, char order)
+da_is_contiguous(const DaArray *a, char order)
 {
     if (da_nitems(a->nd, a->shape) == 0) {
         return 1;
@@ -68,13 +68,13 @@ da_is_contiguous(const DeviceArray *a, char order)
 }
 
 /* A new array; steals dtype, borrows base and stream_obj.  NULL on error. */
-static DeviceArray *
+static DaArray *
 new_array(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
           CUdeviceptr ptr, PyObject *base, CUstream stream, PyObject *stream_obj)
 {
     PyTypeObject *tp = (PyTypeObject *)nv_state.devicearray_type;
     allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
-    DeviceArray *a = (DeviceArray *)alloc(tp, 0);
+    DaArray *a = (DaArray *)alloc(tp, 0);
     if (a == NULL) {
         Py_DECREF(dtype);
         return NULL;
@@ -97,12 +97,12 @@ new_array(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_
 }
 
 /* A view of a sharing its memory, stream and read-only flag. */
-static DeviceArray *
-view_of(DeviceArray *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, CUdeviceptr ptr)
+static DaArray *
+view_of(DaArray *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, CUdeviceptr ptr)
 {
     Py_INCREF(a->dtype);
     PyObject *owner = a->alloc ? (PyObject *)a : a->base;
-    DeviceArray *v = new_array(a->dtype, nd, shape, strides, ptr, owner, a->stream, a->stream_obj);
+    DaArray *v = new_array(a->dtype, nd, shape, strides, ptr, owner, a->stream, a->stream_obj);
     if (v != NULL) {
         v->readonly = a->readonly;
     }
@@ -110,7 +110,7 @@ view_of(DeviceArray *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strid
 }
 
 /* A new array with its own device memory (uninitialised).  Steals dtype. */
-DeviceArray *
+DaArray *
 da_allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order, PyObject *stream_arg)
 {
     CUstream s;
@@ -130,7 +130,7 @@ da_allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order, P
             return NULL;
         }
     }
-    DeviceArray *a = new_array(dtype, nd, shape, strides, p, NULL, s, stream_arg);
+    DaArray *a = new_array(dtype, nd, shape, strides, p, NULL, s, stream_arg);
     if (a == NULL) {
         if (p) {
             async ? cuda_drv->MemFreeAsync(p, s) : cuda_drv->MemFree(p);
@@ -145,7 +145,7 @@ da_allocate(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, char order, P
 static int
 da_traverse(PyObject *self, visitproc visit, void *arg)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     Py_VISIT(a->base);
     Py_VISIT(a->stream_obj);
     Py_VISIT(Py_TYPE(self));
@@ -155,7 +155,7 @@ da_traverse(PyObject *self, visitproc visit, void *arg)
 static int
 da_clear(PyObject *self)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     Py_CLEAR(a->base);
     Py_CLEAR(a->stream_obj);
     return 0;
@@ -164,7 +164,7 @@ da_clear(PyObject *self)
 static void
 da_dealloc(PyObject *self)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject_GC_UnTrack(self);
     if (a->alloc != 0 && cuda_drv != NULL) {
         PyObject *et, *ev, *tb;
@@ -285,7 +285,7 @@ da_dtype_arg(PyObject *obj, PyArray_Descr **out)
 
 /* Full integer indexing gives a host scalar, as NumPy and Numba do. */
 static PyObject *
-scalar_at(DeviceArray *v)
+scalar_at(DaArray *v)
 {
     PyObject *empty = PyTuple_New(0);
     PyObject *host = empty ? da_copy_to_host((PyObject *)v, empty, NULL) : NULL;
@@ -298,7 +298,7 @@ scalar_at(DeviceArray *v)
 static PyObject *
 da_getitem(PyObject *self, PyObject *key)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
     if (items == NULL) {
         return NULL;
@@ -377,7 +377,7 @@ da_getitem(PyObject *self, PyObject *key)
         }
     }
     Py_DECREF(items);
-    DeviceArray *v = view_of(a, out, shape, strides, ptr);
+    DaArray *v = view_of(a, out, shape, strides, ptr);
     if (v != NULL && out == 0 && all_ints) {
         PyObject *s = scalar_at(v);
         Py_DECREF(v);
@@ -392,7 +392,7 @@ error:
 static Py_ssize_t
 da_len(PyObject *self)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     if (a->nd == 0) {
         PyErr_SetString(PyExc_TypeError, "len() of a 0-d device array");
         return -1;
@@ -402,7 +402,7 @@ da_len(PyObject *self)
 
 /* reshape(*shape, order='C'): a view when the data need not move. */
 static PyObject *
-reshape_to(DeviceArray *a, int nd, Py_ssize_t *shape, char order)
+reshape_to(DaArray *a, int nd, Py_ssize_t *shape, char order)
 {
     Py_ssize_t known = 1, size = da_nitems(a->nd, a->shape);
     int unknown = -1;
@@ -461,7 +461,7 @@ da_reshape(PyObject *self, PyObject *args, PyObject *kwargs)
     if (da_parse_order(order_s, &order) < 0 || parse_shape_ex(spec, &nd, shape, 1) < 0) {
         return NULL;
     }
-    return reshape_to((DeviceArray *)self, nd, shape, order);
+    return reshape_to((DaArray *)self, nd, shape, order);
 }
 
 static PyObject *
@@ -474,7 +474,7 @@ da_ravel(PyObject *self, PyObject *args, PyObject *kwargs)
         || da_parse_order(order_s, &order) < 0) {
         return NULL;
     }
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     Py_ssize_t n = da_nitems(a->nd, a->shape);
     return reshape_to(a, 1, &n, order);
 }
@@ -482,13 +482,13 @@ da_ravel(PyObject *self, PyObject *args, PyObject *kwargs)
 static PyObject *
 da_is_c(PyObject *self, PyObject *unused)
 {
-    return PyBool_FromLong(da_is_contiguous((DeviceArray *)self, 'C'));
+    return PyBool_FromLong(da_is_contiguous((DaArray *)self, 'C'));
 }
 
 static PyObject *
 da_is_f(PyObject *self, PyObject *unused)
 {
-    return PyBool_FromLong(da_is_contiguous((DeviceArray *)self, 'F'));
+    return PyBool_FromLong(da_is_contiguous((DaArray *)self, 'F'));
 }
 
 /* ---- attributes ---- */
@@ -496,59 +496,59 @@ da_is_f(PyObject *self, PyObject *unused)
 static PyObject *
 da_shape(PyObject *self, void *c)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     return da_ssize_tuple(a->nd, a->shape);
 }
 
 static PyObject *
 da_strides(PyObject *self, void *c)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     return da_ssize_tuple(a->nd, a->strides);
 }
 
 static PyObject *
 da_ndim(PyObject *self, void *c)
 {
-    return PyLong_FromLong(((DeviceArray *)self)->nd);
+    return PyLong_FromLong(((DaArray *)self)->nd);
 }
 
 static PyObject *
 da_size(PyObject *self, void *c)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     return PyLong_FromSsize_t(da_nitems(a->nd, a->shape));
 }
 
 static PyObject *
 da_nbytes(PyObject *self, void *c)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     return PyLong_FromSsize_t(da_nitems(a->nd, a->shape) * da_elsize(a));
 }
 
 static PyObject *
 da_itemsize(PyObject *self, void *c)
 {
-    return PyLong_FromSsize_t(da_elsize((DeviceArray *)self));
+    return PyLong_FromSsize_t(da_elsize((DaArray *)self));
 }
 
 static PyObject *
 da_dtype(PyObject *self, void *c)
 {
-    return Py_NewRef((PyObject *)((DeviceArray *)self)->dtype);
+    return Py_NewRef((PyObject *)((DaArray *)self)->dtype);
 }
 
 static PyObject *
 da_ptr(PyObject *self, void *c)
 {
-    return PyLong_FromUnsignedLongLong(((DeviceArray *)self)->ptr);
+    return PyLong_FromUnsignedLongLong(((DaArray *)self)->ptr);
 }
 
 static PyObject *
 da_stream(PyObject *self, void *c)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     if (a->stream_obj != NULL) {
         return Py_NewRef(a->stream_obj);
     }
@@ -558,14 +558,14 @@ da_stream(PyObject *self, void *c)
 static PyObject *
 da_owner(PyObject *self, void *c)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     return Py_NewRef(a->base ? a->base : Py_None);
 }
 
 static PyObject *
 da_repr(PyObject *self)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject *shape = da_shape(self, NULL);
     char ptr[32];
     snprintf(ptr, sizeof(ptr), "0x%llx", (unsigned long long)a->ptr);
@@ -623,11 +623,8 @@ static PyType_Slot da_slots[] = {
 };
 
 static PyType_Spec da_spec = {
-    "numbavec.cuda.DeviceNDArray",
-    sizeof(DeviceArray),
-    0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    da_slots,
+    "numbavec.cuda.DeviceNDArray",           sizeof(DaArray), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, da_slots,
 };
 
 /* ---- test hooks and as_cuda_array ---- */
@@ -666,7 +663,7 @@ seq_to_ssize(PyObject *seq, int *n, Py_ssize_t *out, const char *what)
 static PyObject *
 as_cuda_array(PyObject *m, PyObject *obj)
 {
-    return cuda_as_array(obj);
+    return da_as_array(obj);
 }
 
 /* Test hook: an array over `ptr` that is never dereferenced (no driver). */
@@ -691,8 +688,8 @@ test_array(PyObject *m, PyObject *args, PyObject *kwargs)
     if (da_dtype_arg(dtype_o, &dtype) < 0) {
         return NULL;
     }
-    DeviceArray *a = new_array(dtype, nd, shape, strides_o != Py_None ? strides : NULL,
-                               (CUdeviceptr)ptr, NULL, NULL, NULL);
+    DaArray *a = new_array(dtype, nd, shape, strides_o != Py_None ? strides : NULL,
+                           (CUdeviceptr)ptr, NULL, NULL, NULL);
     if (a != NULL) {
         a->readonly = readonly;
     }
@@ -707,7 +704,7 @@ static PyMethodDef da_functions[] = {
 };
 
 int
-cuda_devicearray_init(PyObject *module)
+da_init_module(PyObject *module)
 {
     nv_state.devicearray_type = PyType_FromSpec(&da_spec);
     if (nv_state.devicearray_type == NULL
@@ -721,13 +718,13 @@ cuda_devicearray_init(PyObject *module)
 /* ---- for the cuda ufunc (cucall.c, cureduce.c) and interop.c ---- */
 
 int
-cuda_array_info(PyObject *obj, CudaArrayInfo *info)
+da_info(PyObject *obj, DaInfo *info)
 {
     if (!DA_CHECK(obj)) {
         PyErr_SetString(PyExc_TypeError, "expected a DeviceNDArray");
         return -1;
     }
-    DeviceArray *a = (DeviceArray *)obj;
+    DaArray *a = (DaArray *)obj;
     info->ptr = a->ptr;
     info->nd = a->nd;
     memcpy(info->shape, a->shape, sizeof(Py_ssize_t) * (size_t)a->nd);
@@ -736,21 +733,21 @@ cuda_array_info(PyObject *obj, CudaArrayInfo *info)
     info->readonly = a->readonly;
     /* ours: it owns its allocation, or is a view of an array that does */
     info->foreign =
-        a->alloc == 0 && !(a->base != NULL && DA_CHECK(a->base) && ((DeviceArray *)a->base)->alloc);
+        a->alloc == 0 && !(a->base != NULL && DA_CHECK(a->base) && ((DaArray *)a->base)->alloc);
     return 0;
 }
 
 PyObject *
-cuda_array_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream)
+da_empty(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, PyObject *stream)
 {
     return (PyObject *)da_allocate(dtype, nd, shape, 'C', stream);
 }
 
 PyObject *
-cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-                CUdeviceptr ptr, PyObject *owner, int readonly)
+da_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+        CUdeviceptr ptr, PyObject *owner, int readonly)
 {
-    DeviceArray *a = new_array(dtype, nd, shape, strides, ptr, owner, NULL, NULL);
+    DaArray *a = new_array(dtype, nd, shape, strides, ptr, owner, NULL, NULL);
     if (a != NULL) {
         a->readonly = readonly;
     }
@@ -758,7 +755,7 @@ cuda_array_wrap(PyArray_Descr *dtype, int nd, const Py_ssize_t *shape, const Py_
 }
 
 int
-cuda_is_device_array(PyObject *obj)
+da_is_device_array(PyObject *obj)
 {
     return DA_CHECK(obj);
 }

@@ -8,12 +8,12 @@
  * The import side, as_cuda_array(), is interop.c.  The two stay apart:
  * interop.c reads untrusted objects and checks every field before it
  * builds anything, through the public constructors alone; this file
- * describes arrays of our own and needs the DeviceArray struct
- * (devicearray.h), which interop.c has no reason to see.  They share the
+ * describes arrays of our own and needs the DaArray struct (array.h's
+ * part inside array/), which interop.c has no use for.  They share the
  * protocols' definitions (dlpack.h) and no code.
  */
-#include "targets/cuda/devicearray.h"
-#include "targets/cuda/dlpack.h"
+#include "targets/cuda/array/array.h"
+#include "targets/cuda/array/dlpack.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 
 /* The v3 "stream" entry: 1 for the legacy default stream, else the handle. */
 static PyObject *
-cai_stream(DeviceArray *a)
+cai_stream(DaArray *a)
 {
     return PyLong_FromUnsignedLongLong(a->stream ? (unsigned long long)(size_t)a->stream : 1);
 }
@@ -30,7 +30,7 @@ cai_stream(DeviceArray *a)
 PyObject *
 da_cai(PyObject *self, void *closure)
 {
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject *shape = da_ssize_tuple(a->nd, a->shape);
     PyObject *strides =
         da_is_contiguous(a, 'C') ? Py_NewRef(Py_None) : da_ssize_tuple(a->nd, a->strides);
@@ -106,12 +106,6 @@ dl_dtype(PyArray_Descr *d, DLDataType *out)
     return 0;
 }
 
-int
-cuda_device_ordinal(void)
-{
-    return cuda_drv != NULL ? (int)cuda_device() : 0;
-}
-
 /*
  * The consumer's stream argument of __dlpack__: None, -1 (no
  * synchronisation), 1 (legacy default), 2 (per-thread default) or a handle;
@@ -148,7 +142,7 @@ dlpack_stream(PyObject *stream, int *wait)
  * (arrays made by the test constructor).
  */
 static int
-sync_for_consumer(DeviceArray *a, int wait)
+sync_for_consumer(DaArray *a, int wait)
 {
     if (cuda_drv == NULL || !wait) {
         return 0;
@@ -160,7 +154,7 @@ PyObject *
 da_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
     int wait;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO", kwlist, &stream, &max_version,

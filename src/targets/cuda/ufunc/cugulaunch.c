@@ -5,14 +5,14 @@
  * calls through the staged pipeline (staging.c), chunked by outer
  * iteration.
  */
-#include "targets/cuda/cugufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <stdint.h>
 #include <string.h>
 
 /* Words of the descriptor kernels.c reads, for lnd loop dimensions. */
 static Py_ssize_t
-desc_words(const GuCall *c, int lnd)
+desc_words(const CuGuCall *c, int lnd)
 {
     const GuLayout *L = &c->f->layout;
     int A = L->nargs, ncore = 0;
@@ -36,7 +36,7 @@ desc_base(int lnd, int k)
  * strides cstride[k * TS_MAXDIMS + j]; flags (bit 0: disjoint()).
  */
 static void
-fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t *lshape,
+fill_desc(const CuGuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t *lshape,
           const CUdeviceptr *ptr, const Py_ssize_t *lstride, const Py_ssize_t *cstride,
           long long flags)
 {
@@ -72,19 +72,19 @@ fill_desc(const GuCall *c, long long *v, Py_ssize_t n, int lnd, const Py_ssize_t
 }
 
 /* 1 when no device array the kernel writes (an output, a written input)
- * spans bytes another argument's spans (cuda_extent): then the entry may
+ * spans bytes another argument's spans (cu_extent): then the entry may
  * take the body's copy that keeps each row's loads apart from its stores
  * (kernels.c, disjoint_body).  A written argument met by another (an
  * in-place call, overlapping views), or an extent past the address space,
  * takes the other copy, which reads and writes in the source's order. */
 static int
-disjoint(const GuCall *c, const CudaArrayInfo *info)
+disjoint(const CuGuCall *c, const DaInfo *info)
 {
     int A = c->f->layout.nargs, ext[TS_MAXARGS];
     uintptr_t lo[TS_MAXARGS], hi[TS_MAXARGS];
     for (int k = 0; k < A; k++) {
-        ext[k] = cuda_extent(info[k].ptr, info[k].nd, info[k].shape, info[k].strides,
-                             (Py_ssize_t)PyDataType_ELSIZE(info[k].dtype), &lo[k], &hi[k]);
+        ext[k] = cu_extent(info[k].ptr, info[k].nd, info[k].shape, info[k].strides,
+                           (Py_ssize_t)PyDataType_ELSIZE(info[k].dtype), &lo[k], &hi[k]);
     }
     for (int w = 0; w < A; w++) {
         for (int k = 0; c->f->written[w] && k < A; k++) {
@@ -108,7 +108,7 @@ disjoint(const GuCall *c, const CudaArrayInfo *info)
  * gather: outputs count as inputs do); rows a few bytes apart share their
  * lines across the warp. */
 static Py_ssize_t
-row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *ls)
+row_lines(const CuGuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *ls)
 {
     int d = lnd - 1;
     while (d > 0 && lshape[d] == 1) {
@@ -118,7 +118,7 @@ row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *
     for (int k = 0; d >= 0 && k < c->f->layout.nargs; k++) {
         Py_ssize_t s = ls[k * NPY_MAXDIMS + d];
         s = s < 0 ? -s : s;
-        bytes += s < CUDA_L1_LINE ? s : CUDA_L1_LINE;
+        bytes += s < CU_L1_LINE ? s : CU_L1_LINE;
     }
     return bytes;
 }
@@ -126,7 +126,7 @@ row_lines(const GuCall *c, int lnd, const Py_ssize_t *lshape, const Py_ssize_t *
 /* Argument k's loop strides (right-aligned, 0 where broadcast) and core
  * strides on the device, from info. */
 static void
-device_strides(const GuCall *c, int k, const CudaArrayInfo *info, Py_ssize_t *lstride,
+device_strides(const CuGuCall *c, int k, const DaInfo *info, Py_ssize_t *lstride,
                Py_ssize_t *cstride)
 {
     int nc = c->f->layout.ndims[k], lnd = info->nd - nc;
@@ -142,7 +142,7 @@ device_strides(const GuCall *c, int k, const CudaArrayInfo *info, Py_ssize_t *ls
 /* The descriptor kernels.c reads, as a device array on the call's stream;
  * *lines: row_lines(). */
 static PyObject *
-descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info, Py_ssize_t *lines)
+descriptor(CuGuCall *c, Py_ssize_t n, const DaInfo *info, Py_ssize_t *lines)
 {
     int A = c->f->layout.nargs;
     Py_ssize_t len = desc_words(c, c->lnd);
@@ -162,17 +162,17 @@ descriptor(GuCall *c, Py_ssize_t n, const CudaArrayInfo *info, Py_ssize_t *lines
               disjoint(c, info));
     *lines = row_lines(c, c->lnd, c->lshape, ls);
     PyMem_Free(ls);
-    PyObject *dev = cf_to_device(h, TS_INT64, c->stream);
+    PyObject *dev = cu_to_device(h, TS_INT64, c->call.stream);
     Py_DECREF(h);
     return dev;
 }
 
 /* Declared [::1] arguments must be so on the device (host copies are). */
 static int
-check_contig(GuCall *c, const CudaArrayInfo *info)
+check_contig(CuGuCall *c, const DaInfo *info)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
-    for (int k = 0; k < c->nargs; k++) {
+    const CuGuLoop *l = c->f->loops[c->call.loop];
+    for (int k = 0; k < c->call.nops; k++) {
         int nc = c->f->layout.ndims[k];
         if (!l->ksig.args[k].contig || nc == 0) {
             continue;
@@ -182,7 +182,7 @@ check_contig(GuCall *c, const CudaArrayInfo *info)
             PyErr_Format(PyExc_ValueError,
                          "%s(): argument %d is declared contiguous ([::1]) but its last core "
                          "dimension is strided on the device; pass a contiguous array",
-                         cg_fname(c), k);
+                         cu_gu_name(c), k);
             return -1;
         }
     }
@@ -190,25 +190,25 @@ check_contig(GuCall *c, const CudaArrayInfo *info)
 }
 
 int
-cg_can_fail(const GuCall *c)
+cu_gu_can_fail(const CuGuCall *c)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
+    const CuGuLoop *l = c->f->loops[c->call.loop];
     return !l->silent && (c->f->kernel->boundscheck || (l->fails & ~(1u << CC_STATUS_INDEX)));
 }
 
 /* The device word the kernel stores its status in, zeroed on the call's
- * stream, when the kernel can fail (cg_can_fail): 0 with *status set (NULL
+ * stream, when the kernel can fail (cu_gu_can_fail): 0 with *status set (NULL
  * when it cannot fail), or -1. */
 static int
-status_word(GuCall *c, PyObject **status)
+status_word(CuGuCall *c, PyObject **status)
 {
     *status = NULL;
-    if (!cg_can_fail(c)) {
+    if (!cu_gu_can_fail(c)) {
         return 0;
     }
     Py_ssize_t one = 1;
     PyObject *zero = PyArray_ZEROS(1, &one, NPY_INT32, 0);
-    *status = zero ? cf_to_device(zero, TS_INT32, c->stream) : NULL;
+    *status = zero ? cu_to_device(zero, TS_INT32, c->call.stream) : NULL;
     Py_XDECREF(zero);
     return *status != NULL ? 0 : -1;
 }
@@ -216,13 +216,13 @@ status_word(GuCall *c, PyObject **status)
 /* The status the kernel stored (waits for the device), raised as the
  * kernel's exception.  0 (none, or no status word) or -1. */
 static int
-check_status(GuCall *c, PyObject *status)
+check_status(CuGuCall *c, PyObject *status)
 {
-    const CuGuLoop *l = c->f->loops[c->loop];
+    const CuGuLoop *l = c->f->loops[c->call.loop];
     if (status == NULL) {
         return 0;
     }
-    PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->stream);
+    PyObject *h = PyObject_CallMethod(status, "copy_to_host", "OO", Py_None, c->call.stream);
     if (h == NULL) {
         return -1;
     }
@@ -251,8 +251,8 @@ check_status(GuCall *c, PyObject *status)
 
 /* Grid and block of a launch of n outer iterations: the occupancy block,
  * whole warps only for small calls (as a cuda ufunc's), at most
- * CUDA_GRID_PER_SM blocks an SM (grid-stride) -- and, where each thread
- * keeps lines bytes of L1 lines (row_lines), at most CUDA_GU_L1_ROWS /
+ * CU_GRID_PER_SM blocks an SM (grid-stride) -- and, where each thread
+ * keeps lines bytes of L1 lines (row_lines), at most CU_GU_L1_ROWS /
  * lines threads an SM, so that the lines of the threads resident on an SM
  * stay in its L1 until they are read: a warp that thrashes it fetches
  * its lines again (on an H100, a batched dot product over 256-byte rows:
@@ -262,11 +262,11 @@ static void
 geometry(int block, int sms, Py_ssize_t n, Py_ssize_t lines, unsigned *grid_out,
          unsigned *block_out)
 {
-    Py_ssize_t per_sm = CUDA_GRID_PER_SM;
+    Py_ssize_t per_sm = CU_GRID_PER_SM;
     if (n < block) {
         block = (int)((n + 31) / 32 * 32);
-    } else if (lines > 0 && CUDA_GU_L1_ROWS / lines < CUDA_GU_L1_FREE) {
-        Py_ssize_t threads = (CUDA_GU_L1_ROWS / lines + 16) / 32 * 32; /* whole warps, nearest */
+    } else if (lines > 0 && CU_GU_L1_ROWS / lines < CU_GU_L1_FREE) {
+        Py_ssize_t threads = (CU_GU_L1_ROWS / lines + 16) / 32 * 32; /* whole warps, nearest */
         threads = threads < 32 ? 32 : threads;
         block = block > threads ? (int)threads : block;
         per_sm = threads / block;
@@ -277,7 +277,7 @@ geometry(int block, int sms, Py_ssize_t n, Py_ssize_t lines, unsigned *grid_out,
 }
 
 PyObject *
-cg_geometry_py(PyObject *module, PyObject *args)
+cu_gu_geometry_py(PyObject *module, PyObject *args)
 {
     int block, sms;
     Py_ssize_t n, lines;
@@ -295,24 +295,24 @@ cg_geometry_py(PyObject *module, PyObject *args)
 
 /* Launches the entry; when the kernel can fail, waits for the status.  0/-1. */
 int
-cg_launch(GuCall *c, Py_ssize_t n)
+cu_gu_launch(CuGuCall *c, Py_ssize_t n)
 {
     CuGuFunc *f = c->f;
-    CuGuLoop *l = f->loops[c->loop];
-    CudaArrayInfo info[TS_MAXARGS];
-    int sms = cf_sm_count();
-    if (sms < 0 || cf_check_foreign(c->ops, c->nargs) < 0) {
+    CuGuLoop *l = f->loops[c->call.loop];
+    DaInfo info[TS_MAXARGS];
+    int sms = cu_sm_count(); /* (call.c checked foreign operands after loading) */
+    if (sms < 0) {
         return -1;
     }
-    for (int k = 0; k < c->nargs; k++) {
-        if (cuda_array_info(c->dev[k], &info[k]) < 0) {
+    for (int k = 0; k < c->call.nops; k++) {
+        if (da_info(c->dev[k], &info[k]) < 0) {
             return -1;
         }
         if (k < f->layout.nin && f->written[k] && info[k].readonly) {
             PyErr_Format(PyExc_ValueError,
                          "%s(): input %d is written by the kernel but is "
                          "read-only",
-                         cg_fname(c), k);
+                         cu_gu_name(c), k);
             return -1;
         }
     }
@@ -325,16 +325,17 @@ cg_launch(GuCall *c, Py_ssize_t n)
     if (desc == NULL || status_word(c, &status) < 0) {
         goto done;
     }
-    CudaArrayInfo di, si = {0};
-    if (cuda_array_info(desc, &di) < 0 || (status && cuda_array_info(status, &si) < 0)) {
+    DaInfo di, si = {0};
+    if (da_info(desc, &di) < 0 || (status && da_info(status, &si) < 0)) {
         goto done;
     }
     unsigned grid, block;
     geometry(l->block, sms, n, lines, &grid, &block);
     CUdeviceptr dp = di.ptr, sp = si.ptr;
     void *params[2] = {&dp, &sp};
-    if (cuda_check(cuda_drv->LaunchKernel(l->fn, grid, 1, 1, block, 1, 1, 0, c->s, params, NULL),
-                   "cuLaunchKernel (cuda gufunc)")
+    if (cuda_check(
+            cuda_drv->LaunchKernel(l->fn, grid, 1, 1, block, 1, 1, 0, c->call.s, params, NULL),
+            "cuLaunchKernel (cuda gufunc)")
             < 0
         || check_status(c, status) < 0) {
         goto done;
@@ -372,18 +373,18 @@ host_extent(PyArrayObject *a, uintptr_t *lo, uintptr_t *hi)
  * dtype, and meeting no other operand (a chunk written early must not be
  * what a later chunk reads). */
 static int
-writes_directly(const GuCall *c, int k)
+writes_directly(const CuGuCall *c, int k)
 {
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    PyArrayObject *o = (PyArrayObject *)c->ops[k].obj;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    PyArrayObject *o = (PyArrayObject *)c->call.ops[k].obj;
     if (!PyArray_ISCARRAY(o) || !PyArray_ISNOTSWAPPED(o)
-        || !cf_is_kind(PyArray_DESCR(o), sig->args[k].kind)) {
+        || !cu_is_kind(PyArray_DESCR(o), sig->args[k].kind)) {
         return 0;
     }
     uintptr_t lo, hi;
     host_extent(o, &lo, &hi);
-    for (int j = 0; j < c->nargs; j++) {
-        const Operand *op = &c->ops[j];
+    for (int j = 0; j < c->call.nops; j++) {
+        const CuOperand *op = &c->call.ops[j];
         uintptr_t jlo, jhi;
         if (j == k || op->obj == NULL || !PyArray_Check(op->obj)) {
             continue;
@@ -398,7 +399,7 @@ writes_directly(const GuCall *c, int k)
 
 /*
  * Whether a host call is staged, and its job (the data pointers come in
- * cg_staged_call): every input is either of the loop shape, chunked by outer
+ * cu_gu_staged_call): every input is either of the loop shape, chunked by outer
  * iteration (a C-contiguous copy in the loop's dtype, as host calls make
  * anyway), or the same for every iteration (a scalar, a vector every row
  * shares: uploaded whole, once); no input is written by the kernel; there
@@ -407,19 +408,19 @@ writes_directly(const GuCall *c, int k)
  * calls copy whole arrays.
  */
 int
-cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
+cu_gu_stage_plan(CuGuCall *c, Py_ssize_t n, CudaStaged *job)
 {
     const GuLayout *L = &c->f->layout;
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
     memset(job, 0, sizeof(*job));
-    if (c->device || n <= 1) {
+    if (c->call.device || n <= 1) {
         return 0;
     }
     job->nops = L->nargs;
     job->nin = L->nin;
     job->n = n;
     for (int k = 0; k < L->nargs; k++) {
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->call.ops[k];
         int nc = L->ndims[k];
         Py_ssize_t unit = ts_itemsize(sig->args[k].kind);
         for (int j = 0; j < nc; j++) {
@@ -438,7 +439,7 @@ cg_stage_plan(GuCall *c, Py_ssize_t n, CudaStaged *job)
         if (c->f->written[k]) {
             return 0;
         }
-        int lnd = op->nd - nc, full = op->what == OP_HOST && lnd == c->lnd, same = 1;
+        int lnd = op->nd - nc, full = op->what == CU_OP_HOST && lnd == c->lnd, same = 1;
         for (int d = 0; d < lnd; d++) {
             full = full && op->shape[d] == c->lshape[d];
             same = same && op->shape[d] == 1;
@@ -495,12 +496,12 @@ stage_launch(void *ctx, const CUdeviceptr *dev, char *aux, CUdeviceptr aux_dev, 
  * in the loop's dtype (the operand itself when it is one), an output's
  * out= or new array.  0/-1. */
 static int
-stage_host_array(GuCall *c, int k)
+stage_host_array(CuGuCall *c, int k)
 {
     const GuLayout *L = &c->f->layout;
-    const Operand *op = &c->ops[k];
+    const CuOperand *op = &c->call.ops[k];
     PyArray_Descr *d =
-        PyArray_DescrFromType(ts_kind_typenum(c->f->loops[c->loop]->sig.args[k].kind));
+        PyArray_DescrFromType(ts_kind_typenum(c->f->loops[c->call.loop]->sig.args[k].kind));
     if (d == NULL) {
         return -1;
     }
@@ -526,7 +527,7 @@ stage_host_array(GuCall *c, int k)
 }
 
 /*
- * A host call through the staging pipeline (cg_stage_plan said so).  The
+ * A host call through the staging pipeline (cu_gu_stage_plan said so).  The
  * kernel sees one loop dimension, the chunk's outer iterations: a chunked
  * argument walks its buffer with its core's size as the loop stride and
  * C-contiguous core strides; an argument uploaded whole has loop stride 0.
@@ -534,11 +535,11 @@ stage_host_array(GuCall *c, int k)
  * done: the caller copies whole arrays); -1 with an exception.
  */
 int
-cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
+cu_gu_staged_call(CuGuCall *c, Py_ssize_t n, CudaStaged *job)
 {
     const GuLayout *L = &c->f->layout;
-    CuGuLoop *l = c->f->loops[c->loop];
-    int A = L->nargs, rc = -1, sms = cf_sm_count();
+    CuGuLoop *l = c->f->loops[c->call.loop];
+    int A = L->nargs, rc = -1, sms = cu_sm_count();
     Py_ssize_t words = desc_words(c, 1);
     PyObject *status = NULL;
     Py_ssize_t *ls = PyMem_Calloc((size_t)A * (NPY_MAXDIMS + TS_MAXDIMS), sizeof(Py_ssize_t));
@@ -554,9 +555,9 @@ cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     CUdeviceptr ptr[TS_MAXARGS] = {0};
     for (int k = 0; k < A; k++) {
         if (c->whole[k]) { /* on the device once, for every chunk */
-            CudaArrayInfo info;
-            c->dev[k] = cf_to_device(c->ops[k].obj, l->sig.args[k].kind, c->stream);
-            if (c->dev[k] == NULL || cuda_array_info(c->dev[k], &info) < 0) {
+            DaInfo info;
+            c->dev[k] = cu_to_device(c->call.ops[k].obj, l->sig.args[k].kind, c->call.stream);
+            if (c->dev[k] == NULL || da_info(c->dev[k], &info) < 0) {
                 goto done;
             }
             ptr[k] = info.ptr;
@@ -578,9 +579,9 @@ cg_staged_call(GuCall *c, Py_ssize_t n, CudaStaged *job)
     if (status_word(c, &status) < 0) {
         goto done;
     }
-    CudaArrayInfo si = {0};
-    if ((status && cuda_array_info(status, &si) < 0)
-        || cuda_check(cuda_drv->StreamSynchronize(c->s), "cuStreamSynchronize (cuda gufunc)")
+    DaInfo si = {0};
+    if ((status && da_info(status, &si) < 0)
+        || cuda_check(cuda_drv->StreamSynchronize(c->call.s), "cuStreamSynchronize (cuda gufunc)")
                < 0) { /* the uploads and the status word, before the slots' streams use them */
         goto done;
     }

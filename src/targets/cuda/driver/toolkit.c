@@ -8,7 +8,7 @@
  * and also nvvm/lib, nvvm/bin, lib64 and lib (CUDA 13 tarballs put
  * libnvvm.so in lib/).  The finding is done once and kept in `toolkit`.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/driver/driver.h"
 
 #include <dlfcn.h>
 #include <errno.h>

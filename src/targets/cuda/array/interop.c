@@ -13,8 +13,8 @@
  * field; an exception raised by the object's own attribute or protocol
  * method becomes a TypeError naming it, the original as its __cause__.
  */
-#include "targets/cuda/cuda.h"
-#include "targets/cuda/dlpack.h"
+#include "targets/cuda/array/array.h"
+#include "targets/cuda/array/dlpack.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -262,8 +262,8 @@ wrap(Foreign *f, PyObject *owner)
 {
     PyArray_Descr *dtype = f->dtype;
     f->dtype = NULL;
-    return cuda_array_wrap(dtype, f->nd, f->shape, f->has_strides ? f->strides : NULL,
-                           (CUdeviceptr)f->ptr, owner, f->readonly);
+    return da_wrap(dtype, f->nd, f->shape, f->has_strides ? f->strides : NULL, (CUdeviceptr)f->ptr,
+                   owner, f->readonly);
 }
 
 /* ---- __cuda_array_interface__ ---- */
@@ -688,10 +688,10 @@ done:
 /* ---- entry points ---- */
 
 int
-cuda_foreign_array(PyObject *obj, PyObject **out)
+da_foreign_array(PyObject *obj, PyObject **out)
 {
     *out = NULL;
-    if (cuda_is_device_array(obj)) {
+    if (da_is_device_array(obj)) {
         *out = Py_NewRef(obj);
         return 1;
     }
@@ -719,7 +719,7 @@ cuda_foreign_array(PyObject *obj, PyObject **out)
 }
 
 int
-cuda_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi)
+da_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi)
 {
     /* cuPointerGetAttribute, unlike cuPointerGetAttributes, fails for an
      * address no allocation holds (freed, or host memory never registered):
@@ -751,10 +751,10 @@ cuda_check_foreign_memory(CUdeviceptr lo, CUdeviceptr hi)
 }
 
 PyObject *
-cuda_as_array(PyObject *obj)
+da_as_array(PyObject *obj)
 {
     PyObject *array;
-    int found = cuda_foreign_array(obj, &array);
+    int found = da_foreign_array(obj, &array);
     if (found == 0) {
         bad(PyExc_TypeError, "as_cuda_array",
             "the object (%s) exports neither " CAI " nor __dlpack__", kind_of(obj));

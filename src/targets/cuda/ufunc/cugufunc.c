@@ -7,10 +7,10 @@
  * gu_kernel_variants, gufunc.c), gufunc/loops.c emits the body that runs
  * one outer iteration, and kernels.c puts a grid-stride entry around it:
  * one GPU thread per element of the loop dimensions.  PTX comes from the
- * PTX back end (cuda_compile_with), at decoration, or (a dynamic gufunc,
+ * PTX back end (ptx_compile_with), at decoration, or (a dynamic gufunc,
  * no signatures) at the first call of new operand kinds.
  */
-#include "targets/cuda/cugufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <ctype.h>
 
@@ -28,22 +28,22 @@ typedef struct GuCtx {
 } GuCtx;
 
 static int
-cg_kernel_signature(const void *ctx, const TsSignature *sig, const unsigned char *written,
-                    TsSignature *ksig)
+kernel_signature(const void *ctx, const TsSignature *sig, const unsigned char *written,
+                 TsSignature *ksig)
 {
     const GuCtx *c = ctx;
     return gu_kernel_signature(c->layout, c->written, c->dynamic, sig, written, ksig);
 }
 
 static int
-cg_variants(const void *ctx, const TsSignature *ksig, unsigned long long masks[2])
+kernel_variants(const void *ctx, const TsSignature *ksig, unsigned long long masks[2])
 {
     return gu_kernel_variants(((const GuCtx *)ctx)->layout, ksig, masks);
 }
 
 static int
-cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const TsSignature *ksig,
-        CcEntries *e)
+wrap_entry(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk,
+           const TsSignature *ksig, CcEntries *e)
 {
     const GuCtx *c = ctx;
     char body_name[CC_NAME_SIZE + 16];
@@ -54,15 +54,15 @@ cg_wrap(const void *ctx, LLVMModuleRef mod, LLVMValueRef *kernels, int nk, const
         return -1;
     }
     LLVMSetLinkage(body, LLVMInternalLinkage);
-    e->fns[0] = cuda_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndims,
-                                        c->layout->ndimnames, c->aligned, e->names[0]);
+    e->fns[0] = ptx_build_gufunc_entry(mod, body, c->layout->nargs, c->layout->ndims,
+                                       c->layout->ndimnames, c->aligned, e->names[0]);
     return 0;
 }
 
-static const char *const cg_suffix[] = {"_gu"};
+static const char *const entry_suffix[] = {"_gu"};
 
 void
-cg_loop_free(CuGuLoop *l)
+cu_gu_loop_free(CuGuLoop *l)
 {
     if (l == NULL) {
         return;
@@ -101,9 +101,9 @@ status_unread(PyObject *ptx, const char *entry)
 }
 
 int
-cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
+cu_gu_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
 {
-    int aligned = cuda_loops_take_nvptx(arch, f->backend);
+    int aligned = ptx_loops_take_nvptx(arch, f->backend);
     if (aligned < 0) {
         return -1;
     }
@@ -112,17 +112,17 @@ cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
         .what = "cuda-gufunc",
         .form = CC_GUFUNC_KERNEL,
         .nentries = 1,
-        .suffixes = cg_suffix,
-        .kernel_signature = cg_kernel_signature,
-        .variants = cg_variants,
-        .wrap = cg_wrap,
+        .suffixes = entry_suffix,
+        .kernel_signature = kernel_signature,
+        .variants = kernel_variants,
+        .wrap = wrap_entry,
         .ctx = &ctx,
     };
     char base[CC_NAME_SIZE], name[CC_NAME_SIZE];
-    cuda_symbol_base(f->kernel->name, base, sizeof(base));
+    ptx_symbol_base(f->kernel->name, base, sizeof(base));
     snprintf(name, sizeof(name), "%.100s_%zd", base, index);
     CcCompiled c;
-    if (cuda_compile_with(f->kernel, &l->sig, arch, f->backend, &builder, name, &c) < 0) {
+    if (ptx_compile_with(f->kernel, &l->sig, arch, f->backend, &builder, name, &c) < 0) {
         return -1;
     }
     for (int k = 0; k < TS_MAXARGS; k++) {
@@ -139,14 +139,14 @@ cg_compile_loop(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index, const char *arch)
     l->sig = c.sig; /* outputs of a dynamic gufunc: the kinds the kernel stores */
     l->fails = c.fails;
     l->ksig = c.ksig;
-    snprintf(l->entry, sizeof(l->entry), "%s%s", name, cg_suffix[0]);
+    snprintf(l->entry, sizeof(l->entry), "%s%s", name, entry_suffix[0]);
     l->silent = status_unread(l->ptx, l->entry);
     cc_compiled_clear(&c);
     return 0;
 }
 
 int
-cg_ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index)
+cu_gu_ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index)
 {
     if (cuda_driver() == NULL || cuda_enter() < 0) {
         return -1;
@@ -154,14 +154,14 @@ cg_ensure_loaded(CuGuFunc *f, CuGuLoop *l, Py_ssize_t index)
     if (l->fn != NULL) {
         return 0;
     }
-    int sm = cf_device_sm();
+    int sm = cu_device_sm();
     if (sm < 0) {
         return -1;
     }
     if (sm < f->sm || (f->arch_suffix[0] && sm != f->sm)) {
         char arch[16];
         snprintf(arch, sizeof(arch), "sm_%d", sm);
-        if (cg_compile_loop(f, l, index, arch) < 0) {
+        if (cu_gu_compile_loop(f, l, index, arch) < 0) {
             return -1;
         }
     }
@@ -211,7 +211,7 @@ loop_named(CuGuFunc *f, PyObject *args)
     if (!PyArg_ParseTuple(args, "|O", &which)) {
         return NULL;
     }
-    Py_ssize_t i = cf_signature_index(which, loop_sig, f->loops, f->nloops);
+    Py_ssize_t i = cu_signature_index(which, loop_sig, f->loops, f->nloops);
     return i < 0 ? NULL : f->loops[i];
 }
 
@@ -319,14 +319,14 @@ get_pyfunc(PyObject *self, void *closure)
 }
 
 static PyObject *
-cg_repr(PyObject *self)
+gufunc_repr(PyObject *self)
 {
     CuGuFunc *f = (CuGuFunc *)self;
     return PyUnicode_FromFormat("<numbavec cuda gufunc '%U' %s>", f->name, f->layout.text);
 }
 
 static int
-cg_traverse(PyObject *self, visitproc visit, void *arg)
+gufunc_traverse(PyObject *self, visitproc visit, void *arg)
 {
     CuGuFunc *f = (CuGuFunc *)self;
     Py_VISIT(Py_TYPE(self));
@@ -338,7 +338,7 @@ cg_traverse(PyObject *self, visitproc visit, void *arg)
 /* Breaks cycles through the kernel's function (its globals hold this
  * object when it is defined at module level). */
 static int
-cg_clear(PyObject *self)
+gufunc_clear(PyObject *self)
 {
     CuGuFunc *f = (CuGuFunc *)self;
     cc_kernel_clear(f->kernel);
@@ -347,14 +347,14 @@ cg_clear(PyObject *self)
 }
 
 static void
-cg_dealloc(PyObject *self)
+gufunc_dealloc(PyObject *self)
 {
     CuGuFunc *f = (CuGuFunc *)self;
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    cg_clear(self);
+    gufunc_clear(self);
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
-        cg_loop_free(f->loops[i]);
+        cu_gu_loop_free(f->loops[i]);
     }
     PyMem_Free(f->loops);
     Py_XDECREF(f->name);
@@ -368,15 +368,15 @@ cg_dealloc(PyObject *self)
     Py_DECREF(tp);
 }
 
-static PyGetSetDef cg_getset[] = {
+static PyGetSetDef gufunc_getset[] = {
     {"nin", get_nin, NULL, NULL, NULL},        {"nout", get_nout, NULL, NULL, NULL},
     {"nargs", get_nargs, NULL, NULL, NULL},    {"ntypes", get_ntypes, NULL, NULL, NULL},
     {"types", get_types, NULL, NULL, NULL},    {"signature", get_signature, NULL, NULL, NULL},
     {"py_func", get_pyfunc, NULL, NULL, NULL}, {NULL},
 };
 
-static PyMethodDef cg_methods[] = {
-    {"__reduce__", cf_pickle_reduce, METH_NOARGS,
+static PyMethodDef gufunc_methods[] = {
+    {"__reduce__", cu_pickle_reduce, METH_NOARGS,
      "Pickled by reference where another process can import it, else by value."},
     {"inspect_ptx", inspect_ptx, METH_VARARGS, "inspect_ptx(signature=None): the PTX of one"},
     {"inspect_llvm", inspect_llvm, METH_VARARGS,
@@ -385,36 +385,42 @@ static PyMethodDef cg_methods[] = {
      "inspect_asm(signature=None): the GPU's assembly, PTX (as inspect_ptx)"},
     {"variable_types", variable_types, METH_VARARGS,
      "variable_types(signature=None): {variable: type} of one signature, or of all"},
-    {"_plan", (PyCFunction)(void (*)(void))cg_plan, METH_VARARGS | METH_KEYWORDS,
+    {"_plan", (PyCFunction)(void (*)(void))cu_gufunc_plan, METH_VARARGS | METH_KEYWORDS,
      "test hook: how a call would be staged (the host side, without a GPU)"},
     {NULL, NULL, 0, NULL},
 };
 
-static PyMemberDef cg_members[] = {
+static PyMemberDef gufunc_members[] = {
     {"__dictoffset__", T_PYSSIZET, offsetof(CuGuFunc, dict), READONLY, NULL},
     {"__name__", T_OBJECT, offsetof(CuGuFunc, name), READONLY, NULL},
     {"__doc__", T_OBJECT, offsetof(CuGuFunc, doc), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
-static PyType_Slot cg_slots[] = {
-    {Py_tp_dealloc, cg_dealloc}, {Py_tp_traverse, cg_traverse}, {Py_tp_clear, cg_clear},
-    {Py_tp_call, cg_call},       {Py_tp_repr, cg_repr},         {Py_tp_getset, cg_getset},
-    {Py_tp_methods, cg_methods}, {Py_tp_members, cg_members},   {0, NULL},
+static PyType_Slot gufunc_slots[] = {
+    {Py_tp_dealloc, gufunc_dealloc},
+    {Py_tp_traverse, gufunc_traverse},
+    {Py_tp_clear, gufunc_clear},
+    {Py_tp_call, cu_gufunc_call},
+    {Py_tp_repr, gufunc_repr},
+    {Py_tp_getset, gufunc_getset},
+    {Py_tp_methods, gufunc_methods},
+    {Py_tp_members, gufunc_members},
+    {0, NULL},
 };
 
-static PyType_Spec cg_spec = {
+static PyType_Spec gufunc_spec = {
     "numbavec.cuda.CUDAGUFunc",
     sizeof(CuGuFunc),
     0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    cg_slots,
+    gufunc_slots,
 };
 
 /* The cuda target's guvectorize factory (target.h): a CUDAGUFunc with a
  * loop for each signature, compiled to PTX now. */
 PyObject *
-cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
+cu_make_guvectorize(const struct TgTarget *t, TgRequest *r)
 {
     CuGuFunc *f = PyObject_GC_New(CuGuFunc, (PyTypeObject *)nv_state.cugufunc_type);
     if (f == NULL) {
@@ -433,7 +439,7 @@ cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
     snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
     PyObject_GC_Track((PyObject *)f);
     if (f->doc == NULL || gu_parse_layout(r->layout, &f->layout) < 0
-        || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
+        || ptx_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
     const GuLayout *L = &f->layout;
@@ -456,7 +462,7 @@ cuda_make_guvectorize(const struct TgTarget *t, TgRequest *r)
         }
         l->sig = r->sigs[i];
         f->loops[f->nloops++] = l;
-        if (cg_compile_loop(f, l, i, f->arch) < 0) {
+        if (cu_gu_compile_loop(f, l, i, f->arch) < 0) {
             goto error;
         }
     }
@@ -467,9 +473,9 @@ error:
 }
 
 int
-cuda_gufunc_init(PyObject *module)
+cu_gufunc_init(PyObject *module)
 {
-    nv_state.cugufunc_type = PyType_FromSpec(&cg_spec);
+    nv_state.cugufunc_type = PyType_FromSpec(&gufunc_spec);
     if (nv_state.cugufunc_type == NULL
         || PyModule_AddObjectRef(module, "CUDAGUFunc", nv_state.cugufunc_type) < 0) {
         return -1;

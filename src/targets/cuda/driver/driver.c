@@ -10,7 +10,7 @@
  * releases it then); releasing it earlier would invalidate memory that live
  * arrays still own.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/driver/driver.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -322,4 +322,10 @@ CUdevice
 cuda_device(void)
 {
     return driver.device;
+}
+
+int
+cuda_device_ordinal(void)
+{
+    return cuda_drv != NULL ? (int)cuda_device() : 0;
 }

@@ -24,7 +24,7 @@
  * runs without the GIL; errors travel back as a CUresult and the name of
  * what failed, and become exceptions once the GIL is held again.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/driver/driver.h"
 #include "targets/pool.h"
 
 #include <pthread.h>

@@ -9,7 +9,7 @@
  * (0 .. 2**64 - 1; a bool is refused), or any object with __cuda_stream__()
  * returning (0, handle) (the CUDA Python / CuPy protocol, version 0).
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/driver/driver.h"
 
 typedef struct Stream {
     PyObject_HEAD CUstream handle;

@@ -12,10 +12,10 @@
  *
  * This file: compiling, loading and choosing loops, the Python type (slots,
  * getters, inspect_*) and _cuda_vectorize.  What a call does with the loop
- * it chose is cucall.c; reduce is cureduce.c; cufunc.h is what the three
- * share.
+ * it chose is cucall.c (on call.c's skeleton, with operand.c's operands);
+ * reduce is cureduce.c; ufunc.h is what they share.
  */
-#include "targets/cuda/cufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include "vectorize/vectorize.h"
 
@@ -76,7 +76,7 @@ done:
 }
 
 int
-cf_can_reduce(CuFunc *f)
+cu_can_reduce(CuFunc *f)
 {
     return f->nin == 2 && (f->reorderable || f->identity != Py_None);
 }
@@ -113,9 +113,9 @@ add_loop(CuFunc *f, TsSignature *sig)
     char name[128];
     loop_name(f, f->nloops, name, sizeof(name));
     /* the reduce kernel only for a (T, T) -> T loop */
-    int reduce = cf_can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
+    int reduce = cu_can_reduce(f) && sig->nargs == 2 && sig->ret.kind != TS_INFER
                  && sig->args[0].kind == sig->ret.kind && sig->args[1].kind == sig->ret.kind;
-    if (cuda_compile_ufunc(f->kernel, sig, f->arch, f->backend, reduce, name, &l->code) < 0) {
+    if (ptx_compile_ufunc(f->kernel, sig, f->arch, f->backend, reduce, name, &l->code) < 0) {
         PyMem_Free(l);
         return -1;
     }
@@ -130,21 +130,21 @@ recompile(CuFunc *f, CuLoop *l, const char *arch, PyObject *backend)
 {
     char name[128];
     TsSignature sig = l->sig;
-    CudaCode code;
+    PtxCode code;
     loop_name(f, l->index, name, sizeof(name));
-    if (cuda_compile_ufunc(f->kernel, &sig, arch, backend ? backend : f->backend,
-                           l->code.reduce_ptx != NULL, name, &code)
+    if (ptx_compile_ufunc(f->kernel, &sig, arch, backend ? backend : f->backend,
+                          l->code.reduce_ptx != NULL, name, &code)
         < 0) {
         return -1;
     }
-    cuda_code_clear(&l->code);
+    ptx_code_clear(&l->code);
     l->code = code;
     return 0;
 }
 
 /* The device's compute capability as sm_NN's NN; -1 with an exception. */
 int
-cf_device_sm(void)
+cu_device_sm(void)
 {
     static int sm = 0;
     int major = 0, minor = 0;
@@ -165,7 +165,7 @@ cf_device_sm(void)
 }
 
 size_t
-cf_reduce_smem(int block)
+cu_reduce_smem(int block)
 {
     return (size_t)block * 16; /* the widest item: complex128 */
 }
@@ -200,7 +200,7 @@ load_module(PyObject *ptx, CUmodule *mod)
 static int
 load_loop(CuFunc *f, CuLoop *l)
 {
-    int sm = cf_device_sm();
+    int sm = cu_device_sm();
     if (sm < 0) {
         return -1;
     }
@@ -238,9 +238,9 @@ load_loop(CuFunc *f, CuLoop *l)
 
 /* Loads loop l's module and resolves its entries (first call only). */
 int
-cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
+cu_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
 {
-    static const char *const suffix[CUDA_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
+    static const char *const suffix[PTX_NENTRIES] = {"_c32", "_c64", "_s32", "_s64"};
     if (cuda_driver() == NULL || cuda_enter() < 0) {
         return -1;
     }
@@ -250,7 +250,7 @@ cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
     if (l->fn[0] == NULL) {
         char base[128];
         loop_name(f, l->index, base, sizeof(base));
-        for (int v = 0; v < CUDA_NENTRIES; v++) {
+        for (int v = 0; v < PTX_NENTRIES; v++) {
             char name[160];
             int mg = 0;
             snprintf(name, sizeof(name), "%s%s", base, suffix[v]);
@@ -274,7 +274,7 @@ cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
                               "cuModuleGetFunction")
                        < 0
                 || cuda_check(cuda_drv->OccupancyMaxPotentialBlockSize(&mg, &b, l->red,
-                                                                       cf_reduce_smem, 0, 1024),
+                                                                       cu_reduce_smem, 0, 1024),
                               "cuOccupancyMaxPotentialBlockSize")
                        < 0) {
                 return -1;
@@ -294,7 +294,7 @@ cf_ensure_loaded(CuFunc *f, CuLoop *l, int want_reduce)
 }
 
 int
-cf_check_raised(CuLoop *l, int reduce)
+cu_check_raised(CuLoop *l, int reduce)
 {
     PyObject *sites = l->code.raise_sites;
     CUmodule mod = reduce ? l->rmod : l->mod;
@@ -334,7 +334,7 @@ cf_check_raised(CuLoop *l, int reduce)
 }
 
 int
-cf_sm_count(void)
+cu_sm_count(void)
 {
     static int count = 0;
     if (count == 0) {
@@ -354,16 +354,16 @@ cf_sm_count(void)
 
 /* The resolution key: each input's dtype, or int/float/complex (weak). */
 static PyObject *
-resolve_key(const Operand *ops, int nin)
+resolve_key(const CuOperand *ops, int nin)
 {
     PyObject *key = PyTuple_New(nin + 1);
     if (key == NULL) {
         return NULL;
     }
     for (int k = 0; k < nin; k++) {
-        PyObject *item =
-            ops[k].what == OP_PYSCALAR ? (PyObject *)Py_TYPE(ops[k].obj) : (PyObject *)ops[k].dtype;
-        if (ops[k].what == OP_PYSCALAR) {
+        PyObject *item = ops[k].what == CU_OP_PYSCALAR ? (PyObject *)Py_TYPE(ops[k].obj)
+                                                       : (PyObject *)ops[k].dtype;
+        if (ops[k].what == CU_OP_PYSCALAR) {
             item = PyLong_Check(ops[k].obj)    ? (PyObject *)&PyLong_Type
                    : PyFloat_Check(ops[k].obj) ? (PyObject *)&PyFloat_Type
                                                : (PyObject *)&PyComplex_Type;
@@ -394,16 +394,16 @@ loop_of(CuFunc *f, PyObject *dtypes)
 
 /* Signature-less: a loop for the inputs' own dtypes (weak scalars: defaults). */
 static int
-compile_for(CuFunc *f, const Operand *ops)
+compile_for(CuFunc *f, const CuOperand *ops)
 {
     TsSignature sig;
     memset(&sig, 0, sizeof(sig));
     sig.nargs = f->nin;
     for (int k = 0; k < f->nin; k++) {
-        int tn = ops[k].what != OP_PYSCALAR  ? ops[k].dtype->type_num
-                 : PyLong_Check(ops[k].obj)  ? NPY_INT64
-                 : PyFloat_Check(ops[k].obj) ? NPY_FLOAT64
-                                             : NPY_COMPLEX128;
+        int tn = ops[k].what != CU_OP_PYSCALAR ? ops[k].dtype->type_num
+                 : PyLong_Check(ops[k].obj)    ? NPY_INT64
+                 : PyFloat_Check(ops[k].obj)   ? NPY_FLOAT64
+                                               : NPY_COMPLEX128;
         if (ts_kind_from_typenum(tn, &sig.args[k].kind) < 0) {
             PyErr_Format(PyExc_TypeError,
                          "ufunc '%U' not supported for the input types: "
@@ -418,7 +418,7 @@ compile_for(CuFunc *f, const Operand *ops)
 
 /* NumPy's choice of loop for these operands (cached per key).  -1 on error. */
 Py_ssize_t
-cf_resolve(CuFunc *f, const Operand *ops, int lazy)
+cu_resolve(CuFunc *f, const CuOperand *ops, int lazy)
 {
     PyObject *key = resolve_key(ops, f->nin);
     if (key == NULL) {
@@ -532,7 +532,7 @@ get_signatures(PyObject *self, void *c)
 }
 
 Py_ssize_t
-cf_signature_index(PyObject *which, const TsSignature *(*sig_of)(void *loops, Py_ssize_t i),
+cu_signature_index(PyObject *which, const TsSignature *(*sig_of)(void *loops, Py_ssize_t i),
                    void *loops, Py_ssize_t n)
 {
     if (which == NULL || which == Py_None) {
@@ -570,7 +570,7 @@ loop_sig(void *loops, Py_ssize_t i)
 static CuLoop *
 loop_for(CuFunc *f, PyObject *which)
 {
-    Py_ssize_t i = cf_signature_index(which, loop_sig, f->loops, f->nloops);
+    Py_ssize_t i = cu_signature_index(which, loop_sig, f->loops, f->nloops);
     return i < 0 ? NULL : f->loops[i];
 }
 
@@ -680,7 +680,7 @@ cufunc_dealloc(PyObject *self)
             }
         }
         PyErr_Clear();
-        cuda_code_clear(&l->code);
+        ptx_code_clear(&l->code);
         PyMem_Free(l);
     }
     PyErr_Restore(et, ev, tb);
@@ -712,7 +712,7 @@ static PyGetSetDef cufunc_getset[] = {
 /* By reference where another process finds it by name, else by value
  * (numbavec/_pickle.py, which numbavec's ufuncs share). */
 PyObject *
-cf_pickle_reduce(PyObject *self, PyObject *unused)
+cu_pickle_reduce(PyObject *self, PyObject *unused)
 {
     PyObject *module = PyImport_ImportModule("numbavec._pickle");
     if (module == NULL) {
@@ -724,9 +724,9 @@ cf_pickle_reduce(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef cufunc_methods[] = {
-    {"__reduce__", cf_pickle_reduce, METH_NOARGS,
+    {"__reduce__", cu_pickle_reduce, METH_NOARGS,
      "Pickled by reference where another process can import it, else by value."},
-    {"reduce", (PyCFunction)(void (*)(void))cf_reduce, METH_VARARGS | METH_KEYWORDS,
+    {"reduce", (PyCFunction)(void (*)(void))cu_reduce, METH_VARARGS | METH_KEYWORDS,
      "reduce(array, axis=0, stream=None): a tree reduction on the device"},
     {"inspect_ptx", inspect_ptx, METH_VARARGS,
      "inspect_ptx(signature=None, reduce=False): the PTX of one signature"},
@@ -736,10 +736,10 @@ static PyMethodDef cufunc_methods[] = {
      "inspect_asm(signature=None): the GPU's assembly, PTX (as inspect_ptx)"},
     {"variable_types", variable_types, METH_VARARGS,
      "variable_types(signature=None): {variable: type} of one signature, or of all"},
-    {"_plan", (PyCFunction)(void (*)(void))cf_plan, METH_VARARGS | METH_KEYWORDS,
+    {"_plan", (PyCFunction)(void (*)(void))cu_ufunc_plan, METH_VARARGS | METH_KEYWORDS,
      "Test hook: the launch plan of a call, without a GPU."},
-    {"_resolve", cf_resolve_hook, METH_VARARGS, "Test hook: the loop a call would use."},
-    {"_reduce_plan", (PyCFunction)(void (*)(void))cf_reduce_plan, METH_VARARGS | METH_KEYWORDS,
+    {"_resolve", cu_resolve_hook, METH_VARARGS, "Test hook: the loop a call would use."},
+    {"_reduce_plan", (PyCFunction)(void (*)(void))cu_reduce_plan, METH_VARARGS | METH_KEYWORDS,
      "Test hook: the reduce launches, without a GPU."},
     {NULL, NULL, 0, NULL},
 };
@@ -753,7 +753,7 @@ static PyType_Slot cufunc_slots[] = {
     {Py_tp_dealloc, cufunc_dealloc},
     {Py_tp_traverse, cufunc_traverse},
     {Py_tp_clear, cufunc_clear},
-    {Py_tp_call, cf_call},
+    {Py_tp_call, cu_ufunc_call},
     {Py_tp_repr, cufunc_repr},
     {Py_tp_getset, cufunc_getset},
     {Py_tp_methods, cufunc_methods},
@@ -774,7 +774,7 @@ static PyType_Spec cufunc_spec = {
  * for each signature, or none yet (compiled on call for the input types).
  */
 static PyObject *
-cuda_make_vectorize(const TgTarget *t, TgRequest *r)
+make_vectorize(const TgTarget *t, TgRequest *r)
 {
     CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)nv_state.cufunc_type);
     if (f == NULL) {
@@ -797,8 +797,7 @@ cuda_make_vectorize(const TgTarget *t, TgRequest *r)
     f->lazy = r->nsigs == 0;
     snprintf(f->arch, sizeof(f->arch), "%s", r->arch != NULL ? r->arch : "sm_90");
     PyObject_GC_Track((PyObject *)f);
-    if (f->doc == NULL || f->cache == NULL
-        || cuda_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
+    if (f->doc == NULL || f->cache == NULL || ptx_parse_arch(f->arch, &f->sm, f->arch_suffix) < 0) {
         goto error;
     }
     if (f->nin < 1) {
@@ -825,21 +824,21 @@ error:
     return NULL;
 }
 
-static const TgFactories cuda_factories = {cuda_make_vectorize, cuda_make_guvectorize};
+static const TgFactories target_factories = {make_vectorize, cu_make_guvectorize};
 
 /* cuda has no host loops: its factory makes CUDAUFuncs. */
-const TgTarget tg_cuda = {.name = "cuda", .make = &cuda_factories};
+const TgTarget tg_cuda = {.name = "cuda", .make = &target_factories};
 
 static PyMethodDef cufunc_functions[] = {
     {"_cuda_staging", cuda_staging_py, METH_VARARGS,
      "_cuda_staging(on=None): whether large host calls are staged (the previous setting)"},
-    {"_cuda_gufunc_geometry", cg_geometry_py, METH_VARARGS,
+    {"_cuda_gufunc_geometry", cu_gu_geometry_py, METH_VARARGS,
      "_cuda_gufunc_geometry(block, sms, n, lines) -> (grid, block) of a cuda gufunc launch"},
     {NULL, NULL, 0, NULL},
 };
 
 int
-cuda_cufunc_init(PyObject *module)
+cu_ufunc_init(PyObject *module)
 {
     nv_state.cufunc_type = PyType_FromSpec(&cufunc_spec);
     if (nv_state.cufunc_type == NULL

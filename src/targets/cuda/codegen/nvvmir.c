@@ -13,10 +13,10 @@
  * with a message naming it, never with wrong text.  The module is printed
  * before optimisation: libNVVM optimises (-opt=3), and unoptimised IR
  * holds none of the newer constructs (freeze, newer intrinsics) that
- * LLVM 19's passes introduce.  cuda_legalize_llvm7 first rewrites the few
+ * LLVM 19's passes introduce.  ptx_legalize_llvm7 first rewrites the few
  * intrinsics emit.c uses that LLVM 7 lacks.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/codegen/codegen.h"
 
 #include <stdarg.h>
 #include <math.h>
@@ -833,7 +833,7 @@ static const char nvvm_datalayout[] =
     "f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64";
 
 char *
-cuda_nvvmir_legacy(LLVMModuleRef mod, const LLVMValueRef *kernels, int nkernels, size_t *size)
+ptx_nvvmir_legacy(LLVMModuleRef mod, const LLVMValueRef *kernels, int nkernels, size_t *size)
 {
     Out o = {0};
     if (LLVMGetFirstGlobal(mod) != NULL) {
@@ -938,7 +938,7 @@ rewrite_of(const char *name, Rewrite *how)
 }
 
 int
-cuda_legalize_llvm7(LLVMModuleRef mod)
+ptx_legalize_llvm7(LLVMModuleRef mod)
 {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);

@@ -11,7 +11,7 @@
  * the caller's stream; a staging buffer is complete before NumPy reads it.
  * The type itself is devicearray.c.
  */
-#include "targets/cuda/devicearray.h"
+#include "targets/cuda/array/array.h"
 
 #include <string.h>
 
@@ -28,7 +28,7 @@ typedef struct Plan {
 } Plan;
 
 static void
-make_plan(const DeviceArray *a, Plan *p)
+make_plan(const DaArray *a, Plan *p)
 {
     p->ptr = a->ptr;
     p->nd = a->nd;
@@ -166,7 +166,7 @@ empty_host(const Plan *p, PyArray_Descr *dtype)
 }
 
 static int
-same_shape(DeviceArray *a, PyArrayObject *h)
+same_shape(DaArray *a, PyArrayObject *h)
 {
     if (PyArray_NDIM(h) != a->nd) {
         return 0;
@@ -183,7 +183,7 @@ PyObject *
 da_copy_to_host(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"ary", "stream", NULL};
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject *ary = Py_None, *stream = Py_None, *host = NULL, *result = NULL;
     CUstream s;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO", kwlist, &ary, &stream)
@@ -232,7 +232,7 @@ error:
 }
 
 static PyObject *
-copy_device_to_device(DeviceArray *a, DeviceArray *src, CUstream s)
+copy_device_to_device(DaArray *a, DaArray *src, CUstream s)
 {
     if (!PyArray_EquivTypes(a->dtype, src->dtype) || a->nd != src->nd
         || memcmp(a->shape, src->shape, sizeof(Py_ssize_t) * (size_t)a->nd) != 0) {
@@ -260,7 +260,7 @@ PyObject *
 da_copy_to_device(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"ary", "stream", NULL};
-    DeviceArray *a = (DeviceArray *)self;
+    DaArray *a = (DaArray *)self;
     PyObject *ary, *stream = Py_None, *host = NULL, *result = NULL;
     CUstream s;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O", kwlist, &ary, &stream)
@@ -272,7 +272,7 @@ da_copy_to_device(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (DA_CHECK(ary)) {
-        return copy_device_to_device(a, (DeviceArray *)ary, s);
+        return copy_device_to_device(a, (DaArray *)ary, s);
     }
     Py_INCREF(a->dtype);
     PyObject *arr = PyArray_FromAny(ary, a->dtype, 0, 0, 0, NULL);
@@ -334,7 +334,7 @@ host_order(PyArrayObject *h)
                                                                                             : 'C';
 }
 
-static DeviceArray *
+static DaArray *
 like(PyArrayObject *h, PyObject *stream)
 {
     Py_ssize_t shape[NPY_MAXDIMS];
@@ -355,7 +355,7 @@ device_array_like(PyObject *m, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (DA_CHECK(ary)) {
-        DeviceArray *a = (DeviceArray *)ary;
+        DaArray *a = (DaArray *)ary;
         Py_INCREF(a->dtype);
         return (PyObject *)da_allocate(
             a->dtype, a->nd, a->shape,
@@ -387,13 +387,13 @@ to_device(PyObject *m, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     PyObject *result = NULL;
-    DeviceArray *d = NULL;
+    DaArray *d = NULL;
     if (to != Py_None) {
         if (!DA_CHECK(to)) {
             PyErr_SetString(PyExc_TypeError, "to= must be a device array");
             goto error;
         }
-        d = (DeviceArray *)Py_NewRef(to);
+        d = (DaArray *)Py_NewRef(to);
     } else if ((d = like((PyArrayObject *)h, stream)) == NULL) {
         goto error;
     }

@@ -4,7 +4,7 @@
  * axis cut into chunks and reduced in two passes when there are too few
  * outputs to fill the device (the kernel: kernels.c, build_reduce).
  */
-#include "targets/cuda/cufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <string.h>
 
@@ -52,7 +52,7 @@ reduce_plan(int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, int axis
     }
     p->nchunks = nchunks > 1 ? nchunks : 1;
     p->kchunk = (p->ktotal + p->nchunks - 1) / p->nchunks;
-    Py_ssize_t total = p->m * p->nchunks, cap = (Py_ssize_t)CUDA_GRID_PER_SM * sms;
+    Py_ssize_t total = p->m * p->nchunks, cap = (Py_ssize_t)CU_GRID_PER_SM * sms;
     p->grid = (int)(total < 1 ? 1 : total < cap ? total : cap);
     rp->npasses = 1;
     if (p->nchunks > 1) {
@@ -82,8 +82,8 @@ static int
 red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssize_t itemsize,
            CUstream s)
 {
-    void *ptrs[7 + 2 * CUDA_REDUCE_DIMS];
-    long long w[5 + 2 * CUDA_REDUCE_DIMS];
+    void *ptrs[7 + 2 * PTX_REDUCE_DIMS];
+    long long w[5 + 2 * PTX_REDUCE_DIMS];
     CUdeviceptr pin = in, pout = out;
     int np = 0;
     ptrs[np++] = &pin;
@@ -93,21 +93,21 @@ red_launch(CuLoop *l, const RedPass *p, CUdeviceptr in, CUdeviceptr out, Py_ssiz
     w[2] = p->ktotal;
     w[3] = p->nchunks;
     w[4] = p->rstride;
-    for (int d = 0; d < CUDA_REDUCE_DIMS; d++) {
+    for (int d = 0; d < PTX_REDUCE_DIMS; d++) {
         w[5 + d] = d < p->ndim ? p->shape[d] : 1;
-        w[5 + CUDA_REDUCE_DIMS + d] = d < p->ndim ? p->strides[d] : 0;
+        w[5 + PTX_REDUCE_DIMS + d] = d < p->ndim ? p->strides[d] : 0;
     }
-    for (int j = 0; j < 5 + 2 * CUDA_REDUCE_DIMS; j++) {
+    for (int j = 0; j < 5 + 2 * PTX_REDUCE_DIMS; j++) {
         ptrs[np++] = &w[j];
     }
     (void)itemsize;
     return cuda_check(cuda_drv->LaunchKernel(l->red, (unsigned)p->grid, 1, 1, (unsigned)p->block, 1,
-                                             1, (unsigned)cf_reduce_smem(p->block), s, ptrs, NULL),
+                                             1, (unsigned)cu_reduce_smem(p->block), s, ptrs, NULL),
                       "cuLaunchKernel (cuda ufunc reduce)");
 }
 
 typedef struct RedCall {
-    Operand op;
+    CuOperand op;
     Py_ssize_t loop;
     int axis; /* -1: all (the array is flattened) */
     PyObject *stream;
@@ -119,14 +119,11 @@ typedef struct RedCall {
 static int
 reduce_operand(RedCall *rc, TsKind kind)
 {
-    Call c;
-    c.stream = rc->stream;
-    c.s = rc->s;
-    if (rc->op.what == OP_HOST) {
-        return cf_upload(&c, &rc->op, kind);
+    if (rc->op.what == CU_OP_HOST) {
+        return cu_upload(&rc->op, kind, rc->stream);
     }
-    return rc->op.what == OP_DEVICE && !cf_is_kind(rc->op.dtype, kind)
-               ? cf_cast_input(&c, &rc->op, kind)
+    return rc->op.what == CU_OP_DEVICE && !cu_is_kind(rc->op.dtype, kind)
+               ? cu_cast_input(&rc->op, kind, rc->stream)
                : 0;
 }
 
@@ -145,17 +142,17 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
         PyErr_SetString(PyExc_ValueError, "reduce only supported for binary functions");
         return -1;
     }
-    if (!cf_can_reduce(f)) {
+    if (!cu_can_reduce(f)) {
         PyErr_Format(PyExc_ValueError,
                      "reduce of '%U' on the GPU needs identity= (a value or "
                      "'reorderable'): the tree reduction reorders operands",
                      f->name);
         return -1;
     }
-    if (cuda_stream_arg(rc->stream, &rc->s) < 0 || cf_classify(array, &rc->op) < 0) {
+    if (cuda_stream_arg(rc->stream, &rc->s) < 0 || cu_classify(array, &rc->op) < 0) {
         return -1;
     }
-    if (rc->op.what == OP_PYSCALAR || rc->op.nd == 0) {
+    if (rc->op.what == CU_OP_PYSCALAR || rc->op.nd == 0) {
         PyErr_SetString(PyExc_ValueError, "reduce: cannot reduce a 0-d array or a scalar");
         return -1;
     }
@@ -174,8 +171,8 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
         }
         rc->axis = (int)(ax < 0 ? ax + nd : ax);
     }
-    Operand pair[2] = {rc->op, rc->op};
-    if ((rc->loop = cf_resolve(f, pair, 0)) < 0) {
+    CuOperand pair[2] = {rc->op, rc->op};
+    if ((rc->loop = cu_resolve(f, pair, 0)) < 0) {
         return -1;
     }
     if (f->loops[rc->loop]->code.reduce_ptx == NULL) {
@@ -184,7 +181,7 @@ red_prepare(CuFunc *f, PyObject *args, PyObject *kwargs, RedCall *rc)
         return -1;
     }
     TsKind kind;
-    if (rc->op.what == OP_DEVICE && !cf_is_kind(rc->op.dtype, f->loops[rc->loop]->sig.ret.kind)
+    if (rc->op.what == CU_OP_DEVICE && !cu_is_kind(rc->op.dtype, f->loops[rc->loop]->sig.ret.kind)
         && (ts_kind_from_typenum(rc->op.dtype->type_num, &kind) < 0
             || !PyArray_ISNBO(rc->op.dtype->byteorder))) {
         PyErr_Format(PyExc_TypeError, "reduce: a device array of dtype %R has no cast to %s",
@@ -199,7 +196,7 @@ static int
 red_geometry(RedCall *rc, Py_ssize_t itemsize, int *nd, Py_ssize_t *shape, Py_ssize_t *strides,
              int *axis)
 {
-    Operand *op = &rc->op;
+    CuOperand *op = &rc->op;
     if (rc->axis >= 0) {
         *nd = op->nd;
         memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)op->nd);
@@ -240,18 +237,18 @@ red_shape(RedCall *rc)
 }
 
 PyObject *
-cf_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
     int sms, block;
-    PyObject *kw = cf_hook_kwargs(kwargs, &sms, &block), *r = NULL;
+    PyObject *kw = cu_hook_kwargs(kwargs, &sms, &block), *r = NULL;
     if (kw == NULL) {
         return NULL;
     }
     RedCall rc;
     if (red_prepare(f, args, kw, &rc) == 0) {
         Py_ssize_t item = ts_itemsize(f->loops[rc.loop]->sig.ret.kind);
-        if (rc.op.what == OP_HOST) {
+        if (rc.op.what == CU_OP_HOST) {
             Py_ssize_t s = item;
             for (int d = rc.op.nd - 1; d >= 0; d--) {
                 rc.op.strides[d] = s;
@@ -269,7 +266,7 @@ cf_reduce_plan(PyObject *self, PyObject *args, PyObject *kwargs)
             }
         }
     }
-    cf_operands_clear(&rc.op, 1);
+    cu_operands_clear(&rc.op, 1);
     Py_DECREF(kw);
     return r;
 }
@@ -296,11 +293,11 @@ red_identity(CuFunc *f, RedCall *rc, TsKind kind)
     np = PyImport_ImportModule("numpy");
     r = np ? PyObject_CallMethod(np, "full", "OOO", shape, identity, (PyObject *)d) : NULL;
     Py_XDECREF(d);
-    if (r != NULL && rc->op.what == OP_DEVICE) {
+    if (r != NULL && rc->op.what == CU_OP_DEVICE) {
         Py_INCREF(PyArray_DESCR((PyArrayObject *)r));
         PyObject *dev =
-            cuda_array_empty(PyArray_DESCR((PyArrayObject *)r), PyArray_NDIM((PyArrayObject *)r),
-                             PyArray_DIMS((PyArrayObject *)r), rc->stream);
+            da_empty(PyArray_DESCR((PyArrayObject *)r), PyArray_NDIM((PyArrayObject *)r),
+                     PyArray_DIMS((PyArrayObject *)r), rc->stream);
         PyObject *ok = dev ? PyObject_CallMethod(dev, "copy_to_device", "OO", r, rc->stream) : NULL;
         Py_XDECREF(ok);
         Py_DECREF(r);
@@ -319,13 +316,13 @@ done:
 }
 
 PyObject *
-cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     CuFunc *f = (CuFunc *)self;
     RedCall rc;
     PyObject *result = NULL, *res = NULL, *scratch = NULL, *shape = NULL;
     if (red_prepare(f, args, kwargs, &rc) < 0) {
-        cf_operands_clear(&rc.op, 1);
+        cu_operands_clear(&rc.op, 1);
         return NULL;
     }
     CuLoop *l = f->loops[rc.loop];
@@ -334,8 +331,8 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     int nd, axis, sms;
     Py_ssize_t gshape[NPY_MAXDIMS], gstrides[NPY_MAXDIMS], oshape[NPY_MAXDIMS];
     int ond = 0;
-    if (cf_ensure_loaded(f, l, 1) < 0 || cf_check_foreign(&rc.op, 1) < 0
-        || (sms = cf_sm_count()) < 0 || reduce_operand(&rc, kind) < 0
+    if (cu_ensure_loaded(f, l, 1) < 0 || cu_check_foreign(&rc.op, 1) < 0
+        || (sms = cu_sm_count()) < 0 || reduce_operand(&rc, kind) < 0
         || red_geometry(&rc, item, &nd, gshape, gstrides, &axis) < 0) {
         goto error;
     }
@@ -351,20 +348,20 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
     RedPlan rp;
     reduce_plan(nd, gshape, gstrides, axis, item, sms, l->red_block, &rp);
     PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-    if (d == NULL || (res = cuda_array_empty(d, ond, oshape, rc.stream)) == NULL) {
+    if (d == NULL || (res = da_empty(d, ond, oshape, rc.stream)) == NULL) {
         goto error;
     }
-    CudaArrayInfo ri;
-    cuda_array_info(res, &ri);
+    DaInfo ri;
+    da_info(res, &ri);
     if (rp.pass[0].m > 0) {
         if (rp.npasses == 2) {
             Py_ssize_t n = rp.pass[0].m * rp.pass[0].nchunks;
             PyArray_Descr *sd = PyArray_DescrFromType(ts_kind_typenum(kind));
-            CudaArrayInfo si;
-            if (sd == NULL || (scratch = cuda_array_empty(sd, 1, &n, rc.stream)) == NULL) {
+            DaInfo si;
+            if (sd == NULL || (scratch = da_empty(sd, 1, &n, rc.stream)) == NULL) {
                 goto error;
             }
-            cuda_array_info(scratch, &si);
+            da_info(scratch, &si);
             if (red_launch(l, &rp.pass[0], rc.op.ptr, si.ptr, item, rc.s) < 0
                 || red_launch(l, &rp.pass[1], si.ptr, ri.ptr, item, rc.s) < 0) {
                 goto error;
@@ -386,12 +383,12 @@ cf_reduce(PyObject *self, PyObject *args, PyObject *kwargs)
                  ? PyArray_Return((PyArrayObject *)host)
                  : host;
 error:
-    if (result != NULL && cf_check_raised(l, 1) < 0) {
+    if (result != NULL && cu_check_raised(l, 1) < 0) {
         Py_CLEAR(result); /* the kernel raised: its exception */
     }
     Py_XDECREF(shape);
     Py_XDECREF(scratch);
     Py_XDECREF(res);
-    cf_operands_clear(&rc.op, 1);
+    cu_operands_clear(&rc.op, 1);
     return result;
 }

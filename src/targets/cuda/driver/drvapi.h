@@ -1,11 +1,11 @@
 /*
- * driver.h - the part of the CUDA driver API numbavec calls, declared here so
+ * drvapi.h - the part of the CUDA driver API numbavec calls, declared here so
  * that no CUDA header is needed to build.  Types and values follow the
  * driver's cuda.h (ABI-stable since CUDA 3.2 for the _v2 names used); the
  * entry points are resolved from libcuda.so.1 by driver.c into CudaDriver.
  */
-#ifndef NV_CUDA_DRIVER_H
-#define NV_CUDA_DRIVER_H
+#ifndef NV_CUDA_DRVAPI_H
+#define NV_CUDA_DRVAPI_H
 
 #include <stddef.h>
 
@@ -142,4 +142,4 @@ typedef struct CudaDriver {
 #undef CUDA_FIELD
 } CudaDriver;
 
-#endif /* NV_CUDA_DRIVER_H */
+#endif /* NV_CUDA_DRVAPI_H */

@@ -1,10 +1,11 @@
 /*
  * cugucall.c - a cuda gufunc's call: what NumPy's gufunc machinery does on
- * the host, for the GPU.
+ * the host, for the GPU; the gufunc's kind (gufunc_kind) of the call
+ * skeleton in call.c, whose device side is cugulaunch.c.
  *
  *   - inputs (and outputs given positionally or as out=) are sorted into
  *     device arrays (ours, CAI, DLPack), host arrays and scalars
- *     (cf_classify); axes=/axis= replace them by views with their core
+ *     (cu_classify); axes=/axis= replace them by views with their core
  *     dimensions last (move_core);
  *   - the first signature every input reaches is chosen: a device array
  *     must have its exact dtype, a host array must cast safely, a Python
@@ -36,9 +37,9 @@
  *
  *   - a large host call goes through the cuda ufunc's staged pipeline
  *     (staging.c), chunked by outer iteration, when every input is either
- *     of the loop shape or the same for every iteration (cg_stage_plan).
+ *     of the loop shape or the same for every iteration (cu_gu_stage_plan).
  */
-#include "targets/cuda/cugufunc.h"
+#include "targets/cuda/ufunc/ufunc.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -46,11 +47,18 @@
 
 /* ---- a call ---- */
 
-static void
-call_clear(GuCall *c)
+static CuGuCall *
+gu(CuCall *call)
 {
-    cf_operands_clear(c->ops, c->nargs);
-    for (int k = 0; k < c->nargs; k++) {
+    return (CuGuCall *)call; /* the first member */
+}
+
+/* What the gufunc's part of a call holds (call.c clears the operands). */
+static void
+gufunc_clear(CuCall *call)
+{
+    CuGuCall *c = gu(call);
+    for (int k = 0; k < c->call.nops; k++) {
         Py_CLEAR(c->dev[k]);
         Py_CLEAR(c->host[k]);
         Py_CLEAR(c->given[k]);
@@ -61,7 +69,7 @@ call_clear(GuCall *c)
 /* The core dimensions operand k has for the caller: its layout's, or under
  * keepdims an output's kept ones (as many as each input has). */
 static int
-caller_core(const GuCall *c, int k)
+caller_core(const CuGuCall *c, int k)
 {
     const GuLayout *L = &c->f->layout;
     return c->keepdims && k >= L->nin && L->nin > 0 ? L->ndims[0] : L->ndims[k];
@@ -81,14 +89,14 @@ has_flexible(const GuLayout *L)
 
 /* keepdims=True: NumPy's rule, and its message.  0/-1. */
 static int
-check_keepdims(GuCall *c)
+check_keepdims(CuGuCall *c)
 {
     const GuLayout *L = &c->f->layout;
     if ((c->keepdims || c->axes != NULL || c->axis != NULL) && has_flexible(L)) {
         PyErr_Format(PyExc_NotImplementedError,
                      "%s(): axes=, axis= and keepdims= with flexible ('?') core dimensions are "
                      "not supported on cuda yet",
-                     cg_fname(c));
+                     cu_gu_name(c));
         return -1;
     }
     for (int k = 0; c->keepdims && k < L->nargs; k++) {
@@ -99,7 +107,7 @@ check_keepdims(GuCall *c)
                          "%d core dimensions, but keepdims can only be used when all inputs "
                          "have the same number of core dimensions and all outputs have no core "
                          "dimensions.",
-                         cg_fname(c), L->text, k < L->nin ? "input" : "output",
+                         cu_gu_name(c), L->text, k < L->nin ? "input" : "output",
                          k < L->nin ? k : k - L->nin, L->ndims[k]);
             return -1;
         }
@@ -110,7 +118,7 @@ check_keepdims(GuCall *c)
 /* One operand's entry of axes= (a tuple of ints, or an int for one core
  * dimension) into c->core_at[k].  0/-1. */
 static int
-axes_entry(GuCall *c, int k, PyObject *entry)
+axes_entry(CuGuCall *c, int k, PyObject *entry)
 {
     int nc = caller_core(c, k);
     PyObject *seq = PyLong_Check(entry) ? PyTuple_Pack(1, entry) : PySequence_Tuple(entry);
@@ -120,7 +128,7 @@ axes_entry(GuCall *c, int k, PyObject *entry)
         PyErr_Format(PyExc_ValueError,
                      "%s(): axes item %d should be a tuple of %d axis indices (its core "
                      "dimensions in %s)",
-                     cg_fname(c), k, nc, c->f->layout.text);
+                     cu_gu_name(c), k, nc, c->f->layout.text);
         return -1;
     }
     for (int j = 0; j < nc; j++) {
@@ -140,7 +148,7 @@ axes_entry(GuCall *c, int k, PyObject *entry)
  * left out) or axis= (the one shared core dimension) into core_at.  The
  * axes are normalised against each operand's rank in move_core. */
 static int
-parse_axes(GuCall *c)
+parse_axes(CuGuCall *c)
 {
     const GuLayout *L = &c->f->layout;
     if (c->axes != NULL && c->axis != NULL) {
@@ -153,7 +161,7 @@ parse_axes(GuCall *c)
                 PyErr_Format(PyExc_TypeError,
                              "%s: axis can only be used with a single shared core dimension, "
                              "not with the %s signature",
-                             cg_fname(c), L->text);
+                             cu_gu_name(c), L->text);
                 return -1;
             }
             if (caller_core(c, k) == 1 && axes_entry(c, k, c->axis) < 0) {
@@ -174,7 +182,7 @@ parse_axes(GuCall *c)
         PyErr_Format(PyExc_ValueError,
                      "%s(): axes should be a list with an entry for each of "
                      "the %d operands",
-                     cg_fname(c), L->nargs);
+                     cu_gu_name(c), L->nargs);
         return -1;
     }
     for (int k = 0; k < L->nargs; k++) {
@@ -183,7 +191,7 @@ parse_axes(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s(): axes has no entry for operand %d, which has core "
                              "dimensions",
-                             cg_fname(c), k);
+                             cu_gu_name(c), k);
                 return -1;
             }
             continue;
@@ -198,7 +206,7 @@ parse_axes(GuCall *c)
 /* The permutation of an nd-dimensional operand k that puts its core
  * dimensions (core_at[k]) last, in core order; checks the axes. */
 static int
-core_last(GuCall *c, int k, int nd, int *perm)
+core_last(CuGuCall *c, int k, int nd, int *perm)
 {
     int nc = caller_core(c, k), used[NPY_MAXDIMS] = {0}, at = 0;
     if (nd < nc) {
@@ -211,7 +219,7 @@ core_last(GuCall *c, int k, int nd, int *perm)
             PyErr_Format(PyExc_ValueError,
                          "%s(): axes item %d: axis %d is out of bounds for "
                          "an operand of %d dimensions, or repeated",
-                         cg_fname(c), k, c->core_at[k][j], nd);
+                         cu_gu_name(c), k, c->core_at[k][j], nd);
             return -1;
         }
         used[a] = 1;
@@ -233,8 +241,8 @@ core_last(GuCall *c, int k, int nd, int *perm)
 static PyObject *
 device_permuted(PyObject *obj, int nd, const int *perm)
 {
-    CudaArrayInfo info;
-    if (cuda_array_info(obj, &info) < 0) {
+    DaInfo info;
+    if (da_info(obj, &info) < 0) {
         return NULL;
     }
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
@@ -243,16 +251,16 @@ device_permuted(PyObject *obj, int nd, const int *perm)
         strides[d] = info.strides[perm[d]];
     }
     Py_INCREF(info.dtype);
-    return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+    return da_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
 }
 
 /* axes=: an operand the caller gave (input or out=) is replaced by a view
  * with its core dimensions last, which is what the kernel walks.  0/-1. */
 static int
-move_core(GuCall *c)
+move_core(CuGuCall *c)
 {
-    for (int k = 0; k < c->nargs; k++) {
-        Operand *op = &c->ops[k];
+    for (int k = 0; k < c->call.nops; k++) {
+        CuOperand *op = &c->call.ops[k];
         int perm[NPY_MAXDIMS];
         if (!c->moved[k] || op->obj == NULL || op->nd < caller_core(c, k)) {
             continue;
@@ -261,7 +269,7 @@ move_core(GuCall *c)
             return -1;
         }
         PyObject *v;
-        if (op->what == OP_DEVICE) {
+        if (op->what == CU_OP_DEVICE) {
             v = device_permuted(op->obj, op->nd, perm);
         } else {
             npy_intp pp[NPY_MAXDIMS];
@@ -293,12 +301,12 @@ static PyObject *
 view_of(PyObject *obj, int device, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides)
 {
     if (device) {
-        CudaArrayInfo info;
-        if (cuda_array_info(obj, &info) < 0) {
+        DaInfo info;
+        if (da_info(obj, &info) < 0) {
             return NULL;
         }
         Py_INCREF(info.dtype);
-        return cuda_array_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
+        return da_wrap(info.dtype, nd, shape, strides, info.ptr, obj, info.readonly);
     }
     PyArrayObject *a = (PyArrayObject *)obj;
     npy_intp sh[NPY_MAXDIMS], st[NPY_MAXDIMS];
@@ -320,11 +328,11 @@ view_of(PyObject *obj, int device, int nd, const Py_ssize_t *shape, const Py_ssi
  * replaced by the view without them, which is what the kernel writes; they
  * must have size 1.  0/-1. */
 static int
-drop_kept(GuCall *c)
+drop_kept(CuGuCall *c)
 {
     const GuLayout *L = &c->f->layout;
-    for (int k = L->nin; c->keepdims && k < c->nargs; k++) {
-        Operand *op = &c->ops[k];
+    for (int k = L->nin; c->keepdims && k < c->call.nops; k++) {
+        CuOperand *op = &c->call.ops[k];
         int nc = caller_core(c, k), ok = op->obj != NULL && op->nd >= nc;
         if (op->obj == NULL || nc == 0) {
             continue;
@@ -336,10 +344,11 @@ drop_kept(GuCall *c)
             PyErr_Format(PyExc_ValueError,
                          "%s: output operand %d should have its %d kept dimension%s of size 1 "
                          "(keepdims=True, gufunc signature %s)",
-                         cg_fname(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
+                         cu_gu_name(c), k - L->nin, nc, nc == 1 ? "" : "s", L->text);
             return -1;
         }
-        PyObject *v = view_of(op->obj, op->what == OP_DEVICE, op->nd - nc, op->shape, op->strides);
+        PyObject *v =
+            view_of(op->obj, op->what == CU_OP_DEVICE, op->nd - nc, op->shape, op->strides);
         if (v == NULL) {
             return -1;
         }
@@ -363,7 +372,7 @@ drop_kept(GuCall *c)
  * outputs are made with them, and result_of gives those back without them.
  * Runs once the loop is chosen.  0/-1. */
 static int
-flex_dims(GuCall *c)
+flex_dims(CuGuCall *c)
 {
     const GuLayout *L = &c->f->layout;
     if (!has_flexible(L)) {
@@ -374,7 +383,7 @@ flex_dims(GuCall *c)
         for (int j = 0; j < L->ndims[k]; j++) {
             want += !c->missing[L->dim[k][j]];
         }
-        for (int j = 0; j < L->ndims[k] && c->ops[k].nd < want; j++) {
+        for (int j = 0; j < L->ndims[k] && c->call.ops[k].nd < want; j++) {
             int ix = L->dim[k][j];
             if (L->optional[ix] && !c->missing[ix]) {
                 c->missing[ix] = 1;
@@ -382,9 +391,9 @@ flex_dims(GuCall *c)
             }
         }
     }
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
-    for (int k = 0; k < c->nargs; k++) {
-        Operand *op = &c->ops[k];
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
+    for (int k = 0; k < c->call.nops; k++) {
+        CuOperand *op = &c->call.ops[k];
         int gone = 0;
         for (int j = 0; j < L->ndims[k]; j++) {
             gone += c->missing[L->dim[k][j]];
@@ -393,7 +402,7 @@ flex_dims(GuCall *c)
         if (op->obj == NULL || gone == 0 || lnd < 0) {
             continue; /* a new output; nothing missing; bind_dims reports too few */
         }
-        if (op->what == OP_PYSCALAR) {
+        if (op->what == CU_OP_PYSCALAR) {
             PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(sig->args[k].kind));
             PyObject *a = d ? PyArray_FromAny(op->obj, d, 0, 0, 0, NULL) : NULL;
             if (a == NULL) {
@@ -401,13 +410,13 @@ flex_dims(GuCall *c)
             }
             Py_DECREF(op->obj);
             op->obj = a;
-            op->what = OP_SCALAR;
+            op->what = CU_OP_SCALAR;
         }
         Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
         int nd = lnd, at = lnd;
         if (lnd + L->ndims[k] > NPY_MAXDIMS) {
             PyErr_Format(PyExc_ValueError, "%s(): an operand would have more than %d dimensions",
-                         cg_fname(c), NPY_MAXDIMS);
+                         cu_gu_name(c), NPY_MAXDIMS);
             return -1;
         }
         memcpy(shape, op->shape, sizeof(Py_ssize_t) * (size_t)lnd);
@@ -418,7 +427,7 @@ flex_dims(GuCall *c)
             strides[nd] = gap ? 0 : op->strides[at];
             at += !gap;
         }
-        PyObject *v = view_of(op->obj, op->what == OP_DEVICE, nd, shape, strides);
+        PyObject *v = view_of(op->obj, op->what == CU_OP_DEVICE, nd, shape, strides);
         if (v == NULL) {
             return -1;
         }
@@ -431,8 +440,8 @@ flex_dims(GuCall *c)
         op->nd = nd;
         memcpy(op->shape, shape, sizeof(Py_ssize_t) * (size_t)nd);
         memcpy(op->strides, strides, sizeof(Py_ssize_t) * (size_t)nd);
-        if (op->what != OP_DEVICE) {
-            op->what = OP_HOST;
+        if (op->what != CU_OP_DEVICE) {
+            op->what = CU_OP_HOST;
             op->dtype = PyArray_DESCR((PyArrayObject *)v);
         }
     }
@@ -442,15 +451,13 @@ flex_dims(GuCall *c)
 /* f(*inputs[, *outputs], out=None, axes=None, axis=None, keepdims=False,
  * stream=None).  0/-1. */
 static int
-parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
+gufunc_parse(CuCall *call, PyObject *args, PyObject *kwargs)
 {
-    const GuLayout *L = &f->layout;
-    memset(c, 0, sizeof(*c));
-    c->f = f;
-    c->stream = Py_None;
+    CuGuCall *c = gu(call);
+    const GuLayout *L = &c->f->layout;
     Py_ssize_t npos = PyTuple_Size(args);
     if (npos != L->nin && npos != L->nargs) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", cg_fname(c), L->nin,
+        PyErr_Format(PyExc_TypeError, "%s() takes %d input%s%s, %zd given", cu_gu_name(c), L->nin,
                      L->nin == 1 ? "" : "s", L->nout > 0 ? " (and optionally its outputs)" : "",
                      npos);
         return -1;
@@ -464,7 +471,7 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
         Py_ssize_t pos = 0;
         while (PyDict_Next(kwargs, &pos, &key, &value)) {
             if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
-                c->stream = value;
+                c->call.stream = value;
             } else if (PyUnicode_CompareWithASCIIString(key, "axes") == 0) {
                 c->axes = value;
             } else if (PyUnicode_CompareWithASCIIString(key, "axis") == 0) {
@@ -484,14 +491,14 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                 }
                 if (L->nout == 0) {
                     PyErr_Format(PyExc_TypeError, "%s() has no outputs: out= is not taken",
-                                 cg_fname(c));
+                                 cu_gu_name(c));
                     return -1;
                 }
                 int is_tuple = PyTuple_Check(value);
                 if (is_tuple ? PyTuple_Size(value) != L->nout : L->nout != 1) {
                     PyErr_Format(PyExc_ValueError, "out= takes %s%d array%s for %s()'s %d output%s",
                                  L->nout > 1 ? "a tuple of " : "", L->nout, L->nout == 1 ? "" : "s",
-                                 cg_fname(c), L->nout, L->nout == 1 ? "" : "s");
+                                 cu_gu_name(c), L->nout, L->nout == 1 ? "" : "s");
                     return -1;
                 }
                 for (int k = 0; k < L->nout; k++) {
@@ -502,30 +509,31 @@ parse_call(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c)
                 PyErr_Format(PyExc_TypeError,
                              "%s() got an unexpected keyword argument '%U' (a cuda gufunc "
                              "takes out=, axes=, axis=, keepdims= and stream=)",
-                             cg_fname(c), key);
+                             cu_gu_name(c), key);
                 return -1;
             }
         }
     }
-    c->nargs = L->nargs;
     for (int k = 0; k < L->nargs; k++) {
         PyObject *obj = k < L->nin ? PyTuple_GetItem(args, k) : outs[k];
         c->given_out[k] = k >= L->nin && obj != NULL;
-        if (c->given_out[k] && !PyArray_Check(obj) && !cuda_is_device_array(obj)
+        if (c->given_out[k] && !PyArray_Check(obj) && !da_is_device_array(obj)
             && !PyObject_HasAttrString(obj, "__cuda_array_interface__")
             && !PyObject_HasAttrString(obj, "__dlpack__")) {
             PyErr_Format(PyExc_TypeError,
                          "%s(): output %d must be a NumPy array or a device array, not %R",
-                         cg_fname(c), k - L->nin, (PyObject *)Py_TYPE(obj));
+                         cu_gu_name(c), k - L->nin, (PyObject *)Py_TYPE(obj));
             return -1;
         }
-        if (obj != NULL && cf_classify(obj, &c->ops[k]) < 0) {
+        if (obj != NULL && cu_classify(obj, &c->call.ops[k]) < 0) {
             return -1;
         }
-        c->device |= c->ops[k].what == OP_DEVICE;
+        c->call.device |= c->call.ops[k].what == CU_OP_DEVICE;
     }
-    return cuda_stream_arg(c->stream, &c->s) < 0 || check_keepdims(c) < 0 || parse_axes(c) < 0 ? -1
-                                                                                               : 0;
+    return cuda_stream_arg(c->call.stream, &c->call.s) < 0 || check_keepdims(c) < 0
+                   || parse_axes(c) < 0
+               ? -1
+               : 0;
 }
 
 /* Whether device arrays of dtype d can be cast on the device (one of our
@@ -539,7 +547,7 @@ device_castable(PyArray_Descr *d)
 
 /* Whether operand op may be passed to an argument of kind k. */
 static int
-reaches(const Operand *op, TsKind k)
+reaches(const CuOperand *op, TsKind k)
 {
     PyArray_Descr *want = PyArray_DescrFromType(ts_kind_typenum(k));
     int ok = 0;
@@ -548,13 +556,13 @@ reaches(const Operand *op, TsKind k)
         return 0;
     }
     switch (op->what) {
-    case OP_DEVICE:
+    case CU_OP_DEVICE:
         ok = PyArray_EquivTypes(op->dtype, want)
              || (device_castable(op->dtype)
                  && PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING));
         break;
-    case OP_HOST:
-    case OP_SCALAR:
+    case CU_OP_HOST:
+    case CU_OP_SCALAR:
         ok = PyArray_CanCastTypeTo(op->dtype, want, NPY_SAFE_CASTING);
         break;
     default: /* a Python number: NEP 50's weak scalar, by kind */
@@ -575,7 +583,7 @@ reaches(const Operand *op, TsKind k)
 /* The kind a dynamic gufunc compiles for operand op (a Python number: its
  * NumPy default, as NumPy 2 gives a lone Python scalar). */
 static TsKind
-operand_kind(const Operand *op)
+operand_kind(const CuOperand *op)
 {
     TsKind k = TS_INFER;
     if (op->dtype != NULL) {
@@ -596,9 +604,9 @@ enum { BY_CAST, BY_INPUTS, BY_KINDS };
 /* Whether an output given takes a loop's result of dtype d: a same-kind
  * cast (a device array: its own dtype, or one the device casts to). */
 static int
-output_takes(const Operand *op, PyArray_Descr *d)
+output_takes(const CuOperand *op, PyArray_Descr *d)
 {
-    return op->what == OP_DEVICE
+    return op->what == CU_OP_DEVICE
                ? PyArray_EquivTypes(d, op->dtype)
                      || (device_castable(op->dtype)
                          && PyArray_CanCastTypeTo(d, op->dtype, NPY_SAME_KIND_CASTING))
@@ -613,21 +621,21 @@ output_takes(const Operand *op, PyArray_Descr *d)
  * them after).  BY_KINDS: every operand given by its own kind (a dynamic
  * gufunc's loops). */
 static Py_ssize_t
-find_loop(GuCall *c, int mode)
+find_loop(CuGuCall *c, int mode)
 {
     CuGuFunc *f = c->f;
     for (Py_ssize_t i = 0; i < f->nloops; i++) {
         const TsSignature *sig = &f->loops[i]->sig;
         int ok = 1;
-        for (int k = 0; ok && k < c->nargs; k++) {
-            const Operand *op = &c->ops[k];
+        for (int k = 0; ok && k < c->call.nops; k++) {
+            const CuOperand *op = &c->call.ops[k];
             if (k >= f->layout.nin && (!c->given_out[k] || mode != BY_KINDS)) {
                 continue;
             }
             if (mode == BY_KINDS) {
                 ok = operand_kind(op) == sig->args[k].kind;
             } else if (mode == BY_INPUTS) {
-                ok = op->what != OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;
+                ok = op->what != CU_OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;
             } else {
                 ok = reaches(op, sig->args[k].kind);
             }
@@ -643,10 +651,10 @@ find_loop(GuCall *c, int mode)
  * kind; a device output: its dtype, or one the device casts to): else
  * NumPy's TypeError.  0/-1. */
 static int
-outputs_take(GuCall *c, Py_ssize_t i)
+outputs_take(CuGuCall *c, Py_ssize_t i)
 {
     const TsSignature *sig = &c->f->loops[i]->sig;
-    for (int k = c->f->layout.nin; k < c->nargs; k++) {
+    for (int k = c->f->layout.nin; k < c->call.nops; k++) {
         if (!c->given_out[k]) {
             continue;
         }
@@ -654,17 +662,17 @@ outputs_take(GuCall *c, Py_ssize_t i)
         if (d == NULL) {
             return -1;
         }
-        int ok = output_takes(&c->ops[k], d);
+        int ok = output_takes(&c->call.ops[k], d);
         if (!ok) {
             /* NumPy's words: the operand's index, none for the only output */
             char at[16] = "";
-            if (c->nargs - c->f->layout.nin > 1) {
+            if (c->call.nops - c->f->layout.nin > 1) {
                 snprintf(at, sizeof(at), " %d", k);
             }
             PyErr_Format(PyExc_TypeError,
                          "Cannot cast ufunc '%s' output%s from %R to %R with casting rule "
                          "'same_kind'",
-                         cg_fname(c), at, (PyObject *)d, (PyObject *)c->ops[k].dtype);
+                         cu_gu_name(c), at, (PyObject *)d, (PyObject *)c->call.ops[k].dtype);
         }
         Py_DECREF(d);
         if (!ok) {
@@ -677,7 +685,7 @@ outputs_take(GuCall *c, Py_ssize_t i)
 /* A dynamic gufunc's new loop for the operands' kinds (an output not
  * given takes what the kernel stores into it): its index, or -1. */
 static Py_ssize_t
-compile_for_call(GuCall *c)
+compile_for_call(CuGuCall *c)
 {
     CuGuFunc *f = c->f;
     const GuLayout *L = &f->layout;
@@ -687,10 +695,10 @@ compile_for_call(GuCall *c)
     sig.nargs = L->nargs;
     for (int k = 0; k < L->nargs; k++) {
         int given = k < L->nin || c->given_out[k];
-        sig.args[k].kind = given ? operand_kind(&c->ops[k]) : TS_INFER;
+        sig.args[k].kind = given ? operand_kind(&c->call.ops[k]) : TS_INFER;
         if (given && sig.args[k].kind == TS_INFER) {
             PyErr_Format(PyExc_TypeError, "%s(): argument %d has no type a kernel can take",
-                         cg_fname(c), k);
+                         cu_gu_name(c), k);
             return -1;
         }
         /* an output () is a 1-element view, as declared in a signature */
@@ -707,8 +715,8 @@ compile_for_call(GuCall *c)
         return -1;
     }
     l->sig = sig;
-    if (cg_compile_loop(f, l, f->nloops, f->arch) < 0) {
-        cg_loop_free(l);
+    if (cu_gu_compile_loop(f, l, f->nloops, f->arch) < 0) {
+        cu_gu_loop_free(l);
         return -1;
     }
     f->loops[f->nloops] = l;
@@ -716,7 +724,7 @@ compile_for_call(GuCall *c)
 }
 
 static int
-resolve(GuCall *c)
+resolve(CuGuCall *c)
 {
     CuGuFunc *f = c->f;
     /* a dynamic gufunc compiles the operands' own kinds; signatures given
@@ -732,7 +740,7 @@ resolve(GuCall *c)
         i = compile_for_call(c);
     }
     if (i >= 0) {
-        c->loop = i;
+        c->call.loop = i;
         return 0;
     }
     if (PyErr_Occurred()) {
@@ -740,7 +748,7 @@ resolve(GuCall *c)
     }
     PyObject *types = PyList_New(0);
     for (int k = 0; types != NULL && k < f->layout.nin; k++) {
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->call.ops[k];
         PyObject *t = op->dtype != NULL
                           ? PyObject_Str((PyObject *)op->dtype)
                           : PyObject_GetAttrString((PyObject *)Py_TYPE(op->obj), "__name__");
@@ -753,7 +761,7 @@ resolve(GuCall *c)
         PyErr_Format(PyExc_TypeError,
                      "%s(): no signature takes these inputs (%R)%s; a device array must "
                      "have the signature's dtype exactly, a host array must cast to it safely",
-                     cg_fname(c), types, c->device ? " on the device" : "");
+                     cu_gu_name(c), types, c->call.device ? " on the device" : "");
         Py_DECREF(types);
     }
     return -1;
@@ -761,7 +769,7 @@ resolve(GuCall *c)
 
 /* "Input operand 1", "Output operand 0": as NumPy names them */
 static void
-operand_name(const GuCall *c, int k, char *buf, size_t size)
+operand_name(const CuGuCall *c, int k, char *buf, size_t size)
 {
     const GuLayout *L = &c->f->layout;
     snprintf(buf, size, "%s operand %d", k < L->nin ? "Input" : "Output",
@@ -770,15 +778,15 @@ operand_name(const GuCall *c, int k, char *buf, size_t size)
 
 /* Binds the core sizes and broadcasts the loop dimensions.  0/-1. */
 static int
-bind_dims(GuCall *c)
+bind_dims(CuGuCall *c)
 {
     const GuLayout *L = &c->f->layout;
     for (int ix = 0; ix < L->ndimnames; ix++) {
         c->core[ix] = c->missing[ix] ? 1 : L->fixed[ix] > 0 ? (Py_ssize_t)L->fixed[ix] : -1;
     }
     c->lnd = 0;
-    for (int k = 0; k < c->nargs; k++) {
-        const Operand *op = &c->ops[k];
+    for (int k = 0; k < c->call.nops; k++) {
+        const CuOperand *op = &c->call.ops[k];
         if (op->obj == NULL) {
             continue; /* an output to allocate */
         }
@@ -789,7 +797,7 @@ bind_dims(GuCall *c)
             PyErr_Format(PyExc_ValueError,
                          "%s: %s does not have enough dimensions (has %d, gufunc core with "
                          "signature %s requires %d)",
-                         cg_fname(c), what, op->nd, L->text, nc);
+                         cu_gu_name(c), what, op->nd, L->text, nc);
             return -1;
         }
         for (int j = 0; j < nc; j++) {
@@ -803,7 +811,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s has a mismatch in its core dimension %d, with gufunc "
                              "signature %s (size %zd is different from %zd)",
-                             cg_fname(c), what, j, L->text, size, c->core[ix]);
+                             cu_gu_name(c), what, j, L->text, size, c->core[ix]);
                 return -1;
             }
         }
@@ -827,12 +835,12 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: operands could not be broadcast together: loop dimension "
                              "of size %zd against %zd (gufunc signature %s)",
-                             cg_fname(c), got, have, L->text);
+                             cu_gu_name(c), got, have, L->text);
                 return -1;
             }
         }
     }
-    for (int k = L->nin; k < c->nargs; k++) {
+    for (int k = L->nin; k < c->call.nops; k++) {
         for (int j = 0; j < L->ndims[k]; j++) {
             if (c->core[L->dim[k][j]] < 0) {
                 char what[32];
@@ -840,11 +848,11 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s has core dimension %d unspecified, with gufunc signature "
                              "%s",
-                             cg_fname(c), what, j, L->text);
+                             cu_gu_name(c), what, j, L->text);
                 return -1;
             }
         }
-        const Operand *op = &c->ops[k];
+        const CuOperand *op = &c->call.ops[k];
         if (op->obj != NULL) {
             int ok = op->nd == c->lnd + L->ndims[k];
             for (int d = 0; ok && d < c->lnd; d++) {
@@ -856,7 +864,7 @@ bind_dims(GuCall *c)
                 PyErr_Format(PyExc_ValueError,
                              "%s: %s does not have the shape of the loop dimensions "
                              "followed by its core dimensions (gufunc signature %s)",
-                             cg_fname(c), what, L->text);
+                             cu_gu_name(c), what, L->text);
                 return -1;
             }
         }
@@ -871,18 +879,18 @@ bind_dims(GuCall *c)
  * copy of the input, so that the writes cannot reach what is still to be
  * read (out= the input reversed, or shifted by a row). */
 static int
-meets_written(const GuCall *c, int k)
+meets_written(const CuGuCall *c, int k)
 {
-    const Operand *in = &c->ops[k];
+    const CuOperand *in = &c->call.ops[k];
     uintptr_t ilo, ihi, wlo, whi;
-    cf_extent(in, (uintptr_t)in->ptr, &ilo, &ihi);
-    for (int j = 0; j < c->nargs; j++) {
-        const Operand *w = &c->ops[j];
-        if (j == k || w->what != OP_DEVICE
+    cu_operand_extent(in, (uintptr_t)in->ptr, &ilo, &ihi);
+    for (int j = 0; j < c->call.nops; j++) {
+        const CuOperand *w = &c->call.ops[j];
+        if (j == k || w->what != CU_OP_DEVICE
             || !(j >= c->f->layout.nin ? c->given_out[j] : c->f->written[j])) {
             continue;
         }
-        cf_extent(w, (uintptr_t)w->ptr, &wlo, &whi);
+        cu_operand_extent(w, (uintptr_t)w->ptr, &wlo, &whi);
         if (ilo >= whi || wlo >= ihi) {
             continue;
         }
@@ -901,30 +909,30 @@ meets_written(const GuCall *c, int k)
 /* The device array argument k works on (c->dev[k]): the operand itself,
  * its copy on the device, or a new output.  0/-1. */
 static int
-place(GuCall *c, int k)
+place(CuGuCall *c, int k)
 {
     const GuLayout *L = &c->f->layout;
-    const TsSignature *sig = &c->f->loops[c->loop]->sig;
+    const TsSignature *sig = &c->f->loops[c->call.loop]->sig;
     TsKind kind = sig->args[k].kind;
-    Operand *op = &c->ops[k];
-    int copy = op->what == OP_DEVICE && k < L->nin && !c->f->written[k] && meets_written(c, k);
-    if (op->what == OP_DEVICE && cf_is_kind(op->dtype, kind) && !copy) {
+    CuOperand *op = &c->call.ops[k];
+    int copy = op->what == CU_OP_DEVICE && k < L->nin && !c->f->written[k] && meets_written(c, k);
+    if (op->what == CU_OP_DEVICE && cu_is_kind(op->dtype, kind) && !copy) {
         c->dev[k] = Py_NewRef(op->obj);
         return 0;
     }
-    if (op->what == OP_DEVICE) { /* another dtype, or met by a write: the kernel works on a
+    if (op->what == CU_OP_DEVICE) { /* another dtype, or met by a write: the kernel works on a
                                   * copy in the loop's dtype */
         PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-        c->dev[k] = d ? cuda_array_empty(d, op->nd, op->shape, c->stream) : NULL;
+        c->dev[k] = d ? da_empty(d, op->nd, op->shape, c->call.stream) : NULL;
         if (c->dev[k] == NULL
-            || (k < L->nin && cf_device_cast(op->obj, c->dev[k], c->stream) < 0)) {
+            || (k < L->nin && cu_device_cast(op->obj, c->dev[k], c->call.stream) < 0)) {
             return -1;
         }
         c->cast_back[k] = k >= L->nin || c->f->written[k];
         return 0;
     }
     if (op->obj != NULL && k < L->nin) { /* a host input: its copy, in the loop's dtype */
-        c->dev[k] = cf_to_device(op->obj, kind, c->stream);
+        c->dev[k] = cu_to_device(op->obj, kind, c->call.stream);
     } else { /* an output: the loop dimensions, then its core dimensions */
         Py_ssize_t shape[NPY_MAXDIMS];
         int nd = c->lnd + L->ndims[k];
@@ -933,7 +941,7 @@ place(GuCall *c, int k)
             shape[c->lnd + j] = c->core[L->dim[k][j]];
         }
         PyArray_Descr *d = PyArray_DescrFromType(ts_kind_typenum(kind));
-        c->dev[k] = d ? cuda_array_empty(d, nd, shape, c->stream) : NULL;
+        c->dev[k] = d ? da_empty(d, nd, shape, c->call.stream) : NULL;
     }
     if (c->dev[k] == NULL) {
         return -1;
@@ -951,10 +959,10 @@ place(GuCall *c, int k)
 /* The copies of device operands of another dtype that the kernel wrote,
  * cast into them (on the call's stream).  0/-1. */
 static int
-cast_back(GuCall *c)
+cast_back(CuGuCall *c)
 {
-    for (int k = 0; k < c->nargs; k++) {
-        if (c->cast_back[k] && cf_device_cast(c->dev[k], c->ops[k].obj, c->stream) < 0) {
+    for (int k = 0; k < c->call.nops; k++) {
+        if (c->cast_back[k] && cu_device_cast(c->dev[k], c->call.ops[k].obj, c->call.stream) < 0) {
             return -1;
         }
     }
@@ -962,13 +970,13 @@ cast_back(GuCall *c)
 }
 
 static int
-write_back(GuCall *c)
+write_back(CuGuCall *c)
 {
-    for (int k = 0; k < c->nargs; k++) {
+    for (int k = 0; k < c->call.nops; k++) {
         if (c->host[k] == NULL) {
             continue;
         }
-        PyObject *h = PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+        PyObject *h = PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->call.stream);
         if (h == NULL) {
             return -1;
         }
@@ -984,31 +992,31 @@ write_back(GuCall *c)
 /* The call's value for output k: the out= given, the device array, or
  * (host call) its host copy, a scalar when it has no dimension. */
 static PyObject *
-result_of(GuCall *c, int k)
+result_of(CuGuCall *c, int k)
 {
     if (c->given_out[k]) {
-        return Py_NewRef(c->given[k] != NULL ? c->given[k] : c->ops[k].obj);
+        return Py_NewRef(c->given[k] != NULL ? c->given[k] : c->call.ops[k].obj);
     }
-    PyObject *r = c->device ? Py_NewRef(c->dev[k])
-                  : c->res[k] != NULL
-                      ? Py_NewRef(c->res[k]) /* a staged call's */
-                      : PyObject_CallMethod(c->dev[k], "copy_to_host", "OO", Py_None, c->stream);
+    PyObject *r = c->call.device      ? Py_NewRef(c->dev[k])
+                  : c->res[k] != NULL ? Py_NewRef(c->res[k]) /* a staged call's */
+                                      : PyObject_CallMethod(c->dev[k], "copy_to_host", "OO",
+                                                            Py_None, c->call.stream);
     int kept = caller_core(c, k) - c->f->layout.ndims[k];
     if (r != NULL && kept > 0) {
         /* keepdims=: the reduced dimensions come back, of size 1 */
         Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS];
-        CudaArrayInfo info;
-        if (c->device && cuda_array_info(r, &info) < 0) {
+        DaInfo info;
+        if (c->call.device && da_info(r, &info) < 0) {
             Py_DECREF(r);
             return NULL;
         }
         for (int d = 0; d < c->lnd + kept; d++) {
             shape[d] = d < c->lnd ? c->lshape[d] : 1;
-            strides[d] = d >= c->lnd ? 0
-                         : c->device ? info.strides[d]
-                                     : PyArray_STRIDE((PyArrayObject *)r, d);
+            strides[d] = d >= c->lnd      ? 0
+                         : c->call.device ? info.strides[d]
+                                          : PyArray_STRIDE((PyArrayObject *)r, d);
         }
-        PyObject *v = view_of(r, c->device, c->lnd + kept, shape, strides);
+        PyObject *v = view_of(r, c->call.device, c->lnd + kept, shape, strides);
         Py_DECREF(r);
         r = v;
     }
@@ -1023,7 +1031,7 @@ result_of(GuCall *c, int k)
             back[perm[d]] = d;
         }
         PyObject *v;
-        if (c->device) {
+        if (c->call.device) {
             v = device_permuted(r, nd, back);
         } else {
             npy_intp pp[NPY_MAXDIMS];
@@ -1042,8 +1050,8 @@ result_of(GuCall *c, int k)
     }
     if (r != NULL && gone > 0) {
         /* '?': the missing dimensions (last, size 1) are left out */
-        CudaArrayInfo info;
-        if (c->device && cuda_array_info(r, &info) < 0) {
+        DaInfo info;
+        if (c->call.device && da_info(r, &info) < 0) {
             Py_DECREF(r);
             return NULL;
         }
@@ -1053,65 +1061,88 @@ result_of(GuCall *c, int k)
             if (d >= c->lnd && c->missing[c->f->layout.dim[k][d - c->lnd]]) {
                 continue;
             }
-            shape[nd] = c->device ? info.shape[d] : PyArray_DIM((PyArrayObject *)r, d);
-            strides[nd++] = c->device ? info.strides[d] : PyArray_STRIDE((PyArrayObject *)r, d);
+            shape[nd] = c->call.device ? info.shape[d] : PyArray_DIM((PyArrayObject *)r, d);
+            strides[nd++] =
+                c->call.device ? info.strides[d] : PyArray_STRIDE((PyArrayObject *)r, d);
         }
-        PyObject *v = view_of(r, c->device, nd, shape, strides);
+        PyObject *v = view_of(r, c->call.device, nd, shape, strides);
         Py_DECREF(r);
         r = v;
     }
-    return r != NULL && !c->device ? PyArray_Return((PyArrayObject *)r) : r;
+    return r != NULL && !c->call.device ? PyArray_Return((PyArrayObject *)r) : r;
 }
 
-/* The host side of a call, up to the device (a call and g._plan share it):
- * operands, axes=/keepdims=, the loop, '?' dimensions, core and loop
- * dimensions; *n: the outer iterations.  0/-1 (c to be cleared either way). */
+/* The loop and the shapes, after parse: axes=/keepdims= views, the loop,
+ * '?' dimensions, core and loop dimensions, the outer iterations. */
 static int
-host_side(CuGuFunc *f, PyObject *args, PyObject *kwargs, GuCall *c, Py_ssize_t *n)
+gufunc_resolve(CuCall *call)
 {
-    if (parse_call(f, args, kwargs, c) < 0 || move_core(c) < 0 || drop_kept(c) < 0 || resolve(c) < 0
-        || flex_dims(c) < 0 || bind_dims(c) < 0) {
+    CuGuCall *c = gu(call);
+    if (move_core(c) < 0 || drop_kept(c) < 0 || resolve(c) < 0 || flex_dims(c) < 0
+        || bind_dims(c) < 0) {
         return -1;
     }
-    *n = 1;
+    c->n = 1;
     for (int d = 0; d < c->lnd; d++) {
-        *n *= c->lshape[d];
+        c->n *= c->lshape[d];
     }
     return 0;
 }
 
-PyObject *
-cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
+static int
+gufunc_load(CuCall *call)
 {
-    CuGuFunc *f = (CuGuFunc *)self;
-    const GuLayout *L = &f->layout;
-    GuCall c;
-    PyObject *result = NULL;
-    Py_ssize_t n;
-    if (host_side(f, args, kwargs, &c, &n) < 0
-        || cg_ensure_loaded(f, f->loops[c.loop], c.loop) < 0) {
-        goto done;
-    }
-    CudaStaged job;
-    int whole = 1; /* whole arrays on the device: not staged, or no memory for staging */
-    if (cg_stage_plan(&c, n, &job) && (whole = cg_staged_call(&c, n, &job)) < 0) {
-        goto done;
-    }
-    for (int k = 0; whole && k < c.nargs; k++) {
-        if (place(&c, k) < 0) {
-            goto done;
+    CuGuCall *c = gu(call);
+    return cu_gu_ensure_loaded(c->f, c->f->loops[c->call.loop], c->call.loop);
+}
+
+static int
+gufunc_stage(CuCall *call, CudaStaged *job)
+{
+    return cu_gu_stage_plan(gu(call), gu(call)->n, job);
+}
+
+static int
+gufunc_staged(CuCall *call, CudaStaged *job)
+{
+    return cu_gu_staged_call(gu(call), gu(call)->n, job);
+}
+
+static int
+gufunc_place(CuCall *call)
+{
+    for (int k = 0; k < call->nops; k++) {
+        if (place(gu(call), k) < 0) {
+            return -1;
         }
     }
-    if (whole && ((n > 0 && cg_launch(&c, n) < 0) || cast_back(&c) < 0 || write_back(&c) < 0)) {
-        goto done;
-    }
+    return 0;
+}
+
+/* The kernel (none for no outer iteration), then the copies of operands of
+ * another dtype cast back into them and host arrays it wrote copied back. */
+static int
+gufunc_launch(CuCall *call)
+{
+    CuGuCall *c = gu(call);
+    return (c->n > 0 && cu_gu_launch(c, c->n) < 0) || cast_back(c) < 0 || write_back(c) < 0 ? -1
+                                                                                            : 0;
+}
+
+/* None, the output, or a tuple of them. */
+static PyObject *
+gufunc_finish(CuCall *call)
+{
+    CuGuCall *c = gu(call);
+    const GuLayout *L = &c->f->layout;
+    PyObject *result = NULL;
     if (L->nout == 0) {
         result = Py_NewRef(Py_None);
     } else if (L->nout == 1) {
-        result = result_of(&c, L->nin);
+        result = result_of(c, L->nin);
     } else if ((result = PyTuple_New(L->nout)) != NULL) {
         for (int k = 0; k < L->nout; k++) {
-            PyObject *r = result_of(&c, L->nin + k);
+            PyObject *r = result_of(c, L->nin + k);
             if (r == NULL) {
                 Py_CLEAR(result);
                 break;
@@ -1119,31 +1150,57 @@ cg_call(PyObject *self, PyObject *args, PyObject *kwargs)
             PyTuple_SetItem(result, k, r);
         }
     }
-done:
-    call_clear(&c);
     return result;
+}
+
+static const CuCallKind gufunc_kind = {
+    .parse = gufunc_parse,
+    .resolve = gufunc_resolve,
+    .load = gufunc_load,
+    .stage = gufunc_stage,
+    .staged = gufunc_staged,
+    .place = gufunc_place,
+    .launch = gufunc_launch,
+    .finish = gufunc_finish,
+    .clear = gufunc_clear,
+};
+
+/* c empty, for a call of f. */
+static void
+gufunc_call_init(CuGuCall *c, CuGuFunc *f)
+{
+    memset(c, 0, sizeof(*c));
+    cu_call_init(&c->call, &gufunc_kind, f->layout.nin, f->layout.nargs);
+    c->f = f;
+}
+
+PyObject *
+cu_gufunc_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    CuGuCall c;
+    gufunc_call_init(&c, (CuGuFunc *)self);
+    return cu_call_run(&c.call, args, kwargs);
 }
 
 /* Test hook: g._plan(*args, **kwargs) -> {'staged': outer iterations a
  * chunk (0: not staged), 'chunked': arguments in chunks, 'whole':
  * arguments uploaded once, 'direct': outputs written in place, 'loop': the
  * index in g.types of the loop chosen, 'waits': whether the call waits for
- * the kernel's status word (cg_can_fail)}.  The host
+ * the kernel's status word (cu_gu_can_fail)}.  The host
  * side of a call up to the device: runs without a GPU. */
 PyObject *
-cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
+cu_gufunc_plan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    CuGuFunc *f = (CuGuFunc *)self;
-    GuCall c;
+    CuGuCall c;
     PyObject *result = NULL;
-    Py_ssize_t n;
-    if (host_side(f, args, kwargs, &c, &n) < 0) {
+    gufunc_call_init(&c, (CuGuFunc *)self);
+    if (cu_call_host(&c.call, args, kwargs) < 0) {
         goto done;
     }
     CudaStaged job;
-    int staged = cg_stage_plan(&c, n, &job);
+    int staged = gufunc_stage(&c.call, &job);
     PyObject *lists[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
-    for (int k = 0; k < c.nargs && lists[0] && lists[1] && lists[2]; k++) {
+    for (int k = 0; k < c.call.nops && lists[0] && lists[1] && lists[2]; k++) {
         int which = !staged ? -1 : job.unit[k] > 0 ? 0 : c.whole[k] ? 1 : -1;
         PyObject *i = PyLong_FromLong(k);
         if (i == NULL || (which >= 0 && PyList_Append(lists[which], i) < 0)
@@ -1155,13 +1212,13 @@ cg_plan(PyObject *self, PyObject *args, PyObject *kwargs)
     if (lists[0] && lists[1] && lists[2]) {
         result = Py_BuildValue("{s:n,s:O,s:O,s:O,s:n,s:O}", "staged",
                                staged ? cuda_stage_chunk(&job) : (Py_ssize_t)0, "chunked", lists[0],
-                               "whole", lists[1], "direct", lists[2], "loop", c.loop, "waits",
-                               cg_can_fail(&c) ? Py_True : Py_False);
+                               "whole", lists[1], "direct", lists[2], "loop", c.call.loop, "waits",
+                               cu_gu_can_fail(&c) ? Py_True : Py_False);
     }
     for (int j = 0; j < 3; j++) {
         Py_XDECREF(lists[j]);
     }
 done:
-    call_clear(&c);
+    cu_call_clear(&c.call);
     return result;
 }

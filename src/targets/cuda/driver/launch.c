@@ -7,7 +7,7 @@
  * packs device arrays as their pointers, ints as int64 and floats as
  * double, as the entry points of ptx.c take them.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/driver/driver.h"
 
 typedef struct Module {
     PyObject_HEAD CUmodule handle;

@@ -23,7 +23,7 @@
  * The reduce module (<name>_r) is a block reduction per output element in
  * dynamic shared memory; see build_reduce.
  */
-#include "targets/cuda/cuda.h"
+#include "targets/cuda/codegen/codegen.h"
 
 #include <string.h>
 
@@ -69,7 +69,7 @@ barrier(Kb *k)
 }
 
 int
-cuda_kernel_dims(int nin, int wide)
+ptx_kernel_dims(int nin, int wide)
 {
     /* kernel parameters must fit the classic 4 KiB: pointers, scalar words,
      * n, then shape and one stride row per operand */
@@ -305,16 +305,16 @@ build_strided(Kb *k, LLVMValueRef kernel, const TsSignature *sig, const char *na
 }
 
 int
-cuda_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
-                   const char *const names[CUDA_NENTRIES], LLVMValueRef entries[CUDA_NENTRIES])
+ptx_build_entries(LLVMModuleRef mod, LLVMValueRef kernel, const TsSignature *sig,
+                  const char *const names[PTX_NENTRIES], LLVMValueRef entries[PTX_NENTRIES])
 {
-    for (int v = 0; v < CUDA_NENTRIES; v++) {
+    for (int v = 0; v < PTX_NENTRIES; v++) {
         Kb k;
-        int wide = v == CUDA_C64 || v == CUDA_S64;
+        int wide = v == PTX_C64 || v == PTX_S64;
         kb_init(&k, mod, wide);
-        entries[v] = v < CUDA_S32 ? build_contiguous(&k, kernel, sig, names[v])
-                                  : build_strided(&k, kernel, sig, names[v],
-                                                  cuda_kernel_dims(sig->nargs, wide));
+        entries[v] = v < PTX_S32 ? build_contiguous(&k, kernel, sig, names[v])
+                                 : build_strided(&k, kernel, sig, names[v],
+                                                 ptx_kernel_dims(sig->nargs, wide));
         LLVMDisposeBuilder(k.b);
     }
     return 0;
@@ -352,7 +352,7 @@ smem_at(Kb *k, LLVMValueRef smem, LLVMTypeRef mt, LLVMValueRef idx)
 }
 
 LLVMValueRef
-cuda_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const char *name)
+ptx_build_reduce(LLVMModuleRef mod, LLVMValueRef kernel, TsKind kind, const char *name)
 {
     Kb k;
     kb_init(&k, mod, 1);
@@ -633,8 +633,8 @@ aligned_or_not(Kb *k, LLVMValueRef f, LLVMValueRef body, LLVMValueRef *bargs, LL
  * *status when status is not null.
  */
 LLVMValueRef
-cuda_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const int *ndims,
-                        int ndimnames, int aligned, const char *name)
+ptx_build_gufunc_entry(LLVMModuleRef mod, LLVMValueRef body, int nargs, const int *ndims,
+                       int ndimnames, int aligned, const char *name)
 {
     Kb k;
     kb_init(&k, mod, 1);
