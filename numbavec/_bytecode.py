@@ -280,6 +280,8 @@ class _Decoder:
             raise BytecodeError(f"a name index {i} is out of range") from None
 
     def local(self, i):
+        if self.rules.linetable != "310":
+            return self.deref(i)        # 3.11 on: an index into all the frame's variables
         try:
             return self.code.co_varnames[i]
         except (IndexError, TypeError):
@@ -601,6 +603,12 @@ def imported_names(code, ins):
     function alone must know it."""
     local = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
     out = set()
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            try:
+                out |= imported_names(c, decode(c))
+            except BytecodeError:
+                pass
     for k, x in enumerate(ins):
         if x.op == "ATTR" and k > 0 and ins[k - 1].op == "LOAD" and ins[k - 1].arg not in local:
             if (k > 1 and ins[k - 2].op == "NULL") or (k + 1 < len(ins)
@@ -698,8 +706,8 @@ def same_code(a, b, rules=None):
             return f"{attr} differs"
     if (a.co_flags & _FLAG_MASK) != (b.co_flags & _FLAG_MASK):
         return "co_flags differs"
-    if getattr(a, "co_exceptiontable", b"") != getattr(b, "co_exceptiontable", b""):
-        return "the exception table differs"
+    if bool(getattr(a, "co_exceptiontable", b"")) != bool(getattr(b, "co_exceptiontable", b"")):
+        return "the exception table differs"    # (its offsets move with NOPs: not compared)
     if len(a.co_consts) != len(b.co_consts):
         return "co_consts differs"
     for x, y in zip(a.co_consts, b.co_consts):

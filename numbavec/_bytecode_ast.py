@@ -709,11 +709,19 @@ class Rebuilder:
 
     def op_CJUMP_OR_POP(self, i, end, st, x):
         left = self.pop_expr(st)
-        right = self.expr(i + 1, x.target, st.ctx)
-        if right is None or x.target <= i:
+        target = self.within(x.target, end)
+        right = self.expr(i + 1, target, st.ctx) if target > i else None
+        if right is None:
             raise BytecodeError("an and/or numbavec cannot read", x.loc)
         st.stack.append(self.boolop("Or" if x.arg else "And", left, right))
-        return x.target
+        return target
+
+    def within(self, target, end):
+        """target, or end where target is a jump threaded past end (the
+        enclosing region's end leads there)."""
+        if target > end and target in self.follow(end):
+            return end
+        return target
 
     def boolop_312(self, i, end, st, x):
         """`a and b` as 3.12 writes it: COPY 1; POP_JUMP_IF_x L; POP_TOP; b; L:"""
@@ -722,7 +730,7 @@ class Rebuilder:
         if k >= self.n or self.I[j].op != "CJUMP" or self.I[k].op != "POP_TOP" \
                 or not st.stack:
             return None
-        target = self.I[j].target
+        target = self.within(self.I[j].target, end)
         if target <= k:
             return None
         right = self.expr(k + 1, target, st.ctx)
@@ -889,6 +897,10 @@ class Rebuilder:
         if p < t_exit or self.I[p].op != "JUMP" or self.I[p].target <= e_exit:
             return None
         m = self.I[p].target
+        if m > end:
+            if m not in self.follow(end):
+                return None
+            m = end             # a jump threaded past the enclosing expression's end
         body = self.expr(t_exit, p, ctx)
         if body is None:
             return None
@@ -1224,19 +1236,23 @@ class Rebuilder:
                 raise BytecodeError("a chained comparison numbavec cannot read")
             st.stack.append(node)
             return after
-        # test: COMPARE; POP_JUMP_IF_FALSE E; JUMP T; cleanup: POP_TOP; JUMP E; T:
+        # test: COMPARE; POP_JUMP_IF_x X; JUMP Y; cleanup: POP_TOP [; JUMP Z]
+        # where the cleanup goes on as the chain does when false
+        bad = BytecodeError("a chained comparison numbavec cannot read")
         j = self.live(i)
         y = self.I[j]
-        if y.op != "CJUMP":
-            raise BytecodeError("a chained comparison numbavec cannot read")
         jt = self.live(j + 1)
-        if self.I[jt].op != "JUMP" or self.I[c].op != "POP_TOP":
-            raise BytecodeError("a chained comparison numbavec cannot read")
-        je = self.live(c + 1)
-        if self.I[je].op != "JUMP" or self.live(self.I[je].target) != self.live(y.target) \
-                or self.live(je + 1) != self.live(self.I[jt].target):
-            raise BytecodeError("a chained comparison numbavec cannot read")
-        leaf = _Leaf(node, y.arg, y.target, self.I[jt].target, st.start, _line(node))
+        if y.op != "CJUMP" or jt >= self.n or self.I[jt].op != "JUMP" \
+                or self.I[c].op != "POP_TOP":
+            raise bad
+        fall = self.I[jt].target
+        cn = self.live(c + 1)
+        after_cleanup = self.I[cn].target if cn < self.n and self.I[cn].op == "JUMP" else cn
+        false_dest = fall if y.arg else y.target
+        if not (self.follow(false_dest) | {false_dest}) & (self.follow(after_cleanup)
+                                                           | {after_cleanup}):
+            raise bad
+        leaf = _Leaf(node, y.arg, y.target, fall, st.start, _line(node))
         return self.conditional(leaf, j, end, st)
 
 
