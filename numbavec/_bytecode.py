@@ -471,7 +471,7 @@ def _h_intrinsic(dec, unit, arg, target):
     if arg == tables.INTRINSIC_UNARY_POSITIVE:
         dec.emit("UNARY", "UAdd", None, unit)
     elif arg == tables.INTRINSIC_LIST_TO_TUPLE:
-        dec.emit("UNSUPPORTED", "Starred", None, unit)
+        dec.emit("LIST_TO_TUPLE", None, None, unit)
     else:
         raise BytecodeError(f"CALL_INTRINSIC_1 {arg} is not one numbavec reads")
 
@@ -546,7 +546,8 @@ _HANDLERS = {
     "ROT_FOUR": lambda dec, unit, arg, target: dec.emit("ROT", 4, None, unit),
     "ROT_N": _simple("ROT", True), "COPY": _simple("COPY", True), "SWAP": _simple("SWAP", True),
     "BUILD_TUPLE": _simple("BUILD_TUPLE", True), "BUILD_LIST": _simple("BUILD_LIST", True),
-    "LIST_EXTEND": _simple("LIST_EXTEND", True),
+    "LIST_EXTEND": _simple("LIST_EXTEND", True), "LIST_APPEND": _simple("LIST_APPEND", True),
+    "LIST_TO_TUPLE": _simple("LIST_TO_TUPLE"),
     "UNPACK_SEQUENCE": _simple("UNPACK", True), "RAISE_VARARGS": _simple("RAISE", True),
     "LOAD_ASSERTION_ERROR": _simple("ASSERTION_ERROR"), "LOAD_COMMON_CONSTANT": _h_common_constant,
     "CALL": _h_call, "KW_NAMES": _h_kw_names, "CALL_KW": _h_call_kw,
@@ -567,8 +568,8 @@ _HANDLERS["GEN_START"] = lambda dec, unit, arg, target: dec.emit("UNSUPPORTED", 
 _UNSUPPORTED_OPS = {
     "BUILD_MAP": "Dict", "BUILD_CONST_KEY_MAP": "Dict", "DICT_UPDATE": "Dict",
     "DICT_MERGE": "Starred", "MAP_ADD": "DictComp",
-    "BUILD_SET": "Set", "SET_UPDATE": "Set", "SET_ADD": "SetComp", "LIST_APPEND": "ListComp",
-    "LIST_TO_TUPLE": "Starred", "CALL_FUNCTION_EX": "Starred", "UNPACK_EX": "Starred",
+    "BUILD_SET": "Set", "SET_UPDATE": "Set", "SET_ADD": "SetComp",
+    "CALL_FUNCTION_EX": "Starred", "UNPACK_EX": "Starred",
     "FORMAT_VALUE": "JoinedStr", "FORMAT_SIMPLE": "JoinedStr", "FORMAT_WITH_SPEC": "JoinedStr",
     "CONVERT_VALUE": "JoinedStr", "BUILD_STRING": "JoinedStr", "BUILD_TEMPLATE": "JoinedStr",
     "BUILD_INTERPOLATION": "JoinedStr",
@@ -579,6 +580,7 @@ _UNSUPPORTED_OPS = {
     "IMPORT_NAME": "Import", "IMPORT_FROM": "ImportFrom", "IMPORT_STAR": "ImportFrom",
     "SETUP_FINALLY": "Try", "POP_EXCEPT": "Try", "RERAISE": "Try", "PUSH_EXC_INFO": "Try",
     "CHECK_EXC_MATCH": "Try", "CHECK_EG_MATCH": "TryStar", "JUMP_IF_NOT_EXC_MATCH": "Try",
+    "PREP_RERAISE_STAR": "TryStar",
     "POP_BLOCK": "Try", "WITH_EXCEPT_START": "With", "SETUP_WITH": "With",
     "BEFORE_WITH": "With", "LOAD_SPECIAL": "With",
     "STORE_GLOBAL": "Global", "DELETE_GLOBAL": "Global", "DELETE_FAST": "Delete",
@@ -906,4 +908,6 @@ def _stub(code, exc):
     for n in (node, stmt):
         n.lineno, n.col_offset = line, col
         n.end_lineno, n.end_col_offset = line, col
-    return _funcdef(code, [stmt], None, None)
+    fn = _funcdef(code, [stmt], None, None)
+    fn._numbavec_stub = exc.cls
+    return fn

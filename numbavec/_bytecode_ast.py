@@ -132,6 +132,7 @@ class Rebuilder:
                 self.back[x.target] = max(self.back.get(x.target, -1), j)
         self.lines = {x.loc[0] for x in self.I if x.loc and x.op not in _SKIP}
         self.last_loc = None
+        self.leaves = {}
 
     # ---- navigation ----
     def live(self, i):
@@ -505,6 +506,19 @@ class Rebuilder:
             raise Unsupported("Starred", x.loc)
         lst.elts.extend(seq.elts)
 
+    def op_LIST_APPEND(self, i, end, st, x):
+        """A display of more than 30 items is built a list element at a time."""
+        v = self.pop_expr(st)
+        if not 1 <= x.arg <= len(st.stack) or not isinstance(st.stack[-x.arg], ast.List):
+            raise Unsupported("ListComp", x.loc)
+        st.stack[-x.arg].elts.append(v)
+
+    def op_LIST_TO_TUPLE(self, i, end, st, x):
+        v = self.pop_expr(st)
+        if not isinstance(v, ast.List):
+            raise Unsupported("Starred", x.loc)
+        st.stack.append(self.span(ast.Tuple(elts=v.elts, ctx=ast.Load()), v))
+
     def op_CALL(self, i, end, st, x):
         n, kwnames = x.arg
         args = [self.pop_expr(st) for _ in range(n)][::-1]
@@ -806,7 +820,14 @@ class Rebuilder:
 
     def leaf_at(self, i, end):
         """The test starting at i (a pure expression then a conditional
-        jump), or None."""
+        jump), or None.  Kept: conditions look ahead at the tests after
+        theirs, and nested ones would otherwise parse them again and again."""
+        key = (i, end)
+        if key not in self.leaves:
+            self.leaves[key] = self._leaf_at(i, end)
+        return self.leaves[key]
+
+    def _leaf_at(self, i, end):
         st = _State([], "leaf", _Ctx([], frozenset()), i)
         try:
             while i < end and st.leaf is None:
