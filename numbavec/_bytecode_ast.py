@@ -101,11 +101,17 @@ class _Ctx:
     the indices that mean "the end of this region", and the innermost
     loop's continue and break targets."""
 
-    __slots__ = ("base", "cont", "cont_targets", "break_targets")
+    __slots__ = ("base", "cont", "cont_targets", "break_targets", "back_loc")
 
-    def __init__(self, base, cont, cont_targets=frozenset(), break_targets=frozenset()):
+    def __init__(self, base, cont, cont_targets=frozenset(), break_targets=frozenset(),
+                 back_loc=None):
         self.base, self.cont = base, cont
         self.cont_targets, self.break_targets = cont_targets, break_targets
+        self.back_loc = back_loc
+
+    def derive(self, cont):
+        """A region inside this one, ending where cont says."""
+        return _Ctx(self.base, cont, self.cont_targets, self.break_targets, self.back_loc)
 
 
 class _State:
@@ -219,6 +225,8 @@ class Rebuilder:
         if loc is None:
             return True
         q = self._prev_raw(p)
+        while q >= 0 and self.I[q].loc is None and not self.col:
+            q -= 1              # 3.10 gives the jump closing a loop no line
         prev = self.I[q].loc if q >= 0 else None
         if prev is not None and (loc == prev or (not self.col and loc[0] <= prev[0])):
             return True
@@ -235,11 +243,9 @@ class Rebuilder:
             x, y = I[a - k], I[b - k]
             if x.op != y.op or _key(x.arg) != _key(y.arg) or x.op == "DEAD":
                 break
-            if not implicit and x.loc != y.loc:
+            if x.loc != y.loc and not (implicit and k < 2):
                 break
             if k > 0 and (x.target is not None or x.op in ("RETURN", "RAISE")):
-                break
-            if implicit and k >= 2:
                 break
             k += 1
         return k
@@ -935,8 +941,7 @@ class Rebuilder:
         test being true jumps over it."""
         if e_exit <= t_exit or self.I[t_exit].op != "ASSERTION_ERROR":
             return None
-        body = self.block(t_exit, e_exit, _Ctx(st.ctx.base, frozenset({e_exit}),
-                                                st.ctx.cont_targets, st.ctx.break_targets))
+        body = self.block(t_exit, e_exit, st.ctx.derive(frozenset({e_exit})))
         if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].cause is not None:
             return None
         exc = body[0].exc
@@ -953,6 +958,14 @@ class Rebuilder:
         ctx = st.ctx
         if e_exit == t_exit:
             raise BytecodeError("a condition that goes nowhere", self.I[t_exit].loc)
+        if not t_exit < e_exit <= end and (self.follow(e_exit) | {e_exit}) & ctx.cont:
+            # the false branch goes where this region's end goes (a jump
+            # threaded to the loop's head): the rest of the region is the body
+            return self.if_rest(test, t_exit, end, st)
+        if self.live(t_exit) == self.prev_live(e_exit) and self._copied_back_jump(t_exit, ctx):
+            # 3.12: `if c: rest` at a loop's end as `if not c: continue` + rest,
+            # the loop's closing jump copied into the branch
+            return self.if_rest(self.negate(test), e_exit, end, st)
         p = self.prev_live(e_exit)
         orelse = []
         nxt = e_exit
@@ -968,19 +981,45 @@ class Rebuilder:
                 else_end = None
             if else_end is not None:
                 body_end = p
-                else_ctx = _Ctx(ctx.base, self.follow(else_end) | {else_end} | (
-                    ctx.cont if else_end == end else set()), ctx.cont_targets,
-                    ctx.break_targets)
+                else_ctx = ctx.derive(self.follow(else_end) | {else_end} | (
+                    ctx.cont if else_end == end else set()))
                 orelse = self.block(e_exit, else_end, else_ctx)
         if e_exit > end:
             raise BytecodeError("a condition jumps out of its block", self.I[t_exit].loc)
-        body_ctx = _Ctx(ctx.base, self.follow(body_end) | {body_end, nxt} | (
-            ctx.cont if nxt == end else set()), ctx.cont_targets, ctx.break_targets)
+        body_ctx = ctx.derive(self.follow(body_end) | {body_end, nxt} | (
+            ctx.cont if nxt == end else set()))
         body = self.block(t_exit, body_end, body_ctx) or [self.at(ast.Pass(), self.I[t_exit])]
         node = self.at(ast.If(test=test, body=body, orelse=orelse), None)
         self.span(node, test)
         st.out.append(self.split_nested(node))
         return nxt
+
+    def if_rest(self, test, start, end, st):
+        body = self.block(start, end, st.ctx.derive(st.ctx.cont)) or [
+            self.at(ast.Pass(), self.I[start])]
+        node = self.span(ast.If(test=test, body=body, orelse=[]), test)
+        st.out.append(self.split_nested(node))
+        return end
+
+    def _copied_back_jump(self, t, ctx):
+        """A jump to the loop's head made by the compiler from the condition
+        before it (located as it), not a continue statement."""
+        k = self.live(t)
+        x = self.I[k]
+        q = self.prev_live(k)
+        return x.op == "JUMP" and x.target in ctx.cont_targets and x.target in ctx.cont \
+            and q >= 0 and self.I[q].op == "CJUMP" and x.loc == self.I[q].loc
+
+    def forward(self, i):
+        """Where i leads through unconditional forward jumps."""
+        seen = 0
+        while seen < 64:
+            k = self.live(i)
+            if k >= self.n or self.I[k].op != "JUMP" or self.I[k].target <= k:
+                return k
+            i = self.I[k].target
+            seen += 1
+        return i
 
     def _structural(self, p):
         """Whether the jump at p closes an if's body (placed by the compiler,
@@ -1030,7 +1069,7 @@ class Rebuilder:
         ctx = st.ctx
         jmax = self.back.get(h)
         if jmax is None:
-            raise BytecodeError("a for loop that never loops", x.loc)
+            jmax = self.I[h].target     # its body always leaves it (a return)
         after = self.live(self.I[h].target)
         for name in self.rules.for_exit:
             if after < self.n and self.I[after].op == name:
@@ -1069,12 +1108,12 @@ class Rebuilder:
         cont_set = set()
         for c in cont:
             cont_set |= self.follow(c) | {c}
-        body_ctx = _Ctx(base, cont_set, frozenset(cont_set), frozenset(brk_set))
+        body_ctx = _Ctx(base, cont_set, frozenset(cont_set), frozenset(brk_set),
+                        self.I[body_end].loc if body_end < self.n else None)
         body = self.block(body_start, body_end, body_ctx)
         orelse = []
         if else_end > after:
-            orelse = self.block(after, else_end, _Ctx(ctx.base, brk_set, ctx.cont_targets,
-                                                      ctx.break_targets))
+            orelse = self.block(after, else_end, ctx.derive(brk_set))
         body = body or [self.at(ast.Pass(), self.I[body_start])]
         if cls is ast.For:
             node = ast.For(target=target, iter=head, body=body, orelse=orelse, type_comment=None)
@@ -1273,7 +1312,11 @@ class Rebuilder:
         if not (self.follow(false_dest) | {false_dest}) & (self.follow(after_cleanup)
                                                            | {after_cleanup}):
             raise bad
-        leaf = _Leaf(node, y.arg, y.target, fall, st.start, _line(node))
+        if fall < j:
+            # the fall-through jumps back (a loop's head): the test as a jump there
+            leaf = _Leaf(node, not y.arg, fall, self.forward(y.target), st.start, _line(node))
+        else:
+            leaf = _Leaf(node, y.arg, y.target, fall, st.start, _line(node))
         return self.conditional(leaf, j, end, st)
 
 
