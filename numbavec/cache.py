@@ -8,7 +8,9 @@ and :meth:`FunctionCache.store`; everything that compiles stays in C).
 
 The key of an entry is a SHA-256 over everything the code depends on: the
 function's source; the values of the globals and closure variables it reads
-(names taken from its AST, and the attribute chains through them); the
+(names taken from its AST, and the attribute chains through them), or for a
+kernel compiled from its bytecode (no source) its code object's
+instructions, constants and names, recursively; the
 source of the device functions it calls, as parsed when the compiler
 inlines them, and what they read (followed transitively); the
 signature; the target and options; the host CPU's name and features; the
@@ -214,12 +216,28 @@ def _device_text(device, seen):
     return _source_text(pyfunc, funcdef, location, seen)
 
 
+def _code_text(code):
+    """What a code object computes, as text (a kernel rebuilt from its
+    bytecode has no source text to key on): its instructions, constants
+    (code objects recursively) and names; not its file or line numbers."""
+    consts = [f"<code {_code_text(c)}>" if isinstance(c, types.CodeType)
+              else f"{type(c).__name__} {c!r}" for c in code.co_consts]
+    return (f"bytecode {code.co_code.hex()} args {code.co_argcount} "
+            f"{code.co_posonlyargcount} {code.co_kwonlyargcount} flags {code.co_flags} "
+            f"names {code.co_names} vars {code.co_varnames} free {code.co_freevars} "
+            f"cells {code.co_cellvars} consts [{', '.join(consts)}]")
+
+
 def _source_text(pyfunc, funcdef, location, seen):
     # From the `def` line on: the decorators (and so the signature list,
     # keyed per entry) are not part of what a signature's code depends on.
     _, first, lines, offset = location
-    start = max(0, getattr(funcdef, "lineno", 1) + offset - first)
-    parts = ["".join(lines[start:])]
+    code = getattr(funcdef, "_numbavec_code", None)
+    if code is not None:
+        parts = [_code_text(code)]      # rebuilt from its bytecode (numbavec/_bytecode.py)
+    else:
+        start = max(0, getattr(funcdef, "lineno", 1) + offset - first)
+        parts = ["".join(lines[start:])]
     names, chains = _referenced_names(funcdef)
     local = set(pyfunc.__code__.co_varnames)
     for name in sorted(names - local):

@@ -332,9 +332,30 @@ def test_a_device_function_without_source_keys_without_raising():
             return x + 1
     '''), ns)
     from numbavec.cache import _describe
-    # no source for exec'd code: a stable text, never an exception (the
-    # compiler says what is wrong when it reads the function)
-    assert _describe(ns["inner"], set()) == "jit <no source inner>"
+    # no source for exec'd code: it is keyed on its bytecode (a stable
+    # text, never an exception)
+    text = _describe(ns["inner"], set())
+    assert text.startswith("jit bytecode ") and text == _describe(ns["inner"], set())
+
+
+def test_kernels_without_source_are_keyed_on_their_bytecode():
+    """Two exec'd kernels of one name and globals, differing in their code
+    only, have different keys; the same code has the same key."""
+    from numbavec._source import KernelSource
+    from numbavec.cache import function_key_text
+
+    def make(body):
+        ns = {}
+        exec(f"def k(x):\n    return {body}\n", ns)
+        return ns["k"]
+
+    keys = []
+    for body in ("x + 1", "x + 2", "x + 1"):
+        f = make(body)
+        src = KernelSource(f)
+        assert src.from_bytecode
+        keys.append(function_key_text(f, src, "cpu", {}))
+    assert keys[0] != keys[1] and keys[0] == keys[2]
 
 
 def test_corrupt_and_truncated_entries_are_recompiled_and_rewritten(dirs):
