@@ -3,7 +3,9 @@
 By reference where the receiving process can find it by name: its module
 is importable and its qualified name leads back to the object, as pickle
 does for a function.  By value otherwise (defined in ``__main__``, in a
-notebook, inside a function): the function's source, the values of the
+notebook, inside a function): the function's source (or, for a kernel
+compiled from its bytecode, its marshalled code object, which the receiver
+reads only if it runs the same Python version), the values of the
 globals and closure variables it reads (modules by name, device functions
 and numbavec ufuncs by the same rule), and the factory with its
 signatures, layout and options.  The receiving process decorates the
@@ -18,7 +20,9 @@ numbavec's ufuncs and hands every other ufunc to NumPy's own.
 import builtins
 import copyreg
 import importlib
+import importlib.util
 import linecache
+import marshal
 import sys
 import types
 import uuid
@@ -115,7 +119,12 @@ def _function_state(obj, pyfunc):
 
     src = KernelSource(pyfunc)
     funcdef, (_, first, lines, offset) = src.funcdef, src.location
-    if pyfunc.__name__ == "<lambda>":
+    if src.from_bytecode:
+        # no source: the code object itself travels, which only the same
+        # Python version can read (checked by _function_from_bytecode)
+        text = (_BYTECODE, importlib.util.MAGIC_NUMBER, marshal.dumps(pyfunc.__code__),
+                "%d.%d" % sys.version_info[:2])
+    elif pyfunc.__name__ == "<lambda>":
         import ast
         body = funcdef.body[0].value
         text = f"_numbavec_lambda = lambda {ast.unparse(funcdef.args)}: {ast.unparse(body)}\n"
@@ -149,6 +158,27 @@ def _frozen_names(obj, pyfunc, funcdef):
     return frozen
 
 
+_BYTECODE = "bytecode"  # a kernel without source, shipped as its marshalled code
+
+
+def _function_from_bytecode(text, name, qualname, namespace, defaults):
+    """The function of a kernel shipped as bytecode (its sender had no
+    source), its closure cells holding the frozen values."""
+    _, magic, data, version = text
+    if magic != importlib.util.MAGIC_NUMBER:
+        here = "%d.%d" % sys.version_info[:2]
+        raise TypeError(
+            f"cannot unpickle the numbavec kernel {qualname!r}: it has no source, so it "
+            f"travels as Python {version} bytecode, which Python {here} cannot read (use "
+            f"the same Python version on both sides, or define the kernel in a module)")
+    code = marshal.loads(data)
+    if not isinstance(code, types.CodeType):
+        raise TypeError(f"cannot unpickle the numbavec kernel {qualname!r}: not a code object")
+    closure = tuple(types.CellType(namespace[v]) if v in namespace else types.CellType()
+                    for v in code.co_freevars) or None
+    return types.FunctionType(code, namespace, name, defaults, closure)
+
+
 # token -> the object made from it in this process: kept, as a module keeps
 # what it defines, so that a worker receiving it with every task compiles
 # it once (one entry per object received)
@@ -167,10 +197,6 @@ def _rebuild(token, factory, args, kwargs, state):
     from numbavec import decorators
 
     text, name, qualname, module, frozen, defaults, kwdefaults = state
-    filename = f"<numbavec: {module}.{qualname} {token[:12]}>"
-    # inspect (and so numbavec's compiler) reads source from linecache, as
-    # for any code without a file; an entry without mtime is never dropped
-    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     namespace = {"__name__": module, "__builtins__": builtins}
     selves = []
     for key, kind, value in frozen:
@@ -180,8 +206,15 @@ def _rebuild(token, factory, args, kwargs, state):
             selves.append(key)
         else:
             namespace[key] = value
-    exec(compile(text, filename, "exec"), namespace)  # noqa: S102 - the sender's own kernel
-    pyfunc = namespace["_numbavec_lambda" if name == "<lambda>" else name]
+    if isinstance(text, tuple) and text[:1] == (_BYTECODE,):
+        pyfunc = _function_from_bytecode(text, name, qualname, namespace, defaults)
+    else:
+        filename = f"<numbavec: {module}.{qualname} {token[:12]}>"
+        # inspect (and so numbavec's compiler) reads source from linecache, as
+        # for any code without a file; an entry without mtime is never dropped
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        exec(compile(text, filename, "exec"), namespace)  # noqa: S102 - the sender's own kernel
+        pyfunc = namespace["_numbavec_lambda" if name == "<lambda>" else name]
     pyfunc.__qualname__ = qualname
     pyfunc.__defaults__, pyfunc.__kwdefaults__ = defaults, kwdefaults
     make = getattr(decorators, factory)

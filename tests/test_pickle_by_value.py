@@ -343,3 +343,50 @@ def test_defined_in_main_and_shipped_to_workers(tmp_path, how):
                              capture_output=True, timeout=300, cwd=tmp_path)
         assert out.returncode == 0, out.stderr.decode()[-3000:]
         assert out.stdout.decode().split()[-2:] == ["ok", how]
+
+
+# ---- kernels without source travel as bytecode ----
+
+NO_SOURCE = '''
+import numpy as np, numbavec
+SCALE = 3.0
+def outer(k):
+    def kern(x):
+        return x * SCALE + k if x > 0 else -x
+    return kern
+exec_ns = {"SCALE": SCALE}
+exec("def twice(x):\\n    return 2 * x * SCALE\\n", exec_ns)
+uf = numbavec.vectorize(["f8(f8)"])(outer(1.5))
+lazy = numbavec.vectorize(exec_ns["twice"])
+'''
+
+
+def test_kernels_without_source_travel_as_bytecode():
+    """A closure and an exec'd function (no source anywhere) pickled by
+    value: their code objects travel with the frozen globals and cells, and
+    the receiver compiles them from bytecode."""
+    ns = {}
+    exec(NO_SOURCE, ns)
+    from numbavec._source import KernelSource
+    assert KernelSource(ns["uf"].py_func).from_bytecode
+    blob = pickle.dumps((ns["uf"], ns["lazy"]))
+    x = np.array([-2.0, 0.5, 4.0])
+    out = child("import pickle, sys, numpy as np\n"
+                "uf, lazy = pickle.loads(sys.stdin.buffer.read())\n"
+                "x = np.array([-2.0, 0.5, 4.0])\n"
+                "print(uf(x).tolist(), lazy(x).tolist())\n", blob).decode()
+    assert out.strip() == f"{ns['uf'](x).tolist()} {ns['lazy'](x).tolist()}"
+
+
+def test_bytecode_of_another_python_is_a_clear_error():
+    from numbavec import _pickle
+
+    ns = {}
+    exec(NO_SOURCE, ns)
+    reducer, args = _pickle.reduce_object(ns["uf"])
+    token, factory, fargs, kwargs, state = args
+    text = state[0]
+    assert text[0] == "bytecode"
+    state = ((text[0], b"\0\0\r\n", text[2], "2.7"),) + state[1:]
+    with pytest.raises(TypeError, match="Python 2.7 bytecode"):
+        reducer("another-token", factory, fargs, kwargs, state)
