@@ -191,4 +191,4 @@ def llvm_text(obj, sig):
     """obj's LLVM IR for sig, with what numbers each compiled loop in a
     process (nv.f.loop.N) and the name of the file made uniform."""
     text = obj.inspect_llvm(sig).replace("<no source: test>", "<file>")
-    return re.sub(r"\.loop\.\d+", ".loop.N", text)
+    return re.sub(r"\.(loop|gufunc|ufunc|kernel)\.\d+", r".\1.N", text)
