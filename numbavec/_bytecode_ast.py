@@ -123,6 +123,10 @@ class _State:
 
 
 _SKIP = ("DEAD", "NOP")
+# what never lies inside a condition (a chained comparison's cleanup has
+# POP_TOP and jumps, so those do)
+_ENDS_A_TEST = frozenset({"STORE", "STORE_ATTR", "STORE_SUBSCR", "STORE_SLICE", "RETURN",
+                          "RAISE", "GET_ITER", "FOR_ITER", "UNPACK"})
 
 
 class Rebuilder:
@@ -1074,8 +1078,6 @@ class Rebuilder:
         for name in self.rules.for_exit:
             if after < self.n and self.I[after].op == name:
                 after = self.live(after + 1)
-            elif name == "END_FOR":
-                raise BytecodeError("a for loop without its END_FOR", x.loc)
         it = _Marker("ITER")
         # the loop variable: stores of the value FOR_ITER pushes
         tst = _State(st.stack + [it, _Marker("NEXT")], "stmt", ctx, h + 1)
@@ -1158,6 +1160,8 @@ class Rebuilder:
         """(test, body start, bottom test start, back jump, exit) of `while
         test:` compiled as the test, the body, and the test again jumping
         back to the body; None when s starts no such loop."""
+        if not self._loop_ahead(s, end):
+            return None
         first = self.leaf_at(s, end)
         if first is None:
             return None
@@ -1175,6 +1179,17 @@ class Rebuilder:
             if nxt is None:
                 return None
             leaves.append(nxt)
+
+    def _loop_ahead(self, s, end):
+        """Whether a loop's body could start after a test at s: a jump back
+        lands after s with no statement between (a quick filter: most
+        statements start no loop)."""
+        for k in range(s, end):
+            if k > s and k in self.back:
+                return True
+            if self.I[k].op in _ENDS_A_TEST:
+                return False
+        return False
 
     def match_bottom(self, s, body, jmax, leaves):
         top = [k for k in range(s, body) if self.I[k].op not in _SKIP]

@@ -7,9 +7,9 @@ LOAD_GLOBAL and LOAD_ATTR pack their arguments, which line table format the
 code object carries).  Everything after decoding is version-independent.
 
 3.10-3.13 were taken from each interpreter's own ``opcode`` module (and are
-checked against it by tests/test_bytecode_tables.py whenever the suite runs
-on that version).  3.14 was written from its documentation and its
-generated metadata: see _OPMAP_314.
+checked against it by tests/test_bytecode.py whenever the suite runs on that
+version).  3.14 was written from its documentation and its generated
+metadata: see _OPMAP_314 (tests/test_bytecode.py checks its consistency).
 """
 import collections
 
@@ -137,6 +137,54 @@ _OPMAP_313 = {
 }
 _CACHES_313 = {'LOAD_GLOBAL': 4, 'BINARY_OP': 1, 'UNPACK_SEQUENCE': 1, 'COMPARE_OP': 1, 'CONTAINS_OP': 1, 'BINARY_SUBSCR': 1, 'FOR_ITER': 1, 'LOAD_SUPER_ATTR': 1, 'LOAD_ATTR': 9, 'STORE_ATTR': 4, 'CALL': 3, 'STORE_SUBSCR': 1, 'SEND': 1, 'JUMP_BACKWARD': 1, 'TO_BOOL': 3, 'POP_JUMP_IF_TRUE': 1, 'POP_JUMP_IF_FALSE': 1, 'POP_JUMP_IF_NONE': 1, 'POP_JUMP_IF_NOT_NONE': 1}
 
+# 3.14 (no 3.14 interpreter was at hand): the opcodes and their meanings are
+# those of the 3.14.0 documentation (Doc/library/dis.rst: LOAD_SMALL_INT,
+# LOAD_FAST_BORROW and its pair, POP_ITER, NOT_TAKEN, LOAD_COMMON_CONSTANT,
+# BINARY_OP's NB_SUBSCR replacing BINARY_SUBSCR, RETURN_CONST removed, the
+# CO_HAS_DOCSTRING flag); the numbers are 3.14.0's generated metadata
+# (Lib/_opcode_metadata.py at v3.14.0), as republished by xdis 6.3.0's
+# opcode_314 and checked against the 3.14.0 dis output quoted in CPython
+# issue 140256 (RESUME 128, LOAD_SMALL_INT 94, RETURN_VALUE 35).  The cache
+# counts are 3.14's _PyOpcode_Caches as recalled, not read from the tag
+# (BINARY_OP's 5 units in particular): a wrong count misplaces every later
+# instruction, which the rebuilt tree's check refuses, never compiles.
+_OPMAP_314 = {
+    'CACHE': 0, 'BINARY_SLICE': 1, 'BUILD_TEMPLATE': 2, 'CALL_FUNCTION_EX': 4, 'CHECK_EG_MATCH':
+    5, 'CHECK_EXC_MATCH': 6, 'CLEANUP_THROW': 7, 'DELETE_SUBSCR': 8, 'END_FOR': 9, 'END_SEND':
+    10, 'EXIT_INIT_CHECK': 11, 'FORMAT_SIMPLE': 12, 'FORMAT_WITH_SPEC': 13, 'GET_AITER': 14,
+    'GET_ANEXT': 15, 'GET_ITER': 16, 'RESERVED': 17, 'GET_LEN': 18, 'GET_YIELD_FROM_ITER': 19,
+    'INTERPRETER_EXIT': 20, 'LOAD_BUILD_CLASS': 21, 'LOAD_LOCALS': 22, 'MAKE_FUNCTION': 23,
+    'MATCH_KEYS': 24, 'MATCH_MAPPING': 25, 'MATCH_SEQUENCE': 26, 'NOP': 27, 'NOT_TAKEN': 28,
+    'POP_EXCEPT': 29, 'POP_ITER': 30, 'POP_TOP': 31, 'PUSH_EXC_INFO': 32, 'PUSH_NULL': 33,
+    'RETURN_GENERATOR': 34, 'RETURN_VALUE': 35, 'SETUP_ANNOTATIONS': 36, 'STORE_SLICE': 37,
+    'STORE_SUBSCR': 38, 'TO_BOOL': 39, 'UNARY_INVERT': 40, 'UNARY_NEGATIVE': 41, 'UNARY_NOT':
+    42, 'WITH_EXCEPT_START': 43, 'BINARY_OP': 44, 'BUILD_INTERPOLATION': 45, 'BUILD_LIST': 46,
+    'BUILD_MAP': 47, 'BUILD_SET': 48, 'BUILD_SLICE': 49, 'BUILD_STRING': 50, 'BUILD_TUPLE': 51,
+    'CALL': 52, 'CALL_INTRINSIC_1': 53, 'CALL_INTRINSIC_2': 54, 'CALL_KW': 55, 'COMPARE_OP': 56,
+    'CONTAINS_OP': 57, 'CONVERT_VALUE': 58, 'COPY': 59, 'COPY_FREE_VARS': 60, 'DELETE_ATTR': 61,
+    'DELETE_DEREF': 62, 'DELETE_FAST': 63, 'DELETE_GLOBAL': 64, 'DELETE_NAME': 65, 'DICT_MERGE':
+    66, 'DICT_UPDATE': 67, 'END_ASYNC_FOR': 68, 'EXTENDED_ARG': 69, 'FOR_ITER': 70,
+    'GET_AWAITABLE': 71, 'IMPORT_FROM': 72, 'IMPORT_NAME': 73, 'IS_OP': 74, 'JUMP_BACKWARD': 75,
+    'JUMP_BACKWARD_NO_INTERRUPT': 76, 'JUMP_FORWARD': 77, 'LIST_APPEND': 78, 'LIST_EXTEND': 79,
+    'LOAD_ATTR': 80, 'LOAD_COMMON_CONSTANT': 81, 'LOAD_CONST': 82, 'LOAD_DEREF': 83,
+    'LOAD_FAST': 84, 'LOAD_FAST_AND_CLEAR': 85, 'LOAD_FAST_BORROW': 86,
+    'LOAD_FAST_BORROW_LOAD_FAST_BORROW': 87, 'LOAD_FAST_CHECK': 88, 'LOAD_FAST_LOAD_FAST': 89,
+    'LOAD_FROM_DICT_OR_DEREF': 90, 'LOAD_FROM_DICT_OR_GLOBALS': 91, 'LOAD_GLOBAL': 92,
+    'LOAD_NAME': 93, 'LOAD_SMALL_INT': 94, 'LOAD_SPECIAL': 95, 'LOAD_SUPER_ATTR': 96,
+    'MAKE_CELL': 97, 'MAP_ADD': 98, 'MATCH_CLASS': 99, 'POP_JUMP_IF_FALSE': 100,
+    'POP_JUMP_IF_NONE': 101, 'POP_JUMP_IF_NOT_NONE': 102, 'POP_JUMP_IF_TRUE': 103,
+    'RAISE_VARARGS': 104, 'RERAISE': 105, 'SEND': 106, 'SET_ADD': 107, 'SET_FUNCTION_ATTRIBUTE':
+    108, 'SET_UPDATE': 109, 'STORE_ATTR': 110, 'STORE_DEREF': 111, 'STORE_FAST': 112,
+    'STORE_FAST_LOAD_FAST': 113, 'STORE_FAST_STORE_FAST': 114, 'STORE_GLOBAL': 115,
+    'STORE_NAME': 116, 'SWAP': 117, 'UNPACK_EX': 118, 'UNPACK_SEQUENCE': 119, 'YIELD_VALUE':
+    120, 'RESUME': 128
+}
+_CACHES_314 = {'LOAD_GLOBAL': 4, 'BINARY_OP': 5, 'UNPACK_SEQUENCE': 1, 'COMPARE_OP': 1, 'CONTAINS_OP': 1,
+               'FOR_ITER': 1, 'LOAD_SUPER_ATTR': 1, 'LOAD_ATTR': 9, 'STORE_ATTR': 4, 'CALL': 3,
+               'CALL_KW': 3, 'STORE_SUBSCR': 1, 'SEND': 1, 'JUMP_BACKWARD': 1, 'TO_BOOL': 3,
+               'POP_JUMP_IF_TRUE': 1, 'POP_JUMP_IF_FALSE': 1, 'POP_JUMP_IF_NONE': 1,
+               'POP_JUMP_IF_NOT_NONE': 1}
+
 # The binary operators of BINARY_OP (3.11 on), by argument: the ast operator
 # class, and whether it is the in-place form (x += y).
 _NB = ["Add", "BitAnd", "FloorDiv", "LShift", "MatMult", "Mult", "Mod", "BitOr", "Pow",
@@ -204,6 +252,8 @@ RULES = {
                    ("END_FOR",), None),
     (3, 13): Rules(_OPMAP_313, _CACHES_313, 44, _JUMPS_312, 5, "after", True, "311",
                    ("END_FOR", "POP_TOP"), None),
+    (3, 14): Rules(_OPMAP_314, _CACHES_314, 44, _JUMPS_312, 5, "after", True, "311",
+                   ("END_FOR", "POP_TOP"), 26),
 }
 
 
