@@ -831,7 +831,7 @@ def rebuild_code(code, defaults=None, kwdefaults=None):
 
     rules = current_rules()
     if getattr(code, "co_exceptiontable", b""):
-        return _stub(code, Unsupported("Try", None))
+        return _stub(code, _handled_construct(code, rules))
     if code.co_flags & 0x20:            # CO_GENERATOR
         return _stub(code, Unsupported("Yield", None))
     if code.co_flags & 0x180:           # CO_COROUTINE, CO_ITERABLE_COROUTINE
@@ -852,6 +852,23 @@ def rebuild_code(code, defaults=None, kwdefaults=None):
                             (code.co_firstlineno, -1, code.co_firstlineno, -1))
     funcdef._numbavec_code = code
     return funcdef
+
+
+def _handled_construct(code, rules):
+    """The with or try statement that gave code an exception table (3.11 on),
+    with where it starts as far as its instructions say."""
+    try:
+        ins = decode(code, rules)
+    except BytecodeError:
+        return Unsupported("Try", None)
+    found = [x for x in ins if x.op == "UNSUPPORTED"]
+    for x in found:
+        if x.arg in ("With", "AsyncWith"):
+            return Unsupported(x.arg, x.loc)
+    for x in found:
+        if x.arg not in ("Try", "TryStar"):
+            return Unsupported(x.arg, x.loc)        # e.g. a comprehension's
+    return Unsupported(found[0].arg if found else "Try", found[0].loc if found else None)
 
 
 def _funcdef(code, body, defaults, kwdefaults):

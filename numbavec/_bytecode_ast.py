@@ -294,7 +294,10 @@ class Rebuilder:
                 return self.at(ast.UnaryOp(op=ast.USub(),
                                            operand=self.at(ast.Constant(value=neg), x)), x)
             return self.at(ast.Constant(value=value), x)
-        raise Unsupported("FunctionDef", x.loc)
+        # a code object (MAKE_FUNCTION, refused there) or an odd constant
+        node = self.at(ast.Constant(value=None), x)
+        node._nv_odd = value
+        return node
 
     def _bound(self, v, x):
         return None if v is None else self.const(v, x)

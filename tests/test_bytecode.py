@@ -365,11 +365,11 @@ def test_spawn_worker_from_python_c(tmp_path):
     code = KERNEL + textwrap.dedent("""\
         import multiprocessing as mp, numpy as np, numbavec
         uf = numbavec.vectorize(['f8(f8, f8)'])(f)
-        def call(u):
-            return u(np.array([4.0, 1.0]), np.array([1.0, 2.0])).tolist()
         if __name__ == '__main__':
+            # the ufunc itself is the task: pickled by value, as bytecode
             with mp.get_context('spawn').Pool(1) as pool:
-                got = pool.apply(call, (uf,))
+                got = pool.apply_async(uf, (np.array([4.0, 1.0]), np.array([1.0, 2.0])))
+                got = got.get(150).tolist()
             assert got == [f(4.0, 1.0), f(1.0, 2.0)], got
             print('OK True')
         """)
@@ -485,7 +485,11 @@ def test_truncated_and_foreign_bytecode():
     raw = code.co_code
     for co in (raw[:-2], raw[:len(raw) // 2], raw[:1] + raw[2:], b"", bytes([255, 0]) * 4,
                raw[::-1], bytes([144, 255]) * 6 + raw):
-        assert _refused_or_right(_hostile(co_code=co)) in ("refused", "compiled", "right")
+        try:
+            f = _hostile(co_code=co)
+        except ValueError:
+            continue            # code.replace refused it (3.11 on): nothing to compile
+        assert _refused_or_right(f) in ("refused", "compiled", "right")
 
 
 def test_opcodes_out_of_place_and_wrong_stack_effects():
@@ -512,7 +516,11 @@ def test_jumps_out_of_range_and_extended_arg_chains():
         "JUMP_FORWARD")
     for co in (bytes([jump, 200]) + _co().co_code, bytes([ext, 255] * 5 + [jump, 255]),
                bytes([ext, 1, ext, 2, ext, 3, ext, 4]) + _co().co_code):
-        assert _refused_or_right(_hostile(co_code=co)) == "refused"
+        try:
+            f = _hostile(co_code=co)
+        except ValueError:
+            continue
+        assert _refused_or_right(f) == "refused"
 
 
 def test_bytecode_of_another_version_is_refused_or_right():
