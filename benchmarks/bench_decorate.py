@@ -15,10 +15,15 @@ real program reuses (numbavec's parse of a file, LLVM's initialisation):
 * numba: ``numba.vectorize`` / ``numba.guvectorize`` with the same
   signature, where Numba is installed.
 
-Prints the median of --repeat decorations, in milliseconds, and the
-bytecode/source ratio.
+Prints the median of --repeat decorations, in milliseconds (source and
+bytecode timed alternately, the collector off as timeit does), and the
+bytecode/source ratio.  numbavec lowers, types and emits a signature at
+decoration and makes its machine code at the first call (DESIGN-NOTES,
+"Machine code on demand"); NUMBAVEC_EAGER=1 makes it at decoration, as
+Numba does.
 """
 import argparse
+import gc
 import importlib.util
 import os
 import statistics
@@ -115,12 +120,28 @@ def fresh(f, no_source):
 
 
 def median_ms(make, repeat):
+    """Median time of make(), timed as timeit does (collector off)."""
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
-        make()
-        times.append(time.perf_counter() - t)
+        gc.collect()
+        gc.disable()
+        try:
+            t = time.perf_counter()
+            make()
+            times.append(time.perf_counter() - t)
+        finally:
+            gc.enable()
     return 1e3 * statistics.median(times)
+
+
+def paired_ms(make_a, make_b, repeat):
+    """Medians of make_a() and make_b() timed alternately (a loaded machine
+    drifts: alternating puts both on the same drift)."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(median_ms(make_a, 1))
+        b.append(median_ms(make_b, 1))
+    return statistics.median(a), statistics.median(b)
 
 
 def main(argv=None):
@@ -150,10 +171,10 @@ def main(argv=None):
         else:
             deco = numbavec.guvectorize(sigs, layout)
             nb = numba.guvectorize(sigs, layout) if numba else None
-        src = median_ms(lambda: deco(fresh(f, False)), args.repeat)
-        byt = median_ms(lambda: deco(fresh(f, True)), args.repeat)
-        fe_src = median_ms(lambda: KernelSource(fresh(f, False)), args.repeat * 4)
-        fe_bc = median_ms(lambda: KernelSource(fresh(f, True)), args.repeat * 4)
+        src, byt = paired_ms(lambda: deco(fresh(f, False)), lambda: deco(fresh(f, True)),
+                             args.repeat)
+        fe_src, fe_bc = paired_ms(lambda: KernelSource(fresh(f, False)),
+                                  lambda: KernelSource(fresh(f, True)), args.repeat * 4)
         try:
             nba = median_ms(lambda: nb(fresh(f, False)), max(3, args.repeat // 3)) if nb else None
         except Exception:  # noqa: BLE001 - a kernel Numba does not type (none to compare)
