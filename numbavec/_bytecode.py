@@ -192,6 +192,8 @@ def _raw(code, rules):
         nxt = unit + 1 + rules.caches.get(name, 0)
         kind = rules.jumps.get(name)
         target = None
+        if kind is not None and arg is None:
+            raise BytecodeError(f"{name} at offset {2 * unit} has no target")
         if kind == "abs":
             target = arg
         elif kind == "fwd":
@@ -262,6 +264,8 @@ class _Decoder:
         n = code.co_varnames + code.co_cellvars + code.co_freevars
         self.cells_310 = code.co_cellvars + code.co_freevars
         self.localsplus = n
+        self.nlocalsplus = (len(code.co_varnames) + len(code.co_freevars)
+                            + sum(1 for c in code.co_cellvars if c not in code.co_varnames))
 
     def emit(self, op, arg=None, target=None, unit=0):
         self.out.append(_Ins(op, arg, target, self.locs[unit] if unit < len(self.locs) else None,
@@ -293,6 +297,10 @@ class _Decoder:
         if self.rules.linetable == "310":
             names = self.cells_310
         else:
+            # _varname_from_oparg does not check its index (3.13 reads past
+            # the names and crashes): checked here, against the frame's count
+            if not 0 <= i < self.nlocalsplus:
+                raise BytecodeError(f"a variable index {i} is out of range")
             try:
                 return self.code._varname_from_oparg(i)
             except Exception:  # noqa: BLE001 - a damaged code object: say so below
@@ -830,12 +838,12 @@ def rebuild_code(code, defaults=None, kwdefaults=None):
     from numbavec import _bytecode_ast
 
     rules = current_rules()
-    if getattr(code, "co_exceptiontable", b""):
-        return _stub(code, _handled_construct(code, rules))
     if code.co_flags & 0x20:            # CO_GENERATOR
         return _stub(code, Unsupported("Yield", None))
     if code.co_flags & 0x180:           # CO_COROUTINE, CO_ITERABLE_COROUTINE
         return _stub(code, Unsupported("Await", None))
+    if getattr(code, "co_exceptiontable", b""):
+        return _stub(code, _handled_construct(code, rules))
     try:
         ins = decode(code, rules)
         rb = _bytecode_ast.Rebuilder(code, ins, rules, code.co_filename)

@@ -123,6 +123,7 @@ class _State:
 
 
 _SKIP = ("DEAD", "NOP")
+MAX_DEPTH = 100         # nested blocks (a kernel has a handful)
 # what never lies inside a condition (a chained comparison's cleanup has
 # POP_TOP and jumps, so those do)
 _ENDS_A_TEST = frozenset({"STORE", "STORE_ATTR", "STORE_SUBSCR", "STORE_SLICE", "RETURN",
@@ -143,6 +144,7 @@ class Rebuilder:
         self.lines = {x.loc[0] for x in self.I if x.loc and x.op not in _SKIP}
         self.last_loc = None
         self.leaves = {}
+        self.depth = 0
 
     # ---- navigation ----
     def live(self, i):
@@ -321,6 +323,18 @@ class Rebuilder:
     # ---- 2. statements ----
     def block(self, i, end, ctx):
         """The statements of [i, end)."""
+        self.depth += 1
+        try:
+            return self._block(i, end, ctx)
+        finally:
+            self.depth -= 1
+
+    def _block(self, i, end, ctx):
+        if self.depth > MAX_DEPTH:
+            # an explicit bound: Python's own recursion limit is not a C
+            # stack bound on every version (3.13 can overflow first)
+            raise BytecodeError(f"the function is nested too deeply (more than {MAX_DEPTH} "
+                                f"blocks)", self.I[i].loc if i < self.n else None)
         st = _State(list(ctx.base), "stmt", ctx, i)
         while i < end:
             x = self.I[i]

@@ -480,59 +480,66 @@ def test_damaged_line_tables():
         _refused_or_right(_hostile(co_linetable=table))
 
 
+class _FakeCode:
+    """A code object with other bytecode, made without the interpreter:
+    CPython 3.12 on prepares the inline caches of a code object it makes
+    (code.replace), and malformed bytecode can make it write past them,
+    so hostile bytecode is given to the front end this way instead."""
+
+    def __init__(self, code, co_code):
+        self._code, self.co_code = code, co_code
+
+    def __getattr__(self, name):
+        return getattr(self._code, name)
+
+
+def _rebuilt_or_refused(co_code):
+    """rebuild_code of the test kernel with co_code: a tree (then checked
+    against its own code: it is a real compile of the tree) or BytecodeError,
+    nothing else."""
+    try:
+        _bytecode.rebuild_code(_FakeCode(_co(), co_code))
+    except _bytecode.BytecodeError:
+        return "refused"
+    return "rebuilt"
+
+
 def test_truncated_and_foreign_bytecode():
-    code = _co()
-    raw = code.co_code
+    raw = _co().co_code
     for co in (raw[:-2], raw[:len(raw) // 2], raw[:1] + raw[2:], b"", bytes([255, 0]) * 4,
                raw[::-1], bytes([144, 255]) * 6 + raw):
-        try:
-            f = _hostile(co_code=co)
-        except ValueError:
-            continue            # code.replace refused it (3.11 on): nothing to compile
-        assert _refused_or_right(f) in ("refused", "compiled", "right")
+        assert _rebuilt_or_refused(co) == "refused"
 
 
 def test_opcodes_out_of_place_and_wrong_stack_effects():
-    code = _co()
-    raw = bytearray(code.co_code)
+    raw = bytearray(_co().co_code)
     rng = np.random.default_rng(5)
-    results = set()
-    for _ in range(200):
+    results = {}
+    for _ in range(400):
         co = bytearray(raw)
         for _ in range(int(rng.integers(1, 4))):
             k = int(rng.integers(0, len(co) // 2)) * 2
             co[k] = int(rng.integers(0, 256)) if rng.random() < 0.5 else co[k]
             co[k + 1] = int(rng.integers(0, 256))
-        try:
-            results.add(_refused_or_right(_hostile(co_code=bytes(co))))
-        except (ValueError, SystemError):
-            pass            # code.replace refused it: nothing to compile
-    assert "refused" in results
+        r = _rebuilt_or_refused(bytes(co))
+        results[r] = results.get(r, 0) + 1
+    # rebuilt: a change the check finds harmless (an inline cache's bytes,
+    # a NOP's argument); anything else is refused, never an exception
+    assert results.get("refused", 0) > 200, results
 
 
 def test_jumps_out_of_range_and_extended_arg_chains():
     rules = _bytecode.current_rules()
-    ext, jump = rules.opmap["EXTENDED_ARG"], rules.opmap.get(
-        "JUMP_FORWARD")
+    ext, jump = rules.opmap["EXTENDED_ARG"], rules.opmap["JUMP_FORWARD"]
     for co in (bytes([jump, 200]) + _co().co_code, bytes([ext, 255] * 5 + [jump, 255]),
                bytes([ext, 1, ext, 2, ext, 3, ext, 4]) + _co().co_code):
-        try:
-            f = _hostile(co_code=co)
-        except ValueError:
-            continue
-        assert _refused_or_right(f) == "refused"
+        assert _rebuilt_or_refused(co) == "refused"
 
 
-def test_bytecode_of_another_version_is_refused_or_right():
-    """`def k(x, y): return x + y` as 3.10 and as 3.12 write it: on any other
-    version the bytes mean other things."""
+def test_bytecode_of_another_version_is_refused():
+    """`def k(x, y): return x + y` as 3.10 and as 3.12 write it, given as
+    this test kernel's code: never rebuilt into anything but its own code."""
     as_310 = bytes([124, 0, 124, 1, 23, 0, 83, 0])
     as_312 = bytes([151, 0, 124, 0, 124, 1, 122, 0, 0, 0, 83, 0])
-    results = set()
     for co in (as_310, as_312):
-        try:
-            f = _hostile(co_code=co, co_linetable=b"")
-        except (ValueError, SystemError):
-            continue
-        results.add(_refused_or_right(f))
-    assert results <= {"refused", "right", "compiled"}
+        assert _rebuilt_or_refused(co) == "refused"
