@@ -36,6 +36,7 @@ compiled.
 """
 import ast
 import itertools
+import sys
 
 from numbavec._bytecode import BytecodeError, Unsupported
 
@@ -305,7 +306,7 @@ class Rebuilder:
         return None if v is None else self.const(v, x)
 
     # ---- the function ----
-    def function(self, pyfunc_defaults=None, kwdefaults=None):
+    def function(self):
         code = self.code
         ctx = _Ctx([], self.follow(self.n) | {self.n})
         body = self.block(0, self.n, ctx)
@@ -1256,7 +1257,6 @@ class Rebuilder:
         right = self.pop_expr(st)
         left = self.pop_expr(st)
         ops, comps = [z.arg], [right]
-
         i = self.live(k + 1)
         cleanup = None
         jump_ctx = False
@@ -1295,13 +1295,11 @@ class Rebuilder:
                         and self.I[b].op == "COMPARE" and len(sub.stack) == 1:
                     comps.append(sub.stack.pop())
                     ops.append(self.I[b].arg)
-
                     i = self.live(b + 1)
                     break
                 if self.I[i].op == "COMPARE" and len(sub.stack) == 1:
                     comps.append(sub.stack.pop())
                     ops.append(self.I[i].arg)
-
                     i += 1
                     return self._chain_end(st, left, ops, comps, i, cleanup, jump_ctx, end)
                 try:
@@ -1385,7 +1383,6 @@ def _has_docstring(code):
     """co_consts[0] is the docstring when it is a str (3.10-3.13 put None
     there otherwise); 3.14 says so in a flag."""
     flag = 0x4000000        # CO_HAS_DOCSTRING, 3.14
-    import sys
     if sys.version_info >= (3, 14):
         return bool(code.co_flags & flag)
     return True
