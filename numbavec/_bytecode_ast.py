@@ -710,8 +710,15 @@ class Rebuilder:
             st.out.append(self.at(ast.Break(), self.I[i] if self.I[i].loc else y))
             st.stack.append(it)
             return j + 1
-        # return from inside the loop: the value (if any) is evaluated then
-        # the iterator popped, or the iterator popped then a constant loaded
+        if y.op == "RETURN" and len(st.stack) == st.base:
+            # `return v` inside the loop: v computed, swapped under, the
+            # iterator popped
+            v = st.stack.pop()
+            self.returned(st, v, y, unwound=1)
+            st.stack.append(it)
+            return j + 1
+        # return from inside the loop: the iterator popped, then the value
+        # (a constant) loaded
         sub = _State(st.stack[:], "stmt", st.ctx, j)
         sub.base = len(st.stack)
         k = j
@@ -795,6 +802,11 @@ class Rebuilder:
     def conditional(self, leaf, j, end, st):
         """A conditional jump at j with its test popped: an if, an assert, a
         conditional expression, or one test of a larger condition."""
+        if st.mode == "leaf" and len(st.stack) == st.base:
+            # a test of a larger condition (a conditional expression starting
+            # here is found when its statement is parsed)
+            st.leaf = leaf
+            return leaf.fall
         leaves, t_exit, e_exit = self.chain(leaf, end)
         found = self.collapse(leaves, t_exit, e_exit)
         if found is not None:
