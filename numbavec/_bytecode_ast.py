@@ -138,6 +138,7 @@ class Rebuilder:
         self.seq = itertools.count()
         self.col = rules.linetable != "310"
         self._merge_tails()
+        self._unthread_boolops()
         self.back = {}
         for j, x in enumerate(self.I):
             if x.target is not None and x.target <= j and x.op in ("JUMP", "CJUMP"):
@@ -217,6 +218,17 @@ class Rebuilder:
             for x in I:
                 if x.target is not None and x.target in redirect:
                     x.target = redirect[x.target]
+
+    def _unthread_boolops(self):
+        """3.10/3.11 thread `a and b or c`'s JUMP_IF_FALSE_OR_POP into the
+        or's POP_JUMP_IF_FALSE past it (a false `a` is tested false again
+        there): put it back, so that the and/or reads as written."""
+        for j, x in enumerate(self.I):
+            if x.op != "CJUMP" or x.target is None or x.target <= j:
+                continue
+            p = self.prev_live(x.target)
+            if p > j and self.I[p].op == "CJUMP_OR_POP" and self.I[p].arg != x.arg:
+                x.op, x.target = "CJUMP_OR_POP", p
 
     def _prev_raw(self, j):
         j -= 1
