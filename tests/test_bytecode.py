@@ -544,3 +544,22 @@ def test_bytecode_of_another_version_is_refused():
     as_312 = bytes([151, 0, 124, 0, 124, 1, 122, 0, 0, 0, 83, 0])
     for co in (as_310, as_312):
         assert _rebuilt_or_refused(co) == "refused"
+
+
+def test_device_functions_without_source():
+    """An exec'd @numbavec.jit helper and the exec'd kernel calling it: both
+    compiled from bytecode, the helper inlined as from source."""
+    ns = {}
+    exec(textwrap.dedent("""\
+        import math, numbavec
+        @numbavec.jit
+        def helper(r, t):
+            return r * math.cos(t), r * math.sin(t)
+        def kern(r, t):
+            x, y = helper(r, t)
+            return x * x + y if x > 0 else y
+        """), ns)
+    uf = numbavec.vectorize(["f8(f8, f8)"])(ns["kern"])
+    r, t = np.array([1.0, 2.0, 0.5]), np.array([0.3, 2.5, -1.0])
+    assert uf(r, t).tolist() == [ns["kern"](a, b) for a, b in zip(r.tolist(), t.tolist())]
+    assert KernelSource(ns["kern"]).from_bytecode
