@@ -477,7 +477,7 @@ def _h_call_method_310(dec, unit, arg, target):
 
 def _h_intrinsic(dec, unit, arg, target):
     if arg == tables.INTRINSIC_UNARY_POSITIVE:
-        dec.emit("UNARY", "UAdd", None, unit)
+        dec.emit("UNARY_UAdd", None, None, unit)
     elif arg == tables.INTRINSIC_LIST_TO_TUPLE:
         dec.emit("LIST_TO_TUPLE", None, None, unit)
     else:

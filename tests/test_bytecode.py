@@ -563,3 +563,11 @@ def test_device_functions_without_source():
     r, t = np.array([1.0, 2.0, 0.5]), np.array([0.3, 2.5, -1.0])
     assert uf(r, t).tolist() == [ns["kern"](a, b) for a, b in zip(r.tolist(), t.tolist())]
     assert KernelSource(ns["kern"]).from_bytecode
+
+
+def test_unary_plus():
+    """+x: CALL_INTRINSIC_1 from 3.12 (UNARY_POSITIVE before)."""
+    f = bc.no_source(kernel_from_source("def k(x):\n    return +x * 2\n"))
+    uf = numbavec.vectorize(["f8(f8)"])(f)
+    assert uf(np.array([1.5, -2.0])).tolist() == [3.0, -4.0]
+    assert KernelSource(f).from_bytecode
