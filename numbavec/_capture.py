@@ -192,11 +192,22 @@ def _captured(name, qualname, module, text, defaults, kwdefaults):
 
 def source_text(funcdef, location, name):
     """The text a function compiles from: its lines from the ``def`` on (the
-    decorators ran once; indentation kept), or a lambda as an assignment."""
+    decorators ran once; indentation kept), or a lambda as an assignment.
+    A function without source (its def rebuilt from its bytecode,
+    numbavec/_bytecode.py) is the rebuilt def written out: the text the
+    compiler reads, which another process (of any Python version) compiles
+    back into a function whose code matches it."""
     if name == "<lambda>":
         body = funcdef.body[0].value
         return f"_lambda_ = lambda {ast.unparse(funcdef.args)}: {ast.unparse(body)}\n"
     _, first, lines, offset = location
+    if not lines:
+        try:
+            return ast.unparse(funcdef) + "\n"
+        except (AttributeError, TypeError, ValueError):
+            # a construct the rebuilder names but cannot write (the compiler
+            # refuses it): a text that keys it and compiles to nothing
+            return f"# {ast.dump(funcdef)}\n"
     return "".join(lines[max(0, funcdef.lineno + offset - first):])
 
 

@@ -1,16 +1,24 @@
 """Getting a kernel's source and AST: the one step of compilation done in Python.
 
 ``inspect`` and ``ast`` are the stable, version-independent way to read a
-function (bytecode is not), so the decorator parses the function's own source
-here and hands the ``ast.FunctionDef`` to the C compiler, with what it needs
-to point at a line in an error message.
+function, so the decorator parses the function's own source here and hands
+the ``ast.FunctionDef`` to the C compiler, with what it needs to point at a
+line in an error message.
+
+Where there is no source (``python -c``, ``exec``, a REPL, a ``.pyc``-only
+module, a function compiled from a rewritten tree), or the source found is
+not the one the function was compiled from (its file edited since, a
+``compile()`` whose file name points at other text), the FunctionDef is
+rebuilt from the function's code object instead (numbavec/_bytecode.py).
+Which applies is decided by compiling the found source's def again and
+comparing its code with the function's, never by trusting the file.
 """
 import ast
 import inspect
 import linecache
 import textwrap
 
-from numbavec import _core
+from numbavec import _bytecode, _core
 
 
 class KernelSource:
@@ -22,26 +30,35 @@ class KernelSource:
     ``node.lineno + line_offset`` and ``lines[0]`` is file line ``first_line``.
     """
 
-    __slots__ = ("funcdef", "location")
+    __slots__ = ("funcdef", "location", "from_bytecode")
 
     def __init__(self, pyfunc, file_lines=None):
         """file_lines: the lines of pyfunc's file as they were when it was
         defined (file_lines_of), else the file is read as it is now."""
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"numbavec compiles a Python function, not {pyfunc!r}")
-        if _from_module_tree(self, pyfunc, file_lines):
-            return
+        self.from_bytecode = False
         try:
-            if file_lines:
-                first_line = pyfunc.__code__.co_firstlineno
-                lines = inspect.getblock(file_lines[first_line - 1:])
-            else:
-                lines, first_line = inspect.getsourcelines(pyfunc)
-        except (OSError, TypeError, IndexError) as exc:
-            raise TypeError(
-                f"cannot read the source of {pyfunc!r}: numbavec compiles a kernel from "
-                f"its source, so define it in a file (or register the source with linecache)"
-            ) from exc
+            found = (_from_module_tree(self, pyfunc, file_lines)
+                     or self._parse(pyfunc, file_lines))
+        except _core.TypingError:
+            raise
+        except (OSError, TypeError, SyntaxError, ValueError, IndexError):
+            found = False       # no source, or none that parses: the code says
+        if found and _on_roomy_stack(_bytecode.source_matches, self.funcdef, pyfunc,
+                                     self.location[0]):
+            return
+        rebuilt = _on_roomy_stack(_bytecode.rebuild, pyfunc)
+        self.funcdef, self.location = rebuilt.funcdef, rebuilt.location
+        self.from_bytecode = True
+
+    def _parse(self, pyfunc, file_lines=None):
+        """The def in the source inspect finds (OSError when there is none)."""
+        if file_lines:
+            first_line = pyfunc.__code__.co_firstlineno
+            lines = inspect.getblock(file_lines[first_line - 1:])
+        else:
+            lines, first_line = inspect.getsourcelines(pyfunc)
         filename = inspect.getsourcefile(pyfunc) or pyfunc.__code__.co_filename
         source = "".join(lines)
         offset = first_line - 1
@@ -62,6 +79,7 @@ class KernelSource:
                 tree = _lambda_alone(lines, filename, offset)
         self.funcdef = _find_function(tree, pyfunc, offset)
         self.location = (filename, first_line, list(lines), offset)
+        return True
 
 
 # CPython sizes its recursion limits for a main thread's 8 MB stack.  Parsing,
@@ -79,6 +97,14 @@ _PARSE_STACK = 16 << 20
 def _roomy():
     room = _core._stack_room()
     return room is None or room >= _ROOMY
+
+
+def _on_roomy_stack(fn, *args):
+    """fn(*args), on a thread of _PARSE_STACK bytes when this one has little
+    room: compiling a tree again and rebuilding one recurse as deep as it is."""
+    if _roomy():
+        return fn(*args)
+    return _core._call_with_stack(_PARSE_STACK, fn, *args)
 
 
 def _parse(source, filename, line_offset):

@@ -329,7 +329,7 @@ def test_a_called_function_changing_misses(tmp_path):
     assert _kernel_key(moddir, "kmod_c", "x + 2") != k1
 
 
-def test_a_device_function_without_source_is_a_clear_error():
+def test_a_device_function_without_source_compiles_and_is_keyed():
     ns = {}
     exec(textwrap.dedent('''
         import numbavec
@@ -343,10 +343,34 @@ def test_a_device_function_without_source_is_a_clear_error():
         return inner(x)
 
     kern.__globals__["inner"] = ns["inner"]
-    # no source for exec'd code: the capture says so, with a TypeError,
-    # never a crash nor a key made of nothing
-    with pytest.raises(TypeError, match="cannot read the source"):
-        vectorize(["float64(float64)"], cache=True)(kern)
+    # no source for exec'd code: its def is rebuilt from its bytecode, and
+    # the key is made of that text (stable, never an exception)
+    f = vectorize(["float64(float64)"], cache=True)(kern)
+    assert f(np.float64(2.0)) == 3.0
+    del kern.__globals__["inner"]
+
+
+def _key_of(pyfunc):
+    from numbavec._capture import Capturer
+    from numbavec._source import KernelSource
+    from numbavec.cache import function_key_text
+
+    src = KernelSource(pyfunc)
+    assert src.from_bytecode
+    c = Capturer().function(id(pyfunc), pyfunc, pyfunc.__code__, src.funcdef, src.location)
+    return function_key_text(c, "cpu", {})
+
+
+def test_kernels_without_source_are_keyed_on_their_rebuilt_def():
+    """Two exec'd kernels of one name and globals, differing in their code
+    only, have different keys; the same code has the same key."""
+    def make(body):
+        ns = {}
+        exec(f"def k(x):\n    return {body}\n", ns)
+        return ns["k"]
+
+    keys = [_key_of(make(body)) for body in ("x + 1", "x + 2", "x + 1")]
+    assert keys[0] != keys[1] and keys[0] == keys[2]
 
 
 def test_corrupt_and_truncated_entries_are_recompiled_and_rewritten(dirs):

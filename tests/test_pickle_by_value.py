@@ -495,3 +495,45 @@ def test_rebinding_attributes_changes_nothing_that_travels():
                 pass        # read-only where the type says so
     for key, obj in objs.items():
         assert pickle.dumps(obj) == before[key], key
+
+
+# ---- kernels without source travel as their rebuilt def ----
+
+NO_SOURCE = '''
+import numpy as np, numbavec
+SCALE = 3.0
+def outer(k):
+    def kern(x):
+        return x * SCALE + k if x > 0 else -x
+    return kern
+exec_ns = {"SCALE": SCALE}
+exec("def twice(x):\\n    return 2 * x * SCALE\\n", exec_ns)
+uf = numbavec.vectorize(["f8(f8)"])(outer(1.5))
+lazy = numbavec.vectorize(exec_ns["twice"])
+'''
+
+
+def test_kernels_without_source_travel_as_their_rebuilt_def():
+    """A closure and an exec'd function (no source anywhere) pickled by
+    value: the def rebuilt from their bytecode travels as text, with the
+    captured globals and cells, and the receiver compiles it."""
+    ns = {}
+    exec(NO_SOURCE, ns)
+    from numbavec._source import KernelSource
+    assert KernelSource(ns["uf"].py_func).from_bytecode
+    blob = pickle.dumps((ns["uf"], ns["lazy"]))
+    x = np.array([-2.0, 0.5, 4.0])
+    out = child("import pickle, sys, numpy as np\n"
+                "uf, lazy = pickle.loads(sys.stdin.buffer.read())\n"
+                "x = np.array([-2.0, 0.5, 4.0])\n"
+                "print(uf(x).tolist(), lazy(x).tolist())\n", blob).decode()
+    assert out.strip() == f"{ns['uf'](x).tolist()} {ns['lazy'](x).tolist()}"
+
+
+def test_a_kernel_without_source_travels_as_text():
+    """What travels for a kernel without source is its rebuilt def as
+    Python text, which any Python version reads (no marshalled code)."""
+    ns = {}
+    exec(NO_SOURCE, ns)
+    blob = pickle.dumps(ns["uf"])
+    assert b"def kern(x)" in blob and b"marshal" not in blob

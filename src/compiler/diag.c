@@ -51,7 +51,18 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     PyObject *lines = loc.src ? loc.src->lines : fn->source_lines;
     int first = loc.src ? loc.src->first_line : fn->first_line;
     if (source_line(lines, first, loc.line, line, sizeof(line)) < 0) {
-        PyErr_Format(nv_state.typing_error, "%s:%d:%d: %s", filename, loc.line, loc.col + 1, msg);
+        /* a kernel rebuilt from its bytecode (numbavec/_bytecode.py) has no
+         * source lines, and before 3.11 no columns */
+        const char *note = lines != NULL && PyList_Size(lines) == 0
+                               ? "\n    (the source is not available: numbavec compiled this "
+                                 "kernel from its bytecode)"
+                               : "";
+        if (loc.col < 0) {
+            PyErr_Format(nv_state.typing_error, "%s:%d: %s%s", filename, loc.line, msg, note);
+        } else {
+            PyErr_Format(nv_state.typing_error, "%s:%d:%d: %s%s", filename, loc.line, loc.col + 1,
+                         msg, note);
+        }
         return -1;
     }
     /* col is a byte offset (Python's col_offset) */

@@ -5,7 +5,7 @@
  * underscore names here are internal.  Importing needs no CUDA: every
  * function that needs the driver raises CudaSupportError when it is absent.
  */
-#include "targets/cuda/cugufunc.h"
+#include "targets/cuda/cuda.h"
 
 #include "targets/cuda/array/array.h"
 #include "targets/cuda/codegen/codegen.h"
