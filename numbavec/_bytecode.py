@@ -777,6 +777,10 @@ def source_matches(funcdef, pyfunc, filename=None):
     or source text that is not the function's (compile() of a rewritten
     tree pointing at a real file)."""
     code = pyfunc.__code__
+    if "@pytest_ar" in code.co_names:
+        # pytest rewrote the asserts of the test module the kernel is in
+        # (their code calls its helpers): the source is what the user wrote
+        return True
     try:
         rules = current_rules()
     except BytecodeError:
