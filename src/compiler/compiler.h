@@ -9,7 +9,8 @@
  *   diag.c       TypingErrors at a source location: file:line:col, the
  *                source line and a caret (every pass reports through it)
  *   lower.c      Python `ast` objects -> untyped IR tree (CcNode): locals,
- *                expressions, statements, definite assignment
+ *                definite assignment; lowerexpr.c, lowercall.c and
+ *                lowerstmt.c lower expressions, calls and statements
  *   astkind.c    the node classes of Python's `ast` module, as AstKinds
  *   resolve.c    names that are not locals (closure cells, globals,
  *                builtins, modules), frozen into constants; Python int
@@ -17,7 +18,7 @@
  *   inline.c     device functions (@numbavec.jit), inlined at each call
  *                into the caller's IR (ND_INLINE)
  *                (astkind.c, resolve.c and inline.c are lower.c's helpers:
- *                their sections are in lower.h, internal to the four)
+ *                their sections are in lower.h, internal to the pass)
  *   builtins.c   the functions a kernel may call (abs, min, math.exp, ...):
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,

@@ -9,7 +9,7 @@
  * loops.  The Inline is the compiler's own, fixed when made: nothing done
  * to the user's objects afterwards (an attribute rebound) reaches it.
  *
- * lower.c hands over a call whose callee is an Inline.  Its FunctionDef is
+ * lowercall.c hands over a call whose callee is an Inline.  Its FunctionDef is
  * lowered here into the caller's IR as one ND_INLINE expression, through a
  * Lower context of its own: its variables are the caller's renamed apart
  * ("name@n.var"), its names resolve in its own environment (resolve.c),

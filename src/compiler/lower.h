@@ -2,11 +2,17 @@
  * lower.h - what the files of the lowering pass share (compiler.h's
  * cc_lower is all that the rest of the compiler sees of them):
  *
- *   astkind.c  the node classes of Python's `ast` module, as AstKinds
- *   lower.c    the pass: Python `ast` objects -> untyped IR (CcNode)
- *   resolve.c  names that are not locals, frozen into constants; Python
- *              int arithmetic on constants, folded
- *   inline.c   device functions, inlined at each call
+ *   astkind.c   the node classes of Python's `ast` module, as AstKinds
+ *   lower.c     the pass: Python `ast` objects -> untyped IR (CcNode); its
+ *               entry, the context, variables, definite assignment, depth
+ *   lowerexpr.c expressions: operators, compares, names, array indexing
+ *   lowercall.c calls (builtins, methods, keywords), constants, tuples,
+ *               subscripts
+ *   lowerstmt.c statements and control flow: assignments, raise, assert,
+ *               print, if, while, for, blocks
+ *   resolve.c   names that are not locals, frozen into constants; Python
+ *               int arithmetic on constants, folded
+ *   inline.c    device functions, inlined at each call
  *
  * Cross-file functions carry the prefix lw_; everything else stays static
  * in its file.  Each section below belongs to one .c file.
@@ -116,18 +122,79 @@ const char *lw_scoped(Lower *L, const char *name);
 CcVar *lw_local_var(Lower *L, const char *name);
 /* Adds every name funcdef stores to as a variable (Python's rule).  0/-1. */
 int lw_collect_locals(Lower *L, PyObject *funcdef);
-/* The expressions of the list node.attr, in a new arena array (*count: how
- * many), or NULL. */
-CcNode **lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count);
-/* The expression node, lowered (NULL with an error). */
-CcNode *lw_lower_expr(Lower *L, PyObject *node);
-/* The statements of the list node.attr as an ND_BLOCK, or NULL. */
-CcNode *lw_lower_block(Lower *L, PyObject *node, const char *attr);
+/* The variable name of fn, or NULL when it has none. */
+CcVar *lw_find_var(CcFunction *fn, const char *name);
+/* The TypingError for node, a construct that a kernel does not support
+ * (context names its sort: "expression", "statement"); an import's names
+ * are noted as unbound first.  -1. */
+int lw_unsupported(Lower *L, PyObject *node, const char *context);
+/* "np.fft.fft()": a call's callee as its source spells it (ast.unparse), or
+ * NULL (no exception) for a callee too long to quote. */
+PyObject *lw_callee_spelling(PyObject *func);
+/* L->assigned copied into the arena (NULL without memory), to merge after
+ * a branch. */
+char *lw_save_assigned(Lower *L);
+/* After a branch, a variable is assigned if it is on every path that goes
+ * on; a terminated path does not go on. */
+void lw_merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term);
+/* One more level of nesting at node (cc_depth_budget); -1 with a
+ * TypingError past the budget.  The caller leaves it (fn->depth--) either
+ * way. */
+int lw_enter(Lower *L, PyObject *node);
 /* The parameters of funcdef as variables (into params, room for
  * TS_MAXARGS, and *nparams, when params is not NULL): positional ones,
  * then a device function's keyword-only ones; the kernel's also set
  * fn->nparams.  0/-1 with a TypingError. */
 int lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams);
+
+/* ---- lowerexpr.c ---- */
+
+/* The expression node, lowered (NULL with an error). */
+CcNode *lw_lower_expr(Lower *L, PyObject *node);
+/* The expression node.attr, lowered (NULL with an error). */
+CcNode *lw_lower_attr_expr(Lower *L, PyObject *node, const char *attr);
+/* The expressions of the list node.attr, in a new arena array (*count: how
+ * many), or NULL. */
+CcNode **lw_lower_expr_list(Lower *L, PyObject *node, const char *attr, int *count);
+/* The CcOp of node.op, or -1 with a TypingError. */
+int lw_node_op(Lower *L, PyObject *node);
+/* The call of builtin on args (an operator's ufunc becomes the operator),
+ * or NULL with a TypingError. */
+CcNode *lw_builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs);
+/* Nonzero when node is the name of a parameter: a parameter's subscripts are
+ * always array indexing (a gufunc's arrays); other subscripts by a constant
+ * are tuple items until typeinfer finds an array there. */
+int lw_is_param_name(Lower *L, PyObject *node);
+/* The array `x` of an `x.flat` node (new reference), or NULL (no error). */
+PyObject *lw_flat_base(Lower *L, PyObject *node);
+/* a[.flatindex(k, a.shape)] for base (the array `a` of a.flat) and k:
+ * the element k in C order, negative from the end. */
+CcNode *lw_flat_element(Lower *L, PyObject *at, PyObject *base, CcNode *k);
+/* a.flat[k]: lw_flat_element; NULL without an error when node is not one. */
+CcNode *lw_lower_flat_index(Lower *L, PyObject *node, int *err);
+/* expr '[' item (',' item)* ']' on an array, or NULL. */
+CcNode *lw_lower_index(Lower *L, PyObject *node);
+/* The attributes of an array: a.shape, a.size, a.ndim (and len(a)). */
+CcNode *lw_array_attr(Lower *L, PyObject *at, CcArrayAttr which, CcNode *array);
+
+/* ---- lowercall.c ---- */
+
+/* The kind of the dtype object obj (np.float32, np.dtype('f4'), 'f4', float
+ * ...) as NumPy's dtype() reads it; -1 with a TypingError at `at`. */
+int lw_dtype_kind(Lower *L, PyObject *at, PyObject *obj, TsKind *out);
+/* The expressions of each kind, lowered (NULL with an error): a call, a
+ * constant, a tuple, a subscript. */
+CcNode *lw_lower_call(Lower *L, PyObject *node);
+CcNode *lw_lower_constant(Lower *L, PyObject *node);
+CcNode *lw_lower_tuple(Lower *L, PyObject *node);
+CcNode *lw_lower_subscript(Lower *L, PyObject *node);
+
+/* ---- lowerstmt.c ---- */
+
+/* The statements of the list node.attr as an ND_BLOCK, or NULL. */
+CcNode *lw_lower_block(Lower *L, PyObject *node, const char *attr);
+/* A call of the hidden builtin name (".flatindex") on args, or NULL. */
+CcNode *lw_hidden_call(Lower *L, PyObject *at, const char *name, CcNode **args, int nargs);
 
 /* ---- resolve.c ---- */
 

@@ -2,7 +2,7 @@
  * resolve.c - what a kernel takes from Python at compile time: the names
  * that are not locals, and the values they hold, as constants.
  *
- * lower.c lowers a Name or an attribute chain here when it is not a local
+ * lowerexpr.c lowers a Name or an attribute chain here when it is not a local
  * variable: a closure cell, else a global of the function's module, else a
  * builtin, read now and frozen (globals are not read again at run time, as
  * Numba does).  A number or NumPy scalar becomes an ND_CONST; a module or a
