@@ -10,7 +10,9 @@ First ARRAY_KERNELS: each kernel of tests/array_kernels.py (views,
 assignment, reductions, masks, axes, sorting, dot, allocation) compiled for
 float32 and float64 on cpu, in a child process with PYTHONHASHSEED=0 and
 NUMBAVEC_DUMP=llvm: OUTDIR/array_kernels/<name>-<float>.ll holds its IR
-before optimisation (the dump) and after (inspect_llvm).
+before optimisation (the dump) and after (inspect_llvm).  Then PROGRAMS
+seeded random scalar kernels of tests/progs.py (the solver, the builtins'
+typing rules, control flow), each signature into OUTDIR/programs/.
 
 Then, for each test file named (none by default: a run of the tests under
 a dump is slow), it runs pytest on it in a child process with
@@ -29,6 +31,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = 120
 HEADER = re.compile(r"^=== numbavec: (.*) of module '(.*)' ===$", re.M)
 
 
@@ -70,6 +73,33 @@ def kernel_snapshot(outdir):
             sys.stderr.flush()
             (out / f"{name}-{ftype}.opt.ll").write_text(text)
             n += 1
+    return n + program_snapshot(outdir)
+
+
+def program_snapshot(outdir):
+    import math
+
+    import numpy as np
+    import progs
+    from conftest import kernel_from_source
+    from numbavec import vectorize
+
+    out = outdir / "programs"
+    out.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for seed in range(PROGRAMS):
+        p = progs.generate(seed)
+        for i, sig in enumerate(p.signatures()):
+            mark = f"=== ir-snapshot-arrays: ../programs/{seed}-{i} ==="
+            print(mark, file=sys.stderr, flush=True)
+            try:
+                f = kernel_from_source(p.source, "f", {"math": math, "np": np})
+                text = vectorize([sig], target="cpu")(f).inspect_llvm(sig)
+            except Exception as e:  # noqa: BLE001 - the snapshot records whatever happens
+                text = f"ERROR {type(e).__name__}: {e}\n"
+            print(mark, file=sys.stderr, flush=True)
+            (out / f"{seed}-{i}.opt.ll").write_text(text)
+            n += 1
     return n
 
 
@@ -88,7 +118,7 @@ def main():
     parts = re.split(r"^=== ir-snapshot-arrays: (.*) ===$", proc.stderr, flags=re.M)
     for i in range(1, len(parts) - 1, 4):
         (outdir / "array_kernels" / f"{parts[i]}.ll").write_text(parts[i + 1])
-    print(f"array_kernels: {proc.stdout.strip()} kernels", flush=True)
+    print(f"array_kernels and programs: {proc.stdout.strip()} signatures", flush=True)
     for test in sys.argv[2:]:
         count, summary = run_tests(outdir, test)
         print(f"{test}: {count} dumps ({summary})", flush=True)
