@@ -714,8 +714,7 @@ em_setitem_view(Emit *E, CcNode *n)
     return v != NULL ? em_fill_view(E, &target, n->rhs, v) : assign_collected(E, n, &target, &w);
 }
 
-/* ---- np.dot and @ ---- */
-
+/* ---- counted loops (np.dot, reductions along an axis) ---- */
 
 /* for (l->i = 0; l->i < count; l->i++): the body follows; em_loop_end closes it. */
 void

@@ -69,6 +69,8 @@ ti_dot_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
 
 /* ======== emission ======== */
 
+/* ---- np.dot and @ ---- */
+
 /* The operands of np.dot(a, b) as matrices: a 1-d a is a row (1, n), a
  * 1-d b a column (n, 1); their inner dimensions must agree
  * (CC_STATUS_SHAPE). */

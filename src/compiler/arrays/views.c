@@ -749,7 +749,6 @@ em_alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, Vie
 
 /* ---- views ---- */
 
-
 /* The integer indices an index item stands for (one, or a tuple's
  * items), each of its own kind. */
 static int
