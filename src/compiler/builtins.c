@@ -6,8 +6,8 @@
  * resolved to objects by resolve.c (globals and closures are frozen at compile
  * time), and objects to builtin ids here, through a dict built on first use
  * from the table below.  A builtin's flavor selects its row of
- * cc_flavor_ops, at the end: how typeinfer.c types the call and how
- * emitcall.c emits it (calls.h).
+ * cc_flavor_ops, at the end: how typecalls.c (or arrays/) types the call
+ * and how emitcall.c (or arrays/) emits it (calls.h).
  */
 #include "compiler/calls.h"
 
@@ -417,7 +417,7 @@ cc_builtin_lookup(PyObject *obj)
     return (int)PyLong_AsLong(id);
 }
 
-/* ---- what each flavor does in typeinfer.c and emitcall.c ---- */
+/* ---- what each flavor does in typecalls.c and emitcall.c (arrays/) ---- */
 
 /* One row per flavor, in columns. */
 /* clang-format off */

@@ -5,7 +5,7 @@
  * operation, arity).  Its flavor selects one row of cc_flavor_ops, which
  * holds what the two passes do with such a call:
  *
- *   type   typeinfer.c: the result type, given t, the promotion of the
+ *   type   typecalls.c: the result type, given t, the promotion of the
  *          arguments' types (typeinfer has already reported UNKNOWN
  *          arguments, tuples, and ldexp's exponent);
  *   emit   emitcall.c: the value, given out, the storage kind of the
@@ -14,14 +14,15 @@
  *
  * A new builtin of an existing flavor is one row in builtins.c.  A new
  * flavor is an enumerator in compiler.h, a type and an emit function
- * (ti_ in typeinfer.c, ec_ in emitcall.c) and their row in builtins.c.
+ * (ti_ in typecalls.c, ec_ in emitcall.c; an array function's in its
+ * file of arrays/) and their row in builtins.c.
  */
 #ifndef NV_COMPILER_CALLS_H
 #define NV_COMPILER_CALLS_H
 
 #include "compiler/emit.h"
 
-typedef struct Infer Infer; /* typeinfer.c's pass state */
+typedef struct Infer Infer; /* the type inference's pass state (typeinfer.h) */
 
 /* What a call's Python int constant arguments are fitted to. */
 typedef enum CcArgFit {
@@ -43,7 +44,7 @@ typedef struct CcFlavorOps {
 
 extern const CcFlavorOps cc_flavor_ops[FL_COUNT];
 
-/* ---- typeinfer.c: a call's result type, by flavor (0/-1) ---- */
+/* ---- typecalls.c: a call's result type, by flavor (0/-1) ---- */
 
 int ti_abs(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_minmax(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
@@ -60,7 +61,7 @@ int ti_np(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcTyp
 int ti_part(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_where(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
-/* array functions (np.zeros, np.sum ...): typed by typeinfer.c's array_call,
+/* array functions (np.zeros, np.sum ...): typed by arrays/views.c's ti_array_function,
  * not through the promotion of their arguments; this row only says so */
 int ti_array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 
@@ -79,7 +80,7 @@ LLVMValueRef ec_np_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_math(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_where(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_clip(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
-/* emitarray.c: np.zeros(...), np.sum(a) ... */
+/* arrays/: np.zeros(...), np.sum(a) ... */
 LLVMValueRef ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_sort_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);

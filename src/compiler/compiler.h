@@ -23,6 +23,8 @@
  *                their typing rules and their LLVM emission
  *   typeinfer.c  types every node: NumPy promotion, NEP 50 weak literals,
  *                variables get the promotion of everything assigned to them
+ *                (the solver; typeinfer.h is what its files share):
+ *   typecalls.c    the typing rules of builtin calls, by flavor
  *   casting.c    NumPy's casting rules applied at typing (in-place operators
  *                on arrays: same_kind)
  *   values.c     the LLVM types of scalar kinds; loads and stores of them
@@ -32,9 +34,11 @@
  *   convert.c      LLVM types of value types, casts between kinds, truth
  *   arith.c        integer, float and complex arithmetic
  *   emitcall.c     builtin calls; calls of LLVM intrinsics and libm
- *   emitarray.c    arrays: views, fused elementwise loops, broadcast
- *                  assignment, allocation (freed when the call returns),
- *                  reductions
+ *   arrays/      arrays, typed and emitted, one file per family (arrays.h):
+ *                views.c (views, indexing, allocation freed when the call
+ *                returns), elementwise.c (fused elementwise loops, broadcast
+ *                assignment), reduce.c (reductions, masks, axes), sort.c,
+ *                linalg.c (np.dot, @)
  *   extent.c       index and length arithmetic of arrays (overflow-safe)
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
@@ -131,7 +135,7 @@ typedef enum CcNodeKind {
     ND_EXPR,  /* lhs evaluated for its effects */
     ND_RAISE, /* raise / a failed assert: text names the exception (cc_raise_site) */
     ND_PRINT, /* print(args): args (string constants: ND_CONST with text), lhs: sep, rhs: end */
-    /* arrays (emitarray.c) */
+    /* arrays (arrays/) */
     ND_INDEX,     /* lhs[args[0], ...]: an element, or a view when an index is a
                      slice, None or ..., or fewer indices than dimensions */
     ND_ARRAYATTR, /* lhs.shape / .size / .ndim / .T ... or len(lhs): index is a CcArrayAttr */
@@ -141,7 +145,7 @@ typedef enum CcNodeKind {
     ND_SLICE,     /* an index: lhs:rhs:cond (start, stop, step; each may be NULL) */
     ND_NEWAXIS,   /* an index: None (np.newaxis) */
     ND_ELLIPSIS,  /* an index: ... */
-    ND_VIEW,      /* emitarray.c only: a view computed already (view: its View) */
+    ND_VIEW,      /* arrays/ only: a view computed already (view: its View) */
 } CcNodeKind;
 
 typedef enum CcArrayAttr {
@@ -247,7 +251,7 @@ struct CcNode {
     int big;
     long long ihigh;
     PyObject *pyint;
-    /* emitarray.c: inside an elementwise loop, the value of this array leaf
+    /* arrays/: inside an elementwise loop, the value of this array leaf
      * at the loop's index (an LLVMValueRef), else NULL */
     void *elem;
     void *view; /* ND_VIEW */

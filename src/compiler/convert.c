@@ -14,6 +14,16 @@
 
 /* ---- types ---- */
 
+/* { data, shape, strides, lo, hi } */
+LLVMTypeRef
+em_array_type(Emit *E, int ndim)
+{
+    LLVMTypeRef dims = LLVMArrayType2(em_i64_type(E), (unsigned long long)ndim);
+    LLVMTypeRef fields[5] = {LLVMPointerTypeInContext(E->ctx, 0), dims, dims, em_i64_type(E),
+                             em_i64_type(E)};
+    return LLVMStructTypeInContext(E->ctx, fields, 5, 0);
+}
+
 LLVMTypeRef
 em_type_of(Emit *E, const CcType *t)
 {

@@ -4,7 +4,7 @@
  * the files call across (em_ prefix).
  *
  * The emitter turns typed IR into LLVM IR (compiler.h lists its entry points,
- * all in emit.c).  It is six files, one concern each:
+ * all in emit.c).  It is these files, one concern each:
  *
  *   emit.c      the pass: expressions, statements, the function, gufunc kernels
  *   convert.c   the LLVM types of value types, conversions between kinds,
@@ -12,7 +12,9 @@
  *   arith.c     integer, float and complex arithmetic; quiet float compares
  *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
  *               intrinsics and libm
- *   emitarray.c arrays: views, elementwise loops, allocation, reductions
+ *   arrays/     arrays, one file per family (views and allocation,
+ *               elementwise and assignment, reductions and masks, sort,
+ *               dot), each with its typing beside its emission (arrays.h)
  *   extent.c    index and length arithmetic: indices, slices, the bytes of
  *               shapes, np.arange's length (every int64 overflow)
  *   emitprint.c print(): a line written whole, on the host and on a GPU
@@ -43,8 +45,8 @@ typedef struct Emit {
     int fastmath;                 /* fast-math flags will be set: no NaNs */
     /* gufunc kernels (cc_emit_gufunc_kernel) */
     int gufunc;                 /* returns an i32 status, not a value */
-    LLVMBasicBlockRef fail[16]; /* emitarray.c: the block returning status k, made on first use */
-    LLVMValueRef alloc_head;    /* emitarray.c: the call's allocations (NULL: it makes none) */
+    LLVMBasicBlockRef fail[16]; /* arrays/: the block returning status k, made on first use */
+    LLVMValueRef alloc_head;    /* arrays/: the call's allocations (NULL: it makes none) */
     LLVMValueRef status_slot;   /* the status the cleanup block returns */
     LLVMBasicBlockRef cleanup;  /* frees the allocations, returns the status */
     const CcEmitTarget *target; /* host or GPU math and flags */
@@ -66,6 +68,18 @@ static inline LLVMValueRef
 em_int_const(Emit *E, TsKind k, long long v)
 {
     return LLVMConstInt(cc_value_type(E->ctx, k), (unsigned long long)v, 1);
+}
+
+static inline LLVMTypeRef
+em_i64_type(Emit *E)
+{
+    return LLVMInt64TypeInContext(E->ctx);
+}
+
+static inline LLVMValueRef
+em_i64c(Emit *E, long long v)
+{
+    return LLVMConstInt(em_i64_type(E), (unsigned long long)v, 1);
 }
 
 static inline LLVMValueRef
@@ -107,10 +121,6 @@ LLVMValueRef em_expr(Emit *E, CcNode *n);
 /* Emits n and converts it to kind k. */
 LLVMValueRef em_expr_as(Emit *E, CcNode *n, TsKind k);
 /* An alloca in the function's entry block (a loop's variables). */
-/* Calls runtime.c's function `name` with args (declared on first use,
- * its parameter types those of args; ret void or a value type). */
-LLVMValueRef em_runtime_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args,
-                             unsigned n);
 LLVMValueRef em_entry_alloca(Emit *E, LLVMTypeRef t, const char *name);
 /* The icmp predicate of a comparison operator (OP_EQ ... OP_GE). */
 LLVMIntPredicate em_int_pred(CcOp op, int is_signed);
@@ -118,10 +128,12 @@ LLVMIntPredicate em_int_pred(CcOp op, int is_signed);
  * be NULL): a Python int constant outside int64 is its own int128. */
 LLVMValueRef em_wide_int_of(Emit *E, const CcNode *node, LLVMValueRef v, TsKind k, unsigned bits);
 
-/* ---- emitarray.c ---- */
+/* ---- arrays/ (arrays/arrays.h: the rest, and their typing) ---- */
 
-/* The LLVM type of a view of ndim dimensions: { ptr, [n x i64], [n x i64] }. */
-LLVMTypeRef em_array_type(Emit *E, int ndim);
+/* sort.c: calls runtime.c's function `name` with args (declared on first use,
+ * its parameter types those of args; ret void or a value type). */
+LLVMValueRef em_runtime_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args,
+                             unsigned n);
 /* A gufunc parameter's view from its LLVM parameters (data, shape...,
  * strides...); unit_last: its last stride is the item size. */
 LLVMValueRef em_param_view(Emit *E, const CcType *t, LLVMValueRef *params, int unit_last);
@@ -164,6 +176,9 @@ LLVMValueRef em_arange_length(Emit *E, CcNode **node, LLVMValueRef *val);
 
 /* ---- convert.c ---- */
 
+/* The LLVM type of a view of ndim dimensions: { ptr, [n x i64], [n x i64],
+ * i64 lo, i64 hi } (arrays/arrays.h's View). */
+LLVMTypeRef em_array_type(Emit *E, int ndim);
 /* The LLVM type of a value of type t (a tuple: a struct).  NULL with
  * MemoryError. */
 LLVMTypeRef em_type_of(Emit *E, const CcType *t);
@@ -205,7 +220,7 @@ LLVMValueRef em_libm(Emit *E, const char *base, TsKind k, LLVMValueRef *args, un
 LLVMValueRef em_fabs_of(Emit *E, TsKind k, LLVMValueRef x);
 LLVMValueRef em_copysign_of(Emit *E, TsKind k, LLVMValueRef mag, LLVMValueRef sign);
 
-/* emitarray.c: marks the loop of latch branch br to be vectorized one vector
+/* arrays/elementwise.c: marks the loop of latch branch br to be vectorized one vector
  * a step (no interleaving: short core rows reach the vector loop) */
 void em_one_vector_a_step(Emit *E, LLVMValueRef br);
 

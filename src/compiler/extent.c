@@ -2,7 +2,7 @@
  * extent.c - the index and length arithmetic of arrays in kernels: every
  * computation on an index, a slice's bounds, a shape's size or np.arange's
  * length that could overflow int64, each with Python's or NumPy's rule.
- * emitarray.c calls it where it makes views (an index, a slice) and arrays
+ * arrays/ calls it where it makes views (an index, a slice) and arrays
  * (a shape's bytes, np.arange's length); the tests check each rule against
  * the interpreter running the kernel.
  *

@@ -10,48 +10,22 @@
  *    found by iterating to a fixed point (types only grow);
  *  - bool arithmetic is NumPy's: + is or, * is and, - is an error.
  * Each visitor carries its typing rule in the comment above it; the type
- * values and promotion are cctype.c's, the builtins' rules calls.h's rows.
+ * values and promotion are cctype.c's, the builtins' rules typecalls.c's
+ * (calls.h's rows), the arrays' in arrays/, beside their emission.  This
+ * file is the solver: expressions, statements and the fixed point.
  */
-#include "compiler/calls.h"
+#include "compiler/arrays/arrays.h"
+#include "compiler/typeinfer.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* ---- inference ---- */
 
-typedef struct Infer {
-    CcFunction *fn;
-    int changed;          /* a variable's type grew in this pass */
-    int final;            /* last pass: unknown types are errors, constants fitted */
-    int backward;         /* this pass visits statements last first */
-    const CcType *ret_as; /* final pass: the kernel's return type, if declared */
-    const CcType *ret;    /* promotion of the returned values */
-    CcNode *bare_return;  /* a `return` without a value, if any */
-    CcNode *last_return;  /* the kernel's last `return value`: where errors point */
-    int gufunc;           /* a guvectorize kernel: arrays may be allocated */
-    /* the elementwise operation being typed took an array operand: the
-     * largest ndim of those (-1: none); its operands are typed by element */
-    int lift;
-    int inlining;     /* typing an inlined function's body: its errors are its call's */
-    PyObject *errors; /* the TypingErrors of statements that failed (cc_keep_error) */
-} Infer;
-
-/* A sentinel for "not known yet" (a variable not typed in this pass). */
-#define UNKNOWN NULL
-
-static int expr(Infer *in, CcNode *n, const CcType **out);
 static int condition(Infer *in, CcNode *cond);
-static int array_index(Infer *in, CcNode *n, const CcType **out);
-static int array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
-static int array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
-static int shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
-static int sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
-static int dot_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
-static int arange_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
-static int setitem(Infer *in, CcNode *n);
 
-static int
-type_error(Infer *in, CcNode *n, const char *what, const CcType *a, const CcType *b)
+int
+ti_type_error(Infer *in, CcNode *n, const char *what, const CcType *a, const CcType *b)
 {
     char an[96], bn[96];
     if (b == NULL) {
@@ -62,8 +36,8 @@ type_error(Infer *in, CcNode *n, const char *what, const CcType *a, const CcType
                     cc_type_name(a, an, sizeof(an)), cc_type_name(b, bn, sizeof(bn)));
 }
 
-static int
-is_tuple(const CcType *t)
+int
+ti_is_tuple(const CcType *t)
 {
     return t->kind == CT_TUPLE;
 }
@@ -71,8 +45,8 @@ is_tuple(const CcType *t)
 /* A Python int constant whose truth alone is used (if 2**100:, not G,
  * bool(G)): held as 1 when it lies outside int64 (and so is nonzero), where
  * its low 64 bits could be 0. */
-static void
-truth_only(CcNode *n)
+void
+ti_truth_only(CcNode *n)
 {
     if (n->kind == ND_CONST && n->ty->kind == CT_WEAK_INT && n->big) {
         n->big = 0;
@@ -81,21 +55,21 @@ truth_only(CcNode *n)
     }
 }
 
-static int
-is_complex_type(const CcType *t)
+int
+ti_is_complex_type(const CcType *t)
 {
     return t->kind == CT_WEAK_COMPLEX || (t->kind == CT_SCALAR && ts_is_complex(t->scalar));
 }
 
-static int
-is_integral(const CcType *t)
+int
+ti_is_integral(const CcType *t)
 {
     return t->kind == CT_WEAK_INT
            || (t->kind == CT_SCALAR && !ts_is_float(t->scalar) && !ts_is_complex(t->scalar));
 }
 
-static int
-is_bool(const CcType *t)
+int
+ti_is_bool(const CcType *t)
 {
     return t->kind == CT_SCALAR && t->scalar == TS_BOOL;
 }
@@ -143,8 +117,8 @@ out_of_bounds(Infer *in, CcNode *n, const char *kind)
  * kernel's int64 would wrap 10**20).  A bool takes its truth.  Other nodes,
  * and earlier passes: nothing.  0/-1.
  */
-static int
-fit_const(Infer *in, CcNode *n, const CcType *as)
+int
+ti_fit_const(Infer *in, CcNode *n, const CcType *as)
 {
     if (!in->final || as == UNKNOWN || n->kind != ND_CONST || n->ty->kind != CT_WEAK_INT
         || as->kind == CT_TUPLE || as->kind == CT_ARRAY) {
@@ -180,23 +154,23 @@ fit_const(Infer *in, CcNode *n, const CcType *as)
  * the kernel's result of type `as`: an int64, or the upper half of uint64
  * for a uint64 result (by value comparison is emit.c's).  0/-1.
  */
-static int
-held_const(Infer *in, CcNode *n, const CcType *as)
+int
+ti_held_const(Infer *in, CcNode *n, const CcType *as)
 {
     if (!in->final || n->kind != ND_CONST || n->ty->kind != CT_WEAK_INT || !n->big
-        || !is_integral(as)) {
+        || !ti_is_integral(as)) {
         return 0;
     }
     TsKind k = cc_storage(as);
     return k == TS_UINT64 && const_fits(n, k) ? 0 : out_of_bounds(in, n, ts_kind_name(k));
 }
 
-/* fit_const for each of args[0..nargs). */
-static int
-fit_consts(Infer *in, CcNode **args, int nargs, const CcType *as)
+/* ti_fit_const for each of args[0..nargs). */
+int
+ti_fit_consts(Infer *in, CcNode **args, int nargs, const CcType *as)
 {
     for (int i = 0; i < nargs; i++) {
-        if (fit_const(in, args[i], as) < 0) {
+        if (ti_fit_const(in, args[i], as) < 0) {
             return -1;
         }
     }
@@ -221,7 +195,7 @@ lift_operand(Infer *in, const CcType *t)
 static int
 operands(Infer *in, CcNode *n, const CcType **l, const CcType **r)
 {
-    if (expr(in, n->lhs, l) < 0 || expr(in, n->rhs, r) < 0) {
+    if (ti_expr(in, n->lhs, l) < 0 || ti_expr(in, n->rhs, r) < 0) {
         return -1;
     }
     *l = lift_operand(in, *l);
@@ -249,11 +223,11 @@ binop(Infer *in, CcNode *n, const CcType **out)
     if (l == UNKNOWN || r == UNKNOWN) {
         return 0;
     }
-    if (is_tuple(l) || is_tuple(r)) {
-        return type_error(in, n, cc_op_name(n->op), l, r);
+    if (ti_is_tuple(l) || ti_is_tuple(r)) {
+        return ti_type_error(in, n, cc_op_name(n->op), l, r);
     }
     const CcType *t = cc_promote(l, r);
-    int bools = is_bool(l) && is_bool(r);
+    int bools = ti_is_bool(l) && ti_is_bool(r);
     switch (n->op) {
     case OP_ADD:
     case OP_MUL:
@@ -268,14 +242,14 @@ binop(Infer *in, CcNode *n, const CcType **out)
     case OP_DIV:
         if (t->kind == CT_WEAK_INT) {
             t = cc_weak_type(CT_WEAK_FLOAT);
-        } else if (is_integral(t)) {
+        } else if (ti_is_integral(t)) {
             t = cc_scalar_type(TS_FLOAT64);
         }
         break;
     case OP_FLOORDIV:
     case OP_MOD:
-        if (is_complex_type(t)) {
-            return type_error(in, n, cc_op_name(n->op), l, r);
+        if (ti_is_complex_type(t)) {
+            return ti_type_error(in, n, cc_op_name(n->op), l, r);
         }
         /* fall through */
     case OP_POW:
@@ -284,15 +258,15 @@ binop(Infer *in, CcNode *n, const CcType **out)
         if (bools) {
             t = cc_scalar_type(TS_INT8);
         }
-        if (n->op >= OP_LSHIFT && !is_integral(t)) {
-            return type_error(in, n, cc_op_name(n->op), l, r);
+        if (n->op >= OP_LSHIFT && !ti_is_integral(t)) {
+            return ti_type_error(in, n, cc_op_name(n->op), l, r);
         }
         break;
     case OP_BITAND:
     case OP_BITOR:
     case OP_BITXOR:
-        if (!is_integral(t)) {
-            return type_error(in, n, cc_op_name(n->op), l, r);
+        if (!ti_is_integral(t)) {
+            return ti_type_error(in, n, cc_op_name(n->op), l, r);
         }
         break;
     default:
@@ -300,7 +274,7 @@ binop(Infer *in, CcNode *n, const CcType **out)
     }
     *out = t;
     /* both operands are computed in the result's kind (/ of ints: float64) */
-    if (fit_const(in, n->lhs, t) < 0 || fit_const(in, n->rhs, t) < 0) {
+    if (ti_fit_const(in, n->lhs, t) < 0 || ti_fit_const(in, n->rhs, t) < 0) {
         return -1;
     }
     return 0;
@@ -316,7 +290,7 @@ static int
 unary(Infer *in, CcNode *n, const CcType **out)
 {
     const CcType *t;
-    if (expr(in, n->lhs, &t) < 0) {
+    if (ti_expr(in, n->lhs, &t) < 0) {
         return -1;
     }
     t = lift_operand(in, t);
@@ -325,16 +299,16 @@ unary(Infer *in, CcNode *n, const CcType **out)
         return 0;
     }
     if (n->op == OP_NOT) {
-        truth_only(n->lhs);
+        ti_truth_only(n->lhs);
         *out = cc_scalar_type(TS_BOOL);
-        return is_tuple(t) ? type_error(in, n, "not", t, NULL) : 0;
+        return ti_is_tuple(t) ? ti_type_error(in, n, "not", t, NULL) : 0;
     }
     /* np.negative and np.positive have no bool loop */
-    if (is_tuple(t) || ((n->op == OP_NEG || n->op == OP_POS) && is_bool(t))
-        || (n->op == OP_INVERT && !is_integral(t))) {
+    if (ti_is_tuple(t) || ((n->op == OP_NEG || n->op == OP_POS) && ti_is_bool(t))
+        || (n->op == OP_INVERT && !ti_is_integral(t))) {
         char what[16]; /* "unary -", "unary +", "~" */
         snprintf(what, sizeof(what), n->op == OP_INVERT ? "%s" : "unary %s", cc_op_name(n->op));
-        return type_error(in, n, what, t, NULL);
+        return ti_type_error(in, n, what, t, NULL);
     }
     return 0;
 }
@@ -350,7 +324,7 @@ compare(Infer *in, CcNode *n, const CcType **out)
     *out = cc_scalar_type(TS_BOOL);
     for (int i = 0; i < n->nargs; i++) {
         const CcType *t;
-        if (expr(in, n->args[i], &t) < 0) {
+        if (ti_expr(in, n->args[i], &t) < 0) {
             return -1;
         }
         t = lift_operand(in, t);
@@ -359,18 +333,18 @@ compare(Infer *in, CcNode *n, const CcType **out)
                             "a chained comparison of arrays has no truth value (NumPy raises); "
                             "compare them pair by pair with &");
         }
-        if (t != UNKNOWN && is_tuple(t)) {
-            return type_error(in, n->args[i], "comparison", t, NULL);
+        if (t != UNKNOWN && ti_is_tuple(t)) {
+            return ti_type_error(in, n->args[i], "comparison", t, NULL);
         }
         if (i > 0 && prev != UNKNOWN && t != UNKNOWN) {
             CcOp op = n->ops[i - 1];
-            if ((is_complex_type(prev) || is_complex_type(t)) && op != OP_EQ && op != OP_NE) {
-                return type_error(in, n->args[i], cc_op_name(op), prev, t);
+            if ((ti_is_complex_type(prev) || ti_is_complex_type(t)) && op != OP_EQ && op != OP_NE) {
+                return ti_type_error(in, n->args[i], cc_op_name(op), prev, t);
             }
             /* an int against an int compares by value (emit.c); against a
              * float, as that float */
-            if ((!is_integral(t) && fit_const(in, n->args[i - 1], t) < 0)
-                || (!is_integral(prev) && fit_const(in, n->args[i], prev) < 0)) {
+            if ((!ti_is_integral(t) && ti_fit_const(in, n->args[i - 1], t) < 0)
+                || (!ti_is_integral(prev) && ti_fit_const(in, n->args[i], prev) < 0)) {
                 return -1;
             }
         }
@@ -380,14 +354,14 @@ compare(Infer *in, CcNode *n, const CcType **out)
 }
 
 /* Promotes the types of args[0..n) (UNKNOWN if any is). */
-static int
-promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
+int
+ti_promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
 {
     const CcType *acc = UNKNOWN;
     int unknown = 0;
     for (int i = 0; i < nargs; i++) {
         const CcType *t;
-        if (expr(in, args[i], &t) < 0) {
+        if (ti_expr(in, args[i], &t) < 0) {
             return -1;
         }
         t = lift_operand(in, t);
@@ -397,7 +371,7 @@ promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
         }
         const CcType *p = acc == UNKNOWN ? t : cc_promote(acc, t);
         if (p == NULL) {
-            return type_error(in, args[i], "combining values", acc, t);
+            return ti_type_error(in, args[i], "combining values", acc, t);
         }
         acc = p;
     }
@@ -405,422 +379,11 @@ promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
     return 0;
 }
 
-/* The float kind a math function computes in: float32 stays float32. */
-TsKind
-cc_math_kind(const CcType *t)
-{
-    if (t->kind == CT_SCALAR && (t->scalar == TS_FLOAT32 || t->scalar == TS_COMPLEX64)) {
-        return TS_FLOAT32;
-    }
-    return TS_FLOAT64;
-}
-
-static int
-check_real(Infer *in, CcNode *n, const CcType *t)
-{
-    if (is_tuple(t) || is_complex_type(t)) {
-        char name[96];
-        return cc_error(in->fn, n->loc, "%s() does not accept %s%s", cc_builtin(n->builtin)->name,
-                        cc_type_name(t, name, sizeof(name)),
-                        is_complex_type(t) ? " (use cmath for complex values)" : "");
-    }
-    return 0;
-}
-
-/* The complex kind a cmath function computes in: complex64 for float32
- * and complex64 arguments, else complex128. */
-static TsKind
-complex_kind_of(const CcType *t)
-{
-    return cc_math_kind(t) == TS_FLOAT32 ? TS_COMPLEX64 : TS_COMPLEX128;
-}
-
-/* cmath results are weak (Python complex/float) unless computed in single
- * precision, as math.f's are. */
-static const CcType *
-cmath_result(const CcType *arg, int is_complex)
-{
-    if (cc_math_kind(arg) == TS_FLOAT32) {
-        return cc_scalar_type(is_complex ? TS_COMPLEX64 : TS_FLOAT32);
-    }
-    return cc_weak_type(is_complex ? CT_WEAK_COMPLEX : CT_WEAK_FLOAT);
-}
-
-static const CcType *
-pair_type(Infer *in, const CcType *a, const CcType *b)
-{
-    CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
-    const CcType **elems = cc_alloc(in->fn->arena, 2 * sizeof(CcType *));
-    if (t == NULL || elems == NULL) {
-        return NULL;
-    }
-    elems[0] = a;
-    elems[1] = b;
-    t->kind = CT_TUPLE;
-    t->n = 2;
-    t->elems = elems;
-    return t;
-}
-
-/*
- * cmath.f(z) := any number, taken as complex
- *   exp log sqrt sin ... atanh   complex64 for float32/complex64, else
- *                                a weak complex
- *   phase(z)                     float32 or a weak float
- *   polar(z)                     tuple(abs, phase) of those
- *   rect(r, phi)                 r, phi real: complex, as exp
- *   isnan isinf isfinite         bool
- */
-int
-ti_cmath(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    CcMathOp op = (CcMathOp)b->op;
-    switch (op) {
-    case M_PHASE:
-        *out = cmath_result(t, 0);
-        return 0;
-    case M_POLAR:
-        *out = pair_type(in, cmath_result(t, 0), cmath_result(t, 0));
-        return *out ? 0 : -1;
-    case M_RECT:
-        if (check_real(in, n, t) < 0) {
-            return -1;
-        }
-        *out = cmath_result(t, 1);
-        return 0;
-    case M_ISNAN:
-    case M_ISINF:
-    case M_ISFINITE:
-        *out = cc_scalar_type(TS_BOOL);
-        return 0;
-    default:
-        *out = cmath_result(t, 1);
-        return 0;
-    }
-}
-
-/*
- * round(x)     Python's: half to even, an int (x's type if x is integral)
- * round(x, n)  n integral: NumPy's np.round, x's type
- */
-int
-ti_round(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    const CcType *x = n->args[0]->ty;
-    if (check_real(in, n, x) < 0) {
-        return -1;
-    }
-    if (is_bool(x)) {
-        return type_error(in, n, "round()", x, NULL); /* np.bool_ has no __round__ */
-    }
-    if (n->nargs == 2) {
-        if (!is_integral(n->args[1]->ty)) {
-            return type_error(in, n->args[1], "round() ndigits", n->args[1]->ty, NULL);
-        }
-        *out = x;
-        return 0;
-    }
-    *out = is_integral(x) ? x : cc_weak_type(CT_WEAK_INT);
-    return 0;
-}
-
-/* The NumPy functions with integer loops: an integral argument (bool
- * computes in int8) keeps an integer result. */
-static int
-np_integer_op(const CcBuiltin *b, const CcType *t)
-{
-    int integral =
-        t->kind == CT_WEAK_INT
-        || (t->kind == CT_SCALAR && !ts_is_float(t->scalar) && !ts_is_complex(t->scalar));
-    return b->flavor == FL_NP && integral
-           && (b->op == M_SQUARE || b->op == M_POW || b->op == M_FLOOR || b->op == M_CEIL
-               || b->op == M_TRUNC);
-}
-
-/*
- * call := builtin(args)
- *   abs(x)              x's type; complex gives its part's float kind
- *   min/max(a, b, ...)  promote(args)
- *   int(x) float(x) complex(x[, y])   weak int / float / complex
- *   bool(x)             bool
- *   np.float32(x) ...   that kind (complex to real takes the real part)
- *   math.f(x...)        float32 for float32 arguments, else a weak float
- *   math.floor/ceil/trunc   weak int;  math.isnan ...: bool
- *   np.f(x...)          the promoted float kind of the arguments (strong)
- *   x.real / x.imag     the part's kind;  x.conjugate(): x's type
- */
-static int call_type(Infer *in, CcNode *n, const CcType **out);
-
-/* The type a builtin converts its (Python int constant) arguments to. */
-static const CcType *
-call_arg_type(const CcNode *n, const CcType *result)
-{
-    switch (cc_flavor_ops[cc_builtin(n->builtin)->flavor].fit) {
-    case FIT_FLOAT:
-        return cc_weak_type(CT_WEAK_FLOAT);
-    case FIT_TRUTH:
-        return UNKNOWN; /* its truth */
-    case FIT_BY_VALUE:
-        /* Python's min/max compare by value and convert nothing: max(u8, -30)
-         * is fine; an int only needs to be one the result's storage holds
-         * (held_const) */
-        return is_integral(result) ? UNKNOWN : result;
-    case FIT_RESULT:
-    default:
-        return result;
-    }
-}
-
-/* call_type, then its Python int constant arguments fitted (ldexp's
- * exponent and round's ndigits are ints of their own). */
-static int
-call(Infer *in, CcNode *n, const CcType **out)
-{
-    if (call_type(in, n, out) < 0) {
-        return -1;
-    }
-    const CcBuiltin *b = cc_builtin(n->builtin);
-    if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
-        || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
-        || b->flavor == FL_DOT || b->flavor == FL_ARANGE) {
-        return 0;
-    }
-    if (b->flavor == FL_BOOL) {
-        truth_only(n->args[0]);
-        return 0;
-    }
-    const CcType *as = *out == UNKNOWN ? UNKNOWN : call_arg_type(n, *out);
-    int nargs = b->op == M_LDEXP || b->flavor == FL_ROUND ? 1 : n->nargs;
-    for (int i = 0; as == UNKNOWN && *out != UNKNOWN && i < n->nargs; i++) {
-        if (held_const(in, n->args[i], *out) < 0) {
-            return -1;
-        }
-    }
-    if (nargs < n->nargs && fit_const(in, n->args[1], cc_weak_type(CT_WEAK_INT)) < 0) {
-        return -1;
-    }
-    return fit_consts(in, n->args, nargs, as);
-}
-
-static int
-call_type(Infer *in, CcNode *n, const CcType **out)
-{
-    const CcBuiltin *b = cc_builtin(n->builtin);
-    const CcType *t;
-    if (b->flavor == FL_CAST && n->rhs != NULL) {
-        /* a.dtype.type(x): the cast to a's element kind */
-        const CcType *a;
-        *out = UNKNOWN;
-        if (array_operand(in, n, n->rhs, &a) < 0) {
-            return -1;
-        }
-        if (a == UNKNOWN || a->scalar == TS_INFER) {
-            return 0;
-        }
-        n->builtin = cc_builtin_cast(a->scalar);
-        b = cc_builtin(n->builtin);
-    }
-    if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE) {
-        return array_call(in, n, b, out);
-    }
-    if (b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL) {
-        return shape_call(in, n, b, out);
-    }
-    if (b->flavor == FL_SORT) {
-        return sort_call(in, n, b, out);
-    }
-    if (b->flavor == FL_DOT) {
-        return dot_call(in, n, b, out);
-    }
-    if (b->flavor == FL_ARANGE) {
-        return arange_call(in, n, b, out);
-    }
-    if (promote_all(in, n->args, n->nargs, &t) < 0) {
-        return -1;
-    }
-    *out = UNKNOWN;
-    if (t == UNKNOWN) {
-        return 0;
-    }
-    if (is_tuple(t)) {
-        return check_real(in, n, t);
-    }
-    if (b->op == M_LDEXP && !is_integral(n->args[1]->ty)) {
-        return type_error(in, n->args[1], "ldexp() exponent", n->args[1]->ty, NULL);
-    }
-    if (b->op == M_LDEXP) {
-        t = n->args[0]->ty; /* the exponent does not widen the result */
-    }
-    return cc_flavor_ops[b->flavor].type(in, n, b, t, out);
-}
-
-/* abs(x): x's type; a complex gives its part's float kind */
-int
-ti_abs(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (is_complex_type(t)) {
-        t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT)
-                                       : cc_scalar_type(cc_math_kind(t));
-    }
-    *out = t;
-    return 0;
-}
-
-/* min/max(a, b, ...): the promotion; complex numbers have no order */
-int
-ti_minmax(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (is_complex_type(t)) {
-        return type_error(in, n, b->name, t, NULL);
-    }
-    *out = t;
-    return 0;
-}
-
-/* int(x), float(x): a weak int / float of a real x */
-int
-ti_int_float(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (check_real(in, n, t) < 0) {
-        return -1;
-    }
-    *out = cc_weak_type(b->flavor == FL_INT ? CT_WEAK_INT : CT_WEAK_FLOAT);
-    return 0;
-}
-
-/* complex(x[, y]): a weak complex; with two arguments both real */
-int
-ti_complex(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (n->nargs == 2 && check_real(in, n, t) < 0) {
-        return -1;
-    }
-    *out = cc_weak_type(CT_WEAK_COMPLEX);
-    return 0;
-}
-
-/* bool(x), math.isnan ..., np.isnan ...: bool (np.isnan(z) is NumPy's:
- * either part; math's take reals only) */
-int
-ti_predicate(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (b->flavor == FL_MATH_PRED && check_real(in, n, t) < 0) {
-        return -1;
-    }
-    *out = cc_scalar_type(TS_BOOL);
-    return 0;
-}
-
-/* np.float32(x) ...: that kind (complex to real takes the real part) */
-int
-ti_cast(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    *out = cc_scalar_type((TsKind)b->op);
-    return 0;
-}
-
-/* math.f(x...): float32 for float32 arguments, else a weak float */
-int
-ti_math(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (check_real(in, n, t) < 0) {
-        return -1;
-    }
-    *out = cc_math_kind(t) == TS_FLOAT32 ? cc_scalar_type(TS_FLOAT32) : cc_weak_type(CT_WEAK_FLOAT);
-    return 0;
-}
-
-/* math.floor/ceil/trunc: a weak int */
-int
-ti_math_int(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (check_real(in, n, t) < 0) {
-        return -1;
-    }
-    *out = cc_weak_type(CT_WEAK_INT);
-    return 0;
-}
-
-/* np.sign(x): x's kind, strong; not of a bool (NumPy has no such loop) */
-int
-ti_np_sign(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (is_bool(t)) {
-        return type_error(in, n, b->name, t, NULL);
-    }
-    if (check_real(in, n, t) < 0) {
-        return -1;
-    }
-    *out = t->kind == CT_SCALAR ? t : cc_scalar_type(cc_storage(t));
-    return 0;
-}
-
-/* np.f(x...), np.minimum/np.maximum: the promoted float kind of the
- * arguments (strong); NumPy's complex loop for np.exp(z) and the like;
- * np.minimum of integers, np.square/np.power/np.floor... of an integral
- * argument stay integral, as NumPy 2's integer loops */
-int
-ti_np(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (b->flavor == FL_NP && is_complex_type(t) && cc_math_has_complex((CcMathOp)b->op)) {
-        *out = cc_scalar_type(complex_kind_of(t));
-        return 0;
-    }
-    if (check_real(in, n, t) < 0) {
-        return -1;
-    }
-    if (b->flavor == FL_NP_MINMAX && t->kind == CT_SCALAR && !ts_is_float(t->scalar)) {
-        *out = t;
-    } else if (np_integer_op(b, t)) {
-        *out = cc_scalar_type(cc_storage(t) == TS_BOOL ? TS_INT8 : cc_storage(t));
-    } else {
-        *out = cc_scalar_type(cc_math_kind(t));
-    }
-    return 0;
-}
-
-/* x.real, x.imag: the part's kind (a weak int or float is its own part) */
-int
-ti_part(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    if (t->kind == CT_WEAK_COMPLEX || t->kind == CT_WEAK_INT) {
-        t = t->kind == CT_WEAK_COMPLEX ? cc_weak_type(CT_WEAK_FLOAT) : t;
-    } else if (ts_is_complex(t->scalar)) {
-        t = cc_scalar_type(cc_math_kind(t));
-    }
-    *out = t;
-    return 0;
-}
-
-/* x.conjugate(): x's type */
-int
-ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    *out = t;
-    return 0;
-}
-
-/* np.where(c, x, y): the promotion of x and y (c is only a truth value) */
-int
-ti_where(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    const CcType *x = cc_elem_type(n->args[1]->ty), *y = cc_elem_type(n->args[2]->ty);
-    (void)t;
-    *out = UNKNOWN;
-    if (x == UNKNOWN || y == UNKNOWN) {
-        return 0;
-    }
-    if ((*out = cc_promote(x, y)) == NULL) {
-        return type_error(in, n, b->name, x, y);
-    }
-    return 0;
-}
-
 static int
 tuple_getitem(Infer *in, CcNode *n, const CcType **out)
 {
     const CcType *t;
-    if (expr(in, n->lhs, &t) < 0) {
+    if (ti_expr(in, n->lhs, &t) < 0) {
         return -1;
     }
     *out = UNKNOWN;
@@ -842,10 +405,10 @@ tuple_getitem(Infer *in, CcNode *n, const CcType **out)
         n->kind = ND_INDEX;
         n->args = args;
         n->nargs = 1;
-        return array_index(in, n, out);
+        return ti_array_index(in, n, out);
     }
-    if (!is_tuple(t)) {
-        return type_error(in, n, "indexing", t, NULL);
+    if (!ti_is_tuple(t)) {
+        return ti_type_error(in, n, "indexing", t, NULL);
     }
     int i = n->index < 0 ? n->index + t->n : n->index;
     if (i < 0 || i >= t->n) {
@@ -865,7 +428,7 @@ make_tuple(Infer *in, CcNode *n, const CcType **out)
     }
     *out = UNKNOWN;
     for (int i = 0; i < n->nargs; i++) {
-        if (expr(in, n->args[i], &elems[i]) < 0 || fit_const(in, n->args[i], elems[i]) < 0) {
+        if (ti_expr(in, n->args[i], &elems[i]) < 0 || ti_fit_const(in, n->args[i], elems[i]) < 0) {
             return -1;
         }
         if (elems[i] == UNKNOWN) {
@@ -904,7 +467,7 @@ ufunc_loop_types(Infer *in, CcNode *n)
     int np = body->nargs - 1;
     const CcType *args[TS_MAXARGS];
     for (int k = 0; k < np; k++) {
-        if (expr(in, body->args[k]->rhs, &args[k]) < 0) {
+        if (ti_expr(in, body->args[k]->rhs, &args[k]) < 0) {
             return -1;
         }
         if (args[k] == UNKNOWN) {
@@ -975,924 +538,8 @@ inline_call(Infer *in, CcNode *n, const CcType **out)
     return 0;
 }
 
-/* ---- arrays ---- */
-
-/* The array type of an ND_INDEX/ND_ARRAYATTR operand; else an error
- * (tuples: *tuple set). */
-static int
-array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
-{
-    const CcType *t;
-    if (expr(in, lhs, &t) < 0) {
-        return -1;
-    }
-    *out = t;
-    if (t == UNKNOWN || t->kind == CT_ARRAY) {
-        return 0;
-    }
-    char name[96];
-    if (lhs->kind == ND_VAR && lhs->var->iterable) {
-        /* lower_for_each's hidden iterable */
-        return cc_error(in->fn, lhs->loc,
-                        "cannot loop over %s: a kernel loops over range(...), arrays, "
-                        "enumerate(array) and zip(arrays)",
-                        cc_type_name(t, name, sizeof(name)));
-    }
-    return cc_error(in->fn, at->loc, "%s is not an array: it cannot be indexed%s",
-                    cc_type_name(t, name, sizeof(name)),
-                    at->kind == ND_ARRAYATTR ? " or asked for its shape" : "");
-}
-
-/* An integer index (or a slice bound): 0/-1. */
-static int
-integer_index(Infer *in, CcNode *i, const char *what)
-{
-    const CcType *t;
-    if (expr(in, i, &t) < 0) {
-        return -1;
-    }
-    if (t != UNKNOWN && (!is_integral(t) || is_bool(t) || is_tuple(t) || cc_is_array(t))) {
-        char name[96];
-        return cc_error(in->fn, i->loc, "%s must be integers, not %s%s", what,
-                        cc_type_name(t, name, sizeof(name)),
-                        cc_is_array(t) ? " (indexing by arrays is not supported yet)" : "");
-    }
-    return fit_const(in, i, cc_scalar_type(TS_INT64));
-}
-
-/*
- * index := a[item, ...]     a: an array of d dimensions
- *   item: an integer (takes a dimension away), a slice (keeps it), None
- *   (adds one of length 1), ... (every dimension not indexed otherwise), or
- *   one tuple of integers (a[idx]).  Dimensions left unindexed are kept
- *   whole.  All integers and no slice, None or ...: an element; else a view.
- */
-static int
-array_index(Infer *in, CcNode *n, const CcType **out)
-{
-    const CcType *a;
-    *out = UNKNOWN;
-    if (array_operand(in, n, n->lhs, &a) < 0) {
-        return -1;
-    }
-    int consumed = 0, added = 0, ellipses = 0, element = 1;
-    for (int i = 0; i < n->nargs; i++) {
-        CcNode *item = n->args[i];
-        switch (item->kind) {
-        case ND_SLICE: {
-            CcNode *parts[3] = {item->lhs, item->rhs, item->cond};
-            for (int k = 0; k < 3; k++) {
-                if (parts[k] != NULL && parts[k]->kind == ND_CONST && parts[k]->big) {
-                    /* a Python int past int64 slices as int64's extreme does */
-                    parts[k]->ival = parts[k]->ihigh < 0 ? INT64_MIN : INT64_MAX;
-                    parts[k]->ihigh = parts[k]->ihigh < 0 ? -1 : 0;
-                    parts[k]->big = 0;
-                }
-                if (parts[k] != NULL && integer_index(in, parts[k], "slice bounds") < 0) {
-                    return -1;
-                }
-            }
-            consumed++;
-            added++;
-            element = 0;
-            break;
-        }
-        case ND_NEWAXIS:
-            added++;
-            element = 0;
-            break;
-        case ND_ELLIPSIS:
-            if (++ellipses > 1) {
-                return cc_error(in->fn, item->loc, "an index can only have a single ellipsis");
-            }
-            element = 0;
-            break;
-        default: {
-            const CcType *t;
-            if (expr(in, item, &t) < 0) {
-                return -1;
-            }
-            if (n->nargs == 1 && t != UNKNOWN && is_tuple(t)) {
-                /* a[idx], idx a tuple of integers */
-                for (int k = 0; k < t->n; k++) {
-                    if (!is_integral(t->elems[k]) || is_bool(t->elems[k])) {
-                        return type_error(in, item, "indexing by the tuple", t, NULL);
-                    }
-                }
-                consumed += t->n;
-                break;
-            }
-            if (n->nargs == 1 && cc_is_array(t) && t->scalar == TS_BOOL) {
-                /* a[mask]: the elements where mask holds, in a new 1-d array */
-                if (a != UNKNOWN && t->n != a->n) {
-                    return cc_error(in->fn, item->loc,
-                                    "a boolean index of %d dimension(s) for an array of %d", t->n,
-                                    a->n);
-                }
-                in->fn->allocates = 1;
-                *out =
-                    a == UNKNOWN || a->scalar == TS_INFER ? UNKNOWN : cc_array_type(a->scalar, 1);
-                return 0;
-            }
-            if (n->nargs == 1 && cc_is_array(t) && t->scalar != TS_INFER
-                && is_integral(cc_scalar_type(t->scalar))) {
-                /* a[idx]: the items of a (elements, or rows of an N-d a) at the
-                 * indices idx holds, in a new array of idx's shape + a's rest */
-                if (a != UNKNOWN && t->n + a->n - 1 > TS_MAXDIMS) {
-                    return cc_error(in->fn, n->loc, "a view of more than %d dimensions",
-                                    TS_MAXDIMS);
-                }
-                in->fn->allocates = 1;
-                *out = a == UNKNOWN || a->scalar == TS_INFER
-                           ? UNKNOWN
-                           : cc_array_type(a->scalar, t->n + a->n - 1);
-                return 0;
-            }
-            if (integer_index(in, item, "array indices") < 0) {
-                return -1;
-            }
-            consumed++;
-        }
-        }
-    }
-    if (a == UNKNOWN) {
-        return 0;
-    }
-    if (consumed > a->n) {
-        return cc_error(in->fn, n->loc, "too many indices for an array of %d dimension%s: %d", a->n,
-                        a->n == 1 ? "" : "s", consumed);
-    }
-    int ndim = a->n - consumed + added;
-    if (ndim > TS_MAXDIMS) {
-        return cc_error(in->fn, n->loc, "a view of more than %d dimensions", TS_MAXDIMS);
-    }
-    if (a->scalar == TS_INFER) {
-        return 0; /* known once something is stored into a */
-    }
-    *out = element && consumed == a->n ? cc_scalar_type(a->scalar) : cc_array_type(a->scalar, ndim);
-    return 0;
-}
-
-/*
- * array_attr := a.shape | a.strides | a.size | a.ndim | a.itemsize | a.T | len(a)
- *   shape, strides: a tuple of d Python ints; size, ndim, itemsize, len: a
- *   Python int (weak, so `n * x` keeps x's kind); .T: the reversed view;
- *   len of a tuple is its length
- */
-static int
-array_attr(Infer *in, CcNode *n, const CcType **out)
-{
-    const CcType *a = UNKNOWN;
-    *out = UNKNOWN;
-    if (n->index == AA_LEN) {
-        /* len(tuple) is a constant; n->lhs->ty tells emit.c which it is */
-        if (expr(in, n->lhs, &a) < 0) {
-            return -1;
-        }
-        if (a != UNKNOWN && a->kind == CT_TUPLE) {
-            *out = cc_weak_type(CT_WEAK_INT);
-            return 0;
-        }
-    }
-    if (array_operand(in, n, n->lhs, &a) < 0 || a == UNKNOWN) {
-        return a == UNKNOWN && !PyErr_Occurred() ? 0 : -1;
-    }
-    switch ((CcArrayAttr)n->index) {
-    case AA_T:
-        *out = a->scalar == TS_INFER ? UNKNOWN : a;
-        return 0;
-    case AA_LEN:
-        if (a->n == 0) {
-            return cc_error(in->fn, n->loc, "len() of a 0-d array (it has no length)");
-        }
-        /* fall through */
-    case AA_SIZE:
-    case AA_NDIM:
-    case AA_ITEMSIZE:
-        if (n->index == AA_ITEMSIZE && a->scalar == TS_INFER) {
-            return 0;
-        }
-        *out = cc_weak_type(CT_WEAK_INT);
-        return 0;
-    case AA_KIND_IS:
-    case AA_DTYPE_IS:
-        *out = a->scalar == TS_INFER ? UNKNOWN : cc_scalar_type(TS_BOOL);
-        return 0;
-    case AA_SHAPE:
-    case AA_STRIDES:
-        break;
-    }
-    CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
-    const CcType **elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(a->n + 1));
-    if (t == NULL || elems == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < a->n; i++) {
-        elems[i] = cc_weak_type(CT_WEAK_INT);
-    }
-    t->kind = CT_TUPLE;
-    t->n = a->n;
-    t->elems = elems;
-    *out = t;
-    return 0;
-}
-
-/*
- * a[...] = v, a an array whose element kind is inferred: that kind is
- *   the promotion of every v stored into a (weak values as NEP 50 has
- *   them: 1.0 into an array holding float32 keeps float32)
- */
-static int
-infer_element(Infer *in, CcNode *n, const CcType *t, const CcType **elem)
-{
-    CcNode *base = n->lhs->lhs;
-    t = cc_elem_type(t);
-    if (base->kind != ND_VAR || !base->var->infer_elem || t == UNKNOWN) {
-        return 0;
-    }
-    CcVar *a = base->var;
-    const CcType *p = a->elem == UNKNOWN ? t : cc_promote(a->elem, t);
-    if (is_tuple(t) || p == NULL) {
-        char name[96];
-        return cc_error(in->fn, n->loc, "cannot store %s into the array '%s'",
-                        cc_type_name(t, name, sizeof(name)), a->name);
-    }
-    if (p != a->elem) {
-        a->elem = p;
-        a->ty = cc_array_type(cc_storage(p), a->ty->n);
-        in->changed = 1;
-    }
-    if (*elem == UNKNOWN) {
-        /* the target typed again with a's kind known: an element, or a view
-         * (out[:] = a * 2) */
-        return expr(in, n->lhs, elem);
-    }
-    return 0;
-}
-
-/*
- * setitem := a[index] = v
- *   an element: v is cast to a's element kind (as NumPy's casting='unsafe'
- *   assignment does), except complex into a real array, which is an error;
- *   a view: v (a scalar or an array) is broadcast to the view's shape and
- *   cast the same way; in place (a[...] op= v, t op= v), NumPy's ufunc with
- *   out=: its result must cast into a's kind by same_kind (casting.c)
- */
-static int
-setitem(Infer *in, CcNode *n)
-{
-    const CcType *target, *t;
-    if (expr(in, n->lhs, &target) < 0 || expr(in, n->rhs, &t) < 0
-        || infer_element(in, n, t, &target) < 0) {
-        return -1;
-    }
-    if (target == UNKNOWN || t == UNKNOWN) {
-        return 0;
-    }
-    const CcType *elem = cc_elem_type(target), *v = cc_elem_type(t);
-    const CcType *base = n->lhs->kind == ND_INDEX ? n->lhs->lhs->ty : NULL;
-    if (n->lhs->kind == ND_INDEX && n->lhs->nargs == 1 && cc_is_array(n->lhs->args[0]->ty)
-        && n->lhs->args[0]->ty->scalar != TS_BOOL && cc_is_array(base) && base->n > 1) {
-        return cc_error(in->fn, n->loc,
-                        "storing through an integer-array index of a %d-d array "
-                        "is not supported yet (reading it is; 1-d arrays take "
-                        "both)",
-                        base->n);
-    }
-    if (cc_is_array(t) && n->lhs->kind == ND_INDEX && n->lhs->nargs == 1
-        && cc_is_array(n->lhs->args[0]->ty) && t->n > 1) {
-        /* a[mask] = v, a[idx] = v: v's elements in order (or its one) */
-        return cc_error(in->fn, n->loc,
-                        "a %d-d array stored through an index array: NumPy takes a 1-d one "
-                        "(its elements in order) or a scalar",
-                        t->n);
-    }
-    if (cc_is_array(t) && !cc_is_array(target)) {
-        return cc_error(in->fn, n->loc,
-                        "cannot store an array into one element (setting an array element "
-                        "with a sequence)");
-    }
-    if (cc_is_array(t) && t->n > target->n) {
-        return cc_error(in->fn, n->loc, "cannot store a %d-d array into a %d-d view", t->n,
-                        target->n);
-    }
-    if (cc_is_array(t)) {
-        in->fn->allocates = 1; /* a source that overlaps the target is copied first */
-    }
-    if (v == UNKNOWN) {
-        return 0;
-    }
-    if (n->index > 0 && cc_is_array(target) && !is_tuple(v)
-        && cc_check_inplace(in->fn, n, elem->scalar, cc_storage(v)) < 0) {
-        return -1; /* t[1:] += 0.5 of ints: NumPy's same_kind rule */
-    }
-    if (is_tuple(v) || (is_complex_type(v) && !is_complex_type(elem))) {
-        char a[96], b[96];
-        return cc_error(in->fn, n->loc, "cannot store %s into an array of %s",
-                        cc_type_name(t, a, sizeof(a)), cc_type_name(elem, b, sizeof(b)));
-    }
-    return fit_const(in, n->rhs, elem); /* a[i] = 300 into int8 raises in NumPy 2 */
-}
-
-/* An integer argument of an array function (a dimension). */
-static int
-dimension(Infer *in, CcNode *d)
-{
-    return integer_index(in, d, "array dimensions");
-}
-
-/* The kind dtype= gives a call (n->index, or n->rhs's element), or dflt. */
-static int
-call_dtype(Infer *in, CcNode *n, TsKind dflt, TsKind *out)
-{
-    *out = dflt;
-    if (n->index > 0) {
-        *out = (TsKind)(n->index - 1);
-    } else if (n->rhs != NULL) {
-        const CcType *t;
-        if (array_operand(in, n, n->rhs, &t) < 0) {
-            return -1;
-        }
-        *out = t == UNKNOWN || t->scalar == TS_INFER ? TS_INFER : t->scalar;
-    }
-    return 0;
-}
-
-/* The kind NumPy's sum and prod accumulate an array of kind k in. */
-static TsKind
-sum_kind(TsKind k)
-{
-    if (k == TS_BOOL || (ts_is_int(k) && ts_is_signed(k) && ts_bits(k) < 64)) {
-        return TS_INT64;
-    }
-    if (ts_is_int(k) && !ts_is_signed(k) && ts_bits(k) < 64) {
-        return TS_UINT64;
-    }
-    return k;
-}
-
-/*
- * np.sum(a, axis=k) ...: k an integer constant (negative from the end);
- *   a 1-d a gives the scalar, an N-d one the array of the other dimensions
- *   (allocated).  n->index takes the normalised axis (1 + k, as a method's
- *   flag 1 is no longer needed once typed).  argmin/argmax and nanmean take
- *   no axis yet.
- */
-static int
-reduce_axis(Infer *in, CcNode *n, const CcBuiltin *b, int ndim, TsKind elem, const CcType **out)
-{
-    CcNode *k = n->args[1];
-    const CcType *t;
-    if (expr(in, k, &t) < 0) {
-        return -1;
-    }
-    long long axis = k->kind == ND_CONST && t != UNKNOWN && t->kind == CT_WEAK_INT ? k->ival : 0;
-    if (k->kind == ND_UNARY && k->op == OP_NEG && k->lhs->kind == ND_CONST
-        && k->lhs->ty->kind == CT_WEAK_INT) {
-        axis = -k->lhs->ival;
-    } else if (k->kind != ND_CONST || t == UNKNOWN || t->kind != CT_WEAK_INT) {
-        return cc_error(in->fn, k->loc, "the axis of %s() must be an integer constant", b->name);
-    }
-    if (axis < -ndim || axis >= ndim || ndim == 0) {
-        return cc_error(in->fn, k->loc, "axis %lld is out of bounds for an array of dimension %d",
-                        axis, ndim);
-    }
-    n->index = 1 + (int)(axis < 0 ? axis + ndim : axis);
-    if (b->op == R_CUMSUM || b->op == R_CUMPROD) {
-        in->fn->allocates = 1;
-        *out = cc_array_type(elem, ndim); /* a's shape */
-        return 0;
-    }
-    if (ndim > 1) {
-        in->fn->allocates = 1;
-        *out = cc_array_type(elem, ndim - 1);
-    }
-    return 0;
-}
-
-/*
- * array_call := np.empty/zeros/ones(shape, dtype=)       an array of shape
- *             | np.full(shape, fill, dtype=)             (an int or a tuple)
- *             | np.empty_like(a, dtype=) ... a.copy()    a's shape
- *             | np.sum(a), a.max(), ...                  a scalar
- *   Arrays are allocated only in guvectorize kernels, which can report that
- *   memory ran out.
- */
-static int
-array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
-{
-    const CcType *t;
-    *out = UNKNOWN;
-    if (b->flavor != FL_REDUCE && !in->gufunc) {
-        return cc_error(in->fn, n->loc,
-                        "%s() allocates an array, which only a guvectorize kernel can do", b->name);
-    }
-    if (expr(in, n->args[0], &t) < 0) {
-        return -1;
-    }
-    const CcType *fill = UNKNOWN;
-    int full = b->flavor != FL_REDUCE && b->op == AL_FULL;
-    if (full && expr(in, n->args[1], &fill) < 0) {
-        return -1;
-    }
-    if (fill != UNKNOWN && (is_tuple(fill) || cc_is_array(fill))) {
-        return type_error(in, n->args[1], "a fill value", fill, NULL);
-    }
-    if (t == UNKNOWN) {
-        return 0;
-    }
-    int ndim = 0;
-    TsKind elem = TS_FLOAT64;
-    if (b->flavor == FL_ALLOC) {
-        if (is_tuple(t)) {
-            if (n->args[0]->kind == ND_TUPLE) {
-                for (int i = 0; i < n->args[0]->nargs; i++) {
-                    if (dimension(in, n->args[0]->args[i]) < 0) {
-                        return -1;
-                    }
-                }
-            }
-            for (int i = 0; i < t->n; i++) {
-                if (!is_integral(t->elems[i]) || is_bool(t->elems[i])) {
-                    return type_error(in, n->args[0], "a shape of", t, NULL);
-                }
-            }
-            ndim = t->n;
-        } else if (dimension(in, n->args[0]) < 0) {
-            return -1;
-        } else {
-            ndim = 1;
-        }
-        if (full && fill != UNKNOWN) {
-            elem = cc_storage(fill); /* np.full(3, 7) holds int64 */
-        }
-    } else if (b->flavor == FL_REDUCE && !is_tuple(t) && !cc_is_array(t) && n->index != 1) {
-        elem = cc_storage(t); /* np.max(x) of a scalar: x, as a 0-d array */
-    } else {
-        if (!cc_is_array(t)) {
-            char name[96];
-            return cc_error(in->fn, n->args[0]->loc,
-                            n->index == 1 ? "%s has no method %s(): it is not an array"
-                                          : "%s() of %s: this function takes arrays",
-                            n->index == 1 ? cc_type_name(t, name, sizeof(name)) : b->name,
-                            n->index == 1 ? b->name + strlen("numpy")
-                                          : cc_type_name(t, name, sizeof(name)));
-        }
-        if (t->scalar == TS_INFER) {
-            return 0;
-        }
-        ndim = t->n;
-        elem = t->scalar;
-    }
-    if (b->flavor == FL_REDUCE) {
-        TsKind in_kind = elem;
-        switch ((CcReduceOp)b->op) {
-        case R_ANY:
-        case R_ALL:
-            elem = TS_BOOL;
-            break;
-        case R_ARGMIN:
-        case R_ARGMAX:
-            elem = TS_INT64;
-            break;
-        case R_MEAN:
-        case R_NANMEAN:
-            elem = ts_is_float(elem) || ts_is_complex(elem) ? elem : TS_FLOAT64;
-            break;
-        case R_VAR:
-        case R_STD:
-            /* of complex values: real, their parts' kind (NumPy) */
-            elem = ts_is_float(elem)       ? elem
-                   : elem == TS_COMPLEX64  ? TS_FLOAT32
-                   : elem == TS_COMPLEX128 ? TS_FLOAT64
-                                           : TS_FLOAT64;
-            break;
-        case R_SUM:
-        case R_PROD:
-        case R_NANSUM:
-        case R_NANPROD:
-        case R_CUMSUM:
-        case R_CUMPROD:
-            elem = sum_kind(elem);
-            break;
-        default:
-            break;
-        }
-        if (ts_is_complex(in_kind) && b->op != R_SUM && b->op != R_PROD && b->op != R_MEAN
-            && b->op != R_ANY && b->op != R_ALL && b->op != R_VAR && b->op != R_STD) {
-            return type_error(in, n, b->name, t, NULL);
-        }
-        if (b->op == R_CUMSUM || b->op == R_CUMPROD) {
-            if (!cc_is_array(t)) {
-                return cc_error(in->fn, n->loc, "%s() takes an array", b->name);
-            }
-            if (n->nargs == 2) {
-                return reduce_axis(in, n, b, ndim, elem, out);
-            }
-            in->fn->allocates = 1;
-            *out = cc_array_type(elem, 1); /* flattened, as NumPy's without an axis */
-            return 0;
-        }
-        *out = cc_scalar_type(elem);
-        return n->nargs == 2 ? reduce_axis(in, n, b, ndim, elem, out) : 0;
-    }
-    if (call_dtype(in, n, elem, &elem) < 0) {
-        return -1;
-    }
-    if (elem == TS_INFER) {
-        return 0;
-    }
-    if (fill != UNKNOWN) {
-        if (is_complex_type(fill) && !ts_is_complex(elem)) {
-            char name[96];
-            return cc_error(in->fn, n->args[1]->loc, "cannot fill an array of %s with %s",
-                            ts_kind_name(elem), cc_type_name(fill, name, sizeof(name)));
-        }
-        if (fit_const(in, n->args[1], cc_scalar_type(elem)) < 0) {
-            return -1;
-        }
-    }
-    in->fn->allocates = 1;
-    *out = cc_array_type(elem, ndim);
-    return 0;
-}
-
-/*
- * np.ndindex's loop (lower.c): .ndsize(shape), the number of indices, a
- *   Python int; .unravel(k, shape), the k-th index in C order, a tuple of
- *   Python ints as long as the shape.  shape: a tuple of integers or one.
- */
-static int
-shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
-{
-    CcNode *shape = n->args[n->nargs - 1];
-    const CcType *t;
-    *out = UNKNOWN;
-    if ((b->flavor == FL_UNRAVEL && integer_index(in, n->args[0], "indices") < 0)
-        || expr(in, shape, &t) < 0 || t == UNKNOWN) {
-        return PyErr_Occurred() ? -1 : 0;
-    }
-    int nd = is_tuple(t) ? t->n : 1;
-    for (int i = 0; i < nd; i++) {
-        const CcType *e = is_tuple(t) ? t->elems[i] : t;
-        if (!is_integral(e) || is_bool(e) || is_tuple(e) || cc_is_array(e)) {
-            return type_error(in, shape, "np.ndindex() of", t, NULL);
-        }
-    }
-    if (!is_tuple(t) && fit_const(in, shape, cc_scalar_type(TS_INT64)) < 0) {
-        return -1;
-    }
-    if (b->flavor == FL_NDSIZE) {
-        *out = cc_weak_type(CT_WEAK_INT);
-        return 0;
-    }
-    CcType *r = cc_alloc(in->fn->arena, sizeof(CcType));
-    const CcType **elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(nd + 1));
-    if (r == NULL || elems == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < nd; i++) {
-        elems[i] = cc_weak_type(CT_WEAK_INT);
-    }
-    *r = (CcType){.kind = CT_TUPLE, .n = nd, .elems = elems};
-    *out = r;
-    return 0;
-}
-
-/*
- * sort := np.sort(a, axis=-1) | np.argsort(a) | np.partition(a, kth)   arrays
- *       | a.sort() | a.partition(kth)                  in place, statements
- *       | np.median(a) | np.quantile(a, q) | np.percentile(a, q) ...  a scalar
- *       | np.unique(a)                                 1-d
- *       | np.searchsorted(a, v, side=)                 v's shape, int64
- *   runtime.c does the work, on the host: not in a cuda kernel, but for
- *   np.searchsorted of one real or integer value, searched in line.  axis:
- *   the last one, or None (flattened) where NumPy allows it.
- */
-static int
-sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
-{
-    CcSortOp op = (CcSortOp)b->op;
-    const CcType *a, *x = UNKNOWN;
-    *out = UNKNOWN;
-    if (in->fn->device && op != S_SEARCHSORTED) {
-        return cc_error(in->fn, n->loc,
-                        "%s() is not available in a cuda kernel (it runs on the "
-                        "host)",
-                        b->name);
-    }
-    if (expr(in, n->args[0], &a) < 0 || (n->nargs > 1 && expr(in, n->args[1], &x) < 0)) {
-        return -1;
-    }
-    /* one value searched for is a search in line (emitarray.c:
-     * search_in_line), which a cuda kernel can run; complex values and
-     * arrays of values go to the runtime */
-    if (in->fn->device && a != UNKNOWN && x != UNKNOWN
-        && (cc_is_array(x) || is_tuple(x) || !cc_is_array(a) || ts_is_complex(a->scalar))) {
-        return cc_error(in->fn, n->loc,
-                        "%s() in a cuda kernel searches for one real or integer value (an "
-                        "array of values, or complex ones, are searched on the host)",
-                        b->name);
-    }
-    int in_place = op == S_SORT_IN_PLACE || op == S_PARTITION_IN_PLACE;
-    if (in_place && !(n->index & 2)) {
-        return cc_error(in->fn, n->loc,
-                        "a%s() works in place and returns None: use np%s(a) for "
-                        "a sorted copy",
-                        b->name, b->name);
-    }
-    if (a == UNKNOWN) {
-        return 0;
-    }
-    if (!cc_is_array(a)) {
-        char name[96];
-        return cc_error(in->fn, n->args[0]->loc, "%s() of %s: this function takes arrays", b->name,
-                        cc_type_name(a, name, sizeof(name)));
-    }
-    if (a->scalar == TS_INFER) {
-        return 0;
-    }
-    TsKind k = a->scalar;
-    int ndim = a->n;
-    int uses_axis = op == S_SORT || op == S_ARGSORT || op == S_PARTITION || in_place;
-    if (ndim == 0) {
-        return cc_error(in->fn, n->loc, "%s() of a 0-d array", b->name);
-    }
-    if (uses_axis && n->ival == CC_AXIS_NONE && in_place) {
-        return cc_error(in->fn, n->loc, "a%s() sorts along an axis, not axis=None", b->name);
-    }
-    if (uses_axis && n->ival != CC_AXIS_NONE) {
-        if (n->ival < -ndim || n->ival >= ndim) {
-            return cc_error(in->fn, n->loc,
-                            "axis %lld is out of bounds for an array of dimension %d", n->ival,
-                            ndim);
-        }
-        n->ival += n->ival < 0 ? ndim : 0; /* emitarray.c reads it as 0 .. ndim-1 */
-    }
-    if (op == S_PARTITION || op == S_PARTITION_IN_PLACE) {
-        if (n->nargs < 2) {
-            return cc_error(in->fn, n->loc, "%s() needs kth", b->name);
-        }
-        if (integer_index(in, n->args[1], "kth") < 0) {
-            return -1;
-        }
-    }
-    int quantile =
-        op == S_QUANTILE || op == S_NANQUANTILE || op == S_PERCENTILE || op == S_NANPERCENTILE;
-    if (quantile || op == S_MEDIAN || op == S_NANMEDIAN) {
-        if (quantile && n->nargs < 2) {
-            return cc_error(in->fn, n->loc, "%s() needs q", b->name);
-        }
-        if (ts_is_complex(k) || k == TS_BOOL) {
-            return type_error(in, n, b->name, a, NULL);
-        }
-        if (x != UNKNOWN && (is_tuple(x) || cc_is_array(x) || is_complex_type(x))) {
-            char name[96];
-            return cc_error(in->fn, n->args[1]->loc,
-                            "%s() takes one quantile, a real number, "
-                            "not %s",
-                            b->name, cc_type_name(x, name, sizeof(name)));
-        }
-        if (x != UNKNOWN && fit_const(in, n->args[1], cc_scalar_type(TS_FLOAT64)) < 0) {
-            return -1;
-        }
-        if (!in->gufunc) {
-            return cc_error(in->fn, n->loc,
-                            "%s() needs a scratch copy of its array, which only "
-                            "a guvectorize kernel can allocate",
-                            b->name);
-        }
-        in->fn->allocates = 1;
-        *out = cc_scalar_type(k == TS_FLOAT32 ? TS_FLOAT32 : TS_FLOAT64);
-        return 0;
-    }
-    if (op == S_SEARCHSORTED) {
-        if (ndim != 1) {
-            return cc_error(in->fn, n->args[0]->loc, "%s() takes a 1-d array to search", b->name);
-        }
-        if (x == UNKNOWN) {
-            return 0;
-        }
-        if (is_tuple(x)) {
-            return type_error(in, n->args[1], "np.searchsorted() of", x, NULL);
-        }
-        const CcType *xe = cc_is_array(x) ? cc_scalar_type(x->scalar) : x;
-        const CcType *p = cc_promote(cc_scalar_type(k), xe);
-        if (p == NULL || cc_storage(p) != k) {
-            char an[96], xn[96];
-            return cc_error(in->fn, n->args[1]->loc,
-                            "np.searchsorted() of %s in an array of %s: "
-                            "cast the values to the array's kind (or the array to theirs)",
-                            cc_type_name(xe, xn, sizeof(xn)), cc_type_name(a, an, sizeof(an)));
-        }
-        if (fit_const(in, n->args[1], cc_scalar_type(k)) < 0) {
-            return -1;
-        }
-        if (!cc_is_array(x)) {
-            *out = cc_scalar_type(TS_INT64);
-            return 0;
-        }
-        if (!in->gufunc) {
-            return cc_error(in->fn, n->loc,
-                            "np.searchsorted() of an array allocates an array, "
-                            "which only a guvectorize kernel can do");
-        }
-        in->fn->allocates = 1;
-        *out = cc_array_type(TS_INT64, x->n);
-        return 0;
-    }
-    if (in_place) {
-        *out = cc_scalar_type(TS_BOOL); /* None, never read */
-        return 0;
-    }
-    if (!in->gufunc) {
-        return cc_error(in->fn, n->loc,
-                        "%s() allocates an array, which only a guvectorize "
-                        "kernel can do",
-                        b->name);
-    }
-    in->fn->allocates = 1;
-    int flat = op == S_UNIQUE || n->ival == CC_AXIS_NONE;
-    *out = cc_array_type(op == S_ARGSORT ? TS_INT64 : k, flat ? 1 : ndim);
-    return 0;
-}
-
-/*
- * dot := np.dot(a, b) | a @ b     a, b: 1-d or 2-d arrays
- *   1-d with 1-d: a scalar (their inner product); with a 2-d array: a 1-d
- *   array (the vector as a row, or as a column, as NumPy has it); 2-d with
- *   2-d: the matrix product.  The kind is the operands' promotion.
- */
-static int
-dot_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
-{
-    const CcType *t[2];
-    const char *name = b->op == 1 ? "a @ b" : "np.dot()";
-    *out = UNKNOWN;
-    for (int i = 0; i < 2; i++) {
-        if (expr(in, n->args[i], &t[i]) < 0) {
-            return -1;
-        }
-    }
-    for (int i = 0; i < 2; i++) {
-        char tn[96];
-        if (t[i] == UNKNOWN) {
-            return 0;
-        }
-        if (!cc_is_array(t[i])) {
-            return cc_error(in->fn, n->args[i]->loc,
-                            "%s of %s: it takes 1-d and 2-d arrays (to "
-                            "scale by a number, use *)",
-                            name, cc_type_name(t[i], tn, sizeof(tn)));
-        }
-        if (t[i]->scalar == TS_INFER) {
-            return 0;
-        }
-        if (t[i]->n < 1 || t[i]->n > 2) {
-            return cc_error(in->fn, n->args[i]->loc,
-                            "%s of a %d-d array is not supported yet "
-                            "(1-d and 2-d only)",
-                            name, t[i]->n);
-        }
-    }
-    const CcType *k = cc_promote(cc_scalar_type(t[0]->scalar), cc_scalar_type(t[1]->scalar));
-    if (k == NULL || cc_storage(k) == TS_BOOL) {
-        return type_error(in, n, name, t[0], t[1]);
-    }
-    int nd = t[0]->n + t[1]->n - 2;
-    if (nd == 0) {
-        *out = k;
-        return 0;
-    }
-    if (!in->gufunc) {
-        return cc_error(in->fn, n->loc,
-                        "%s allocates an array, which only a guvectorize kernel "
-                        "can do",
-                        name);
-    }
-    in->fn->allocates = 1;
-    *out = cc_array_type(cc_storage(k), nd);
-    return 0;
-}
-
-/*
- * arange := np.arange([start,] stop[, step], dtype=)    a new 1-d array
- *   of the arguments' promotion (ints: int64, floats: float64) or dtype.
- */
-static int
-arange_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
-{
-    const CcType *t;
-    *out = UNKNOWN;
-    if (promote_all(in, n->args, n->nargs, &t) < 0) {
-        return -1;
-    }
-    if (t == UNKNOWN) {
-        return 0;
-    }
-    if (is_tuple(t) || cc_is_array(t) || is_complex_type(t)) {
-        return type_error(in, n, "np.arange() of", t, NULL);
-    }
-    TsKind elem = is_integral(t) ? (t->kind == CT_WEAK_INT || is_bool(t) ? TS_INT64 : t->scalar)
-                                 : cc_storage(t);
-    if (call_dtype(in, n, elem, &elem) < 0) {
-        return -1;
-    }
-    if (elem == TS_INFER) {
-        return 0;
-    }
-    if (ts_is_complex(elem) || elem == TS_BOOL) {
-        return cc_error(in->fn, n->loc, "np.arange() of %s is not supported", ts_kind_name(elem));
-    }
-    if (!in->gufunc) {
-        return cc_error(in->fn, n->loc,
-                        "np.arange() allocates an array, which only a guvectorize kernel can do");
-    }
-    if (fit_consts(in, n->args, n->nargs, is_integral(t) ? cc_scalar_type(TS_INT64) : t) < 0) {
-        return -1;
-    }
-    in->fn->allocates = 1;
-    *out = cc_array_type(elem, 1);
-    return 0;
-}
-
 int
-ti_array_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
-{
-    (void)t;
-    return array_call(in, n, b, out);
-}
-
-/*
- * An elementwise operation (operators, np.sqrt ...) typed by elements: an
- * array operand is lifted (lift_operand), and the result is an array of
- * the element result's kind with the largest operand's ndim.  and/or,
- * `not` and `x if c else y` take truth values, which arrays do not have.
- */
-static int
-elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t)
-{
-    if (rc < 0 || lift < 0) {
-        return rc;
-    }
-    const char *bad = NULL;
-    if (n->kind == ND_BOOLOP || (n->kind == ND_UNARY && n->op == OP_NOT)) {
-        bad = "'and', 'or' and 'not' take truth values, which arrays do not have (NumPy "
-              "raises); use &, | and ~";
-    } else if (n->kind == ND_IFEXP) {
-        bad = "an if-expression cannot choose between arrays in a kernel (use np.where "
-              "semantics by assignment)";
-    } else if (n->kind == ND_CALL && !cc_flavor_elementwise(cc_builtin(n->builtin)->flavor)) {
-        bad = "this function takes scalars, not arrays (NumPy's np.* functions take both)";
-    }
-    if (bad != NULL) {
-        return cc_error(in->fn, n->loc, "%s", bad);
-    }
-    if (*t != UNKNOWN) {
-        *t = cc_array_type(cc_storage(*t), lift);
-    }
-    if (in->gufunc) {
-        /* where its value is needed as an array (a.shape, np.dot, a view of
-         * it), the expression is computed into one */
-        in->fn->allocates = 1;
-    }
-    return 0;
-}
-
-/*
- * `a if c else b` where a branch is an array: the view chosen, as Python
- * binds the object (nothing is computed elementwise, nothing copied).  The
- * branches must be arrays of one type, which the variable it is assigned to
- * can hold.  0 with *t set, 1 when neither branch is an array (the scalar
- * rule applies), -1 with an error.
- */
-static int
-array_choice(Infer *in, CcNode *n, const CcType **t)
-{
-    const CcType *a, *b;
-    if (expr(in, n->then, &a) < 0 || expr(in, n->els, &b) < 0) {
-        return -1;
-    }
-    if (!cc_is_array(a) && !cc_is_array(b)) {
-        return 1;
-    }
-    if (a == UNKNOWN || b == UNKNOWN) {
-        *t = cc_is_array(a) && b == UNKNOWN ? a : cc_is_array(b) && a == UNKNOWN ? b : UNKNOWN;
-        return 0;
-    }
-    if (a != b) {
-        char x[96], y[96];
-        return cc_error(in->fn, n->loc,
-                        "an if-expression chooses one object: here %s or %s, which no variable "
-                        "can hold both of (make both arrays of one type, or use np.where)",
-                        cc_type_name(a, x, sizeof(x)), cc_type_name(b, y, sizeof(y)));
-    }
-    *t = a;
-    return 0;
-}
-
-static int
-expr(Infer *in, CcNode *n, const CcType **out)
+ti_expr(Infer *in, CcNode *n, const CcType **out)
 {
     int rc = 0;
     const CcType *t = UNKNOWN;
@@ -1909,10 +556,10 @@ expr(Infer *in, CcNode *n, const CcType **out)
         }
         break;
     case ND_INDEX:
-        rc = array_index(in, n, &t);
+        rc = ti_array_index(in, n, &t);
         break;
     case ND_ARRAYATTR:
-        rc = array_attr(in, n, &t);
+        rc = ti_array_attr(in, n, &t);
         break;
     case ND_BINOP:
         rc = binop(in, n, &t);
@@ -1924,27 +571,27 @@ expr(Infer *in, CcNode *n, const CcType **out)
         rc = compare(in, n, &t);
         break;
     case ND_BOOLOP:
-        rc = promote_all(in, n->args, n->nargs, &t);
+        rc = ti_promote_all(in, n->args, n->nargs, &t);
         if (rc == 0) {
-            rc = fit_consts(in, n->args, n->nargs, t);
+            rc = ti_fit_consts(in, n->args, n->nargs, t);
         }
         break;
     case ND_IFEXP: {
         CcNode *both[2] = {n->then, n->els};
         rc = condition(in, n->cond);
-        if (rc == 0 && (rc = array_choice(in, n, &t)) != 1) {
+        if (rc == 0 && (rc = ti_array_choice(in, n, &t)) != 1) {
             break; /* views: the one chosen (or an error) */
         }
         if (rc == 1) { /* scalars: their promotion */
-            rc = promote_all(in, both, 2, &t);
+            rc = ti_promote_all(in, both, 2, &t);
         }
         if (rc == 0) {
-            rc = fit_consts(in, both, 2, t);
+            rc = ti_fit_consts(in, both, 2, t);
         }
         break;
     }
     case ND_CALL:
-        rc = call(in, n, &t);
+        rc = ti_call(in, n, &t);
         break;
     case ND_TUPLE:
         rc = make_tuple(in, n, &t);
@@ -1963,7 +610,7 @@ expr(Infer *in, CcNode *n, const CcType **out)
     default:
         rc = cc_error(in->fn, n->loc, "internal error: statement in expression position");
     }
-    rc = elementwise(in, n, rc, in->lift, &t);
+    rc = ti_elementwise(in, n, rc, in->lift, &t);
     in->lift = saved_lift;
     n->ty = t;
     *out = t;
@@ -2094,18 +741,18 @@ static int
 condition(Infer *in, CcNode *cond)
 {
     const CcType *t;
-    if (expr(in, cond, &t) < 0) {
+    if (ti_expr(in, cond, &t) < 0) {
         return -1;
     }
-    if (t != UNKNOWN && is_tuple(t)) {
-        return type_error(in, cond, "truth value", t, NULL);
+    if (t != UNKNOWN && ti_is_tuple(t)) {
+        return ti_type_error(in, cond, "truth value", t, NULL);
     }
     if (cc_is_array(t)) {
         return cc_error(in->fn, cond->loc,
                         "the truth value of an array is ambiguous (NumPy raises); use .any() "
                         "or .all()");
     }
-    truth_only(cond);
+    ti_truth_only(cond);
     return 0;
 }
 
@@ -2113,13 +760,13 @@ static int
 unpack(Infer *in, CcNode *n)
 {
     const CcType *t;
-    if (expr(in, n->rhs, &t) < 0) {
+    if (ti_expr(in, n->rhs, &t) < 0) {
         return -1;
     }
     if (t == UNKNOWN) {
         return 0;
     }
-    if (!is_tuple(t) || t->n != n->nargs) {
+    if (!ti_is_tuple(t) || t->n != n->nargs) {
         char name[96];
         return cc_error(in->fn, n->loc, "cannot unpack %s into %d names",
                         cc_type_name(t, name, sizeof(name)), n->nargs);
@@ -2137,17 +784,17 @@ range_args(Infer *in, CcNode *n)
 {
     for (int i = 0; i < n->nargs; i++) {
         const CcType *t;
-        if (expr(in, n->args[i], &t) < 0) {
+        if (ti_expr(in, n->args[i], &t) < 0) {
             return -1;
         }
-        if (t != UNKNOWN && !is_integral(t)) {
+        if (t != UNKNOWN && !ti_is_integral(t)) {
             char name[96];
             return cc_error(in->fn, n->args[i]->loc,
                             "range() arguments must be integers, "
                             "not %s",
                             cc_type_name(t, name, sizeof(name)));
         }
-        if (fit_const(in, n->args[i], cc_scalar_type(TS_INT64)) < 0) {
+        if (ti_fit_const(in, n->args[i], cc_scalar_type(TS_INT64)) < 0) {
             return -1;
         }
     }
@@ -2165,7 +812,7 @@ ret(Infer *in, CcNode *n)
         }
         return 0; /* in a device function: inline_call decides */
     }
-    if (expr(in, n->lhs, &t) < 0) {
+    if (ti_expr(in, n->lhs, &t) < 0) {
         return -1;
     }
     if (t == UNKNOWN) {
@@ -2176,9 +823,9 @@ ret(Infer *in, CcNode *n)
         if (assign(in, n, n->var, t) < 0) {
             return -1;
         }
-        return fit_const(in, n->lhs, n->var->ty);
+        return ti_fit_const(in, n->lhs, n->var->ty);
     }
-    if (fit_const(in, n->lhs, in->ret_as) < 0) {
+    if (ti_fit_const(in, n->lhs, in->ret_as) < 0) {
         return -1;
     }
     in->last_return = n;
@@ -2188,7 +835,7 @@ ret(Infer *in, CcNode *n)
     }
     const CcType *p = cc_promote(in->ret, t);
     if (p == NULL) {
-        return type_error(in, n, "returning values of different shapes", in->ret, t);
+        return ti_type_error(in, n, "returning values of different shapes", in->ret, t);
     }
     in->ret = p;
     return 0;
@@ -2220,12 +867,12 @@ stmt(Infer *in, CcNode *n)
             n->index = 2; /* in place, of the whole variable */
             n->lhs = target;
             n->var = NULL;
-            return setitem(in, n);
+            return ti_setitem(in, n);
         }
-        if (expr(in, n->rhs, &t) < 0 || assign(in, n, n->var, t) < 0) {
+        if (ti_expr(in, n->rhs, &t) < 0 || assign(in, n, n->var, t) < 0) {
             return -1;
         }
-        return fit_const(in, n->rhs, n->var->ty);
+        return ti_fit_const(in, n->rhs, n->var->ty);
     case ND_UNPACK:
         return unpack(in, n);
     case ND_RETURN:
@@ -2248,7 +895,7 @@ stmt(Infer *in, CcNode *n)
         if (n->lhs->kind == ND_CALL && cc_builtin(n->lhs->builtin)->flavor == FL_SORT) {
             n->lhs->index |= 2; /* a.sort(): a statement, as it must be */
         }
-        return expr(in, n->lhs, &t);
+        return ti_expr(in, n->lhs, &t);
     case ND_BREAK:
     case ND_CONTINUE:
         return 0;
@@ -2257,7 +904,7 @@ stmt(Infer *in, CcNode *n)
             if (n->args[i]->text != NULL) {
                 continue; /* a string constant */
             }
-            if (expr(in, n->args[i], &t) < 0) {
+            if (ti_expr(in, n->args[i], &t) < 0) {
                 return -1;
             }
             if (t != UNKNOWN && (cc_is_array(t) || t->kind == CT_TUPLE)) {
@@ -2271,7 +918,7 @@ stmt(Infer *in, CcNode *n)
     case ND_RAISE:
         return 0; /* on a device, emit.c's raise_stmt says where it can be reported */
     case ND_SETITEM:
-        return setitem(in, n);
+        return ti_setitem(in, n);
     default:
         return cc_error(in->fn, n->loc, "internal error: expression in statement position");
     }
@@ -2300,17 +947,17 @@ check_return(Infer *in, const TsSignature *sig)
     if (got == UNKNOWN) {
         return cc_error(fn, fn->body->loc, "the kernel never returns a value");
     }
-    if (is_tuple(got) || cc_is_array(got)) {
+    if (ti_is_tuple(got) || cc_is_array(got)) {
         return cc_error(fn, in->last_return ? in->last_return->loc : fn->body->loc,
                         "a kernel returns one scalar, not %s",
-                        is_tuple(got) ? "a tuple" : "an array");
+                        ti_is_tuple(got) ? "a tuple" : "an array");
     }
     if (sig->ret.kind == TS_INFER) {
         fn->ret = cc_scalar_type(cc_storage(got));
         return 0;
     }
     fn->ret = cc_scalar_type(sig->ret.kind);
-    if (is_complex_type(got) && !ts_is_complex(sig->ret.kind)) {
+    if (ti_is_complex_type(got) && !ts_is_complex(sig->ret.kind)) {
         char name[96];
         return cc_error(fn, in->last_return ? in->last_return->loc : fn->body->loc,
                         "the kernel returns %s, which %s cannot hold",

@@ -213,7 +213,7 @@ const_aggregate(Out *o, LLVMValueRef v)
     put(o, " }");
 }
 
-/* [ T a, T b ] (a constant array: the views of emitarray.c hold constant
+/* [ T a, T b ] (a constant array: the views of arrays/ hold constant
  * strides) */
 static void
 const_array(Out *o, LLVMValueRef v)
