@@ -344,11 +344,21 @@ INDEX_READS_WRITTEN = [  # (body of k(a, out), a): the index reads the array wri
 ]
 
 
+def _numpy_copies_an_overlapping_index():
+    probe = np.array([1, 2, 3, 0])
+    probe[probe] = 0
+    return not probe.any()
+
+
 @pytest.mark.parametrize("body, values", INDEX_READS_WRITTEN)
 def test_an_index_that_reads_the_array_written_is_computed_first(target, body, values):
     """a[mask] = v and a[idx] = v where the mask or idx reads a: NumPy
     computes the index before it writes (a walk in element order read what
     it had just written)."""
+    if "a[a" in body.replace("a[a >", "").replace("a[a[::-1] >", "") \
+            and not _numpy_copies_an_overlapping_index():
+        pytest.skip("this NumPy writes through an integer index that reads the array "
+                    "(NumPy 2.2 does; newer ones copy it first, as numbavec does)")
     py = kernel_from_source(f"import numpy as np\ndef k(a, out):\n    {body}\n")
     gu = guvectorize(["void(int64[:], int64[:])"], "(n)->(n)", target=target)(py)
     a = np.array(values, np.int64)
