@@ -543,9 +543,6 @@ void cc_set_loop_id(LLVMValueRef br, LLVMMetadataRef *props, int n);
  */
 void cc_mark_fast_codegen(LLVMValueRef f);
 #define CC_FAST_CODEGEN "numbavec-fast-codegen" /* the string attribute it adds */
-/* prepare.c: the marked functions made optnone, float compares made quiet
- * (for the host's features, LLVMGetHostCPUFeatures' list). */
-void cc_prepare_codegen(LLVMModuleRef mod, const char *features);
 /*
  * The C function `name` of type fty in mod, declared pure (nounwind,
  * willreturn, memory(none): no errno) when it is new, so that calls
@@ -750,6 +747,8 @@ typedef enum {
 double cc_now_ns(void);
 void cc_time_add(CcStage stage, double ns);
 void cc_time_reset(void);
+/* " name ms" for the stages [from, to) into line (timing.c). */
+void cc_time_format(char *line, size_t size, int from, int to);
 /* The line of machine code made at a call (module: its name; what: which
  * code, "machine code made" or "quick machine code made"). */
 void cc_time_print_made(const char *module, const char *what, double t0);
