@@ -22,7 +22,7 @@
  * then finds the registered method.
  */
 #include "gufunc/gufunc.h"
-#include "targets/pool.h"
+#include "host/pool.h"
 
 #include "vectorize/vectorize.h"
 

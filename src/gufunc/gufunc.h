@@ -16,7 +16,7 @@
 
 #include "common.h"
 #include "compiler/compiler.h"
-#include "targets/target.h"
+#include "host/host.h"
 
 /* ---- layout.c ---- */
 

@@ -1,7 +1,7 @@
 /*
  * parallel.c - the parallel target: a trampoline NumPy calls in place of
  * the serial inner loop, which cuts the 1-d loop into chunks for the pool
- * (pool.c).  Each chunk runs the serial loop itself, so its contiguous
+ * (host/pool.c).  Each chunk runs the serial loop itself, so its contiguous
  * SIMD fast path still applies.  Also registers set_num_threads,
  * get_num_threads and get_pool_size on _core.
  *
@@ -14,7 +14,7 @@
  *   - the work is too small: see worth_parallel();
  *   - the pool is busy with another caller's job.
  */
-#include "targets/pool.h"
+#include "host/pool.h"
 #include "targets/target.h"
 
 #include <math.h>
@@ -327,7 +327,8 @@ static PyMethodDef pool_methods[] = {
 int
 tg_init_module(PyObject *module)
 {
-    if (tg_pool_configure() < 0 || PyModule_AddFunctions(module, pool_methods) < 0) {
+    if (tg_register("cpu", &tg_cpu) < 0 || tg_register("parallel", &tg_parallel) < 0
+        || tg_pool_configure() < 0 || PyModule_AddFunctions(module, pool_methods) < 0) {
         return -1;
     }
     return tg_init_testhooks(module);

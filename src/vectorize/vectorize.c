@@ -18,7 +18,7 @@
  */
 #include "vectorize/vectorize.h"
 
-#include "targets/target.h"
+#include "host/host.h"
 
 #include <string.h>
 

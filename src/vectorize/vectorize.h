@@ -13,7 +13,7 @@
 
 #include "common.h"
 #include "compiler/compiler.h"
-#include "targets/target.h"
+#include "host/host.h"
 
 /* ---- loops.c ---- */
 

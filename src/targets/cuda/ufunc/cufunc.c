@@ -16,6 +16,7 @@
  * reduce is cureduce.c; ufunc.h is what they share.
  */
 #include "targets/cuda/ufunc/ufunc.h"
+#include "targets/target.h" /* tg_cuda, registered here */
 
 #include "vectorize/vectorize.h"
 
@@ -843,7 +844,8 @@ cu_ufunc_init(PyObject *module)
     nv_state.cufunc_type = PyType_FromSpec(&cufunc_spec);
     if (nv_state.cufunc_type == NULL
         || PyModule_AddObjectRef(module, "CUDAUFunc", nv_state.cufunc_type) < 0
-        || PyModule_AddFunctions(module, cufunc_functions) < 0) {
+        || PyModule_AddFunctions(module, cufunc_functions) < 0 || tg_register("cuda", &tg_cuda) < 0
+        || tg_register("gpu", &tg_cuda) < 0) { /* gpu: Numba's alias */
         return -1;
     }
     return 0;
