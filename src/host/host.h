@@ -29,7 +29,8 @@ typedef void (*TgRangeFn)(void *ctx, npy_intp start, npy_intp stop);
 
 /* What a decorator asks a target to make (references borrowed). */
 typedef struct TgRequest {
-    CcKernel *kernel;        /* taken over by the factory (freed on failure too) */
+    CcKernel *kernel;        /* api.c's: borrowed, and taken by the object made
+                              * (the factory then sets it NULL) */
     const TsSignature *sigs; /* the signatures given */
     Py_ssize_t nsigs;        /* 0: compiled on call, for the types it meets */
     int nin;                 /* the kernel's arity */

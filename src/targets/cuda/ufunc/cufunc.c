@@ -779,11 +779,11 @@ make_vectorize(const TgTarget *t, TgRequest *r)
 {
     CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)nv_state.cufunc_type);
     if (f == NULL) {
-        cc_kernel_free(r->kernel);
         return NULL;
     }
     f->kernel = r->kernel;
     f->name = Py_NewRef(r->kernel->name_obj);
+    r->kernel = NULL; /* f's now (api.c) */
     f->doc = r->doc != NULL ? PyUnicode_FromString(r->doc) : Py_NewRef(Py_None);
     f->backend = Py_NewRef(r->backend != NULL ? r->backend : Py_None);
     f->reorderable = PyUnicode_Check(r->identity)
