@@ -28,6 +28,7 @@ static PyObject *
 make(const TgTarget *t, PyObject *(*factory)(const TgTarget *, TgRequest *), TgRequest *r)
 {
     PyObject *made = factory(t, r);
+    NV_ASSERT(made == NULL || r->kernel == NULL); /* taken over, or still ours */
     if (made == NULL) {
         cc_kernel_free(r->kernel);
     }

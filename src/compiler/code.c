@@ -364,6 +364,7 @@ cc_code_made(CcCode *code)
 void *
 cc_code_entry(CcCode *code, int i)
 {
+    NV_ASSERT(i >= 0 && i < code->n);
     if (atomic_load_explicit(&code->made, memory_order_acquire)) {
         return code->addrs[i];
     }

@@ -35,6 +35,7 @@ tg_quick_init(TgQuickFirst *q, CcCode *code, int quick)
 int
 tg_quick_take(TgQuickFirst *q, long long work)
 {
+    NV_ASSERT(!q->quick || q->code != NULL); /* tg_quick_init */
     return q->quick && !cc_code_made(q->code)
            && atomic_load_explicit(&q->ns, memory_order_relaxed) < TG_QUICK_NS
            && atomic_fetch_add_explicit(&q->work, work, memory_order_relaxed) + work

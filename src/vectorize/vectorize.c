@@ -557,9 +557,12 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
         while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {
             i++;
         }
+        for (Py_ssize_t k = 1; k < r->nsigs; k++) {
+            NV_ASSERT(r->sigs[k].nargs == r->sigs[0].nargs); /* check_signatures */
+        }
         VzUfuncSpec spec = {.name = lib->kernel->name,
                             .doc = r->doc,
-                            .nin = r->sigs[0].nargs, /* check_signatures: all alike */
+                            .nin = r->sigs[0].nargs, /* all alike: see below */
                             .nout = 1,
                             .identity = r->identity};
         /* a loop that may fail (a kernel's raise, machine code that cannot
