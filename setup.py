@@ -83,7 +83,7 @@ cflags = ["-std=c11", "-D_GNU_SOURCE", "-fexceptions", "-fvisibility=hidden", "-
 ldflags = ["-Wl,--gc-sections"] if not debug else []
 if debug:
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
-    cflags += ["-O0", "-g", *san]
+    cflags += ["-O0", "-g", "-DNUMBAVEC_DEBUG", *san]  # NV_ASSERT on (common.h)
     ldflags += san
 else:
     cflags += ["-O2", "-ffunction-sections", "-fdata-sections"]

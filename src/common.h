@@ -25,6 +25,29 @@
 #define NV_UNUSED __attribute__((unused))
 
 /*
+ * NV_ASSERT(cond): an invariant the code relies on and no input can break
+ * (a caller's promise, what an earlier check established), checked in the
+ * debug build (NUMBAVEC_DEBUG=1 in setup.py, the ASan + UBSan build), where
+ * a broken one stops the process with its file and line; nothing otherwise,
+ * not even the evaluation of cond.  Never for what a user can cause: that
+ * is an exception.
+ */
+#ifdef NUMBAVEC_DEBUG
+#include <stdio.h>
+#include <stdlib.h>
+#define NV_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "numbavec: invariant broken at %s:%d: %s\n", __FILE__, __LINE__,       \
+                    #cond);                                                                        \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+#else
+#define NV_ASSERT(cond) ((void)0)
+#endif
+
+/*
  * The module's Python-level state, in one place: its classes, exceptions
  * and lookup tables.  Each area's *_init_module fills its fields (the
  * tables on first use); they are strong references kept for the process's

@@ -1,15 +1,17 @@
 /*
  * module.c - numbavec._core: module creation and the package's exceptions.
  *
- * Each area registers its own functions and types (ts_init_module,
- * vz_init_module, tg_init_module); this file only imports NumPy and wires
- * them together.  PyInit__core is the one exported symbol.
+ * Each area registers its own types (ts_init_module, vz_init_module,
+ * tg_init_module: the host targets, cuda_init_module: the cuda target);
+ * the entry points that parse Python arguments are api.c's (nv_api_init).
+ * This file only imports NumPy and wires them together.  PyInit__core is
+ * the one exported symbol.
  */
 #define NV_IMPORT_NUMPY
 #include "common.h"
+#include "api.h"
 
 #include "compiler/compiler.h"
-#include "gufunc/gufunc.h"
 #include "targets/cuda/cuda.h"
 #include "targets/target.h"
 #include "typesig/typesig.h"
@@ -49,7 +51,7 @@ PyInit__core(void)
     }
     if (PyModule_AddStringConstant(m, "llvm_version", NUMBAVEC_LLVM_VERSION_STRING) < 0
         || add_exceptions(m) < 0 || cc_init_module(m) < 0 || ts_init_module(m) < 0
-        || vz_init_module(m) < 0 || tg_init_module(m) < 0 || gu_init_module(m) < 0
+        || vz_init_module(m) < 0 || tg_init_module(m) < 0 || nv_api_init(m) < 0
         || cuda_init_module(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -343,7 +343,7 @@ em_quiet_fcmp(Emit *E, LLVMRealPredicate pred, LLVMValueRef a, LLVMValueRef b, c
     }
     if (E->fastmath || E->target == &cc_host_target) {
         /* host code: the JIT makes every relational compare quiet when the
-         * module is optimised (jit.c: quiet_compares) */
+         * module is optimised (prepare.c: cc_pass_quiet_compares) */
         return LLVMBuildFCmp(E->b, pred, a, b, name);
     }
     /*

@@ -42,8 +42,11 @@
  *   extent.c       index and length arithmetic of arrays (overflow-safe)
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
- *   jit.c        host target machine, optimisation + libmvec, object code,
- *                ORC LLJIT, code shared by cache key, dumps
+ *   jit.c        the host JIT (jit.h): target machine, ORC LLJIT, symbols,
+ *                linking; passes.c its pass pipeline (optimisation + libmvec,
+ *                prepare.c's passes, code generation); code.c its code
+ *                objects (CcCode: keyed, lazy, quick); timing.c the stages'
+ *                times for NUMBAVEC_DUMP=time
  *
  * The IR is a tree (as chibicc's), not SSA: variables are allocas that
  * mem2reg promotes.  Everything a compilation allocates lives in its arena
@@ -543,14 +546,11 @@ void cc_set_loop_id(LLVMValueRef br, LLVMMetadataRef *props, int n);
 /*
  * Asks for f's machine code to be made by LLVM's fast instruction selector
  * and register allocator (optnone at code generation, after optimisation,
- * in jit.c): for functions that only check, dispatch and call, whose code
+ * in passes.c): for functions that only check, dispatch and call, whose code
  * generation would otherwise cost as much as the loops they call.
  */
 void cc_mark_fast_codegen(LLVMValueRef f);
 #define CC_FAST_CODEGEN "numbavec-fast-codegen" /* the string attribute it adds */
-/* prepare.c: the marked functions made optnone, float compares made quiet
- * (for the host's features, LLVMGetHostCPUFeatures' list). */
-void cc_prepare_codegen(LLVMModuleRef mod, const char *features);
 /*
  * The C function `name` of type fty in mod, declared pure (nounwind,
  * willreturn, memory(none): no errno) when it is new, so that calls
@@ -719,7 +719,7 @@ LLVMValueRef cc_emit_gufunc_kernel(CcFunction *fn, const TsSignature *sig, LLVMM
                                    const char *name, int fastmath, unsigned long long unit_stride,
                                    const CcEmitTarget *target);
 
-/* ---- jit.c ---- */
+/* ---- the host JIT: jit.c, passes.c, code.c (jit.h inside) ---- */
 
 /* A module under construction in its own context: a thread-safe one for the
  * host JIT, or a plain one (tsctx NULL) that cc_module_dispose disposes. */
@@ -742,7 +742,7 @@ enum {
     CC_DUMP_TIME = 32, /* a line per compilation: the time of each stage */
 };
 /* NUMBAVEC_DUMP=time: the stages of the compilation under way (ns), which
- * cc_compile prints; jit.c adds the host back end's own. */
+ * cc_compile prints; passes.c and jit.c add the host back end's own (timing.c). */
 typedef enum {
     CC_T_LOWER,
     CC_T_TYPE,
@@ -755,6 +755,8 @@ typedef enum {
 double cc_now_ns(void);
 void cc_time_add(CcStage stage, double ns);
 void cc_time_reset(void);
+/* " name ms" for the stages [from, to) into line (timing.c). */
+void cc_time_format(char *line, size_t size, int from, int to);
 /* The line of machine code made at a call (module: its name; what: which
  * code, "machine code made" or "quick machine code made"). */
 void cc_time_print_made(const char *module, const char *what, double t0);
@@ -778,7 +780,7 @@ int cc_module_new(CcModule *m, const char *name);
 void cc_module_dispose(CcModule *m);
 
 /*
- * Verifies, optimises (kernel_pipeline in jit.c: inlining, loop vectorization, libmvec) and JIT-
+ * Verifies, optimises (kernel_pipeline in passes.c: inlining, loop vectorization, libmvec) and JIT-
  * compiles m, then resolves names[i] into addrs[i].  Consumes m (zeroed)
  * in every case.  Returns NULL with an exception on failure.  names need only be
  * unique within m: each is renamed "<name>.<id>" with a process-wide id

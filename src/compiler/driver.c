@@ -110,42 +110,7 @@ cc_kernel_free(CcKernel *k)
     PyMem_Free(k);
 }
 
-/* ---- NUMBAVEC_DUMP=time ---- */
-
-static double stage_ns[CC_T_N];
-
-double
-cc_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-void
-cc_time_add(CcStage stage, double ns)
-{
-    stage_ns[stage] += ns;
-}
-
-void
-cc_time_reset(void)
-{
-    memset(stage_ns, 0, sizeof(stage_ns));
-}
-
-static const char *const stage_names[CC_T_N] = {"lower", "type", "emit", "opt", "codegen", "link"};
-
-/* " name ms" for the stages [from, to) into line. */
-static void
-format_stages(char *line, size_t size, int from, int to)
-{
-    size_t at = 0;
-    line[0] = '\0';
-    for (int s = from; s < to && at < size; s++) {
-        at += (size_t)snprintf(line + at, size - at, " %s %.2f", stage_names[s], stage_ns[s] / 1e6);
-    }
-}
+/* ---- NUMBAVEC_DUMP=time (the stages are counted in timing.c) ---- */
 
 /* One line on stderr: the stages of the compilation that started at t0,
  * with its back end and what its builder makes; lazy: its machine code
@@ -156,21 +121,10 @@ print_stages(const CcKernel *k, const TsSignature *sig, const CcBuilder *b, cons
 {
     char sigbuf[TS_STRSIZE], line[512];
     double total = cc_now_ns() - t0;
-    format_stages(line, sizeof(line), 0, CC_T_N);
+    cc_time_format(line, sizeof(line), 0, CC_T_N);
     fprintf(stderr, "numbavec time: %s %s (%s, %s):%s, total %.2f ms%s\n", k->name,
             ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, b->what, line, total / 1e6,
             lazy ? ", machine code at the first call" : "");
-    fflush(stderr);
-}
-
-void
-cc_time_print_made(const char *module, const char *what, double t0)
-{
-    char line[256];
-    double total = cc_now_ns() - t0;
-    format_stages(line, sizeof(line), CC_T_OPT, CC_T_N);
-    fprintf(stderr, "numbavec time: %s %s at a call:%s, total %.2f ms\n", module, what, line,
-            total / 1e6);
     fflush(stderr);
 }
 

@@ -25,7 +25,7 @@
  * piece is optimised as well as before, in time that depends on its size
  * alone.  A piece still too large (a long branch of an if) is cut in turn.
  *
- * jit.c's optimise() calls cc_outline before its pipeline, for modules of
+ * passes.c's optimise() calls cc_outline before its pipeline, for modules of
  * more than CC_OUTLINE_ABOVE instructions: every realistic kernel measured
  * is far below, and compiles exactly as before.  Runs inside a cg_run
  * (guard.h), as every step into LLVM does.

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-/* Modules larger than this many instructions are cut (jit.c's optimise),
+/* Modules larger than this many instructions are cut (passes.c's optimise),
  * into pieces of about CC_OUTLINE_PIECE at most. */
 enum { CC_OUTLINE_ABOVE = 6000, CC_OUTLINE_PIECE = 500 };
 

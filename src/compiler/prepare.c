@@ -1,10 +1,11 @@
 /*
- * prepare.c - what code generation needs that optimisation must not see
- * (cc_prepare_codegen, which jit.c runs between the two on every host
- * module): functions marked for the fast code generator made optnone, and
- * float compares made quiet.
+ * prepare.c - the two passes that code generation needs and optimisation
+ * must not see, which passes.c runs between the two on every host module
+ * (prepare_codegen there): cc_pass_fast_codegen, the functions marked for
+ * the fast code generator made optnone, and cc_pass_quiet_compares, float
+ * compares made quiet.
  */
-#include "compiler/compiler.h"
+#include "compiler/jit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,8 @@
  * loops are functions of their own) that cut a signature's code generation
  * from 6.1 to 5.1 ms (median of 120 signatures), at unchanged speed.
  */
-static void
-fast_codegen(LLVMModuleRef mod)
+void
+cc_pass_fast_codegen(LLVMModuleRef mod)
 {
     static const char mark[] = CC_FAST_CODEGEN;
     unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
@@ -265,8 +266,8 @@ quiet_form(const char *features)
     return form;
 }
 
-static void
-quiet_compares(LLVMModuleRef mod, const char *features)
+void
+cc_pass_quiet_compares(LLVMModuleRef mod, const char *features)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
     int form = quiet_form(features);
@@ -302,11 +303,4 @@ quiet_compares(LLVMModuleRef mod, const char *features)
         }
     }
     LLVMDisposeBuilder(b);
-}
-
-void
-cc_prepare_codegen(LLVMModuleRef mod, const char *features)
-{
-    fast_codegen(mod);
-    quiet_compares(mod, features);
 }

@@ -22,7 +22,7 @@
  * then finds the registered method.
  */
 #include "gufunc/gufunc.h"
-#include "targets/pool.h"
+#include "host/pool.h"
 
 #include "vectorize/vectorize.h"
 
@@ -85,7 +85,9 @@ split_safe(const GuLoop *gl, const npy_intp *steps, npy_intp n)
 static npy_intp
 core_stride(const GuLayout *L, const npy_intp *steps, int k, int j)
 {
-    int at = L->nargs;
+    NV_ASSERT(k >= 0 && k < L->nargs && j >= 0 && j < L->ndims[k]);
+    int at = L->nargs; /* NumPy's steps: one outer step an argument, then the
+                        * core strides of each argument in layout order */
     for (int a = 0; a < k; a++) {
         at += L->ndims[a];
     }

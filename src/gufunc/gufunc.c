@@ -285,15 +285,6 @@ gu_parse_writable(PyObject *obj, const GuLayout *layout, unsigned char *written)
     return 0;
 }
 
-PyDoc_STRVAR(guvectorize_doc,
-             "guvectorize(pyfunc, funcdef, source, signatures, layout, target='cpu',\n"
-             "            identity=None, writable_args=(), fastmath=False, boundscheck=True,\n"
-             "            name=None, doc=None, cache=None, arch=None, backend=None,\n"
-             "            origin=None) -> numpy.ufunc (a gufunc)\n\n"
-             "Compiles pyfunc for each signature into a generalized ufunc with the core\n"
-             "signature `layout`; a layout without '->' has no outputs (the kernel\n"
-             "writes into its inputs).");
-
 /* ---- dynamic gufuncs: the Library as a dufunc.c backend ---- */
 
 /* What a lazy gufunc keeps for its later compilations (the Library's
@@ -452,12 +443,12 @@ gu_make_guvectorize(const TgTarget *t, TgRequest *r)
         return NULL;
     }
     if (gu_parse_layout(r->layout, &layout) < 0 || cc_jit_init() < 0) {
-        cc_kernel_free(r->kernel);
         return NULL;
     }
     if ((lib = vz_library_new(t, r->kernel)) == NULL) {
         return NULL;
     }
+    r->kernel = NULL; /* lib's now (api.c) */
     for (int k = layout.nin; k < layout.nargs; k++) {
         o.written[k] = 1;
     }
@@ -500,54 +491,4 @@ done:
     Py_XDECREF(ufunc);
     Py_XDECREF(lib);
     return result;
-}
-
-static PyObject *
-guvectorize(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"pyfunc", "funcdef",  "source",        "signatures", "layout",
-                             "target", "identity", "writable_args", "fastmath",   "boundscheck",
-                             "name",   "doc",      "cache",         "arch",       "backend",
-                             "origin", NULL};
-    PyObject *pyfunc, *funcdef, *source, *sigobj, *layout, *identity = Py_None;
-    PyObject *writable = NULL, *cache = Py_None, *backend = NULL, *origin = Py_None;
-    const char *target_name = "cpu", *name = NULL, *doc = NULL, *arch = NULL;
-    int fastmath = 0, boundscheck = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OO|sOOppzzOzOO", kwlist, &pyfunc, &funcdef,
-                                     &PyTuple_Type, &source, &sigobj, &layout, &target_name,
-                                     &identity, &writable, &fastmath, &boundscheck, &name, &doc,
-                                     &cache, &arch, &backend, &origin)) {
-        return NULL;
-    }
-    TgRequest r = {.identity = identity,
-                   .doc = doc,
-                   .layout = layout,
-                   .writable = writable,
-                   .arch = arch,
-                   .backend = backend};
-    TsSignature *sigs = NULL;
-    const TgTarget *t = tg_for(target_name, "guvectorize");
-    if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {
-        return NULL;
-    }
-    PyObject *result = NULL;
-    r.sigs = sigs;
-    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, boundscheck, cache, origin);
-    if (r.kernel != NULL) {
-        result = t->make->guvectorize(t, &r);
-    }
-    PyMem_Free(sigs);
-    return result;
-}
-
-static PyMethodDef gufunc_methods[] = {
-    {"guvectorize", (PyCFunction)(void (*)(void))guvectorize, METH_VARARGS | METH_KEYWORDS,
-     guvectorize_doc},
-    {NULL, NULL, 0, NULL},
-};
-
-int
-gu_init_module(PyObject *module)
-{
-    return PyModule_AddFunctions(module, gufunc_methods);
 }

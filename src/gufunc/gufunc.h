@@ -16,7 +16,7 @@
 
 #include "common.h"
 #include "compiler/compiler.h"
-#include "targets/target.h"
+#include "host/host.h"
 
 /* ---- layout.c ---- */
 
@@ -133,6 +133,5 @@ int gu_register_method(PyObject *ufunc, int t);
 
 /* The host targets' guvectorize factory (target.h).  New reference or NULL. */
 PyObject *gu_make_guvectorize(const TgTarget *t, TgRequest *r);
-int gu_init_module(PyObject *module);
 
 #endif /* NV_GUFUNC_H */

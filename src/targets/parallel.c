@@ -1,7 +1,7 @@
 /*
  * parallel.c - the parallel target: a trampoline NumPy calls in place of
  * the serial inner loop, which cuts the 1-d loop into chunks for the pool
- * (pool.c).  Each chunk runs the serial loop itself, so its contiguous
+ * (host/pool.c).  Each chunk runs the serial loop itself, so its contiguous
  * SIMD fast path still applies.  Also registers set_num_threads,
  * get_num_threads and get_pool_size on _core.
  *
@@ -14,7 +14,7 @@
  *   - the work is too small: see worth_parallel();
  *   - the pool is busy with another caller's job.
  */
-#include "targets/pool.h"
+#include "host/pool.h"
 #include "targets/target.h"
 
 #include <math.h>
@@ -278,56 +278,11 @@ const TgTarget tg_parallel = {
     .run_range = par_run_range,
 };
 
-/* ---- _core.set_num_threads & co. ---- */
-
-static PyObject *
-set_num_threads(PyObject *self, PyObject *arg)
-{
-    if (!PyLong_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "set_num_threads() takes an integer");
-        return NULL;
-    }
-    int overflow;
-    long n = PyLong_AsLongAndOverflow(arg, &overflow);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (overflow || n < 1 || n > tg_pool_size() || tg_pool_set_num_threads((int)n) < 0) {
-        PyErr_Format(PyExc_ValueError, "number of threads must be between 1 and %d (the pool size)",
-                     tg_pool_size());
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-get_num_threads(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(tg_pool_get_num_threads());
-}
-
-static PyObject *
-get_pool_size(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(tg_pool_size());
-}
-
-static PyMethodDef pool_methods[] = {
-    {"set_num_threads", set_num_threads, METH_O,
-     "set_num_threads(n): threads the parallel target uses for calls made "
-     "from this thread (1 <= n <= get_pool_size())."},
-    {"get_num_threads", get_num_threads, METH_NOARGS,
-     "get_num_threads(): this thread's thread count for the parallel target."},
-    {"get_pool_size", get_pool_size, METH_NOARGS,
-     "get_pool_size(): threads in the pool, the caller included "
-     "(NUMBAVEC_NUM_THREADS, or the usable cores)."},
-    {NULL, NULL, 0, NULL},
-};
-
 int
 tg_init_module(PyObject *module)
 {
-    if (tg_pool_configure() < 0 || PyModule_AddFunctions(module, pool_methods) < 0) {
+    if (tg_register("cpu", &tg_cpu) < 0 || tg_register("parallel", &tg_parallel) < 0
+        || tg_pool_configure() < 0) {
         return -1;
     }
     return tg_init_testhooks(module);

@@ -11,7 +11,7 @@
  * every ufunc made for that name shares them, so no ufunc owns memory that
  * NumPy would have to free.
  */
-#include "targets/pool.h"
+#include "host/pool.h"
 #include "targets/target.h"
 
 #include <math.h>

@@ -18,7 +18,7 @@
  */
 #include "vectorize/vectorize.h"
 
-#include "targets/target.h"
+#include "host/host.h"
 
 #include <string.h>
 
@@ -378,7 +378,6 @@ vz_library_new(const TgTarget *target, CcKernel *kernel)
     allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)nv_state.library_type, Py_tp_alloc);
     Library *lib = (Library *)alloc((PyTypeObject *)nv_state.library_type, 0);
     if (lib == NULL) {
-        cc_kernel_free(kernel);
         return NULL;
     }
     lib->target = target;
@@ -487,13 +486,41 @@ static const VzLazyBackend library_backend = {
     lazy_find, lazy_compile, lazy_entry, lazy_size, NULL, .kernel_outputs = 1,
 };
 
+/* ---- what api.c's _code_of and _origin_of read ---- */
+
+PyObject *
+vz_code_of(PyObject *ufunc)
+{
+    PyObject *owner = vz_ufunc_owner(ufunc), *lazy = vz_lazy_compiler(owner);
+    if (lazy != NULL) {
+        return Py_NewRef(lazy);
+    }
+    if (owner != NULL
+        && (Py_TYPE(owner) == (PyTypeObject *)nv_state.library_type
+            || PyCapsule_CheckExact(owner))) {
+        return Py_NewRef(owner);
+    }
+    PyErr_Format(PyExc_TypeError, "%R is not a numbavec ufunc", ufunc);
+    return NULL;
+}
+
+PyObject *
+vz_origin_of(PyObject *obj)
+{
+    PyObject *owner = vz_ufunc_owner(obj), *lazy = vz_lazy_compiler(owner);
+    PyObject *lib = lazy != NULL ? lazy : owner;
+    if (lib == NULL || Py_TYPE(lib) != (PyTypeObject *)nv_state.library_type) {
+        Py_RETURN_NONE;
+    }
+    return cc_kernel_origin(((Library *)lib)->kernel);
+}
+
 /* ---- the host factory: what vectorize makes on cpu and parallel ---- */
 
 int
 vz_refuse_cuda_options(const TgTarget *t, TgRequest *r)
 {
     if (r->arch != NULL || (r->backend != NULL && r->backend != Py_None)) {
-        cc_kernel_free(r->kernel);
         PyErr_Format(PyExc_TypeError, "arch= and backend= are options of the cuda target, not '%s'",
                      t->name);
         return -1;
@@ -508,11 +535,9 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
         return NULL;
     }
     if (cc_jit_init() < 0 || (r->nsigs > 0 && check_signatures(r->sigs, r->nsigs) < 0)) {
-        cc_kernel_free(r->kernel);
         return NULL;
     }
     if (r->nsigs == 0 && (r->nin < 1 || r->nin > TS_MAXARGS)) {
-        cc_kernel_free(r->kernel);
         PyErr_Format(PyExc_TypeError, "a ufunc takes 1 to %d arguments, not %d", TS_MAXARGS,
                      r->nin);
         return NULL;
@@ -521,6 +546,7 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
     if (lib == NULL) {
         return NULL;
     }
+    r->kernel = NULL; /* lib's now (api.c) */
     PyObject *ufunc = NULL;
     lib->kernel->lazy = 1; /* machine code at each signature's first call */
     if (r->nsigs == 0) {
@@ -531,9 +557,12 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
         while (i < r->nsigs && vz_library_add(lib, &r->sigs[i]) >= 0) {
             i++;
         }
+        for (Py_ssize_t k = 1; k < r->nsigs; k++) {
+            NV_ASSERT(r->sigs[k].nargs == r->sigs[0].nargs); /* check_signatures */
+        }
         VzUfuncSpec spec = {.name = lib->kernel->name,
                             .doc = r->doc,
-                            .nin = r->sigs[0].nargs, /* check_signatures: all alike */
+                            .nin = r->sigs[0].nargs, /* all alike: see below */
                             .nout = 1,
                             .identity = r->identity};
         /* a loop that may fail (a kernel's raise, machine code that cannot
@@ -557,121 +586,12 @@ vz_make_vectorize(const TgTarget *t, TgRequest *r)
     return ufunc;
 }
 
-PyDoc_STRVAR(vectorize_doc,
-             "vectorize(pyfunc, funcdef, source, signatures, target='cpu', identity=None,\n"
-             "          fastmath=False, name=None, doc=None, cache=None, nin=-1, arch=None,\n"
-             "          backend=None, origin=None) -> numpy.ufunc or numbavec.cuda.CUDAUFunc\n\n"
-             "What @vectorize makes: pyfunc (whose ast.FunctionDef is funcdef; source is\n"
-             "(filename, first_line, lines, line_offset)) compiled for each signature by\n"
-             "the target's factory; no signatures: compiled on call for the types it\n"
-             "meets (nin: the kernel's arity).  cache: a numbavec.cache.FunctionCache,\n"
-             "or None.  arch, backend: the cuda target's.  origin: numbavec's Origin\n"
-             "(numbavec/_capture.py), which the object keeps: what each compilation reads.");
-
-static PyObject *
-vectorize(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"pyfunc",   "funcdef",  "source",  "signatures", "target",
-                             "identity", "fastmath", "name",    "doc",        "cache",
-                             "nin",      "arch",     "backend", "origin",     NULL};
-    PyObject *pyfunc, *funcdef, *source, *sigobj, *identity = Py_None, *cache = Py_None;
-    PyObject *backend = Py_None, *origin = Py_None;
-    const char *target_name = "cpu", *name = NULL, *doc = NULL, *arch = NULL;
-    int fastmath = 0, nin = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O|sOpzzOizOO", kwlist, &pyfunc, &funcdef,
-                                     &PyTuple_Type, &source, &sigobj, &target_name, &identity,
-                                     &fastmath, &name, &doc, &cache, &nin, &arch, &backend,
-                                     &origin)) {
-        return NULL;
-    }
-    TgRequest r = {.nin = nin, .identity = identity, .doc = doc, .arch = arch, .backend = backend};
-    TsSignature *sigs = NULL;
-    const TgTarget *t = tg_for(target_name, "vectorize");
-    if (t == NULL || ts_parse_signature_list(sigobj, &sigs, &r.nsigs) < 0) {
-        return NULL;
-    }
-    PyObject *result = NULL;
-    r.sigs = sigs;
-    r.kernel = cc_kernel_new(pyfunc, funcdef, source, name, fastmath, 1, cache, origin);
-    if (r.kernel != NULL) {
-        result = t->make->vectorize(t, &r);
-    }
-    PyMem_Free(sigs);
-    return result;
-}
-
-PyDoc_STRVAR(lazy_add_doc,
-             "_lazy_add(ufunc, signature): compile a lazy ufunc's loop for signature now:\n"
-             "its argument types, and its return type when it names one (else the\n"
-             "kernel's); a gufunc's void signature may give its outputs' types too.");
-
-static PyObject *
-lazy_add(PyObject *module, PyObject *args)
-{
-    PyObject *ufunc, *sigobj;
-    TsSignature sig;
-    if (!PyArg_ParseTuple(args, "OO", &ufunc, &sigobj) || ts_parse_signature(sigobj, &sig) < 0) {
-        return NULL;
-    }
-    return vz_lazy_add(ufunc, &sig);
-}
-
-PyDoc_STRVAR(code_of_doc,
-             "_code_of(ufunc): the compiled code behind a numbavec ufunc (a Library, or a\n"
-             "test hook's code capsule).  TypeError for any other object.");
-
-static PyObject *
-code_of(PyObject *module, PyObject *ufunc)
-{
-    PyObject *owner = vz_ufunc_owner(ufunc), *lazy = vz_lazy_compiler(owner);
-    if (lazy != NULL) {
-        return Py_NewRef(lazy);
-    }
-    if (owner != NULL
-        && (Py_TYPE(owner) == (PyTypeObject *)nv_state.library_type
-            || PyCapsule_CheckExact(owner))) {
-        return Py_NewRef(owner);
-    }
-    PyErr_Format(PyExc_TypeError, "%R is not a numbavec ufunc", ufunc);
-    return NULL;
-}
-
-PyDoc_STRVAR(origin_of_doc,
-             "_origin_of(obj): the Origin a numbavec ufunc keeps (what it was made from and\n"
-             "what its compilations read: numbavec/_capture.py), or None for any other\n"
-             "object.  Held by its Library, out of reach of its attributes.");
-
-static PyObject *
-origin_of(PyObject *module, PyObject *obj)
-{
-    PyObject *owner = vz_ufunc_owner(obj), *lazy = vz_lazy_compiler(owner);
-    PyObject *lib = lazy != NULL ? lazy : owner;
-    if (lib == NULL || Py_TYPE(lib) != (PyTypeObject *)nv_state.library_type) {
-        Py_RETURN_NONE;
-    }
-    return cc_kernel_origin(((Library *)lib)->kernel);
-}
-
-static PyMethodDef vectorize_methods[] = {
-    {"_code_of", code_of, METH_O, code_of_doc},
-    {"_origin_of", origin_of, METH_O, origin_of_doc},
-    {"_lazy_disabled", vz_lazy_disabled, METH_O,
-     "_lazy_disabled(ufunc): whether disable_compile() was called on a lazy ufunc."},
-    {"_lazy_add", lazy_add, METH_VARARGS, lazy_add_doc},
-    {"_lazy_disable", vz_lazy_disable, METH_O,
-     "_lazy_disable(ufunc): a lazy ufunc compiles no more loops (disable_compile)."},
-    {"vectorize", (PyCFunction)(void (*)(void))vectorize, METH_VARARGS | METH_KEYWORDS,
-     vectorize_doc},
-    {NULL, NULL, 0, NULL},
-};
-
 int
 vz_init_module(PyObject *module)
 {
     nv_state.library_type = PyType_FromSpec(&library_spec);
     if (nv_state.library_type == NULL || vz_check_ufunc_layout() < 0
-        || PyModule_AddFunctions(module, vectorize_methods) < 0 || vz_init_testhooks(module) < 0
-        || vz_init_dufunc(module) < 0) {
+        || vz_init_testhooks(module) < 0 || vz_init_dufunc(module) < 0) {
         return -1;
     }
     return PyModule_AddObjectRef(module, "Library", nv_state.library_type);

@@ -13,7 +13,7 @@
 
 #include "common.h"
 #include "compiler/compiler.h"
-#include "targets/target.h"
+#include "host/host.h"
 
 /* ---- loops.c ---- */
 
@@ -176,12 +176,18 @@ typedef struct VzLibrary {
  */
 int vz_quick_first(const VzLibrary *lib, const CcCompiled *cc);
 
+/* What api.c's _code_of and _origin_of return: the compiled code behind a
+ * numbavec ufunc (TypeError for any other object), and the Origin it keeps
+ * (None for any other object).  New references. */
+PyObject *vz_code_of(PyObject *ufunc);
+PyObject *vz_origin_of(PyObject *obj);
+
 /* The ufunc of lib's entries in order: spec gives the rest (name, doc,
  * nin, nout, identity, signature, methods); its tables and owner (lib)
  * are filled here.  New reference or NULL. */
 PyObject *vz_library_ufunc(VzLibrary *lib, VzUfuncSpec *spec);
-/* A new, empty library running on target; takes kernel over (and frees it
- * on failure).  New reference or NULL. */
+/* A new, empty library running on target; takes kernel over on success
+ * only (on failure the caller still owns it).  New reference or NULL. */
 VzLibrary *vz_library_new(const TgTarget *target, CcKernel *kernel);
 /* Compiles sig as a ufunc loop through the driver, lets the target wrap
  * the loop and appends it: its index, or -1 with an exception. */

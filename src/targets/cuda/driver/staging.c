@@ -25,7 +25,7 @@
  * what failed, and become exceptions once the GIL is held again.
  */
 #include "targets/cuda/driver/driver.h"
-#include "targets/pool.h"
+#include "host/pool.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -16,6 +16,7 @@
  * reduce is cureduce.c; ufunc.h is what they share.
  */
 #include "targets/cuda/ufunc/ufunc.h"
+#include "targets/target.h" /* tg_cuda, registered here */
 
 #include "vectorize/vectorize.h"
 
@@ -778,11 +779,11 @@ make_vectorize(const TgTarget *t, TgRequest *r)
 {
     CuFunc *f = PyObject_GC_New(CuFunc, (PyTypeObject *)nv_state.cufunc_type);
     if (f == NULL) {
-        cc_kernel_free(r->kernel);
         return NULL;
     }
     f->kernel = r->kernel;
     f->name = Py_NewRef(r->kernel->name_obj);
+    r->kernel = NULL; /* f's now (api.c) */
     f->doc = r->doc != NULL ? PyUnicode_FromString(r->doc) : Py_NewRef(Py_None);
     f->backend = Py_NewRef(r->backend != NULL ? r->backend : Py_None);
     f->reorderable = PyUnicode_Check(r->identity)
@@ -843,7 +844,8 @@ cu_ufunc_init(PyObject *module)
     nv_state.cufunc_type = PyType_FromSpec(&cufunc_spec);
     if (nv_state.cufunc_type == NULL
         || PyModule_AddObjectRef(module, "CUDAUFunc", nv_state.cufunc_type) < 0
-        || PyModule_AddFunctions(module, cufunc_functions) < 0) {
+        || PyModule_AddFunctions(module, cufunc_functions) < 0 || tg_register("cuda", &tg_cuda) < 0
+        || tg_register("gpu", &tg_cuda) < 0) { /* gpu: Numba's alias */
         return -1;
     }
     return 0;

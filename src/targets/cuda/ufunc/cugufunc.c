@@ -424,11 +424,11 @@ cu_make_guvectorize(const struct TgTarget *t, TgRequest *r)
 {
     CuGuFunc *f = PyObject_GC_New(CuGuFunc, (PyTypeObject *)nv_state.cugufunc_type);
     if (f == NULL) {
-        cc_kernel_free(r->kernel);
         return NULL;
     }
     f->kernel = r->kernel;
     f->name = Py_NewRef(r->kernel->name_obj);
+    r->kernel = NULL; /* f's now (api.c) */
     f->doc = r->doc != NULL ? PyUnicode_FromString(r->doc) : Py_NewRef(Py_None);
     f->backend = Py_NewRef(r->backend != NULL ? r->backend : Py_None);
     f->dict = NULL;

@@ -137,6 +137,7 @@ cu_extent(uintptr_t ptr, int nd, const Py_ssize_t *shape, const Py_ssize_t *stri
     }
     *lo = ptr - back;
     *hi = end;
+    NV_ASSERT(*lo <= ptr && ptr <= *hi); /* a view spans its first item */
     return 0;
 }
 
@@ -151,6 +152,7 @@ cu_operand_extent(const CuOperand *op, uintptr_t ptr, uintptr_t *lo, uintptr_t *
         *lo = 0;
         *hi = UINTPTR_MAX;
     }
+    NV_ASSERT(*lo <= *hi); /* an empty one is [ptr, ptr) */
 }
 
 int

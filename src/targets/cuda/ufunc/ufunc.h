@@ -142,7 +142,7 @@ void cu_call_clear(CuCall *c);
 /* ---- cufunc.c: registration; the loops, for cucall.c and cureduce.c ---- */
 
 /* The type, its functions (_cuda_staging, _cuda_gufunc_geometry) and the
- * cuda target (tg_cuda, target.h).  0/-1. */
+ * cuda target (tg_cuda, target.h), registered as "cuda" and "gpu".  0/-1. */
 int cu_ufunc_init(PyObject *module);
 int cu_can_reduce(CuFunc *f);     /* binary, with an identity or reorderable */
 size_t cu_reduce_smem(int block); /* dynamic shared memory of a reduce block */

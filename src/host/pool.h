@@ -11,14 +11,14 @@
  * Every tg_pool_ function may be called without the GIL except
  * tg_pool_configure, and only that one sets a Python exception.
  */
-#ifndef NV_TARGETS_POOL_H
-#define NV_TARGETS_POOL_H
+#ifndef NV_HOST_POOL_H
+#define NV_HOST_POOL_H
 
 #include "common.h"
 
 #define TG_POOL_MAX_THREADS 256
 
-#include "targets/target.h" /* TgRangeFn */
+#include "host/host.h" /* TgRangeFn */
 
 /*
  * Reads NUMBAVEC_NUM_THREADS (or counts the usable cores) and installs the
@@ -77,9 +77,4 @@ typedef struct TgPoolStats {
 
 void tg_pool_stats(TgPoolStats *out);
 
-/* ---- testhooks.c ---- */
-
-/* Adds _parallel_test_ufunc, _pool_stats, _pool_force_parallel; 0/-1. */
-int tg_init_testhooks(PyObject *module);
-
-#endif /* NV_TARGETS_POOL_H */
+#endif /* NV_HOST_POOL_H */

@@ -19,7 +19,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
-#include "targets/pool.h"
+#include "host/pool.h"
 
 #include "compiler/compiler.h" /* cc_take_raised, cc_put_raised */
 
