@@ -37,12 +37,27 @@ def _arity(pyfunc):
     return code.co_argcount
 
 
+class UnrecognizedOptionError(TypeError, KeyError):
+    """An option numbavec does not know: a TypeError, as Python's own for an
+    unexpected keyword, and a KeyError, as Numba raises ("Unrecognized
+    options"), so code written against either catches it."""
+
+    __str__ = Exception.__str__    # KeyError's would quote the message
+
+
+class NoSuchArgumentError(ValueError, RuntimeError):
+    """writable_args names an argument the kernel lacks: a ValueError, and
+    the RuntimeError Numba raises there."""
+
+
 def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
     """Refuses options numbavec does not know.  Which targets exist and what
     each makes is the C side's to say (src/targets/cpu.c, tg_for)."""
     unknown = set(kwargs) - allowed
     if unknown:
-        raise TypeError(f"{who}() got unexpected option(s): {', '.join(sorted(unknown))}")
+        raise UnrecognizedOptionError(
+            f"{who}() got unexpected option(s): {', '.join(sorted(unknown))} "
+            f"(Unrecognized options; it takes {', '.join(sorted(allowed))})")
     target = kwargs.get("target", "cpu")
     if not isinstance(target, str):
         raise TypeError(f"{who}(): target must be a str ('cpu', 'parallel', ...), "
@@ -136,6 +151,10 @@ def _decorate(obj, origin):
         if method is not None:
             setattr(obj, name, _any_spelling(method, gufunc))
     obj.inspect_types = _types_printer(code, pyfunc, src, gufunc)
+    if is_ufunc and (gufunc or not origin.eager()) and pyfunc.__doc__ is not None:
+        obj.__doc__ = pyfunc.__doc__    # as Numba's GUFunc and DUFunc: the kernel's own
+    if gufunc:
+        obj.is_dynamic = not origin.eager()
     if is_ufunc and not origin.eager():
         obj.ufunc = obj
         obj.add = _lazy_method(obj, _core._lazy_add)
@@ -350,7 +369,7 @@ def _writable_indices(pyfunc, writable):
     for w in writable:
         if isinstance(w, str):
             if w not in params:
-                raise ValueError(f"writable_args: {pyfunc.__name__}() has no argument {w!r}")
+                raise NoSuchArgumentError(f"writable_args: {pyfunc.__name__}() has no argument {w!r}")
             w = params.index(w)
         out.append(w)
     return tuple(out)
