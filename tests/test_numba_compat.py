@@ -418,3 +418,38 @@ def test_a_zero_d_output_written_with_empty_parentheses(target):
         out[()] = s
 
     np.testing.assert_array_equal(total(np.arange(12.0).reshape(3, 4)), [6.0, 22.0, 38.0])
+
+
+# -- Numba's own objects given to the decorators (Numba installed) -------------
+
+def test_signatures_written_with_numbas_type_objects(target):
+    nb = pytest.importorskip("numba")
+    f = vectorize([nb.float32(nb.float32, nb.float32), nb.float64(nb.float64, nb.float64)],
+                  target=target)(add)
+    assert f.types == ["ff->f", "dd->d"]
+    assert f(np.float32(1.5), np.float32(2)) == np.float32(3.5)
+
+    def shift(x, y, res):
+        for i in range(x.shape[0]):
+            res[i] = x[i] + y
+
+    for sigs in ([(nb.int64[:], nb.int64, nb.int64[:])],
+                 [nb.void(nb.int64[::1], nb.int64, nb.int64[:])],
+                 nb.void(nb.int64[:], nb.int64, nb.int64[:])):
+        g = guvectorize(sigs, "(n),()->(n)", target=target)(shift)
+        assert g.types == ["ll->l"]
+        x = np.arange(6).reshape(2, 3)
+        expected = np.empty_like(x)
+        for row in range(2):
+            shift(x[row], 4, expected[row])
+        np.testing.assert_array_equal(g(x, 4), expected)
+
+
+def test_a_function_numbas_jit_made_is_compiled_from_its_python_function(target):
+    nb = pytest.importorskip("numba")
+    jitted = nb.njit(add)
+    f = vectorize(["float64(float64, float64)"], target=target)(jitted)
+    assert f.py_func is add
+    np.testing.assert_array_equal(f(np.arange(3.0), 1.0), np.arange(3.0) + 1)
+    lazy = vectorize(jitted, target=target)
+    assert lazy(np.int16(2), np.int16(3)) == np.int16(5)
