@@ -93,6 +93,8 @@ def _numba_type_name(t):
     'A' as any strides), a scalar by its name."""
     if not type(t).__module__.startswith("numba."):
         return t
+    if hasattr(t, "args") and hasattr(t, "return_type"):
+        return _from_numba(t)       # a Signature among others in a tuple
     if hasattr(t, "dtype") and hasattr(t, "ndim") and hasattr(t, "layout"):
         dims = [":"] * t.ndim
         if t.layout == "C" and dims:

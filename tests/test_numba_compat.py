@@ -428,6 +428,9 @@ def test_signatures_written_with_numbas_type_objects(target):
                   target=target)(add)
     assert f.types == ["ff->f", "dd->d"]
     assert f(np.float32(1.5), np.float32(2)) == np.float32(3.5)
+    f = vectorize((nb.float64(nb.float64, nb.float64), nb.int32(nb.int32, nb.int32)),
+                  target=target)(add)                        # a tuple of them
+    assert f.types == ["dd->d", "ii->i"]
 
     def shift(x, y, res):
         for i in range(x.shape[0]):
