@@ -370,8 +370,9 @@ def guvectorize(*args, **kwargs):
     no outputs: the kernel writes into its inputs, and the writes reach the
     caller's arrays.  A layout alone (``@guvectorize('(n),()->(n)')``) makes
     a dynamic gufunc: a loop is compiled for each new combination of input
-    dtypes, and an output the call gives no type (``dtype=``) takes the type
-    the kernel stores into it.  Options: ``target`` ('cpu', 'parallel', or
+    dtypes (a Python number promoted only within its kind: ``3`` beside
+    float arrays is int64), and an output the call gives no type
+    (``dtype=``) takes the type the kernel stores into it.  Options: ``target`` ('cpu', 'parallel', or
     'cuda'/'gpu': a cuda gufunc that broadcasts as NumPy's, on host or
     device arrays), ``identity``, ``writable_args`` (indices or
     names of inputs the kernel writes; inputs it assigns to are writable
