@@ -37,12 +37,27 @@ def _arity(pyfunc):
     return code.co_argcount
 
 
+class UnrecognizedOptionError(TypeError, KeyError):
+    """An option numbavec does not know: a TypeError, as Python's own for an
+    unexpected keyword, and a KeyError, as Numba raises ("Unrecognized
+    options"), so code written against either catches it."""
+
+    __str__ = Exception.__str__    # KeyError's would quote the message
+
+
+class NoSuchArgumentError(ValueError, RuntimeError):
+    """writable_args names an argument the kernel lacks: a ValueError, and
+    the RuntimeError Numba raises there."""
+
+
 def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
     """Refuses options numbavec does not know.  Which targets exist and what
     each makes is the C side's to say (src/targets/cpu.c, tg_for)."""
     unknown = set(kwargs) - allowed
     if unknown:
-        raise TypeError(f"{who}() got unexpected option(s): {', '.join(sorted(unknown))}")
+        raise UnrecognizedOptionError(
+            f"{who}() got unexpected option(s): {', '.join(sorted(unknown))} "
+            f"(Unrecognized options; it takes {', '.join(sorted(allowed))})")
     target = kwargs.get("target", "cpu")
     if not isinstance(target, str):
         raise TypeError(f"{who}(): target must be a str ('cpu', 'parallel', ...), "
@@ -56,10 +71,59 @@ def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
     return target
 
 
+def _from_numba(obj):
+    """A signature written with Numba's type objects (``float64(float64)``,
+    ``void(float64[:], int64)``, a tuple of them), as the text numbavec
+    parses; anything else unchanged.  Recognised by the module of its
+    class, so Numba is never imported here."""
+    if not type(obj).__module__.startswith("numba."):
+        if isinstance(obj, (list, tuple)) and any(
+                type(t).__module__.startswith("numba.") for t in obj):
+            return type(obj)(_numba_type_name(t) for t in obj)
+        return obj
+    if hasattr(obj, "args") and hasattr(obj, "return_type"):      # a Signature
+        ret = _numba_type_name(obj.return_type)
+        return f"{'void' if ret == 'none' else ret}({', '.join(map(_numba_type_name, obj.args))})"
+    return _numba_type_name(obj)
+
+
+def _numba_type_name(t):
+    """One of Numba's types as numbavec's type text: an Array as
+    ``float64[:, ::1]`` (layout 'C': the last dimension contiguous; 'F' and
+    'A' as any strides), a scalar by its name."""
+    if not type(t).__module__.startswith("numba."):
+        return t
+    if hasattr(t, "args") and hasattr(t, "return_type"):
+        return _from_numba(t)       # a Signature among others in a tuple
+    if hasattr(t, "dtype") and hasattr(t, "ndim") and hasattr(t, "layout"):
+        dims = [":"] * t.ndim
+        if t.layout == "C" and dims:
+            dims[-1] = "::1"
+        return f"{_numba_type_name(t.dtype)}[{', '.join(dims)}]"
+    return str(t.name)
+
+
+def _signatures_from_numba(signatures):
+    """Each signature of a list through _from_numba; a single one too."""
+    if isinstance(signatures, list):
+        return [_from_numba(sig) for sig in signatures]
+    return _from_numba(signatures)
+
+
+def _numba_dispatcher(obj):
+    """Whether obj is a function Numba's @jit/@njit made (recognised by its
+    class's module and the Python function it carries, Numba not imported)."""
+    return type(obj).__module__.startswith("numba.") and \
+        inspect.isfunction(getattr(obj, "py_func", None))
+
+
 def _python_function(pyfunc):
     """What a factory compiles: a Python function, or the one behind a
-    device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)."""
-    return pyfunc.py_func if isinstance(pyfunc, DeviceFunction) else pyfunc
+    device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)
+    or behind Numba's own @jit (``vectorize(sigs)(numba.njit(f))``)."""
+    if isinstance(pyfunc, DeviceFunction) or _numba_dispatcher(pyfunc):
+        return pyfunc.py_func
+    return pyfunc
 
 
 def vectorize(ftylist_or_function=(), **kwargs):
@@ -76,9 +140,10 @@ def vectorize(ftylist_or_function=(), **kwargs):
     ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
-    if inspect.isfunction(ftylist_or_function) or isinstance(ftylist_or_function, DeviceFunction):
+    if inspect.isfunction(ftylist_or_function) or isinstance(ftylist_or_function, DeviceFunction) \
+            or _numba_dispatcher(ftylist_or_function):
         return _build(_python_function(ftylist_or_function), (), target, kwargs)
-    signatures = ftylist_or_function
+    signatures = _signatures_from_numba(ftylist_or_function)
 
     def decorate(pyfunc, captured=None):
         return _build(_python_function(pyfunc), signatures, target, kwargs, captured)
@@ -136,6 +201,10 @@ def _decorate(obj, origin):
         if method is not None:
             setattr(obj, name, _any_spelling(method, gufunc))
     obj.inspect_types = _types_printer(code, pyfunc, src, gufunc)
+    if is_ufunc and (gufunc or not origin.eager()) and pyfunc.__doc__ is not None:
+        obj.__doc__ = pyfunc.__doc__    # as Numba's GUFunc and DUFunc: the kernel's own
+    if gufunc:
+        obj.is_dynamic = not origin.eager()
     if is_ufunc and not origin.eager():
         obj.ufunc = obj
         obj.add = _lazy_method(obj, _core._lazy_add)
@@ -301,8 +370,9 @@ def guvectorize(*args, **kwargs):
     no outputs: the kernel writes into its inputs, and the writes reach the
     caller's arrays.  A layout alone (``@guvectorize('(n),()->(n)')``) makes
     a dynamic gufunc: a loop is compiled for each new combination of input
-    dtypes, and an output the call gives no type (``dtype=``) takes the type
-    the kernel stores into it.  Options: ``target`` ('cpu', 'parallel', or
+    dtypes (a Python number promoted only within its kind: ``3`` beside
+    float arrays is int64), and an output the call gives no type
+    (``dtype=``) takes the type the kernel stores into it.  Options: ``target`` ('cpu', 'parallel', or
     'cuda'/'gpu': a cuda gufunc that broadcasts as NumPy's, on host or
     device arrays), ``identity``, ``writable_args`` (indices or
     names of inputs the kernel writes; inputs it assigns to are writable
@@ -320,7 +390,7 @@ def guvectorize(*args, **kwargs):
     if len(args) != 2:
         raise TypeError("guvectorize(signatures, layout, **options) needs signatures and a "
                         "layout, e.g. guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
-    signatures, layout = args
+    signatures, layout = _signatures_from_numba(args[0]), args[1]
     if inspect.isfunction(signatures):
         raise TypeError("guvectorize needs signatures and a layout: "
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
@@ -350,7 +420,7 @@ def _writable_indices(pyfunc, writable):
     for w in writable:
         if isinstance(w, str):
             if w not in params:
-                raise ValueError(f"writable_args: {pyfunc.__name__}() has no argument {w!r}")
+                raise NoSuchArgumentError(f"writable_args: {pyfunc.__name__}() has no argument {w!r}")
             w = params.index(w)
         out.append(w)
     return tuple(out)

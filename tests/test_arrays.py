@@ -677,6 +677,13 @@ def test_runtime_errors(target, body, error, match):
     # a function of a NumPy submodule is named as written, not by its bare name
     ("out[:] = np.fft.fft(a)", r"np\.fft\.fft\(\) cannot be called in a kernel \(this NumPy"),
     ("out[0] = np.linalg.norm(a)", r"np\.linalg\.norm\(\) cannot be called"),
+    # an unsupported function called with keywords is named, not its keywords (issue 36)
+    ("c, e = np.histogram(a, bins=a)\n    out[:] = c",
+     r"np\.histogram\(\) cannot be called in a kernel \(this NumPy function"),
+    ("out[0] = np.cov(a, rowvar=False, bias=True)", r"np\.cov\(\) cannot be called in a kernel"),
+    ("out[0] = np.linalg.norm(a, ord=2)", r"np\.linalg\.norm\(\) cannot be called"),
+    ("out[0] = len(a, x=1)", "keyword arguments are not supported"),
+    ("out[0] = np.float32(a[0], x=1)", "keyword arguments are not supported"),
     ("out[:] = np.cumsum(a, axis=1)", "axis 1 is out of bounds"),
     ("out[0] = a.var(ddof=len(a))", "ddof= must be an integer constant"),
     ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),
@@ -690,10 +697,11 @@ def test_typing_errors(target, body, match):
         guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)
 
 
-def test_an_undecorated_helper_is_named_as_written(target):
+@pytest.mark.parametrize("call", ["helper(a[0])", "helper(x=a[0])"])
+def test_an_undecorated_helper_is_named_as_written(target, call):
     py = kernel_from_source("import numpy as np\n"
                             "def helper(x):\n    return x\n"
-                            "def k(a, out):\n    out[0] = helper(a[0])\n")
+                            f"def k(a, out):\n    out[0] = {call}\n")
     with pytest.raises(numbavec.TypingError,
                        match=r"helper\(\) cannot be called in a kernel \(decorate it with "):
         guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(py)

@@ -78,6 +78,77 @@ def test_weak_python_scalars_keep_the_array_type(target):
     np.testing.assert_array_equal(got, np.arange(4, dtype=np.float32) + np.float32(1.5))
 
 
+def rotate(a, k, out):
+    n = a.shape[0]
+    for i in range(n):
+        out[i] = a[(i + k) % n]
+
+
+def by_rows(py, a, *scalars, dtype):
+    """py run by the interpreter on each row of a."""
+    expected = np.zeros(a.shape, dtype=dtype)
+    for row in range(a.shape[0]):
+        py(a[row], *scalars, expected[row])
+    return expected
+
+
+def test_a_python_int_stays_int64_among_float_inputs(target):
+    """Each input keeps its own type: a Python int used as an index beside
+    float arrays is int64, not float64 (then `a[(i + k) % n]` was a
+    TypingError, "arrays are indexed by integers")."""
+    gu = guvectorize('(n),()->(n)', target=target)(rotate)
+    a = np.arange(10.0).reshape(2, 5) ** 2
+    got = gu(a, 2)
+    np.testing.assert_array_equal(got, by_rows(rotate, a, 2, dtype=np.float64))
+    assert gu.types == ['dl->d']
+    added = guvectorize('(n),()->(n)', target=target)(add_const)
+    got = added(a.astype(np.float32), 3)
+    assert added.types == ['fl->d']     # float32 + int64: float64, as in the interpreter
+    np.testing.assert_array_equal(got, by_rows(add_const, a.astype(np.float32), np.int64(3),
+                                               dtype=np.float64))
+
+
+@pytest.mark.parametrize("dtype, scalar, expected_types", [
+    (np.int8, 2, ['bb->b']),            # within its family a Python scalar is weak (NEP 50)
+    (np.float32, 1.5, ['ff->f']),
+    (np.int32, 1.5, ['id->d']),         # a float beside integers: float64 either way
+    (np.float32, 2j, ['fF->F']),
+    (np.complex64, 2.0, ['Fd->D']),     # a float beside complex: float64, its own
+    (np.float64, True, ['d?->d']),      # a bool keeps its own type too
+])
+def test_python_scalars_are_promoted_within_their_family_only(target, dtype, scalar,
+                                                              expected_types):
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    a = np.arange(6).astype(dtype).reshape(2, 3)
+    got = gu(a, scalar)
+    assert gu.types == expected_types
+    typed = np.dtype(expected_types[0][1]).type(scalar)   # as the loop took it
+    assert got.dtype == np.dtype(expected_types[0][-1])
+    np.testing.assert_array_equal(got, by_rows(add_const, a, typed, dtype=got.dtype))
+
+
+@pytest.mark.xfail(strict=True, reason="NumPy hands a promoter no output DTypes and casts "
+                   "out='s descriptor to the chosen loop's before resolve_descriptors: "
+                   "no public hook sees out='s dtype (docs/DESIGN-NOTES.md, dynamic gufuncs)")
+def test_out_types_the_output(target):
+    """Numba types a dynamic gufunc's output by the out= array: a float
+    stored into an int32 out= is truncated there, not refused by NumPy's
+    same_kind cast of a float64 loop's result."""
+    src = '''
+def k(inp, out):
+    tmp = 0.
+    for i in range(inp.shape[0]):
+        tmp += inp[i]
+    out[()] = tmp
+'''
+    gu = guvectorize('(n)->()', target=target)(kernel_from_source(src))
+    inp = np.arange(30, dtype=np.int32).reshape(10, 3)
+    out = np.zeros(10, dtype=np.int32)
+    gu(inp, out)
+    np.testing.assert_array_equal(out, inp.sum(axis=1))
+    assert gu.types == ['i->i']
+
+
 def test_scalar_output_reduction(target):
     gu = guvectorize('(n)->()', target=target)(total)
     a = np.arange(24.0).reshape(2, 3, 4)

@@ -2,6 +2,8 @@
 spellings, decorator forms, errors and DUFunc methods its users (and its own
 public-API tests) rely on."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -84,10 +86,77 @@ def test_a_scalar_type_for_an_array_argument_is_numbas_type_error(target):
     def k(a, b, out):
         pass
 
-    with pytest.raises(TypeError, match=r"scalar type int32 given for non scalar argument #2"):
+    # Numba's words are the whole message (its users' tests compare them);
+    # numbavec's explanation is a note, which tracebacks show
+    with pytest.raises(TypeError) as info:
         guvectorize(["void(int32[:], int32, int32[:])"], "(n),(n)->(n)", target=target)(k)
-    with pytest.raises(TypeError, match=r"argument #1 .* declare it float64\[:, :\]"):
+    assert str(info.value) == "scalar type int32 given for non scalar argument #2"
+    with pytest.raises(TypeError) as info:
         guvectorize(["void(float64, float64, float64[:])"], "(m,n),()->(n)", target=target)(k)
+    assert str(info.value) == "scalar type float64 given for non scalar argument #1"
+    assert re.search(r"argument #1 .* declare it float64\[:, :\]", info.value.__notes__[0])
+
+
+def test_an_array_of_the_wrong_ndim_is_numbas_type_error(target):
+    def k(a, out):
+        pass
+
+    with pytest.raises(TypeError) as info:
+        guvectorize(["void(int32[:], int32[:])"], "(m,n)->(n)", target=target)(k)
+    assert str(info.value) == "type and shape signature mismatch for arg #1"
+    assert "is int32[:] (1 dimension(s)) but its layout in '(m,n)->(n)' has 2" \
+        in info.value.__notes__[0]
+
+
+def test_a_malformed_layout_says_bad_token_as_numba_does(target):
+    with pytest.raises(ValueError, match=r"bad token in signature: expected '\(' at position 0"):
+        guvectorize(["void(f8[:], f8[:])"], ")-:", target=target)(add)
+
+
+def test_an_unknown_option_is_numbas_key_error_and_a_type_error(target):
+    for make in (lambda: vectorize(["f8(f8, f8)"], target=target, nonexistent=2)(add),
+                 lambda: vectorize(target=target, nonexistent=2)(add),
+                 lambda: guvectorize("(n)->(n)", target=target, nonexistent=2)):
+        for cls in (KeyError, TypeError):
+            with pytest.raises(cls) as info:
+                make()
+            assert str(info.value).startswith("vectorize() got unexpected option(s): nonexistent") \
+                or "guvectorize() got unexpected option(s): nonexistent" in str(info.value)
+            assert "Unrecognized options" in str(info.value)
+
+
+def test_a_gufunc_says_whether_it_is_dynamic_and_carries_its_docstring(target):
+    def kern(a, out):
+        "Copies a row."
+        for i in range(a.shape[0]):
+            out[i] = a[i]
+
+    eager = guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target=target)(kern)
+    dynamic = guvectorize("(n)->(n)", target=target)(kern)
+    assert eager.is_dynamic is False and dynamic.is_dynamic is True
+    assert eager.__doc__ == "Copies a row." and dynamic.__doc__ == "Copies a row."
+
+    def twice(x):
+        "Twice x."
+        return 2 * x
+
+    def plain(x):
+        return x
+
+    # a lazy ufunc as Numba's DUFunc; an eager one, or none, NumPy's text
+    assert vectorize(target=target)(twice).__doc__ == "Twice x."
+    assert vectorize(["f8(f8)"], target=target)(twice).__doc__.startswith("twice(x, /")
+    assert vectorize(target=target)(plain).__doc__.startswith("plain(x, /")
+
+
+def test_writable_args_naming_no_argument_is_numbas_runtime_error_and_a_value_error(target):
+    def k(x_t, y_1):
+        x_t[0] = y_1[0]
+
+    for cls in (RuntimeError, ValueError):
+        with pytest.raises(cls, match="k\\(\\) has no argument 'z_t'"):
+            guvectorize(["void(f8[:], f8[:])"], "(t),()", writable_args=("z_t",),
+                        target=target)(k)
 
 
 def test_a_lambda_on_a_continuation_line(target):
@@ -349,3 +418,41 @@ def test_a_zero_d_output_written_with_empty_parentheses(target):
         out[()] = s
 
     np.testing.assert_array_equal(total(np.arange(12.0).reshape(3, 4)), [6.0, 22.0, 38.0])
+
+
+# -- Numba's own objects given to the decorators (Numba installed) -------------
+
+def test_signatures_written_with_numbas_type_objects(target):
+    nb = pytest.importorskip("numba")
+    f = vectorize([nb.float32(nb.float32, nb.float32), nb.float64(nb.float64, nb.float64)],
+                  target=target)(add)
+    assert f.types == ["ff->f", "dd->d"]
+    assert f(np.float32(1.5), np.float32(2)) == np.float32(3.5)
+    f = vectorize((nb.float64(nb.float64, nb.float64), nb.int32(nb.int32, nb.int32)),
+                  target=target)(add)                        # a tuple of them
+    assert f.types == ["dd->d", "ii->i"]
+
+    def shift(x, y, res):
+        for i in range(x.shape[0]):
+            res[i] = x[i] + y
+
+    for sigs in ([(nb.int64[:], nb.int64, nb.int64[:])],
+                 [nb.void(nb.int64[::1], nb.int64, nb.int64[:])],
+                 nb.void(nb.int64[:], nb.int64, nb.int64[:])):
+        g = guvectorize(sigs, "(n),()->(n)", target=target)(shift)
+        assert g.types == ["ll->l"]
+        x = np.arange(6).reshape(2, 3)
+        expected = np.empty_like(x)
+        for row in range(2):
+            shift(x[row], 4, expected[row])
+        np.testing.assert_array_equal(g(x, 4), expected)
+
+
+def test_a_function_numbas_jit_made_is_compiled_from_its_python_function(target):
+    nb = pytest.importorskip("numba")
+    jitted = nb.njit(add)
+    f = vectorize(["float64(float64, float64)"], target=target)(jitted)
+    assert f.py_func is add
+    np.testing.assert_array_equal(f(np.arange(3.0), 1.0), np.arange(3.0) + 1)
+    lazy = vectorize(jitted, target=target)
+    assert lazy(np.int16(2), np.int16(3)) == np.int16(5)

@@ -449,7 +449,11 @@ lw_lower_call(Lower *L, PyObject *node)
         && (cc_builtin(builtin)->flavor == FL_ALLOC || cc_builtin(builtin)->flavor == FL_LIKE
             || cc_builtin(builtin)->flavor == FL_REDUCE || cc_builtin(builtin)->flavor == FL_SORT
             || cc_builtin(builtin)->flavor == FL_ARANGE);
-    if (PyList_Size(keywords) > 0 && !kw_ok && !lw_is_device_function(callee)) {
+    TsType cast;
+    /* an unsupported function is reported as such below, keywords or not */
+    int unknown = builtin == -1 && !lw_is_device_function(callee) && !is_builtin_len(callee)
+                  && !(ts_type_check(callee, &cast) && cast.ndim == 0 && cast.kind < TS_NSCALAR);
+    if (PyList_Size(keywords) > 0 && !kw_ok && !lw_is_device_function(callee) && !unknown) {
         cc_error(L->fn, lw_loc_of(L, node), "keyword arguments are not supported in a kernel%s",
                  builtin >= 0 ? " for this function" : "");
         Py_DECREF(callee);
@@ -470,7 +474,6 @@ lw_lower_call(Lower *L, PyObject *node)
         }
         goto done;
     }
-    TsType cast;
     if (builtin == -1 && ts_type_check(callee, &cast) && cast.ndim == 0 && cast.kind < TS_NSCALAR) {
         builtin = cc_builtin_cast(cast.kind); /* numbavec.float32(x): a cast */
     }

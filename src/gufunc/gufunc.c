@@ -399,7 +399,8 @@ gu_lazy_add_method(PyObject *ufunc, PyObject *compiler, Py_ssize_t i, const TsKi
 }
 
 static const VzLazyBackend gufunc_backend = {
-    gu_lazy_find, gu_lazy_compile, gu_lazy_entry, gu_lazy_size, gu_lazy_add_method,
+    gu_lazy_find,       gu_lazy_compile,       gu_lazy_entry, gu_lazy_size,
+    gu_lazy_add_method, .own_scalar_kinds = 1, /* a scalar argument may be an index or a count */
 };
 
 static void

@@ -287,6 +287,13 @@ is_python_scalar(PyArray_DTypeMeta *dt)
            || dt == &PyArray_PyComplexDType;
 }
 
+/* Integers (and bool), floats, complex: what promotion may not leave. */
+static int
+same_family(TsKind a, TsKind b)
+{
+    return ts_is_float(a) == ts_is_float(b) && ts_is_complex(a) == ts_is_complex(b);
+}
+
 /* A Python scalar alone is typed as np.asarray types it. */
 static TsKind
 python_scalar_default(PyArray_DTypeMeta *dt)
@@ -312,11 +319,13 @@ unsupported_dtype(PyObject *ufunc, PyArray_DTypeMeta *dt)
  * common DType of itself and the concrete inputs, as np.result_type would;
  * a missing input (the first operand of a reduction) takes the common
  * DType of the others.  When only outputs are fixed (dtype=...), the inputs
- * are computed in that type, as NumPy's own ufuncs do.  0/-1.
+ * are computed in that type, as NumPy's own ufuncs do.  With own_kind (a
+ * gufunc's backend), a Python scalar is promoted only within its family
+ * (integers, floats, complex): 3 among float arrays stays int64.  0/-1.
  */
 static int
 resolve_inputs(PyObject *ufunc, int nin, int nargs, PyArray_DTypeMeta *const op[],
-               PyArray_DTypeMeta *const signature[], TsKind *kinds)
+               PyArray_DTypeMeta *const signature[], int own_kind, TsKind *kinds)
 {
     PyArray_DTypeMeta *concrete[VZ_MAXOPERANDS], *common = NULL, *fixed_out = NULL;
     int nconcrete = 0, nfixed_in = 0, rc = -1;
@@ -344,8 +353,14 @@ resolve_inputs(PyObject *ufunc, int nin, int nargs, PyArray_DTypeMeta *const op[
             }
             dt = common;
         } else if (is_python_scalar(dt) && common != NULL) {
+            TsKind alone = python_scalar_default(dt);
             if ((dt = own = PyArray_CommonDType(common, dt)) == NULL) {
                 goto done;
+            }
+            if (own_kind && dtype_kind(dt, &kinds[i]) == 0 && !same_family(kinds[i], alone)) {
+                Py_DECREF(own); /* 3 with float arrays stays int64: an index, a count */
+                kinds[i] = alone;
+                continue;
             }
         } else if (is_python_scalar(dt)) {
             kinds[i] = python_scalar_default(dt);
@@ -652,7 +667,10 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
      * leaves unset) goes to NumPy's legacy resolution, which takes the
      * first loop the inputs cast to safely, as for a legacy ufunc */
     int unchanged = st->eager && op_dtypes[0] != NULL;
-    if (!unchanged && resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature, kinds) < 0) {
+    if (!unchanged
+        && resolve_inputs(ufunc, st->nin, nargs, op_dtypes, signature,
+                          st->backend->own_scalar_kinds, kinds)
+               < 0) {
         return -1;
     }
     if (!unchanged) {

@@ -101,6 +101,7 @@ typedef struct VzLazyBackend {
     Py_ssize_t (*size)(PyObject *compiler);
     int (*add_method)(PyObject *ufunc, PyObject *compiler, Py_ssize_t i, const TsKind *kinds);
     int kernel_outputs;
+    int own_scalar_kinds; /* a Python scalar input is promoted within its family only */
 } VzLazyBackend;
 
 /*
