@@ -7,6 +7,7 @@ from typing import Any, Literal, TextIO, TypeAlias, overload
 import numpy as np
 
 from numbavec import cuda as cuda
+from numbavec import events as events
 from numbavec.cuda import CUDAGUFunc, CUDAUFunc
 
 __version__: str
@@ -81,6 +82,7 @@ class UFunc(np.ufunc):  # type: ignore[misc]  # numpy.ufunc is final in NumPy's 
     numpy.ufunc (isinstance(f, np.ufunc)), with numbavec's introspection."""
     py_func: Callable[..., Any]
     __wrapped__: Callable[..., Any]
+    stats: events.Stats  # its compile records (numbavec/events.py)
     def inspect_llvm(self, signature: SignatureLike | None = None) -> Any: ...
     def inspect_asm(self, signature: SignatureLike | None = None) -> Any: ...
     def inspect_types(self, file: TextIO | None = None,

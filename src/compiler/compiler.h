@@ -736,8 +736,9 @@ enum {
     CC_DUMP_PTX = 16,
     CC_DUMP_TIME = 32, /* a line per compilation: the time of each stage */
 };
-/* NUMBAVEC_DUMP=time: the stages of the compilation under way (ns), which
- * cc_compile prints; jit.c adds the host back end's own. */
+/* The stages of the compilation under way (ns), which cc_compile records
+ * (numbavec/events.py) and NUMBAVEC_DUMP=time prints; jit.c adds the host
+ * back end's own. */
 typedef enum {
     CC_T_LOWER,
     CC_T_TYPE,
@@ -750,9 +751,10 @@ typedef enum {
 double cc_now_ns(void);
 void cc_time_add(CcStage stage, double ns);
 void cc_time_reset(void);
-/* The line of machine code made at a call (module: its name; what: which
- * code, "machine code made" or "quick machine code made"). */
-void cc_time_print_made(const char *module, const char *what, double t0);
+/* The record of machine code made at a call (code: which; module: its
+ * name; what: "machine code made" or "quick machine code made"), and its
+ * line with NUMBAVEC_DUMP=time.  cc_compile records each signature. */
+void cc_time_made(const void *code, const char *module, const char *what, double t0);
 int cc_dump_flags(void); /* from NUMBAVEC_DUMP */
 
 int cc_jit_init(void);              /* idempotent; 0/-1 */

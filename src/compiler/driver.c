@@ -110,7 +110,7 @@ cc_kernel_free(CcKernel *k)
     PyMem_Free(k);
 }
 
-/* ---- NUMBAVEC_DUMP=time ---- */
+/* ---- timing: NUMBAVEC_DUMP=time and compile records ---- */
 
 static double stage_ns[CC_T_N];
 
@@ -147,31 +147,84 @@ format_stages(char *line, size_t size, int from, int to)
     }
 }
 
-/* One line on stderr: the stages of the compilation that started at t0,
- * with its back end and what its builder makes; lazy: its machine code
- * waits for the first call (cc_time_print_made). */
-static void
-print_stages(const CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
-             double t0, int lazy)
+/* numbavec.events._record, imported at the first record and kept: where
+ * every compile record goes (f.stats, the numbavec logger, listeners).
+ * NULL (once reported) when it cannot be imported. */
+static PyObject *
+record_function(void)
 {
-    char sigbuf[TS_STRSIZE], line[512];
+    static PyObject *fn;
+    static int failed;
+    if (fn == NULL && !failed) {
+        PyObject *mod = PyImport_ImportModule("numbavec.events");
+        fn = mod != NULL ? PyObject_GetAttrString(mod, "_record") : NULL;
+        Py_XDECREF(mod);
+        if (fn == NULL) {
+            failed = 1;
+            PyErr_WriteUnraisable(NULL);
+        }
+    }
+    return fn;
+}
+
+/* Hands the stages timed since cc_time_reset to numbavec.events: kind
+ * "signature" (origin: the kernel's Origin or NULL; sig; where: back end
+ * and builder) or a "machine code" kind; code identifies the CcCode,
+ * which both kinds name.  Compilation goes on whatever the Python side
+ * does: an exception there is reported as unraisable. */
+static void
+tell_record(const char *kind, const char *name, PyObject *origin, const void *code, const char *sig,
+            const char *where, double t0, double total, int lazy, int hit)
+{
+    PyObject *fn = record_function();
+    if (fn == NULL) {
+        return;
+    }
+    PyObject *r = PyObject_CallFunction(
+        fn, "ssOKzz(dddddd)ddii", kind, name, origin != NULL ? origin : Py_None,
+        (unsigned long long)(uintptr_t)code, sig, where, stage_ns[0], stage_ns[1], stage_ns[2],
+        stage_ns[3], stage_ns[4], stage_ns[5], t0, total, lazy, hit);
+    if (r == NULL) {
+        PyErr_WriteUnraisable(fn);
+    }
+    Py_XDECREF(r);
+}
+
+/* The record of a compilation that started at t0 (cache_hit: its code
+ * came from the cache), and with NUMBAVEC_DUMP=time one line on stderr
+ * with its back end and what its builder makes; lazy: its machine code
+ * waits for the first call (cc_time_made). */
+static void
+record_stages(const CcKernel *k, const CcCompiled *out, const CcBuilder *b, const CcBackend *be,
+              double t0, int cache_hit)
+{
+    char sigbuf[TS_STRSIZE], line[512], where[96];
     double total = cc_now_ns() - t0;
-    format_stages(line, sizeof(line), 0, CC_T_N);
-    fprintf(stderr, "numbavec time: %s %s (%s, %s):%s, total %.2f ms%s\n", k->name,
-            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, b->what, line, total / 1e6,
-            lazy ? ", machine code at the first call" : "");
-    fflush(stderr);
+    int lazy = out->code != NULL && !cc_code_made(out->code);
+    ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf));
+    snprintf(where, sizeof(where), "%s, %s", be->name, b->what);
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        format_stages(line, sizeof(line), 0, CC_T_N);
+        fprintf(stderr, "numbavec time: %s %s (%s):%s, total %.2f ms%s\n", k->name, sigbuf, where,
+                line, total / 1e6, lazy ? ", machine code at the first call" : "");
+        fflush(stderr);
+    }
+    tell_record("signature", k->name, k->origin, out->code, sigbuf, where, t0, total, lazy,
+                cache_hit);
 }
 
 void
-cc_time_print_made(const char *module, const char *what, double t0)
+cc_time_made(const void *code, const char *module, const char *what, double t0)
 {
     char line[256];
     double total = cc_now_ns() - t0;
-    format_stages(line, sizeof(line), CC_T_OPT, CC_T_N);
-    fprintf(stderr, "numbavec time: %s %s at a call:%s, total %.2f ms\n", module, what, line,
-            total / 1e6);
-    fflush(stderr);
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        format_stages(line, sizeof(line), CC_T_OPT, CC_T_N);
+        fprintf(stderr, "numbavec time: %s %s at a call:%s, total %.2f ms\n", module, what, line,
+                total / 1e6);
+        fflush(stderr);
+    }
+    tell_record(what, module, NULL, code, NULL, NULL, t0, total, 0, 0);
 }
 
 /* ---- results ---- */
@@ -795,8 +848,8 @@ store_made(PyObject *ctx, PyObject *blob, const char *ir)
 }
 
 /* cc_compile through k's cache: a hit links stored code and runs no LLVM
- * pass; a miss compiles and stores, now or (code made on demand) when its
- * machine code is made. */
+ * pass (1); a miss compiles and stores, now or (code made on demand) when
+ * its machine code is made (0).  -1 with an exception. */
 static int
 compile_cached(CcFunction *fn, CcKernel *k, PyObject *capture, const CcBuilder *b,
                const CcBackend *be, const char *base, CcCompiled *out)
@@ -820,7 +873,7 @@ compile_cached(CcFunction *fn, CcKernel *k, PyObject *capture, const CcBuilder *
         CcCompiled hit = *out;
         if (load_entry(be, b, base, entry, hex, &hit) == 0) {
             *out = hit;
-            rc = 0;
+            rc = 1; /* a hit */
             goto done;
         }
         /* An entry that does not link is as good as a corrupt one. */
@@ -943,7 +996,7 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     CcFunction fn;
     TsSignature resolved;
     PyObject *capture = NULL, *env = NULL;
-    int rc = -1;
+    int rc = -1, hit = 0;
     memset(out, 0, sizeof(*out));
     out->sig = *sig;
     out->lazy = k->lazy && lazy_allowed();
@@ -967,6 +1020,8 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     out->sig = resolved;
     if (k->cache != NULL && be->load != NULL) {
         rc = compile_cached(&fn, k, capture, b, be, base, out);
+        hit = rc == 1;
+        rc = rc < 0 ? -1 : 0;
     } else {
         rc = compile_lowered(&fn, k, b, be, base, NULL, NULL, out);
     }
@@ -977,8 +1032,8 @@ done:
     if (rc < 0) {
         name_kernel_in_error(k, be, sig);
         cc_compiled_clear(out);
-    } else if (cc_dump_flags() & CC_DUMP_TIME) {
-        print_stages(k, &out->sig, b, be, t0, out->code != NULL && !cc_code_made(out->code));
+    } else {
+        record_stages(k, out, b, be, t0, hit);
     }
     cc_arena_free(fn.arena);
     Py_XDECREF(capture);
