@@ -19,6 +19,9 @@ __version__ = "0.1.0"
 from numbavec.decorators import DeviceFunction, guvectorize, jit, vectorize  # noqa: E402
 from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
 from numbavec import cuda, events  # noqa: E402,F401
+from numbavec import _threadpool  # noqa: E402
+
+_threadpool.install()   # threadpoolctl's threadpool_limits reaches the parallel pool
 
 # For annotations: what the decorators make on cpu and parallel is a numpy.ufunc
 # (the stubs, __init__.pyi, add numbavec's introspection to it).
