@@ -27,5 +27,17 @@ _threadpool.install()   # threadpoolctl's threadpool_limits reaches the parallel
 # (the stubs, __init__.pyi, add numbavec's introspection to it).
 UFunc = LazyUFunc = _np.ufunc
 
+
+
+def __getattr__(name):
+    # numbavec.cache (the compiled-code cache's tools) after a plain
+    # ``import numbavec``, without importing it (hashlib, hmac) at import
+    if name == "cache":
+        import importlib
+
+        return importlib.import_module("numbavec.cache")
+    raise AttributeError(f"module 'numbavec' has no attribute {name!r}")
+
+
 __all__ = ["vectorize", "guvectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type",
            "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]

@@ -106,8 +106,16 @@ def test_a_dask_localcluster_worker_starts_a_pool_of_one_thread():
                               dashboard_address=None, silence_logs=40) as cluster, \\
                     Client(cluster) as client:
                 print(client.submit(in_worker, 100_000).result(timeout=240))
+            # what the README says to set for more threads per worker
+            import dask
+            with dask.config.set({"distributed.nanny.pre-spawn-environ"
+                                  ".NUMBAVEC_NUM_THREADS": 2}), \
+                    LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                 dashboard_address=None, silence_logs=40) as cluster, \
+                    Client(cluster) as client:
+                print(client.submit(in_worker, 100_000).result(timeout=240))
     """
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     r = run_python(code, env=env, as_file=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "(1, 1, True)"
+    assert r.stdout.strip().splitlines()[-2:] == ["(1, 1, True)", "(2, 2, True)"]
