@@ -1,7 +1,22 @@
 """numbavec: scalar Python functions compiled by LLVM into real NumPy ufuncs."""
 import numpy as _np
 
-from numbavec import _core
+try:
+    from numbavec import _core
+except ImportError as _exc:
+    import os as _os
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    if not any(n.startswith("_core.") for n in _os.listdir(_here)):
+        _root = _os.path.dirname(_here)
+        _what = ("you are importing the source checkout at " + _root
+                 if _os.path.exists(_os.path.join(_root, "setup.py"))
+                 else "the numbavec package at " + _here)
+        raise ImportError(
+            f"numbavec: {_what}, which has no built extension (numbavec/_core*.so): install it "
+            "(pip install .) or build it in place (make inplace), or run from elsewhere"
+        ) from None
+    raise
 from numbavec._core import TypingError
 from numbavec._core import (  # noqa: F401  the types, with Numba's names
     Signature, Type,
