@@ -38,9 +38,32 @@ from numbavec import _threadpool  # noqa: E402
 
 _threadpool.install()   # threadpoolctl's threadpool_limits reaches the parallel pool
 
-# For annotations: what the decorators make on cpu and parallel is a numpy.ufunc
-# (the stubs, __init__.pyi, add numbavec's introspection to it).
-UFunc = LazyUFunc = _np.ufunc
+
+
+class _UFuncKind(type):
+    """isinstance(obj, UFunc) / LazyUFunc: a numpy.ufunc numbavec made (its
+    C code holds an Origin), lazy or not; np.add is neither."""
+
+    def __instancecheck__(cls, obj):
+        if not isinstance(obj, _np.ufunc):
+            return False
+        origin = _core._origin_of(obj)
+        return origin is not None and (cls is UFunc or not origin.eager())
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and type.__subclasscheck__(cls, sub)
+
+
+class UFunc(metaclass=_UFuncKind):
+    """What @vectorize and @guvectorize make on cpu and parallel: a real
+    numpy.ufunc with numbavec's introspection (the stubs type it as a
+    subclass of numpy.ufunc, which cannot be subclassed at run time).
+    ``isinstance(f, numbavec.UFunc)`` is True for numbavec's ufuncs alone."""
+
+
+class LazyUFunc(UFunc):
+    """A UFunc made without signatures (lazy ufuncs, dynamic gufuncs): it
+    compiles a loop per new input types, with Numba's DUFunc methods."""
 
 
 
