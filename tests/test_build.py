@@ -213,3 +213,33 @@ def test_the_demo_kernel_cites_what_exists():
 
     doc = sysinfo.gaussian_pdf.__doc__
     assert "EXAMPLES.md" not in doc and "benchmarks/bench_vectorize.py" in doc
+
+
+def test_the_readme_picture(tmp_path):
+    """plot.py --readme: saxpy and the Gaussian pdf side by side, the
+    implementations the README compares, the machine and date under them."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    plot = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks", "plot.py")
+    if not os.path.exists(plot):
+        pytest.skip("tests outside their checkout")
+    impls = [("NumPy", 2.0), ("numbavec cpu", 1.0), ("numbavec parallel", 0.5),
+             ("Numba cpu", 1.5), ("Numba parallel", 1.2), ("C loop", 1.0)]
+    run = {"date": "2026-11-27", "load": [0.1, 0.2], "numba": "0.68.1",
+           "sysinfo": {"cpu_model": "Test CPU", "num_threads": 4, "numpy": "2.4.0"},
+           "throughput": [{"kernel": k, "impl": impl, "n": n, "t_out": t * n}
+                          for k in ("saxpy", "gaussian_pdf") for n in (1000, 100000)
+                          for impl, t in impls]}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    out = tmp_path / "readme.svg"
+    proc = subprocess.run([sys.executable, plot, "--readme", str(out), str(tmp_path / "run.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    root = ET.parse(out).getroot()
+    svg = "{http://www.w3.org/2000/svg}"
+    assert len(root.findall(f"{svg}svg")) == 2                      # two panels
+    assert len(list(root.iter(f"{svg}polyline"))) == 10             # 5 lines each, no C loop
+    texts = [t.text for t in root.iter(f"{svg}text")]
+    assert "Test CPU, 4 threads; NumPy 2.4.0, Numba 0.68.1; measured 2026-11-27" in texts
