@@ -9,7 +9,6 @@ as soon as it is imported later.  The limit is numbavec's per-thread count
 (``set_num_threads``), as threadpoolctl prefers: it holds for calls made
 from the thread that set it.
 """
-import importlib.abc
 import os
 import sys
 
@@ -67,9 +66,11 @@ def register(threadpoolctl):
     _registered = True
 
 
-class _RegisterOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _RegisterOnImport:
     """Finds threadpoolctl with the finders after it, and registers the
-    controller once its module has run; any other name is not its to find."""
+    controller once its module has run; any other name is not its to find.
+    (A meta path finder and loader by protocol: importlib.abc costs an
+    import numbavec's own does not need.)"""
 
     def find_spec(self, name, path=None, target=None):
         if name != "threadpoolctl" or _registered:

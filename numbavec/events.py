@@ -27,26 +27,33 @@ Figures are in seconds.  A listener must not compile or call numbavec
 objects (it may run inside NumPy's dispatch); an exception it raises is
 reported as unraisable and compilation goes on.
 """
+import _thread
 import contextlib
-import dataclasses
-import logging
-import threading
+import sys
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
+# logging is imported by whoever configures it: until then a record has no
+# handler to reach, and numbavec's import does not pay for logging
 __all__ = ["CompileRecord", "Stats", "add_listener", "remove_listener", "listening",
            "recording", "logger"]
+_INFO = 20
 
-logger = logging.getLogger("numbavec")
+
+def __getattr__(name: str) -> Any:
+    if name == "logger":        # numbavec.events.logger: logging.getLogger("numbavec")
+        import logging
+
+        return logging.getLogger("numbavec")
+    raise AttributeError(f"module 'numbavec.events' has no attribute {name!r}")
 
 _STAGES = ("lower", "type", "emit", "opt", "codegen", "link")
 _KINDS = {"machine code made": "machine code", "quick machine code made": "quick machine code"}
 
 
-@dataclasses.dataclass(frozen=True)
-class CompileRecord:
-    """One compilation's figures (seconds)."""
+class CompileRecord(NamedTuple):
+    """One compilation's figures (seconds); immutable."""
 
     kind: str            # "signature", "machine code" or "quick machine code"
     qualname: str        # the kernel's __qualname__
@@ -105,7 +112,7 @@ _by_origin: "weakref.WeakKeyDictionary[Any, list[CompileRecord]]" = weakref.Weak
 # qualname, module, signature, target), from its signature's record
 _waiting: dict[int, Any] = {}
 _listeners: list[Callable[[CompileRecord], object]] = []
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 
 
 def records_of(origin: Any) -> list[CompileRecord]:
@@ -149,15 +156,18 @@ def _record(what: str, name: str, origin: Any, code: int, signature: str | None,
     stages = {_STAGES[i]: stages_ns[i] / 1e9 for i in range(first, len(_STAGES))
               if kind != "signature" or stages_ns[i] or i < 3}
     record = CompileRecord(kind, qualname, module, signature, target, stages, total_ns / 1e9,
-                           t0_ns / 1e9, bool(hit), bool(lazy), threading.get_ident())
+                           t0_ns / 1e9, bool(hit), bool(lazy), _thread.get_ident())
     if kind == "signature" and lazy and code:
         with _lock:
             _waiting[code] = (ref, qualname, module, signature, target)
     owner = ref() if ref is not None else None
     if owner is not None:
         records_of(owner).append(record)
-    if logger.isEnabledFor(logging.INFO):
-        logger.info("%s", record, extra={"numbavec": record})
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logger = logging.getLogger("numbavec")
+        if logger.isEnabledFor(_INFO):
+            logger.info("%s", record, extra={"numbavec": record})
     _tell_listeners(record)
 
 

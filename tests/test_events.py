@@ -147,3 +147,13 @@ def test_stats_is_documented_and_read_only():
         u.stats[0] = None
     assert "f.stats" in events.__doc__ and isinstance(u.stats, events.Stats)
     assert numbavec.events is events
+
+
+def test_importing_numbavec_imports_no_logging_and_no_threadpoolctl():
+    """The records and the threadpoolctl controller cost numbavec's import
+    nothing: logging is used where someone configured it (and so imported
+    it), threadpoolctl where it is imported."""
+    r = run_python("import sys, numbavec\n"
+                   "print([m for m in ('logging', 'threadpoolctl', 'importlib.abc', "
+                   "'dataclasses') if m in sys.modules])")
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
