@@ -3,7 +3,7 @@ PYTHON ?= python3
 C_FILES = $(wildcard src/*.c src/*/*.c src/*/*/*.c src/*/*/*/*.c src/*/*.cpp src/*.h src/*/*.h src/*/*/*.h src/*/*/*/*.h)
 SAN_PRELOAD = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
 
-.PHONY: inplace test asan format format-check bench ci wheel wheel-local
+.PHONY: inplace test asan format format-check bench readme-plot ci wheel wheel-local
 
 inplace:                 # fast in-place build, libLLVM linked dynamically
 	NUMBAVEC_LLVM_SHARED=1 $(PYTHON) setup.py -q build_ext --inplace
@@ -25,6 +25,10 @@ format-check:
 
 bench: inplace
 	PYTHONPATH=. $(PYTHON) benchmarks/bench_vectorize.py
+
+readme-plot: inplace     # the README's picture, docs/speedup.svg: a bench_vectorize run, drawn
+	PYTHONPATH=. $(PYTHON) benchmarks/bench_vectorize.py --json benchmarks/results/readme.json
+	$(PYTHON) benchmarks/plot.py --readme docs/speedup.svg benchmarks/results/readme.json
 
 ci:                      # what CI runs: install, then test the installed package
 	bash .ci/run

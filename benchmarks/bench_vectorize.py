@@ -401,6 +401,7 @@ def system_lines():
 def main(argv=None):
     args = parse_args(argv)
     notes = []
+    load_before = os.getloadavg()[0]      # other processes' share of the cores
     with tempfile.TemporaryDirectory(prefix="nvbench-") as tmpdir:
         args.tmpdir = tmpdir
         sys_lines, sysinfo, nv_parent = system_lines()
@@ -449,7 +450,11 @@ def main(argv=None):
         path = os.path.join(HERE, "results", f"bench_vectorize-{stamp}.json")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as fh:
-        json.dump({"args": {k: v for k, v in vars(args).items() if k != "tmpdir"},
+        numba = importlib.util.find_spec("numba") and importlib.import_module("numba")
+        json.dump({"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+                   "load": [load_before, os.getloadavg()[0]],
+                   "numba": getattr(numba, "__version__", None),
+                   "args": {k: v for k, v in vars(args).items() if k != "tmpdir"},
                    "sysinfo": sysinfo, "notes": notes, "throughput": results,
                    "compile": {k: {"first": v[0], "median": v[1], "all": v[2]}
                                for k, v in compiles.items()},

@@ -2,6 +2,7 @@
 implementation, as SVG files (no plotting library needed).
 
     python benchmarks/plot.py benchmarks/results/bench_vectorize-*.json
+    python benchmarks/plot.py --readme docs/speedup.svg RUN.json   (make readme-plot)
 
 bench_vectorize.py calls it after each run, next to the JSON: one picture
 per kernel and call kind (out= preallocated, allocating call).  A point is
@@ -12,6 +13,7 @@ import json
 import math
 import os
 import sys
+import time
 from xml.sax.saxutils import escape
 
 COLOURS = {"NumPy": "#7f7f7f", "numbavec cpu": "#1f77b4", "numbavec parallel": "#2ca02c",
@@ -111,7 +113,57 @@ def write_pictures(results, stem):
     return paths
 
 
+README_IMPLS = ["numbavec cpu", "numbavec parallel", "Numba cpu", "Numba parallel"]
+
+
+def machine_line(run, when):
+    """'<CPU>, N cores; Python, NumPy, numbavec, Numba versions; date' of a run."""
+    s = run.get("sysinfo") or {}
+    cpu = s.get("cpu_model") or s.get("cpu_name") or "?"
+    cores = s.get("num_threads") or s.get("usable_cores") or "?"
+    s = dict(s, numba=run.get("numba"))
+    names = (("", "python"), ("NumPy", "numpy"), ("numbavec", "numbavec"),
+             ("LLVM", "llvm_version"), ("Numba", "numba"))
+    versions = ", ".join(f"{k} {s[v]}".strip() for k, v in names if s.get(v))
+    load = run.get("load")
+    busy = (f" (load average {max(load):.1f}: other processes ran meanwhile)"
+            if load and max(load) > 0.5 * (cores if isinstance(cores, int) else 1) else "")
+    return f"{cpu}, {cores} threads; {versions}; measured {when}{busy}"
+
+
+def readme_svg(run, when):
+    """The README's picture: speed-up over NumPy (out= preallocated) against
+    N for saxpy and the Gaussian pdf side by side, numbavec and Numba on cpu
+    and parallel, the machine and date under them."""
+    results = [r for r in run["throughput"] if r["impl"] in README_IMPLS + ["NumPy"]]
+    panels = [speedup_svg(results, k, "t_out") for k in ("saxpy", "gaussian_pdf")]
+    panels = [p for p in panels if p is not None]
+    if not panels:
+        raise SystemExit("no saxpy or gaussian_pdf results in that run")
+    width, height = W * len(panels), H + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    for i, panel in enumerate(panels):
+        inner = panel.split(">", 1)[1].rsplit("</svg>", 1)[0]
+        out.append(f'<svg x="{W * i}" y="0" width="{W}" height="{H}">{inner}</svg>')
+    out.append(f'<text x="{LEFT}" y="{H + 16}" fill="#444">{escape(machine_line(run, when))}'
+               f'</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def main(argv):
+    if argv[:1] == ["--readme"]:
+        # plot.py --readme OUT.svg RUN.json: the README's picture of one run
+        out, path = argv[1], argv[2]
+        with open(path) as fh:
+            run = json.load(fh)
+        when = run.get("date") or time.strftime("%Y-%m-%d", time.gmtime(os.path.getmtime(path)))
+        with open(out, "w") as fh:
+            fh.write(readme_svg(run, when))
+        print(out)
+        return 0
     for path in argv:
         with open(path) as fh:
             results = json.load(fh)["throughput"]

@@ -1,7 +1,22 @@
 """numbavec: scalar Python functions compiled by LLVM into real NumPy ufuncs."""
 import numpy as _np
 
-from numbavec import _core
+try:
+    from numbavec import _core
+except ImportError as _exc:
+    import os as _os
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    if not any(n.startswith("_core.") for n in _os.listdir(_here)):
+        _root = _os.path.dirname(_here)
+        _what = ("you are importing the source checkout at " + _root
+                 if _os.path.exists(_os.path.join(_root, "setup.py"))
+                 else "the numbavec package at " + _here)
+        raise ImportError(
+            f"numbavec: {_what}, which has no built extension (numbavec/_core*.so): install it "
+            "(pip install .) or build it in place (make inplace), or run from elsewhere"
+        ) from None
+    raise
 from numbavec._core import TypingError
 from numbavec._core import (  # noqa: F401  the types, with Numba's names
     Signature, Type,
@@ -18,11 +33,49 @@ __version__ = "0.1.0"
 
 from numbavec.decorators import DeviceFunction, guvectorize, jit, vectorize  # noqa: E402
 from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
-from numbavec import cuda  # noqa: E402,F401
+from numbavec import cuda, events  # noqa: E402,F401
+from numbavec import _threadpool  # noqa: E402
 
-# For annotations: what the decorators make on cpu and parallel is a numpy.ufunc
-# (the stubs, __init__.pyi, add numbavec's introspection to it).
-UFunc = LazyUFunc = _np.ufunc
+_threadpool.install()   # threadpoolctl's threadpool_limits reaches the parallel pool
+
+
+
+class _UFuncKind(type):
+    """isinstance(obj, UFunc) / LazyUFunc: a numpy.ufunc numbavec made (its
+    C code holds an Origin), lazy or not; np.add is neither."""
+
+    def __instancecheck__(cls, obj):
+        if not isinstance(obj, _np.ufunc):
+            return False
+        origin = _core._origin_of(obj)
+        return origin is not None and (cls is UFunc or not origin.eager())
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and type.__subclasscheck__(cls, sub)
+
+
+class UFunc(metaclass=_UFuncKind):
+    """What @vectorize and @guvectorize make on cpu and parallel: a real
+    numpy.ufunc with numbavec's introspection (the stubs type it as a
+    subclass of numpy.ufunc, which cannot be subclassed at run time).
+    ``isinstance(f, numbavec.UFunc)`` is True for numbavec's ufuncs alone."""
+
+
+class LazyUFunc(UFunc):
+    """A UFunc made without signatures (lazy ufuncs, dynamic gufuncs): it
+    compiles a loop per new input types, with Numba's DUFunc methods."""
+
+
+
+def __getattr__(name):
+    # numbavec.cache (the compiled-code cache's tools) after a plain
+    # ``import numbavec``, without importing it (hashlib, hmac) at import
+    if name == "cache":
+        import importlib
+
+        return importlib.import_module("numbavec.cache")
+    raise AttributeError(f"module 'numbavec' has no attribute {name!r}")
+
 
 __all__ = ["vectorize", "guvectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type",
            "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]

@@ -6,7 +6,9 @@ from typing import Any, Literal, TextIO, TypeAlias, overload
 
 import numpy as np
 
+from numbavec import cache as cache
 from numbavec import cuda as cuda
+from numbavec import events as events
 from numbavec.cuda import CUDAGUFunc, CUDAUFunc
 
 __version__: str
@@ -78,9 +80,11 @@ _Kernel: TypeAlias = Callable[..., Any]
 
 class UFunc(np.ufunc):  # type: ignore[misc]  # numpy.ufunc is final in NumPy's stubs
     """What @vectorize and @guvectorize make on cpu and parallel: a real
-    numpy.ufunc (isinstance(f, np.ufunc)), with numbavec's introspection."""
+    numpy.ufunc (isinstance(f, np.ufunc)), with numbavec's introspection.
+    At run time isinstance(f, UFunc) is True for numbavec's ufuncs alone."""
     py_func: Callable[..., Any]
     __wrapped__: Callable[..., Any]
+    stats: events.Stats  # its compile records (numbavec/events.py)
     def inspect_llvm(self, signature: SignatureLike | None = None) -> Any: ...
     def inspect_asm(self, signature: SignatureLike | None = None) -> Any: ...
     def inspect_types(self, file: TextIO | None = None,
@@ -108,16 +112,40 @@ def vectorize(ftylist_or_function: _Kernel | DeviceFunction, /, *,
 def vectorize(ftylist_or_function: _Kernel | DeviceFunction, /, *, target: _CudaTarget,
               identity: Any = ..., cache: bool = ..., fastmath: bool = ..., nopython: bool = ...,
               forceobj: bool = ..., boundscheck: bool | None = ...) -> CUDAUFunc: ...
+@overload  # options only: lazy, as bare @vectorize
+def vectorize(*, target: _HostTarget = ..., identity: Any = ..., cache: bool = ...,
+              fastmath: bool = ..., nopython: bool = ..., forceobj: bool = ...,
+              boundscheck: bool | None = ...
+              ) -> Callable[[_Kernel | DeviceFunction], LazyUFunc]: ...
 @overload
-def vectorize(ftylist_or_function: Signatures = ..., /, *, target: _HostTarget = ...,
+def vectorize(*, target: _CudaTarget, identity: Any = ..., cache: bool = ...,
+              fastmath: bool = ..., nopython: bool = ..., forceobj: bool = ...,
+              boundscheck: bool | None = ...
+              ) -> Callable[[_Kernel | DeviceFunction], CUDAUFunc]: ...
+@overload
+def vectorize(ftylist_or_function: Signatures, /, *, target: _HostTarget = ...,
               identity: Any = ..., cache: bool = ..., fastmath: bool = ..., nopython: bool = ...,
               forceobj: bool = ..., boundscheck: bool | None = ...
               ) -> Callable[[_Kernel | DeviceFunction], UFunc]: ...
 @overload
-def vectorize(ftylist_or_function: Signatures = ..., /, *, target: _CudaTarget,
+def vectorize(ftylist_or_function: Signatures, /, *, target: _CudaTarget,
               identity: Any = ..., cache: bool = ..., fastmath: bool = ..., nopython: bool = ...,
               forceobj: bool = ..., boundscheck: bool | None = ...
               ) -> Callable[[_Kernel | DeviceFunction], CUDAUFunc]: ...
+# a target known only at run time (a str variable): either kind
+@overload
+def vectorize(ftylist_or_function: _Kernel | DeviceFunction, /, *, target: str,
+              identity: Any = ..., cache: bool = ..., fastmath: bool = ..., nopython: bool = ...,
+              forceobj: bool = ..., boundscheck: bool | None = ...) -> LazyUFunc | CUDAUFunc: ...
+@overload
+def vectorize(*, target: str, identity: Any = ..., cache: bool = ..., fastmath: bool = ...,
+              nopython: bool = ..., forceobj: bool = ..., boundscheck: bool | None = ...
+              ) -> Callable[[_Kernel | DeviceFunction], LazyUFunc | CUDAUFunc]: ...
+@overload
+def vectorize(ftylist_or_function: Signatures, /, *, target: str,
+              identity: Any = ..., cache: bool = ..., fastmath: bool = ..., nopython: bool = ...,
+              forceobj: bool = ..., boundscheck: bool | None = ...
+              ) -> Callable[[_Kernel | DeviceFunction], UFunc | CUDAUFunc]: ...
 
 @overload
 def guvectorize(layout: str, /, *, target: _HostTarget = ..., identity: Any = ...,
@@ -142,6 +170,18 @@ def guvectorize(signatures: Signatures, layout: str, /, *, target: _CudaTarget,
                 nopython: bool = ..., forceobj: bool = ..., boundscheck: bool = ...,
                 writable_args: Sequence[int | str] = ...
                 ) -> Callable[[_Kernel | DeviceFunction], CUDAGUFunc]: ...
+# a target known only at run time (a str variable): either kind
+@overload
+def guvectorize(layout: str, /, *, target: str, identity: Any = ..., cache: bool = ...,
+                fastmath: bool = ..., nopython: bool = ..., forceobj: bool = ...,
+                boundscheck: bool = ..., writable_args: Sequence[int | str] = ...
+                ) -> Callable[[_Kernel | DeviceFunction], LazyUFunc | CUDAGUFunc]: ...
+@overload
+def guvectorize(signatures: Signatures, layout: str, /, *, target: str,
+                identity: Any = ..., cache: bool = ..., fastmath: bool = ...,
+                nopython: bool = ..., forceobj: bool = ..., boundscheck: bool = ...,
+                writable_args: Sequence[int | str] = ...
+                ) -> Callable[[_Kernel | DeviceFunction], UFunc | CUDAGUFunc]: ...
 
 @overload
 def jit(func: _Kernel, /) -> DeviceFunction: ...

@@ -3,6 +3,8 @@ small before/after demo.
 
   numbavec                 versions, host CPU, targets, threads, demo
   numbavec -s, --sysinfo   the system part only (as ``numba -s``)
+  numbavec -s --json       the same as one JSON object (as ``numba --sys-json``)
+  numbavec --version      numbavec's version
   numbavec --cache-info / --cache-clear
                            show / empty the compiled-code cache
 """
@@ -19,8 +21,13 @@ def main(argv=None):
                     "targets, threads) and run a small before/after demo: the "
                     "Gaussian pdf over 1e6 float32 as a NumPy expression and as "
                     "numbavec ufuncs on the cpu and parallel targets.")
+    from numbavec import __version__
+
+    parser.add_argument("--version", action="version", version=f"numbavec {__version__}")
     parser.add_argument("-s", "--sysinfo", action="store_true",
                         help="print the system summary only (no compilation, no demo)")
+    parser.add_argument("--json", action="store_true",
+                        help="the system summary as one JSON object on stdout (implies -s)")
     parser.add_argument("--cache-info", action="store_true",
                         help="show the compiled-code cache (cache=True): where, how many entries")
     parser.add_argument("--cache-clear", action="store_true",
@@ -37,6 +44,11 @@ def main(argv=None):
 
     from numbavec import sysinfo
 
+    if args.json:
+        import json
+
+        print(json.dumps(sysinfo.collect(), indent=2, sort_keys=True, default=str))
+        return 0
     print(sysinfo.format_sysinfo(sysinfo.collect()))
     if args.sysinfo:
         return 0

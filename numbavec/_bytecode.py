@@ -820,12 +820,17 @@ def rebuild(pyfunc):
         funcdef = rebuild_code(code, pyfunc.__defaults__, pyfunc.__kwdefaults__)
     except BytecodeError as exc:
         raise _core.TypingError(_where(code, exc.loc) + f"cannot compile {code.co_name!r} from "
-                                f"its bytecode: {exc.why} (its source is not available)") \
+                                f"its bytecode: {exc.why} (its source is not available{WHERE_SOURCE})") \
             from None
     out = Rebuilt()
     out.funcdef = funcdef
     out.location = (filename, code.co_firstlineno, [], 0)
     return out
+
+
+# where a kernel's source is kept, so that it compiles from its source
+WHERE_SOURCE = ("; a def in a file, in IPython or Jupyter, or in Python 3.13's REPL keeps it, "
+                "or register it: linecache.cache[filename] = (len(text), None, lines, filename)")
 
 
 def _where(code, loc):

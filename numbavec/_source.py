@@ -16,6 +16,7 @@ comparing its code with the function's, never by trusting the file.
 import ast
 import inspect
 import linecache
+import sys
 import textwrap
 
 from numbavec import _bytecode, _core
@@ -45,12 +46,12 @@ class KernelSource:
             raise
         except (OSError, TypeError, SyntaxError, ValueError, IndexError):
             found = False       # no source, or none that parses: the code says
-        if found and _on_roomy_stack(_bytecode.source_matches, self.funcdef, pyfunc,
-                                     self.location[0]):
-            return
-        rebuilt = _on_roomy_stack(_bytecode.rebuild, pyfunc)
-        self.funcdef, self.location = rebuilt.funcdef, rebuilt.location
-        self.from_bytecode = True
+        if not (found and _on_roomy_stack(_bytecode.source_matches, self.funcdef, pyfunc,
+                                          self.location[0])):
+            rebuilt = _on_roomy_stack(_bytecode.rebuild, pyfunc)
+            self.funcdef, self.location = rebuilt.funcdef, rebuilt.location
+            self.from_bytecode = True
+        self.location = (notebook_label(self.location[0]),) + tuple(self.location[1:])
 
     def _parse(self, pyfunc, file_lines=None):
         """The def in the source inspect finds (OSError when there is none)."""
@@ -80,6 +81,21 @@ class KernelSource:
         self.funcdef = _find_function(tree, pyfunc, offset)
         self.location = (filename, first_line, list(lines), offset)
         return True
+
+
+def notebook_label(filename):
+    """A notebook cell's file (ipykernel's ``/tmp/ipykernel_<pid>/<hash>.py``,
+    IPython's ``<ipython-input-...>``) as IPython's tracebacks name it,
+    ``Cell In[4]``, which the compiler's errors then show as ``Cell In[4],
+    line 5`` (src/compiler/diag.c); any other filename as it is."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    try:
+        found = name_of(filename) if name_of is not None else None
+    except Exception:  # noqa: BLE001 - a label is a nicety: the file name stays
+        found = None
+    return f"{found[0]} {found[1]}" if found and found[0] == "Cell" else filename
 
 
 # CPython sizes its recursion limits for a main thread's 8 MB stack.  Parsing,

@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from numbavec import _core
+from numbavec import _core, events
 from numbavec._capture import Origin
 from numbavec._pickle import reduce_device_function
 from numbavec._source import KernelSource, file_lines_of, names_by_line
@@ -180,7 +180,7 @@ def _build(pyfunc, signatures, target, kwargs, captured=None):
 
 def _decorate(obj, origin):
     """numbavec's introspection (py_func, inspect_llvm, inspect_asm,
-    inspect_types, inspect_ptx) on what a factory made: a NumPy ufunc
+    inspect_types, inspect_ptx, and stats: numbavec/events.py) on what a factory made: a NumPy ufunc
     carries it as attributes (its code: the Library behind it); an object of
     numbavec's own answers for itself, through these attributes so that
     every spelling of a signature is understood.  A lazy ufunc gets
@@ -212,6 +212,7 @@ def _decorate(obj, origin):
     obj.__module__ = origin.module
     obj.__qualname__ = origin.qualname
     obj.__wrapped__ = pyfunc
+    obj.stats = events.Stats(events.records_of(origin))
     return obj
 
 

@@ -27,7 +27,8 @@ DEMO_N = 1_000_000
 
 
 def gaussian_pdf(x, mean, sigma):
-    """Gaussian probability density at x (EXAMPLES.md, section 3)."""
+    """Gaussian probability density at x (the benchmarks' second kernel:
+    benchmarks/bench_vectorize.py)."""
     return math.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * SQRT_2PI)
 
 
@@ -294,7 +295,7 @@ def _numba_vectorize():
 
 
 NEXT_STEPS = [
-    ("numbavec -s", "this machine's summary alone (as `numba -s`)"),
+    ("numbavec -s", "this machine's summary alone (as `numba -s`; --json for a program)"),
     ("python -c 'import numbavec; help(numbavec.vectorize)'",
      "the decorators, their options and targets"),
     ("NUMBAVEC_DUMP=opt,asm python your_script.py",
@@ -342,6 +343,12 @@ def run_demo(n=DEMO_N, targets=("cpu", "parallel"), numba=True):
                      f"{'agrees with NumPy' if agree else 'DISAGREES with NumPy'}")
     if numba_vectorize is None:
         lines.append("  (Numba is not installed: `pip install numba` adds it to this table)")
+    else:
+        import numba
+
+        lines += [f"  (the Numba row: Numba {numba.__version__}'s @vectorize of the same function "
+                  "and signature on its cpu target,",
+                  "   timed the same way, for comparison; it is not part of numbavec)"]
     lines += ["", "Next:"]
     width = max(len(cmd) for cmd, _ in NEXT_STEPS)
     lines += [f"  {cmd:<{width}}   {what}" for cmd, what in NEXT_STEPS]

@@ -218,7 +218,7 @@ static PyMethodDef api_functions[] = {
      "get_num_threads(): this thread's thread count for the parallel target."},
     {"get_pool_size", get_pool_size, METH_NOARGS,
      "get_pool_size(): threads in the pool, the caller included "
-     "(NUMBAVEC_NUM_THREADS, or the usable cores)."},
+     "(NUMBAVEC_NUM_THREADS, else OMP_NUM_THREADS, else the usable cores)."},
     {NULL, NULL, 0, NULL},
 };
 

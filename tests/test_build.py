@@ -135,8 +135,10 @@ def test_the_demo_shows_its_kernel_and_the_next_steps(tmp_path):
         assert row in out
     assert "DISAGREES" not in out
     try:
-        import numba  # noqa: F401
+        import numba
         assert "Numba @vectorize 'cpu'" in out
+        # the Numba row says what it is
+        assert f"the Numba row: Numba {numba.__version__}'s @vectorize of the same " in out
     except ImportError:
         assert "pip install numba" in out
     assert out.rstrip().splitlines()[-4] == "Next:" and "numbavec -s" in out
@@ -169,3 +171,75 @@ def test_the_benchmark_pictures(tmp_path):
     assert len(lines) == 3
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert {"NumPy", "numbavec cpu", "Numba cpu"} <= set(texts)
+
+
+
+def run_cli(tmp_path, *args, pythonpath=PKG_PARENT):
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    return subprocess.run([sys.executable, "-m", "numbavec", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_version_and_the_system_summary_as_json(tmp_path):
+    import json
+
+    proc = run_cli(tmp_path, "--version")
+    assert proc.returncode == 0 and proc.stdout == f"numbavec {numbavec.__version__}\n"
+    for args in (["-s", "--json"], ["--json"]):
+        proc = run_cli(tmp_path, *args)
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads(proc.stdout)
+        assert info["llvm_version"] == _core.llvm_version
+        assert info["numbavec"] == numbavec.__version__
+        assert info["num_threads"] == numbavec.get_num_threads()
+
+
+def test_a_source_checkout_without_its_extension_says_so(tmp_path):
+    """Importing numbavec/ of a checkout that was never built names the
+    checkout and what to do, not a circular import."""
+    src = tmp_path / "checkout"
+    shutil.copytree(PKG_DIR, src / "numbavec",
+                    ignore=shutil.ignore_patterns("_core.*", "__pycache__"))
+    (src / "setup.py").write_text("")
+    proc = run_cli(tmp_path, "--version", pythonpath=str(src))
+    assert proc.returncode != 0
+    assert (f"numbavec: you are importing the source checkout at {src}, which has no built "
+            "extension") in proc.stderr, proc.stderr
+    assert "install it (pip install .)" in proc.stderr and "circular" not in proc.stderr
+
+
+def test_the_demo_kernel_cites_what_exists():
+    from numbavec import sysinfo
+
+    doc = sysinfo.gaussian_pdf.__doc__
+    assert "EXAMPLES.md" not in doc and "benchmarks/bench_vectorize.py" in doc
+
+
+def test_the_readme_picture(tmp_path):
+    """plot.py --readme: saxpy and the Gaussian pdf side by side, the
+    implementations the README compares, the machine and date under them."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    plot = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks", "plot.py")
+    if not os.path.exists(plot):
+        pytest.skip("tests outside their checkout")
+    impls = [("NumPy", 2.0), ("numbavec cpu", 1.0), ("numbavec parallel", 0.5),
+             ("Numba cpu", 1.5), ("Numba parallel", 1.2), ("C loop", 1.0)]
+    run = {"date": "2026-11-27", "load": [0.1, 0.2], "numba": "0.68.1",
+           "sysinfo": {"cpu_model": "Test CPU", "num_threads": 4, "numpy": "2.4.0"},
+           "throughput": [{"kernel": k, "impl": impl, "n": n, "t_out": t * n}
+                          for k in ("saxpy", "gaussian_pdf") for n in (1000, 100000)
+                          for impl, t in impls]}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    out = tmp_path / "readme.svg"
+    proc = subprocess.run([sys.executable, plot, "--readme", str(out), str(tmp_path / "run.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    root = ET.parse(out).getroot()
+    svg = "{http://www.w3.org/2000/svg}"
+    assert len(root.findall(f"{svg}svg")) == 2                      # two panels
+    assert len(list(root.iter(f"{svg}polyline"))) == 10             # 5 lines each, no C loop
+    texts = [t.text for t in root.iter(f"{svg}text")]
+    assert "Test CPU, 4 threads; NumPy 2.4.0, Numba 0.68.1; measured 2026-11-27" in texts

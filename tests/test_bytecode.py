@@ -422,6 +422,22 @@ def test_errors_name_the_file_line_and_column():
     assert "the source is not available" in text
 
 
+def test_a_kernel_that_cannot_be_rebuilt_says_where_source_is_kept():
+    """Issue 38's no-source message, now that kernels without source are
+    rebuilt from bytecode: what remains is the rare refusal to rebuild (an
+    assignment expression, here), and it says how to give the kernel its
+    source."""
+    f = bc.no_source(kernel_from_source(
+        "def k(x):\n    if (y := x + 1) > 2:\n        return y\n    return x\n"))
+    with pytest.raises(numbavec.TypingError) as err:
+        numbavec.vectorize(["f8(f8)"])(f)
+    text = str(err.value)
+    assert "cannot compile 'k' from its bytecode" in text, text
+    for where in ("in a file", "IPython or Jupyter", "Python 3.13's REPL",
+                  "linecache.cache[filename] = (len(text), None, lines, filename)"):
+        assert where in text, text
+
+
 @pytest.mark.parametrize("body, says", [
     ("return [x for x in range(3)][0]", "list comprehensions are not supported"),
     ("return (lambda v: v)(x)", "lambda expressions are not supported"),

@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numbavec import DeviceFunction, SignatureLike
+from numbavec.events import Stats
 
 __all__: list[str]
 
@@ -58,6 +59,7 @@ class _CudaObject:
     """What the cuda ufunc and gufunc share (not a runtime class)."""
     py_func: Callable[..., Any]
     __wrapped__: Callable[..., Any]
+    stats: Stats
     @property
     def nin(self) -> int: ...
     @property

@@ -155,7 +155,7 @@ copy_pending(CcCode *code, CcModule *to)
 
 /* Before making code's machine code from its pending module: -1 with an
  * exception when LLVM threw while linking it before; else the start time in
- * *t0 (and the time dump's stages reset). */
+ * *t0 (and the timed stages reset). */
 static int
 start_making(CcCode *code, double *t0)
 {
@@ -165,9 +165,7 @@ start_making(CcCode *code, double *t0)
         return -1;
     }
     *t0 = cc_now_ns();
-    if (cc_dump_flags() & CC_DUMP_TIME) {
-        cc_time_reset();
-    }
+    cc_time_reset();
     return 0;
 }
 
@@ -225,9 +223,7 @@ code_make(CcCode *code)
     set_made(code);
     cc_module_dispose(&code->pending);
     cc_jit.pending--;
-    if (cc_dump_flags() & CC_DUMP_TIME) {
-        cc_time_print_made(code->name, "machine code made", t0);
-    }
+    cc_time_made(code, code->name, "machine code made", t0);
     if (code->store != NULL) {
         /* the code runs whatever the store does: a store that fails is
          * reported, and the call goes on */
@@ -411,9 +407,7 @@ code_make_quick(CcCode *code)
     }
     atomic_store_explicit(&code->quick_made, 1, memory_order_release);
     cc_jit.quick_compilations++;
-    if (cc_dump_flags() & CC_DUMP_TIME) {
-        cc_time_print_made(code->name, "quick machine code made", t0);
-    }
+    cc_time_made(code, code->name, "quick machine code made", t0);
     PyMem_Free(names);
     return 0;
 error:

@@ -741,8 +741,9 @@ enum {
     CC_DUMP_PTX = 16,
     CC_DUMP_TIME = 32, /* a line per compilation: the time of each stage */
 };
-/* NUMBAVEC_DUMP=time: the stages of the compilation under way (ns), which
- * cc_compile prints; passes.c and jit.c add the host back end's own (timing.c). */
+/* The stages of the compilation under way (ns), which cc_compile records
+ * (numbavec/events.py) and NUMBAVEC_DUMP=time prints; passes.c and jit.c
+ * add the host back end's own (timing.c). */
 typedef enum {
     CC_T_LOWER,
     CC_T_TYPE,
@@ -757,9 +758,16 @@ void cc_time_add(CcStage stage, double ns);
 void cc_time_reset(void);
 /* " name ms" for the stages [from, to) into line (timing.c). */
 void cc_time_format(char *line, size_t size, int from, int to);
-/* The line of machine code made at a call (module: its name; what: which
- * code, "machine code made" or "quick machine code made"). */
-void cc_time_print_made(const char *module, const char *what, double t0);
+/* A compile record to numbavec.events: kind "signature" (origin: the
+ * kernel's Origin or NULL; sig; where: back end and builder) or a "machine
+ * code" kind; code identifies the CcCode.  Never fails: an exception on
+ * the Python side is reported as unraisable. */
+void cc_time_record(const char *kind, const char *name, PyObject *origin, const void *code,
+                    const char *sig, const char *where, double t0, double total, int lazy, int hit);
+/* The record of machine code made at a call (code: which; module: its
+ * name; what: "machine code made" or "quick machine code made"), and its
+ * line with NUMBAVEC_DUMP=time. */
+void cc_time_made(const void *code, const char *module, const char *what, double t0);
 int cc_dump_flags(void); /* from NUMBAVEC_DUMP */
 
 int cc_jit_init(void);              /* idempotent; 0/-1 */

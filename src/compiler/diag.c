@@ -1,6 +1,7 @@
 /*
  * diag.c - the compiler's TypingErrors: "file:line:col: message", then the
- * source line and a caret under the column, as a C compiler prints them.
+ * source line and a caret under the column, as a C compiler prints them (a
+ * notebook cell's "Cell In[4], line 5: message", as IPython prints it).
  *
  * Every pass reports here (lower.c and its helpers while lowering,
  * typeinfer.c and emit.c after), at the CcLoc of a node.  A node of an
@@ -50,6 +51,16 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
     const char *filename = loc.src ? loc.src->filename : fn->filename;
     PyObject *lines = loc.src ? loc.src->lines : fn->source_lines;
     int first = loc.src ? loc.src->first_line : fn->first_line;
+    char where[512];
+    if (filename != NULL && strncmp(filename, "Cell In[", 8) == 0) {
+        /* a notebook cell, labelled as IPython's tracebacks label it
+         * (numbavec/_source.py): "Cell In[4], line 5" */
+        snprintf(where, sizeof(where), "%s, line %d", filename, loc.line);
+    } else if (loc.col < 0) {
+        snprintf(where, sizeof(where), "%s:%d", filename, loc.line);
+    } else {
+        snprintf(where, sizeof(where), "%s:%d:%d", filename, loc.line, loc.col + 1);
+    }
     if (source_line(lines, first, loc.line, line, sizeof(line)) < 0) {
         /* a kernel rebuilt from its bytecode (numbavec/_bytecode.py) has no
          * source lines, and before 3.11 no columns */
@@ -57,20 +68,14 @@ cc_error(const CcFunction *fn, CcLoc loc, const char *fmt, ...)
                                ? "\n    (the source is not available: numbavec compiled this "
                                  "kernel from its bytecode)"
                                : "";
-        if (loc.col < 0) {
-            PyErr_Format(nv_state.typing_error, "%s:%d: %s%s", filename, loc.line, msg, note);
-        } else {
-            PyErr_Format(nv_state.typing_error, "%s:%d:%d: %s%s", filename, loc.line, loc.col + 1,
-                         msg, note);
-        }
+        PyErr_Format(nv_state.typing_error, "%s: %s%s", where, msg, note);
         return -1;
     }
     /* col is a byte offset (Python's col_offset) */
     size_t col = loc.col >= 0 && (size_t)loc.col <= strlen(line) ? (size_t)loc.col : 0;
     char *pad = ts_caret_padding(line, line + col);
     if (pad != NULL) {
-        PyErr_Format(nv_state.typing_error, "%s:%d:%d: %s\n    %s\n    %s^", filename, loc.line,
-                     loc.col + 1, msg, line, pad);
+        PyErr_Format(nv_state.typing_error, "%s: %s\n    %s\n    %s^", where, msg, line, pad);
         PyMem_Free(pad);
     }
     return -1;

@@ -110,22 +110,29 @@ cc_kernel_free(CcKernel *k)
     PyMem_Free(k);
 }
 
-/* ---- NUMBAVEC_DUMP=time (the stages are counted in timing.c) ---- */
+/* ---- timing: NUMBAVEC_DUMP=time and compile records (timing.c counts) ---- */
 
-/* One line on stderr: the stages of the compilation that started at t0,
+/* The record of a compilation that started at t0 (cache_hit: its code
+ * came from the cache), and with NUMBAVEC_DUMP=time one line on stderr
  * with its back end and what its builder makes; lazy: its machine code
- * waits for the first call (cc_time_print_made). */
+ * waits for the first call (cc_time_made). */
 static void
-print_stages(const CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBackend *be,
-             double t0, int lazy)
+record_stages(const CcKernel *k, const CcCompiled *out, const CcBuilder *b, const CcBackend *be,
+              double t0, int cache_hit)
 {
-    char sigbuf[TS_STRSIZE], line[512];
+    char sigbuf[TS_STRSIZE], line[512], where[96];
     double total = cc_now_ns() - t0;
-    cc_time_format(line, sizeof(line), 0, CC_T_N);
-    fprintf(stderr, "numbavec time: %s %s (%s, %s):%s, total %.2f ms%s\n", k->name,
-            ts_signature_str(sig, sigbuf, sizeof(sigbuf)), be->name, b->what, line, total / 1e6,
-            lazy ? ", machine code at the first call" : "");
-    fflush(stderr);
+    int lazy = out->code != NULL && !cc_code_made(out->code);
+    ts_signature_str(&out->sig, sigbuf, sizeof(sigbuf));
+    snprintf(where, sizeof(where), "%s, %s", be->name, b->what);
+    if (cc_dump_flags() & CC_DUMP_TIME) {
+        cc_time_format(line, sizeof(line), 0, CC_T_N);
+        fprintf(stderr, "numbavec time: %s %s (%s):%s, total %.2f ms%s\n", k->name, sigbuf, where,
+                line, total / 1e6, lazy ? ", machine code at the first call" : "");
+        fflush(stderr);
+    }
+    cc_time_record("signature", k->name, k->origin, out->code, sigbuf, where, t0, total, lazy,
+                   cache_hit);
 }
 
 /* ---- results ---- */
@@ -749,8 +756,8 @@ store_made(PyObject *ctx, PyObject *blob, const char *ir)
 }
 
 /* cc_compile through k's cache: a hit links stored code and runs no LLVM
- * pass; a miss compiles and stores, now or (code made on demand) when its
- * machine code is made. */
+ * pass (1); a miss compiles and stores, now or (code made on demand) when
+ * its machine code is made (0).  -1 with an exception. */
 static int
 compile_cached(CcFunction *fn, CcKernel *k, PyObject *capture, const CcBuilder *b,
                const CcBackend *be, const char *base, CcCompiled *out)
@@ -774,7 +781,7 @@ compile_cached(CcFunction *fn, CcKernel *k, PyObject *capture, const CcBuilder *
         CcCompiled hit = *out;
         if (load_entry(be, b, base, entry, hex, &hit) == 0) {
             *out = hit;
-            rc = 0;
+            rc = 1; /* a hit */
             goto done;
         }
         /* An entry that does not link is as good as a corrupt one. */
@@ -897,7 +904,7 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     CcFunction fn;
     TsSignature resolved;
     PyObject *capture = NULL, *env = NULL;
-    int rc = -1;
+    int rc = -1, hit = 0;
     memset(out, 0, sizeof(*out));
     out->sig = *sig;
     out->lazy = k->lazy && lazy_allowed();
@@ -921,6 +928,8 @@ cc_compile(CcKernel *k, const TsSignature *sig, const CcBuilder *b, const CcBack
     out->sig = resolved;
     if (k->cache != NULL && be->load != NULL) {
         rc = compile_cached(&fn, k, capture, b, be, base, out);
+        hit = rc == 1;
+        rc = rc < 0 ? -1 : 0;
     } else {
         rc = compile_lowered(&fn, k, b, be, base, NULL, NULL, out);
     }
@@ -931,8 +940,8 @@ done:
     if (rc < 0) {
         name_kernel_in_error(k, be, sig);
         cc_compiled_clear(out);
-    } else if (cc_dump_flags() & CC_DUMP_TIME) {
-        print_stages(k, &out->sig, b, be, t0, out->code != NULL && !cc_code_made(out->code));
+    } else {
+        record_stages(k, out, b, be, t0, hit);
     }
     cc_arena_free(fn.arena);
     Py_XDECREF(capture);

@@ -312,12 +312,29 @@ method_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *d
     return run_loop(gl, (char **)data, dims, strides);
 }
 
+/* NumPy's default get_loop, and the one check a call needs the GIL for
+ * (vz_called_by_pandas_blocks): once per call, not per inner loop. */
+static int
+method_get_loop(PyArrayMethod_Context *context, int NV_UNUSED(aligned),
+                int NV_UNUSED(move_references), const npy_intp *NV_UNUSED(strides),
+                PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_aux,
+                NPY_ARRAYMETHOD_FLAGS *flags)
+{
+    *out_loop = vz_called_by_pandas_blocks((PyObject *)context->caller) ? vz_pandas_refused_loop
+                                                                        : method_loop;
+    *out_aux = NULL;
+    *flags = 0; /* no Python in the loop; NumPy checks the FP flags */
+    return 0;
+}
+
 int
 gu_register_method(PyObject *ufunc, int t)
 {
     PyUFuncObject *uf = (PyUFuncObject *)ufunc;
     PyArray_DTypeMeta *dtypes[TS_MAXARGS];
-    PyType_Slot slots[] = {{NPY_METH_strided_loop, (void *)method_loop}, {0, NULL}};
+    PyType_Slot slots[] = {{NPY_METH_get_loop, (void *)method_get_loop},
+                           {NPY_METH_strided_loop, (void *)method_loop},
+                           {0, NULL}};
     for (int k = 0; k < uf->nargs; k++) {
         PyArray_Descr *d = PyArray_DescrFromType(uf->types[t * uf->nargs + k]);
         if (d == NULL) {

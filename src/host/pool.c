@@ -137,11 +137,32 @@ atfork_child(void)
     pool_ctx.start_failed = 0;
 }
 
+/* OMP_NUM_THREADS's first number ("4" or OpenMP's nested "4,2") in *size
+ * when it is one in 1..TG_POOL_MAX_THREADS: the limit dask's workers, job
+ * schedulers and users set for every pool of a process.  Any other value
+ * is OpenMP's to complain about, and leaves *size. */
+static void
+parse_omp_size(int *size)
+{
+    const char *text = getenv("OMP_NUM_THREADS");
+    if (text == NULL || *text == '\0') {
+        return;
+    }
+    char *end;
+    long n = strtol(text, &end, 10);
+    if (end != text && (*end == '\0' || *end == ',') && n >= 1 && n <= TG_POOL_MAX_THREADS) {
+        *size = (int)n;
+    }
+}
+
+/* NUMBAVEC_NUM_THREADS in *size, else OMP_NUM_THREADS; a bad
+ * NUMBAVEC_NUM_THREADS warns (-1 when the warning is an error). */
 static int
 parse_env_size(int *size)
 {
     const char *text = getenv("NUMBAVEC_NUM_THREADS");
     if (text == NULL || *text == '\0') {
+        parse_omp_size(size);
         return 0;
     }
     char *end;

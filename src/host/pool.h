@@ -21,8 +21,8 @@
 #include "host/host.h" /* TgRangeFn */
 
 /*
- * Reads NUMBAVEC_NUM_THREADS (or counts the usable cores) and installs the
- * fork handlers; no thread is started.  Called once, with the GIL, from
+ * Reads NUMBAVEC_NUM_THREADS (else OMP_NUM_THREADS, else counts the usable
+ * cores) and installs the fork handlers; no thread is started.  Called once, with the GIL, from
  * tg_init_module.  0, or -1 with an exception.
  */
 int tg_pool_configure(void);

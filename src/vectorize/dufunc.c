@@ -441,6 +441,44 @@ strided_loop(PyArrayMethod_Context *context, char *const data[], npy_intp const 
     return 0;
 }
 
+/* pandas' DataFrame.__array_ufunc__ and DataFrame.apply call a ufunc on
+ * each block's 2-d values (columns by rows) from Block.apply, as if it
+ * were elementwise: a gufunc's core dimensions then run over the block's
+ * rows, and pandas rebuilds a frame of the wrong shape.  Nothing else
+ * sees the call come from there: the module of the calling frame. */
+int
+vz_called_by_pandas_blocks(PyObject *ufunc)
+{
+    static const char internals[] = "pandas.core.internals.";
+    PyUFuncObject *uf = (PyUFuncObject *)ufunc;
+    if (uf == NULL || !uf->core_enabled || uf->core_num_dim_ix == 0) {
+        return 0;
+    }
+    PyObject *globals = PyEval_GetGlobals(); /* borrowed; NULL: no frame */
+    PyObject *name = globals != NULL ? PyDict_GetItemString(globals, "__name__") : NULL;
+    const char *text =
+        name != NULL && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+    PyErr_Clear();
+    return text != NULL && strncmp(text, internals, sizeof(internals) - 1) == 0;
+}
+
+int
+vz_pandas_refused_loop(PyArrayMethod_Context *context, char *const *NV_UNUSED(data),
+                       const npy_intp *NV_UNUSED(dims), const npy_intp *NV_UNUSED(strides),
+                       NpyAuxData *NV_UNUSED(aux))
+{
+    PyUFuncObject *uf = (PyUFuncObject *)context->caller;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyErr_Format(PyExc_TypeError,
+                 "gufunc '%s' (%s) was called by pandas on a DataFrame's blocks, as if it were "
+                 "elementwise: its core dimensions would run over the wrong axis. Call it on the "
+                 "array instead: pd.Series(f(df.to_numpy()), index=df.index) for a (n)->() "
+                 "layout, or df.apply(lambda row: f(row.to_numpy()), axis=1)",
+                 uf->name, uf->core_signature);
+    PyGILState_Release(gil);
+    return -1;
+}
+
 /*
  * Finds the loop in the ufunc's legacy tables by the operands' type
  * numbers, as NumPy's wrapping of legacy loops does.  The descriptors are
@@ -454,6 +492,12 @@ get_loop(PyArrayMethod_Context *context, int aligned, int move_references, const
     if (uf == NULL || !PyObject_TypeCheck((PyObject *)uf, &PyUFunc_Type)) {
         PyErr_SetString(PyExc_RuntimeError, "a numbavec loop needs its ufunc as caller");
         return -1;
+    }
+    if (vz_called_by_pandas_blocks((PyObject *)uf)) {
+        *out_loop = vz_pandas_refused_loop;
+        *out_aux = NULL;
+        *flags = 0;
+        return 0;
     }
     int nargs = uf->nin + uf->nout;
     for (int i = 0; i < uf->ntypes; i++) {

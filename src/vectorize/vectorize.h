@@ -62,6 +62,14 @@ typedef struct VzUfuncSpec {
 PyObject *vz_make_ufunc(const VzUfuncSpec *spec);
 /* Makes the first ntypes entries of the ufunc's tables visible (methods=1). */
 void vz_publish_types(PyObject *ufunc, int ntypes);
+/* 1 when ufunc is a gufunc with core dimensions that pandas calls on each
+ * block of a DataFrame (as it calls every ufunc, elementwise), else 0; GIL
+ * held, in get_loop.  Such a call then gets vz_pandas_refused_loop, which
+ * raises a TypeError saying what to write instead (NumPy 2.4 turns an
+ * error from a gufunc's get_loop into a SystemError; a loop's is right). */
+int vz_called_by_pandas_blocks(PyObject *ufunc);
+int vz_pandas_refused_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dims,
+                           const npy_intp *strides, NpyAuxData *aux);
 /* The owner given to vz_make_ufunc (borrowed), or NULL (no exception) when
  * ufunc is not a ufunc or has none. */
 PyObject *vz_ufunc_owner(PyObject *ufunc);
