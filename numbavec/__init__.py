@@ -16,7 +16,7 @@ from numbavec._core import (  # noqa: F401  the types, with Numba's names
 
 __version__ = "0.1.0"
 
-from numbavec.decorators import DeviceFunction, guvectorize, jit, vectorize  # noqa: E402
+from numbavec.decorators import DeviceFunction, guvectorize, jit, njit, vectorize  # noqa: E402
 from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
 from numbavec import cuda  # noqa: E402,F401
 
@@ -24,5 +24,5 @@ from numbavec import cuda  # noqa: E402,F401
 # (the stubs, __init__.pyi, add numbavec's introspection to it).
 UFunc = LazyUFunc = _np.ufunc
 
-__all__ = ["vectorize", "guvectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type",
+__all__ = ["vectorize", "guvectorize", "jit", "njit", "cuda", "DeviceFunction", "TypingError", "Type",
            "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]
