@@ -24,5 +24,5 @@ from numbavec import cuda  # noqa: E402,F401
 # (the stubs, __init__.pyi, add numbavec's introspection to it).
 UFunc = LazyUFunc = _np.ufunc
 
-__all__ = ["vectorize", "guvectorize", "jit", "njit", "cuda", "DeviceFunction", "TypingError", "Type",
-           "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]
+__all__ = ["vectorize", "guvectorize", "jit", "njit", "cuda", "DeviceFunction", "TypingError",
+           "Type", "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]
