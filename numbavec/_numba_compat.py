@@ -13,6 +13,7 @@ a class with ``class_type`` and ``_ctor``, and its instances' type has
 asks here what it is.
 """
 import inspect
+import re
 import warnings
 import weakref
 
@@ -228,6 +229,26 @@ def convert(value, t):
     return np.dtype(str(t.name).replace("boolean", "bool")).type(value)
 
 
+# Numba's types numbavec's signatures cannot write: a helper whose signatures
+# name one is typed per call site, as if it had none
+_UNWRITABLE = re.compile(r"unknown type '(UniTuple|Tuple|NamedTuple|NamedUniTuple|optional|"
+                         r"Optional|none|Record|unicode_type|string|List|ListType|DictType|"
+                         r"pyobject|voidptr|CPointer|FunctionType)'")
+
+
+def signed(texts, pyfunc):
+    """The Signed of a helper's signatures, or None (none given, or one with
+    a type numbavec cannot write: docs/DESIGN-NOTES.md)."""
+    if not texts:
+        return None
+    try:
+        return Signed(texts, pyfunc)
+    except ValueError as exc:
+        if _UNWRITABLE.search(str(exc)):
+            return None
+        raise
+
+
 class Signed:
     """A helper's signatures as given (texts) and parsed (numbavec Signature
     objects), checked against its function's parameters."""
@@ -280,7 +301,7 @@ def numba_device_state(obj):
         from numbavec.decorators import _DeviceState
 
         pyfunc, signatures, options = parts
-        found = _DeviceState(pyfunc, Signed(signatures, pyfunc) if signatures else None, options)
+        found = _DeviceState(pyfunc, signed(signatures, pyfunc), options)
         try:
             _states[obj] = found
         except TypeError:

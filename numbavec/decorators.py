@@ -59,8 +59,12 @@ def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
 
 def _python_function(pyfunc):
     """What a factory compiles: a Python function, or the one behind a
-    device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)."""
-    return pyfunc.py_func if isinstance(pyfunc, DeviceFunction) else pyfunc
+    device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)
+    or a Numba dispatcher (``vectorize(sigs)(numba.njit(f))``)."""
+    if isinstance(pyfunc, DeviceFunction):
+        return pyfunc.py_func
+    parts = None if inspect.isfunction(pyfunc) else _numba_compat.dispatcher_parts(pyfunc)
+    return parts[0] if parts is not None else pyfunc
 
 
 def vectorize(ftylist_or_function=(), **kwargs):
@@ -77,7 +81,8 @@ def vectorize(ftylist_or_function=(), **kwargs):
     ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
-    if inspect.isfunction(ftylist_or_function) or isinstance(ftylist_or_function, DeviceFunction):
+    if _python_function(ftylist_or_function) is not ftylist_or_function \
+            or inspect.isfunction(ftylist_or_function):
         return _build(_python_function(ftylist_or_function), (), target, kwargs)
     signatures = ftylist_or_function
 
@@ -229,8 +234,7 @@ class DeviceFunction:
     def __init__(self, pyfunc, signatures=(), options=None):
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"numbavec.jit decorates a Python function, not {pyfunc!r}")
-        signed = _numba_compat.Signed(signatures, pyfunc) if signatures else None
-        _devices[self] = _DeviceState(pyfunc, signed, options)
+        _devices[self] = _DeviceState(pyfunc, _numba_compat.signed(signatures, pyfunc), options)
         functools.update_wrapper(self, pyfunc)
 
     @property

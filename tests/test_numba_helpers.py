@@ -94,6 +94,25 @@ def test_a_signature_of_the_wrong_arity_is_refused_at_decoration():
         jit("f8(f8, f8)")(softplus)
 
 
+def test_signatures_with_types_numbavec_cannot_write_leave_the_helper_unsigned(target):
+    # a tuple result (Numba's UniTuple): the helper is typed per call site
+    polar = jit("UniTuple(f8, 2)(f8, f8)", nogil=True)(
+        lambda r, t: (r * math.cos(t), r * math.sin(t)))
+
+    @vectorize(["float64(float64, float64)"], target=target)
+    def kernel(r, t):
+        x, y = polar(r, t)
+        return x + y
+
+    check_against_py_func(kernel, X, X * 0.5)
+    assert polar.signatures == []
+
+
+def test_a_misspelt_signature_is_refused_at_decoration():
+    with pytest.raises(ValueError, match="unknown type 'f9'"):
+        jit("f9(f8)")(softplus)
+
+
 def test_the_helper_keeps_its_signatures_and_options():
     helper = jit(["f8(f8)", "f4(f4)"], nogil=True)(softplus)
     assert [str(s) for s in helper.signatures] == ["float64(float64)", "float32(float32)"]
@@ -330,6 +349,13 @@ def test_numba_vectorize_ufuncs_are_inlined(target):
     x32 = X.astype(np.float32)
     np.testing.assert_allclose(kernel(x32), [kernel.py_func(v) for v in x32], rtol=1e-6)
     assert kernel(x32).dtype == np.float32
+
+
+@needs_numba
+def test_vectorize_of_a_numba_dispatcher_compiles_its_function(target):
+    kernel = vectorize(["float64(float64)", "float32(float32)"], target=target)(nb_square)
+    check_against_py_func(kernel, X)
+    assert kernel(X.astype(np.float32)).dtype == np.float32
 
 
 @needs_numba
