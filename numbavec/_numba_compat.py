@@ -148,7 +148,11 @@ def dufunc_parts(obj):
 
 
 def refusal(obj):
-    """The message for a Numba jitclass or one of its instances, else None."""
+    """The message for a Numba jitclass or one of its instances, or for a
+    ufunc that carries no Python function (Numba's vectorize on target
+    'parallel' makes a plain one), else None."""
+    if isinstance(obj, np.ufunc):
+        return _foreign_ufunc(obj)
     if isinstance(obj, type) and hasattr(obj, "class_type") and hasattr(obj, "_ctor"):
         name = obj.__name__
     elif str(_get(type(obj), "_numba_type_", "")).startswith("instance.jitclass."):
@@ -157,6 +161,17 @@ def refusal(obj):
         return None
     return (f"{name} is a Numba jitclass: jitclasses are not supported in numbavec kernels "
             "(pass its fields as arguments, or write its methods as @numbavec.jit helpers)")
+
+
+def _foreign_ufunc(obj):
+    from numbavec._capture import origin_of
+
+    name = obj.__name__
+    if getattr(np, name, None) is obj or origin_of(obj) is not None:
+        return None         # NumPy's own (the compiler knows them), or numbavec's
+    return (f"{name} is a ufunc that carries no Python function to compile (neither "
+            "numbavec's nor NumPy's; Numba's vectorize(target='parallel') makes such "
+            "ufuncs): make it with numbavec.vectorize, or call its Python function as a helper")
 
 
 # -- the dispatcher's choice, called from Python ---------------------------------------

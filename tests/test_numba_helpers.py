@@ -387,6 +387,23 @@ def test_a_jitclass_is_refused_by_name():
             vectorize(["float64(float64)"])(kernel)
 
 
+@needs_numba
+def test_a_numba_ufunc_without_its_function_is_refused_by_name():
+    # Numba's parallel vectorize makes a plain numpy.ufunc: nothing to compile from
+    @numba.vectorize(["f8(f8)"], target="parallel")
+    def opaque(x):
+        return x + 1
+
+    kernel = kernel_from_source("def k(x):\n    return opaque(x) * 2\n", "k",
+                                {"opaque": opaque, "np": np})
+    with pytest.raises(numbavec.TypingError,
+                       match="opaque is a ufunc that carries no Python function to compile"):
+        vectorize(["float64(float64)"])(kernel)
+    fine = kernel_from_source("def k(x):\n    return np.add(x, 1) + np.sqrt(x)\n", "k",
+                              {"np": np})
+    check_against_py_func(vectorize(["float64(float64)"])(fine), np.abs(X))
+
+
 # -- the cache key and pickling cover Numba's helpers ----------------------------------
 
 CACHED = '''
