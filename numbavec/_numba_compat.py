@@ -284,16 +284,18 @@ class Signed:
     def call(self, pyfunc, args, kwargs):
         """pyfunc called as Numba's dispatcher calls it: the arguments
         converted to the signature it takes, the result to its type."""
-        if kwargs:
-            bound = inspect.signature(pyfunc).bind(*args, **kwargs)
-            bound.apply_defaults()
-            args = bound.args
-        sig = choose(self.parsed, args)
+        params = inspect.signature(pyfunc)
+        bound = params.bind(*args, **kwargs)
+        bound.apply_defaults()          # a signature types every parameter
+        values = list(bound.arguments.values())
+        sig = choose(self.parsed, values)
         if sig is None:
-            got = ", ".join(type(a).__name__ for a in args)
+            got = ", ".join(type(a).__name__ for a in values)
             raise TypeError(f"No matching definition for argument type(s) {got}: "
                             f"{pyfunc.__name__}() has the signatures {', '.join(self.texts)}")
-        result = pyfunc(*(convert(a, t) for a, t in zip(args, sig.args)))
+        for name, t in zip(bound.arguments, sig.args):
+            bound.arguments[name] = convert(bound.arguments[name], t)
+        result = pyfunc(*bound.args, **bound.kwargs)
         ret = sig.return_type
         return result if ret is None else convert(result, ret)
 

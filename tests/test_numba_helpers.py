@@ -221,6 +221,33 @@ def test_array_signatures_take_arrays_of_their_dtype(target):
     np.testing.assert_allclose(kernel(a.astype(np.float32)), np.abs(a).mean(axis=1), rtol=1e-6)
 
 
+@njit("void(f8[:], f8)", nogil=True)
+def fill(a, v):
+    for i in range(a.shape[0]):
+        a[i] = v
+
+
+@jit(["f8(f8, f8)", "f4(f4, f4)"])
+def scaled(x, s=2.0):
+    return x * s
+
+
+def test_signed_helpers_take_keywords_defaults_and_return_nothing(target):
+    @guvectorize(["void(float64[:], float64, float64[:])"], "(n),()->(n)", target=target)
+    def kernel(a, v, out):
+        fill(out, v)
+        for i in range(a.shape[0]):
+            out[i] += scaled(a[i]) + scaled(s=3, x=a[i])
+
+    a = np.linspace(-1, 1, 12).reshape(2, 6)
+    v = np.array([0.5, -1.0])
+    expected = np.zeros_like(a)
+    for row in range(2):
+        kernel.py_func(a[row], v[row], expected[row])
+    np.testing.assert_allclose(kernel(a, v), expected, rtol=1e-15)
+    np.testing.assert_allclose(expected, v[:, None] + 5 * a)
+
+
 # -- one error per construct ----------------------------------------------------------
 
 def test_an_unsupported_construct_in_a_helper_is_reported_once():
