@@ -268,6 +268,9 @@ class Capturer:
         why = _numba_compat.refusal(value)
         if why is not None:
             return (VALUE, Refused(why))
+        instead = _numba_compat.stand_in(value)
+        if instead is not None:
+            return (VALUE, instead)
         state = _numba_compat.numba_device_state(value)
         if state is not None:
             return (DEVICE, state.capture(self))

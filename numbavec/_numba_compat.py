@@ -147,6 +147,16 @@ def dufunc_parts(obj):
     return pyfunc, loops, _get(obj, "identity")
 
 
+def stand_in(obj):
+    """What a kernel reads in place of one of Numba's objects, or None:
+    ``numba.prange`` is ``range`` (an inlined helper's loop runs in the
+    kernel's thread; Numba's prange outside a parallel function is range)."""
+    if isinstance(obj, type) and obj.__name__ == "prange" \
+            and str(obj.__module__).startswith("numba"):
+        return range
+    return None
+
+
 def refusal(obj):
     """The message for a Numba jitclass or one of its instances, or for a
     ufunc that carries no Python function (Numba's vectorize on target

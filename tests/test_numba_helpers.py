@@ -325,6 +325,26 @@ def nb_lazy_ufunc(x, y):
     return x * y + 1.0
 
 
+@_njit(parallel=True, nogil=True, cache=False)
+def nb_row_energy(a):
+    s = 0.0
+    for i in numba.prange(a.shape[0]):
+        for j in range(a.shape[0]):
+            s += abs(a[i] - a[j])
+    return s
+
+
+@needs_numba
+def test_a_parallel_numba_helper_s_prange_runs_as_range(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def energy(a, out):
+        out[0] = nb_row_energy(a) / (a.shape[0] * a.shape[0])
+
+    a = np.random.default_rng(2).normal(size=(5, 7))
+    expected = [nb_row_energy(row) / 49 for row in a]
+    np.testing.assert_allclose(energy(a), expected, rtol=1e-12)
+
+
 @needs_numba
 def test_numba_njit_helpers_in_a_vectorize_kernel(target):
     @vectorize(["float64(float64, float64)"], target=target)
