@@ -83,17 +83,13 @@ def signature_text(sig):
 
 
 def signatures_given(given):
-    """jit's first argument as numbavec parses signatures (a str, a
-    Signature, an argument tuple, or a list of them), Numba's Signature
-    objects (``float64(float64)`` of Numba's types) written as text."""
-    if isinstance(given, list) or (isinstance(given, tuple) and given
-                                   and all(_is_signature(g) for g in given)):
+    """jit's first argument as numbavec parses signatures: a list is one
+    signature an item, anything else (a str, a Signature, a tuple of
+    argument types) one signature, as Numba's jit reads it; Numba's
+    Signature objects (``float64(float64)`` of Numba's types) as text."""
+    if isinstance(given, list):
         return [_numba_text(g) for g in given]
     return [_numba_text(given)]
-
-
-def _is_signature(obj):
-    return isinstance(obj, str) or (hasattr(obj, "return_type") and hasattr(obj, "args"))
 
 
 def _numba_text(given):

@@ -33,8 +33,8 @@ typedef struct Inline {
 
 /* Checks one loop of a ufunc: a signature of numbers (its arity is checked
  * where it is inlined); a helper's signature (dispatch) may also take and
- * return arrays, and return nothing.  0, or -1 with TypeError (or the
- * parser's error). */
+ * return arrays, return nothing, or leave its result out (inferred).  0, or
+ * -1 with TypeError (or the parser's error). */
 static int
 check_loop(PyObject *loop, int dispatch)
 {
@@ -45,7 +45,7 @@ check_loop(PyObject *loop, int dispatch)
     for (int k = 0; k <= sig.nargs; k++) {
         const TsType *t = k < sig.nargs ? &sig.args[k] : &sig.ret;
         int number = t->kind >= 0 && t->kind < TS_NSCALAR;
-        if (dispatch && (number || (k == sig.nargs && t->kind != TS_INFER))) {
+        if (dispatch && (number || k == sig.nargs)) {
             continue;
         }
         if (!number || t->ndim != 0) {
