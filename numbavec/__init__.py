@@ -31,7 +31,7 @@ from numbavec._core import (  # noqa: F401  the types, with Numba's names
 
 __version__ = "0.1.0"
 
-from numbavec.decorators import DeviceFunction, guvectorize, jit, vectorize  # noqa: E402
+from numbavec.decorators import DeviceFunction, guvectorize, jit, njit, vectorize  # noqa: E402
 from numbavec._core import get_num_threads, set_num_threads  # noqa: E402,F401
 from numbavec import cuda, events  # noqa: E402,F401
 from numbavec import _threadpool  # noqa: E402
@@ -77,5 +77,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'numbavec' has no attribute {name!r}")
 
 
-__all__ = ["vectorize", "guvectorize", "jit", "cuda", "DeviceFunction", "TypingError", "Type",
-           "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]
+__all__ = ["vectorize", "guvectorize", "jit", "njit", "cuda", "DeviceFunction", "TypingError",
+           "Type", "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]

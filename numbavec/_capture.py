@@ -41,7 +41,7 @@ import weakref
 
 import numpy as np
 
-from numbavec import _core
+from numbavec import _core, _numba_compat
 
 # -- what a function's text reads --------------------------------------------
 
@@ -155,23 +155,24 @@ class Captured:
     compiler reads); the rest travels."""
 
     __slots__ = ("name", "qualname", "module", "text", "defaults", "kwdefaults", "names",
-                 "code", "funcdef", "location", "pins", "_env", "_inline", "_key",
+                 "signatures", "code", "funcdef", "location", "pins", "_env", "_inline", "_key",
                  "__weakref__")
 
     def __init__(self, name, qualname, module, text, defaults, kwdefaults):
         self.name, self.qualname, self.module, self.text = name, qualname, module, text
         self.defaults, self.kwdefaults = defaults, kwdefaults
         self.names = {}
+        self.signatures = ()    # a helper's, as texts: a call takes one (dispatch.c)
         self.code = self.funcdef = self.location = None
         self.pins = ()
         self._env = self._inline = self._key = None
 
     def __reduce__(self):
         return _captured, (self.name, self.qualname, self.module, self.text, self.defaults,
-                           self.kwdefaults), (self.names,)
+                           self.kwdefaults), (self.names, self.signatures)
 
     def __setstate__(self, state):
-        self.names, = state
+        self.names, self.signatures = state
 
     def env(self):
         """The function the compiler resolves this one's names in (made once)."""
@@ -250,10 +251,36 @@ class Capturer:
         origin = origin_of(value)
         if origin is not None and origin.factory == "vectorize":
             return (UFUNC, origin.captured_by(self), origin.loops(value), origin.recipe())
+        if not isinstance(value, _PLAIN):
+            found = self.numba(value)
+            if found is not None:
+                return found
         if path.attrs and not path.bare and not isinstance(value, _PLAIN):
             kind = f"{type(value).__module__}.{type(value).__qualname__}"
             return (OBJECT, kind, self.attrs(value, path))
         return (VALUE, value)
+
+    def numba(self, value):
+        """The entry of an object Numba's decorators made, or None
+        (numbavec/_numba_compat.py recognises them): a dispatcher is a
+        device function (with its signatures, if fixed), a DUFunc a ufunc
+        inlined, a jitclass refused where the kernel reads it."""
+        why = _numba_compat.refusal(value)
+        if why is not None:
+            return (VALUE, Refused(why))
+        instead = _numba_compat.stand_in(value)
+        if instead is not None:
+            return (VALUE, instead)
+        state = _numba_compat.numba_device_state(value)
+        if state is not None:
+            return (DEVICE, state.capture(self))
+        parts = _numba_compat.dufunc_parts(value)
+        if parts is None:
+            return None
+        pyfunc, loops, identity = parts
+        src = _numba_compat.dufunc_source(value, pyfunc)
+        c = self.function(id(value), pyfunc, pyfunc.__code__, src.funcdef, src.location, value)
+        return (UFUNC, c, loops, Recipe("vectorize", (list(loops or ()),), {"identity": identity}))
 
     def attrs(self, value, path):
         out = {}
@@ -267,6 +294,25 @@ class Capturer:
             else:
                 out[attr] = self.entry(found, sub)
         return out
+
+
+class Refused:
+    """What a kernel's capture holds for a value it cannot compile (a Numba
+    jitclass): src/compiler/resolve.c reports its message where the
+    kernel reads the name."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message):
+        self.message = message
+
+    def __reduce__(self):
+        return Refused, (self.message,)
+
+    def __str__(self):
+        return self.message
+
+    __repr__ = __str__
 
 
 def capture_function(pyfunc, src):
@@ -329,7 +375,8 @@ class _Environment:
 
     def inline(self, c, loops):
         if c._inline is None:
-            c._inline = _core.Inline(self.function(c), c.funcdef, c.location, loops)
+            c._inline = _core.Inline(self.function(c), c.funcdef, c.location, loops,
+                                     dispatch=bool(c.signatures))
         return c._inline
 
     def value(self, entry):
@@ -337,7 +384,8 @@ class _Environment:
         if kind == VALUE:
             return entry[1]
         if kind == DEVICE:
-            return self.inline(entry[1], None)
+            c = entry[1]
+            return self.inline(c, c.signatures or None)
         if kind == UFUNC:
             return self.inline(entry[1], entry[2])
         if kind in (MODULE, OBJECT):
@@ -392,6 +440,8 @@ def _describe_captured(c, seen):
     seen = seen | {id(c)}
     parts = [c.text, f"defaults = {_describe_value(c.defaults)}",
              f"kwdefaults = {_describe_value(c.kwdefaults)}"]
+    if c.signatures:
+        parts.append(f"signatures = {', '.join(c.signatures)}")
     for name in sorted(c.names):
         parts.append(f"{name} = {_describe_entry(c.names[name], seen)}")
     return "\n".join(parts)

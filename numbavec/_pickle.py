@@ -225,7 +225,7 @@ class _Receiver:
             if obj is None:
                 fn = self.functions[id(c)][0]
                 if kind == _capture.DEVICE:
-                    obj = decorators.DeviceFunction(fn)
+                    obj = decorators.DeviceFunction(fn, c.signatures)
                 else:
                     recipe = entry[3]
                     obj = getattr(decorators, recipe.factory)(*recipe.args, **recipe.kwargs)(

@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from numbavec import _core, events
+from numbavec import _core, _numba_compat, events
 from numbavec._capture import Origin
 from numbavec._pickle import reduce_device_function
 from numbavec._source import KernelSource, file_lines_of, names_by_line
@@ -110,20 +110,14 @@ def _signatures_from_numba(signatures):
     return _from_numba(signatures)
 
 
-def _numba_dispatcher(obj):
-    """Whether obj is a function Numba's @jit/@njit made (recognised by its
-    class's module and the Python function it carries, Numba not imported)."""
-    return type(obj).__module__.startswith("numba.") and \
-        inspect.isfunction(getattr(obj, "py_func", None))
-
-
 def _python_function(pyfunc):
     """What a factory compiles: a Python function, or the one behind a
     device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)
-    or behind Numba's own @jit (``vectorize(sigs)(numba.njit(f))``)."""
-    if isinstance(pyfunc, DeviceFunction) or _numba_dispatcher(pyfunc):
+    or a Numba dispatcher (``vectorize(sigs)(numba.njit(f))``)."""
+    if isinstance(pyfunc, DeviceFunction):
         return pyfunc.py_func
-    return pyfunc
+    parts = None if inspect.isfunction(pyfunc) else _numba_compat.dispatcher_parts(pyfunc)
+    return parts[0] if parts is not None else pyfunc
 
 
 def vectorize(ftylist_or_function=(), **kwargs):
@@ -140,8 +134,8 @@ def vectorize(ftylist_or_function=(), **kwargs):
     ``cache`` (store the machine code on disk: see numbavec.cache).
     """
     target = _check_options(kwargs)
-    if inspect.isfunction(ftylist_or_function) or isinstance(ftylist_or_function, DeviceFunction) \
-            or _numba_dispatcher(ftylist_or_function):
+    if _python_function(ftylist_or_function) is not ftylist_or_function \
+            or inspect.isfunction(ftylist_or_function):
         return _build(_python_function(ftylist_or_function), (), target, kwargs)
     signatures = _signatures_from_numba(ftylist_or_function)
 
@@ -289,12 +283,16 @@ class DeviceFunction:
     it (numbavec/_capture.py): its source, parsed once (at the first
     kernel that reads it) and kept privately, and the values its names and
     defaults hold when that kernel captures them.
+
+    Given signatures (``numbavec.jit(['f8(f8)', 'f4(f4)'])``), a call,
+    in a kernel or from Python, takes the one Numba's dispatcher would
+    take: its arguments converted to it, its result of its return type.
     """
 
-    def __init__(self, pyfunc):
+    def __init__(self, pyfunc, signatures=(), options=None):
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"numbavec.jit decorates a Python function, not {pyfunc!r}")
-        _devices[self] = _DeviceState(pyfunc)
+        _devices[self] = _DeviceState(pyfunc, _numba_compat.signed(signatures, pyfunc), options)
         functools.update_wrapper(self, pyfunc)
 
     @property
@@ -302,8 +300,22 @@ class DeviceFunction:
         """The Python function, as decorated."""
         return _devices[self].py_func
 
+    @property
+    def signatures(self):
+        """The signatures given (numbavec Signature objects), or []."""
+        signed = _devices[self].signed
+        return list(signed.parsed) if signed is not None else []
+
+    @property
+    def targetoptions(self):
+        """The options given (accepted; docs/DESIGN-NOTES.md says what each does)."""
+        return dict(_devices[self].options)
+
     def __call__(self, *args, **kwargs):
-        return _devices[self].py_func(*args, **kwargs)
+        state = _devices[self]
+        if state.signed is not None:
+            return state.signed.call(state.py_func, args, kwargs)
+        return state.py_func(*args, **kwargs)
 
     def __repr__(self):
         return f"<numbavec device function {_devices[self].py_func.__qualname__}>"
@@ -318,10 +330,11 @@ class _DeviceState:
     they were at decoration (a list linecache holds anyway), parsed at the
     first kernel that reads it; a file edited afterwards changes nothing."""
 
-    __slots__ = ("py_func", "code", "_lines", "_source")
+    __slots__ = ("py_func", "code", "signed", "options", "_lines", "_source")
 
-    def __init__(self, pyfunc):
+    def __init__(self, pyfunc, signed=None, options=None):
         self.py_func, self.code, self._source = pyfunc, pyfunc.__code__, None
+        self.signed, self.options = signed, dict(options or {})
         self._lines = file_lines_of(pyfunc)
 
     def source(self):
@@ -332,8 +345,9 @@ class _DeviceState:
     def capture(self, capturer):
         """Its Captured in a kernel's capture (numbavec/_capture.py)."""
         src = self.source()
-        return capturer.function(id(self), self.py_func, self.code, src.funcdef, src.location,
-                                 self)
+        c = capturer.function(id(self), self.py_func, self.code, src.funcdef, src.location, self)
+        c.signatures = self.signed.texts if self.signed is not None else ()
+        return c
 
 
 # {DeviceFunction: _DeviceState}: held here, released with the object
@@ -345,17 +359,41 @@ def device_state(obj):
     return _devices.get(obj) if isinstance(obj, DeviceFunction) else None
 
 
-_JIT_OPTIONS = {"device", "inline", "cache", "fastmath", "nopython", "forceobj", "boundscheck"}
+def jit(signature_or_function=None, **options):
+    """Mark a scalar helper as a device function, in Numba's forms:
+    ``@jit``, ``@jit(...options)``, ``@jit('f8(f8)')``,
+    ``@jit(['f8(f8)', 'f4(f4)'], nogil=True, cache=True)``.  Kernels
+    inline it at each call site; from Python it stays a call of the
+    original function.  With signatures, a call takes the one Numba's
+    dispatcher would (the arguments converted to it, the result of its
+    type); a call none fits is a TypingError naming them.  Every option
+    Numba's jit takes is accepted; none changes the inlined code (it
+    follows the calling kernel's fastmath and boundscheck): see
+    docs/DESIGN-NOTES.md, "Helpers as Numba writes them".  An unknown one
+    is Numba's KeyError."""
+    return _jit(signature_or_function, options, "jit")
 
 
-def jit(func=None, **options):
-    """Mark a scalar helper as a device function: ``@numbavec.jit`` or
-    ``@numbavec.jit(...)``.  Kernels inline it at each call site; from
-    Python it stays an ordinary call of the original function."""
-    _check_options(options, _JIT_OPTIONS, "jit")   # all accepted, none changes inlining
-    if func is None:
-        return DeviceFunction
-    return DeviceFunction(func)
+def njit(*args, **options):
+    """``jit`` (numbavec compiles nopython always), under Numba's other name."""
+    return _jit(args[0] if args else None, options, "njit")
+
+
+def _jit(given, options, who):
+    _numba_compat.check_jit_options(options, who)
+    if inspect.isfunction(given):
+        return DeviceFunction(given, (), options)
+    if given is None:
+        signatures = ()
+    elif isinstance(given, (str, list, tuple)) or hasattr(given, "return_type"):
+        signatures = _numba_compat.signatures_given(given)
+    else:
+        raise TypeError(f"numbavec.{who} decorates a Python function, not {given!r}")
+
+    def decorate(func):
+        return DeviceFunction(func, signatures, options)
+
+    return decorate
 
 
 _GU_OPTIONS = _OPTIONS | {"writable_args"}

@@ -524,6 +524,14 @@ int cc_typeinfer(CcFunction *fn, const TsSignature *sig);
 /* sig with each TS_INFER array kind replaced by the kind typeinfer found. */
 void cc_inferred_signature(const CcFunction *fn, TsSignature *sig);
 
+/* ---- dispatch.c ---- */
+
+/* A helper with signatures (ND_INLINE n, n->text '!...', inline.c): the
+ * one Numba's dispatcher takes for the np argument types args sets its
+ * declared parameters' and result's types (*changed set when one changes).
+ * 0, or -1 with a TypingError naming the signatures when none fits. */
+int cc_dispatch_types(CcFunction *fn, CcNode *n, const CcType **args, int np, int *changed);
+
 /* ---- casting.c ---- */
 
 /* NumPy's can_cast(from, to, casting='same_kind'). */

@@ -114,6 +114,23 @@ cc_error_raised(const CcFunction *fn, CcLoc loc, const char *what)
     return -1;
 }
 
+/* Whether errors holds an error of the same text as value: the same
+ * construct of a helper inlined at several call sites, reported once.
+ * 1/0, -1 with an exception. */
+static int
+already_kept(PyObject *errors, PyObject *value)
+{
+    PyObject *text = PyObject_Str(value);
+    int found = text != NULL ? 0 : -1;
+    for (Py_ssize_t i = 0; found == 0 && i < PyList_Size(errors); i++) {
+        PyObject *other = PyObject_Str(PyList_GetItem(errors, i));
+        found = other != NULL ? PyObject_RichCompareBool(text, other, Py_EQ) : -1;
+        Py_XDECREF(other);
+    }
+    Py_XDECREF(text);
+    return found;
+}
+
 int
 cc_keep_error(PyObject *errors)
 {
@@ -123,7 +140,8 @@ cc_keep_error(PyObject *errors)
     if (tb != NULL && value != NULL) {
         PyException_SetTraceback(value, tb);
     }
-    if (value == NULL || PyList_Append(errors, value) < 0) {
+    int kept = value != NULL ? already_kept(errors, value) : -1;
+    if (kept < 0 || (!kept && PyList_Append(errors, value) < 0)) {
         PyErr_Clear();
         PyErr_Restore(type, value, tb);
         return -1;

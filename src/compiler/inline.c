@@ -28,12 +28,15 @@ typedef struct Inline {
     PyObject *funcdef;              /* ast.FunctionDef */
     PyObject *location;             /* (filename, first_line, lines, line_offset) */
     PyObject *loops;                /* None, or a ufunc's loops: a tuple of signatures */
+    int dispatch; /* loops are a helper's signatures, chosen as Numba's dispatcher does */
 } Inline;
 
 /* Checks one loop of a ufunc: a signature of numbers (its arity is checked
- * where it is inlined).  0, or -1 with TypeError (or the parser's error). */
+ * where it is inlined); a helper's signature (dispatch) may also take and
+ * return arrays, return nothing, or leave its result out (inferred).  0, or
+ * -1 with TypeError (or the parser's error). */
 static int
-check_loop(PyObject *loop)
+check_loop(PyObject *loop, int dispatch)
 {
     TsSignature sig;
     if (ts_parse_signature(loop, &sig) < 0) {
@@ -41,7 +44,11 @@ check_loop(PyObject *loop)
     }
     for (int k = 0; k <= sig.nargs; k++) {
         const TsType *t = k < sig.nargs ? &sig.args[k] : &sig.ret;
-        if (t->kind < 0 || t->kind >= TS_NSCALAR || t->ndim != 0) {
+        int number = t->kind >= 0 && t->kind < TS_NSCALAR;
+        if (dispatch && (number || k == sig.nargs)) {
+            continue;
+        }
+        if (!number || t->ndim != 0) {
             PyErr_SetString(PyExc_TypeError, "numbavec: a ufunc's loops take and return numbers");
             return -1;
         }
@@ -51,7 +58,7 @@ check_loop(PyObject *loop)
 
 /* What Inline(pyfunc, funcdef, location, loops) is given, checked. */
 static int
-check_inline(PyObject *pyfunc, PyObject *funcdef, PyObject *location, PyObject *loops)
+check_inline(PyObject *pyfunc, PyObject *funcdef, PyObject *location, PyObject *loops, int dispatch)
 {
     PyObject *globals = lw_get(pyfunc, "__globals__"), *filename, *lines;
     int first_line, line_offset, ok = globals != NULL && PyDict_Check(globals);
@@ -76,7 +83,7 @@ check_inline(PyObject *pyfunc, PyObject *funcdef, PyObject *location, PyObject *
         return -1;
     }
     for (Py_ssize_t i = 0; loops != Py_None && i < PyTuple_Size(loops); i++) {
-        if (check_loop(PyTuple_GetItem(loops, i)) < 0) {
+        if (check_loop(PyTuple_GetItem(loops, i), dispatch) < 0) {
             return -1;
         }
     }
@@ -86,11 +93,12 @@ check_inline(PyObject *pyfunc, PyObject *funcdef, PyObject *location, PyObject *
 static PyObject *
 inline_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pyfunc", "funcdef", "location", "loops", NULL};
+    static char *kwlist[] = {"pyfunc", "funcdef", "location", "loops", "dispatch", NULL};
     PyObject *pyfunc, *funcdef, *location, *loops = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O", kwlist, &pyfunc, &funcdef, &location,
-                                     &loops)
-        || check_inline(pyfunc, funcdef, location, loops) < 0) {
+    int dispatch = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|Op", kwlist, &pyfunc, &funcdef, &location,
+                                     &loops, &dispatch)
+        || check_inline(pyfunc, funcdef, location, loops, dispatch) < 0) {
         return NULL;
     }
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
@@ -100,6 +108,7 @@ inline_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         self->funcdef = Py_NewRef(funcdef);
         self->location = Py_NewRef(location);
         self->loops = Py_NewRef(loops);
+        self->dispatch = dispatch;
     }
     return (PyObject *)self;
 }
@@ -143,8 +152,10 @@ static PyType_Slot inline_slots[] = {
     {Py_tp_dealloc, inline_dealloc},
     {Py_tp_traverse, inline_traverse},
     {Py_tp_clear, inline_clear},
-    {Py_tp_doc, "Inline(pyfunc, funcdef, location, loops=None): a callee as kernels inline it "
-                "(internal: numbavec/_capture.py makes them)."},
+    {Py_tp_doc, "Inline(pyfunc, funcdef, location, loops=None, dispatch=False): a callee as "
+                "kernels inline it; loops: a ufunc's (NumPy's choice), or with dispatch a "
+                "helper's signatures (Numba's dispatcher's choice) (internal: "
+                "numbavec/_capture.py makes them)."},
     {0, NULL},
 };
 
@@ -464,18 +475,66 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nar
 }
 
 /*
+ * A helper with signatures (numbavec.jit's or Numba's): n->text is '!', then
+ * per signature two letters a slot (its parameters, then its result):
+ * 'a' + TsKind and '0' + ndim.  typeinfer picks one as Numba's dispatcher
+ * does (cc_dispatch_types); the parameters are declared (set to it), the
+ * result too when every signature returns a number.  Arity: bind_arguments.
+ */
+static int
+dispatch_loops(Lower *L, CcNode *n, const Inline *in)
+{
+    Py_ssize_t nl = PyTuple_Size(in->loops);
+    int np = n->then->nargs - 1, numbers = 1;
+    size_t per = 2 * (size_t)(np + 1);
+    char *text = cc_alloc(L->fn->arena, (size_t)nl * per + 2);
+    if (text == NULL) {
+        return -1;
+    }
+    text[0] = '!';
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        TsSignature sig;
+        if (ts_parse_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
+            return -1;
+        }
+        if (sig.nargs != np) {
+            /* decorators.py checks it at decoration, as Numba does */
+            PyErr_Format(PyExc_TypeError, "numbavec: a signature of %d arguments for %d parameters",
+                         sig.nargs, np);
+            return -1;
+        }
+        for (int k = 0; k <= np; k++) {
+            const TsType *t = k < np ? &sig.args[k] : &sig.ret;
+            text[1 + (size_t)i * per + 2 * (size_t)k] = (char)('a' + t->kind);
+            text[2 + (size_t)i * per + 2 * (size_t)k] = (char)('0' + t->ndim);
+        }
+        numbers &= sig.ret.kind < TS_NSCALAR && sig.ret.ndim == 0;
+    }
+    text[1 + (size_t)nl * per] = '\0';
+    n->text = text;
+    n->var->declared = numbers;
+    for (int k = 0; k < np; k++) {
+        n->then->args[k]->var->declared = 1;
+    }
+    return 0;
+}
+
+/*
  * A numbavec ufunc called in a kernel is its Python function inlined, in the
  * types of the loop NumPy would choose (the Inline's loops: its signatures,
  * checked when it was made, or None for a lazy ufunc, whose loop for any
  * types is the function typed with them): n->text lists the loops, and the
  * parameters and the result are declared variables whose types
- * inline_call sets.
+ * inline_call sets.  A helper with signatures (dispatch) is dispatch_loops'.
  */
 static int
 ufunc_loops(Lower *L, CcNode *n, const Inline *in)
 {
     if (in->loops == Py_None) {
         return 0;
+    }
+    if (in->dispatch) {
+        return dispatch_loops(L, n, in);
     }
     Py_ssize_t nl = PyTuple_Size(in->loops);
     int np = n->then->nargs - 1;

@@ -603,10 +603,13 @@ lower_attribute(Lower *L, PyObject *node)
     }
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
-        cc_error(L->fn, lw_loc_of(L, node),
-                 "attribute '%s' is not supported on a value in a kernel (only .real, .imag, "
-                 "and on arrays .shape, .size, .ndim, .T, .strides and .itemsize)",
-                 attr);
+        /* the value's own error first (P(x).x, P a jitclass): it names the construct */
+        if (lower_attr_expr(L, node, "value") != NULL) {
+            cc_error(L->fn, lw_loc_of(L, node),
+                     "attribute '%s' is not supported on a value in a kernel (only .real, .imag, "
+                     "and on arrays .shape, .size, .ndim, .T, .strides and .itemsize)",
+                     attr);
+        }
         return NULL;
     }
     CcNode **args = cc_alloc(L->fn->arena, sizeof(CcNode *));

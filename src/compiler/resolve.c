@@ -46,6 +46,36 @@ lw_closure_values(PyObject *pyfunc)
     return result;
 }
 
+/*
+ * A value the capture refused (numbavec._capture.Refused, standing for a
+ * Numba jitclass and its instances): a TypingError at loc saying what it
+ * is.  0 when v is not one, -1 with the error.
+ */
+static int
+check_refused(Lower *L, PyObject *v, CcLoc loc)
+{
+    static PyObject *refused_type; /* looked up once; the module stays imported */
+    if (refused_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("numbavec._capture");
+        refused_type = mod != NULL ? PyObject_GetAttrString(mod, "Refused") : NULL;
+        Py_XDECREF(mod);
+        if (refused_type == NULL) {
+            return -1;
+        }
+    }
+    int is = PyObject_IsInstance(v, refused_type);
+    if (is <= 0) {
+        return is;
+    }
+    PyObject *why = PyObject_Str(v);
+    const char *text = why != NULL ? PyUnicode_AsUTF8AndSize(why, NULL) : NULL;
+    if (text != NULL) {
+        cc_error(L->fn, loc, "%s", text);
+    }
+    Py_XDECREF(why);
+    return -1;
+}
+
 /* The value of a non-local name: closure cell, global, builtin.  New ref. */
 PyObject *
 lw_resolve_global(Lower *L, const char *name, CcLoc loc)
@@ -75,6 +105,9 @@ lw_resolve_global(Lower *L, const char *name, CcLoc loc)
             cc_error(L->fn, loc, "name '%s' is not defined", name);
         }
         return b;
+    }
+    if (check_refused(L, v, loc) < 0) {
+        return NULL;
     }
     Py_INCREF(v);
     return v;
@@ -122,6 +155,8 @@ lw_resolve_object(Lower *L, PyObject *node, int *local)
             char what[128];
             snprintf(what, sizeof(what), "reading attribute '%.64s'", attr);
             cc_error_raised(L->fn, lw_loc_of(L, node), what);
+        } else if (check_refused(L, v, lw_loc_of(L, node)) < 0) {
+            Py_CLEAR(v);
         }
         Py_DECREF(base);
         return v;

@@ -474,6 +474,9 @@ ufunc_loop_types(Infer *in, CcNode *n)
             return 1;
         }
     }
+    if (n->text[0] == '!') {
+        return cc_dispatch_types(in->fn, n, args, np, &in->changed); /* a helper's signatures */
+    }
     size_t nloops = strlen(n->text) / (size_t)(np + 1);
     for (size_t i = 0; i < nloops; i++) {
         const char *loop = n->text + i * (size_t)(np + 1);
