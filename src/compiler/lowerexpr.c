@@ -604,7 +604,7 @@ lower_attribute(Lower *L, PyObject *node)
     CcFlavor flavor = strcmp(attr, "real") == 0 ? FL_REAL : FL_IMAG;
     if (strcmp(attr, "real") != 0 && strcmp(attr, "imag") != 0) {
         /* the value's own error first (P(x).x, P a jitclass): it names the construct */
-        if (lower_attr_expr(L, node, "value") != NULL) {
+        if (lw_lower_attr_expr(L, node, "value") != NULL) {
             cc_error(L->fn, lw_loc_of(L, node),
                      "attribute '%s' is not supported on a value in a kernel (only .real, .imag, "
                      "and on arrays .shape, .size, .ndim, .T, .strides and .itemsize)",
