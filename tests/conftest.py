@@ -2,6 +2,16 @@
 
 A new target (cuda, ...) plugs in by adding its name to ``TARGETS`` (or by
 skipping itself in ``target`` when the machine lacks it).
+
+The tests live in folders mirroring src/ (compiler/, ufunc/, gufunc/, host/,
+cuda/, cache/); the modules they share (difftest, progs, examples, the
+fuzzers ...) live in support/, which this file puts on sys.path, so that a
+test imports them by their plain name however it is run (the whole suite,
+one folder, or one file: pytest loads this conftest for each).  There is
+no __init__.py: each test folder goes on sys.path by itself (pytest's
+"prepend" import mode), and the checkout's root never does, so that under CI
+the source tree's numbavec/ cannot shadow the installed one.  Test file
+names stay unique across the folders for that reason.
 """
 import linecache
 import os
@@ -19,6 +29,14 @@ from numbavec import vectorize
 # The directory the tested numbavec was imported from (site-packages in CI, the
 # checkout after an in-place build): child interpreters must import the same.
 NUMBAVEC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(numbavec.__file__)))
+
+# tests/ (this file's folder) and tests/support/ (the shared helper modules):
+# a child interpreter that imports a test module puts both on its sys.path.
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+SUPPORT_DIR = os.path.join(TESTS_DIR, "support")
+TEST_PATHS = [TESTS_DIR, SUPPORT_DIR]
+if SUPPORT_DIR not in sys.path:
+    sys.path.insert(0, SUPPORT_DIR)
 
 TARGETS = ["cpu", "parallel"]
 

@@ -1,11 +1,11 @@
 """Fuzzer of the bytecode front end: kernel fuzzer programs rebuilt from bytecode.
 
-    python tests/fuzz_bytecode.py --minutes 10 [--seed 1] [--results]
+    python tests/support/fuzz_bytecode.py --minutes 10 [--seed 1] [--results]
 
-Each program (tests/progs.py random programs and tests/fuzz_kernel_gens.py
+Each program (tests/support/progs.py random programs and tests/support/fuzz_kernel_gens.py
 programs, endlessly, seeded) is compiled by this interpreter; every function
 in it is rebuilt from its code object (numbavec/_bytecode.py) and compared
-with its parsed source (tests/bytecode_corpus.py: exact, canonical).  With
+with its parsed source (tests/support/bytecode_corpus.py: exact, canonical).  With
 --results, the progs.py kernels are also compiled through both front ends for
 their signatures, and the LLVM IR and the results on random inputs must be
 identical.  A failure is a rebuilt tree that differs from the source's and
@@ -20,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numpy as np  # noqa: E402
 

@@ -1,12 +1,12 @@
 """Release run of the bytecode front end on the CPython versions CI does not cover.
 
-    python tests/bytecode_release.py [--progs 400] [--fuzz 800] [--minutes 10]
+    python tests/support/bytecode_release.py [--progs 400] [--fuzz 800] [--minutes 10]
 
-CI runs tests/test_bytecode.py on 3.10 and 3.13.  This runs it, with more
+CI runs tests/compiler/test_bytecode.py on 3.10 and 3.13.  This runs it, with more
 programs, on every interpreter named by NUMBAVEC_RELEASE_PYTHONS (default:
 the 3.11 and 3.12 virtual environments next to the checkout, /work/venv and
 /work/venv312, where they exist), then the bytecode fuzzer
-(tests/fuzz_bytecode.py --results) for --minutes on each.  Exit status 0
+(tests/support/fuzz_bytecode.py --results) for --minutes on each.  Exit status 0
 when all pass.
 """
 import argparse
@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["/work/venv/bin/python", "/work/venv312/bin/python"]
 
 
@@ -31,8 +31,8 @@ def main(argv=None):
     failed = []
     for py in pythons:
         for cmd in ([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-s",
-                     "tests/test_bytecode.py"],
-                    [py, "-W", "ignore", "tests/fuzz_bytecode.py", "--results",
+                     "tests/compiler/test_bytecode.py"],
+                    [py, "-W", "ignore", "tests/support/fuzz_bytecode.py", "--results",
                      "--minutes", str(args.minutes)]):
             print("+", " ".join(cmd), flush=True)
             if subprocess.run(cmd, cwd=ROOT, env=env).returncode:

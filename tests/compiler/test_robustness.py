@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import numbavec
-from conftest import kernel_from_source, run_python
+from conftest import SUPPORT_DIR, kernel_from_source, run_python
 from numbavec import TypingError, guvectorize, vectorize
 
 
@@ -441,7 +441,7 @@ def test_eager_ufuncs_resolve_loops_as_legacy_ufuncs(target, body):
 
 HEADROOMS = "0,256,1024,2048,4096,16384,65536,262144"
 MEMORY_SCENARIOS = [
-    # (scenario of tests/_memory_limit.py, environment)
+    # (scenario of tests/support/_memory_limit.py, environment)
     ("eager", {"NUMBAVEC_EAGER": "1"}),       # machine code at decoration
     ("decoration", {}),                       # IR at decoration, code at the first call
     ("lazy", {}),                             # a dynamic ufunc compiling at its call
@@ -464,7 +464,7 @@ def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
         info = numbavec.cuda.toolkit_info()
         if info["libdevice"] is None or (scenario == "ptx-nvvm" and info["libnvvm"] is None):
             pytest.skip("no CUDA toolkit")
-    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_memory_limit.py")
+    helper = os.path.join(SUPPORT_DIR, "_memory_limit.py")
     proc = run_python(f"import runpy, sys; sys.argv = ['m', {scenario!r}, {HEADROOMS!r}]; "
                       f"runpy.run_path({helper!r}, run_name='__main__')",
                       env=dict(os.environ, **env), timeout=900)

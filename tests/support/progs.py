@@ -390,7 +390,7 @@ def generate(seed, exclude=()):
 
 
 if __name__ == "__main__":
-    # python tests/progs.py SEED... [--exclude math.tan,np.arctan,...]
+    # python tests/support/progs.py SEED... [--exclude math.tan,np.arctan,...]
     import sys
     argv = sys.argv[1:]
     excl = ()

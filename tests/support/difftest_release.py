@@ -1,18 +1,18 @@
 """Release run of the random-program differential test, at scale.
 
-The pytest test (tests/test_language.py, ``test_random_program``) checks 300
-programs of tests/progs.py per CI run; before a release, check many more,
+The pytest test (tests/compiler/test_language.py, ``test_random_program``) checks 300
+programs of tests/support/progs.py per CI run; before a release, check many more,
 each in a worker process (a crash or a hang is then one failure, not the end
 of the run).  From the repository root::
 
-    python -m tests.difftest_release --programs 10000 [--seed 20250101] [--workers 2]
+    python -m tests.support.difftest_release --programs 10000 [--seed 20250101] [--workers 2]
 
 Program k has seed ``SEED + k`` (the CI test's first 300 are the same
 programs) and runs on the target ``TARGETS[seed % 2]`` as in CI; every other
 pair of seeds is compiled lazily (``@vectorize`` without signatures) instead
-of with signatures.  The comparison is tests/difftest.py's ``check_program``.
+of with signatures.  The comparison is tests/support/difftest.py's ``check_program``.
 Prints the counts (programs, elements compared, ill-conditioned elements
-skipped, failures by kind) and every failing seed; ``python tests/progs.py
+skipped, failures by kind) and every failing seed; ``python tests/support/progs.py
 SEED`` prints a program again.  Exits 1 when a program failed.
 """
 import argparse

@@ -13,7 +13,7 @@ import pytest
 
 import numbavec
 from array_kernels import KERNELS, core_dims, signature
-from conftest import HAVE_PTXAS, assemble, kernel_from_source, run_python
+from conftest import HAVE_PTXAS, TEST_PATHS, assemble, kernel_from_source, run_python
 from numbavec import _core, cuda, guvectorize
 
 FLOATS = ["float64", "float32"]
@@ -201,7 +201,7 @@ def optimised_ir(imports, decoration, call, shown):
     `imports`, decorated with guvectorize(`decoration`) and called on
     `call` in a child, which prints `shown` (the start of the result)."""
     code = ("import numpy as np, sys\n"
-            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            f"sys.path[:0] = {[os.path.dirname(os.path.abspath(__file__)), *TEST_PATHS]!r}\n"
             f"{imports}\nfrom numbavec import guvectorize\n"
             f"g = guvectorize({decoration})(k)\n"
             f"print(np.ravel(g({call}))[:4])\n")

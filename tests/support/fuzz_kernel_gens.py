@@ -1,4 +1,4 @@
-"""The program generators of the kernel fuzzer (tests/fuzz_kernels.py).
+"""The program generators of the kernel fuzzer (tests/support/fuzz_kernels.py).
 
 A generator takes a ``random.Random`` and returns a program: a dict with
 
@@ -19,7 +19,7 @@ A generator takes a ``random.Random`` and returns a program: a dict with
   which lets the minimizer shrink numeric parameters such as a depth),
   ``timeout``, ``stack`` ("always": every configuration runs on a 512 KB
   thread stack), ``errors`` ("prog": a TypeError in the reference is not
-  compared, as for tests/progs.py programs).
+  compared, as for tests/support/progs.py programs).
 
 Generators write pathological programs on purpose (deep, long, undefined
 names, odd globals, unsupported constructs); the oracle in fuzz_kernels.py
@@ -68,7 +68,7 @@ def same_types(r, nparams, pool, k=2, out=None):
 # ---------------------------------------------------------------- random programs
 
 def gen_progs(r):
-    """A program of tests/progs.py, as the differential test checks it."""
+    """A program of tests/support/progs.py, as the differential test checks it."""
     p = progs.generate(r.randrange(1 << 30))
     return program(p.source, [[[t] * p.nparams, o] for t, o in zip(p.argtypes, p.out_types)],
                    ref_source=p.ref_source, errors="prog", ulps=8, valid=True)
@@ -286,7 +286,7 @@ def _loops_bounded(tree):
 
 
 def gen_mutant(r):
-    """A random program with 1-3 AST mutations (tests/progs.py programs are
+    """A random program with 1-3 AST mutations (tests/support/progs.py programs are
     valid and typed consistently; the mutations make them unusual, invalid
     or undefined; loops keep their bounds)."""
     p = progs.generate(r.randrange(1 << 30))
@@ -1186,7 +1186,7 @@ def gen_prints(r):
     """print() in kernels: lines longer than 4,096 bytes, sep= and end=, and
     prints one of whose arguments raises (a device function's raise, an
     index out of bounds), which print nothing: the kernel's lines are
-    compared with the lines py_func prints (tests/fuzz_kernels.py,
+    compared with the lines py_func prints (tests/support/fuzz_kernels.py,
     run_print_case)."""
     prelude = PRINT_HELPER.format(limit=r.choice([-1.0, 0.0, 0.5, 1e300]))
     if r.random() < 0.4:

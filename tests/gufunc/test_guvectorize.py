@@ -17,7 +17,7 @@ def force_parallel(forced):
     """Every test here: the parallel target splits even small calls."""
 
 
-# ---- the STREAM kernels of EXAMPLES.md section 7 (tests/examples.py) ----
+# ---- the STREAM kernels of EXAMPLES.md section 7 (tests/support/examples.py) ----
 
 STREAM = {
     "copy": (copy, '(float64[:], float64[:])', '(n),(n)', lambda b, c, a: b),

@@ -6,9 +6,9 @@ Three parts:
    constants), each compiled for every relevant dtype on every target and run
    over generated inputs with edge values (0, -0.0, +-inf, nan, subnormals,
    +-1, integer limits, shift widths); the expected values come from
-   ``py_func`` run by the interpreter on NumPy scalars (see tests/difftest.py
+   ``py_func`` run by the interpreter on NumPy scalars (see tests/support/difftest.py
    for how the reference is computed, which elements are skipped and why);
-2. random programs from a seeded generator (tests/progs.py);
+2. random programs from a seeded generator (tests/support/progs.py);
 3. compile errors: TypingError with file:line:col, the line and a caret.
 
 Python semantics deliberately not followed (DESIGN.md), hence not compared:
@@ -23,7 +23,7 @@ generator anchors weak values there so that the two agree); a Python float
 
 Random programs: NUMBAVEC_DIFF_PROGRAMS (default 300) and NUMBAVEC_DIFF_SEED
 choose how many and from which seed; a failure prints the seed and source,
-and ``python tests/progs.py SEED --exclude ...`` prints it again.
+and ``python tests/support/progs.py SEED --exclude ...`` prints it again.
 """
 import math
 import os
@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 import numbavec
-from conftest import TARGETS, kernel_from_source
+from conftest import TARGETS, TEST_PATHS, kernel_from_source
 from numbavec import vectorize
 
 import difftest as dt
@@ -793,7 +793,7 @@ def test_range_step_int64_min():
     import subprocess
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
-    path = [here, os.path.dirname(os.path.dirname(os.path.abspath(numbavec.__file__)))]
+    path = [here, *TEST_PATHS, os.path.dirname(os.path.dirname(os.path.abspath(numbavec.__file__)))]
     try:
         out = subprocess.run([sys.executable, "-c", _HANG_SCRIPT.format(path=path)],
                              capture_output=True, text=True, timeout=20)
@@ -852,7 +852,7 @@ def prog_exclude(prog_dir):
 
 @pytest.mark.parametrize("seed", _program_params())
 def test_random_program(seed, prog_dir, prog_exclude):
-    """Reproduce one with: python tests/progs.py SEED --exclude LIST (prints
+    """Reproduce one with: python tests/support/progs.py SEED --exclude LIST (prints
     the source; LIST as printed in the failure)."""
     prog = progs.generate(seed, prog_exclude)
     target = TARGETS[seed % 2]

@@ -3,8 +3,8 @@
 Run from the repository root (with the in-place build, ``make inplace``, or an
 installed numbavec)::
 
-    python -m tests.fuzz_signatures --minutes 10 --seed 1 [--workers 2] [--out DIR]
-    python -m tests.fuzz_signatures --cases 200 --seed 1 --only layouts
+    python -m tests.support.fuzz_signatures --minutes 10 --seed 1 [--workers 2] [--out DIR]
+    python -m tests.support.fuzz_signatures --cases 200 --seed 1 --only layouts
 
 Each case feeds one signature (a string, a list, numbavec type objects,
 tuples; valid ones, mutated ones with unicode, NUL bytes, deep parentheses,
@@ -19,7 +19,7 @@ and pickle; a ufunc's ``.types`` are the signatures asked for, in order; a
 gufunc's ``.signature`` is the layout asked for, and calling it with a
 different length for every distinct dimension name gives py_func's
 results.  Failures are minimized and written as reproducers, as
-tests/fuzz_kernels.py does.
+tests/support/fuzz_kernels.py does.
 """
 import itertools
 import os

@@ -22,6 +22,7 @@ import numbavec
 from numbavec import cuda, guvectorize, jit, vectorize
 
 from conftest import NUMBAVEC_ROOT as ROOT
+from conftest import TEST_PATHS
 
 HAVE_LIBDEVICE = cuda.toolkit_info()["libdevice"] is not None
 OFFSET = np.float64(0.25)      # a global the kernels read: its value travels
@@ -94,11 +95,11 @@ def test_a_fresh_interpreter_computes_what_the_sender_does(target):
     blob = pickle.dumps(objs)
     out = child('''
         import pickle, sys
-        sys.path.insert(0, "{tests}")
+        sys.path[:0] = {tests!r}
         from test_pickle_by_value import results
         objs = pickle.loads(sys.stdin.buffer.read())
         sys.stdout.buffer.write(pickle.dumps(results(objs)))
-    '''.format(tests=os.path.dirname(__file__)), blob)
+    '''.format(tests=[os.path.dirname(os.path.abspath(__file__)), *TEST_PATHS]), blob)
     assert_results_equal(pickle.loads(out), results(objs))
 
 

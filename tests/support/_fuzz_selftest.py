@@ -1,5 +1,5 @@
-"""A fuzzer that fails on purpose, for tests/test_fuzz.py to check the harness
-(tests/fuzz_harness.py) with: every outcome it must recognise, and a
+"""A fuzzer that fails on purpose, for tests/compiler/test_fuzz.py to check the harness
+(tests/support/fuzz_harness.py) with: every outcome it must recognise, and a
 minimization whose answer is known."""
 import os
 import sys

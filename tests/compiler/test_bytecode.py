@@ -1,9 +1,9 @@
 """The bytecode front end (numbavec/_bytecode.py): kernels without source.
 
-Differential: every kernel of the suite's collections (tests/array_kernels.py,
-tests/examples.py, tests/progs.py programs, kernel fuzzer programs) is rebuilt
+Differential: every kernel of the suite's collections (tests/support/array_kernels.py,
+tests/support/examples.py, tests/support/progs.py programs, kernel fuzzer programs) is rebuilt
 from its code object and compared with its parsed source (canonical trees,
-tests/bytecode_corpus.py), then compiled through both front ends: the LLVM IR
+tests/support/bytecode_corpus.py), then compiled through both front ends: the LLVM IR
 and the results must be identical.  Then the places Python keeps no source
 (child processes), edited files, errors, and damaged code objects.
 """
@@ -20,7 +20,7 @@ import pytest
 
 import bytecode_corpus as bc
 import numbavec
-from conftest import NUMBAVEC_ROOT, TARGETS, kernel_from_source
+from conftest import NUMBAVEC_ROOT, SUPPORT_DIR, TARGETS, TEST_PATHS, kernel_from_source
 from numbavec import _bytecode, _bytecode_tables
 from numbavec._source import KernelSource
 
@@ -112,7 +112,7 @@ def _module_pairs(name, text):
 
 def _corpus():
     for fname in ("array_kernels.py", "examples.py"):
-        with open(os.path.join(HERE, fname)) as fh:
+        with open(os.path.join(SUPPORT_DIR, fname)) as fh:
             yield fname, fh.read()
     yield from bc.generated_sources(N_PROGS, N_FUZZ)
 
@@ -218,7 +218,7 @@ def test_examples_and_programs_compile_alike(target):
              (examples.gaussian_pdf, ["f4(f4, f4, f4)", "f8(f8, f8, f8)"]),
              (examples.polar_distance, ["f8(f8, f8, f8, f8)"]),
              (examples.vmult, ["c8(c8, c8)"])]
-    tmp = os.path.join(HERE, "..", "build", "bytecode-progs")
+    tmp = os.path.join(HERE, "..", "..", "build", "bytecode-progs")
     os.makedirs(tmp, exist_ok=True)
     for seed in range(min(N_PROGS, 40)):
         prog = progs.generate(seed)
@@ -285,7 +285,7 @@ CHECK = textwrap.dedent("""\
 
 def _python(args, stdin=None, cwd=None, env=None, timeout=240):
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([NUMBAVEC_ROOT, HERE] + (
+    e["PYTHONPATH"] = os.pathsep.join([NUMBAVEC_ROOT, HERE, *TEST_PATHS] + (
         [e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
     e.update(env or {})
     return subprocess.run([sys.executable] + args, input=stdin, capture_output=True, text=True,

@@ -1,6 +1,6 @@
 """What the fuzzers share: worker processes, outcomes, minimization, reports.
 
-A fuzzer (tests/fuzz_kernels.py, tests/fuzz_signatures.py) is a module with
+A fuzzer (tests/support/fuzz_kernels.py, tests/support/fuzz_signatures.py) is a module with
 
 * ``cases(seed)``: an endless iterator of cases, each a JSON-able dict with
   at least ``gen`` (the generator's name) and ``program`` (a text that names
@@ -519,4 +519,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--worker" and sys.argv[3] == "--result-fd":
         worker_main(sys.argv[2], int(sys.argv[4]))
     else:
-        sys.exit("fuzz_harness.py is run by tests/fuzz_kernels.py and tests/fuzz_signatures.py")
+        sys.exit("fuzz_harness.py is run by tests/support/fuzz_kernels.py and tests/support/fuzz_signatures.py")

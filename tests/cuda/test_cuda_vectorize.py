@@ -22,7 +22,7 @@ def add(a, b):
     return a + b
 
 
-# gaussian_pdf, polar_distance, vmult: tests/examples.py (EXAMPLES.md as written)
+# gaussian_pdf, polar_distance, vmult: tests/support/examples.py (EXAMPLES.md as written)
 
 
 EXAMPLES = [

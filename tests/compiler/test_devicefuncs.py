@@ -20,7 +20,7 @@ OFFSET = -1.0           # must not leak into _devhelpers.shifted
 
 # ---- EXAMPLES.md section 4 ----
 
-# polar_to_cartesian and polar_distance: tests/examples.py, as EXAMPLES.md writes them
+# polar_to_cartesian and polar_distance: tests/support/examples.py, as EXAMPLES.md writes them
 
 def numpy_polar_distance(rho1, theta1, rho2, theta2):
     x1, y1 = rho1 * np.cos(theta1), rho1 * np.sin(theta1)

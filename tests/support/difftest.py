@@ -20,9 +20,9 @@ two must agree, with these deliberate exceptions (DESIGN.md):
 Floats are compared within a ULP bound (NaN equals NaN, infinities exactly);
 "exact" comparisons also check the sign of zeros.
 
-The last section checks whole random programs (tests/progs.py): the pytest
-test in test_language.py, the release run (tests/difftest_release.py) and the
-kernel fuzzer (tests/fuzz_kernels.py) share :func:`check_program`.
+The last section checks whole random programs (tests/support/progs.py): the pytest
+test in test_language.py, the release run (tests/support/difftest_release.py) and the
+kernel fuzzer (tests/support/fuzz_kernels.py) share :func:`check_program`.
 """
 import importlib.util
 import itertools
@@ -367,7 +367,7 @@ def sig_string(out, ins):
     return f"{np.dtype(out).name}({', '.join(np.dtype(d).name for d in ins)})"
 
 
-# ---- random programs (tests/progs.py) ----
+# ---- random programs (tests/support/progs.py) ----
 
 N_INPUTS = 50
 # also skipped in programs: a Python float ** that goes complex (NumPy: nan)

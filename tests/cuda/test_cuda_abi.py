@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 DRIVER_H = SRC / "targets" / "cuda" / "driver" / "drvapi.h"
 CUDA_H = next((Path(p) / "include" / "cuda.h" for p in
                (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")

@@ -1,5 +1,5 @@
-"""Smoke tests of the fuzzers (tests/fuzz_kernels.py, tests/fuzz_signatures.py)
-and of the release differential run (tests/difftest_release.py): a few cases
+"""Smoke tests of the fuzzers (tests/support/fuzz_kernels.py, tests/support/fuzz_signatures.py)
+and of the release differential run (tests/support/difftest_release.py): a few cases
 each with fixed seeds, so that the harness cannot rot.  The long runs are
 commands (see the modules' docstrings and benchmarks/README.md), not tests.
 

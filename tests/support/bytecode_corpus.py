@@ -1,5 +1,5 @@
-"""The kernels both front ends compile, for tests/test_bytecode.py and the
-release run (tests/difftest_release.py --bytecode).
+"""The kernels both front ends compile, for tests/compiler/test_bytecode.py and the
+release run (tests/support/difftest_release.py --bytecode).
 
 A kernel "without source" is the same function object rebuilt around its code
 object with a file name inspect cannot read, so numbavec compiles it from its
@@ -170,8 +170,8 @@ def rebuild(code):
 
 
 def generated_sources(nprogs, nfuzz, seed=1):
-    """(name, module text) of tests/progs.py programs and kernel fuzzer
-    programs (tests/fuzz_kernel_gens.py) that compile."""
+    """(name, module text) of tests/support/progs.py programs and kernel fuzzer
+    programs (tests/support/fuzz_kernel_gens.py) that compile."""
     import fuzz_kernel_gens as gens
     import progs
 

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from conftest import NUMBAVEC_ROOT as ROOT
+from conftest import TEST_PATHS
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
@@ -241,7 +242,7 @@ def run_batch(seeds, where):
         case.mutate()       # after pickling: the sender's compiled objects are fixed
     want = {case.seed: dict(compute(case.objs, "kernels"), **helpers[case.seed])
             for case in cases}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), TESTS]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), TESTS, *TEST_PATHS]))
     out = subprocess.run([sys.executable, "-c", CHILD], input=blob, env=env,
                          capture_output=True, timeout=600)
     assert out.returncode == 0, out.stderr.decode()[-3000:]
