@@ -43,7 +43,8 @@ TARGETS = ["cpu", "parallel"]
 # The CUDA pieces a test may need: a GPU (with its driver), or ptxas alone,
 # which checks the PTX we generate on every machine with the toolkit.
 GPU = numbavec.cuda.is_available()
-needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA driver or device")
+NO_GPU = "no CUDA driver or device"
+needs_gpu = pytest.mark.skipif(not GPU, reason=NO_GPU)  # also marks the test `gpu` (below)
 PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 HAVE_PTXAS = os.path.exists(PTXAS)
 needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
@@ -62,6 +63,15 @@ def assemble(ptx, arch, tmp_path):
     """Assembles ptx with ptxas for arch; fails the test with ptxas's message."""
     error = ptxas_error(ptx, arch, tmp_path)
     assert error is None, f"ptxas -arch={arch} failed:\n{error}\n{ptx[:4000]}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test skipped by needs_gpu carries the `gpu` marker, so that
+    `-m "not gpu"` (the quick subset) and `-m gpu` (a GPU machine) select by
+    what a test needs without a second decorator on each."""
+    for item in items:
+        if any(m.kwargs.get("reason") == NO_GPU for m in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.gpu)
 
 
 @pytest.fixture(params=TARGETS)

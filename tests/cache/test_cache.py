@@ -23,6 +23,8 @@ from numbavec import cache as nvcache
 
 from conftest import NUMBAVEC_ROOT as ROOT  # noqa: E402  where the tested numbavec lives
 
+pytestmark = pytest.mark.slow  # nearly every test runs child interpreters
+
 KERNEL = '''
 import math
 import numpy as np

@@ -24,6 +24,8 @@ from numbavec import cuda, guvectorize, jit, vectorize
 from conftest import NUMBAVEC_ROOT as ROOT
 from conftest import TEST_PATHS
 
+pytestmark = pytest.mark.slow  # child interpreters, multiprocessing, joblib and a dask cluster
+
 HAVE_LIBDEVICE = cuda.toolkit_info()["libdevice"] is not None
 OFFSET = np.float64(0.25)      # a global the kernels read: its value travels
 

@@ -24,11 +24,14 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from conftest import NUMBAVEC_ROOT as ROOT
 from conftest import TEST_PATHS
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
+
+pytestmark = pytest.mark.slow  # random modules pickled to fresh interpreters
 
 MODULE = '''
 import types

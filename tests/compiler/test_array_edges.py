@@ -63,6 +63,7 @@ def compiles(src, sig, layout, target):
 # ---- in-place operators: NumPy's same_kind rule ----
 
 @pytest.mark.parametrize("op", OPS)
+@pytest.mark.slow
 def test_in_place_operators_refuse_what_same_kind_refuses(target, op):
     """t op= v on an array is np.<ufunc>(t, v, out=t, casting='same_kind'):
     refused at compile time exactly where NumPy raises, for every pair of

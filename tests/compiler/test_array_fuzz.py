@@ -26,6 +26,8 @@ import numbavec
 from conftest import kernel_from_source
 from numbavec import guvectorize
 
+pytestmark = pytest.mark.slow  # random array programs, each compiled for several signatures
+
 # more with NUMBAVEC_ARRAY_FUZZ=N (a long run before a release: N programs per
 # target, about 1,000 a minute on one core)
 N_PROGRAMS = int(os.environ.get("NUMBAVEC_ARRAY_FUZZ", "120"))

@@ -109,6 +109,7 @@ def test_kernel_matches_the_interpreter(target, name, ftype):
 
 @pytest.mark.skipif(os.environ.get("NUMBAVEC_QUICK") == "0", reason="no quick code")
 @pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.slow
 def test_quick_and_optimised_bodies_agree(target, name):
     """A gufunc's first calls run its body's quick code (unoptimised), and a
     call past quick code's budget makes the optimised body: both give the
@@ -239,6 +240,7 @@ VECTOR_LOOPS = {"copy_and_update": (KERNELS["copy_and_update"][0], "(n)->(n)"),
 
 @pytest.mark.parametrize("dtype", FLOATS + ["int32"])
 @pytest.mark.parametrize("name", sorted(VECTOR_LOOPS))
+@pytest.mark.slow
 def test_unrolled_vector_loops_agree_at_every_remainder(target, name, dtype):
     """The vector bodies are unrolled too (at most 4x, jit.c:
     mark_unrolled_loops), ahead of a remainder of one vector a step and
@@ -798,6 +800,7 @@ def test_parallel_allocations_agree_with_serial(forced):
 @pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
 @pytest.mark.parametrize("name", ["affine", "reverse", "shift_right", "column_sums", "transpose",
                                   "reductions", "outer_difference"])
+@pytest.mark.slow
 def test_cuda_views_assemble(name, tmp_path):
     py, layout, kinds, out_kind = KERNELS[name]
     gu = guvectorize([signature(layout, kinds, out_kind, "float32")], layout,

@@ -24,6 +24,8 @@ from conftest import NUMBAVEC_ROOT, SUPPORT_DIR, TARGETS, TEST_PATHS, kernel_fro
 from numbavec import _bytecode, _bytecode_tables
 from numbavec._source import KernelSource
 
+pytestmark = pytest.mark.slow  # every kernel of the suite's collections through both front ends
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 N_PROGS = int(os.environ.get("NUMBAVEC_BYTECODE_PROGS", "60"))
 N_FUZZ = int(os.environ.get("NUMBAVEC_BYTECODE_FUZZ", "120"))

@@ -22,6 +22,9 @@ import fuzz_harness as fh
 import fuzz_kernels
 import fuzz_signatures
 
+pytestmark = pytest.mark.slow  # the fuzzers' smoke runs, in worker processes
+
+
 def run_cases(module_name, cases, tmp_path, timeout=fh.DEFAULT_TIMEOUT):
     pool = fh.Pool(module_name, str(tmp_path), 1, timeout)
     try:

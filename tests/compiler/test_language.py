@@ -807,6 +807,7 @@ def test_range_step_int64_min():
 import progs  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("NUMBAVEC_DIFF_PROGRAMS", "300"))
+QUICK_PROGRAMS = 20     # the first ones run in the quick subset, the rest are `slow`
 SEED0 = int(os.environ.get("NUMBAVEC_DIFF_SEED", "20250101"))
 # seeds whose failure is a known numbavec bug: seed -> reason
 KNOWN_BAD_PROGRAMS = {}
@@ -821,6 +822,7 @@ def _program_params():
         seed = SEED0 + k
         marks = ([pytest.mark.xfail(strict=True, reason=KNOWN_BAD_PROGRAMS[seed])]
                  if seed in KNOWN_BAD_PROGRAMS else [])
+        marks += [pytest.mark.slow] if k >= QUICK_PROGRAMS else []
         out.append(pytest.param(seed, marks=marks, id=f"seed{seed}"))
     return out
 

@@ -27,8 +27,9 @@ SIGS = ["f8(f8, f8)", "f4(f4, f4)", "i8(i8, i8)"]
 QUICK_WORK = 65536  # elements a signature's quick code runs (target.h: TG_QUICK_WORK)
 
 # the counts below expect quick code (the default)
-pytestmark = pytest.mark.skipif(os.environ.get("NUMBAVEC_QUICK") == "0",
-                                reason="NUMBAVEC_QUICK=0: no quick code to count")
+pytestmark = [pytest.mark.skipif(os.environ.get("NUMBAVEC_QUICK") == "0",
+                                 reason="NUMBAVEC_QUICK=0: no quick code to count"),
+              pytest.mark.slow]     # child interpreters, and calls repeated until code switches
 
 
 def counters():

@@ -207,6 +207,7 @@ CUDA_SHOW = ("def k(x, n):\n"
 
 @pytest.mark.skipif(not HAVE_LIBDEVICE, reason="no libdevice (CUDA toolkit)")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.slow
 def test_cuda_print_is_one_vprintf(arch, tmp_path):
     """On cuda a print is one vprintf: the constants in its format ('%'
     doubled), %.17g/%.9g for floats, %lld for integers, True/False as %s."""

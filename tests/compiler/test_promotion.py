@@ -50,6 +50,7 @@ def numpy_kind(dtype):
 
 
 @pytest.mark.parametrize("a", KINDS)
+@pytest.mark.slow
 def test_two_typed_values_promote_as_result_type(lazy_add, a):
     """Every pair of kinds: the kernel's a + b (and a * b) has
     np.result_type's dtype and NumPy's values (wrapping where NumPy wraps)."""

@@ -152,6 +152,7 @@ def test_compares_that_choose_values_are_quiet(target, dtype, kernel, layout, sc
 
 
 @pytest.mark.parametrize("form", ["native", "lanes", "scalar"])
+@pytest.mark.slow
 def test_each_form_of_a_choosing_compare_agrees(form):
     """The forms other hosts make (jit.c: quiet_form): AVX-512's scalar
     compare into a mask, AVX's vector lane, and the scalar strict compare,

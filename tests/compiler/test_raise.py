@@ -241,6 +241,7 @@ def checked_twice(x):
 
 @needs_libdevice
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.slow
 def test_cuda_vectorize_raise_stores_its_modules_status_word(arch, tmp_path):
     """A cuda ufunc's kernel stores CC_STATUS_USER + the site's index in its
     module's global word (LLVM's NVPTX back end: libNVVM's dialect printer

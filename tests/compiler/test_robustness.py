@@ -244,6 +244,7 @@ def test_nested_device_functions_compile_or_stop_at_the_stated_limit():
             vectorize(["f8(f8)"])(kernel_from_source(module(depth)))
 
 
+@pytest.mark.slow
 def test_a_huge_function_stops_at_the_stated_limit():
     """A 100,000-statement function took over a minute."""
     body = "y = x\n" + "y = y + 1\n" * 30000 + "return y"
@@ -281,6 +282,7 @@ print(out[0])
     (9000, 512 * 1024, "nested too deeply for this thread's stack"),
     (3000, 16 * 1024 * 1024, "more than 2000 levels"),
 ])
+@pytest.mark.slow
 def test_deep_nesting_is_an_error_not_a_crash(depth, stack, expected):
     """Depths that compiled on the main thread segfaulted on a thread with a
     512 KB stack (every pass recurses once per level).  From 3000 levels
@@ -388,6 +390,7 @@ def long_kernel(n):
                               + "\n".join(lines) + "\n    out[0] = s\n", "g")
 
 
+@pytest.mark.slow
 def test_a_long_kernel_is_cut_into_functions_of_bounded_size(target):
     """A kernel of 160 statements was one function of some 57,000 lines of
     optimised IR, and LLVM's time grew as about n^1.8 with its length (15.7 s
@@ -453,6 +456,7 @@ MEMORY_SCENARIOS = [
 ]
 
 
+@pytest.mark.slow  # a sweep of headrooms, a forked child each
 @pytest.mark.parametrize("scenario, env", MEMORY_SCENARIOS, ids=[s for s, _ in MEMORY_SCENARIOS])
 def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
     """Under ulimit -v with little headroom, a compile died with SIGABRT

@@ -141,6 +141,7 @@ def test_inspection_names_a_signature():
 @needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.slow
 def test_ptx_assembles(kind, arch, tmp_path):
     src, sigs, layout = KINDS[kind]
     pyfunc = kernel_from_source(src)
@@ -443,6 +444,7 @@ def test_flexible_dimensions_are_checked_before_the_device():
 @pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)),
                                     ((5, 2, 3), (3,)), ((3,), 2.0)])
 @pytest.mark.parametrize("out", [False, True])
+@pytest.mark.slow
 def test_flexible_and_kept_dimensions_are_planned_before_the_device(shapes, out):
     """The host side of '?' dimensions and keepdims= (the views with missing
     or kept dimensions put back or taken out) runs before the driver is
@@ -957,6 +959,7 @@ def staged_cases():
             ("matmul", (rng.random((3 * ROWS, 4, 4)), rng.random((3 * ROWS, 4, 4))), {})]
 
 
+@pytest.mark.slow
 def test_the_staged_cases_are_staged():
     for kind, args, kwargs in staged_cases():
         assert make(kind)._plan(*args, **kwargs)["staged"] > 0, kind

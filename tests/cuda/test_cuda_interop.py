@@ -141,6 +141,7 @@ def test_malformed_interface(interface, exc, text):
 
 @pytest.mark.parametrize("interface, exc, text", [c[1:] for c in MALFORMED[::6]],
                          ids=[c[0] for c in MALFORMED[::6]])
+@pytest.mark.slow
 def test_malformed_interface_given_to_a_cuda_ufunc(interface, exc, text):
     """A cuda ufunc checks a foreign operand as as_cuda_array does, before
     it needs the driver."""

@@ -30,8 +30,9 @@ from conftest import HAVE_PTXAS, assemble, kernel_from_source, ptxas_error
 TOOLKIT = cuda.toolkit_info()
 HAVE_NVVM = TOOLKIT["libnvvm"] is not None and TOOLKIT["nvvm_error"] is None
 
-pytestmark = pytest.mark.skipif(not HAVE_PTXAS or TOOLKIT["libdevice"] is None,
-                                reason="the CUDA toolkit (ptxas, libdevice) is not installed")
+pytestmark = [pytest.mark.skipif(not HAVE_PTXAS or TOOLKIT["libdevice"] is None,
+                                 reason="the CUDA toolkit (ptxas, libdevice) is not installed"),
+              pytest.mark.slow]     # ptxas on every kernel, for two back ends and two archs
 
 BACKENDS = ["llvm"] + (["nvvm"] if HAVE_NVVM else [])
 ARCHS = ["sm_80", "sm_90"]

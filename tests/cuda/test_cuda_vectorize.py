@@ -47,6 +47,7 @@ def cu(pyfunc, sigs, arch="sm_90", identity=None):
 # ---- on every machine ----
 
 @pytest.mark.parametrize("alias", ["cuda", "gpu"])
+@pytest.mark.slow
 def test_attributes_without_gpu(alias):
     f = vectorize(SIGS, target=alias, identity=0)(add)
     cpu = vectorize(SIGS, identity=0)(add)
@@ -162,6 +163,7 @@ def test_reduce_plan():
 @needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 @pytest.mark.parametrize("pyfunc,sigs", EXAMPLES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.slow
 def test_example_ptx_assembles(tmp_path, pyfunc, sigs, arch):
     f = cu(pyfunc, sigs, arch=arch, identity=0 if pyfunc in (add, vmult) else None)
     ptxs = [f.inspect_ptx()]
@@ -286,6 +288,7 @@ def test_cast_kernel_semantics_on_cpu(src, dst):
 
 
 @needs_ptxas
+@pytest.mark.slow
 def test_cast_kernels_assemble(tmp_path):
     pairs = [("int16", "float32"), ("float64", "float32"), ("complex128", "complex64"),
              ("int64", "uint8"), ("bool", "float64"), ("float32", "float32")]

@@ -151,6 +151,7 @@ WHOLE_STORES = [  # (body of k(a, out) for '(n)->(n)', the inferred dtype for in
 
 
 @pytest.mark.parametrize("body, dtype", WHOLE_STORES)
+@pytest.mark.slow
 def test_output_type_follows_whole_array_and_slice_stores(target, body, dtype):
     """A dynamic output's type is the promotion of what is stored into it,
     whole arrays and slices as elements (issue 34: 'cannot store an array

@@ -55,6 +55,7 @@ REFUSED = [(who, t) for who in sorted(MAKERS) for t in ["tpu", "CUDA", "", "cpu 
 
 
 @pytest.mark.parametrize("who, target", REFUSED)
+@pytest.mark.slow
 def test_refused_targets_never_contradict_themselves(who, target):
     """A refused target is not among the choices the message offers, and
     every target offered works."""

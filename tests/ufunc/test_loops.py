@@ -374,6 +374,7 @@ def test_bad_arguments():
              "late:\n  %r = fadd double %a, %b\n  br label %next\n}\n", "dd->d")
 
 
+@pytest.mark.slow
 def test_codes_are_freed():
     gc.collect()
     before = _core._jit_info()["live_codes"]
