@@ -40,7 +40,7 @@ SIZE_EXCEPTIONS = {
 
 # the layers, top to bottom: (name, path prefixes relative to src/)
 LAYERS = [
-    ("entry", ["module.c", "api.c"]),
+    ("entry", ["module.c", "api.c", "api.h"]),
     ("targets", ["targets/"]),
     ("gufunc", ["gufunc/"]),
     ("vectorize", ["vectorize/"]),
