@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Gufunc kernels written against arrays, numbavec against Numba's @guvectorize.
 
-The kernels are tests/array_kernels.py's (moving windows, fills, exponential
+The kernels are tests/support/array_kernels.py's (moving windows, fills, exponential
 moving averages, nan-aware reductions, covariances, scratch arrays, sorting,
 quantiles, binning, matrix products), the same
 Python functions for both compilers.  Each runs over a batch of core problems
@@ -24,7 +24,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
 from numbavec import guvectorize  # noqa: E402
 from array_kernels import KERNELS, signature  # noqa: E402
 

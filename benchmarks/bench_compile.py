@@ -11,7 +11,7 @@ one run, on this machine:
                  1,000 elements (gufuncs: 8 x 125): what a user waits for;
   import         a module of 10 ufuncs x 4 signatures (benchmarks/
                  bench_import.py's), and of 10 realistic gufunc kernels x 2
-                 signatures (tests/array_kernels.py's), imported in a fresh
+                 signatures (tests/support/array_kernels.py's), imported in a fresh
                  process, cold cache; "+ first calls" calls each once on
                  float64 after the import.
 
@@ -34,7 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import bench_import  # noqa: E402
 from array_kernels import KERNELS, signature  # noqa: E402
 
@@ -102,7 +102,7 @@ def child(package, kind, count, tmp, eager=False):
     env.pop("NUMBAVEC_EAGER", None)
     if eager:
         env["NUMBAVEC_EAGER"] = "1"
-    code = CHILD.format(root=ROOT, tests=os.path.join(ROOT, "tests"), package=package, kind=kind,
+    code = CHILD.format(root=ROOT, tests=os.path.join(ROOT, "tests", "support"), package=package, kind=kind,
                         count=count, tmp=tmp, gu_names=GU_NAMES)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
@@ -142,7 +142,7 @@ GU_CALLS = """with np.errstate(all="ignore"):
 
 
 def gufunc_module_text(package, cache):
-    out = [GU_MODULE_HEAD.format(tests=os.path.join(ROOT, "tests"), package=package),
+    out = [GU_MODULE_HEAD.format(tests=os.path.join(ROOT, "tests", "support"), package=package),
            "import numpy as np", "CALLS = []"]
     for i, name in enumerate(GU_NAMES):
         py, layout, kinds, out_kind = KERNELS[name]

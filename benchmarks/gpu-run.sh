@@ -23,14 +23,14 @@ export PYTHONPATH=$site PYTHONUNBUFFERED=1
 # there; those that use the GPU one at a time (they read the device's free memory)
 par=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
 # each file list runs even when one before it failed; the status is the worst
-(cd tests && python3 -m pytest -q -p no:cacheprovider -rs $par test_cuda_ptx.py test_cuda_abi.py
+(cd tests && python3 -m pytest -q -p no:cacheprovider -rs $par cuda/test_cuda_ptx.py cuda/test_cuda_abi.py
     a=$?
     NUMBAVEC_GPU_FIGURES="$out/figures.txt" python3 -m pytest -q -p no:cacheprovider \
-        -rs --durations=5 test_cuda_runtime.py test_cuda_vectorize.py test_cuda_interop.py \
-        test_cuda_device.py test_cuda_gufunc.py
+        -rs --durations=5 cuda/test_cuda_runtime.py cuda/test_cuda_vectorize.py \
+        cuda/test_cuda_interop.py cuda/test_cuda_device.py cuda/test_cuda_gufunc.py
     b=$?
     # the cuda cases of the raise/assert and print() tests
-    python3 -m pytest -q -p no:cacheprovider -rs -k cuda test_raise.py test_print.py
+    python3 -m pytest -q -p no:cacheprovider -rs -k cuda compiler/test_raise.py compiler/test_print.py
     c=$?
     exit $(( a > b ? (a > c ? a : c) : (b > c ? b : c) ))) 2>&1 | tee "$out/tests.log"
 status=$?

@@ -7,9 +7,9 @@ LOAD_GLOBAL and LOAD_ATTR pack their arguments, which line table format the
 code object carries).  Everything after decoding is version-independent.
 
 3.10-3.13 were taken from each interpreter's own ``opcode`` module (and are
-checked against it by tests/test_bytecode.py whenever the suite runs on that
+checked against it by tests/compiler/test_bytecode.py whenever the suite runs on that
 version).  3.14 was written from its documentation and its generated
-metadata: see _OPMAP_314 (tests/test_bytecode.py checks its consistency).
+metadata: see _OPMAP_314 (tests/compiler/test_bytecode.py checks its consistency).
 """
 import collections
 

@@ -54,7 +54,7 @@
  * life.  The module is single-phase (m_size -1): it is initialised once per
  * process and CPython refuses to load it into a subinterpreter, which is
  * right, because what it runs on is process-wide (the JIT, the pool, the
- * CUDA driver: DESIGN-NOTES, "The process-wide runtime").
+ * CUDA driver: docs/DESIGN-NOTES.md, section 6).
  */
 typedef struct NvState {
     PyObject *typing_error;       /* numbavec.TypingError (module.c) */

@@ -2,6 +2,16 @@
 
 A new target (cuda, ...) plugs in by adding its name to ``TARGETS`` (or by
 skipping itself in ``target`` when the machine lacks it).
+
+The tests live in folders mirroring src/ (compiler/, ufunc/, gufunc/, host/,
+cuda/, cache/); the modules they share (difftest, progs, examples, the
+fuzzers ...) live in support/, which this file puts on sys.path, so that a
+test imports them by their plain name however it is run (the whole suite,
+one folder, or one file: pytest loads this conftest for each).  There is
+no __init__.py: each test folder goes on sys.path by itself (pytest's
+"prepend" import mode), and the checkout's root never does, so that under CI
+the source tree's numbavec/ cannot shadow the installed one.  Test file
+names stay unique across the folders for that reason.
 """
 import linecache
 import os
@@ -20,12 +30,21 @@ from numbavec import vectorize
 # checkout after an in-place build): child interpreters must import the same.
 NUMBAVEC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(numbavec.__file__)))
 
+# tests/ (this file's folder) and tests/support/ (the shared helper modules):
+# a child interpreter that imports a test module puts both on its sys.path.
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+SUPPORT_DIR = os.path.join(TESTS_DIR, "support")
+TEST_PATHS = [TESTS_DIR, SUPPORT_DIR]
+if SUPPORT_DIR not in sys.path:
+    sys.path.insert(0, SUPPORT_DIR)
+
 TARGETS = ["cpu", "parallel"]
 
 # The CUDA pieces a test may need: a GPU (with its driver), or ptxas alone,
 # which checks the PTX we generate on every machine with the toolkit.
 GPU = numbavec.cuda.is_available()
-needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA driver or device")
+NO_GPU = "no CUDA driver or device"
+needs_gpu = pytest.mark.skipif(not GPU, reason=NO_GPU)  # also marks the test `gpu` (below)
 PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 HAVE_PTXAS = os.path.exists(PTXAS)
 needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (the CUDA toolkit)")
@@ -44,6 +63,15 @@ def assemble(ptx, arch, tmp_path):
     """Assembles ptx with ptxas for arch; fails the test with ptxas's message."""
     error = ptxas_error(ptx, arch, tmp_path)
     assert error is None, f"ptxas -arch={arch} failed:\n{error}\n{ptx[:4000]}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test skipped by needs_gpu carries the `gpu` marker, so that
+    `-m "not gpu"` (the quick subset) and `-m gpu` (a GPU machine) select by
+    what a test needs without a second decorator on each."""
+    for item in items:
+        if any(m.kwargs.get("reason") == NO_GPU for m in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.gpu)
 
 
 @pytest.fixture(params=TARGETS)

@@ -12,6 +12,8 @@ import pytest
 
 import numbavec
 
+pytestmark = pytest.mark.slow  # mypy --strict over the stubs and an example
+
 HERE = Path(__file__).parent
 
 

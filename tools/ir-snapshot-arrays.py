@@ -6,12 +6,12 @@ into src/compiler/arrays/).
 
     python tools/ir-snapshot-arrays.py OUTDIR [TESTFILE ...]   # then: diff -r OLD NEW
 
-First ARRAY_KERNELS: each kernel of tests/array_kernels.py (views,
+First ARRAY_KERNELS: each kernel of tests/support/array_kernels.py (views,
 assignment, reductions, masks, axes, sorting, dot, allocation) compiled for
 float32 and float64 on cpu, in a child process with PYTHONHASHSEED=0 and
 NUMBAVEC_DUMP=llvm: OUTDIR/array_kernels/<name>-<float>.ll holds its IR
 before optimisation (the dump) and after (inspect_llvm).  Then PROGRAMS
-seeded random scalar kernels of tests/progs.py (the solver, the builtins'
+seeded random scalar kernels of tests/support/progs.py (the solver, the builtins'
 typing rules, control flow), each signature into OUTDIR/programs/.
 
 Then, for each test file named (none by default: a run of the tests under
@@ -52,7 +52,7 @@ def run_tests(outdir, test):
 
 def kernel_snapshot(outdir):
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     import array_kernels
     from array_kernels import signature
     from numbavec import guvectorize

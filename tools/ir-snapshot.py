@@ -4,8 +4,8 @@ change that should not alter it (a pure move inside src/compiler/).
 
     python tools/ir-snapshot.py OUTDIR [TEST_FILE ...]   # then: diff -r OLD NEW
 
-Runs each test file (default: tests/test_language.py, tests/test_arrays.py,
-tests/test_vectorize.py) under pytest in a child process of its own with
+Runs each test file (default: tests/compiler/test_language.py, tests/compiler/test_arrays.py,
+tests/ufunc/test_vectorize.py) under pytest in a child process of its own with
 NUMBAVEC_DUMP=ir,llvm and PYTHONHASHSEED=0, and splits what the compiler
 prints on stderr into one file per compiled kernel, in the order they were
 compiled: OUTDIR/<test file>/<n>-<label>.ir (the typed IR, the lowering and
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ["tests/test_language.py", "tests/test_arrays.py", "tests/test_vectorize.py"]
+DEFAULT = ["tests/compiler/test_language.py", "tests/compiler/test_arrays.py", "tests/ufunc/test_vectorize.py"]
 IR_HEAD = re.compile(r"^; ---- typed IR: (.*) ----$")
 LL_HEAD = re.compile(r"^=== numbavec: LLVM IR before optimisation of module '(.*)' ===$")
 

@@ -22,22 +22,22 @@ Mutant = namedtuple("Mutant", "id file find replace why tests nth gpu",
 # issue 34's first round: its wide check found them killing T04 and the
 # first F03).  NEW: the tests written against the survivors of
 # issue 34's round (absent in its 'before' round).
-UFUNC = ["tests/test_loops.py", "tests/test_vectorize.py", "tests/test_parallel.py",
-         "tests/test_raise.py"]
-GUFUNC = ["tests/test_guvectorize.py", "tests/test_gufunc_dynamic.py", "tests/test_raise.py",
-          "tests/test_arrays.py"]
-POOL = ["tests/test_parallel.py", "tests/test_pool.py", "tests/test_raise.py",
-        "tests/test_guvectorize.py", "tests/test_loops.py"]
-TYPES = ["tests/test_typing.py", "tests/test_vectorize.py", "tests/test_lazy.py",
-         "tests/test_language.py", "tests/test_numba_compat.py"]
-CUDA = ["tests/test_cuda_vectorize.py", "tests/test_cuda_gufunc.py", "tests/test_cuda_interop.py"]
+UFUNC = ["tests/ufunc/test_loops.py", "tests/ufunc/test_vectorize.py", "tests/host/test_parallel.py",
+         "tests/compiler/test_raise.py"]
+GUFUNC = ["tests/gufunc/test_guvectorize.py", "tests/gufunc/test_gufunc_dynamic.py", "tests/compiler/test_raise.py",
+          "tests/compiler/test_arrays.py"]
+POOL = ["tests/host/test_parallel.py", "tests/host/test_pool.py", "tests/compiler/test_raise.py",
+        "tests/gufunc/test_guvectorize.py", "tests/ufunc/test_loops.py"]
+TYPES = ["tests/test_typing.py", "tests/ufunc/test_vectorize.py", "tests/ufunc/test_lazy.py",
+         "tests/compiler/test_language.py", "tests/ufunc/test_numba_compat.py"]
+CUDA = ["tests/cuda/test_cuda_vectorize.py", "tests/cuda/test_cuda_gufunc.py", "tests/cuda/test_cuda_interop.py"]
 
 NEW = {
-    "ufunc": ["tests/test_ufunc_blocks.py"],
-    "gufunc": ["tests/test_gufunc_limits.py"],
-    "types": ["tests/test_promotion.py", "tests/test_arith_edges.py"],
-    "cache": ["tests/test_cache_key.py"],
-    "cuda": ["tests/test_cuda_plan_edges.py"],
+    "ufunc": ["tests/ufunc/test_ufunc_blocks.py"],
+    "gufunc": ["tests/gufunc/test_gufunc_limits.py"],
+    "types": ["tests/compiler/test_promotion.py", "tests/compiler/test_arith_edges.py"],
+    "cache": ["tests/cache/test_cache_key.py"],
+    "cuda": ["tests/cuda/test_cuda_plan_edges.py"],
 }
 
 
@@ -52,17 +52,17 @@ def _with(base, *extra):
 
 FILE_TESTS = {
     "src/vectorize/loops.c": _with(UFUNC, "ufunc"),
-    "src/vectorize/dufunc.c": _with(["tests/test_vectorize.py", "tests/test_lazy.py",
-                                     "tests/test_loops.py"], "ufunc", "types"),
+    "src/vectorize/dufunc.c": _with(["tests/ufunc/test_vectorize.py", "tests/ufunc/test_lazy.py",
+                                     "tests/ufunc/test_loops.py"], "ufunc", "types"),
     "src/gufunc/loops.c": _with(GUFUNC, "gufunc"),
     "src/gufunc/call.c": _with(GUFUNC, "gufunc"),
-    "src/gufunc/layout.c": _with(GUFUNC + ["tests/test_cuda_gufunc.py"], "gufunc"),
+    "src/gufunc/layout.c": _with(GUFUNC + ["tests/cuda/test_cuda_gufunc.py"], "gufunc"),
     "src/gufunc/gufunc.c": _with(GUFUNC, "gufunc"),
     "src/targets/pool.c": _with(POOL, "ufunc", "gufunc"),
     "src/targets/parallel.c": _with(POOL, "ufunc", "gufunc"),
     "src/compiler/cctype.c": _with(TYPES, "types"),
-    "src/compiler/arith.c": _with(TYPES + ["tests/test_loops.py"], "types"),
-    "numbavec/cache.py": _with(["tests/test_cache.py"], "cache"),
+    "src/compiler/arith.c": _with(TYPES + ["tests/ufunc/test_loops.py"], "types"),
+    "numbavec/cache.py": _with(["tests/cache/test_cache.py"], "cache"),
     "src/targets/cuda/cucall.c": _with(CUDA, "cuda"),
     "src/targets/cuda/cugucall.c": _with(CUDA, "cuda"),
     "src/targets/cuda/launch.c": _with(CUDA, "cuda"),
@@ -73,8 +73,8 @@ FILE_TESTS = {
 # file but the slow ones that cannot reach these files (PTX assembly, the
 # language's and the device functions' front end, pickling by value), which
 # a file's own selection keeps where they can.
-WIDE_EXCLUDE = ["tests/test_cuda_ptx.py", "tests/test_language.py",
-                "tests/test_devicefuncs.py", "tests/test_pickle_by_value.py"]
+WIDE_EXCLUDE = ["tests/cuda/test_cuda_ptx.py", "tests/compiler/test_language.py",
+                "tests/compiler/test_devicefuncs.py", "tests/cache/test_pickle_by_value.py"]
 
 
 def wide_tests(path):
@@ -84,7 +84,7 @@ def wide_tests(path):
     import os
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     every = sorted(os.path.relpath(p, root)
-                   for p in glob.glob(os.path.join(root, "tests", "test_*.py")))
+                   for p in glob.glob(os.path.join(root, "tests", "**", "test_*.py"), recursive=True))
     own = FILE_TESTS.get(path, [])
     return [p for p in every if p not in WIDE_EXCLUDE and p not in own]
 

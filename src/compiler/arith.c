@@ -83,7 +83,8 @@ int_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
 /*
  * Integer a ** b by squaring.  A negative exponent gives the truncated
  * value of the exact result: 1 for a == 1, +-1 for a == -1, else 0
- * (NumPy raises for arrays; a kernel cannot, see DESIGN.md).
+ * (NumPy raises for arrays; a kernel cannot: docs/DESIGN-NOTES.md, section 7,
+ * kernel language semantics).
  *
  * A constant exponent (x ** 3, the usual case) is multiplied out in line;
  * any other calls one function per kind and module, `numbavec.ipow.<kind>`,

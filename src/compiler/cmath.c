@@ -6,7 +6,7 @@
  * C99 functions when it has them, as glibc does, so calling the same
  * functions gives NumPy's results bit for bit, branch cuts and special
  * values included (where NumPy and Python's cmath disagree, we follow
- * NumPy, see docs/DESIGN-NOTES.md).  A `double complex` argument cannot be
+ * NumPy, see docs/HISTORY.md, "Device functions").  A `double complex` argument cannot be
  * spelled portably in LLVM IR: the x86-64 System V ABI passes and returns
  * double complex in two SSE registers ({double, double} returned,
  * (double, double) passed) and float complex packed in one (<2 x float>),

@@ -12,7 +12,7 @@
  * libNVVM) runs inside a cg_run, so that a Python exception comes back where
  * an abort or std::terminate used to.
  *
- * What a thrown step leaves (DESIGN-NOTES, "Out of memory in LLVM"): LLVM
+ * What a thrown step leaves (docs/HISTORY.md, "Out of memory in LLVM"): LLVM
  * has no cleanup code, so the frames the exception crossed released nothing
  * and may have left value handles pointing into their stack.  The LLVM
  * context the step worked in is therefore never touched again: the caller

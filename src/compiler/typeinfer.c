@@ -1,7 +1,7 @@
 /*
  * typeinfer.c - types every node of a lowered function.
  *
- * Rules (DESIGN.md, "Semantics of the kernel language"):
+ * Rules (docs/DESIGN-NOTES.md, section 7, kernel language semantics):
  *  - arithmetic between typed values follows NumPy 2's result_type;
  *  - Python literals and the results of int()/float()/complex() and of the
  *    math module are weak (NEP 50): they take the other operand's kind, so

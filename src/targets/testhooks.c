@@ -1,7 +1,7 @@
 /*
  * testhooks.c - test-only entry points into the parallel target.
  *
- * tests/test_pool.py and benchmarks/bench_pool_hooks.py exercise the pool
+ * tests/host/test_pool.py and benchmarks/bench_pool_hooks.py exercise the pool
  * without the compiler: _core._parallel_test_ufunc(name) returns a real
  * numpy.ufunc whose one loop, written here in C, is wrapped by a target
  * exactly as a JIT-compiled loop would be.  _core._pool_stats() and

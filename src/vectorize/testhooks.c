@@ -1,7 +1,7 @@
 /*
  * testhooks.c - internals of the loop and JIT layers exposed to the tests.
  *
- * Lets tests/test_loops.py build a ufunc from hand-written LLVM IR, without
+ * Lets tests/ufunc/test_loops.py build a ufunc from hand-written LLVM IR, without
  * the kernel compiler, so that the loop wrappers (loops.c), the JIT (jit.c)
  * and ufunc creation (ufunc.c) are tested on their own:
  *
