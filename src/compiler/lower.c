@@ -348,12 +348,19 @@ save_assigned(Lower *L)
 }
 
 /* After a branch, a variable is assigned if it is on every path that goes
- * on; a terminated path does not go on. */
+ * on; a terminated path does not go on.  LW_UNLESS_EMPTY on one path
+ * (bound unless a loop ran no iteration) stays that. */
+static char
+weaker(char a, char b)
+{
+    return a == 0 || b == 0 ? 0 : a == LW_UNLESS_EMPTY ? a : b;
+}
+
 static void
 merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term)
 {
     for (int i = 0; i < L->nassigned; i++) {
-        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : (char)(a[i] && b[i]);
+        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : weaker(a[i], b[i]);
     }
     L->terminated = a_term && b_term;
 }
@@ -677,6 +684,9 @@ lower_name(Lower *L, PyObject *node)
                      "assigned",
                      name);
             return NULL;
+        }
+        if (L->assigned[var->index] == LW_UNLESS_EMPTY && !L->terminated) {
+            return lw_checked_read(L, node, var, name); /* a for loop's, after it */
         }
         CcNode *n = lw_new_node(L, ND_VAR, node);
         if (n != NULL) {
@@ -1820,7 +1830,8 @@ lower_augassign(Lower *L, PyObject *node)
         }
         goto done;
     }
-    if (lhs == NULL || op == NULL || opcode < 0 || lhs->kind != ND_VAR) {
+    if (lhs == NULL || op == NULL || opcode < 0
+        || (lhs->kind != ND_VAR && lhs->kind != ND_INLINE)) { /* a checked read: a name */
         if (lhs != NULL && lhs->kind != ND_VAR && !PyErr_Occurred()) {
             cc_error(L->fn, lw_loc_of(L, node), "only local variables can be updated in a kernel");
         }
@@ -2433,10 +2444,12 @@ lower_for_each(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
     }
     CcNode *user = loop_body(L, node, &before);
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, body); /* in the else block, then after the loop */
     if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, body);
     L->terminated = 0;
     body->args[body->nargs++] = user;
     loop->then = body;
@@ -2480,10 +2493,12 @@ index_loop_body(Lower *L, PyObject *node, CcNode *loop, CcNode *body, PyObject *
     }
     CcNode *user = loop_body(L, node, &before);
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, body->args[0]);
     if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return -1;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, body->args[0]);
     L->terminated = 0;
     body->args[1] = user;
     body->nargs = 2;
@@ -2626,10 +2641,12 @@ lower_for(Lower *L, PyObject *node)
     mark_assigned(L, n->var); /* inside the body only */
     n->then = loop_body(L, node, &before);
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, n); /* in the else block, then after the loop */
     if (n->then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, n);
     L->terminated = 0;
     result = n;
 done:
@@ -2904,7 +2921,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     if (body != NULL) {
         body->loc = fn->body->loc;
         fn->body = body;
-        rc = 0;
+        rc = lw_rebind(fn); /* each binding its own variable where they never meet */
     }
 done:
     Py_XDECREF(L.errors);

@@ -7,6 +7,8 @@
  *   resolve.c  names that are not locals, frozen into constants; Python
  *              int arithmetic on constants, folded
  *   inline.c   device functions, inlined at each call
+ *   rebind.c   each binding of a name its own variable (SSA-like webs);
+ *              a for loop's variable read after the loop, checked
  *
  * Cross-file functions carry the prefix lw_; everything else stays static
  * in its file.  Each section below belongs to one .c file.
@@ -161,5 +163,21 @@ int lw_is_device_function(PyObject *obj);
 /* The call `node` of callee (an Inline, borrowed) as an ND_INLINE
  * expression: the callee's body lowered in place.  NULL with an exception. */
 CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
+
+/* ---- rebind.c ---- */
+
+/* L->assigned's third state: bound unless a for loop ran no iteration (a
+ * read then raises UnboundLocalError, lw_checked_read). */
+#define LW_UNLESS_EMPTY 2
+/* After a for loop: the variables def (the loop's binding of its target:
+ * ND_FOR_RANGE, ND_ASSIGN or ND_UNPACK, or a block of them) binds are LW_UNLESS_EMPTY where
+ * nothing else bound them. */
+void lw_bound_after_loop(Lower *L, const CcNode *def);
+/* The read at node of var (the local `name`, LW_UNLESS_EMPTY here), which
+ * raises UnboundLocalError when no binding of it ran; NULL with an error. */
+CcNode *lw_checked_read(Lower *L, PyObject *node, CcVar *var, const char *name);
+/* The last step of cc_lower: sets the flags lw_checked_read tests, and
+ * splits each variable into the sets of its bindings that meet.  0/-1. */
+int lw_rebind(CcFunction *fn);
 
 #endif /* NV_COMPILER_LOWER_H */
