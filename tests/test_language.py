@@ -974,8 +974,9 @@ def test_error_wrong_arity(tmp_path):
 
 
 def test_error_names_variable_and_line(tmp_path):
-    body = "x = a\nwhile x > b:\n    y = x\n    x = x - 1\nreturn y"
-    fn, path, def_line = _error_kernel(str(tmp_path), "while_unassigned", body)
+    # (after a while loop, y would be read checked at run time: issue 36)
+    body = "x = a\nif x > b:\n    y = x\n    x = x - 1\nreturn y"
+    fn, path, def_line = _error_kernel(str(tmp_path), "if_unassigned", body)
     with pytest.raises(numbavec.TypingError) as info:
         vectorize(["float64(float64, float64)"])(fn)
     msg = str(info.value)

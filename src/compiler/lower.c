@@ -349,18 +349,12 @@ save_assigned(Lower *L)
 
 /* After a branch, a variable is assigned if it is on every path that goes
  * on; a terminated path does not go on.  LW_UNLESS_EMPTY on one path
- * (bound unless a loop ran no iteration) stays that. */
-static char
-weaker(char a, char b)
-{
-    return a == 0 || b == 0 ? 0 : a == LW_UNLESS_EMPTY ? a : b;
-}
-
+ * (bound unless a loop ran no iteration) stays that (lw_weaker). */
 static void
 merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term)
 {
     for (int i = 0; i < L->nassigned; i++) {
-        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : weaker(a[i], b[i]);
+        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : lw_weaker(a[i], b[i]);
     }
     L->terminated = a_term && b_term;
 }
@@ -686,7 +680,7 @@ lower_name(Lower *L, PyObject *node)
             return NULL;
         }
         if (L->assigned[var->index] == LW_UNLESS_EMPTY && !L->terminated) {
-            return lw_checked_read(L, node, var, name); /* a for loop's, after it */
+            return lw_checked_read(L, node, var, name); /* a loop's, after it */
         }
         CcNode *n = lw_new_node(L, ND_VAR, node);
         if (n != NULL) {
@@ -2228,17 +2222,24 @@ lower_if(Lower *L, PyObject *node)
 }
 
 /* Lowers a loop body: assignments in it may not happen; break/continue
- * end the path inside, not after the loop. */
+ * end the path inside, not after the loop.  L->ran: what one iteration
+ * binds on every way out of it (lw_bound_after_loop). */
 static CcNode *
 loop_body(Lower *L, PyObject *node, const char **before_out)
 {
-    char *before = save_assigned(L);
+    char *before = save_assigned(L), *outer = L->jumped;
     if (before == NULL) {
         return NULL;
     }
     L->loop_depth++;
+    L->jumped = NULL;
     CcNode *body = lw_lower_block(L, node, "body");
     L->loop_depth--;
+    if (body != NULL && lw_meet_jump(L) < 0) { /* the body's end: the back edge */
+        body = NULL;
+    }
+    L->ran = L->jumped;
+    L->jumped = outer;
     memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = 0;
     *before_out = before;
@@ -2252,11 +2253,16 @@ lower_while(Lower *L, PyObject *node)
     const char *before;
     CcNode *n = lw_new_node(L, ND_WHILE, node);
     if (n == NULL || (n->cond = lower_attr_expr(L, node, "test")) == NULL
-        || (n->then = loop_body(L, node, &before)) == NULL
-        || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
+        || (n->then = loop_body(L, node, &before)) == NULL) {
+        return NULL;
+    }
+    const char *ran = L->ran;
+    lw_bound_after_loop(L, ran); /* in the else block, then after the loop */
+    if ((n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
     memcpy(L->assigned, before, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     return n;
 }
@@ -2443,13 +2449,14 @@ lower_for_each(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
         mark_assigned(L, body->args[i]->var); /* inside the body only */
     }
     CcNode *user = loop_body(L, node, &before);
+    const char *ran = L->ran;
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    lw_bound_after_loop(L, body); /* in the else block, then after the loop */
+    lw_bound_after_loop(L, ran); /* in the else block, then after the loop */
     if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    lw_bound_after_loop(L, body);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     body->args[body->nargs++] = user;
     loop->then = body;
@@ -2492,13 +2499,14 @@ index_loop_body(Lower *L, PyObject *node, CcNode *loop, CcNode *body, PyObject *
         return -1;
     }
     CcNode *user = loop_body(L, node, &before);
+    const char *ran = L->ran;
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    lw_bound_after_loop(L, body->args[0]);
+    lw_bound_after_loop(L, ran);
     if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return -1;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    lw_bound_after_loop(L, body->args[0]);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     body->args[1] = user;
     body->nargs = 2;
@@ -2640,13 +2648,14 @@ lower_for(Lower *L, PyObject *node)
     }
     mark_assigned(L, n->var); /* inside the body only */
     n->then = loop_body(L, node, &before);
+    const char *ran = L->ran;
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    lw_bound_after_loop(L, n); /* in the else block, then after the loop */
+    lw_bound_after_loop(L, ran); /* in the else block, then after the loop */
     if (n->then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
-    lw_bound_after_loop(L, n);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     result = n;
 done:
@@ -2661,6 +2670,9 @@ lower_jump(Lower *L, PyObject *node, CcNodeKind kind)
     if (L->loop_depth == 0) {
         cc_error(L->fn, lw_loc_of(L, node), "'%s' outside a loop",
                  kind == ND_BREAK ? "break" : "continue");
+        return NULL;
+    }
+    if (lw_meet_jump(L) < 0) { /* leaves this iteration */
         return NULL;
     }
     L->terminated = 1;

@@ -26,34 +26,52 @@
  *         reaches a read gets a new local, copied from the argument first,
  *         so the argument keeps its signature's type and the local
  *         promotes (Numba unifies there too).
- *  - A for loop's variable, read after the loop where no other binding
- *    need have happened (lower.c marks it LW_UNLESS_EMPTY: bound unless
- *    the loop ran no iteration): the read (lw_checked_read) tests a flag
- *    that every binding of the name sets, cleared where the function (or
- *    inlined body) starts, and raises UnboundLocalError with Python's
- *    message when it is clear.
+ *  - A name a loop binds on every way out of an iteration (its variable, a
+ *    name its body always binds), read after the loop where nothing else
+ *    need have bound it: lower.c marks it LW_UNLESS_EMPTY (bound unless
+ *    the loop ran no iteration), and the read (lw_checked_read) tests a
+ *    flag that every binding of the name sets, cleared where the function
+ *    (or inlined body) starts, raising UnboundLocalError with Python's
+ *    message when it is clear (Numba reads garbage there).
  */
 #include "compiler/lower.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- reads after a for loop (called while lowering) ---- */
+/* ---- reads after a loop (called while lowering) ---- */
+
+char
+lw_weaker(char a, char b)
+{
+    return a == 0 || b == 0 ? 0 : a == LW_UNLESS_EMPTY ? a : b;
+}
+
+int
+lw_meet_jump(Lower *L)
+{
+    if (L->terminated) {
+        return 0;
+    }
+    if (L->jumped == NULL) {
+        if ((L->jumped = cc_alloc(L->fn->arena, (size_t)L->nassigned + 1)) == NULL) {
+            return -1;
+        }
+        memcpy(L->jumped, L->assigned, (size_t)L->nassigned);
+        return 0;
+    }
+    for (int i = 0; i < L->nassigned; i++) {
+        L->jumped[i] = lw_weaker(L->jumped[i], L->assigned[i]);
+    }
+    return 0;
+}
 
 void
-lw_bound_after_loop(Lower *L, const CcNode *def)
+lw_bound_after_loop(Lower *L, const char *ran)
 {
-    for (int i = 0; def != NULL && def->kind == ND_BLOCK && i < def->nargs; i++) {
-        lw_bound_after_loop(L, def->args[i]); /* a for-each loop's targets */
-    }
-    if (def != NULL && def->kind == ND_BLOCK) {
-        return;
-    }
-    int n = def == NULL ? 0 : def->kind == ND_UNPACK ? def->nargs : 1;
-    for (int i = 0; i < n; i++) {
-        CcVar *v = def->kind == ND_UNPACK ? def->vars[i] : def->var;
-        if (v != NULL && v->index < L->nassigned && L->assigned[v->index] == 0) {
-            L->assigned[v->index] = LW_UNLESS_EMPTY;
+    for (int i = 0; ran != NULL && i < L->nassigned; i++) {
+        if (L->assigned[i] == 0 && ran[i] != 0) {
+            L->assigned[i] = LW_UNLESS_EMPTY;
         }
     }
 }
