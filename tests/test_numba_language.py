@@ -372,3 +372,71 @@ def test_the_message_is_pythons(target):
     with pytest.raises(UnboundLocalError) as want:
         last_below(0, 1)
     assert str(got.value) == str(want.value)
+
+
+def last_positive(a, out):
+    """A name the loop's body binds on every way out of an iteration (here
+    its end and its break), read after the loop."""
+    for i in range(a.shape[0]):
+        v = a[i]
+        if v > 0:
+            break
+    out[0] = v
+
+
+def test_a_name_the_body_binds_after_the_loop(target):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(last_positive)
+    a = np.array([[-1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]])
+    check_gufunc(gu, last_positive, [a], [np.zeros(2)])
+    check_gufunc(gu, last_positive, [np.zeros((2, 0))], [np.zeros(2)])
+
+
+def nested_last(n):
+    """The inner loop's variable after the outer loop: unbound when no
+    outer iteration ran the inner loop (n is 0 or 1)."""
+    for i in range(n):
+        for j in range(i):
+            pass
+    return i * 100 + j
+
+
+def test_an_inner_loops_variable_after_the_outer_loop(target):
+    u = vectorize(["int64(int64)"], target=target)(nested_last)
+    check_vectorize(u, nested_last, [2, 5, 3])
+    check_vectorize(u, nested_last, [2, 1, 3])
+
+
+def halvings(x):
+    """while loops: a name bound by every iteration, read after."""
+    while x > 1.0:
+        steps = x
+        x = x / 2
+    return steps
+
+
+def until_small(x):
+    while True:
+        y = x * 0.5
+        if y < 1.0:
+            break
+        x = y
+    return y
+
+
+def test_names_a_while_loop_binds(target):
+    u = vectorize(["float64(float64)"], target=target)(halvings)
+    check_vectorize(u, halvings, [3.0, 100.0, 1.5])
+    check_vectorize(u, halvings, [3.0, 0.5, 1.5])  # no iteration: UnboundLocalError
+    w = vectorize(["float64(float64)"], target=target)(until_small)
+    check_vectorize(w, until_small, [3.0, 100.0, 0.25])
+
+
+def branch_only(x):
+    if x > 0:
+        y = 1.0
+    return y
+
+
+def test_a_name_bound_on_one_branch_stays_a_typing_error(target):
+    with pytest.raises(numbavec.TypingError, match="'y' may be used before it is assigned"):
+        vectorize(["float64(float64)"], target=target)(branch_only)
