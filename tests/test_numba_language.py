@@ -440,3 +440,23 @@ def branch_only(x):
 def test_a_name_bound_on_one_branch_stays_a_typing_error(target):
     with pytest.raises(numbavec.TypingError, match="'y' may be used before it is assigned"):
         vectorize(["float64(float64)"], target=target)(branch_only)
+
+
+def ordered_span(lo, hi):
+    """A parameter bound again to a tuple, indexed by constants (a
+    parameter's subscripts were taken for array indexing)."""
+    lo = (lo, hi) if lo <= hi else (hi, lo)
+    return lo[1] - lo[0]
+
+
+def pair_of_ends(a, out):
+    a = (a[0], a[a.shape[0] - 1])
+    out[0] = a[1] - a[0]
+
+
+def test_a_parameter_rebound_to_a_tuple(target):
+    u = vectorize(["float64(float64, float64)"], target=target)(ordered_span)
+    check_vectorize(u, ordered_span, [1.0, 5.0, -2.0], [3.0, 2.0, -2.0])
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(pair_of_ends)
+    check_gufunc(gu, pair_of_ends, [np.array([[1.0, 4.0, 9.0], [2.0, 0.0, -1.0]])],
+                 [np.zeros(2)])

@@ -320,7 +320,11 @@ lw_collect_locals(Lower *L, PyObject *funcdef)
             } else if (lw_ast_kind(ctx) == A_STORE) {
                 const char *name = lw_get_str(L, node, "id");
                 name = lw_scoped(L, name);
-                rc = (name == NULL || lw_add_var(L->fn, name) == NULL) ? -1 : 0;
+                CcVar *v = name != NULL ? lw_add_var(L->fn, name) : NULL;
+                rc = v == NULL ? -1 : 0;
+                if (v != NULL && v->is_param) {
+                    v->rebound = 1; /* its name may hold a tuple (is_param_name) */
+                }
             }
             Py_XDECREF(ctx);
         }
@@ -742,9 +746,10 @@ builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
 
 /* ---- arrays ---- */
 
-/* Nonzero when node is the name of a parameter: a parameter's subscripts are
- * always array indexing (a gufunc's arrays); other subscripts by a constant
- * are tuple items until typeinfer finds an array there. */
+/* Nonzero when node is the name of a parameter never bound again: a
+ * parameter's subscripts are always array indexing (a gufunc's arrays);
+ * other subscripts by a constant are tuple items until typeinfer finds an
+ * array there. */
 static int
 is_param_name(Lower *L, PyObject *node)
 {
@@ -754,7 +759,7 @@ is_param_name(Lower *L, PyObject *node)
     const char *name = lw_get_str(L, node, "id");
     CcVar *var = name != NULL ? find_var(L->fn, name) : NULL;
     PyErr_Clear();
-    return var != NULL && var->is_param;
+    return var != NULL && var->is_param && !var->rebound;
 }
 
 /* A part of a slice (start, stop or step): NULL when left out (*ok stays 1). */
