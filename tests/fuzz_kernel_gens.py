@@ -402,7 +402,9 @@ UNDEFINED = [
     "if x > 0:\n    acc = x\nreturn -acc",
     "if x > 0:\n    acc = x\nreturn abs(acc)",
     "if x > 0:\n    acc = x\nreturn (acc, y)[0]",
-    "while x < 0:\n    t = x\n    x = x + 1\nreturn t",
+    # bound after the loop unless it ran no iteration (UnboundLocalError then, issue 36);
+    # k bounds the loop: x may be -2**63 or -inf
+    "k = 0\nwhile x < 0 and k < 3:\n    t = x\n    x = x + 1\n    k += 1\nreturn t",
     "for i in range(int(y) % 3):\n    t = i\nreturn t",
     "k = 0\nwhile k < 2:\n    k += 1\n    if k == 2:\n        t = x\nreturn t",
     "if x > 0:\n    pass\nelse:\n    t = y\nt += x\nreturn t",
