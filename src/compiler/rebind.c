@@ -1,6 +1,6 @@
 /*
- * rebind.c - names bound more than once, and a for loop's variable read
- * after its loop (issue 36).  The last step of lowering: cc_lower calls
+ * rebind.c - names bound more than once, and names a loop binds read
+ * after the loop (issue 36).  The last step of lowering: cc_lower calls
  * lw_rebind on the whole tree, device functions inlined, before typing.
  *
  *  - Each binding of a name is its own variable, as in Numba's SSA form.
