@@ -213,6 +213,9 @@ typedef struct CcVar {
     /* typeinfer: assigned by a statement that failed to type, so an error
      * where it is read may follow from that one alone */
     int poisoned;
+    /* lower (rebind.c): the flag its reads after a loop test */
+    struct CcVar *bound;
+    int rebound; /* lower: a parameter the function binds again */
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is

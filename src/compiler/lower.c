@@ -325,7 +325,11 @@ lw_collect_locals(Lower *L, PyObject *funcdef)
             } else if (lw_ast_kind(ctx) == A_STORE) {
                 const char *name = lw_get_str(L, node, "id");
                 name = lw_scoped(L, name);
-                rc = (name == NULL || lw_add_var(L->fn, name) == NULL) ? -1 : 0;
+                CcVar *v = name != NULL ? lw_add_var(L->fn, name) : NULL;
+                rc = v == NULL ? -1 : 0;
+                if (v != NULL && v->is_param) {
+                    v->rebound = 1; /* its name may hold a tuple (is_param_name) */
+                }
             }
             Py_XDECREF(ctx);
         }
@@ -353,12 +357,13 @@ lw_save_assigned(Lower *L)
 }
 
 /* After a branch, a variable is assigned if it is on every path that goes
- * on; a terminated path does not go on. */
+ * on; a terminated path does not go on.  LW_UNLESS_EMPTY on one path
+ * (bound unless a loop ran no iteration) stays that (lw_weaker). */
 void
 lw_merge_assigned(Lower *L, const char *a, int a_term, const char *b, int b_term)
 {
     for (int i = 0; i < L->nassigned; i++) {
-        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : (char)(a[i] && b[i]);
+        L->assigned[i] = a_term ? b[i] : b_term ? a[i] : lw_weaker(a[i], b[i]);
     }
     L->terminated = a_term && b_term;
 }
@@ -505,7 +510,7 @@ cc_lower(CcFunction *fn, PyObject *funcdef, PyObject *pyfunc)
     if (body != NULL) {
         body->loc = fn->body->loc;
         fn->body = body;
-        rc = 0;
+        rc = lw_rebind(fn); /* each binding its own variable where they never meet */
     }
 done:
     Py_XDECREF(L.errors);

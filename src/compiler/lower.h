@@ -13,6 +13,8 @@
  *   resolve.c   names that are not locals, frozen into constants; Python
  *               int arithmetic on constants, folded
  *   inline.c    device functions, inlined at each call
+ *   rebind.c    each binding of a name its own variable (SSA-like webs);
+ *               a name a loop binds, read after the loop, checked
  *
  * Cross-file functions carry the prefix lw_; everything else stays static
  * in its file.  Each section below belongs to one .c file.
@@ -100,6 +102,11 @@ typedef struct Lower {
      * not defined, which follows from the import's error alone */
     PyObject *unbound;
     int cascade;
+    /* rebind.c: the states at the ways out of the loop iteration being
+     * lowered (lw_meet_jump; NULL: none yet), and what loop_body leaves:
+     * their meet once the body is lowered (lw_bound_after_loop) */
+    char *jumped;
+    const char *ran;
 } Lower;
 
 /* node.attr: a new reference, or NULL.  NULL at once while an exception is
@@ -228,5 +235,27 @@ int lw_is_device_function(PyObject *obj);
 /* The call `node` of callee (an Inline, borrowed) as an ND_INLINE
  * expression: the callee's body lowered in place.  NULL with an exception. */
 CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
+
+/* ---- rebind.c ---- */
+
+/* L->assigned's third state: bound unless a loop ran no iteration (a
+ * read then raises UnboundLocalError, lw_checked_read). */
+#define LW_UNLESS_EMPTY 2
+/* Where two paths meet: 0 if a is or b is, else LW_UNLESS_EMPTY if a is
+ * or b is, else bound. */
+char lw_weaker(char a, char b);
+/* The current state (unless the path ended) meets L->jumped, the states
+ * of the ways out of the loop's iteration being lowered.  0/-1. */
+int lw_meet_jump(Lower *L);
+/* After a loop: each variable ran binds (the states one iteration leaves
+ * on every way out of it; NULL: none) is LW_UNLESS_EMPTY where nothing
+ * else bound it. */
+void lw_bound_after_loop(Lower *L, const char *ran);
+/* The read at node of var (the local `name`, LW_UNLESS_EMPTY here), which
+ * raises UnboundLocalError when no binding of it ran; NULL with an error. */
+CcNode *lw_checked_read(Lower *L, PyObject *node, CcVar *var, const char *name);
+/* The last step of cc_lower: sets the flags lw_checked_read tests, and
+ * splits each variable into the sets of its bindings that meet.  0/-1. */
+int lw_rebind(CcFunction *fn);
 
 #endif /* NV_COMPILER_LOWER_H */

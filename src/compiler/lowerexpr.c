@@ -324,6 +324,9 @@ lower_name(Lower *L, PyObject *node)
                      name);
             return NULL;
         }
+        if (L->assigned[var->index] == LW_UNLESS_EMPTY && !L->terminated) {
+            return lw_checked_read(L, node, var, name); /* a loop's, after it */
+        }
         CcNode *n = lw_new_node(L, ND_VAR, node);
         if (n != NULL) {
             n->var = var;
@@ -384,9 +387,10 @@ lw_builtin_call(Lower *L, PyObject *at, int builtin, CcNode **args, int nargs)
 
 /* ---- arrays ---- */
 
-/* Nonzero when node is the name of a parameter: a parameter's subscripts are
- * always array indexing (a gufunc's arrays); other subscripts by a constant
- * are tuple items until typeinfer finds an array there. */
+/* Nonzero when node is the name of a parameter never bound again: a
+ * parameter's subscripts are always array indexing (a gufunc's arrays);
+ * other subscripts by a constant are tuple items until typeinfer finds an
+ * array there. */
 int
 lw_is_param_name(Lower *L, PyObject *node)
 {
@@ -396,7 +400,7 @@ lw_is_param_name(Lower *L, PyObject *node)
     const char *name = lw_get_str(L, node, "id");
     CcVar *var = name != NULL ? lw_find_var(L->fn, name) : NULL;
     PyErr_Clear();
-    return var != NULL && var->is_param;
+    return var != NULL && var->is_param && !var->rebound;
 }
 
 /* A part of a slice (start, stop or step): NULL when left out (*ok stays 1). */

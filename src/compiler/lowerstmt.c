@@ -166,7 +166,8 @@ lower_augassign(Lower *L, PyObject *node)
         }
         goto done;
     }
-    if (lhs == NULL || op == NULL || opcode < 0 || lhs->kind != ND_VAR) {
+    if (lhs == NULL || op == NULL || opcode < 0
+        || (lhs->kind != ND_VAR && lhs->kind != ND_INLINE)) { /* a checked read: a name */
         if (lhs != NULL && lhs->kind != ND_VAR && !PyErr_Occurred()) {
             cc_error(L->fn, lw_loc_of(L, node), "only local variables can be updated in a kernel");
         }
@@ -565,17 +566,24 @@ lower_if(Lower *L, PyObject *node)
 }
 
 /* Lowers a loop body: assignments in it may not happen; break/continue
- * end the path inside, not after the loop. */
+ * end the path inside, not after the loop.  L->ran: what one iteration
+ * binds on every way out of it (lw_bound_after_loop). */
 static CcNode *
 loop_body(Lower *L, PyObject *node, const char **before_out)
 {
-    char *before = lw_save_assigned(L);
+    char *before = lw_save_assigned(L), *outer = L->jumped;
     if (before == NULL) {
         return NULL;
     }
     L->loop_depth++;
+    L->jumped = NULL;
     CcNode *body = lw_lower_block(L, node, "body");
     L->loop_depth--;
+    if (body != NULL && lw_meet_jump(L) < 0) { /* the body's end: the back edge */
+        body = NULL;
+    }
+    L->ran = L->jumped;
+    L->jumped = outer;
     memcpy(L->assigned, before, (size_t)L->nassigned);
     L->terminated = 0;
     *before_out = before;
@@ -589,11 +597,16 @@ lower_while(Lower *L, PyObject *node)
     const char *before;
     CcNode *n = lw_new_node(L, ND_WHILE, node);
     if (n == NULL || (n->cond = lw_lower_attr_expr(L, node, "test")) == NULL
-        || (n->then = loop_body(L, node, &before)) == NULL
-        || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
+        || (n->then = loop_body(L, node, &before)) == NULL) {
+        return NULL;
+    }
+    const char *ran = L->ran;
+    lw_bound_after_loop(L, ran); /* in the else block, then after the loop */
+    if ((n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return NULL;
     }
     memcpy(L->assigned, before, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     return n;
 }
@@ -780,11 +793,14 @@ lower_for_each(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
         mark_assigned(L, body->args[i]->var); /* inside the body only */
     }
     CcNode *user = loop_body(L, node, &before);
+    const char *ran = L->ran;
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran); /* in the else block, then after the loop */
     if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     body->args[body->nargs++] = user;
     loop->then = body;
@@ -827,11 +843,14 @@ index_loop_body(Lower *L, PyObject *node, CcNode *loop, CcNode *body, PyObject *
         return -1;
     }
     CcNode *user = loop_body(L, node, &before);
+    const char *ran = L->ran;
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran);
     if (user == NULL || (loop->els = lw_lower_block(L, node, "orelse")) == NULL) {
         return -1;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     body->args[1] = user;
     body->nargs = 2;
@@ -974,11 +993,14 @@ lower_for(Lower *L, PyObject *node)
     }
     mark_assigned(L, n->var); /* inside the body only */
     n->then = loop_body(L, node, &before);
+    const char *ran = L->ran;
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran); /* in the else block, then after the loop */
     if (n->then == NULL || (n->els = lw_lower_block(L, node, "orelse")) == NULL) {
         goto done;
     }
     memcpy(L->assigned, saved, (size_t)L->nassigned);
+    lw_bound_after_loop(L, ran);
     L->terminated = 0;
     result = n;
 done:
@@ -995,6 +1017,9 @@ lower_jump(Lower *L, PyObject *node, CcNodeKind kind)
     if (L->loop_depth == 0) {
         cc_error(L->fn, lw_loc_of(L, node), "'%s' outside a loop",
                  kind == ND_BREAK ? "break" : "continue");
+        return NULL;
+    }
+    if (lw_meet_jump(L) < 0) { /* leaves this iteration */
         return NULL;
     }
     L->terminated = 1;

@@ -199,12 +199,23 @@ def test_numpy_bool_globals(target):
     assert_like_py_func(u, _numpy_bools, [2.0, -1.0])
 
 
-@pytest.mark.parametrize("body", ["a = 1.0", "for a in range(3):\n    out[0] = a",
-                                  "a, b = 1.0, 2.0\nout[0] = b"])
-def test_assigning_an_array_parameter_is_a_typing_error(target, body):
-    """It corrupted the heap at decoration."""
-    k = kernel(body + "\nout[0] = 0.0", "a, out")
-    with pytest.raises(TypingError, match="cannot assign to 'a': it is an array argument"):
+@pytest.mark.parametrize("body", ["a = 1.0\nout[0] = a", "for a in range(3):\n    out[0] = a",
+                                  "a, b = 1.0, 2.0\nout[0] = b - a"])
+def test_rebinding_an_array_parameter(target, body):
+    """It corrupted the heap at decoration, then was a TypingError; now the
+    new binding is a variable of its own (issue 36), as Python's and Numba's."""
+    k = kernel(body, "a, out")
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
+    a, want = np.arange(4.0), np.zeros(1)
+    k(a, want)
+    assert gu(a) == want[0]
+
+
+def test_an_array_parameter_meeting_a_scalar_is_a_typing_error(target):
+    """Where the argument and the new binding reach one read, they are one
+    variable, and an array cannot meet a float."""
+    k = kernel("if len(a) > 2:\n    a = 1.0\nout[0] = a[0]", "a, out")
+    with pytest.raises(TypingError, match="'a' is assigned both"):
         guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(k)
 
 

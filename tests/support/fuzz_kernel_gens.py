@@ -402,7 +402,9 @@ UNDEFINED = [
     "if x > 0:\n    acc = x\nreturn -acc",
     "if x > 0:\n    acc = x\nreturn abs(acc)",
     "if x > 0:\n    acc = x\nreturn (acc, y)[0]",
-    "while x < 0:\n    t = x\n    x = x + 1\nreturn t",
+    # bound after the loop unless it ran no iteration (UnboundLocalError then, issue 36);
+    # k bounds the loop: x may be -2**63 or -inf
+    "k = 0\nwhile x < 0 and k < 3:\n    t = x\n    x = x + 1\n    k += 1\nreturn t",
     "for i in range(int(y) % 3):\n    t = i\nreturn t",
     "k = 0\nwhile k < 2:\n    k += 1\n    if k == 2:\n        t = x\nreturn t",
     "if x > 0:\n    pass\nelse:\n    t = y\nt += x\nreturn t",
@@ -437,61 +439,67 @@ def gen_undefined(r):
 
 # ---------------------------------------------------------------- reassigned parameters
 
-REASSIGN = [  # (body, compared): a kernel's parameter keeps its declared type (DESIGN-NOTES),
-    # so these are compared only where that is the type Python ends with ("float": when the
-    # parameters are floats)
-    ("x = 1.0\nreturn x + y", "float"),
+REASSIGN = [  # (body, valid): each binding of a parameter is a variable of its own, or,
+    # where it meets the argument, a local copied from it that promotes (issue 36, as Numba
+    # unifies there), so every one that compiles is compared with py_func; "valid" ones
+    # must compile
+    ("x = 1.0\nreturn x + y", True),
     ("x = x * 2\nreturn x", True),
-    ("for x in range(3):\n    y = y + x\nreturn y", False),
+    ("for x in range(3):\n    y = y + x\nreturn y", True),
     ("x += 1\nreturn x", True),
     ("x, y = y, x\nreturn x - y", True),
     ("x = y = x + y\nreturn x * y", True),
     ("if x > 0:\n    x = -x\nreturn x", True),
-    ("k = 0\nwhile x > 1 and k < 60:\n    x = x / 2\n    k += 1\nreturn x", "float"),
-    ("x = 0.5\nreturn x", "float"),
-    ("x = (x, y)\nreturn y", False),
+    ("k = 0\nwhile x > 1 and k < 60:\n    x = x / 2\n    k += 1\nreturn x", True),
+    ("x = 0.5\nreturn x", True),
+    ("x = (x, y)\nreturn y", True),
     ("x = None\nreturn y", False),
     ("x = x.real\nreturn x", True),
-    ("for y in range(2):\n    x = x + y\nreturn x", False),
+    ("for y in range(2):\n    x = x + y\nreturn x", True),
     ("y = x if x > y else y\nx = y\nreturn x", True),
     ("x = f\nreturn y", False),
     ("x = math\nreturn y", False),
+    ("for x in range(int(y) % 3):\n    pass\nreturn x", False),  # UnboundLocalError at 0
+    ("x = x // 2\nx = x * 0.5\nreturn x", True),
 ]
 
-GU_REASSIGN = [  # bodies of g(a, out) for '(n)->()', void(T[:], T[:])
-    "a = 1.0\nout[0] = a",
-    "for a in range(3):\n    out[0] = a",
-    "a = a[0]\nout[0] = a",
-    "s = 0.0\nfor i in range(len(a)):\n    s += a[i]\na = s\nout[0] = a",
-    "out = a\nout[0] = 5.0",
-    "a, out = out, a\nout[0] = 1.0",
-    "t = a\nt[0] = 2.0\nout[0] = a[0]",
-    "a = out\na[0] = 3.0",
-    "out[0] = 1.0\nout = 2.0",
-    "a += 1.0\nout[0] = a[0]",
-    "a[:] = 0.0\nout[0] = a[0]",
-    "out[:] = a[0]",
-    "del a\nout[0] = 1.0",
-    "a = None\nout[0] = 1.0",
-    "if len(a) > 2:\n    a = out\nout[0] = a[0]",
-    "while len(a) > 100:\n    a = 1.0\nout[0] = a[0]",
-    "a = a\nout[0] = a[-1]",
-    "out[0] = a[0]\nfor out in range(2):\n    pass",
+GU_REASSIGN = [  # (body of g(a, out) for '(n)->()', void(T[:], T[:]), valid): an array
+    # argument bound again is a variable of its own (issue 36); "valid" ones must compile
+    ("a = 1.0\nout[0] = a", True),
+    ("for a in range(3):\n    out[0] = a", True),
+    ("a = a[0]\nout[0] = a", True),
+    ("s = 0.0\nfor i in range(len(a)):\n    s += a[i]\na = s\nout[0] = a", True),
+    ("out = a\nout[0] = 5.0", True),
+    ("a, out = out, a\nout[0] = 1.0", True),
+    ("t = a\nt[0] = 2.0\nout[0] = a[0]", True),
+    ("a = out\na[0] = 3.0", True),
+    ("out[0] = 1.0\nout = 2.0", True),
+    ("a += 1.0\nout[0] = a[0]", False),  # NumPy refuses it on int arrays
+    ("a[:] = 0.0\nout[0] = a[0]", True),
+    ("out[:] = a[0]", True),
+    ("del a\nout[0] = 1.0", False),
+    ("a = None\nout[0] = 1.0", False),
+    ("if len(a) > 2:\n    a = out\nout[0] = a[0]", True),
+    ("while len(a) > 100:\n    a = 1.0\nout[0] = a[0]", False),
+    ("a = a\nout[0] = a[-1]", True),
+    ("out[0] = a[0]\nfor out in range(2):\n    pass", True),
+    ("for x in a:\n    pass\nout[0] = x", True),  # UnboundLocalError where n is 0
+    ("for i in range(len(a)):\n    pass\nout[0] = a[i]", True),
+    ("a = a * 2.0\nout[0] = a.sum()", True),
+    ("out = out[::-1]\nout[0] = a[0]", True),
 ]
 
 
 def gen_reassign(r):
     """Parameters assigned in the kernel: scalars, and gufunc array parameters."""
     if r.random() < 0.5:
-        body, compare = r.choice(REASSIGN)
+        body, valid = r.choice(REASSIGN)
         t = r.choice(FLOATS * 2 + REAL)
-        if compare == "float":
-            compare = t in FLOATS
-        return program(kernel(body), [[[t, t], None], [[t, t], "float64"]], compare=compare)
+        return program(kernel(body), [[[t, t], None], [[t, t], "float64"]], valid=valid)
     t = r.choice(FLOATS + ["int64", "int32"])
-    body = r.choice(GU_REASSIGN)
+    body, valid = r.choice(GU_REASSIGN)
     return gu_program(kernel(body, ("a", "out")), "(n)->()",
-                      [f"void({t}[:], {t}[:])"], {"n": r.choice([1, 3, 5])})
+                      [f"void({t}[:], {t}[:])"], {"n": r.choice([0, 1, 3, 5])}, valid=valid)
 
 
 def gu_program(module, layout, sigs, dims, compare=True, **extra):

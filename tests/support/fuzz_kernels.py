@@ -21,7 +21,8 @@ configurations (``vectorize`` with signatures or lazily, ``guvectorize``;
 target cpu or parallel; some on a 512 KB thread stack) and called on edge
 values and random values, in a worker process with a time limit.  A correct
 result (within tests/support/difftest.py's tolerance, with its perturbation check for
-library results), the exception py_func raises at the same gufunc call, or
+library results), the exception py_func raises at the same gufunc call (at
+the first element that raises, for a scalar kernel), or
 a ``numbavec.TypingError`` is a pass (for a program marked valid, as the
 in-place ones NumPy accepts are, a TypingError is a false refusal);
 anything else is a failure: a crash, a hang, SystemError, RuntimeError or
@@ -459,6 +460,8 @@ def run_case(case, workdir):
             return fh.outcome("refused")
         if case["api"] == "guvectorize" and phase.name == "call":
             return check_gu_exception(case, mod, exc)
+        if phase.name == "call":
+            return check_vector_exception(case, mod, exc)
         return fh.exception_outcome(exc, phase.name)
     fh.mark_phase("compare")
     counts = {"calls": len(results), "elements": 0}
@@ -850,6 +853,27 @@ def check_gu_exception(case, mod, exc):
             continue
         if (raised.name == name or (name == "IndexError" and raised.name == "OverflowError")
                 or (name == "MemoryError" and raised.name == "_ArrayMemoryError")):
+            return fh.outcome("ok", counts={"calls": 1})
+        break
+    return fh.exception_outcome(exc, "call")
+
+
+def check_vector_exception(case, mod, exc):
+    """An exception from a scalar kernel's call (its raise, or a read of a for
+    loop's variable after the loop ran no iteration: UnboundLocalError) is
+    right when py_func raises one of its type at the first element where it
+    raises, in the first call where it raises."""
+    import warnings
+
+    ref, skip = _reference_fn(case, mod), _skip_errors(case)
+    for c in case["calls"]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            raw = _reference_elements(ref, [decode(a) for a in c["args"]], skip)
+        raised = next((v for v in raw if isinstance(v, _Raised)), None)
+        if raised is None:
+            continue
+        if raised.name == type(exc).__name__:
             return fh.outcome("ok", counts={"calls": 1})
         break
     return fh.exception_outcome(exc, "call")

@@ -1,0 +1,462 @@
+"""Language rules Numba accepts (issue 36), on kernels written as Numba users write them.
+
+- A name may be bound again to a value of another type, array arguments
+  included: each binding is its own variable, as in Numba's SSA form
+  (``obs = obs[0]``, ``v = v.sum(axis=0)``, ``x = 1`` then ``x = 2.5``).
+  Where bindings meet (after an if/else, around a loop) they are one
+  variable, typed by NumPy's promotion as before.
+- A for loop's variable may be read after its loop: it holds its last value;
+  when the loop ran no iteration, the read raises UnboundLocalError with
+  Python's message (Numba reads garbage there).
+
+Every kernel is checked against ``py_func`` (results, and the exception type
+and message where it raises), on cpu and parallel.
+"""
+import numpy as np
+import pytest
+
+import numbavec
+from numbavec import guvectorize, vectorize
+
+
+def outcome(call):
+    """('ok', value) or (exception type, message) of call()."""
+    try:
+        return "ok", call()
+    except Exception as e:  # noqa: BLE001 - compared with the kernel's
+        return type(e), str(e)
+
+
+def check_vectorize(ufunc, py_func, *columns):
+    """ufunc(*columns) against py_func on each row of NumPy scalars: the same
+    values, or the same exception (the first row that raises)."""
+    dtypes = [np.dtype(c) for c in ufunc.types[0].split("->")[0]]
+    arrays = [np.array(c, dtype=d) for c, d in zip(columns, dtypes)]
+    rows = [outcome(lambda row=row: py_func(*row)) for row in zip(*arrays)]
+    got = outcome(lambda: ufunc(*arrays))
+    raised = [r for r in rows if r[0] != "ok"]
+    if raised:
+        assert got == raised[0]
+        return
+    assert got[0] == "ok", got
+    expected = np.array([r[1] for r in rows])
+    np.testing.assert_array_equal(got[1], expected.astype(got[1].dtype))
+    assert got[1].dtype == expected.dtype
+
+
+def core(a, i):
+    """Outer row i of a as a kernel sees it: a 1-element view for a '()'
+    operand (a has the outer dimension alone), else the row."""
+    return a[i:i + 1] if a.ndim == 1 else a[i]
+
+
+def check_gufunc(gufunc, py_func, ins, outs):
+    """gufunc(*ins, out=outs) against py_func over the outer loop (one outer
+    dimension): the same outputs, or the same exception."""
+    want = [o.copy() for o in outs]
+    got = [o.copy() for o in outs]
+    expected = outcome(lambda: [py_func(*[core(a, i) for a in ins], *[core(o, i) for o in want])
+                                for i in range(len(ins[0]))])
+    result = outcome(lambda: gufunc(*ins, out=tuple(got)))
+    if expected[0] != "ok":
+        assert result == expected
+        return
+    assert result[0] == "ok", result
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+# ---------------------------------------------------------------- rebinding
+
+def crps_ensemble(obs, fc, out):
+    """The CRPS of an ensemble, as scoringrules writes it: a '()' argument
+    declared float64[:] and rebound to its element."""
+    obs = obs[0]
+    m = fc.shape[-1]
+    if np.isnan(obs):
+        out[0] = np.nan
+        return
+    e_1 = 0.0
+    e_2 = 0.0
+    for i in range(m):
+        e_1 += abs(fc[i] - obs)
+        for j in range(m):
+            e_2 += abs(fc[i] - fc[j])
+    out[0] = e_1 / m - 0.5 * e_2 / (m ** 2)
+
+
+def test_an_array_argument_rebound_to_its_element(target):
+    gu = guvectorize(["void(float64[:], float64[:], float64[:])"], "(),(n)->()",
+                     target=target)(crps_ensemble)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=6)
+    obs[2] = np.nan
+    fc = rng.normal(size=(6, 7))
+    check_gufunc(gu, crps_ensemble, [obs, fc], [np.zeros(6)])
+
+
+def column_means(v, out):
+    """The sum along an axis, bound to the array's own name."""
+    m = v.shape[0]
+    v = v.sum(axis=0)
+    for j in range(v.shape[0]):
+        out[j] = v[j] / m
+
+
+def test_a_sum_along_an_axis_rebinds_the_name(target):
+    gu = guvectorize(["void(float64[:, :], float64[:])", "void(int32[:, :], float64[:])"],
+                     "(m,n)->(n)", target=target)(column_means)
+    v = np.arange(24.0).reshape(2, 3, 4)
+    check_gufunc(gu, column_means, [v], [np.zeros((2, 4))])
+    vi = np.arange(24, dtype=np.int32).reshape(2, 3, 4) - 11
+    check_gufunc(gu, column_means, [vi], [np.zeros((2, 4))])
+
+
+def last_row_scaled(a, scale, out):
+    """An argument array rebound to one of its rows, then to a scaled copy."""
+    a = a[a.shape[0] - 1]
+    a = a * scale[0]
+    for j in range(a.shape[0]):
+        out[j] = a[j]
+
+
+def test_an_argument_rebound_to_a_row(target):
+    gu = guvectorize(["void(float32[:, :], float64[:], float64[:])"], "(m,n),()->(n)",
+                     target=target)(last_row_scaled)
+    a = np.arange(30, dtype=np.float32).reshape(2, 3, 5)
+    check_gufunc(gu, last_row_scaled, [a, np.array([0.5, 3.0])], [np.zeros((2, 5))])
+
+
+def bucket_fraction(n, nbuckets):
+    """A name holding an int (its bitwise or needs one), then a float."""
+    b = n % nbuckets
+    b = b | 1
+    b = b / nbuckets
+    return b
+
+
+def test_a_scalar_rebound_from_int_to_float(target):
+    u = vectorize(["float64(int64, int64)", "float64(int32, int32)"],
+                  target=target)(bucket_fraction)
+    n = [0, 5, 17, 1000, -7, 123456]
+    check_vectorize(u, bucket_fraction, n, [8, 8, 3, 7, 4, 1000])
+    lazy = vectorize(target=target)(bucket_fraction)
+    np.testing.assert_array_equal(lazy(np.array(n), 8),
+                                  [bucket_fraction(np.int64(k), 8) for k in n])
+
+
+def running_total(x, k):
+    """x, an argument, bound again in straight-line code and in a loop: the
+    bindings in and after the loop meet (one promoted variable), the first
+    does not."""
+    x = x // 2
+    total = 0
+    for i in range(k):
+        total = total + x
+        x = x * 0.5
+    return total + x
+
+
+def test_bindings_that_meet_are_promoted(target):
+    u = vectorize(["float64(int64, int64)"], target=target)(running_total)
+    check_vectorize(u, running_total, [7, 100, -9, 0], [0, 3, 2, 5])
+
+
+def halve_if_positive(x):
+    if x > 0:
+        x = x / 2
+    return x
+
+
+def test_an_argument_meeting_its_rebinding_promotes(target):
+    """The argument and x / 2 meet at the return: Numba unifies int64 and
+    float64 there (1.5 for 3); numbavec kept the argument's int64 (1)."""
+    u = vectorize(["float64(int64)"], target=target)(halve_if_positive)
+    check_vectorize(u, halve_if_positive, [3, -1, 0, 9])
+
+
+def sign_label(x):
+    s = 1
+    if x < 0:
+        s = -1
+    else:
+        s = 2.5
+    return s
+
+
+def test_branches_meet_as_one_promoted_variable(target):
+    u = vectorize(["float64(float64)"], target=target)(sign_label)
+    check_vectorize(u, sign_label, [-1.0, 3.0])
+
+
+def shadowed_output(a, out):
+    """The output's name bound to a new array: the writes go to that array,
+    and the real output is not written (Python's and Numba's rule)."""
+    out = np.zeros(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2
+
+
+def reversed_output(a, out):
+    """The output's name bound to a view of it: the writes reach it."""
+    out = out[::-1]
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2
+
+
+@pytest.mark.parametrize("kernel", [shadowed_output, reversed_output])
+def test_an_output_argument_rebound(target, kernel):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(kernel)
+    a = np.arange(8.0).reshape(2, 4)
+    check_gufunc(gu, kernel, [a], [np.full((2, 4), 7.0)])
+
+
+def swap_rows(a, b, out):
+    """Two arguments swapped by a tuple assignment, then read."""
+    a, b = b, a
+    for j in range(a.shape[0]):
+        out[j] = a[j] - b[j]
+
+
+def test_arguments_swapped(target):
+    gu = guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->(n)",
+                     target=target)(swap_rows)
+    a, b = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    check_gufunc(gu, swap_rows, [a, b], [np.zeros((2, 3))])
+
+
+# ---------------------------------------------------------------- a loop's variable after it
+
+def first_crossing(a, t, out):
+    """The index where a running sum first passes t: the loop's variable,
+    read after the loop (its length 0 raises UnboundLocalError)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+        if s > t[0]:
+            break
+    out[0] = i
+
+
+def test_a_range_variable_after_its_loop(target):
+    gu = guvectorize(["void(float64[:], float64[:], int64[:])"], "(n),()->()",
+                     target=target)(first_crossing)
+    a = np.arange(12.0).reshape(3, 4)
+    check_gufunc(gu, first_crossing, [a, np.array([2.5, 100.0, -1.0])],
+                 [np.zeros(3, dtype=np.int64)])
+    check_gufunc(gu, first_crossing, [np.zeros((2, 0)), np.zeros(2)],
+                 [np.zeros(2, dtype=np.int64)])
+
+
+def last_below(n, limit):
+    for i in range(n):
+        if i * i > limit:
+            break
+    return i
+
+
+def test_a_range_variable_after_its_loop_in_a_ufunc(target):
+    u = vectorize(["int64(int64, int64)"], target=target)(last_below)
+    check_vectorize(u, last_below, [5, 10, 1, 3], [100, 10, 0, 2])
+    # the third row runs no iteration: UnboundLocalError, as py_func raises
+    check_vectorize(u, last_below, [5, 10, 0, 3], [100, 10, 0, 2])
+    with pytest.raises(UnboundLocalError, match="local variable 'i'"):
+        u(np.array([4, 0]), 1)
+
+
+def last_member(fct, t, out):
+    """The ensemble member the loop over the array stopped at, as the
+    forecast-scoring kernels read it after the loop."""
+    for f in fct:
+        if f > t[0]:
+            break
+    out[0] = f
+
+
+def test_an_array_loop_variable_after_its_loop(target):
+    gu = guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),()->()",
+                     target=target)(last_member)
+    fct = np.array([[0.5, 2.0, 3.0], [0.1, 0.2, 0.3]])
+    check_gufunc(gu, last_member, [fct, np.array([1.0, 1.0])], [np.zeros(2)])
+    check_gufunc(gu, last_member, [np.zeros((2, 0)), np.zeros(2)], [np.zeros(2)])
+
+
+def enumerate_last(a, out):
+    """Both targets of an enumerate loop, and its else clause, after the loop."""
+    for k, x in enumerate(a):
+        if x < 0:
+            break
+    else:
+        k = k + 100
+    out[0] = k + x
+
+
+def test_enumerate_targets_after_their_loop(target):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(enumerate_last)
+    a = np.array([[1.0, -2.0, 3.0], [1.0, 2.0, 3.0]])
+    check_gufunc(gu, enumerate_last, [a], [np.zeros(2)])
+    check_gufunc(gu, enumerate_last, [np.zeros((2, 0))], [np.zeros(2)])
+
+
+def bound_before_the_loop(n, c):
+    """A binding before the loop on one path: the read is fine when either
+    that binding or an iteration ran."""
+    if c > 0:
+        i = -5
+    for i in range(n):
+        pass
+    return i
+
+
+def test_a_binding_before_the_loop_counts(target):
+    u = vectorize(["int64(int64, int64)"], target=target)(bound_before_the_loop)
+    check_vectorize(u, bound_before_the_loop, [0, 3, 2], [1, 0, 1])
+    check_vectorize(u, bound_before_the_loop, [0, 3, 0], [1, 0, 0])
+
+
+def read_only_if_it_ran(n):
+    """A conditional expression that reads the variable only where the loop
+    ran raises nothing."""
+    for i in range(n):
+        pass
+    return i * 10 if n > 0 else -1
+
+
+def test_a_guarded_read_after_an_empty_loop(target):
+    u = vectorize(["int64(int64)"], target=target)(read_only_if_it_ran)
+    check_vectorize(u, read_only_if_it_ran, [0, 1, 4, -3])
+
+
+def counted(n):
+    for i in range(n):
+        pass
+    i += 1
+    return i
+
+
+def test_an_augmented_assignment_after_the_loop(target):
+    u = vectorize(["int64(int64)"], target=target)(counted)
+    check_vectorize(u, counted, [1, 4])
+    check_vectorize(u, counted, [1, 0])
+
+
+@numbavec.jit
+def last_index(n):
+    for i in range(n):
+        pass
+    return i
+
+
+def sum_of_last_indices(n):
+    """A helper whose loop variable is read after its loop, called in a loop:
+    each call starts unbound (the last call's loop runs no iteration)."""
+    s = 0
+    for k in range(n, -1, -1):
+        s += last_index(k)
+    return s
+
+
+def test_a_helpers_loop_variable_each_call(target):
+    u = vectorize(["int64(int64)"], target=target)(sum_of_last_indices)
+    with pytest.raises(UnboundLocalError):
+        sum_of_last_indices(3)
+    check_vectorize(u, sum_of_last_indices, [3, 1])
+    with pytest.raises(UnboundLocalError):
+        u(np.array([3]))
+
+
+def test_the_message_is_pythons(target):
+    u = vectorize(["int64(int64, int64)"], target=target)(last_below)
+    with pytest.raises(UnboundLocalError) as got:
+        u(np.array([0]), np.array([1]))
+    with pytest.raises(UnboundLocalError) as want:
+        last_below(0, 1)
+    assert str(got.value) == str(want.value)
+
+
+def last_positive(a, out):
+    """A name the loop's body binds on every way out of an iteration (here
+    its end and its break), read after the loop."""
+    for i in range(a.shape[0]):
+        v = a[i]
+        if v > 0:
+            break
+    out[0] = v
+
+
+def test_a_name_the_body_binds_after_the_loop(target):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(last_positive)
+    a = np.array([[-1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]])
+    check_gufunc(gu, last_positive, [a], [np.zeros(2)])
+    check_gufunc(gu, last_positive, [np.zeros((2, 0))], [np.zeros(2)])
+
+
+def nested_last(n):
+    """The inner loop's variable after the outer loop: unbound when no
+    outer iteration ran the inner loop (n is 0 or 1)."""
+    for i in range(n):
+        for j in range(i):
+            pass
+    return i * 100 + j
+
+
+def test_an_inner_loops_variable_after_the_outer_loop(target):
+    u = vectorize(["int64(int64)"], target=target)(nested_last)
+    check_vectorize(u, nested_last, [2, 5, 3])
+    check_vectorize(u, nested_last, [2, 1, 3])
+
+
+def halvings(x):
+    """while loops: a name bound by every iteration, read after."""
+    while x > 1.0:
+        steps = x
+        x = x / 2
+    return steps
+
+
+def until_small(x):
+    while True:
+        y = x * 0.5
+        if y < 1.0:
+            break
+        x = y
+    return y
+
+
+def test_names_a_while_loop_binds(target):
+    u = vectorize(["float64(float64)"], target=target)(halvings)
+    check_vectorize(u, halvings, [3.0, 100.0, 1.5])
+    check_vectorize(u, halvings, [3.0, 0.5, 1.5])  # no iteration: UnboundLocalError
+    w = vectorize(["float64(float64)"], target=target)(until_small)
+    check_vectorize(w, until_small, [3.0, 100.0, 0.25])
+
+
+def branch_only(x):
+    if x > 0:
+        y = 1.0
+    return y
+
+
+def test_a_name_bound_on_one_branch_stays_a_typing_error(target):
+    with pytest.raises(numbavec.TypingError, match="'y' may be used before it is assigned"):
+        vectorize(["float64(float64)"], target=target)(branch_only)
+
+
+def ordered_span(lo, hi):
+    """A parameter bound again to a tuple, indexed by constants (a
+    parameter's subscripts were taken for array indexing)."""
+    lo = (lo, hi) if lo <= hi else (hi, lo)
+    return lo[1] - lo[0]
+
+
+def pair_of_ends(a, out):
+    a = (a[0], a[a.shape[0] - 1])
+    out[0] = a[1] - a[0]
+
+
+def test_a_parameter_rebound_to_a_tuple(target):
+    u = vectorize(["float64(float64, float64)"], target=target)(ordered_span)
+    check_vectorize(u, ordered_span, [1.0, 5.0, -2.0], [3.0, 2.0, -2.0])
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(pair_of_ends)
+    check_gufunc(gu, pair_of_ends, [np.array([[1.0, 4.0, 9.0], [2.0, 0.0, -1.0]])],
+                 [np.zeros(2)])
