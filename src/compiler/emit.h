@@ -4,12 +4,13 @@
  * the files call across (em_ prefix).
  *
  * The emitter turns typed IR into LLVM IR (compiler.h lists its entry points,
- * all in emit.c).  It is six files, one concern each:
+ * all in emit.c).  It is these files, one concern each:
  *
  *   emit.c      the pass: expressions, statements, the function, gufunc kernels
  *   convert.c   the LLVM types of value types, conversions between kinds,
  *               Python truth values
  *   arith.c     integer, float and complex arithmetic; quiet float compares
+ *   fpow.c      a float to a small integer constant power, multiplied out
  *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
  *               intrinsics and libm
  *   emitarray.c arrays: views, elementwise loops, allocation, reductions
@@ -99,6 +100,12 @@ em_current_block(Emit *E)
 {
     return LLVMGetInsertBlock(E->b);
 }
+
+/* ---- fpow.c ---- */
+
+/* x ** b of float kind k: multiplied out (within 1 ulp of pow) where b is
+ * a small integer constant, llvm.pow otherwise. */
+LLVMValueRef em_float_pow(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef b);
 
 /* ---- emit.c ---- */
 
