@@ -86,6 +86,37 @@ def test_within_one_ulp_of_python(dtype, target):
         assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), n
 
 
+def gufunc_power(n, dtype, target):
+    """The same power inside a gufunc's loop (its code takes a branch to the
+    edge values, where a ufunc's kernel is branchless)."""
+    name = np.dtype(dtype).name
+    src = ("def rows(x, out):\n    for i in range(x.shape[0]):\n"
+           f"        out[i] = x[i] ** {n}\n")
+    return numbavec.guvectorize([f"void({name}[:], {name}[:])"], "(n)->(n)", target=target)(
+        kernel_from_source(src, "rows"))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_within_one_ulp_in_a_gufunc_loop(dtype, target):
+    x = inputs(dtype, seed=37)
+    for n in EXPONENTS:
+        g = gufunc_power(n, dtype, target)
+        with np.errstate(all="ignore"):
+            got = g(x)
+        want = python_results(power_kernel(n, dtype), x)
+        d = ulp_distance(got, want)
+        worst = int(np.argmax(d))
+        assert d.max() <= 1, (n, x[worst], got[worst], want[worst])
+        zeros = (got == 0) & (want == 0)
+        assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), n
+        for v in (np.inf, -np.inf, 0.0, -0.0, np.nan, 1e300, 1e-300):
+            with np.errstate(all="ignore"):
+                row = np.full(67, v, dtype)
+            _, got_flags = recorded_flags(lambda: g(row))
+            _, want_flags = recorded_flags(lambda: power_kernel(n, dtype).py_func(row[0]))
+            assert got_flags == want_flags, (n, v, got_flags, want_flags)
+
+
 def recorded_flags(call):
     seen = []
     old = np.seterrcall(lambda kind, flag: seen.append(kind))

@@ -337,6 +337,39 @@ double_double_power(Emit *E, TsKind k, LLVMValueRef x, int n)
     return n > 0 ? r : pick(E, special, special_value, r, "pow");
 }
 
+/*
+ * x ** n, 3 <= n <= FP_MAX_EXPONENT, without a branch, in a ufunc's kernel: its
+ * loop is vectorized, and there this form costs about half the vector
+ * operations of the branch's two paths (a gufunc's loops often carry a value
+ * from one element to the next and stay scalar, where the branch skips the
+ * edge block).  For n > 0
+ * the double-double evaluation of x itself is exact enough everywhere:
+ * |x| > 1 makes every intermediate power smaller than the result, the last
+ * product is one FMA that overflows (to inf, with the flag) only when the
+ * result does, and an underflowing result loses at most an ulp of a
+ * subnormal.  What must not reach it: x whose intermediate powers overflow
+ * (inf - inf in an error term would raise the invalid flag), clamped to
+ * +-2^ceil(over / n), whose n-th power overflows and (n-1)-th does not; and
+ * infinities, which raise +-1.0 and take x or |x|.  An odd power keeps x's
+ * sign when it underflows to zero (the low part's zero may have lost it).
+ */
+static LLVMValueRef
+positive_power(Emit *E, TsKind k, LLVMValueRef x, int n)
+{
+    LLVMValueRef ax = em_fabs_of(E, k, x);
+    LLVMValueRef c = pow2_const(E, k, (range_of(k)->over + n - 1) / n);
+    LLVMValueRef huge = LLVMBuildFCmp(E->b, LLVMRealOGT, ax, c, "pow.huge");
+    LLVMValueRef is_inf =
+        LLVMBuildFCmp(E->b, LLVMRealOEQ, ax, em_real_const(E, k, INFINITY), "pow.inf");
+    LLVMValueRef bound = pick(E, is_inf, em_real_const(E, k, 1.0), c, "pow.bound");
+    LLVMValueRef xs = pick(E, huge, em_copysign_of(E, k, bound, x), x, "pow.x");
+    LLVMValueRef r = dd_power_rounded(E, k, xs, n);
+    if (n & 1) {
+        r = em_copysign_of(E, k, r, x);
+    }
+    return pick(E, is_inf, (n & 1) ? x : ax, r, "pow");
+}
+
 /* The integer value of a constant float exponent, if it is one in range. */
 static int
 small_int_exponent(LLVMValueRef b, int *n)
@@ -378,6 +411,9 @@ em_float_pow(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef b)
     }
     if (k == TS_FLOAT32 && E->target->fast_f64) {
         return float32_power(E, x, n);
+    }
+    if (n > 0 && !E->gufunc) {
+        return positive_power(E, k, x, n);
     }
     return double_double_power(E, k, x, n);
 }
