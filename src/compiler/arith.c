@@ -451,7 +451,6 @@ float_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
 static LLVMValueRef
 float_binop(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
 {
-    LLVMValueRef args[2] = {a, b};
     switch (op) {
     case OP_ADD:
         return LLVMBuildFAdd(E->b, a, b, "fadd");
@@ -465,7 +464,7 @@ float_binop(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
     case OP_MOD:
         return float_divmod(E, op, k, a, b);
     case OP_POW:
-        return em_float_intrinsic(E, "llvm.pow", k, args, 2);
+        return em_float_pow(E, k, a, b);
     default:
         return NULL;
     }

@@ -717,6 +717,9 @@ typedef struct CcEmitTarget {
     const char *(*math_name)(const char *base, TsKind k, char *buf, size_t size);
     int fp_flags;  /* integer division by zero raises FE_DIVBYZERO */
     int c_complex; /* the C library's complex functions (cexp ...) can be called */
+    /* a CPU: float64 arithmetic is as fast as float32's, and loops are
+     * vectorized (llvm.fptosi.sat is spelled out, see convert.c) */
+    int fast_f64;
 } CcEmitTarget;
 
 extern const CcEmitTarget cc_host_target;

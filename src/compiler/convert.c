@@ -9,6 +9,8 @@
  */
 #include "compiler/emit.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -69,12 +71,48 @@ cast_name(LLVMValueRef v, TsKind k, char *buf, size_t size)
     return buf;
 }
 
+/*
+ * llvm.fptosi.sat's result spelled out: compares, one plain conversion of a
+ * value known in range, and selects.  LLVM 19's x86 back end expands a
+ * vector llvm.fptosi.sat lane by lane, with a branch per lane, so a
+ * vectorized loop converting floats to integers ran 5-10x slower than its
+ * scalar form (`int(math.floor(x))` on a branch); this form is a vector
+ * conversion and a few vector compares.
+ */
+static LLVMValueRef
+float_to_int_in_line(Emit *E, LLVMValueRef v, TsKind from, TsKind to, const char *name)
+{
+    int bits = ts_bits(to), is_signed = ts_is_signed(to);
+    LLVMTypeRef it = cc_value_type(E->ctx, to);
+    /* [lo, end): the floats whose truncation fits `to`; both are exact */
+    double lo = is_signed ? -ldexp(1.0, bits - 1) : 0.0;
+    double end = ldexp(1.0, is_signed ? bits - 1 : bits);
+    LLVMValueRef at_lo = LLVMBuildFCmp(E->b, LLVMRealOGE, v, em_real_const(E, from, lo), "cv.lo");
+    LLVMValueRef below_end =
+        LLVMBuildFCmp(E->b, LLVMRealOLT, v, em_real_const(E, from, end), "cv.end");
+    LLVMValueRef fits = LLVMBuildAnd(E->b, at_lo, below_end, "cv.fits");
+    LLVMValueRef safe = LLVMBuildSelect(E->b, fits, v, em_real_const(E, from, 0.0), "cv.safe");
+    LLVMValueRef r = is_signed ? LLVMBuildFPToSI(E->b, safe, it, "cv.int")
+                               : LLVMBuildFPToUI(E->b, safe, it, "cv.int");
+    LLVMValueRef max =
+        is_signed ? LLVMConstInt(it, (1ULL << (bits - 1)) - 1, 0) : LLVMConstAllOnes(it);
+    LLVMValueRef min = is_signed ? LLVMConstInt(it, 1ULL << (bits - 1), 0) : LLVMConstNull(it);
+    LLVMValueRef high = LLVMBuildFCmp(E->b, LLVMRealOGE, v, em_real_const(E, from, end), "cv.high");
+    LLVMValueRef low = LLVMBuildFCmp(E->b, LLVMRealOLT, v, em_real_const(E, from, lo), "cv.low");
+    LLVMValueRef outside = LLVMBuildSelect(
+        E->b, high, max, LLVMBuildSelect(E->b, low, min, LLVMConstNull(it), "cv.nan"), "cv.sat");
+    return LLVMBuildSelect(E->b, fits, r, outside, name);
+}
+
 /* float -> integer kind `to`: saturating, NaN -> 0 (Python would raise). */
 static LLVMValueRef
 float_to_int(Emit *E, LLVMValueRef v, TsKind from, TsKind to, const char *name)
 {
     /* saturating at the target's own range, NaN -> 0: defined for every
      * input (a C or LLVM cast is not), e.g. int8(300.0) == 127 */
+    if (E->target->fast_f64) {
+        return float_to_int_in_line(E, v, from, to, name);
+    }
     LLVMTypeRef over[2] = {cc_value_type(E->ctx, to), cc_value_type(E->ctx, from)};
     LLVMValueRef r =
         em_intrinsic(E, ts_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2, &v, 1);

@@ -17,7 +17,7 @@
 #include <llvm/Config/llvm-config.h>
 
 /* The host: LLVM's math intrinsics and the C library, real FP flags. */
-const CcEmitTarget cc_host_target = {"host", NULL, 1, 1};
+const CcEmitTarget cc_host_target = {"host", NULL, 1, 1, 1};
 
 /* ---- blocks ---- */
 

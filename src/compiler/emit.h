@@ -10,6 +10,8 @@
  *   convert.c   the LLVM types of value types, conversions between kinds,
  *               Python truth values
  *   arith.c     integer, float and complex arithmetic; quiet float compares
+ *   fpow.c      a float to a small integer constant power, multiplied out
+ *   ndindex.c   np.ndindex's index tuple, carried between iterations
  *   emitcall.c  calls of builtins (abs, min, math.exp, ...), and of LLVM
  *               intrinsics and libm
  *   arrays/     arrays, one file per family (views and allocation,
@@ -113,6 +115,19 @@ em_current_block(Emit *E)
 {
     return LLVMGetInsertBlock(E->b);
 }
+
+/* ---- fpow.c ---- */
+
+/* x ** b of float kind k: multiplied out (within 1 ulp of pow) where b is
+ * a small integer constant, llvm.pow otherwise. */
+LLVMValueRef em_float_pow(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef b);
+
+/* ---- ndindex.c ---- */
+
+/* np.ndindex's index tuple for the loop's k-th iteration (k = 0, 1, ... in
+ * order): the previous one advanced in C order, dims[i] > 0. */
+LLVMValueRef em_ndindex_next(Emit *E, LLVMTypeRef tuple_t, LLVMValueRef k, LLVMValueRef *dims,
+                             int nd);
 
 /* ---- emit.c ---- */
 

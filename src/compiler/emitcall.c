@@ -100,6 +100,8 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         return LLVMBuildFMul(E->b, a[0], em_real_const(E, k, M_PI / 180.0), "radians");
     case M_SQUARE:
         return LLVMBuildFMul(E->b, a[0], a[0], "square");
+    case M_POW:
+        return em_float_pow(E, k, a[0], a[1]);
     case M_FMOD:
         return LLVMBuildFRem(E->b, a[0], a[1], "fmod");
     case M_MINIMUM:

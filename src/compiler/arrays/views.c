@@ -1147,6 +1147,9 @@ em_shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
     } else {
         k = em_convert(E, k, cc_storage(n->args[0]->ty), TS_INT64);
     }
+    if (b->op != 1) {
+        return em_ndindex_next(E, em_type_of(E, n->ty), k, dims, nd); /* no division */
+    }
     LLVMValueRef t = LLVMGetUndef(em_type_of(E, n->ty));
     for (int i = nd - 1; i >= 0; i--) {
         /* the loop only asks for k < size, so every dimension here is > 0 */

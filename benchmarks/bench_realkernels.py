@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Kernels from real Numba-written libraries, numbavec against Numba, one run.
+
+Issue 36's "speed seen on real kernels": the constructs where published
+kernels ran slower than under Numba, each written as those libraries write
+it, the same Python function given to both compilers:
+
+- cube: a ufunc `x ** 3` (float64, 2e6 elements);
+- cube_sum: a gufunc reduction `s += a[i] ** 3` over rows (2000 x 1000);
+- cube_f32: `x ** 3` on float32 (2e6);
+- inv_square: `x ** -2` (2e6);
+- floor_ceil_int: `int(math.floor(..))` / `int(math.ceil(..))` in a branch (2e6);
+- group_nanany, group_nanfirst: grouped reductions over `np.ndindex(values.shape)`
+  with tuple indexing, as the aggregation library writes them (values 400 x 5000,
+  labels of 50 groups, 10% NaN);
+- searchsorted: `np.searchsorted(edges, x[i])` per element over rows
+  (2000 x 1000 values, 64 edges).
+
+Each time is the best of --repeat calls with out= given; results are checked
+equal (NaN-aware) before anything is timed.  Prints Numba's time over
+numbavec's per kernel (above 1: numbavec is faster) and their geometric mean.
+
+    PYTHONPATH=. python3 benchmarks/bench_realkernels.py [--repeat 15] [--only cube,searchsorted]
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import numbavec  # noqa: E402
+
+try:
+    if not hasattr(np, "row_stack"):  # old Numba imports it
+        np.row_stack = np.vstack
+    import numba
+except Exception:  # noqa: BLE001 - Numba is optional
+    numba = None
+
+
+def cube(x):
+    return x ** 3
+
+
+def inv_square(x):
+    return x ** -2
+
+
+def cube_sum(a, out):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] ** 3
+    out[0] = s
+
+
+def floor_ceil_int(x, width):
+    # a signed bin index rounded toward the nearer edge of zero's side
+    if x >= 0:
+        k = int(math.floor(x / width))
+    else:
+        k = int(math.ceil(x / width))
+    return k
+
+
+def group_nanany(values, labels, out):
+    for j in range(out.shape[0]):
+        out[j] = False
+    for idx in np.ndindex(values.shape):
+        g = labels[idx]
+        if g < 0:
+            continue
+        v = values[idx]
+        if not np.isnan(v) and v != 0:
+            out[g] = True
+
+
+def group_nanfirst(values, labels, out):
+    for j in range(out.shape[0]):
+        out[j] = np.nan
+    for idx in np.ndindex(values.shape):
+        g = labels[idx]
+        if g < 0:
+            continue
+        v = values[idx]
+        if np.isnan(out[g]) and not np.isnan(v):
+            out[g] = v
+
+
+def bin_index(x, edges, out):
+    for i in range(x.shape[0]):
+        out[i] = np.searchsorted(edges, x[i])
+
+
+KERNELS = {
+    # name: (function, kind, signatures, layout)
+    "cube": (cube, "u", ["float64(float64)"], None),
+    "cube_f32": (cube, "u", ["float32(float32)"], None),
+    "inv_square": (inv_square, "u", ["float64(float64)"], None),
+    "cube_sum": (cube_sum, "g", ["void(float64[:], float64[:])"], "(n)->()"),
+    "floor_ceil_int": (floor_ceil_int, "u", ["int64(float64, float64)"], None),
+    "group_nanany": (group_nanany, "g", ["void(float64[:,:], int64[:,:], boolean[:])"],
+                     "(n,k),(n,k),(m)"),
+    "group_nanfirst": (group_nanfirst, "g", ["void(float64[:,:], int64[:,:], float64[:])"],
+                       "(n,k),(n,k),(m)"),
+    "searchsorted": (bin_index, "g", ["void(float64[:], float64[:], int64[:])"],
+                     "(n),(m)->(n)"),
+}
+
+
+def data_for(name, rng):
+    n = 2_000_000
+    if name in ("cube", "inv_square"):
+        x = rng.uniform(-3, 3, n)
+        return (x,), np.empty(n)
+    if name == "cube_f32":
+        x = rng.uniform(-3, 3, n).astype(np.float32)
+        return (x,), np.empty(n, np.float32)
+    if name == "cube_sum":
+        return (rng.uniform(-3, 3, (2000, 1000)),), np.empty(2000)
+    if name == "floor_ceil_int":
+        return (rng.uniform(-100, 100, n), 0.37), np.empty(n, np.int64)
+    if name in ("group_nanany", "group_nanfirst"):
+        v = rng.standard_normal((400, 5000))
+        v[rng.random(v.shape) < 0.1] = np.nan
+        labels = rng.integers(-1, 50, v.shape)
+        out = np.empty(50, bool if name == "group_nanany" else np.float64)
+        return (v, labels), out
+    if name == "searchsorted":
+        x = rng.uniform(-3, 3, (2000, 1000))
+        edges = np.sort(rng.uniform(-3, 3, 64))
+        return (x, edges), np.empty((2000, 1000), np.int64)
+    raise KeyError(name)
+
+
+def build(mod, name):
+    fn, kind, sigs, layout = KERNELS[name]
+    if kind == "u":
+        return mod.vectorize(sigs)(fn)
+    return mod.guvectorize(sigs, layout)(fn)
+
+
+def best(f, repeat):
+    f()
+    t = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        t.append(time.perf_counter() - t0)
+    return min(t)
+
+
+def caller(f, name, data, out):
+    """The call, out= given; the grouped kernels write their third argument
+    (the aggregation library's layout has no output: "(n,k),(n,k),(m)")."""
+    if name.startswith("group_"):
+        return lambda: f(*data, out)
+    return lambda: f(*data, out=out)
+
+
+def same(a, b):
+    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    names = args.only.split(",") if args.only else list(KERNELS)
+    rng = np.random.default_rng(36)
+    print(f"numbavec {numbavec.__version__ if hasattr(numbavec, '__version__') else ''}, "
+          f"Numba {numba.__version__ if numba else 'absent'}, NumPy {np.__version__}, "
+          f"{os.cpu_count()} cores")
+    print("| kernel | numbavec ms | Numba ms | Numba / numbavec |")
+    print("| --- | ---: | ---: | ---: |")
+    ratios, bad = [], 0
+    for name in names:
+        data, out = data_for(name, rng)
+        nv = build(numbavec, name)
+        out_nv = out.copy()
+        call_nv = caller(nv, name, data, out_nv)
+        call_nv()
+        if numba is None:
+            t_nv = best(call_nv, args.repeat) * 1e3
+            print(f"| {name} | {t_nv:.3f} | - | - |")
+            continue
+        nb = build(numba, name)
+        out_nb = out.copy()
+        call_nb = caller(nb, name, data, out_nb)
+        call_nb()
+        if not same(out_nv, out_nb):
+            # x ** n may differ from Numba's multiplied-out product by an ulp,
+            # and a sum of them by that much of its terms
+            rtol = 1e-12 if out.dtype == np.float64 else 2e-7
+            scale = np.nanmax(np.abs(out_nb)) if out.dtype.kind == "f" else 0
+            close = out.dtype.kind == "f" and np.allclose(out_nv, out_nb, rtol=rtol,
+                                                           atol=rtol * scale, equal_nan=True)
+            if not close:
+                print(f"| {name} | results differ from Numba's |")
+                bad += 1
+                continue
+        t_nv = best(call_nv, args.repeat) * 1e3
+        t_nb = best(call_nb, args.repeat) * 1e3
+        ratios.append(t_nb / t_nv)
+        print(f"| {name} | {t_nv:.3f} | {t_nb:.3f} | {t_nb / t_nv:.2f} |")
+    if ratios:
+        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"\ngeometric mean of Numba / numbavec over {len(ratios)} kernels: {gm:.2f}; "
+              f"lowest {min(ratios):.2f}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
