@@ -13,6 +13,7 @@ PTX text: the one made without a limit); a child that dies by a signal or
 fails its check is "signal N" or "exit N".  Prints one JSON line: the
 outcomes and how many steps LLVM threw in (_jit_info's llvm_threw, summed).
 """
+import ctypes
 import json
 import linecache
 import os
@@ -34,7 +35,14 @@ def address_space():
 
 
 def under_limit(headroom, step):
-    """step() with RLIMIT_AS at what the process maps now + headroom bytes."""
+    """step() with RLIMIT_AS at what the process maps now + headroom bytes.
+    The heap's free memory goes back to the system first (malloc_trim):
+    otherwise what an earlier compile freed (the reference PTX's) can serve
+    the whole step, and no headroom is ever short."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass                    # not glibc: the heap stays as it is
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (address_space() + headroom, hard))
     try:
