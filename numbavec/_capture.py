@@ -250,7 +250,7 @@ class Capturer:
         origin = origin_of(value)
         if origin is not None and origin.factory == "vectorize":
             return (UFUNC, origin.captured_by(self), origin.loops(value), origin.recipe())
-        if path.attrs and not path.bare and not isinstance(value, _PLAIN):
+        if path.attrs and not path.bare and not isinstance(value, _PLAIN + (np.ndarray,)):
             kind = f"{type(value).__module__}.{type(value).__qualname__}"
             return (OBJECT, kind, self.attrs(value, path))
         return (VALUE, value)

@@ -210,6 +210,9 @@ typedef struct CcVar {
     /* typeinfer: assigned by a statement that failed to type, so an error
      * where it is read may follow from that one alone */
     int poisoned;
+    /* typeinfer: an array variable holding a view of a global NumPy array
+     * (arrays/views.c, ti_readonly), which cannot be written */
+    int readonly;
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -247,7 +250,9 @@ struct CcNode {
     /* ND_CONST of a Python int outside int64: big is set, (ihigh:ival) is its
      * value as an int128 (clamped to int128's range), and pyint the exact
      * value (kept by the arena); typeinfer lets it meet only the types it
-     * fits (NEP 50) and makes it a float toward floats. */
+     * fits (NEP 50) and makes it a float toward floats.  An ND_CONST of
+     * array type is a global NumPy array: pyint is its frozen C-contiguous
+     * copy (resolve.c), a read-only global of the module (views.c). */
     int big;
     long long ihigh;
     PyObject *pyint;
@@ -289,6 +294,10 @@ typedef struct CcFunction {
     unsigned fails;    /* emit: bit k set when the kernel may return status k */
     int raises;        /* lower: the kernel has a raise or assert (ND_RAISE) */
     int raise_gen;     /* lower: the largest cc_raise_register generation met */
+    /* lower: the IndexError site a scalar kernel's failed bounds check
+     * raises (it has no status to return): set where it reads a global
+     * array (resolve.c), NULL otherwise */
+    const char *index_site;
     /* emit, device code: the sites its raises return CC_STATUS_USER + i for */
     const char **raise_sites;
     int nraise_sites, cap_raise_sites;

@@ -106,6 +106,11 @@ typedef struct Loop {
 /* The array type of an ND_INDEX/ND_ARRAYATTR operand; else an error
  * (tuples: *tuple set). */
 int ti_array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
+/* Whether n is a view of a global NumPy array (a read-only constant). */
+int ti_readonly(const CcNode *n);
+/* A TypingError at `at` when `target` (an array written to) is read-only:
+ * -1, else 0. */
+int ti_check_writable(Infer *in, const CcNode *at, const CcNode *target);
 /* An integer index (or a slice bound): 0/-1. */
 int ti_integer_index(Infer *in, CcNode *i, const char *what);
 /*

@@ -61,6 +61,9 @@ ti_setitem(Infer *in, CcNode *n)
         || infer_element(in, n, t, &target) < 0) {
         return -1;
     }
+    if (ti_check_writable(in, n, n->lhs) < 0) {
+        return -1;
+    }
     if (target == UNKNOWN || t == UNKNOWN) {
         return 0;
     }
