@@ -676,7 +676,9 @@ def test_runtime_errors(target, body, error, match):
     ("out[:] = np.convolve(a, a)", "this NumPy function is not supported yet"),
     # a function of a NumPy submodule is named as written, not by its bare name
     ("out[:] = np.fft.fft(a)", r"np\.fft\.fft\(\) cannot be called in a kernel \(this NumPy"),
-    ("out[0] = np.linalg.norm(a)", r"np\.linalg\.norm\(\) cannot be called"),
+    ("out[0] = np.linalg.det(a)", r"np\.linalg\.det\(\) cannot be called"),
+    # an unsupported function with keywords is named, not "keyword arguments"
+    ("out[:] = np.convolve(a, a, mode='same')", "np.convolve.. cannot be called in a kernel .this"),
     ("out[:] = np.cumsum(a, axis=1)", "axis 1 is out of bounds"),
     ("out[0] = a.var(ddof=len(a))", "ddof= must be an integer constant"),
     ("b = a\n    b = np.zeros(3, dtype=np.int8)\n    out[:] = b", "assigned both"),

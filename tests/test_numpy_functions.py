@@ -160,3 +160,264 @@ def test_a_table_pickles_by_value():
     assert out.returncode == 0, out.stderr.decode()[-3000:]
     x = np.arange(8.0).reshape(2, 4)
     assert eval(out.stdout.decode()) == (x * WEIGHTS).sum(axis=1).tolist()
+
+
+# ---- np.linalg.norm ----
+
+def gufunc_vs_py(f, x, *rest, core=()):
+    """f's output and its py_func's, row by row, or the exceptions both raise."""
+    try:
+        want = run_gufunc_py(f, x, *rest, core=core)
+    except Exception as e:  # noqa: BLE001 - the kernel's exception is its result
+        with pytest.raises(type(e)):
+            f(x, *rest)
+        return None, None
+    return f(x, *rest), want
+
+
+def run_gufunc_py(f, x, *rest, core=()):
+    """py_func row by row into an output of the dtype f gives."""
+    dtype = f(x[:1], *rest).dtype if x.shape[0] else np.float64
+    want = np.zeros(x.shape[:1] + (core or (1,)), dtype)
+    for i in range(x.shape[0]):
+        f.py_func(x[i].copy(), *rest, want[i])
+    return want.reshape(x.shape[:1] + core)
+
+
+NORM_DTYPES = ["float64", "float32", "int64", "complex128"]
+VECTOR_ORDS = ["", ", 1", ", 2", ", np.inf", ", -np.inf", ", 3", ", ord=0.5", ", ord=-1"]
+
+
+@pytest.mark.parametrize("ord_", VECTOR_ORDS)
+@pytest.mark.parametrize("dtype", NORM_DTYPES)
+def test_the_norm_of_a_row(target, ord_, dtype):
+    k = kernel_from_source(f"def k(x, out):\n    out[0] = np.linalg.norm(x{ord_})\n",
+                           globals_={"np": np})
+    f = guvectorize("(n)->()", target=target)(k)
+    x = (np.random.default_rng(3).standard_normal((4, 5)) * 3).astype(dtype)
+    got, want = gufunc_vs_py(f, x)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-13)
+
+
+def test_the_norm_keeps_numpys_result_type():
+    @guvectorize("(n)->()")
+    def row_norm(x, out):
+        out[0] = np.linalg.norm(x)
+
+    for dtype in NORM_DTYPES:
+        x = np.arange(6).reshape(2, 3).astype(dtype)
+        assert row_norm(x).dtype == np.linalg.norm(x[0]).dtype
+
+
+def test_an_energy_score_from_norms_of_row_differences(target):
+    """The energy score of an ensemble (m members of d dimensions)
+    against an observation, as forecast-scoring libraries write it."""
+    @guvectorize(["void(float64[:, :], float64[:], float64[:])"], "(m,d),(d)->()",
+                 target=target)
+    def energy_score(fct, obs, out):
+        m = fct.shape[0]
+        e1 = 0.0
+        e2 = 0.0
+        for i in range(m):
+            e1 += np.linalg.norm(fct[i] - obs)
+            for j in range(m):
+                e2 += np.linalg.norm(fct[i] - fct[j])
+        out[0] = e1 / m - 0.5 * e2 / (m * m)
+
+    rng = np.random.default_rng(4)
+    fct, obs = rng.standard_normal((6, 8, 3)), rng.standard_normal((6, 3))
+    want = np.zeros((6, 1))
+    for i in range(6):
+        energy_score.py_func(fct[i], obs[i], want[i])
+    np.testing.assert_allclose(energy_score(fct, obs), want[:, 0], rtol=1e-13)
+
+
+@pytest.mark.parametrize("ord_", ["", ", 'fro'", ", 1", ", -1", ", np.inf", ", -np.inf"])
+def test_the_norm_of_a_matrix(target, ord_):
+    k = kernel_from_source(f"def k(x, out):\n    out[0] = np.linalg.norm(x{ord_})\n",
+                           globals_={"np": np})
+    f = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->()", target=target)(k)
+    x = np.random.default_rng(5).standard_normal((3, 4, 5))
+    got, want = gufunc_vs_py(f, x)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("args", ["axis=0", "axis=1", "axis=-1", "1, 0", "ord=np.inf, axis=1",
+                                  "ord=-np.inf, axis=0", "3, axis=0"])
+def test_the_norms_along_an_axis(target, args):
+    k = kernel_from_source(
+        "def k(x, out):\n    r = np.linalg.norm(x[:, :3], %s)\n"
+        "    for i in range(r.shape[0]):\n        out[i] = r[i]\n" % args, globals_={"np": np})
+    f = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->(m)", target=target)(k)
+    x = np.random.default_rng(6).standard_normal((2, 3, 3))
+    got, want = gufunc_vs_py(f, x, core=(3,))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+NORM_ERRORS = {
+    "np.linalg.norm(x2, 2)": "singular values",
+    "np.linalg.norm(x2, 'nuc')": "singular values",
+    "np.linalg.norm(x, 'fro')": "invalid norm order 'fro' for vectors",
+    "np.linalg.norm(x, axis=1)": "axis 1 is out of bounds",
+    "np.linalg.norm(x, ord=o)": "ord= as a constant",
+    "np.linalg.norm(x, keepdims=True)": "keepdims",
+    "np.linalg.norm(3.0)": "takes a 1-d or 2-d array",
+}
+
+
+@pytest.mark.parametrize("call", list(NORM_ERRORS))
+def test_a_norm_the_kernel_cannot_compute_is_a_typing_error(call):
+    src = f"def k(x, x2, o, out):\n    out[0] = {call}\n"
+    k = kernel_from_source(src, globals_={"np": np})
+    with pytest.raises(TypingError, match=NORM_ERRORS[call]):
+        guvectorize(["void(float64[:], float64[:, :], float64, float64[:])"],
+                    "(n),(m,n),()->()")(k)
+
+
+def test_an_empty_row_has_numpys_norm_or_error(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def norms(x, out):
+        out[0] = np.linalg.norm(x) + np.linalg.norm(x, 1)
+
+    np.testing.assert_array_equal(norms(np.zeros((2, 0))), [0.0, 0.0])
+
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def smallest(x, out):
+        out[0] = np.linalg.norm(x, -np.inf)
+
+    with pytest.raises(ValueError):
+        smallest.py_func(np.zeros(0), np.zeros(1))
+    with pytest.raises(ValueError):
+        smallest(np.zeros((2, 0)))
+
+
+# ---- np.array of scalars and tuples; lists stored into rows ----
+
+def test_np_array_of_three_scalars(target):
+    @guvectorize(["void(float64[:], float64[:])", "void(float32[:], float32[:])"],
+                 "(n)->(n)", target=target)
+    def centre(x, out):
+        p = np.array([x[0], x[1] * 2, 3])
+        q = np.array((x[2], 1))
+        t = (x[0], 5)
+        out[:3] = p - p.mean()
+        out[3:5] = q + np.array(t)
+        out[5] = np.array([x[0], 1]).itemsize + np.array([x[0], x[1]]).itemsize
+
+    for dtype in ("float64", "float32"):
+        x = np.arange(12, dtype=dtype).reshape(2, 6)
+        got = centre(x)
+        want = np.zeros_like(x)
+        for i in range(2):
+            centre.py_func(x[i], want[i])
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_list_display_stored_into_a_row(target):
+    @guvectorize(["void(float64[:], int64[:, :])"], "(n)->(n,2)", target=target)
+    def spans(lengths, idx):
+        lo = 0
+        for i in range(lengths.shape[0]):
+            hi = lo + int(lengths[i])
+            idx[i] = [lo, hi]
+            lo = hi
+
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 4.0, 1.0]])
+    want = np.zeros((2, 3, 2), np.int64)
+    for i in range(2):
+        spans.py_func(x[i], want[i])
+    np.testing.assert_array_equal(spans(x), want)
+
+
+def test_a_list_display_that_does_not_fit_raises_as_numpy_does(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)
+    def fill(x, out):
+        out[:] = [1.0, 2.0]
+
+    np.testing.assert_array_equal(fill(np.zeros((1, 2))), [[1.0, 2.0]])
+    with pytest.raises(ValueError):
+        fill.py_func(np.zeros(3), np.zeros(3))
+    with pytest.raises(ValueError):
+        fill(np.zeros((1, 3)))
+
+
+@pytest.mark.parametrize("src, message", [
+    ("np.array([[x[0]], [x[1]]])", "nested sequences"),
+    ("np.array(x)", "copy an array"),
+    ("np.array([x[0]], dtype=np.float32)", "no dtype="),
+])
+def test_an_np_array_the_kernel_cannot_make_is_a_typing_error(src, message):
+    k = kernel_from_source(f"def k(x, out):\n    out[0] = {src}[0]\n", globals_={"np": np})
+    with pytest.raises(TypingError, match=message):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()")(k)
+
+
+# ---- np.cov, np.corrcoef ----
+
+def rows_vs_py(f, x, core):
+    """f on the stacked matrices x and py_func on each, into f's dtype."""
+    got = f(x)
+    want = np.zeros(x.shape[:1] + (core or (1,)), got.dtype)
+    with np.errstate(all="ignore"):
+        for i in range(x.shape[0]):
+            f.py_func(x[i], want[i])
+    return got, want.reshape(got.shape)
+
+
+@pytest.mark.parametrize("call, layout", [
+    ("np.cov(m)", "(v,n)->(v,v)"),
+    ("np.cov(m, rowvar=False, bias=True)", "(n,v)->(v,v)"),
+    ("np.cov(m, ddof=0)", "(v,n)->(v,v)"),
+    ("np.cov(m, None, False, False, 2)", "(n,v)->(v,v)"),
+    ("np.corrcoef(m)", "(v,n)->(v,v)"),
+    ("np.corrcoef(m, rowvar=False)", "(n,v)->(v,v)"),
+])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_the_covariance_of_a_matrix(target, call, layout, dtype):
+    k = kernel_from_source(f"def k(m, out):\n    out[:, :] = {call}\n", globals_={"np": np})
+    f = guvectorize(layout, target=target)(k)
+    x = (np.random.default_rng(7).standard_normal((3, 4, 6)) * 5).astype(dtype)
+    xs = x if layout.startswith("(v") else x.transpose(0, 2, 1).copy()
+    got, want = rows_vs_py(f, xs, (4, 4))
+    assert got.dtype == np.float64  # NumPy: result_type(m, float64)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_weighted_covariance_of_two_rows(target):
+    """A covariance of an observation and its weighted forecast, as
+    scoring code writes it: the 1-d forms give scalars."""
+    @guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target=target)
+    def weighted_cov(x, w, out):
+        y = x * w
+        out[0] = np.cov(y, bias=True) + np.corrcoef(y) + np.cov(x, ddof=0)
+
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((5, 7)), rng.random((5, 7))
+    want = np.zeros((5, 1))
+    for i in range(5):
+        weighted_cov.py_func(x[i], w[i], want[i])
+    np.testing.assert_allclose(weighted_cov(x, w), want[:, 0], rtol=1e-12)
+
+
+def test_the_covariance_of_too_few_observations_is_numpys(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def var1(x, out):
+        out[0] = np.cov(x)
+
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+        want = [np.cov(np.array([2.0]))]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(var1(np.array([[2.0]])), want)
+
+
+@pytest.mark.parametrize("call, message", [
+    ("np.cov(m, m)", r"two arrays \(y=\)"),
+    ("np.cov(m * 2)", "assign it to a variable first"),
+    ("np.cov(m, ddof=d)", "ddof= as a constant"),
+    ("np.cov(m, fweights=m)", "no keyword argument 'fweights'"),
+    ("np.corrcoef(m, ddof=1)", "no keyword argument 'ddof'"),
+])
+def test_a_covariance_the_kernel_cannot_compute_is_a_typing_error(call, message):
+    k = kernel_from_source(f"def k(m, d, out):\n    out[0] = {call}\n", globals_={"np": np})
+    with pytest.raises(TypingError, match=message):
+        guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->()")(k)

@@ -10,7 +10,8 @@
  *                source line and a caret (every pass reports through it)
  *   lower.c      Python `ast` objects -> untyped IR tree (CcNode): locals,
  *                definite assignment; lowerexpr.c, lowercall.c and
- *                lowerstmt.c lower expressions, calls and statements
+ *                lowerstmt.c lower expressions, calls and statements;
+ *                lowernp.c the NumPy calls whose arguments are constants
  *   astkind.c    the node classes of Python's `ast` module, as AstKinds
  *   resolve.c    names that are not locals (closure cells, globals,
  *                builtins, modules), frozen into constants; Python int
@@ -38,7 +39,8 @@
  *                views.c (views, indexing, allocation freed when the call
  *                returns), elementwise.c (fused elementwise loops, broadcast
  *                assignment), reduce.c (reductions, masks, axes), sort.c,
- *                linalg.c (np.dot, @)
+ *                linalg.c (np.dot, @, np.linalg.norm), build.c (np.array
+ *                of scalars), stats.c (np.cov, np.corrcoef)
  *   extent.c       index and length arithmetic of arrays (overflow-safe)
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
@@ -389,6 +391,9 @@ typedef enum CcFlavor {
     FL_SORT,     /* np.sort, argsort, partition, median, quantile ...: op is a CcSortOp */
     FL_DOT,      /* np.dot(a, b), a @ b (op 1) of 1-d and 2-d arrays */
     FL_ARANGE,   /* np.arange([start,] stop[, step], dtype=) */
+    FL_NORM,     /* np.linalg.norm(x, ord, axis): typed as the reductions it is (linalg.c) */
+    FL_ARRAY,    /* np.array([x, y]): a new 1-d array of scalars (build.c) */
+    FL_COV,      /* np.cov (op 0), np.corrcoef (op 1): typed as what they compute (stats.c) */
     FL_COUNT
 } CcFlavor;
 

@@ -449,7 +449,13 @@ lw_lower_call(Lower *L, PyObject *node)
         && (cc_builtin(builtin)->flavor == FL_ALLOC || cc_builtin(builtin)->flavor == FL_LIKE
             || cc_builtin(builtin)->flavor == FL_REDUCE || cc_builtin(builtin)->flavor == FL_SORT
             || cc_builtin(builtin)->flavor == FL_ARANGE);
-    if (PyList_Size(keywords) > 0 && !kw_ok && !lw_is_device_function(callee)) {
+    CcFlavor flavor = builtin >= 0 ? cc_builtin(builtin)->flavor : FL_COUNT;
+    if (flavor == FL_NORM || flavor == FL_ARRAY || flavor == FL_COV) {
+        Py_DECREF(callee); /* lowernp.c reads their arguments */
+        n = lw_lower_np_call(L, node, builtin, keywords);
+        goto done;
+    }
+    if (PyList_Size(keywords) > 0 && builtin >= 0 && !kw_ok) {
         cc_error(L->fn, lw_loc_of(L, node), "keyword arguments are not supported in a kernel%s",
                  builtin >= 0 ? " for this function" : "");
         Py_DECREF(callee);

@@ -98,7 +98,7 @@ static CcNode *
 lower_assign(Lower *L, PyObject *node)
 {
     PyObject *targets = lw_get(node, "targets");
-    CcNode *value = targets ? lw_lower_attr_expr(L, node, "value") : NULL;
+    CcNode *value = targets ? lw_lower_stored_value(L, node, targets) : NULL;
     CcNode *result = NULL;
     if (value == NULL) {
         goto done;

@@ -1015,6 +1015,9 @@ em_view_of(Emit *E, CcNode *n, View *v)
         if (b->flavor == FL_ARANGE) {
             return arange_view(E, n, v);
         }
+        if (b->flavor == FL_ARRAY) {
+            return em_array_of(E, n, v);
+        }
         return b->flavor == FL_REDUCE ? em_axis_reduce(E, n, v) : alloc_call(E, n, v);
     }
     if (n->kind == ND_CONST) {
