@@ -421,3 +421,26 @@ def test_a_covariance_the_kernel_cannot_compute_is_a_typing_error(call, message)
     k = kernel_from_source(f"def k(m, d, out):\n    out[0] = {call}\n", globals_={"np": np})
     with pytest.raises(TypingError, match=message):
         guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->()")(k)
+
+
+# ---- enumerate(a.flat) ----
+
+def test_enumerate_a_flat_in_a_grouped_reduction(target):
+    """The aggregation library's form: the flat position of each element
+    picks its group."""
+    @guvectorize(["void(float64[:, :], int64[:], float64[:])"], "(m,n),(g)->(g)",
+                 target=target)
+    def group_sums(a, labels, out):
+        out[:] = 0.0
+        for i, v in enumerate(a.flat):
+            out[labels[i % labels.shape[0]]] += v
+        for i, v in enumerate(a.T.flat, 1):
+            if v < 0:
+                out[0] += i
+
+    rng = np.random.default_rng(9)
+    a, labels = rng.standard_normal((3, 2, 5)), np.array([0, 2, 1, 1])
+    want = np.zeros((3, 4))
+    for i in range(3):
+        group_sums.py_func(a[i], labels, want[i])
+    np.testing.assert_allclose(group_sums(a, labels), want, rtol=1e-13)

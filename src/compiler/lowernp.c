@@ -201,6 +201,49 @@ lower_array(Lower *L, PyObject *node, PyObject *args, PyObject *keywords)
     return call;
 }
 
+/* ---- for i, x in enumerate(a.flat[, start]) ---- */
+
+PyObject *
+lw_enumerated_flat(Lower *L, PyObject *iter, PyObject **start)
+{
+    PyObject *args = lw_get(iter, "args"), *keywords = lw_get(iter, "keywords");
+    PyObject *flat = NULL, *base = NULL;
+    Py_ssize_t n = args != NULL ? PyList_Size(args) : 0;
+    if (n >= 1 && n <= 2 && keywords != NULL && PyList_Size(keywords) == 0
+        && (base = lw_flat_base(L, PyList_GetItem(args, 0))) != NULL) {
+        flat = Py_NewRef(PyList_GetItem(args, 0));
+        *start = Py_NewRef(n == 2 ? PyList_GetItem(args, 1) : Py_None);
+    }
+    PyErr_Clear();
+    Py_XDECREF(base);
+    Py_XDECREF(args);
+    Py_XDECREF(keywords);
+    return flat;
+}
+
+CcNode *
+lw_enumerated(Lower *L, PyObject *at, CcNode *k, PyObject *start, CcNode *item)
+{
+    CcNode *index = k;
+    if (start != Py_None && (index = lw_new_node(L, ND_BINOP, at)) != NULL) {
+        index->op = OP_ADD;
+        index->lhs = k;
+        if ((index->rhs = lw_lower_expr(L, start)) == NULL) {
+            return NULL;
+        }
+    }
+    CcNode *t = index != NULL ? lw_new_node(L, ND_TUPLE, at) : NULL;
+    CcNode **two = t != NULL ? cc_alloc(L->fn->arena, sizeof(CcNode *) * 3) : NULL;
+    if (two == NULL) {
+        return NULL;
+    }
+    two[0] = index;
+    two[1] = item;
+    t->args = two;
+    t->nargs = 2;
+    return t;
+}
+
 /* ---- np.cov(m, y, rowvar, bias, ddof), np.corrcoef(m, y, rowvar) ---- */
 
 /* A constant argument's Python value (new reference), or NULL with a
