@@ -444,3 +444,64 @@ def test_enumerate_a_flat_in_a_grouped_reduction(target):
     for i in range(3):
         group_sums.py_func(a[i], labels, want[i])
     np.testing.assert_allclose(group_sums(a, labels), want, rtol=1e-13)
+
+
+# ---- np.histogram(a, bins=edges) ----
+
+def test_a_histogram_of_a_row_with_given_edges(target):
+    @guvectorize(["void(float64[:], float64[:], int64[:])", "void(float32[:], float64[:], int64[:])"],
+                 "(n),(e)->(e)", target=target)
+    def binned(a, edges, out):
+        h, e = np.histogram(a, bins=edges)
+        out[:h.shape[0]] = h
+        out[-1] = e.shape[0] + h.sum()
+
+    rng = np.random.default_rng(10)
+    edges = np.array([-1.0, -0.5, 0.0, 0.0, 0.5, 1.0])
+    for dtype in ("float64", "float32"):
+        a = rng.standard_normal((4, 40)).astype(dtype)
+        a[0, 3] = np.nan
+        a[1, :5] = [-1, -0.5, 0, 0.5, 1]  # every edge, the last one closed
+        a[2, 0] = np.inf
+        want = np.zeros((4, 6), np.int64)
+        for i in range(4):
+            binned.py_func(a[i], edges, want[i])
+        np.testing.assert_array_equal(binned(a, edges), want)
+
+
+def test_a_histogram_of_a_matrix_with_integer_edges(target):
+    @guvectorize(["void(int64[:, :], int64[:], int64[:])"], "(m,n),(e)->(e)", target=target)
+    def binned(a, edges, out):
+        h, e = np.histogram(a, edges)
+        out[1:] = h
+        out[0] = e[0]
+
+    a = np.random.default_rng(11).integers(-3, 9, (2, 4, 5))
+    edges = np.array([0, 2, 3, 7])
+    want = np.zeros((2, 4), np.int64)
+    for i in range(2):
+        binned.py_func(a[i], edges, want[i])
+    np.testing.assert_array_equal(binned(a, edges), want)
+
+
+def test_histogram_edges_that_decrease_raise_as_numpy_does(target):
+    @guvectorize(["void(float64[:], float64[:], int64[:])"], "(n),(e)->()", target=target)
+    def total(a, edges, out):
+        out[0] = np.histogram(a, bins=edges)[0].sum()
+
+    with pytest.raises(ValueError):
+        total.py_func(np.ones(3), np.array([1.0, 0.0]), np.zeros(1, np.int64))
+    with pytest.raises(ValueError):
+        total(np.ones(3), np.array([1.0, 0.0]))
+    np.testing.assert_array_equal(total(np.zeros((2, 0)), np.array([1.0])), [0, 0])
+
+
+@pytest.mark.parametrize("call, message", [
+    ("np.histogram(a)", "default, 10 bins"),
+    ("np.histogram(a, 5)", "a number of bins is not supported yet"),
+    ("np.histogram(a, bins=a, density=True)", "density= .not supported yet"),
+])
+def test_a_histogram_the_kernel_cannot_compute_is_a_typing_error(call, message):
+    k = kernel_from_source(f"def k(a, out):\n    out[0] = {call}[0][0]\n", globals_={"np": np})
+    with pytest.raises(TypingError, match=message):
+        guvectorize(["void(float64[:], int64[:])"], "(n)->()")(k)

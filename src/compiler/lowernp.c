@@ -344,7 +344,53 @@ lower_cov(Lower *L, PyObject *node, int builtin, PyObject *args, PyObject *keywo
     return n;
 }
 
-/* The call of a builtin this file lowers (flavor FL_NORM, FL_ARRAY, FL_COV). */
+/* np.histogram(a, bins): a and bins lowered (bins= a keyword too). */
+static CcNode *
+lower_histogram(Lower *L, PyObject *node, int builtin, PyObject *args, PyObject *keywords)
+{
+    Py_ssize_t count = PyList_Size(args);
+    CcNode **two = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3);
+    CcNode *n = two != NULL ? lw_new_node(L, ND_CALL, node) : NULL;
+    if (n == NULL) {
+        return NULL;
+    }
+    n->builtin = builtin;
+    n->args = two;
+    n->nargs = 2;
+    PyObject *bins = count > 1 ? PyList_GetItem(args, 1) : NULL;
+    for (Py_ssize_t i = 0; i < PyList_Size(keywords); i++) {
+        PyObject *kw = PyList_GetItem(keywords, i);
+        const char *name = lw_get_str(L, kw, "arg");
+        if (name == NULL || strcmp(name, "bins") != 0 || bins != NULL) {
+            cc_error(L->fn, lw_loc_of(L, kw),
+                     "np.histogram() takes a and bins (an array of edges) in a kernel%s%s%s",
+                     name != NULL ? ", not " : "", name != NULL ? name : "",
+                     name != NULL ? "= (not supported yet)" : "");
+            return NULL;
+        }
+        bins = PyList_GetItem(args, 0); /* a placeholder: read below */
+        PyObject *value = lw_get(kw, "value");
+        n->args[1] = value != NULL ? lw_lower_expr(L, value) : NULL;
+        Py_XDECREF(value);
+        if (n->args[1] == NULL) {
+            return NULL;
+        }
+    }
+    if (count < 1 || count > 2 || bins == NULL) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "np.histogram() takes a and bins (an array of edges) in a kernel (the default, "
+                 "10 bins, is not supported yet)");
+        return NULL;
+    }
+    if ((n->args[0] = lw_lower_expr(L, PyList_GetItem(args, 0))) == NULL
+        || (count == 2 && (n->args[1] = lw_lower_expr(L, bins)) == NULL)) {
+        return NULL;
+    }
+    return n;
+}
+
+/* The call of a builtin this file lowers (flavor FL_NORM, FL_ARRAY, FL_COV,
+ * FL_HISTOGRAM). */
 CcNode *
 lw_lower_np_call(Lower *L, PyObject *node, int builtin, PyObject *keywords)
 {
@@ -353,9 +399,10 @@ lw_lower_np_call(Lower *L, PyObject *node, int builtin, PyObject *keywords)
         return NULL;
     }
     CcFlavor f = cc_builtin(builtin)->flavor;
-    CcNode *n = f == FL_NORM  ? lower_norm(L, node, builtin, args, keywords)
-                : f == FL_COV ? lower_cov(L, node, builtin, args, keywords)
-                              : lower_array(L, node, args, keywords);
+    CcNode *n = f == FL_NORM        ? lower_norm(L, node, builtin, args, keywords)
+                : f == FL_COV       ? lower_cov(L, node, builtin, args, keywords)
+                : f == FL_HISTOGRAM ? lower_histogram(L, node, builtin, args, keywords)
+                                    : lower_array(L, node, args, keywords);
     Py_DECREF(args);
     return n;
 }

@@ -16,7 +16,8 @@
  *                  functions
  *   linalg.c       np.dot and @; np.linalg.norm (typed as reductions)
  *   build.c        np.array of scalars, list displays stored into views
- *   stats.c        np.cov, np.corrcoef (typed as what they compute)
+ *   stats.c        np.cov, np.corrcoef (typed as what they compute),
+ *                  np.histogram with edges
  *
  * An array value is a view: { ptr data, [n x i64] shape, [n x i64] strides }
  * (strides in bytes), an SSA struct that SROA splits into registers.  A
@@ -240,6 +241,14 @@ int ti_norm_call(Infer *in, CcNode *n);
  *   n->index 1: ddof given, in n->ihigh.
  */
 int ti_cov_call(Infer *in, CcNode *n);
+/*
+ * histogram := np.histogram(a, bins=edges)    a: real, any ndim
+ *   (counts, edges): counts int64, one per bin [edges[i], edges[i+1])
+ *   (the last one closed), values outside and NaN counted nowhere; edges
+ *   as given.  Edges that decrease are a ValueError.  bins as a number,
+ *   range=, density= and weights= are not supported yet.
+ */
+int ti_histogram_call(Infer *in, CcNode *n, const CcType **out);
 
 /* ======== emission: what the files call across ======== */
 

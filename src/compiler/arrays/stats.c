@@ -1,7 +1,8 @@
 /*
  * stats.c - statistics of arrays: np.cov and np.corrcoef, typed as the
  * array operations NumPy computes them with (the call is rewritten in
- * place once its argument is typed; nothing of their own is emitted).
+ * place once its argument is typed; nothing of their own is emitted), and
+ * np.histogram with given edges (a walk that bins each value).
  */
 #include "compiler/arrays/arrays.h"
 
@@ -169,4 +170,182 @@ ti_cov_call(Infer *in, CcNode *n)
     *n = *c;
     n->loc = loc;
     return 0;
+}
+
+/* ---- np.histogram(a, bins=edges) ---- */
+
+int
+ti_histogram_call(Infer *in, CcNode *n, const CcType **out)
+{
+    const CcType *a, *e;
+    char tn[96];
+    *out = UNKNOWN;
+    if (!in->gufunc) {
+        return cc_error(
+            in->fn, n->loc,
+            "np.histogram() allocates an array, which only a guvectorize kernel can do");
+    }
+    if (ti_expr(in, n->args[0], &a) < 0 || ti_expr(in, n->args[1], &e) < 0) {
+        return -1;
+    }
+    if (a == UNKNOWN || e == UNKNOWN) {
+        return 0;
+    }
+    if (!cc_is_array(a) || a->scalar == TS_INFER || ts_is_complex(a->scalar)) {
+        return cc_error(in->fn, n->args[0]->loc,
+                        "np.histogram() of %s: it takes an array of real numbers",
+                        cc_type_name(a, tn, sizeof(tn)));
+    }
+    if (!cc_is_array(e)) {
+        return cc_error(in->fn, n->args[1]->loc,
+                        "np.histogram() takes its bins as an array of edges in a kernel (a number "
+                        "of bins is not supported yet), not %s",
+                        cc_type_name(e, tn, sizeof(tn)));
+    }
+    if (e->n != 1 || e->scalar == TS_INFER || ts_is_complex(e->scalar)) {
+        return cc_error(in->fn, n->args[1]->loc, "`bins` must be 1d, when an array of real edges");
+    }
+    CcType *t = n->view; /* one tuple type for the node: types compare by identity */
+    const CcType **elems = t != NULL ? t->elems : cc_alloc(in->fn->arena, sizeof(CcType *) * 2);
+    if (t == NULL && (elems == NULL || (t = cc_alloc(in->fn->arena, sizeof(CcType))) == NULL)) {
+        return -1;
+    }
+    elems[0] = cc_array_type(TS_INT64, 1);
+    elems[1] = e; /* the edges as given (NumPy: np.asarray(bins)) */
+    *t = (CcType){.kind = CT_TUPLE, .n = 2, .elems = elems};
+    n->view = t;
+    in->fn->allocates = 1;
+    *out = t;
+    return 0;
+}
+
+typedef struct Binning {
+    View edges, hist;
+    LLVMValueRef nedges;          /* i64 */
+    LLVMValueRef steps;           /* the binary search's halvings: bits of nedges */
+    LLVMValueRef first, last;     /* float64 */
+    LLVMValueRef lo_slot, n_slot; /* the search's state (entry allocas) */
+} Binning;
+
+static LLVMValueRef
+edge_at(Emit *E, const Binning *b, LLVMValueRef i)
+{
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, i, b->edges.stride[0], "off");
+    LLVMValueRef at =
+        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), b->edges.data, &off, 1, "edge");
+    return em_convert(E, cc_load(E->b, b->edges.kind, at, "e"), b->edges.kind, TS_FLOAT64);
+}
+
+/* Each value counts in the bin [edges[i], edges[i + 1]) it lies in (the
+ * last bin holds its right edge too); values outside, and NaN, in none. */
+static int
+bin_visit(Emit *E, Walk *w, LLVMValueRef value)
+{
+    Binning *b = w->ctx;
+    LLVMTypeRef i64 = em_i64_type(E);
+    LLVMValueRef v = em_convert(E, value, cc_storage(w->expr->ty), TS_FLOAT64);
+    LLVMValueRef in = LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealOGE, v, b->first, "ge"),
+                                   LLVMBuildFCmp(E->b, LLVMRealOLE, v, b->last, "le"), "in");
+    LLVMBasicBlockRef count = em_new_block(E, "bin"), done = em_new_block(E, "binned");
+    LLVMBuildCondBr(E->b, in, count, done);
+    LLVMPositionBuilderAtEnd(E->b, count);
+    /* lo: the last edge <= v, by halving [0, nedges) */
+    LLVMValueRef lo_slot = b->lo_slot, n_slot = b->n_slot;
+    LLVMBuildStore(E->b, em_i64c(E, 0), lo_slot);
+    LLVMBuildStore(E->b, b->nedges, n_slot);
+    Loop s;
+    em_loop_begin(E, &s, b->steps, "halve");
+    LLVMValueRef lo = LLVMBuildLoad2(E->b, i64, lo_slot, "lo"),
+                 n = LLVMBuildLoad2(E->b, i64, n_slot, "n");
+    LLVMValueRef half = LLVMBuildLShr(E->b, n, em_i64c(E, 1), "half");
+    LLVMValueRef mid = LLVMBuildAdd(E->b, lo, half, "mid");
+    LLVMValueRef up = LLVMBuildAnd(
+        E->b, LLVMBuildICmp(E->b, LLVMIntSGT, half, em_i64c(E, 0), "some"),
+        LLVMBuildFCmp(
+            E->b, LLVMRealOLE,
+            edge_at(E, b,
+                    LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, half, em_i64c(E, 0), ""),
+                                    mid, lo, "at")),
+            v, "le"),
+        "up");
+    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, up, mid, lo, "lo"), lo_slot);
+    LLVMBuildStore(E->b, LLVMBuildSelect(E->b, up, LLVMBuildSub(E->b, n, half, ""), half, "n"),
+                   n_slot);
+    em_loop_end(E, &s);
+    LLVMValueRef bin = LLVMBuildLoad2(E->b, i64, lo_slot, "bin");
+    LLVMValueRef nbins = LLVMBuildSub(E->b, b->nedges, em_i64c(E, 1), "nbins");
+    LLVMValueRef last = LLVMBuildSub(E->b, nbins, em_i64c(E, 1), "lastbin");
+    /* the right edge, and repeated edges at the end: the last bin */
+    bin = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, bin, last, ""), last, bin, "bin");
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, bin, em_i64c(E, 8), "off");
+    LLVMValueRef at =
+        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), b->hist.data, &off, 1, "count");
+    LLVMBuildStore(E->b, LLVMBuildAdd(E->b, LLVMBuildLoad2(E->b, i64, at, "c"), em_i64c(E, 1), "c"),
+                   at);
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    return 0;
+}
+
+/* The edges must increase (ValueError, as NumPy); hist := zeros. */
+static int
+histogram_setup(Emit *E, CcNode *n, Binning *b)
+{
+    if (em_view_of(E, n->args[1], &b->edges) < 0) {
+        return -1;
+    }
+    LLVMTypeRef i64 = em_i64_type(E);
+    b->lo_slot = em_entry_alloca(E, i64, "bin.lo");
+    b->n_slot = em_entry_alloca(E, i64, "bin.n");
+    b->nedges = b->edges.shape[0];
+    LLVMValueRef nbins = LLVMBuildSub(E->b, b->nedges, em_i64c(E, 1), "nbins");
+    nbins = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, nbins, em_i64c(E, 0), ""),
+                            em_i64c(E, 0), nbins, "nbins");
+    Loop k;
+    em_loop_begin(E, &k, nbins, "edges");
+    LLVMValueRef next = LLVMBuildAdd(E->b, k.i, em_i64c(E, 1), "next");
+    em_check(E, LLVMBuildFCmp(E->b, LLVMRealOGT, edge_at(E, b, k.i), edge_at(E, b, next), "down"),
+             CC_STATUS_VALUE);
+    em_loop_end(E, &k);
+    if (em_alloc_array(E, n, TS_INT64, 1, &nbins, &b->hist) < 0) {
+        return -1;
+    }
+    em_fill_view(E, &b->hist, n, LLVMConstInt(i64, 0, 0));
+    /* halvings: 64 - ctlz(nedges) */
+    LLVMTypeRef ft =
+        LLVMFunctionType(i64, (LLVMTypeRef[]){i64, LLVMInt1TypeInContext(E->ctx)}, 2, 0);
+    LLVMValueRef ctlz = LLVMGetNamedFunction(E->mod, "llvm.ctlz.i64");
+    if (ctlz == NULL) {
+        ctlz = LLVMAddFunction(E->mod, "llvm.ctlz.i64", ft);
+    }
+    LLVMValueRef lz = LLVMBuildCall2(
+        E->b, ft, ctlz,
+        (LLVMValueRef[]){b->nedges, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0)}, 2, "lz");
+    b->steps = LLVMBuildSub(E->b, em_i64c(E, 64), lz, "steps");
+    LLVMValueRef some = LLVMBuildICmp(E->b, LLVMIntSGT, nbins, em_i64c(E, 0), "some");
+    LLVMValueRef lastix = LLVMBuildSelect(E->b, some, nbins, em_i64c(E, 0), "lastix");
+    /* no bins: no value is in range (an empty range: first > last) */
+    b->first = LLVMBuildSelect(E->b, some, edge_at(E, b, em_i64c(E, 0)),
+                               em_real_const(E, TS_FLOAT64, 1.0), "first");
+    b->last = LLVMBuildSelect(E->b, some, edge_at(E, b, lastix), em_real_const(E, TS_FLOAT64, 0.0),
+                              "last");
+    return 0;
+}
+
+LLVMValueRef
+ec_histogram_call(Emit *E, CcNode *n, const CcBuiltin *builtin, TsKind out)
+{
+    (void)builtin;
+    (void)out;
+    Binning b;
+    if (histogram_setup(E, n, &b) < 0) {
+        return NULL;
+    }
+    Walk w = {.ndim = n->args[0]->ty->n, .visit = bin_visit, .ctx = &b};
+    if (em_run_walk(E, &w, n->args[0]) < 0) {
+        return NULL;
+    }
+    LLVMValueRef t = LLVMGetUndef(em_type_of(E, n->ty));
+    t = LLVMBuildInsertValue(E->b, t, em_view_pack(E, &b.hist), 0, "hist");
+    return LLVMBuildInsertValue(E->b, t, em_view_pack(E, &b.edges), 1, "edges");
 }
