@@ -497,11 +497,45 @@ def test_histogram_edges_that_decrease_raise_as_numpy_does(target):
 
 
 @pytest.mark.parametrize("call, message", [
-    ("np.histogram(a)", "default, 10 bins"),
-    ("np.histogram(a, 5)", "a number of bins is not supported yet"),
+    ("np.histogram(a)", r"takes range=\(lo, hi\)"),
+    ("np.histogram(a, 5)", "the data's own range is not supported yet"),
+    ("np.histogram(a, 2.5, (0, 1))", "bins as an integer or an array of edges"),
+    ("np.histogram(a, 5, range=(0, 1j))", "range= as a pair of real numbers"),
     ("np.histogram(a, bins=a, density=True)", "density= .not supported yet"),
 ])
 def test_a_histogram_the_kernel_cannot_compute_is_a_typing_error(call, message):
     k = kernel_from_source(f"def k(a, out):\n    out[0] = {call}[0][0]\n", globals_={"np": np})
     with pytest.raises(TypingError, match=message):
         guvectorize(["void(float64[:], int64[:])"], "(n)->()")(k)
+
+
+HIST_RANGES = ["5, range=(-1.0, 1.0)", "bins=4, range=(-2, 2)", "range=(0.0, 1.0)",
+               "3, (0.5, 0.5)", "7, (-1, 1.5)"]
+
+
+@pytest.mark.parametrize("args", HIST_RANGES)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_a_histogram_of_n_bins_over_a_range(target, args, dtype):
+    src = ("def k(a, out):\n    out[:] = 0\n    h, e = np.histogram(a, %s)\n"
+           "    out[:h.shape[0]] = h\n    out[h.shape[0]:h.shape[0] + e.shape[0]] = e\n"
+           "    out[-1] = e.itemsize\n" % args)
+    k = kernel_from_source(src, globals_={"np": np})
+    f = guvectorize([f"void({dtype}[:], float64[:])"], "(n)->(n)", target=target)(k)
+    a = (np.random.default_rng(12).standard_normal((3, 30)) * 1.3).astype(dtype)
+    a[0, :4] = [-1, 1, 0, 2]  # the edges themselves
+    want = np.zeros((3, 30))
+    for i in range(3):
+        k(a[i], want[i])
+    np.testing.assert_array_equal(f(a), want)
+
+
+@pytest.mark.parametrize("args", ["3, (1.0, 0.0)", "3, (0, np.inf)", "0, (0, 1)",
+                                  "3, (np.nan, 1)"])
+def test_a_histogram_range_numpy_refuses_raises_value_error(target, args):
+    k = kernel_from_source(f"def k(a, out):\n    out[0] = np.histogram(a, {args})[0][0]\n",
+                           globals_={"np": np})
+    f = guvectorize(["void(float64[:], int64[:])"], "(n)->()", target=target)(k)
+    with pytest.raises(ValueError):
+        k(np.ones(5), np.zeros(1, np.int64))
+    with pytest.raises(ValueError):
+        f(np.ones((1, 5)))

@@ -344,49 +344,65 @@ lower_cov(Lower *L, PyObject *node, int builtin, PyObject *args, PyObject *keywo
     return n;
 }
 
-/* np.histogram(a, bins): a and bins lowered (bins= a keyword too). */
+/* np.histogram(a, bins=10, range=None): a, bins and range lowered
+ * (args[2] only with a range); density= and weights= are refused. */
 static CcNode *
 lower_histogram(Lower *L, PyObject *node, int builtin, PyObject *args, PyObject *keywords)
 {
+    static const char *const names[] = {"a", "bins", "range"};
     Py_ssize_t count = PyList_Size(args);
-    CcNode **two = cc_alloc(L->fn->arena, sizeof(CcNode *) * 3);
-    CcNode *n = two != NULL ? lw_new_node(L, ND_CALL, node) : NULL;
+    PyObject *given[3] = {NULL, NULL, NULL};
+    if (count < 1 || count > 3) {
+        cc_error(L->fn, lw_loc_of(L, node), "np.histogram() takes 1 to 3 arguments, %zd given",
+                 count);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        given[i] = PyList_GetItem(args, i);
+    }
+    for (Py_ssize_t i = 0; i < PyList_Size(keywords); i++) {
+        PyObject *kw = PyList_GetItem(keywords, i);
+        const char *name = lw_get_str(L, kw, "arg");
+        int k = 1;
+        while (name != NULL && k < 3 && strcmp(names[k], name) != 0) {
+            k++;
+        }
+        if (name == NULL || k == 3 || given[k] != NULL) {
+            cc_error(L->fn, lw_loc_of(L, kw),
+                     "np.histogram() takes a, bins and range= in a kernel%s%s%s",
+                     name != NULL ? ", not " : "", name != NULL ? name : "",
+                     name != NULL ? "= (not supported yet, or given twice)" : "");
+            return NULL;
+        }
+        given[k] = kw; /* its value, below */
+    }
+    CcNode **three = cc_alloc(L->fn->arena, sizeof(CcNode *) * 4);
+    CcNode *n = three != NULL ? lw_new_node(L, ND_CALL, node) : NULL;
     if (n == NULL) {
         return NULL;
     }
     n->builtin = builtin;
-    n->args = two;
+    n->args = three;
     n->nargs = 2;
-    PyObject *bins = count > 1 ? PyList_GetItem(args, 1) : NULL;
-    for (Py_ssize_t i = 0; i < PyList_Size(keywords); i++) {
-        PyObject *kw = PyList_GetItem(keywords, i);
-        const char *name = lw_get_str(L, kw, "arg");
-        if (name == NULL || strcmp(name, "bins") != 0 || bins != NULL) {
-            cc_error(L->fn, lw_loc_of(L, kw),
-                     "np.histogram() takes a and bins (an array of edges) in a kernel%s%s%s",
-                     name != NULL ? ", not " : "", name != NULL ? name : "",
-                     name != NULL ? "= (not supported yet)" : "");
+    for (int k = 0; k < 3; k++) {
+        PyObject *ast = given[k] == NULL ? NULL
+                        : k < count      ? Py_NewRef(given[k])
+                                         : lw_get(given[k], "value");
+        PyObject *c = ast != NULL && lw_ast_kind(ast) == A_CONSTANT ? lw_get(ast, "value") : NULL;
+        int none = c == Py_None;
+        Py_XDECREF(c);
+        if (ast != NULL && !none && (three[k] = lw_lower_expr(L, ast)) == NULL) {
+            Py_DECREF(ast);
             return NULL;
         }
-        bins = PyList_GetItem(args, 0); /* a placeholder: read below */
-        PyObject *value = lw_get(kw, "value");
-        n->args[1] = value != NULL ? lw_lower_expr(L, value) : NULL;
-        Py_XDECREF(value);
-        if (n->args[1] == NULL) {
-            return NULL;
-        }
+        Py_XDECREF(ast);
+        n->nargs = k == 2 && three[2] != NULL ? 3 : n->nargs;
     }
-    if (count < 1 || count > 2 || bins == NULL) {
-        cc_error(L->fn, lw_loc_of(L, node),
-                 "np.histogram() takes a and bins (an array of edges) in a kernel (the default, "
-                 "10 bins, is not supported yet)");
-        return NULL;
+    if (three[1] == NULL && (three[1] = lw_new_node(L, ND_CONST, node)) != NULL) {
+        three[1]->ty = cc_weak_type(CT_WEAK_INT); /* bins=10 */
+        three[1]->ival = 10;
     }
-    if ((n->args[0] = lw_lower_expr(L, PyList_GetItem(args, 0))) == NULL
-        || (count == 2 && (n->args[1] = lw_lower_expr(L, bins)) == NULL)) {
-        return NULL;
-    }
-    return n;
+    return three[1] != NULL ? n : NULL;
 }
 
 /* The call of a builtin this file lowers (flavor FL_NORM, FL_ARRAY, FL_COV,

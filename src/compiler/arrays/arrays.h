@@ -242,11 +242,13 @@ int ti_norm_call(Infer *in, CcNode *n);
  */
 int ti_cov_call(Infer *in, CcNode *n);
 /*
- * histogram := np.histogram(a, bins=edges)    a: real, any ndim
- *   (counts, edges): counts int64, one per bin [edges[i], edges[i+1])
- *   (the last one closed), values outside and NaN counted nowhere; edges
- *   as given.  Edges that decrease are a ValueError.  bins as a number,
- *   range=, density= and weights= are not supported yet.
+ * histogram := np.histogram(a, bins=edges) | np.histogram(a, n, range=(lo, hi))
+ *   a: real, any ndim.  (counts, edges): counts int64, one per bin
+ *   [edges[i], edges[i+1]) (the last one closed), values outside and NaN
+ *   counted nowhere; edges as given, or n + 1 of a's float kind from lo
+ *   to hi.  Edges that decrease, lo > hi, a range not finite and n < 1
+ *   are ValueErrors.  No range= with n bins, density= and weights= are
+ *   not supported yet.
  */
 int ti_histogram_call(Infer *in, CcNode *n, const CcType **out);
 

@@ -6,6 +6,7 @@
  */
 #include "compiler/arrays/arrays.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /* ---- nodes of the rewrite ---- */
@@ -172,7 +173,45 @@ ti_cov_call(Infer *in, CcNode *n)
     return 0;
 }
 
-/* ---- np.histogram(a, bins=edges) ---- */
+/* ---- np.histogram(a, bins=edges), np.histogram(a, n, range=(lo, hi)) ---- */
+
+/* n bins over range=(lo, hi): *edges the type of the edges NumPy makes
+ * (a's float kind with the range's, float64 for integers). */
+static int
+ti_uniform_bins(Infer *in, CcNode *n, const CcType *a, const CcType *bins, const CcType **edges)
+{
+    const CcType *r = UNKNOWN;
+    char tn[96];
+    *edges = UNKNOWN;
+    if (!ti_is_integral(bins) || ti_is_bool(bins) || ti_is_tuple(bins)) {
+        return cc_error(in->fn, n->args[1]->loc,
+                        "np.histogram() takes bins as an integer or an array of edges, not %s",
+                        cc_type_name(bins, tn, sizeof(tn)));
+    }
+    if (n->nargs < 3) {
+        return cc_error(in->fn, n->loc,
+                        "np.histogram() with a number of bins takes range=(lo, hi) in a kernel "
+                        "(the data's own range is not supported yet)");
+    }
+    if (ti_fit_const(in, n->args[1], cc_scalar_type(TS_INT64)) < 0
+        || ti_expr(in, n->args[2], &r) < 0) {
+        return -1;
+    }
+    if (r == UNKNOWN) {
+        return 0;
+    }
+    if (!ti_is_tuple(r) || r->n != 2 || ti_is_tuple(r->elems[0]) || ti_is_tuple(r->elems[1])
+        || cc_is_array(r->elems[0]) || cc_is_array(r->elems[1]) || ti_is_complex_type(r->elems[0])
+        || ti_is_complex_type(r->elems[1])) {
+        return cc_error(in->fn, n->args[2]->loc,
+                        "np.histogram() takes range= as a pair of real numbers, not %s",
+                        cc_type_name(r, tn, sizeof(tn)));
+    }
+    const CcType *k = cc_promote(cc_promote(cc_scalar_type(a->scalar), r->elems[0]), r->elems[1]);
+    TsKind kind = cc_storage(k);
+    *edges = cc_array_type(ts_is_float(kind) ? kind : TS_FLOAT64, 1);
+    return 0;
+}
 
 int
 ti_histogram_call(Infer *in, CcNode *n, const CcType **out)
@@ -197,10 +236,12 @@ ti_histogram_call(Infer *in, CcNode *n, const CcType **out)
                         cc_type_name(a, tn, sizeof(tn)));
     }
     if (!cc_is_array(e)) {
-        return cc_error(in->fn, n->args[1]->loc,
-                        "np.histogram() takes its bins as an array of edges in a kernel (a number "
-                        "of bins is not supported yet), not %s",
-                        cc_type_name(e, tn, sizeof(tn)));
+        if (ti_uniform_bins(in, n, a, e, &e) < 0 || e == UNKNOWN) {
+            return e == UNKNOWN && !PyErr_Occurred() ? 0 : -1;
+        }
+    } else if (n->nargs > 2) {
+        return cc_error(in->fn, n->args[2]->loc,
+                        "np.histogram() takes range= with a number of bins in a kernel");
     }
     if (e->n != 1 || e->scalar == TS_INFER || ts_is_complex(e->scalar)) {
         return cc_error(in->fn, n->args[1]->loc, "`bins` must be 1d, when an array of real edges");
@@ -287,11 +328,69 @@ bin_visit(Emit *E, Walk *w, LLVMValueRef value)
     return 0;
 }
 
+/*
+ * np.histogram(a, n, range=(lo, hi))'s edges, as NumPy's linspace makes
+ * them: lo + i * ((hi - lo) / n) in float64, the last one hi, cast to the
+ * edges' kind.  lo > hi, a range that is not finite and n < 1 are
+ * ValueErrors; lo == hi widens to (lo - 0.5, hi + 0.5).
+ */
+static int
+uniform_edges(Emit *E, CcNode *n, View *v)
+{
+    CcNode *r = n->args[2];
+    LLVMValueRef count = em_expr(E, n->args[1]), range = em_expr(E, r);
+    if (count == NULL || range == NULL) {
+        return -1;
+    }
+    const CcType *f8 = cc_scalar_type(TS_FLOAT64);
+    count = em_convert_type(E, count, n->args[1]->ty, cc_scalar_type(TS_INT64));
+    LLVMValueRef lo =
+        em_convert_type(E, LLVMBuildExtractValue(E->b, range, 0, "lo"), r->ty->elems[0], f8);
+    LLVMValueRef hi =
+        em_convert_type(E, LLVMBuildExtractValue(E->b, range, 1, "hi"), r->ty->elems[1], f8);
+    LLVMValueRef inf = em_real_const(E, TS_FLOAT64, HUGE_VAL);
+    LLVMValueRef ninf = em_real_const(E, TS_FLOAT64, -HUGE_VAL);
+    LLVMValueRef finite =
+        LLVMBuildAnd(E->b,
+                     LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealONE, lo, inf, ""),
+                                  LLVMBuildFCmp(E->b, LLVMRealONE, lo, ninf, ""), "lo.finite"),
+                     LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealONE, hi, inf, ""),
+                                  LLVMBuildFCmp(E->b, LLVMRealONE, hi, ninf, ""), "hi.finite"),
+                     "finite");
+    LLVMValueRef bad = LLVMBuildOr(E->b, LLVMBuildNot(E->b, finite, ""),
+                                   LLVMBuildFCmp(E->b, LLVMRealOGT, lo, hi, "backwards"), "bad");
+    bad = LLVMBuildOr(E->b, bad, LLVMBuildICmp(E->b, LLVMIntSLT, count, em_i64c(E, 1), ""), "bad");
+    em_check(E, bad, CC_STATUS_VALUE);
+    LLVMValueRef same = LLVMBuildFCmp(E->b, LLVMRealOEQ, lo, hi, "same");
+    LLVMValueRef half = em_real_const(E, TS_FLOAT64, 0.5);
+    lo = LLVMBuildSelect(E->b, same, LLVMBuildFSub(E->b, lo, half, ""), lo, "lo");
+    hi = LLVMBuildSelect(E->b, same, LLVMBuildFAdd(E->b, hi, half, ""), hi, "hi");
+    TsKind k = n->ty->elems[1]->scalar;
+    LLVMValueRef len = LLVMBuildAdd(E->b, count, em_i64c(E, 1), "nedges");
+    if (em_alloc_array(E, n, k, 1, &len, v) < 0) {
+        return -1;
+    }
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(E->ctx), i8 = LLVMInt8TypeInContext(E->ctx);
+    LLVMValueRef step = LLVMBuildFDiv(E->b, LLVMBuildFSub(E->b, hi, lo, "delta"),
+                                      LLVMBuildSIToFP(E->b, count, f64, ""), "step");
+    Loop i;
+    em_loop_begin(E, &i, len, "edge");
+    LLVMValueRef y = LLVMBuildFAdd(
+        E->b, LLVMBuildFMul(E->b, LLVMBuildSIToFP(E->b, i.i, f64, ""), step, ""), lo, "y");
+    y = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, i.i, count, ""), hi, y, "y");
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, i.i, em_i64c(E, ts_itemsize(k)), "off");
+    cc_store(E->b, k, em_convert(E, y, TS_FLOAT64, k),
+             LLVMBuildInBoundsGEP2(E->b, i8, v->data, &off, 1, ""));
+    em_loop_end(E, &i);
+    return 0;
+}
+
 /* The edges must increase (ValueError, as NumPy); hist := zeros. */
 static int
 histogram_setup(Emit *E, CcNode *n, Binning *b)
 {
-    if (em_view_of(E, n->args[1], &b->edges) < 0) {
+    if (cc_is_array(n->args[1]->ty) ? em_view_of(E, n->args[1], &b->edges) < 0
+                                    : uniform_edges(E, n, &b->edges) < 0) {
         return -1;
     }
     LLVMTypeRef i64 = em_i64_type(E);
