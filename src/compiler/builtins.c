@@ -247,7 +247,7 @@ static const CcBuiltin builtins[] = {
     {"numpy.array", FL_ARRAY, 0, 0, 64},
     {"numpy.cov", FL_COV, 0, 1, 5},
     {"numpy.corrcoef", FL_COV, 1, 1, 3},
-    {"numpy.histogram", FL_HISTOGRAM, 0, 1, 2},
+    {"numpy.histogram", FL_HIST, 0, 1, 2},
     /* the in-place methods: a.sort(), a.partition(kth) */
     {".sort", FL_SORT, S_SORT_IN_PLACE, 1, 1},
     {".partition", FL_SORT, S_PARTITION_IN_PLACE, 1, 2},
@@ -461,7 +461,7 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_NORM]      = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* rewritten when typed */
     [FL_ARRAY]     = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* a view: never a scalar */
     [FL_COV]       = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* rewritten when typed */
-    [FL_HISTOGRAM] = {ti_array_call, ec_histogram_call, FIT_RESULT},
+    [FL_HIST] = {ti_array_call, ec_histogram_call, FIT_RESULT},
     [FL_ARANGE]    = {ti_array_call, ec_arange_call, FIT_RESULT},
 };
 /* clang-format on */

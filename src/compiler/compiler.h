@@ -376,25 +376,25 @@ typedef enum CcFlavor {
     FL_NP_MINMAX, /* np.minimum/np.maximum: NaN-propagating */
     FL_REAL,
     FL_IMAG,
-    FL_CONJ,      /* x.real, x.imag, x.conjugate() */
-    FL_CMATH,     /* cmath.f: complex in; out by op */
-    FL_ROUND,     /* round(x[, n]) */
-    FL_NP_SIGN,   /* np.sign: the argument's kind */
-    FL_WHERE,     /* np.where(cond, x, y): elementwise choice, both computed */
-    FL_OPERATOR,  /* np.add, np.less ...: lowered to the operator (op is the CcOp) */
-    FL_CLIP,      /* np.clip(x, lo, hi): min(max(x, lo), hi) in the promotion's kind */
-    FL_ALLOC,     /* np.empty/zeros/ones/full(shape[, fill], dtype=): op is a CcAllocOp */
-    FL_LIKE,      /* np.empty_like ... (a[, fill], dtype=), a.copy(): op is a CcAllocOp */
-    FL_REDUCE,    /* np.sum(a), a.max() ...: op is a CcReduceOp */
-    FL_NDSIZE,    /* np.ndindex's loop: the product of a shape (a tuple or an int) */
-    FL_UNRAVEL,   /* np.ndindex's loop: the index tuple of a flat index in a shape */
-    FL_SORT,      /* np.sort, argsort, partition, median, quantile ...: op is a CcSortOp */
-    FL_DOT,       /* np.dot(a, b), a @ b (op 1) of 1-d and 2-d arrays */
-    FL_ARANGE,    /* np.arange([start,] stop[, step], dtype=) */
-    FL_NORM,      /* np.linalg.norm(x, ord, axis): typed as the reductions it is (linalg.c) */
-    FL_ARRAY,     /* np.array([x, y]): a new 1-d array of scalars (build.c) */
-    FL_COV,       /* np.cov (op 0), np.corrcoef (op 1): typed as what they compute (stats.c) */
-    FL_HISTOGRAM, /* np.histogram(a, bins=edges): (counts, edges) (stats.c) */
+    FL_CONJ,     /* x.real, x.imag, x.conjugate() */
+    FL_CMATH,    /* cmath.f: complex in; out by op */
+    FL_ROUND,    /* round(x[, n]) */
+    FL_NP_SIGN,  /* np.sign: the argument's kind */
+    FL_WHERE,    /* np.where(cond, x, y): elementwise choice, both computed */
+    FL_OPERATOR, /* np.add, np.less ...: lowered to the operator (op is the CcOp) */
+    FL_CLIP,     /* np.clip(x, lo, hi): min(max(x, lo), hi) in the promotion's kind */
+    FL_ALLOC,    /* np.empty/zeros/ones/full(shape[, fill], dtype=): op is a CcAllocOp */
+    FL_LIKE,     /* np.empty_like ... (a[, fill], dtype=), a.copy(): op is a CcAllocOp */
+    FL_REDUCE,   /* np.sum(a), a.max() ...: op is a CcReduceOp */
+    FL_NDSIZE,   /* np.ndindex's loop: the product of a shape (a tuple or an int) */
+    FL_UNRAVEL,  /* np.ndindex's loop: the index tuple of a flat index in a shape */
+    FL_SORT,     /* np.sort, argsort, partition, median, quantile ...: op is a CcSortOp */
+    FL_DOT,      /* np.dot(a, b), a @ b (op 1) of 1-d and 2-d arrays */
+    FL_ARANGE,   /* np.arange([start,] stop[, step], dtype=) */
+    FL_NORM,     /* np.linalg.norm(x, ord, axis): typed as the reductions it is (linalg.c) */
+    FL_ARRAY,    /* np.array([x, y]): a new 1-d array of scalars (build.c) */
+    FL_COV,      /* np.cov (op 0), np.corrcoef (op 1): typed as what they compute (stats.c) */
+    FL_HIST,     /* np.histogram(a, bins=edges): (counts, edges) (stats.c) */
     FL_COUNT
 } CcFlavor;
 

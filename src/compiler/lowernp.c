@@ -406,7 +406,7 @@ lower_histogram(Lower *L, PyObject *node, int builtin, PyObject *args, PyObject 
 }
 
 /* The call of a builtin this file lowers (flavor FL_NORM, FL_ARRAY, FL_COV,
- * FL_HISTOGRAM). */
+ * FL_HIST). */
 CcNode *
 lw_lower_np_call(Lower *L, PyObject *node, int builtin, PyObject *keywords)
 {
@@ -415,10 +415,10 @@ lw_lower_np_call(Lower *L, PyObject *node, int builtin, PyObject *keywords)
         return NULL;
     }
     CcFlavor f = cc_builtin(builtin)->flavor;
-    CcNode *n = f == FL_NORM        ? lower_norm(L, node, builtin, args, keywords)
-                : f == FL_COV       ? lower_cov(L, node, builtin, args, keywords)
-                : f == FL_HISTOGRAM ? lower_histogram(L, node, builtin, args, keywords)
-                                    : lower_array(L, node, args, keywords);
+    CcNode *n = f == FL_NORM   ? lower_norm(L, node, builtin, args, keywords)
+                : f == FL_COV  ? lower_cov(L, node, builtin, args, keywords)
+                : f == FL_HIST ? lower_histogram(L, node, builtin, args, keywords)
+                               : lower_array(L, node, args, keywords);
     Py_DECREF(args);
     return n;
 }

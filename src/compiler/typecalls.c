@@ -191,7 +191,7 @@ ti_call(Infer *in, CcNode *n, const CcType **out)
     if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
         || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
         || b->flavor == FL_DOT || b->flavor == FL_ARANGE || b->flavor == FL_NORM
-        || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HISTOGRAM) {
+        || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST) {
         return 0;
     }
     if (b->flavor == FL_BOOL) {
@@ -246,7 +246,7 @@ call_type(Infer *in, CcNode *n, const CcType **out)
     if (b->flavor == FL_ARRAY) {
         return ti_array_of(in, n, out);
     }
-    if (b->flavor == FL_HISTOGRAM) {
+    if (b->flavor == FL_HIST) {
         return ti_histogram_call(in, n, out);
     }
     if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE) {
