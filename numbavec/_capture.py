@@ -255,7 +255,7 @@ class Capturer:
             found = self.numba(value)
             if found is not None:
                 return found
-        if path.attrs and not path.bare and not isinstance(value, _PLAIN):
+        if path.attrs and not path.bare and not isinstance(value, _PLAIN + (np.ndarray,)):
             kind = f"{type(value).__module__}.{type(value).__qualname__}"
             return (OBJECT, kind, self.attrs(value, path))
         return (VALUE, value)

@@ -243,6 +243,11 @@ static const CcBuiltin builtins[] = {
     {"numpy.arange", FL_ARANGE, 0, 1, 3},
     {"numpy.dot", FL_DOT, 0, 2, 2},
     {"numpy.matmul", FL_DOT, 1, 2, 2}, /* a @ b lowers to it */
+    {"numpy.linalg.norm", FL_NORM, 0, 1, 3},
+    {"numpy.array", FL_ARRAY, 0, 0, 64},
+    {"numpy.cov", FL_COV, 0, 1, 5},
+    {"numpy.corrcoef", FL_COV, 1, 1, 3},
+    {"numpy.histogram", FL_HIST, 0, 1, 2},
     /* the in-place methods: a.sort(), a.partition(kth) */
     {".sort", FL_SORT, S_SORT_IN_PLACE, 1, 1},
     {".partition", FL_SORT, S_PARTITION_IN_PLACE, 1, 2},
@@ -347,7 +352,7 @@ cc_builtin_cast(TsKind k)
 static PyObject *
 resolve_name(const char *dotted)
 {
-    const char *dot = strchr(dotted, '.');
+    const char *dot = strrchr(dotted, '.'); /* numpy.linalg.norm: in numpy.linalg */
     if (dotted[0] == '.') {
         return NULL; /* attribute builtins have no object */
     }
@@ -453,6 +458,10 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_UNRAVEL]   = {ti_array_call, ec_array_call, FIT_RESULT},
     [FL_SORT]      = {ti_array_call, ec_sort_call,  FIT_RESULT},
     [FL_DOT]       = {ti_array_call, ec_dot_call,   FIT_RESULT},
+    [FL_NORM]      = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* rewritten when typed */
+    [FL_ARRAY]     = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* a view: never a scalar */
+    [FL_COV]       = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* rewritten when typed */
+    [FL_HIST] = {ti_array_call, ec_histogram_call, FIT_RESULT},
     [FL_ARANGE]    = {ti_array_call, ec_arange_call, FIT_RESULT},
 };
 /* clang-format on */

@@ -84,6 +84,7 @@ LLVMValueRef ec_clip(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_array_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_sort_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_histogram_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_arange_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 
 #endif /* NV_COMPILER_CALLS_H */

@@ -10,7 +10,8 @@
  *                source line and a caret (every pass reports through it)
  *   lower.c      Python `ast` objects -> untyped IR tree (CcNode): locals,
  *                definite assignment; lowerexpr.c, lowercall.c and
- *                lowerstmt.c lower expressions, calls and statements
+ *                lowerstmt.c lower expressions, calls and statements;
+ *                lowernp.c the NumPy calls whose arguments are constants
  *   astkind.c    the node classes of Python's `ast` module, as AstKinds
  *   resolve.c    names that are not locals (closure cells, globals,
  *                builtins, modules), frozen into constants; Python int
@@ -38,7 +39,8 @@
  *                views.c (views, indexing, allocation freed when the call
  *                returns), elementwise.c (fused elementwise loops, broadcast
  *                assignment), reduce.c (reductions, masks, axes), sort.c,
- *                linalg.c (np.dot, @)
+ *                linalg.c (np.dot, @, np.linalg.norm), build.c (np.array
+ *                of scalars), stats.c (np.cov, np.corrcoef, np.histogram)
  *   extent.c       index and length arithmetic of arrays (overflow-safe)
  *   cmath.c      complex math functions (cmath.exp ...) as C library calls
  *   dump.c       the typed IR as text (NUMBAVEC_DUMP=ir)
@@ -216,6 +218,9 @@ typedef struct CcVar {
     /* lower (rebind.c): the flag its reads after a loop test */
     struct CcVar *bound;
     int rebound; /* lower: a parameter the function binds again */
+    /* typeinfer: an array variable holding a view of a global NumPy array
+     * (arrays/views.c, ti_readonly), which cannot be written */
+    int readonly;
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -253,14 +258,16 @@ struct CcNode {
     /* ND_CONST of a Python int outside int64: big is set, (ihigh:ival) is its
      * value as an int128 (clamped to int128's range), and pyint the exact
      * value (kept by the arena); typeinfer lets it meet only the types it
-     * fits (NEP 50) and makes it a float toward floats. */
+     * fits (NEP 50) and makes it a float toward floats.  An ND_CONST of
+     * array type is a global NumPy array: pyint is its frozen C-contiguous
+     * copy (resolve.c), a read-only global of the module (views.c). */
     int big;
     long long ihigh;
     PyObject *pyint;
     /* arrays/: inside an elementwise loop, the value of this array leaf
      * at the loop's index (an LLVMValueRef), else NULL */
     void *elem;
-    void *view; /* ND_VIEW */
+    void *view; /* ND_VIEW; an np.histogram ND_CALL: its tuple type (stats.c) */
     /* ND_RAISE: "module\x1fqualname\x1frepr(args)"; ND_INLINE of a numbavec
      * ufunc with signatures: its loops, each nin + 1 letters 'a' + TsKind
      * (inputs, then output), one after the other */
@@ -295,6 +302,10 @@ typedef struct CcFunction {
     unsigned fails;    /* emit: bit k set when the kernel may return status k */
     int raises;        /* lower: the kernel has a raise or assert (ND_RAISE) */
     int raise_gen;     /* lower: the largest cc_raise_register generation met */
+    /* lower: the IndexError site a scalar kernel's failed bounds check
+     * raises (it has no status to return): set where it reads a global
+     * array (resolve.c), NULL otherwise */
+    const char *index_site;
     /* emit, device code: the sites its raises return CC_STATUS_USER + i for */
     const char **raise_sites;
     int nraise_sites, cap_raise_sites;
@@ -386,6 +397,10 @@ typedef enum CcFlavor {
     FL_SORT,     /* np.sort, argsort, partition, median, quantile ...: op is a CcSortOp */
     FL_DOT,      /* np.dot(a, b), a @ b (op 1) of 1-d and 2-d arrays */
     FL_ARANGE,   /* np.arange([start,] stop[, step], dtype=) */
+    FL_NORM,     /* np.linalg.norm(x, ord, axis): typed as the reductions it is (linalg.c) */
+    FL_ARRAY,    /* np.array([x, y]): a new 1-d array of scalars (build.c) */
+    FL_COV,      /* np.cov (op 0), np.corrcoef (op 1): typed as what they compute (stats.c) */
+    FL_HIST,     /* np.histogram(a, bins=edges): (counts, edges) (stats.c) */
     FL_COUNT
 } CcFlavor;
 

@@ -192,6 +192,25 @@ int lw_dtype_kind(Lower *L, PyObject *at, PyObject *obj, TsKind *out);
 /* The expressions of each kind, lowered (NULL with an error): a call, a
  * constant, a tuple, a subscript. */
 CcNode *lw_lower_call(Lower *L, PyObject *node);
+
+/* ---- lowernp.c ---- */
+
+/* The call of np.linalg.norm, np.array, np.cov or np.corrcoef (flavors
+ * FL_NORM, FL_ARRAY, FL_COV). */
+CcNode *lw_lower_np_call(Lower *L, PyObject *node, int builtin, PyObject *keywords);
+/* The value of the assignment node: a list or tuple display stored into
+ * one subscript (out[i] = [lo, hi]) is np.array of it. */
+CcNode *lw_lower_stored_value(Lower *L, PyObject *node, PyObject *targets);
+/* for i, x in enumerate(a.flat[, start]): the `a.flat` node of iter (a
+ * call of enumerate), with *start its start (Py_None without one), new
+ * references; NULL when iter is not that. */
+PyObject *lw_enumerated_flat(Lower *L, PyObject *iter, PyObject **start);
+/* The tuple (k + start, item) an enumerate of a.flat gives. */
+CcNode *lw_enumerated(Lower *L, PyObject *at, CcNode *k, PyObject *start, CcNode *item);
+/* Whether node is a list or tuple display. */
+int lw_is_display(PyObject *node);
+/* np.array(list): a new 1-d array of the display's scalars, at `at`. */
+CcNode *lw_array_display(Lower *L, PyObject *at, PyObject *list);
 CcNode *lw_lower_constant(Lower *L, PyObject *node);
 CcNode *lw_lower_tuple(Lower *L, PyObject *node);
 CcNode *lw_lower_subscript(Lower *L, PyObject *node);

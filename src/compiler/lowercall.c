@@ -449,6 +449,12 @@ lw_lower_call(Lower *L, PyObject *node)
         && (cc_builtin(builtin)->flavor == FL_ALLOC || cc_builtin(builtin)->flavor == FL_LIKE
             || cc_builtin(builtin)->flavor == FL_REDUCE || cc_builtin(builtin)->flavor == FL_SORT
             || cc_builtin(builtin)->flavor == FL_ARANGE);
+    CcFlavor flavor = builtin >= 0 ? cc_builtin(builtin)->flavor : FL_COUNT;
+    if (flavor == FL_NORM || flavor == FL_ARRAY || flavor == FL_COV || flavor == FL_HIST) {
+        Py_DECREF(callee); /* lowernp.c reads their arguments */
+        n = lw_lower_np_call(L, node, builtin, keywords);
+        goto done;
+    }
     TsType cast;
     /* an unsupported function is reported as such below, keywords or not */
     int unknown = builtin == -1 && !lw_is_device_function(callee) && !is_builtin_len(callee)

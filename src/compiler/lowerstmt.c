@@ -98,7 +98,7 @@ static CcNode *
 lower_assign(Lower *L, PyObject *node)
 {
     PyObject *targets = lw_get(node, "targets");
-    CcNode *value = targets ? lw_lower_attr_expr(L, node, "value") : NULL;
+    CcNode *value = targets ? lw_lower_stored_value(L, node, targets) : NULL;
     CcNode *result = NULL;
     if (value == NULL) {
         goto done;
@@ -911,10 +911,12 @@ lower_for_ndindex(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyOb
 /*
  * for x in a.flat: a's elements in C order, lowered to a range loop:
  *   for k in range(a.size): x = a[.flatindex(k, a.shape)]; block
+ * for i, x in enumerate(a.flat[, start]) (start: its AST, Py_None without
+ * one; NULL: no enumerate): the target is (k + start, a[...]).
  */
 static CcNode *
 lower_for_flat(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObject *iter,
-               PyObject *base)
+               PyObject *base, PyObject *start)
 {
     CcVar *k = hidden_var(L, "for.k");
     CcNode *body = lw_new_node(L, ND_BLOCK, node), *a = lw_lower_expr(L, base);
@@ -926,9 +928,11 @@ lower_for_flat(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
     }
     loop->nargs = 1;
     loop->var = k;
-    if (index_loop_body(L, node, loop, body, target,
-                        lw_flat_element(L, iter, base, var_node(L, iter, k)))
-        < 0) {
+    CcNode *item = lw_flat_element(L, iter, base, var_node(L, iter, k));
+    if (start != NULL && item != NULL) { /* enumerate: (k [+ start], item) */
+        item = lw_enumerated(L, iter, var_node(L, iter, k), start, item);
+    }
+    if (index_loop_body(L, node, loop, body, target, item) < 0) {
         return NULL;
     }
     return loop;
@@ -961,14 +965,25 @@ lower_for(Lower *L, PyObject *node)
     }
     PyObject *callee = callee_of(L, iter);
     int range = is_builtin_named(callee, "range"), ndindex = is_numpy_named(callee, "ndindex");
+    PyObject *start = NULL, *flat_of = is_builtin_named(callee, "enumerate")
+                                           ? lw_enumerated_flat(L, iter, &start)
+                                           : NULL;
     Py_XDECREF(callee);
+    if (flat_of != NULL) {
+        PyObject *base = lw_flat_base(L, flat_of);
+        result = lower_for_flat(L, node, n, target, flat_of, base, start);
+        Py_DECREF(flat_of);
+        Py_DECREF(start);
+        Py_XDECREF(base);
+        goto done;
+    }
     if (ndindex) {
         result = lower_for_ndindex(L, node, n, target, iter);
         goto done;
     }
     PyObject *flat = lw_flat_base(L, iter);
     if (flat != NULL) {
-        result = lower_for_flat(L, node, n, target, iter, flat);
+        result = lower_for_flat(L, node, n, target, iter, flat, NULL);
         Py_DECREF(flat);
         goto done;
     }

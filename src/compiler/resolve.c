@@ -14,6 +14,7 @@
 #include "compiler/lower.h"
 
 #include <limits.h>
+#include <string.h>
 
 /* ---- names that are not locals ---- */
 
@@ -113,6 +114,21 @@ lw_resolve_global(Lower *L, const char *name, CcLoc loc)
     return v;
 }
 
+/* The attributes of a global NumPy array read now, as Python values (its
+ * dtype, and the numbers a kernel may fold); the others (.shape, .T, its
+ * methods) are the constant array's, as a local array's would be. */
+static int
+frozen_array_attr(const char *attr)
+{
+    static const char *const frozen[] = {"dtype", "size", "ndim", "itemsize", "nbytes"};
+    for (size_t i = 0; i < sizeof(frozen) / sizeof(frozen[0]); i++) {
+        if (strcmp(attr, frozen[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * The Python object an expression names, for names and attribute chains
  * that are not locals: `math`, `math.pi`, `np.float32`.  New reference;
@@ -144,6 +160,11 @@ lw_resolve_object(Lower *L, PyObject *node, int *local)
         const char *attr = lw_get_str(L, node, "attr");
         if (base == NULL || attr == NULL) {
             Py_XDECREF(base);
+            return NULL;
+        }
+        if (PyArray_Check(base) && !frozen_array_attr(attr)) {
+            Py_DECREF(base); /* TABLE.shape, TABLE.sum(): of the constant array */
+            *local = 1;
             return NULL;
         }
         PyObject *v = PyObject_GetAttrString(base, attr);
@@ -362,6 +383,68 @@ lw_value_const(Lower *L, PyObject *ast, PyObject *value)
     return NULL;
 }
 
+/*
+ * The IndexError a scalar kernel raises when it indexes a global array out
+ * of its bounds (views.c's em_check: a gufunc returns a status instead),
+ * registered once per kernel.  0/-1.
+ */
+static int
+index_site(Lower *L)
+{
+    if (L->fn->index_site != NULL) {
+        return 0;
+    }
+    PyObject *text = PyUnicode_FromString(
+        "builtins\x1fIndexError\x1f('index out of bounds of a global NumPy array',)");
+    int generation = 0;
+    const char *s =
+        text ? cc_raise_register(L->fn->arena, text, PyExc_IndexError, &generation) : NULL;
+    Py_XDECREF(text);
+    if (s == NULL) {
+        return -1;
+    }
+    L->fn->index_site = s;
+    L->fn->raises = 1;
+    if (generation > L->fn->raise_gen) {
+        L->fn->raise_gen = generation;
+    }
+    return 0;
+}
+
+/*
+ * A global NumPy array as a constant, frozen now as Numba does: an ND_CONST
+ * of array type whose pyint is a C-contiguous copy in native byte order
+ * (kept by the arena), which views.c emits as a read-only global of the
+ * module.  Writes into it are TypingErrors (ti_readonly).
+ */
+static CcNode *
+array_const(Lower *L, PyObject *ast, PyObject *value)
+{
+    PyArrayObject *a = (PyArrayObject *)value;
+    TsKind kind;
+    int nd = PyArray_NDIM(a);
+    if (ts_kind_from_typenum(PyArray_TYPE(a), &kind) < 0 || nd < 1 || nd > TS_MAXDIMS) {
+        PyObject *dt = PyObject_Str((PyObject *)PyArray_DESCR(a));
+        const char *s = dt != NULL ? PyUnicode_AsUTF8AndSize(dt, NULL) : NULL;
+        PyErr_Clear();
+        cc_error(L->fn, lw_loc_of(L, ast),
+                 "a global NumPy array of %d dimension(s) and dtype %s cannot be read in a "
+                 "kernel (arrays of 1 to %d dimensions of numbers and bools can)",
+                 nd, s != NULL ? s : "?", TS_MAXDIMS);
+        Py_XDECREF(dt);
+        return NULL;
+    }
+    PyObject *frozen = PyArray_FROM_OTF(value, PyArray_TYPE(a), NPY_ARRAY_CARRAY_RO);
+    CcNode *n = frozen != NULL ? const_node(L, ast, cc_array_type(kind, nd)) : NULL;
+    if (n == NULL || cc_arena_keep(L->fn->arena, frozen) < 0) {
+        Py_XDECREF(frozen);
+        return NULL;
+    }
+    n->pyint = frozen;
+    Py_DECREF(frozen); /* the arena holds it */
+    return index_site(L) < 0 ? NULL : n;
+}
+
 /* The frozen value of a global or attribute chain, as a constant. */
 CcNode *
 lw_lower_frozen(Lower *L, PyObject *node, PyObject *value)
@@ -369,6 +452,9 @@ lw_lower_frozen(Lower *L, PyObject *node, PyObject *value)
     CcNode *n = lw_value_const(L, node, value);
     if (n != NULL || PyErr_Occurred()) {
         return n;
+    }
+    if (PyArray_Check(value)) {
+        return array_const(L, node, value);
     }
     PyObject *tname = PyObject_GetAttrString((PyObject *)Py_TYPE(value), "__name__");
     const char *s = tname != NULL ? PyUnicode_AsUTF8AndSize(tname, NULL) : NULL;
@@ -380,7 +466,7 @@ lw_lower_frozen(Lower *L, PyObject *node, PyObject *value)
     } else {
         cc_error(L->fn, lw_loc_of(L, node),
                  "a value of type '%s' cannot be used in a kernel "
-                 "(only numbers, NumPy scalars, math/cmath/numpy and their functions)",
+                 "(only numbers, NumPy scalars and arrays, math/cmath/numpy and their functions)",
                  s != NULL ? s : "?");
     }
     Py_XDECREF(tname);

@@ -184,10 +184,14 @@ ti_call(Infer *in, CcNode *n, const CcType **out)
     if (call_type(in, n, out) < 0) {
         return -1;
     }
+    if (n->kind != ND_CALL) {
+        return 0; /* np.cov(m): rewritten into the operations it is */
+    }
     const CcBuiltin *b = cc_builtin(n->builtin);
     if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
         || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
-        || b->flavor == FL_DOT || b->flavor == FL_ARANGE) {
+        || b->flavor == FL_DOT || b->flavor == FL_ARANGE || b->flavor == FL_NORM
+        || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST) {
         return 0;
     }
     if (b->flavor == FL_BOOL) {
@@ -224,6 +228,26 @@ call_type(Infer *in, CcNode *n, const CcType **out)
         }
         n->builtin = cc_builtin_cast(a->scalar);
         b = cc_builtin(n->builtin);
+    }
+    if (b->flavor == FL_NORM || b->flavor == FL_COV) {
+        /* np.linalg.norm, np.cov: the operations they are, once x is typed */
+        *out = UNKNOWN;
+        if ((b->flavor == FL_NORM ? ti_norm_call(in, n) : ti_cov_call(in, n)) < 0) {
+            return -1;
+        }
+        if (n->kind != ND_CALL) {
+            return ti_expr(in, n, out); /* an operator: ti_call ends here */
+        }
+        if (cc_builtin(n->builtin) == b) {
+            return 0; /* x is not typed yet */
+        }
+        b = cc_builtin(n->builtin);
+    }
+    if (b->flavor == FL_ARRAY) {
+        return ti_array_of(in, n, out);
+    }
+    if (b->flavor == FL_HIST) {
+        return ti_histogram_call(in, n, out);
     }
     if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE) {
         return ti_array_function(in, n, b, out);

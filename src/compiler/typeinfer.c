@@ -630,6 +630,7 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
     if (cc_is_array(var->ty) || cc_is_array(t)) {
         /* a variable holds one kind of array: a view of it, never a copy */
         char a[96], b[96];
+        var->readonly |= ti_readonly(at->kind == ND_ASSIGN ? at->rhs : at->lhs);
         if (var->is_param && var->ty != t) {
             return cc_error(in->fn, at->loc,
                             "cannot assign to '%s': it is an array argument (%s), and this is %s",

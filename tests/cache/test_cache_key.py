@@ -52,8 +52,9 @@ def test_a_deep_chain_is_keyed(cachedir):
 
 
 def test_what_a_kernel_reads_of_a_global_array_is_keyed(cachedir):
-    """A global array's values cannot reach a kernel (a TypingError), its
-    size and item size can: each is keyed."""
+    """What a kernel reads of a global array (its size, its dtype's item
+    size: the array is keyed by its contents, test_numpy_functions.py) is
+    keyed."""
     x = np.arange(5.0)
     for w in (np.zeros(3), np.zeros(4), np.zeros(4, "f4")):
         f = vectorize(["f8(f8)"], cache=True)(kernel_from_source(SIZE_KERNEL, globals_={"W": w}))

@@ -678,12 +678,9 @@ def test_runtime_errors(target, body, error, match):
     ("out[:] = np.convolve(a, a)", "this NumPy function is not supported yet"),
     # a function of a NumPy submodule is named as written, not by its bare name
     ("out[:] = np.fft.fft(a)", r"np\.fft\.fft\(\) cannot be called in a kernel \(this NumPy"),
-    ("out[0] = np.linalg.norm(a)", r"np\.linalg\.norm\(\) cannot be called"),
+    ("out[0] = np.linalg.det(a)", r"np\.linalg\.det\(\) cannot be called"),
     # an unsupported function called with keywords is named, not its keywords (issue 36)
-    ("c, e = np.histogram(a, bins=a)\n    out[:] = c",
-     r"np\.histogram\(\) cannot be called in a kernel \(this NumPy function"),
-    ("out[0] = np.cov(a, rowvar=False, bias=True)", r"np\.cov\(\) cannot be called in a kernel"),
-    ("out[0] = np.linalg.norm(a, ord=2)", r"np\.linalg\.norm\(\) cannot be called"),
+    ("out[:] = np.convolve(a, a, mode='same')", "np.convolve.. cannot be called in a kernel .this"),
     ("out[0] = len(a, x=1)", "keyword arguments are not supported"),
     ("out[0] = np.float32(a[0], x=1)", "keyword arguments are not supported"),
     ("out[:] = np.cumsum(a, axis=1)", "axis 1 is out of bounds"),

@@ -14,7 +14,10 @@
  *                  sums, boolean masks and integer-array indexing
  *   sort.c         np.sort, argsort, partition, searchsorted: runtime.c's
  *                  functions
- *   linalg.c       np.dot and @
+ *   linalg.c       np.dot and @; np.linalg.norm (typed as reductions)
+ *   build.c        np.array of scalars, list displays stored into views
+ *   stats.c        np.cov, np.corrcoef (typed as what they compute),
+ *                  np.histogram with edges
  *
  * An array value is a view: { ptr data, [n x i64] shape, [n x i64] strides }
  * (strides in bytes), an SSA struct that SROA splits into registers.  A
@@ -106,6 +109,11 @@ typedef struct Loop {
 /* The array type of an ND_INDEX/ND_ARRAYATTR operand; else an error
  * (tuples: *tuple set). */
 int ti_array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
+/* Whether n is a view of a global NumPy array (a read-only constant). */
+int ti_readonly(const CcNode *n);
+/* A TypingError at `at` when `target` (an array written to) is read-only:
+ * -1, else 0. */
+int ti_check_writable(Infer *in, const CcNode *at, const CcNode *target);
 /* An integer index (or a slice bound): 0/-1. */
 int ti_integer_index(Infer *in, CcNode *i, const char *what);
 /*
@@ -135,6 +143,14 @@ int ti_shape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
  *   of the arguments' promotion (ints: int64, floats: float64) or dtype.
  */
 int ti_arange_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+/*
+ * array_of := np.array([x, y, ...]) | np.array((x, y)) | np.array(t)
+ *   a new 1-d array of the scalars (t: a tuple's items), of their
+ *   promotion with Python numbers as NumPy makes arrays of them (int64,
+ *   float64, complex128: not weak).  A list display stored into a view
+ *   (out[i] = [lo, hi]) is one too.
+ */
+int ti_array_of(Infer *in, CcNode *n, const CcType **out);
 
 /* ---- elementwise.c ---- */
 
@@ -200,6 +216,41 @@ int ti_sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
  *   2-d: the matrix product.  The kind is the operands' promotion.
  */
 int ti_dot_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+
+/*
+ * norm := np.linalg.norm(x, ord=None, axis=None)    x: 1-d or 2-d
+ *   rewritten in place, once x is typed, into the reductions NumPy
+ *   computes, of y = abs(x * 1.0) (ints as float64): a vector (or each
+ *   line along axis) sqrt(sum(y**2)) for ord None/2, max/min(y) for
+ *   +-inf, sum(y) for 1, sum(y**p)**(1/p) otherwise; a matrix: Frobenius
+ *   for None/'fro', max/min of column (1, -1) or row (inf, -inf) sums.
+ *   The node is left as it is while x is not typed.
+ */
+int ti_norm_call(Infer *in, CcNode *n);
+
+/* ---- stats.c ---- */
+
+/*
+ * cov := np.cov(m, rowvar=True, bias=False, ddof=None)
+ *      | np.corrcoef(m, rowvar=True)          m: 1-d or 2-d, real
+ *   rewritten in place, once m is typed, into what NumPy computes: the
+ *   deviations from the means in float64, np.dot of them with their
+ *   transpose over max(N - ddof, 0); corrcoef divides by the standard
+ *   deviations and clips to [-1, 1].  A 1-d m gives a scalar (NumPy: a
+ *   0-d array), a 2-d m a 2-d array.  n->ival: bit 0 rowvar, bit 1 bias;
+ *   n->index 1: ddof given, in n->ihigh.
+ */
+int ti_cov_call(Infer *in, CcNode *n);
+/*
+ * histogram := np.histogram(a, bins=edges) | np.histogram(a, n, range=(lo, hi))
+ *   a: real, any ndim.  (counts, edges): counts int64, one per bin
+ *   [edges[i], edges[i+1]) (the last one closed), values outside and NaN
+ *   counted nowhere; edges as given, or n + 1 of a's float kind from lo
+ *   to hi.  Edges that decrease, lo > hi, a range not finite and n < 1
+ *   are ValueErrors.  No range= with n bins, density= and weights= are
+ *   not supported yet.
+ */
+int ti_histogram_call(Infer *in, CcNode *n, const CcType **out);
 
 /* ======== emission: what the files call across ======== */
 
@@ -301,6 +352,11 @@ LLVMValueRef em_view_size(Emit *E, const View *v);
 int em_copy_as(Emit *E, CcNode *n, TsKind k, View *v);
 /* The arrays of np.sort, argsort, partition, unique and searchsorted. */
 int em_sort_view(Emit *E, CcNode *n, View *v);
+
+/* ---- build.c ---- */
+
+/* The new array of np.array([x, y, ...]) or np.array(t). */
+int em_array_of(Emit *E, CcNode *n, View *v);
 
 /* ---- linalg.c ---- */
 

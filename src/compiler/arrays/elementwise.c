@@ -61,6 +61,9 @@ ti_setitem(Infer *in, CcNode *n)
         || infer_element(in, n, t, &target) < 0) {
         return -1;
     }
+    if (ti_check_writable(in, n, n->lhs) < 0) {
+        return -1;
+    }
     if (target == UNKNOWN || t == UNKNOWN) {
         return 0;
     }
@@ -669,7 +672,7 @@ fails_otherwise(const CcNode *n, void *ctx)
     if (n->kind == ND_CALL) {
         CcFlavor f = cc_builtin(n->builtin)->flavor;
         if (f == FL_ALLOC || f == FL_LIKE || f == FL_REDUCE || f == FL_SORT || f == FL_DOT
-            || f == FL_ARANGE) {
+            || f == FL_ARANGE || f == FL_ARRAY || f == FL_HIST) {
             return 1;
         }
     }

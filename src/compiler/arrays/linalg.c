@@ -4,6 +4,7 @@
  */
 #include "compiler/arrays/arrays.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,4 +162,149 @@ ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
         return NULL;
     }
     return dot_element(E, &x, &y, em_i64c(E, 0), em_i64c(E, 0), cc_storage(n->ty));
+}
+
+/* ======== np.linalg.norm: typed as the reductions it is ======== */
+
+static CcNode *
+norm_node(Infer *in, CcNodeKind kind, const CcNode *at)
+{
+    CcNode *n = cc_alloc(in->fn->arena, sizeof(CcNode));
+    if (n != NULL) {
+        *n = (CcNode){.kind = kind, .loc = at->loc};
+    }
+    return n;
+}
+
+/* The call of builtin `name` on a (and b, NULL when none). */
+static CcNode *
+norm_call(Infer *in, const CcNode *at, const char *name, CcNode *a, CcNode *b)
+{
+    CcNode *n = a != NULL ? norm_node(in, ND_CALL, at) : NULL;
+    CcNode **args = n != NULL ? cc_alloc(in->fn->arena, sizeof(CcNode *) * 3) : NULL;
+    if (args == NULL) {
+        return NULL;
+    }
+    args[0] = a;
+    args[1] = b;
+    n->args = args;
+    n->nargs = b != NULL ? 2 : 1;
+    n->builtin = cc_builtin_by_name(name);
+    return n;
+}
+
+static CcNode *
+norm_const(Infer *in, const CcNode *at, CcTypeKind weak, double v)
+{
+    CcNode *n = norm_node(in, ND_CONST, at);
+    if (n != NULL) {
+        n->ty = cc_weak_type(weak);
+        n->fval = v;
+        n->ival = (long long)v;
+    }
+    return n;
+}
+
+/* The reduction `name` of y, along axis k (k < 0: the whole of y). */
+static CcNode *
+norm_reduce(Infer *in, const CcNode *at, const char *name, CcNode *y, long long k)
+{
+    CcNode *axis = k >= 0 ? norm_const(in, at, CT_WEAK_INT, (double)k) : NULL;
+    return k >= 0 && axis == NULL ? NULL : norm_call(in, at, name, y, axis);
+}
+
+/* A vector norm of y (along axis k, or of all of y when k < 0). */
+static CcNode *
+vector_norm(Infer *in, CcNode *n, CcNode *y, long long k)
+{
+    double p = n->ival == 0 ? 2.0 : n->fval;
+    if (n->ival >= 2 || p == 0.0) {
+        return cc_error(in->fn, n->loc,
+                        n->ival >= 2 ? "np.linalg.norm(): invalid norm order '%s' for vectors"
+                                     : "np.linalg.norm() of ord=0 (a count) is not supported "
+                                       "in a kernel yet%s",
+                        n->ival == 2   ? "fro"
+                        : n->ival == 3 ? "nuc"
+                                       : ""),
+               NULL;
+    }
+    if (p == 2.0) {
+        return norm_call(
+            in, n, "numpy.sqrt",
+            norm_reduce(in, n, "numpy.sum", norm_call(in, n, "numpy.square", y, NULL), k), NULL);
+    }
+    if (isinf(p)) {
+        return norm_reduce(in, n, p > 0 ? "numpy.max" : "numpy.min", y, k);
+    }
+    if (p == 1.0) {
+        return norm_reduce(in, n, "numpy.sum", y, k);
+    }
+    CcNode *powered = norm_call(in, n, "numpy.power", y, norm_const(in, n, CT_WEAK_FLOAT, p));
+    return norm_call(in, n, "numpy.power", norm_reduce(in, n, "numpy.sum", powered, k),
+                     norm_const(in, n, CT_WEAK_FLOAT, 1.0 / p));
+}
+
+/* A matrix norm of y (2-d, no axis): Frobenius, or the largest/smallest
+ * column (ord 1, -1) or row (inf, -inf) sum. */
+static CcNode *
+matrix_norm(Infer *in, CcNode *n, CcNode *y)
+{
+    double p = n->fval;
+    if (n->ival == 0 || n->ival == 2) {
+        return vector_norm(in, &(CcNode){.loc = n->loc}, y, -1);
+    }
+    if (n->ival == 1 && (p == 1.0 || p == -1.0 || isinf(p))) {
+        CcNode *sums = norm_reduce(in, n, "numpy.sum", y, isinf(p) ? 1 : 0);
+        return norm_reduce(in, n, p > 0 ? "numpy.max" : "numpy.min", sums, -1);
+    }
+    if (n->ival == 3 || p == 2.0 || p == -2.0) {
+        return cc_error(in->fn, n->loc,
+                        "np.linalg.norm() of a matrix with ord=2, -2 or 'nuc' needs its singular "
+                        "values, which a kernel cannot compute yet"),
+               NULL;
+    }
+    return cc_error(in->fn, n->loc, "np.linalg.norm(): invalid norm order for matrices"), NULL;
+}
+
+int
+ti_norm_call(Infer *in, CcNode *n)
+{
+    const CcType *t;
+    char tn[96];
+    if (ti_expr(in, n->args[0], &t) < 0) {
+        return -1;
+    }
+    if (t == UNKNOWN) {
+        return 0;
+    }
+    if (!cc_is_array(t) || t->n > 2 || t->scalar == TS_INFER) {
+        return cc_error(in->fn, n->args[0]->loc,
+                        "np.linalg.norm() of %s: it takes a 1-d or 2-d array in a kernel",
+                        cc_type_name(t, tn, sizeof(tn)));
+    }
+    long long axis = n->index == 1 ? n->ihigh : -1;
+    if (n->index == 1 && (axis < -t->n || axis >= t->n)) {
+        return cc_error(in->fn, n->loc, "axis %lld is out of bounds for an array of dimension %d",
+                        axis, t->n);
+    }
+    axis = n->index == 1 && axis < 0 ? axis + t->n : axis;
+    /* ints become float64, as NumPy's norm casts them; complex: magnitudes */
+    CcNode *scaled = norm_node(in, ND_BINOP, n);
+    if (scaled == NULL) {
+        return -1;
+    }
+    scaled->op = OP_MUL;
+    scaled->lhs = n->args[0];
+    scaled->rhs = norm_const(in, n, CT_WEAK_FLOAT, 1.0);
+    CcNode *y = scaled->rhs != NULL ? norm_call(in, n, "numpy.absolute", scaled, NULL) : NULL;
+    CcNode *r = y == NULL               ? NULL
+                : t->n == 2 && axis < 0 ? matrix_norm(in, n, y)
+                                        : vector_norm(in, n, y, t->n == 2 ? axis : -1);
+    if (r == NULL) {
+        return -1;
+    }
+    CcLoc loc = n->loc;
+    *n = *r;
+    n->loc = loc;
+    return 0;
 }

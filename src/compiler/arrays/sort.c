@@ -45,6 +45,9 @@ ti_sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
                         b->name);
     }
     int in_place = op == S_SORT_IN_PLACE || op == S_PARTITION_IN_PLACE;
+    if (in_place && ti_check_writable(in, n, n->args[0]) < 0) {
+        return -1;
+    }
     if (in_place && !(n->index & 2)) {
         return cc_error(in->fn, n->loc,
                         "a%s() works in place and returns None: use np%s(a) for "

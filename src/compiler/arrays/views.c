@@ -39,6 +39,41 @@ ti_array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
                     at->kind == ND_ARRAYATTR ? " or asked for its shape" : "");
 }
 
+/* Whether n is a view of a global NumPy array (a read-only constant):
+ * the array itself, a view or element of it, or a variable that was
+ * assigned one (CcVar.readonly). */
+int
+ti_readonly(const CcNode *n)
+{
+    switch (n == NULL ? ND_BLOCK : n->kind) {
+    case ND_CONST:
+        return cc_is_array(n->ty);
+    case ND_VAR:
+    case ND_INLINE:
+        return n->var != NULL && n->var->readonly;
+    case ND_INDEX:
+    case ND_ARRAYATTR:
+        return ti_readonly(n->lhs);
+    case ND_IFEXP:
+        return ti_readonly(n->then) || ti_readonly(n->els);
+    default:
+        return 0;
+    }
+}
+
+/* A TypingError at `at` when `target` (an array written to) is read-only:
+ * -1, else 0. */
+int
+ti_check_writable(Infer *in, const CcNode *at, const CcNode *target)
+{
+    if (!ti_readonly(target)) {
+        return 0;
+    }
+    return cc_error(in->fn, at->loc,
+                    "cannot write into a global NumPy array: it is a read-only constant of the "
+                    "kernel, frozen when it compiles (write into a copy: a.copy())");
+}
+
 /* An integer index (or a slice bound): 0/-1. */
 int
 ti_integer_index(Infer *in, CcNode *i, const char *what)
@@ -595,10 +630,29 @@ fail_block(Emit *E, int status)
     return E->fail[status];
 }
 
+/* A scalar kernel's failed bounds check: it raises the IndexError of its
+ * site (resolve.c), stored as raise_stmt stores a raise's, when bad holds. */
+static void
+index_raise(Emit *E, LLVMValueRef bad)
+{
+    LLVMBasicBlockRef ok = em_new_block(E, "ok"), fail = em_new_block(E, "oob");
+    LLVMBuildCondBr(E->b, bad, fail, ok);
+    LLVMPositionBuilderAtEnd(E->b, fail);
+    LLVMValueRef site = LLVMBuildGlobalString(E->b, E->fn->index_site, "raise.site");
+    LLVMBuildStore(E->b, LLVMBuildPtrToInt(E->b, site, em_i64_type(E), ""), E->raise_slot);
+    LLVMBuildRet(E->b, LLVMConstNull(cc_value_type(E->ctx, cc_storage(E->fn->ret))));
+    LLVMPositionBuilderAtEnd(E->b, ok);
+}
+
 /* Ends the kernel with status when bad (an i1) holds; goes on otherwise. */
 void
 em_check(Emit *E, LLVMValueRef bad, int status)
 {
+    if (!E->gufunc && status == CC_STATUS_INDEX && E->raise_slot != NULL
+        && E->fn->index_site != NULL) {
+        index_raise(E, bad); /* a global array indexed in a scalar kernel */
+        return;
+    }
     if (!E->gufunc) {
         /* a scalar kernel has no status to return; only checks that cannot
          * fail reach it (a reduction of a scalar: one element) */
@@ -909,6 +963,8 @@ em_is_fancy_index(const CcNode *n)
            && n->args[0]->ty->scalar != TS_BOOL;
 }
 
+static int const_view(Emit *E, CcNode *n, View *v);
+
 /* The view an array-typed node evaluates to. */
 int
 em_view_of(Emit *E, CcNode *n, View *v)
@@ -959,13 +1015,59 @@ em_view_of(Emit *E, CcNode *n, View *v)
         if (b->flavor == FL_ARANGE) {
             return arange_view(E, n, v);
         }
+        if (b->flavor == FL_ARRAY) {
+            return em_array_of(E, n, v);
+        }
         return b->flavor == FL_REDUCE ? em_axis_reduce(E, n, v) : alloc_call(E, n, v);
+    }
+    if (n->kind == ND_CONST) {
+        return const_view(E, n, v);
     }
     LLVMValueRef s = em_expr(E, n); /* a variable, an inlined function's result */
     if (s == NULL) {
         return -1;
     }
     view_unpack(E, s, n->ty, v);
+    return 0;
+}
+
+/*
+ * A global NumPy array (resolve.c's array_const): its bytes are a private,
+ * unnamed_addr constant of the module, one per frozen array, viewed
+ * C-contiguous with its shape and strides as constants.  A cuda kernel
+ * has none yet (NVVM wants it in the constant address space).
+ */
+static int
+const_view(Emit *E, CcNode *n, View *v)
+{
+    PyArrayObject *a = (PyArrayObject *)n->pyint;
+    if (E->fn->device) {
+        return cc_error(E->fn, n->loc,
+                        "a global NumPy array cannot be read in a cuda kernel yet (pass it "
+                        "as an argument)");
+    }
+    if (PyArray_NBYTES(a) > INT32_MAX) {
+        return cc_error(E->fn, n->loc,
+                        "a global NumPy array of more than 2 GiB cannot be a kernel's constant");
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "nv.global.%p", (void *)a);
+    LLVMValueRef g = LLVMGetNamedGlobal(E->mod, name);
+    if (g == NULL) {
+        LLVMValueRef bytes =
+            LLVMConstStringInContext(E->ctx, PyArray_BYTES(a), (unsigned)PyArray_NBYTES(a), 1);
+        g = LLVMAddGlobal(E->mod, LLVMTypeOf(bytes), name);
+        LLVMSetInitializer(g, bytes);
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+        LLVMSetAlignment(g, 64);
+    }
+    *v = (View){.ndim = n->ty->n, .kind = n->ty->scalar, .data = g};
+    for (int k = 0; k < v->ndim; k++) {
+        v->shape[k] = em_i64c(E, (long long)PyArray_DIM(a, k));
+        v->stride[k] = em_i64c(E, (long long)PyArray_STRIDE(a, k));
+    }
     return 0;
 }
 

@@ -1,0 +1,541 @@
+"""Data and NumPy functions that real kernels use (issue 36): module-level
+NumPy arrays read as lookup tables, np.array of scalars, lists stored into
+rows, np.linalg.norm.  Each kernel is written as library code writes it and
+checked against its py_func (results and exceptions) on every target."""
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from numbavec import TypingError, cache as nvcache, cuda, guvectorize, vectorize
+from conftest import NUMBAVEC_ROOT, kernel_from_source
+
+# ---- module-level arrays: read-only constants frozen at compilation ----
+
+WEIGHTS = np.array([0.5, 0.25, 0.125, 0.125])
+GRID = np.arange(12.0).reshape(3, 4)
+CODES = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int32)
+SWAPPED = np.asfortranarray(np.arange(6, dtype=">i4").reshape(2, 3))
+
+
+def run_gufunc(f, x, *rest, core=(), dtype=np.float64):
+    """f's output on the rows of x (rest passed whole to each) and its
+    py_func's, called row by row as the loop calls the kernel."""
+    got = f(x, *rest)
+    want = np.zeros(x.shape[:1] + (core or (1,)), dtype)
+    for i in range(x.shape[0]):
+        f.py_func(x[i].copy(), *rest, want[i])
+    return got, want.reshape(x.shape[:1] + core)
+
+
+def test_a_lookup_table_read_by_index(target):
+    @vectorize(["float64(int64)"], target=target)
+    def code_weight(i):
+        return WEIGHTS[i % WEIGHTS.shape[0]] * CODES[i % len(CODES)] + WEIGHTS.size
+
+    i = np.arange(20)
+    np.testing.assert_array_equal(code_weight(i), [code_weight.py_func(k) for k in i])
+
+
+def test_a_table_of_rows_weights_a_gufunc(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)
+    def smooth(x, out):
+        for i in range(x.shape[0]):
+            s = 0.0
+            row = GRID[i % GRID.shape[0]]
+            for j in range(row.shape[0]):
+                s += row[j] * x[(i + j) % x.shape[0]] + SWAPPED[i % 2, j % 3]
+            out[i] = s / GRID.sum()
+
+    x = np.random.default_rng(1).standard_normal((3, 7))
+    got, want = run_gufunc(smooth, x, core=(7,))
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_a_table_in_array_expressions_and_reductions(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def score(x, out):
+        out[0] = np.sum((x[:4] - WEIGHTS) ** 2) + GRID.T[1, 2] + GRID[1:, ::2].max()
+
+    x = np.random.default_rng(2).standard_normal((5, 4))
+    got, want = run_gufunc(score, x)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_a_table_out_of_bounds_raises_as_python_does(target):
+    @vectorize(["float64(int64)"], target=target)
+    def at(i):
+        return WEIGHTS[i]
+
+    with pytest.raises(IndexError):
+        at.py_func(4)
+    with pytest.raises(IndexError):
+        at(np.array([0, 4]))
+    np.testing.assert_array_equal(at(np.array([-1, 0])), WEIGHTS[[-1, 0]])
+
+
+def test_a_table_is_frozen_when_the_kernel_compiles(target):
+    table = np.array([1.0, 2.0])
+    f = vectorize(["float64(int64)"], target=target)(
+        kernel_from_source("def k(i):\n    return T[i]\n", globals_={"T": table}))
+    np.testing.assert_array_equal(f(np.array([0, 1])), [1.0, 2.0])
+    table[0] = 10.0
+    np.testing.assert_array_equal(f(np.array([0, 1])), [1.0, 2.0])
+
+
+WRITES = {
+    "an element": "    T[0] = 1.0\n",
+    "a view in a variable": "    row = G[1]\n    row[:] = x\n",
+    "a loop over rows": "    for row in G:\n        row[0] = 2.0\n",
+    "in place": "    t = T\n    t += 1.0\n",
+    "a.sort()": "    T.sort()\n",
+    "a helper": "    h(T)\n",
+}
+
+
+@pytest.mark.parametrize("what", list(WRITES))
+def test_a_write_into_a_table_is_a_typing_error(what):
+    def h(a):
+        a[0] = 1.0
+
+    from numbavec import jit
+    src = "def k(x, out):\n" + WRITES[what] + "    out[:] = x\n"
+    k = kernel_from_source(src, globals_={"T": WEIGHTS.copy(), "G": GRID.copy(), "h": jit(h)})
+    with pytest.raises(TypingError, match="read-only constant"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)")(k)
+
+
+def test_a_table_of_strings_is_refused_by_name():
+    k = kernel_from_source("def k(x):\n    return x + len(S[0])\n",
+                           globals_={"S": np.array(["a"])})
+    with pytest.raises(TypingError, match="global NumPy array of 1 dimension.*dtype <U1"):
+        vectorize(["float64(float64)"])(k)
+
+
+def test_a_table_on_cuda_is_a_clear_typing_error():
+    def k(i):
+        return WEIGHTS[i % 4]
+
+    with pytest.raises(TypingError, match="global NumPy array cannot be read in a cuda kernel"):
+        cuda.compile_ptx(k, "float64(int64)")
+
+
+@pytest.fixture
+def cachedir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBAVEC_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize("reads", ["T[i]", "T.shape[0] + i", "T[i] + T.size"])
+def test_the_cache_key_covers_a_tables_contents(cachedir, reads):
+    """Same source, same shape and dtype, other contents (or dtype): a new
+    entry, and each compilation computes with its own table."""
+    src = f"def k(i):\n    return {reads}\n"
+    tables = [np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 4.0]),
+              np.array([1, 2, 3], "f4"), np.array([1.0, 2.0, 3.0, 5.0])]
+    i = np.array([0, 2])
+    for t in tables:
+        f = vectorize(["float64(int64)"], cache=True)(kernel_from_source(src, globals_={"T": t}))
+        np.testing.assert_array_equal(f(i), [f.py_func(k) for k in i])
+    assert nvcache.info(str(cachedir))["entries"] == 4
+
+
+def make_table_kernel():
+    """Local, so it pickles by value: its table travels with it."""
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()")
+    def weighted(x, out):
+        out[0] = np.sum(x[:4] * WEIGHTS)
+    return weighted
+
+
+def test_a_table_pickles_by_value():
+    blob = pickle.dumps(make_table_kernel())
+    code = ("import pickle, sys\nimport numpy as np\n"
+            "f = pickle.loads(sys.stdin.buffer.read())\n"
+            "print(repr(f(np.arange(8.0).reshape(2, 4)).tolist()))\n")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
+                         env={"PYTHONPATH": str(NUMBAVEC_ROOT)}, timeout=300)
+    assert out.returncode == 0, out.stderr.decode()[-3000:]
+    x = np.arange(8.0).reshape(2, 4)
+    assert eval(out.stdout.decode()) == (x * WEIGHTS).sum(axis=1).tolist()
+
+
+# ---- np.linalg.norm ----
+
+def gufunc_vs_py(f, x, *rest, core=()):
+    """f's output and its py_func's, row by row, or the exceptions both raise."""
+    try:
+        want = run_gufunc_py(f, x, *rest, core=core)
+    except Exception as e:  # noqa: BLE001 - the kernel's exception is its result
+        with pytest.raises(type(e)):
+            f(x, *rest)
+        return None, None
+    return f(x, *rest), want
+
+
+def run_gufunc_py(f, x, *rest, core=()):
+    """py_func row by row into an output of the dtype f gives."""
+    dtype = f(x[:1], *rest).dtype if x.shape[0] else np.float64
+    want = np.zeros(x.shape[:1] + (core or (1,)), dtype)
+    for i in range(x.shape[0]):
+        f.py_func(x[i].copy(), *rest, want[i])
+    return want.reshape(x.shape[:1] + core)
+
+
+NORM_DTYPES = ["float64", "float32", "int64", "complex128"]
+VECTOR_ORDS = ["", ", 1", ", 2", ", np.inf", ", -np.inf", ", 3", ", ord=0.5", ", ord=-1"]
+
+
+@pytest.mark.parametrize("ord_", VECTOR_ORDS)
+@pytest.mark.parametrize("dtype", NORM_DTYPES)
+def test_the_norm_of_a_row(target, ord_, dtype):
+    k = kernel_from_source(f"def k(x, out):\n    out[0] = np.linalg.norm(x{ord_})\n",
+                           globals_={"np": np})
+    f = guvectorize("(n)->()", target=target)(k)
+    x = (np.random.default_rng(3).standard_normal((4, 5)) * 3).astype(dtype)
+    got, want = gufunc_vs_py(f, x)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-13)
+
+
+def test_the_norm_keeps_numpys_result_type():
+    @guvectorize("(n)->()")
+    def row_norm(x, out):
+        out[0] = np.linalg.norm(x)
+
+    for dtype in NORM_DTYPES:
+        x = np.arange(6).reshape(2, 3).astype(dtype)
+        assert row_norm(x).dtype == np.linalg.norm(x[0]).dtype
+
+
+def test_an_energy_score_from_norms_of_row_differences(target):
+    """The energy score of an ensemble (m members of d dimensions)
+    against an observation, as forecast-scoring libraries write it."""
+    @guvectorize(["void(float64[:, :], float64[:], float64[:])"], "(m,d),(d)->()",
+                 target=target)
+    def energy_score(fct, obs, out):
+        m = fct.shape[0]
+        e1 = 0.0
+        e2 = 0.0
+        for i in range(m):
+            e1 += np.linalg.norm(fct[i] - obs)
+            for j in range(m):
+                e2 += np.linalg.norm(fct[i] - fct[j])
+        out[0] = e1 / m - 0.5 * e2 / (m * m)
+
+    rng = np.random.default_rng(4)
+    fct, obs = rng.standard_normal((6, 8, 3)), rng.standard_normal((6, 3))
+    want = np.zeros((6, 1))
+    for i in range(6):
+        energy_score.py_func(fct[i], obs[i], want[i])
+    np.testing.assert_allclose(energy_score(fct, obs), want[:, 0], rtol=1e-13)
+
+
+@pytest.mark.parametrize("ord_", ["", ", 'fro'", ", 1", ", -1", ", np.inf", ", -np.inf"])
+def test_the_norm_of_a_matrix(target, ord_):
+    k = kernel_from_source(f"def k(x, out):\n    out[0] = np.linalg.norm(x{ord_})\n",
+                           globals_={"np": np})
+    f = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->()", target=target)(k)
+    x = np.random.default_rng(5).standard_normal((3, 4, 5))
+    got, want = gufunc_vs_py(f, x)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("args", ["axis=0", "axis=1", "axis=-1", "1, 0", "ord=np.inf, axis=1",
+                                  "ord=-np.inf, axis=0", "3, axis=0"])
+def test_the_norms_along_an_axis(target, args):
+    k = kernel_from_source(
+        "def k(x, out):\n    r = np.linalg.norm(x[:, :3], %s)\n"
+        "    for i in range(r.shape[0]):\n        out[i] = r[i]\n" % args, globals_={"np": np})
+    f = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->(m)", target=target)(k)
+    x = np.random.default_rng(6).standard_normal((2, 3, 3))
+    got, want = gufunc_vs_py(f, x, core=(3,))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+NORM_ERRORS = {
+    "np.linalg.norm(x2, 2)": "singular values",
+    "np.linalg.norm(x2, 'nuc')": "singular values",
+    "np.linalg.norm(x, 'fro')": "invalid norm order 'fro' for vectors",
+    "np.linalg.norm(x, axis=1)": "axis 1 is out of bounds",
+    "np.linalg.norm(x, ord=o)": "ord= as a constant",
+    "np.linalg.norm(x, keepdims=True)": "keepdims",
+    "np.linalg.norm(3.0)": "takes a 1-d or 2-d array",
+}
+
+
+@pytest.mark.parametrize("call", list(NORM_ERRORS))
+def test_a_norm_the_kernel_cannot_compute_is_a_typing_error(call):
+    src = f"def k(x, x2, o, out):\n    out[0] = {call}\n"
+    k = kernel_from_source(src, globals_={"np": np})
+    with pytest.raises(TypingError, match=NORM_ERRORS[call]):
+        guvectorize(["void(float64[:], float64[:, :], float64, float64[:])"],
+                    "(n),(m,n),()->()")(k)
+
+
+def test_an_empty_row_has_numpys_norm_or_error(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def norms(x, out):
+        out[0] = np.linalg.norm(x) + np.linalg.norm(x, 1)
+
+    np.testing.assert_array_equal(norms(np.zeros((2, 0))), [0.0, 0.0])
+
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def smallest(x, out):
+        out[0] = np.linalg.norm(x, -np.inf)
+
+    with pytest.raises(ValueError):
+        smallest.py_func(np.zeros(0), np.zeros(1))
+    with pytest.raises(ValueError):
+        smallest(np.zeros((2, 0)))
+
+
+# ---- np.array of scalars and tuples; lists stored into rows ----
+
+def test_np_array_of_three_scalars(target):
+    @guvectorize(["void(float64[:], float64[:])", "void(float32[:], float32[:])"],
+                 "(n)->(n)", target=target)
+    def centre(x, out):
+        p = np.array([x[0], x[1] * 2, 3])
+        q = np.array((x[2], 1))
+        t = (x[0], 5)
+        out[:3] = p - p.mean()
+        out[3:5] = q + np.array(t)
+        out[5] = np.array([x[0], 1]).itemsize + np.array([x[0], x[1]]).itemsize
+
+    for dtype in ("float64", "float32"):
+        x = np.arange(12, dtype=dtype).reshape(2, 6)
+        got = centre(x)
+        want = np.zeros_like(x)
+        for i in range(2):
+            centre.py_func(x[i], want[i])
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_list_display_stored_into_a_row(target):
+    @guvectorize(["void(float64[:], int64[:, :])"], "(n)->(n,2)", target=target)
+    def spans(lengths, idx):
+        lo = 0
+        for i in range(lengths.shape[0]):
+            hi = lo + int(lengths[i])
+            idx[i] = [lo, hi]
+            lo = hi
+
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 4.0, 1.0]])
+    want = np.zeros((2, 3, 2), np.int64)
+    for i in range(2):
+        spans.py_func(x[i], want[i])
+    np.testing.assert_array_equal(spans(x), want)
+
+
+def test_a_list_display_that_does_not_fit_raises_as_numpy_does(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)
+    def fill(x, out):
+        out[:] = [1.0, 2.0]
+
+    np.testing.assert_array_equal(fill(np.zeros((1, 2))), [[1.0, 2.0]])
+    with pytest.raises(ValueError):
+        fill.py_func(np.zeros(3), np.zeros(3))
+    with pytest.raises(ValueError):
+        fill(np.zeros((1, 3)))
+
+
+@pytest.mark.parametrize("src, message", [
+    ("np.array([[x[0]], [x[1]]])", "nested sequences"),
+    ("np.array(x)", "copy an array"),
+    ("np.array([x[0]], dtype=np.float32)", "no dtype="),
+])
+def test_an_np_array_the_kernel_cannot_make_is_a_typing_error(src, message):
+    k = kernel_from_source(f"def k(x, out):\n    out[0] = {src}[0]\n", globals_={"np": np})
+    with pytest.raises(TypingError, match=message):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()")(k)
+
+
+# ---- np.cov, np.corrcoef ----
+
+def rows_vs_py(f, x, core):
+    """f on the stacked matrices x and py_func on each, into f's dtype."""
+    got = f(x)
+    want = np.zeros(x.shape[:1] + (core or (1,)), got.dtype)
+    with np.errstate(all="ignore"):
+        for i in range(x.shape[0]):
+            f.py_func(x[i], want[i])
+    return got, want.reshape(got.shape)
+
+
+@pytest.mark.parametrize("call, layout", [
+    ("np.cov(m)", "(v,n)->(v,v)"),
+    ("np.cov(m, rowvar=False, bias=True)", "(n,v)->(v,v)"),
+    ("np.cov(m, ddof=0)", "(v,n)->(v,v)"),
+    ("np.cov(m, None, False, False, 2)", "(n,v)->(v,v)"),
+    ("np.corrcoef(m)", "(v,n)->(v,v)"),
+    ("np.corrcoef(m, rowvar=False)", "(n,v)->(v,v)"),
+])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_the_covariance_of_a_matrix(target, call, layout, dtype):
+    k = kernel_from_source(f"def k(m, out):\n    out[:, :] = {call}\n", globals_={"np": np})
+    f = guvectorize(layout, target=target)(k)
+    x = (np.random.default_rng(7).standard_normal((3, 4, 6)) * 5).astype(dtype)
+    xs = x if layout.startswith("(v") else x.transpose(0, 2, 1).copy()
+    got, want = rows_vs_py(f, xs, (4, 4))
+    assert got.dtype == np.float64  # NumPy: result_type(m, float64)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_weighted_covariance_of_two_rows(target):
+    """A covariance of an observation and its weighted forecast, as
+    scoring code writes it: the 1-d forms give scalars."""
+    @guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target=target)
+    def weighted_cov(x, w, out):
+        y = x * w
+        out[0] = np.cov(y, bias=True) + np.corrcoef(y) + np.cov(x, ddof=0)
+
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((5, 7)), rng.random((5, 7))
+    want = np.zeros((5, 1))
+    for i in range(5):
+        weighted_cov.py_func(x[i], w[i], want[i])
+    np.testing.assert_allclose(weighted_cov(x, w), want[:, 0], rtol=1e-12)
+
+
+def test_the_covariance_of_too_few_observations_is_numpys(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)
+    def var1(x, out):
+        out[0] = np.cov(x)
+
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+        want = [np.cov(np.array([2.0]))]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(var1(np.array([[2.0]])), want)
+
+
+@pytest.mark.parametrize("call, message", [
+    ("np.cov(m, m)", r"two arrays \(y=\)"),
+    ("np.cov(m * 2)", "assign it to a variable first"),
+    ("np.cov(m, ddof=d)", "ddof= as a constant"),
+    ("np.cov(m, fweights=m)", "no keyword argument 'fweights'"),
+    ("np.corrcoef(m, ddof=1)", "no keyword argument 'ddof'"),
+])
+def test_a_covariance_the_kernel_cannot_compute_is_a_typing_error(call, message):
+    k = kernel_from_source(f"def k(m, d, out):\n    out[0] = {call}\n", globals_={"np": np})
+    with pytest.raises(TypingError, match=message):
+        guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->()")(k)
+
+
+# ---- enumerate(a.flat) ----
+
+def test_enumerate_a_flat_in_a_grouped_reduction(target):
+    """The aggregation library's form: the flat position of each element
+    picks its group."""
+    @guvectorize(["void(float64[:, :], int64[:], float64[:])"], "(m,n),(g)->(g)",
+                 target=target)
+    def group_sums(a, labels, out):
+        out[:] = 0.0
+        for i, v in enumerate(a.flat):
+            out[labels[i % labels.shape[0]]] += v
+        for i, v in enumerate(a.T.flat, 1):
+            if v < 0:
+                out[0] += i
+
+    rng = np.random.default_rng(9)
+    a, labels = rng.standard_normal((3, 2, 5)), np.array([0, 2, 1, 1])
+    want = np.zeros((3, 4))
+    for i in range(3):
+        group_sums.py_func(a[i], labels, want[i])
+    np.testing.assert_allclose(group_sums(a, labels), want, rtol=1e-13)
+
+
+# ---- np.histogram(a, bins=edges) ----
+
+def test_a_histogram_of_a_row_with_given_edges(target):
+    @guvectorize(["void(float64[:], float64[:], int64[:])", "void(float32[:], float64[:], int64[:])"],
+                 "(n),(e)->(e)", target=target)
+    def binned(a, edges, out):
+        h, e = np.histogram(a, bins=edges)
+        out[:h.shape[0]] = h
+        out[-1] = e.shape[0] + h.sum()
+
+    rng = np.random.default_rng(10)
+    edges = np.array([-1.0, -0.5, 0.0, 0.0, 0.5, 1.0])
+    for dtype in ("float64", "float32"):
+        a = rng.standard_normal((4, 40)).astype(dtype)
+        a[0, 3] = np.nan
+        a[1, :5] = [-1, -0.5, 0, 0.5, 1]  # every edge, the last one closed
+        a[2, 0] = np.inf
+        want = np.zeros((4, 6), np.int64)
+        for i in range(4):
+            binned.py_func(a[i], edges, want[i])
+        np.testing.assert_array_equal(binned(a, edges), want)
+
+
+def test_a_histogram_of_a_matrix_with_integer_edges(target):
+    @guvectorize(["void(int64[:, :], int64[:], int64[:])"], "(m,n),(e)->(e)", target=target)
+    def binned(a, edges, out):
+        h, e = np.histogram(a, edges)
+        out[1:] = h
+        out[0] = e[0]
+
+    a = np.random.default_rng(11).integers(-3, 9, (2, 4, 5))
+    edges = np.array([0, 2, 3, 7])
+    want = np.zeros((2, 4), np.int64)
+    for i in range(2):
+        binned.py_func(a[i], edges, want[i])
+    np.testing.assert_array_equal(binned(a, edges), want)
+
+
+def test_histogram_edges_that_decrease_raise_as_numpy_does(target):
+    @guvectorize(["void(float64[:], float64[:], int64[:])"], "(n),(e)->()", target=target)
+    def total(a, edges, out):
+        out[0] = np.histogram(a, bins=edges)[0].sum()
+
+    with pytest.raises(ValueError):
+        total.py_func(np.ones(3), np.array([1.0, 0.0]), np.zeros(1, np.int64))
+    with pytest.raises(ValueError):
+        total(np.ones(3), np.array([1.0, 0.0]))
+    np.testing.assert_array_equal(total(np.zeros((2, 0)), np.array([1.0])), [0, 0])
+
+
+@pytest.mark.parametrize("call, message", [
+    ("np.histogram(a)", r"takes range=\(lo, hi\)"),
+    ("np.histogram(a, 5)", "the data's own range is not supported yet"),
+    ("np.histogram(a, 2.5, (0, 1))", "bins as an integer or an array of edges"),
+    ("np.histogram(a, 5, range=(0, 1j))", "range= as a pair of real numbers"),
+    ("np.histogram(a, bins=a, density=True)", "density= .not supported yet"),
+])
+def test_a_histogram_the_kernel_cannot_compute_is_a_typing_error(call, message):
+    k = kernel_from_source(f"def k(a, out):\n    out[0] = {call}[0][0]\n", globals_={"np": np})
+    with pytest.raises(TypingError, match=message):
+        guvectorize(["void(float64[:], int64[:])"], "(n)->()")(k)
+
+
+HIST_RANGES = ["5, range=(-1.0, 1.0)", "bins=4, range=(-2, 2)", "range=(0.0, 1.0)",
+               "3, (0.5, 0.5)", "7, (-1, 1.5)"]
+
+
+@pytest.mark.parametrize("args", HIST_RANGES)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_a_histogram_of_n_bins_over_a_range(target, args, dtype):
+    src = ("def k(a, out):\n    out[:] = 0\n    h, e = np.histogram(a, %s)\n"
+           "    out[:h.shape[0]] = h\n    out[h.shape[0]:h.shape[0] + e.shape[0]] = e\n"
+           "    out[-1] = e.itemsize\n" % args)
+    k = kernel_from_source(src, globals_={"np": np})
+    f = guvectorize([f"void({dtype}[:], float64[:])"], "(n)->(n)", target=target)(k)
+    a = (np.random.default_rng(12).standard_normal((3, 30)) * 1.3).astype(dtype)
+    a[0, :4] = [-1, 1, 0, 2]  # the edges themselves
+    want = np.zeros((3, 30))
+    for i in range(3):
+        k(a[i], want[i])
+    np.testing.assert_array_equal(f(a), want)
+
+
+@pytest.mark.parametrize("args", ["3, (1.0, 0.0)", "3, (0, np.inf)", "0, (0, 1)",
+                                  "3, (np.nan, 1)"])
+def test_a_histogram_range_numpy_refuses_raises_value_error(target, args):
+    k = kernel_from_source(f"def k(a, out):\n    out[0] = np.histogram(a, {args})[0][0]\n",
+                           globals_={"np": np})
+    f = guvectorize(["void(float64[:], int64[:])"], "(n)->()", target=target)(k)
+    with pytest.raises(ValueError):
+        k(np.ones(5), np.zeros(1, np.int64))
+    with pytest.raises(ValueError):
+        f(np.ones((1, 5)))
