@@ -488,4 +488,9 @@ def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
     outcomes = report["outcomes"]
     assert set(outcomes) <= {"ok", "MemoryError"}, outcomes
     assert outcomes[-1] == "ok", outcomes
+    if scenario == "ptx-llvm" and set(outcomes) == {"ok"}:
+        # NVPTX's code generation can be served whole by what the reference
+        # compile just freed (the heap is not returned to the system): then
+        # no headroom of the sweep is short, and nothing was tried
+        pytest.skip("the sweep never ran short of memory for compile_ptx here")
     assert "MemoryError" in outcomes or report["llvm_threw"] > 0, report
