@@ -102,6 +102,47 @@ def _numba_text(given):
     return given
 
 
+def _from_numba(obj):
+    """A signature written with Numba's type objects (``float64(float64)``,
+    ``void(float64[:], int64)``, a tuple of them), as the text numbavec
+    parses; anything else unchanged.  Recognised by the module of its
+    class, so Numba is never imported here."""
+    if not type(obj).__module__.startswith("numba."):
+        if isinstance(obj, (list, tuple)) and any(
+                type(t).__module__.startswith("numba.") for t in obj):
+            return type(obj)(_numba_type_name(t) for t in obj)
+        return obj
+    if hasattr(obj, "args") and hasattr(obj, "return_type"):      # a Signature
+        ret = _numba_type_name(obj.return_type)
+        return f"{'void' if ret == 'none' else ret}({', '.join(map(_numba_type_name, obj.args))})"
+    return _numba_type_name(obj)
+
+
+def _numba_type_name(t):
+    """One of Numba's types as numbavec's type text: an Array as
+    ``float64[:, ::1]`` (layout 'C': the last dimension contiguous; 'F' and
+    'A' as any strides), a scalar by its name."""
+    if not type(t).__module__.startswith("numba."):
+        return t
+    if hasattr(t, "args") and hasattr(t, "return_type"):
+        return _from_numba(t)       # a Signature among others in a tuple
+    if hasattr(t, "dtype") and hasattr(t, "ndim") and hasattr(t, "layout"):
+        dims = [":"] * t.ndim
+        if t.layout == "C" and dims:
+            dims[-1] = "::1"
+        return f"{_numba_type_name(t.dtype)}[{', '.join(dims)}]"
+    return str(t.name)
+
+
+def signatures_from_numba(signatures):
+    """vectorize/guvectorize's signatures written with Numba's type objects, as
+    text (a list item by item, a single one too); anything else unchanged.
+    jit's own reading of its signatures is signatures_given."""
+    if isinstance(signatures, list):
+        return [_from_numba(sig) for sig in signatures]
+    return _from_numba(signatures)
+
+
 # -- Numba's objects -------------------------------------------------------------------
 
 def _get(obj, name, default=None):

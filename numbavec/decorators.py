@@ -71,45 +71,6 @@ def _check_options(kwargs, allowed=_OPTIONS, who="vectorize"):
     return target
 
 
-def _from_numba(obj):
-    """A signature written with Numba's type objects (``float64(float64)``,
-    ``void(float64[:], int64)``, a tuple of them), as the text numbavec
-    parses; anything else unchanged.  Recognised by the module of its
-    class, so Numba is never imported here."""
-    if not type(obj).__module__.startswith("numba."):
-        if isinstance(obj, (list, tuple)) and any(
-                type(t).__module__.startswith("numba.") for t in obj):
-            return type(obj)(_numba_type_name(t) for t in obj)
-        return obj
-    if hasattr(obj, "args") and hasattr(obj, "return_type"):      # a Signature
-        ret = _numba_type_name(obj.return_type)
-        return f"{'void' if ret == 'none' else ret}({', '.join(map(_numba_type_name, obj.args))})"
-    return _numba_type_name(obj)
-
-
-def _numba_type_name(t):
-    """One of Numba's types as numbavec's type text: an Array as
-    ``float64[:, ::1]`` (layout 'C': the last dimension contiguous; 'F' and
-    'A' as any strides), a scalar by its name."""
-    if not type(t).__module__.startswith("numba."):
-        return t
-    if hasattr(t, "args") and hasattr(t, "return_type"):
-        return _from_numba(t)       # a Signature among others in a tuple
-    if hasattr(t, "dtype") and hasattr(t, "ndim") and hasattr(t, "layout"):
-        dims = [":"] * t.ndim
-        if t.layout == "C" and dims:
-            dims[-1] = "::1"
-        return f"{_numba_type_name(t.dtype)}[{', '.join(dims)}]"
-    return str(t.name)
-
-
-def _signatures_from_numba(signatures):
-    """Each signature of a list through _from_numba; a single one too."""
-    if isinstance(signatures, list):
-        return [_from_numba(sig) for sig in signatures]
-    return _from_numba(signatures)
-
-
 def _python_function(pyfunc):
     """What a factory compiles: a Python function, or the one behind a
     device function (``vectorize(sigs)(numbavec.jit(f))``, as Numba allows)
@@ -137,7 +98,7 @@ def vectorize(ftylist_or_function=(), **kwargs):
     if _python_function(ftylist_or_function) is not ftylist_or_function \
             or inspect.isfunction(ftylist_or_function):
         return _build(_python_function(ftylist_or_function), (), target, kwargs)
-    signatures = _signatures_from_numba(ftylist_or_function)
+    signatures = _numba_compat.signatures_from_numba(ftylist_or_function)
 
     def decorate(pyfunc, captured=None):
         return _build(_python_function(pyfunc), signatures, target, kwargs, captured)
@@ -429,7 +390,7 @@ def guvectorize(*args, **kwargs):
     if len(args) != 2:
         raise TypeError("guvectorize(signatures, layout, **options) needs signatures and a "
                         "layout, e.g. guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
-    signatures, layout = _signatures_from_numba(args[0]), args[1]
+    signatures, layout = _numba_compat.signatures_from_numba(args[0]), args[1]
     if inspect.isfunction(signatures):
         raise TypeError("guvectorize needs signatures and a layout: "
                         "@guvectorize(['void(f8[:], f8[:])'], '(n)->(n)')")
