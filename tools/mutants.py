@@ -58,14 +58,16 @@ FILE_TESTS = {
     "src/gufunc/call.c": _with(GUFUNC, "gufunc"),
     "src/gufunc/layout.c": _with(GUFUNC + ["tests/cuda/test_cuda_gufunc.py"], "gufunc"),
     "src/gufunc/gufunc.c": _with(GUFUNC, "gufunc"),
-    "src/targets/pool.c": _with(POOL, "ufunc", "gufunc"),
+    "src/host/pool.c": _with(POOL, "ufunc", "gufunc"),
     "src/targets/parallel.c": _with(POOL, "ufunc", "gufunc"),
     "src/compiler/cctype.c": _with(TYPES, "types"),
     "src/compiler/arith.c": _with(TYPES + ["tests/ufunc/test_loops.py"], "types"),
     "numbavec/cache.py": _with(["tests/cache/test_cache.py"], "cache"),
-    "src/targets/cuda/cucall.c": _with(CUDA, "cuda"),
-    "src/targets/cuda/cugucall.c": _with(CUDA, "cuda"),
-    "src/targets/cuda/launch.c": _with(CUDA, "cuda"),
+    "numbavec/_capture.py": _with(["tests/cache/test_cache.py", "tests/cache/test_pickle_by_value.py"],
+                                  "cache"),
+    "src/targets/cuda/ufunc/cucall.c": _with(CUDA, "cuda"),
+    "src/targets/cuda/ufunc/cugucall.c": _with(CUDA, "cuda"),
+    "src/targets/cuda/driver/launch.c": _with(CUDA, "cuda"),
 }
 
 # The wide selection (mutate.py run --wide) that a survivor of the file's own
@@ -94,15 +96,16 @@ GLOOPS = "src/gufunc/loops.c"
 GCALL = "src/gufunc/call.c"
 LAYOUT = "src/gufunc/layout.c"
 GUFUNC_C = "src/gufunc/gufunc.c"
-POOL_C = "src/targets/pool.c"
+POOL_C = "src/host/pool.c"
 PAR = "src/targets/parallel.c"
 CCTYPE = "src/compiler/cctype.c"
 ARITH = "src/compiler/arith.c"
 DUFUNC = "src/vectorize/dufunc.c"
 CACHE = "numbavec/cache.py"
-CUCALL = "src/targets/cuda/cucall.c"
-CUGU = "src/targets/cuda/cugucall.c"
-LAUNCH = "src/targets/cuda/launch.c"
+CAPTURE = "numbavec/_capture.py"
+CUCALL = "src/targets/cuda/ufunc/cucall.c"
+CUGU = "src/targets/cuda/ufunc/cugucall.c"
+LAUNCH = "src/targets/cuda/driver/launch.c"
 
 MUTANTS = [
     # ---- the ufunc inner loop (src/vectorize/loops.c) ----
@@ -293,7 +296,7 @@ MUTANTS = [
            "uf->op_flags[k] = NPY_ITER_READWRITE | NPY_ITER_ALIGNED",
            "outputs without UPDATEIFCOPY: a cast or misaligned out= is refused or not written"),
 
-    # ---- the pool (src/targets/pool.c) ----
+    # ---- the pool (src/host/pool.c) ----
     Mutant("P01", POOL_C,
            "chunk = (chunk + grain - 1) / grain * grain;",
            "chunk = chunk / grain * grain;",
@@ -432,31 +435,32 @@ MUTANTS = [
 
     # ---- the cache key (numbavec/cache.py) ----
     Mutant("K01", CACHE,
-           "return (f\"{_environment_text()}target={target}\\noptions={opts}\\n\"",
-           "return (f\"{_environment_text()}options={opts}\\n\"",
+           "{toolkit}target={target}\\noptions",
+           "{toolkit}options",
            "target left out of the key: cpu and parallel share entries"),
     Mutant("K02", CACHE,
            "data = f\"{text}signature={signature}\\n\"",
            "data = f\"{text}\\n\"",
            "signature left out of the key: every signature loads the first one's code"),
-    Mutant("K04", CACHE,
-           "    if name in code.co_freevars and pyfunc.__closure__ is not None:",
+    Mutant("K04", CAPTURE,
+           "    if closure is not None and name in code.co_freevars:",
            "    if False:",
            "closure cells not looked up: the key reads a global of the same name (or none)"),
-    Mutant("K05", CACHE,
-           "return \"jit \" + _device_text(value, seen)",
-           "return f\"jit {value.__qualname__}\"",
+    Mutant("K05", CAPTURE,
+           "return \"jit {\\n\" + _describe_captured(entry[1], seen) + \"\\n}\"",
+           "return f\"jit {entry[1].qualname}\"",
            "a device function keyed by name only: editing it loads stale code"),
     Mutant("K06", CACHE,
            "f\"core={core.st_size}-{core.st_mtime_ns}\\n\"",
            "f\"core={core.st_size}\\n\"",
            "the module's mtime left out: a rebuild of the same size loads stale code"),
-    Mutant("K07", CACHE,
-           "        if found and not isinstance(value, types.ModuleType):\n",
-           "        if found and not isinstance(value, types.ModuleType) and len(chain) < 3:\n",
-           "attribute chains deeper than one attribute (ns.a.b) left out of the key"),
+    Mutant("K07", CAPTURE,
+           "return f\"{kind} {entry[1]} {{{attrs}}}\"",
+           "return f\"{kind} {entry[1]}\"",
+           "what is read through a module or an object (ns.a, np.pi, cfg.scale) left out of the "
+           "key: editing it loads stale code"),
 
-    # ---- cuda ufunc call protocol (src/targets/cuda/cucall.c) ----
+    # ---- cuda ufunc call protocol (src/targets/cuda/ufunc/cucall.c) ----
     Mutant("U01", CUCALL,
            "merge = st[k][d] == p->strides[k][m - 1] * p->shape[m - 1];",
            "merge = st[k][d] == p->strides[k][m - 1];",
@@ -491,8 +495,8 @@ MUTANTS = [
            "int castable = ret && PyArray_CanCastTypeTo(ret, o->dtype, NPY_UNSAFE_CASTING);",
            "out= of another kind accepted (float result into int)"),
     Mutant("U09", CUCALL,
-           "for (int k = 0; k < c->nin + c->have_out; k++) {",
-           "for (int k = 0; k < c->nin; k++) {",
+           "for (int k = 0; k < c->call.nin + c->have_out; k++) {",
+           "for (int k = 0; k < c->call.nin; k++) {",
            "a device out= of a dtype with no device cast is not refused"),
     Mutant("U10", CUCALL,
            "PUSH(d < p->ndim ? p->strides[k][d] : 0);",
@@ -508,7 +512,7 @@ MUTANTS = [
            "        for (int k = 0; k < nin; k++) {\n            for (int d = 0; d < dims; d++) {",
            "the output's strides are not passed to the strided kernel", None, None, True),
 
-    # ---- cuda gufunc call (src/targets/cuda/cugucall.c) ----
+    # ---- cuda gufunc call (src/targets/cuda/ufunc/cugucall.c) ----
     Mutant("V01", CUGU,
            "Py_ssize_t size = op->shape[op->nd - nc + j];",
            "Py_ssize_t size = op->shape[j];",
@@ -535,11 +539,11 @@ MUTANTS = [
            "out= the input reversed counts as the same elements: read in place while written",
            None, None, True),
     Mutant("V07", CUGU,
-           "ok = op->what != OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;",
+           "ok = op->what != CU_OP_PYSCALAR && operand_kind(op) == sig->args[k].kind;",
            "ok = operand_kind(op) == sig->args[k].kind;",
            "a Python scalar picks a loop by its default kind before safe casts are tried"),
 
-    # ---- cuda launch (src/targets/cuda/launch.c) ----
+    # ---- cuda launch (src/targets/cuda/driver/launch.c) ----
     Mutant("W01", LAUNCH,
            "p->d = PyFloat_AsDouble(arg);",
            "p->i = (long long)PyFloat_AsDouble(arg);",
@@ -548,16 +552,15 @@ MUTANTS = [
            "if (n < 3 || n - 3 > MAX_PARAMS) {",
            "if (n < 3 || n - 3 > MAX_PARAMS + 1) {",
            "one launch parameter more than the array holds accepted", None, None, True),
+    Mutant("K03", CAPTURE,
+           "return f\"ndarray {value.dtype.str} {value.shape} {digest}\"",
+           "return f\"ndarray {value.dtype.str} {value.shape}\"",
+           "a global array's values left out of the key: a lookup table edited between "
+           "runs loads the code compiled with the old table (global arrays are read-only "
+           "constants since issue 36)"),
 ]
 
 EQUIVALENT = [
-    Mutant("K03", CACHE,
-           "return f\"ndarray {value.dtype.str} {value.shape} {digest}\"",
-           "return f\"ndarray {value.dtype.str} {value.shape}\"",
-           "a global array's values left out of the key: a kernel cannot read them (a "
-           "global ndarray, its elements or views are a TypingError); what it can read "
-           "(W.size, W.dtype.itemsize) is keyed as attribute chains; run in issue 34's "
-           "first round"),
     Mutant("D07", DUFUNC,
            "PyArray_DTypeMeta *dt = k >= st->nin && signature[k] ? signature[k] : kind_dtypes[all[k]];",
            "PyArray_DTypeMeta *dt = kind_dtypes[all[k]];",
