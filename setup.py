@@ -113,10 +113,17 @@ def cxx_args(args):
     """The C flags for the C++ files (guard.cpp, outline.cpp): C++17 as LLVM's
     headers need, no RTTI as LLVM is built, exceptions on (catching them is
     what guard.cpp is for); with zig's clang, libstdc++'s headers, which
-    LLVM's archives were compiled against."""
+    LLVM's archives were compiled against.  Those are given with -I, not
+    -isystem: zig puts its glibc 2.28 headers on the system path, and
+    libstdc++'s `#include_next <stdlib.h>` only finds what comes after it
+    (its headers mark themselves as system headers); before them, a stand-in
+    for glibc 2.32's <sys/single_threaded.h>, which libstdc++ 12 includes and
+    zig's 2.28 headers refuse (tools/portable/include)."""
     out = [a for a in args if a != "-std=c11"] + ["-std=c++17", "-fno-rtti", "-fexceptions"]
     if zig_target:
-        out += ["-nostdinc++", *(f"-isystem{d}" for d in libstdcxx_include_dirs())]
+        shim = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "portable",
+                            "include")
+        out += ["-nostdinc++", f"-I{shim}", *(f"-I{d}" for d in libstdcxx_include_dirs())]
     return out
 
 
@@ -140,11 +147,16 @@ class build_ext_with_llvm(build_ext):
         version, llvm_cflags, llvm_link = llvm_flags()
         if zig_target:
             zig = [sys.executable, "-m", "ziglang", "cc", "-target", zig_target]
+            # linker_exe(_cxx) too: a C++ link (guard.cpp, outline.cpp) swaps
+            # the linker's first words for compiler_cxx, as many as
+            # linker_exe_cxx (linker_exe in older setuptools) has
             self.compiler.set_executables(compiler=zig, compiler_so=[*zig, "-fPIC"],
-                                          compiler_cxx=zig, linker_so=[*zig, "-shared"])
+                                          compiler_cxx=zig, linker_so=[*zig, "-shared"],
+                                          linker_exe=zig)
             if hasattr(self.compiler, "compiler_so_cxx"):
                 self.compiler.set_executables(compiler_so_cxx=[*zig, "-fPIC"],
-                                              linker_so_cxx=[*zig, "-shared"])
+                                              linker_so_cxx=[*zig, "-shared"],
+                                              linker_exe_cxx=zig)
             llvm_link = portable_link(llvm_link)
         compile_one = self.compiler._compile
 

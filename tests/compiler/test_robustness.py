@@ -8,6 +8,7 @@ takes unbounded time or stack to compile.  Results are checked against
 """
 import json
 import os
+import sys
 import textwrap
 
 import numpy as np
@@ -270,7 +271,12 @@ from numbavec import vectorize, TypingError
 text = "def k(x):\\n    return x" + " + 1" * {depth} + "\\n"
 linecache.cache["<deep>"] = (len(text), None, text.splitlines(True), "<deep>")
 ns = {{}}
-exec(compile(text, "<deep>", "exec"), ns)
+try:
+    code = compile(text, "<deep>", "exec")
+except RecursionError:  # CPython 3.12's compiler stops at its own depth limit
+    print("python cannot compile it")
+    raise SystemExit(0)
+exec(code, ns)
 threading.stack_size({stack})
 out = []
 def run():
@@ -301,6 +307,8 @@ def test_deep_nesting_is_an_error_not_a_crash(depth, stack, expected):
     stack inside the decorator."""
     proc = run_python(DEEP.format(depth=depth, stack=stack), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    if "python cannot compile it" in proc.stdout:
+        pytest.skip(f"CPython {sys.version_info[:2]} cannot compile a kernel {depth} levels deep")
     assert expected in proc.stdout, proc.stdout
 
 
