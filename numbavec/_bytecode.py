@@ -631,7 +631,8 @@ def compile_like(funcdef, code, filename, imported=()):
     """The code object this interpreter makes of funcdef, compiled with the
     scope code was (its free variables as an enclosing function's locals,
     the names its module imports as imports), or None when it does not
-    compile."""
+    compile; RecursionError when it is nested deeper than compile() goes
+    from this depth of the stack (not evidence either way)."""
     fn = ast.FunctionDef(name=code.co_name, args=_no_defaults(funcdef.args),
                          body=funcdef.body, decorator_list=[], returns=None,
                          type_comment=None)
@@ -661,7 +662,7 @@ def compile_like(funcdef, code, filename, imported=()):
     _fill_locations(module, funcdef)
     try:
         top_code = compile(module, filename, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, TypeError, MemoryError):
         return None
     return _find_code(top_code, code.co_name, 2)
 
@@ -794,8 +795,15 @@ def source_matches(funcdef, pyfunc, filename=None):
             return False
         again = compile_like(funcdef, code, filename or code.co_filename, imported)
         return same_code(again, code, rules) is None
-    except (BytecodeError, RecursionError):
+    except BytecodeError:
         return False
+    except RecursionError:
+        # a def nested deeper than CPython compiles from inside a call
+        # (it compiled it at import, higher up the stack): the check cannot
+        # be made, and the bytecode of so deep a function cannot be rebuilt
+        # either; the source found is the best there is (the compiler has
+        # its own stated depth limits)
+        return True
 
 
 # ---- the entry point ------------------------------------------------------
@@ -862,8 +870,11 @@ def rebuild_code(code, defaults=None, kwdefaults=None):
     except RecursionError:
         raise BytecodeError("the function is nested too deeply") from None
     funcdef = _funcdef(code, body, defaults, kwdefaults)
-    why = same_code(compile_like(funcdef, code, code.co_filename, imported_names(code, ins)),
-                    code, rules)
+    try:
+        again = compile_like(funcdef, code, code.co_filename, imported_names(code, ins))
+    except RecursionError:
+        raise BytecodeError("the function is nested too deeply") from None
+    why = same_code(again, code, rules)
     if why is not None:
         raise BytecodeError(f"numbavec could not rebuild it faithfully ({why})",
                             (code.co_firstlineno, -1, code.co_firstlineno, -1))

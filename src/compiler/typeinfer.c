@@ -379,6 +379,30 @@ ti_promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
     return 0;
 }
 
+/* ti_promote_all of operands already typed (types[i] is args[i]'s): an
+ * operand is typed once, so that nested if-expressions are not typed again
+ * at each level (that was 2^depth). */
+int
+ti_promote_typed(Infer *in, CcNode **args, const CcType **types, int nargs, const CcType **out)
+{
+    const CcType *acc = UNKNOWN;
+    int unknown = 0;
+    for (int i = 0; i < nargs; i++) {
+        const CcType *t = lift_operand(in, types[i]);
+        if (t == UNKNOWN) {
+            unknown = 1;
+            continue;
+        }
+        const CcType *p = acc == UNKNOWN ? t : cc_promote(acc, t);
+        if (p == NULL) {
+            return ti_type_error(in, args[i], "combining values", acc, t);
+        }
+        acc = p;
+    }
+    *out = unknown ? UNKNOWN : acc;
+    return 0;
+}
+
 static int
 tuple_getitem(Infer *in, CcNode *n, const CcType **out)
 {
@@ -581,12 +605,13 @@ ti_expr(Infer *in, CcNode *n, const CcType **out)
         break;
     case ND_IFEXP: {
         CcNode *both[2] = {n->then, n->els};
+        const CcType *types[2];
         rc = condition(in, n->cond);
-        if (rc == 0 && (rc = ti_array_choice(in, n, &t)) != 1) {
+        if (rc == 0 && (rc = ti_array_choice(in, n, types, &t)) != 1) {
             break; /* views: the one chosen (or an error) */
         }
-        if (rc == 1) { /* scalars: their promotion */
-            rc = ti_promote_all(in, both, 2, &t);
+        if (rc == 1) { /* scalars: their promotion (each branch typed once) */
+            rc = ti_promote_typed(in, both, types, 2, &t);
         }
         if (rc == 0) {
             rc = ti_fit_consts(in, both, 2, t);

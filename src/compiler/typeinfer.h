@@ -62,6 +62,7 @@ int ti_held_const(Infer *in, CcNode *n, const CcType *as);
 int ti_fit_consts(Infer *in, CcNode **args, int nargs, const CcType *as);
 /* Promotes the types of args[0..n) (UNKNOWN if any is). */
 int ti_promote_all(Infer *in, CcNode **args, int nargs, const CcType **out);
+int ti_promote_typed(Infer *in, CcNode **args, const CcType **types, int nargs, const CcType **out);
 int ti_expr(Infer *in, CcNode *n, const CcType **out);
 
 /* ---- typecalls.c ---- */

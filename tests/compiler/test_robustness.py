@@ -502,3 +502,36 @@ def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
         # no headroom of the sweep is short, and nothing was tried
         pytest.skip("the sweep never ran short of memory for compile_ptx here")
     assert "MemoryError" in outcomes or report["llvm_threw"] > 0, report
+
+
+CHAIN = """
+import importlib, sys
+import numpy as np
+from numbavec import vectorize
+sys.path.insert(0, {folder!r})
+try:
+    mod = importlib.import_module("chain_{depth}")
+except RecursionError:  # CPython 3.12 compiles less deep a module
+    print("python cannot compile it")
+    raise SystemExit(0)
+uf = vectorize(["int64(int64, int64)"])(mod.f)
+x = np.arange(-3, {depth} + 3, 7)
+assert uf(x, 0).tolist() == [mod.f(int(v), 0) for v in x]
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("depth", [40, 1400])
+def test_a_chain_of_if_expressions_compiles_in_linear_time(depth, tmp_path):
+    """`a if c1 else b if c2 else ...`, as the kernel fuzzer wrote it: each
+    level typed its branches twice (2^depth: 20 levels took 0.3 s, 40 never
+    ended), and at 1,400 levels CPython's compile() of the def, run again
+    from inside the decorator to check the source is the function's, ran out
+    of recursion and sent the kernel to the bytecode path, which refused it."""
+    chain = " else ".join(f"{i} if x > {i}" for i in range(depth, 0, -1)) + " else 0"
+    (tmp_path / f"chain_{depth}.py").write_text(f"def f(x, y):\n    return {chain}\n")
+    proc = run_python(CHAIN.format(folder=str(tmp_path), depth=depth), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if "python cannot compile it" in proc.stdout:
+        pytest.skip(f"CPython {sys.version_info[:2]} cannot compile a def {depth} levels deep")
+    assert "ok" in proc.stdout, proc.stdout

@@ -177,7 +177,7 @@ int ti_elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t);
  * can hold.  0 with *t set, 1 when neither branch is an array (the scalar
  * rule applies), -1 with an error.
  */
-int ti_array_choice(Infer *in, CcNode *n, const CcType **t);
+int ti_array_choice(Infer *in, CcNode *n, const CcType *types[2], const CcType **t);
 
 /* ---- reduce.c ---- */
 

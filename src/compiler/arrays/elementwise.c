@@ -153,15 +153,16 @@ ti_elementwise(Infer *in, CcNode *n, int rc, int lift, const CcType **t)
  * binds the object (nothing is computed elementwise, nothing copied).  The
  * branches must be arrays of one type, which the variable it is assigned to
  * can hold.  0 with *t set, 1 when neither branch is an array (the scalar
- * rule applies), -1 with an error.
+ * rule applies), -1 with an error; types[] gets the branches' types either
+ * way (typed once: nested if-expressions would be typed 2^depth times).
  */
 int
-ti_array_choice(Infer *in, CcNode *n, const CcType **t)
+ti_array_choice(Infer *in, CcNode *n, const CcType *types[2], const CcType **t)
 {
-    const CcType *a, *b;
-    if (ti_expr(in, n->then, &a) < 0 || ti_expr(in, n->els, &b) < 0) {
+    if (ti_expr(in, n->then, &types[0]) < 0 || ti_expr(in, n->els, &types[1]) < 0) {
         return -1;
     }
+    const CcType *a = types[0], *b = types[1];
     if (!cc_is_array(a) && !cc_is_array(b)) {
         return 1;
     }
