@@ -160,7 +160,7 @@ def dispatcher_parts(obj):
     pyfunc = _get(obj, "py_func")
     options = _get(obj, "targetoptions")
     if not inspect.isfunction(pyfunc) or not isinstance(options, dict) \
-            or not hasattr(obj, "nopython_signatures"):
+            or _get(obj, "nopython_signatures") is None:
         return None
     signatures = ()
     if _get(obj, "_can_compile", True) is False:
@@ -353,22 +353,25 @@ _states = weakref.WeakKeyDictionary()
 
 def numba_device_state(obj):
     """The _DeviceState (numbavec/decorators.py) a kernel captures a Numba
-    dispatcher with, or None when obj is not one."""
+    dispatcher with, or None when obj is not one.  Any object a kernel reads
+    comes here: it is recognised by attribute reads that cannot raise
+    before it is hashed (a global whose __hash__ or __eq__ raises is not a
+    dispatcher, and the kernel's compiler says what it cannot use)."""
+    parts = dispatcher_parts(obj)
+    if parts is None:
+        return None
     try:
         found = _states.get(obj)
-    except TypeError:       # not weakly referable, nor hashable: not a dispatcher
-        return None
+    except Exception:  # noqa: BLE001 - not a weak key after all: made each time
+        found = None
     if found is None:
-        parts = dispatcher_parts(obj)
-        if parts is None:
-            return None
         from numbavec.decorators import _DeviceState
 
         pyfunc, signatures, options = parts
         found = _DeviceState(pyfunc, signed(signatures, pyfunc), options)
         try:
             _states[obj] = found
-        except TypeError:
+        except Exception:  # noqa: BLE001 - as above
             pass
     return found
 
@@ -382,12 +385,12 @@ def dufunc_source(obj, pyfunc):
 
     try:
         found = _sources.get(obj)
-    except TypeError:
+    except Exception:  # noqa: BLE001 - not a weak key: parsed each time
         found = None
     if found is None:
         found = KernelSource(pyfunc)
         try:
             _sources[obj] = found
-        except TypeError:
+        except Exception:  # noqa: BLE001 - as above
             pass
     return found

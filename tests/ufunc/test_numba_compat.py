@@ -456,3 +456,28 @@ def test_a_function_numbas_jit_made_is_compiled_from_its_python_function(target)
     np.testing.assert_array_equal(f(np.arange(3.0), 1.0), np.arange(3.0) + 1)
     lazy = vectorize(jitted, target=target)
     assert lazy(np.int16(2), np.int16(3)) == np.int16(5)
+
+
+class _Unhashable:
+    """A global as hostile code makes it: hashing or comparing it raises."""
+
+    def __eq__(self, other):
+        raise ZeroDivisionError("__eq__ raised")
+
+    def __hash__(self):
+        raise ZeroDivisionError("__hash__ raised")
+
+
+_UNHASHABLE = _Unhashable()
+
+
+def test_a_global_that_cannot_be_hashed_is_a_typing_error_not_its_exception():
+    """The kernel fuzzer's find: recognising Numba's dispatchers hashed every
+    global a kernel read (a weak-key lookup) before looking at it, so a
+    global whose __hash__ raised raised that exception out of the decorator."""
+
+    def k(x):
+        return _UNHASHABLE
+
+    with pytest.raises(numbavec.TypingError, match="cannot be used in a kernel"):
+        numbavec.vectorize(["f8(f8)"])(k)
