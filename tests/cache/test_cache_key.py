@@ -59,3 +59,21 @@ def test_what_a_kernel_reads_of_a_global_array_is_keyed(cachedir):
     for w in (np.zeros(3), np.zeros(4), np.zeros(4, "f4")):
         f = vectorize(["f8(f8)"], cache=True)(kernel_from_source(SIZE_KERNEL, globals_={"W": w}))
         np.testing.assert_array_equal(f(x), x * w.size + w.dtype.itemsize)
+
+
+TABLE_KERNEL = "def k(x):\n    return x * T[1] + T[2]\n"
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_a_global_tables_contents_are_keyed(cachedir, eager):
+    """A global array is a constant of the code compiled from it: a table of
+    the same shape and dtype with other values is another entry (the
+    mutation round's K03 survived the cache tests: only the numpy-functions
+    tests caught it)."""
+    x = np.arange(5.0)
+    sigs = ["f8(f8)"] if eager else []
+    tables = (np.array([0.0, 2.0, 1.0]), np.array([0.0, 3.0, 1.0]), np.array([0.0, 3.0, 7.0]))
+    for t in tables:
+        f = vectorize(sigs, cache=True)(kernel_from_source(TABLE_KERNEL, globals_={"T": t}))
+        np.testing.assert_array_equal(f(x), x * t[1] + t[2])
+    assert nvcache.info(str(cachedir))["entries"] == 3
