@@ -283,8 +283,23 @@ def _function_of(c):
     # the def's defaults and annotations are evaluated as it runs: names the
     # body does not read are not captured, and the values are set below
     made = _Unbound()
-    exec(compile(text, filename, "exec"), scope, made)  # noqa: S102 - the sender's own kernel
-    fn = made["_lambda_" if c.name == "<lambda>" else c.name]
+    try:
+        code = compile(text, filename, "exec")
+    except SyntaxError:
+        code = None
+    if code is not None:
+        exec(code, scope, made)  # noqa: S102 - the sender's own kernel
+    fn = dict.get(made, "_lambda_" if c.name == "<lambda>" else c.name)
+    if not isinstance(fn, types.FunctionType):
+        # the sender had no source, and the def it rebuilt from the bytecode
+        # holds a construct numbavec refuses, written as text that is not
+        # Python (_capture.source_text): it could not compile it either
+        from numbavec._core import TypingError
+
+        raise TypingError(f"{c.module}.{c.qualname} cannot be made again from its pickle: its "
+                          "source was not available where it was pickled, and what numbavec "
+                          "rebuilt from its bytecode holds a construct kernels cannot use "
+                          "(the sender could not compile it either)")
     fn.__qualname__ = c.qualname
     fn.__defaults__, fn.__kwdefaults__ = c.defaults, c.kwdefaults
     src = KernelSource(fn)

@@ -540,3 +540,16 @@ def test_a_kernel_without_source_travels_as_text():
     exec(NO_SOURCE, ns)
     blob = pickle.dumps(ns["uf"])
     assert b"def kern(x)" in blob and b"marshal" not in blob
+
+
+@pytest.mark.parametrize("text", ["# FunctionDef(name='k', ...)\n", "def k(x):\n    with :\n"])
+def test_a_capture_whose_text_is_not_python_is_a_typing_error_on_the_receiver(text):
+    """A def rebuilt from bytecode that ast.unparse cannot write is captured
+    as a comment (numbavec/_capture.py, source_text); one it writes with a
+    refused construct's hole may not parse.  The receiver said KeyError or
+    SyntaxError; it is the TypingError the sender would give."""
+    from numbavec import _capture, _pickle
+
+    c = _capture.Captured("k", "k", "__main__", text, None, None)
+    with pytest.raises(numbavec.TypingError, match="cannot be made again from its pickle"):
+        _pickle._function_of(c)
