@@ -398,13 +398,15 @@ cc_jit_compile_module(CcCode *code, CcModule *m, LLVMMemoryBufferRef *obj, int v
 /*
  * Quick code: what a lazily added module's first calls run while its
  * optimised code waits (cc_code_quick_entry).  A copy of the pending module
- * has its always-inline functions inlined and its variables put in
- * registers (SROA), and nothing more, and the fast instruction selector and
+ * has its always-inline functions inlined, its variables put in registers
+ * (SROA) and the reads of a tuple's items folded (instsimplify: instruction
+ * selection of a chain of aggregates is quadratic in the tuple's length, 80
+ * s for 2,000 items), and nothing more, and the fast instruction selector and
  * register allocator make its code: about a fifth of the optimised code's
  * making, for code some times slower.  Its exports are the code's names
  * with ".quick" appended, so that both may live in the one JITDylib.
  */
-static const char quick_pipeline[] = "always-inline,function(sroa)";
+static const char quick_pipeline[] = "always-inline,function(sroa,instsimplify)";
 
 /* The quick passes and code generation of work (a copy of the pending
  * module, its exports renamed). */

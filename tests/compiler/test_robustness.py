@@ -535,3 +535,33 @@ def test_a_chain_of_if_expressions_compiles_in_linear_time(depth, tmp_path):
     if "python cannot compile it" in proc.stdout:
         pytest.skip(f"CPython {sys.version_info[:2]} cannot compile a def {depth} levels deep")
     assert "ok" in proc.stdout, proc.stdout
+
+
+TUPLE = """
+import sys
+import numpy as np
+from numbavec import vectorize
+sys.path.insert(0, {folder!r})
+import tuple_{n} as mod
+uf = vectorize(["float64(float64, float64)"])(mod.f)
+x = np.array([0.5, -3.0, 1e300])
+assert uf(x, 0.0).tolist() == [mod.f(v, 0.0) for v in x.tolist()]
+print("ok")
+"""
+
+
+def test_a_long_tuple_of_computed_items_runs_its_first_call(tmp_path):
+    """The kernel fuzzer's hang: the quick code's making (the first calls'
+    code) is instruction selection without optimisation, and a tuple built
+    of 2,000 computed items was 2,000 aggregate values of up to 2,000
+    fields each (80 s; 500 items 1.8 s).  The quick passes fold the reads
+    of a tuple's items (instsimplify): 0.25 s.  The limit here guards
+    against a hang only (3,000 items took minutes)."""
+    n = 3000
+    items = ", ".join(f"x + {i}" for i in range(n))
+    (tmp_path / f"tuple_{n}.py").write_text(
+        f"def f(x, y):\n    t = ({items},)\n    return t[{n - 1}] * t[0] + t[{n // 2}]\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBAVEC_QUICK"}  # quick code on
+    proc = run_python(TUPLE.format(folder=str(tmp_path), n=n), env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ok" in proc.stdout, proc.stdout
