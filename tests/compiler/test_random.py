@@ -5,6 +5,7 @@ interpreter after the same np.random.seed; one generator per thread
 (parallel's workers each their own, seeded from the OS unless the kernel
 seeds), separate from NumPy's global one; a forked child draws a stream of
 its own.  Statistical checks use fixed seeds, so they cannot flake."""
+import os
 import threading
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 import numbavec
 from conftest import kernel_from_source, run_python
-from numbavec import TypingError, guvectorize, vectorize
+from numbavec import TypingError, _core, guvectorize, vectorize
 
 QUICK_WORK = 65536  # elements a cpu signature's quick code runs (target.h: TG_QUICK_WORK)
 
@@ -70,7 +71,10 @@ def test_quick_and_optimised_code_draw_the_same(target):
         return np.random.normal(1.0, 2.0) + np.random.randint(0, 1000)
 
     small = np.arange(50, dtype=np.int64)
+    quick = _core._jit_info()["quick"]
     np.testing.assert_array_equal(f(small), seeded_py(f, small))
+    if target == "cpu" and os.environ.get("NUMBAVEC_QUICK") != "0":
+        assert _core._jit_info()["quick"] == quick + 1  # that call ran quick code
     big = np.arange(3 * QUICK_WORK, dtype=np.int64)
     got = f(big)
     some = np.random.default_rng(3).choice(big, 200, replace=False)
@@ -378,7 +382,6 @@ print(rmod.f(x).tolist() == [rmod.f.py_func(i) for i in x], _core._jit_info()["o
 def test_cached_code_links_the_generator(tmp_path):
     """Code loaded from the cache in a new process finds random.c's
     functions (the JIT defines them by name) and draws NumPy's numbers."""
-    import os
     (tmp_path / "mod").mkdir()
     (tmp_path / "mod" / "rmod.py").write_text(CACHED)
     env = dict(os.environ, NUMBAVEC_CACHE_DIR=str(tmp_path / "cache"))
