@@ -107,27 +107,47 @@ seed_from_entropy(MtState *s)
     seed_array(s, words, 8);
 }
 
-/* The next 624 words: each from its neighbour's low bits and the word
- * M further on, twisted by the matrix A. */
+/* Word i of the next state: its top bit and word i + 1's low bits,
+ * twisted by the matrix A, into word i + M (indices modulo N). */
+static inline uint32_t
+twist(uint32_t top, uint32_t low, uint32_t far)
+{
+    uint32_t y = (top & 0x80000000u) | (low & 0x7fffffffu);
+    return far ^ (y >> 1) ^ (-(y & 1u) & 0x9908b0dfu);
+}
+
+/* The next 624 words, in three runs so that no index wraps. */
 static void
 regenerate(MtState *s)
 {
     uint32_t *k = s->key;
-    for (int i = 0; i < MT_N; i++) {
-        uint32_t y = (k[i] & 0x80000000u) | (k[(i + 1) % MT_N] & 0x7fffffffu);
-        k[i] = k[(i + MT_M) % MT_N] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    int i = 0;
+    for (; i < MT_N - MT_M; i++) {
+        k[i] = twist(k[i], k[i + 1], k[i + MT_M]);
     }
+    for (; i < MT_N - 1; i++) {
+        k[i] = twist(k[i], k[i + 1], k[i + MT_M - MT_N]);
+    }
+    k[MT_N - 1] = twist(k[MT_N - 1], k[0], k[MT_M - 1]);
     s->pos = 0;
 }
 
-static uint32_t
-next32(MtState *s)
+/* The slow path of a draw: a thread's first (seeded from entropy), or the
+ * end of the 624 words. */
+__attribute__((noinline, cold)) static void
+refill(MtState *s)
 {
     if (!s->seeded) {
         seed_from_entropy(s);
     }
-    if (s->pos >= MT_N) {
-        regenerate(s);
+    regenerate(s);
+}
+
+static inline uint32_t
+next32(MtState *s)
+{
+    if (__builtin_expect(s->pos >= MT_N || !s->seeded, 0)) {
+        refill(s);
     }
     uint32_t y = s->key[s->pos++];
     /* tempering */
@@ -138,7 +158,7 @@ next32(MtState *s)
     return y;
 }
 
-static double
+static inline double
 next_double(MtState *s)
 {
     uint32_t a = next32(s) >> 5;
@@ -146,16 +166,27 @@ next_double(MtState *s)
     return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
 }
 
+/* This thread's state.  Its address is looked up once per call (a dynamic
+ * TLS lookup is a call of __tls_get_addr), and the empty asm keeps the
+ * compiler from looking it up again after each call the draws make. */
+static inline MtState *
+this_thread(void)
+{
+    MtState *s = &mt;
+    __asm__("" : "+r"(s));
+    return s;
+}
+
 void
 numbavec_random_seed(uint32_t seed)
 {
-    seed_words(&mt, seed);
+    seed_words(this_thread(), seed);
 }
 
 double
 numbavec_random_double(void)
 {
-    return next_double(&mt);
+    return next_double(this_thread());
 }
 
 /* A standard normal deviate: Marsaglia's polar method on a point drawn in
@@ -163,7 +194,7 @@ numbavec_random_double(void)
 double
 numbavec_random_gauss(void)
 {
-    MtState *s = &mt;
+    MtState *s = this_thread();
     if (s->has_gauss) {
         s->has_gauss = 0;
         return s->gauss;
@@ -185,14 +216,11 @@ numbavec_random_gauss(void)
 int64_t
 numbavec_random_bounded(int64_t low, uint64_t range)
 {
-    MtState *s = &mt;
+    MtState *s = this_thread();
     if (range == 0) {
         return low;
     }
-    uint64_t mask = range;
-    for (int shift = 1; shift < 64; shift <<= 1) {
-        mask |= mask >> shift;
-    }
+    uint64_t mask = ~0ull >> __builtin_clzll(range); /* range != 0 */
     uint64_t v;
     if (range <= 0xffffffffu) {
         do {
