@@ -35,7 +35,8 @@ BODIES = {
     "uniform_keywords": "np.random.seed(i)\n    return np.random.uniform(high=-2.0, low=4)",
     "normal_defaults": "np.random.seed(i)\n    return np.random.normal()",
     "normal": "np.random.seed(i)\n    return np.random.normal(2.5, scale=0.5)",
-    "randn_pair": "np.random.seed(i)\n    a = np.random.randn()\n    return a * 10 + np.random.randn()",
+    "randn_pair": ("np.random.seed(i)\n    a = np.random.randn()\n"
+                   "    return a * 10 + np.random.randn()"),
     "standard_normal": "np.random.seed(i)\n    return np.random.standard_normal()",
     "randint_high": "np.random.seed(i)\n    return float(np.random.randint(10))",
     "randint": "np.random.seed(i)\n    return float(np.random.randint(-5, 6))",
