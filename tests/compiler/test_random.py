@@ -63,6 +63,19 @@ def test_seeded_draws_are_numpys(name, target):
     np.testing.assert_array_equal(f(xs), seeded_py(f, xs), strict=True)
 
 
+def test_lazy_ufuncs_and_kernels_without_source(target):
+    """A lazy ufunc types its draws per call; a kernel the interpreter built
+    without source text goes through the bytecode front end."""
+    ns = {}
+    exec("import numpy as np\ndef k(i, scale):\n    np.random.seed(i)\n"
+         "    return np.random.normal(scale=scale) + np.random.randint(i + 1)\n", ns)
+    for f in (vectorize(target=target)(ns["k"]), vectorize(["f8(i8, f8)"], target=target)(ns["k"])):
+        i = np.arange(12)
+        np.testing.assert_array_equal(f(i, 2.0), [ns["k"](a, 2.0) for a in i])
+        np.testing.assert_array_equal(f(i.astype(np.int16), np.float32(0.5)),
+                                      [ns["k"](a, np.float32(0.5)) for a in i])
+
+
 def test_quick_and_optimised_code_draw_the_same(target):
     """cpu's first calls run quick (unoptimised) code, later ones optimised
     code: both are NumPy's draws (checked on a sample of the elements)."""
