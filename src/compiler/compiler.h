@@ -622,10 +622,11 @@ void numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, co
                               int64_t m, int64_t xs, int64_t *out, int right);
 void numbavec_raise(const char *site); /* a kernel's raise: see cc_take_raised */
 /* random.c: np.random's generator, one per thread (NumPy's legacy algorithms) */
-void numbavec_random_seed(uint32_t seed);
-double numbavec_random_double(void);
-double numbavec_random_gauss(void);
-int64_t numbavec_random_bounded(int64_t low, uint64_t range);
+void *numbavec_random_state(void); /* this thread's generator: what the others take */
+void numbavec_random_seed(void *state, uint32_t seed);
+double numbavec_random_double(void *state);
+double numbavec_random_gauss(void *state);
+int64_t numbavec_random_bounded(void *state, int64_t low, uint64_t range);
 void cc_random_init(void); /* the fork handler, once (cc_runtime_init) */
 /* print() in a kernel: the pieces of a line in a thread's buffer, written
  * to file descriptor 1 at once by numbavec_print_end (Python's repr of each

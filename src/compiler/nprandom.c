@@ -256,10 +256,20 @@ ti_random_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
 
 #define RAISE(cls, msg) "builtins\x1f" cls "\x1f('" msg "',)"
 
+/* random.c's function name(this thread's state, args...): the state's
+ * address from a call that reads no memory and always returns, which LLVM
+ * merges and hoists out of the element loop (random.c says why). */
 static LLVMValueRef
 call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
 {
-    return em_runtime_call(E, name, ret, args, n);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
+    LLVMValueRef state = em_runtime_call(E, "numbavec_random_state", ptr, NULL, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(E->mod, "numbavec_random_state");
+    cc_add_fn_attr(f, "memory"); /* memory(none): its value 0 */
+    cc_add_fn_attr(f, "willreturn");
+    cc_add_fn_attr(f, "speculatable");
+    LLVMValueRef all[3] = {state, n > 0 ? args[0] : NULL, n > 1 ? args[1] : NULL};
+    return em_runtime_call(E, name, ret, all, n + 1);
 }
 
 /* An integer argument as int64; one of uint64 past int64 raises, as NumPy

@@ -16,7 +16,11 @@
  *     one 32-bit draw when the range fits 32 bits, else on a 64-bit draw
  *     (the first 32-bit draw its high half).
  *
- * State.  One generator per thread (thread-local): the parallel target's
+ * State.  One generator per thread (thread-local): kernels take its address
+ * once (numbavec_random_state, which LLVM may hoist out of the loop: the
+ * address is the same wherever a thread asks) and hand it to each draw,
+ * since a lookup of dynamic TLS is a call that costs as much as a draw.
+ * The parallel target's
  * workers draw without locks and without sharing, and each Python thread
  * that calls a cpu kernel has its own.  It is not NumPy's global generator:
  * np.random.seed() in Python does not seed it, nor the reverse.  A
@@ -177,24 +181,30 @@ this_thread(void)
     return s;
 }
 
-void
-numbavec_random_seed(uint32_t seed)
+void *
+numbavec_random_state(void)
 {
-    seed_words(this_thread(), seed);
+    return this_thread();
+}
+
+void
+numbavec_random_seed(void *state, uint32_t seed)
+{
+    seed_words(state, seed);
 }
 
 double
-numbavec_random_double(void)
+numbavec_random_double(void *state)
 {
-    return next_double(this_thread());
+    return next_double(state);
 }
 
 /* A standard normal deviate: Marsaglia's polar method on a point drawn in
  * the unit disc (not its centre); returns f * x2 and keeps f * x1. */
 double
-numbavec_random_gauss(void)
+numbavec_random_gauss(void *state)
 {
-    MtState *s = this_thread();
+    MtState *s = state;
     if (s->has_gauss) {
         s->has_gauss = 0;
         return s->gauss;
@@ -214,9 +224,9 @@ numbavec_random_gauss(void)
 /* low + a draw in [0, range] (range inclusive, as an unsigned width): the
  * masked rejection above; the sum wraps as int64's does not. */
 int64_t
-numbavec_random_bounded(int64_t low, uint64_t range)
+numbavec_random_bounded(void *state, int64_t low, uint64_t range)
 {
-    MtState *s = this_thread();
+    MtState *s = state;
     if (range == 0) {
         return low;
     }
