@@ -624,9 +624,12 @@ void numbavec_raise(const char *site); /* a kernel's raise: see cc_take_raised *
 /* random.c: np.random's generator, one per thread (NumPy's legacy algorithms) */
 void *numbavec_random_state(void); /* this thread's generator: what the others take */
 void numbavec_random_seed(void *state, uint32_t seed);
-double numbavec_random_double(void *state);
+void numbavec_random_refill(void *state); /* seeds if need be, then 624 new words */
 double numbavec_random_gauss(void *state);
-int64_t numbavec_random_bounded(void *state, int64_t low, uint64_t range);
+/* where a state keeps its words left (int32) and its 624 words (uint32):
+ * kernels draw a word in line (nprandom.c) */
+extern const size_t cc_random_left_at, cc_random_key_at;
+enum { CC_RANDOM_WORDS = 624 };
 void cc_random_init(void); /* the fork handler, once (cc_runtime_init) */
 /* print() in a kernel: the pieces of a line in a thread's buffer, written
  * to file descriptor 1 at once by numbavec_print_end (Python's repr of each

@@ -256,11 +256,10 @@ ti_random_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
 
 #define RAISE(cls, msg) "builtins\x1f" cls "\x1f('" msg "',)"
 
-/* random.c's function name(this thread's state, args...): the state's
- * address from a call that reads no memory and always returns, which LLVM
- * merges and hoists out of the element loop (random.c says why). */
+/* This thread's generator: a call that reads no memory and always
+ * returns, which LLVM merges and hoists out of the element loop. */
 static LLVMValueRef
-call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
+state_of(Emit *E)
 {
     LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
     LLVMValueRef state = em_runtime_call(E, "numbavec_random_state", ptr, NULL, 0);
@@ -268,8 +267,82 @@ call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
     cc_add_fn_attr(f, "memory"); /* memory(none): its value 0 */
     cc_add_fn_attr(f, "willreturn");
     cc_add_fn_attr(f, "speculatable");
-    LLVMValueRef all[3] = {state, n > 0 ? args[0] : NULL, n > 1 ? args[1] : NULL};
-    return em_runtime_call(E, name, ret, all, n + 1);
+    return state;
+}
+
+/* random.c's function name(this thread's state, arg) */
+static LLVMValueRef
+call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef arg)
+{
+    LLVMValueRef all[2] = {state_of(E), arg};
+    return em_runtime_call(E, name, ret, all, arg != NULL ? 2 : 1);
+}
+
+static LLVMValueRef
+i32c(Emit *E, unsigned long long v)
+{
+    return LLVMConstInt(LLVMInt32TypeInContext(E->ctx), v, 0);
+}
+
+static LLVMValueRef
+field(Emit *E, LLVMValueRef state, LLVMValueRef at, const char *name)
+{
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(E->ctx);
+    return LLVMBuildGEP2(E->b, i8, state, &at, 1, name);
+}
+
+/* The next 32-bit word of this thread's generator, in line: the word at
+ * 624 - left, left counted down, random.c's refill when none is left;
+ * then MT19937's tempering. */
+static LLVMValueRef
+next32(Emit *E)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx);
+    LLVMValueRef state = state_of(E);
+    LLVMValueRef at = field(E, state, em_i64c(E, (long long)cc_random_left_at), "mt.left.at");
+    LLVMValueRef left = LLVMBuildLoad2(E->b, i32, at, "mt.left");
+    LLVMBasicBlockRef from = em_current_block(E);
+    LLVMBasicBlockRef refill = em_new_block(E, "mt.refill"), draw = em_new_block(E, "mt.draw");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, left, i32c(E, 0), "mt.empty"), refill,
+                    draw);
+    LLVMPositionBuilderAtEnd(E->b, refill);
+    em_runtime_call(E, "numbavec_random_refill", LLVMVoidTypeInContext(E->ctx), &state, 1);
+    LLVMBuildBr(E->b, draw);
+    LLVMPositionBuilderAtEnd(E->b, draw);
+    LLVMValueRef n = LLVMBuildPhi(E->b, i32, "mt.n");
+    LLVMValueRef ns[2] = {left, i32c(E, CC_RANDOM_WORDS)};
+    LLVMBasicBlockRef bs[2] = {from, refill};
+    LLVMAddIncoming(n, ns, bs, 2);
+    LLVMBuildStore(E->b, LLVMBuildSub(E->b, n, i32c(E, 1), "mt.rest"), at);
+    LLVMValueRef k = LLVMBuildZExt(E->b, LLVMBuildSub(E->b, i32c(E, CC_RANDOM_WORDS), n, "mt.k"),
+                                   em_i64_type(E), "mt.k64");
+    LLVMValueRef off = LLVMBuildAdd(E->b, em_i64c(E, (long long)cc_random_key_at),
+                                    LLVMBuildShl(E->b, k, em_i64c(E, 2), "mt.k4"), "mt.off");
+    LLVMValueRef y = LLVMBuildLoad2(E->b, i32, field(E, state, off, "mt.word.at"), "mt.word");
+    static const struct {
+        int left;
+        unsigned shift, mask;
+    } temper[4] = {
+        {0, 11, 0xffffffffu}, {1, 7, 0x9d2c5680u}, {1, 15, 0xefc60000u}, {0, 18, 0xffffffffu}};
+    for (int i = 0; i < 4; i++) {
+        LLVMValueRef s = temper[i].left ? LLVMBuildShl(E->b, y, i32c(E, temper[i].shift), "")
+                                        : LLVMBuildLShr(E->b, y, i32c(E, temper[i].shift), "");
+        y = LLVMBuildXor(E->b, y, LLVMBuildAnd(E->b, s, i32c(E, temper[i].mask), ""), "mt.y");
+    }
+    return y;
+}
+
+/* [0, 1): (a >> 5) * 2**26 + (b >> 6), over 2**53, a drawn first */
+static LLVMValueRef
+next_double(Emit *E)
+{
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(E->ctx);
+    LLVMValueRef a = LLVMBuildLShr(E->b, next32(E), i32c(E, 5), "u.a");
+    LLVMValueRef b = LLVMBuildLShr(E->b, next32(E), i32c(E, 6), "u.b");
+    LLVMValueRef hi = LLVMBuildFMul(E->b, LLVMBuildUIToFP(E->b, a, f64, ""),
+                                    LLVMConstReal(f64, 67108864.0), "u.hi");
+    LLVMValueRef sum = LLVMBuildFAdd(E->b, hi, LLVMBuildUIToFP(E->b, b, f64, ""), "u.53");
+    return LLVMBuildFDiv(E->b, sum, LLVMConstReal(f64, 9007199254740992.0), "u");
 }
 
 /* An integer argument as int64; one of uint64 past int64 raises, as NumPy
@@ -301,8 +374,58 @@ emit_seed(Emit *E, CcNode *n)
     em_raise_if(E, big, RAISE("ValueError", "Seed must be between 0 and 2**32 - 1"));
     LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx);
     LLVMValueRef word = LLVMBuildTrunc(E->b, s, i32, "seed");
-    call(E, "numbavec_random_seed", LLVMVoidTypeInContext(E->ctx), &word, 1);
+    call(E, "numbavec_random_seed", LLVMVoidTypeInContext(E->ctx), word);
     return LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0);
+}
+
+/* One masked draw: a 32-bit word, or a 64-bit one (the first word its
+ * high half). */
+static LLVMValueRef
+masked_draw(Emit *E, int wide, LLVMValueRef mask)
+{
+    LLVMTypeRef i64 = em_i64_type(E);
+    LLVMValueRef v = LLVMBuildZExt(E->b, next32(E), i64, "w.hi");
+    if (wide) {
+        v = LLVMBuildShl(E->b, v, em_i64c(E, 32), "w.hi32");
+        v = LLVMBuildOr(E->b, v, LLVMBuildZExt(E->b, next32(E), i64, "w.lo"), "w.64");
+    }
+    return LLVMBuildAnd(E->b, v, mask, "w.masked");
+}
+
+/* A draw in [0, width] by masked rejection (NumPy's legacy randint): the
+ * draw masked to the smallest 2**k - 1 >= width, drawn again while past
+ * width, on 32-bit draws where width fits 32 bits, else on 64-bit ones;
+ * width 0 draws nothing. */
+static LLVMValueRef
+bounded(Emit *E, LLVMValueRef width)
+{
+    LLVMTypeRef i64 = em_i64_type(E);
+    LLVMValueRef zc[2] = {width, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0)};
+    LLVMValueRef lead = em_intrinsic(E, "llvm.ctlz", &i64, 1, zc, 2);
+    /* width 0: lead 64, a shift past the width (poison), never used */
+    LLVMValueRef mask = LLVMBuildLShr(E->b, em_i64c(E, -1), lead, "mask");
+    LLVMBasicBlockRef from = em_current_block(E), done = em_new_block(E, "w.done");
+    LLVMBasicBlockRef loops[2] = {em_new_block(E, "w.32"), em_new_block(E, "w.64")};
+    LLVMBasicBlockRef draw = em_new_block(E, "w.draw");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, width, em_i64c(E, 0), "w.none"), done,
+                    draw);
+    LLVMPositionBuilderAtEnd(E->b, draw);
+    LLVMBuildCondBr(E->b,
+                    LLVMBuildICmp(E->b, LLVMIntULE, width, em_i64c(E, 0xffffffffLL), "w.fits32"),
+                    loops[0], loops[1]);
+    LLVMValueRef got[3] = {em_i64c(E, 0), NULL, NULL};
+    LLVMBasicBlockRef at[3] = {from, NULL, NULL};
+    for (int wide = 0; wide < 2; wide++) {
+        LLVMPositionBuilderAtEnd(E->b, loops[wide]);
+        got[1 + wide] = masked_draw(E, wide, mask);
+        at[1 + wide] = em_current_block(E);
+        LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntUGT, got[1 + wide], width, "w.past"),
+                        loops[wide], done);
+    }
+    LLVMPositionBuilderAtEnd(E->b, done);
+    LLVMValueRef v = LLVMBuildPhi(E->b, i64, "w");
+    LLVMAddIncoming(v, got, at, 3);
+    return v;
 }
 
 static LLVMValueRef
@@ -321,8 +444,7 @@ emit_randint(Emit *E, CcNode *n)
     /* the inclusive width high - 1 - low, unsigned: it may pass int64 */
     LLVMValueRef width =
         LLVMBuildSub(E->b, LLVMBuildSub(E->b, hi, em_i64c(E, 1), "last"), lo, "width");
-    LLVMValueRef args[2] = {lo, width};
-    return call(E, "numbavec_random_bounded", em_i64_type(E), args, 2);
+    return LLVMBuildAdd(E->b, lo, bounded(E, width), "randint");
 }
 
 /* uniform: low + (high - low) * u; normal: loc + scale * g. */
@@ -348,8 +470,8 @@ emit_real(Emit *E, CcNode *n, CcRandomOp op)
         LLVMValueRef num = LLVMBuildFCmp(E->b, LLVMRealORD, b, b, "scale.num");
         em_raise_if(E, LLVMBuildAnd(E->b, neg, num, "scale.neg"), RAISE("ValueError", "scale < 0"));
     }
-    LLVMValueRef draw = call(
-        E, op == RN_UNIFORM ? "numbavec_random_double" : "numbavec_random_gauss", f64, NULL, 0);
+    LLVMValueRef draw =
+        op == RN_UNIFORM ? next_double(E) : call(E, "numbavec_random_gauss", f64, NULL);
     return LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, scale, draw, "scaled"), "drawn");
 }
 
@@ -362,9 +484,9 @@ ec_random_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
     case RN_SEED:
         return emit_seed(E, n);
     case RN_RANDOM:
-        return call(E, "numbavec_random_double", f64, NULL, 0);
+        return next_double(E);
     case RN_GAUSS:
-        return call(E, "numbavec_random_gauss", f64, NULL, 0);
+        return call(E, "numbavec_random_gauss", f64, NULL);
     case RN_RANDINT:
         return emit_randint(E, n);
     default:

@@ -11,16 +11,16 @@
  *     2**53;
  *   - normal deviates by Marsaglia's polar method, two per round: the
  *     second is kept for the next call, and seed() forgets it;
- *   - randint by masked rejection: the draw masked to the smallest
- *     2**k - 1 >= the range, drawn again while it is past the range, on
- *     one 32-bit draw when the range fits 32 bits, else on a 64-bit draw
- *     (the first 32-bit draw its high half).
+ *   - randint by masked rejection (emitted in line by nprandom.c).
  *
- * State.  One generator per thread (thread-local): kernels take its address
- * once (numbavec_random_state, which LLVM may hoist out of the loop: the
- * address is the same wherever a thread asks) and hand it to each draw,
- * since a lookup of dynamic TLS is a call that costs as much as a draw.
- * The parallel target's
+ * Kernels draw 32-bit words in line (nprandom.c), from the state's
+ * address (numbavec_random_state, taken once per loop: LLVM hoists it,
+ * since a lookup of dynamic TLS is a call that costs as much as a draw)
+ * and the offsets of its words (cc_random_left_at, cc_random_key_at); they
+ * call numbavec_random_refill when no word is left, and this file for the
+ * seed and the normal deviates.
+ *
+ * State.  One generator per thread (thread-local): the parallel target's
  * workers draw without locks and without sharing, and each Python thread
  * that calls a cpu kernel has its own.  It is not NumPy's global generator:
  * np.random.seed() in Python does not seed it, nor the reverse.  A
@@ -32,6 +32,7 @@
  * child are new threads with new generators.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -45,12 +46,14 @@
 
 enum { MT_N = 624, MT_M = 397 };
 
+/* The fields kernels read and write themselves first (nprandom.c inlines
+ * a 32-bit draw at the offsets below). */
 typedef struct {
-    uint32_t key[MT_N];
-    int pos;       /* the next word of key; MT_N: regenerate first */
-    int seeded;    /* 0: seeded from entropy at the first draw */
-    int has_gauss; /* the polar method's second deviate is kept */
+    int32_t left;      /* words of key not drawn yet; 0: refill first */
+    int32_t seeded;    /* 0: seeded from entropy at the first refill */
+    int32_t has_gauss; /* the polar method's second deviate is kept */
     double gauss;
+    uint32_t key[MT_N];
 } MtState;
 
 static _Thread_local MtState mt;
@@ -64,7 +67,7 @@ seed_words(MtState *s, uint32_t seed)
         uint32_t prev = s->key[i - 1];
         s->key[i] = 1812433253u * (prev ^ (prev >> 30)) + i;
     }
-    s->pos = MT_N;
+    s->left = 0; /* regenerate at the next draw */
     s->seeded = 1;
     s->has_gauss = 0;
 }
@@ -133,14 +136,15 @@ regenerate(MtState *s)
         k[i] = twist(k[i], k[i + 1], k[i + MT_M - MT_N]);
     }
     k[MT_N - 1] = twist(k[MT_N - 1], k[0], k[MT_M - 1]);
-    s->pos = 0;
+    s->left = MT_N;
 }
 
 /* The slow path of a draw: a thread's first (seeded from entropy), or the
  * end of the 624 words. */
-__attribute__((noinline, cold)) static void
-refill(MtState *s)
+__attribute__((noinline, cold)) void
+numbavec_random_refill(void *state)
 {
+    MtState *s = state;
     if (!s->seeded) {
         seed_from_entropy(s);
     }
@@ -150,10 +154,10 @@ refill(MtState *s)
 static inline uint32_t
 next32(MtState *s)
 {
-    if (__builtin_expect(s->pos >= MT_N || !s->seeded, 0)) {
-        refill(s);
+    if (__builtin_expect(s->left == 0, 0)) {
+        numbavec_random_refill(s);
     }
-    uint32_t y = s->key[s->pos++];
+    uint32_t y = s->key[MT_N - s->left--];
     /* tempering */
     y ^= y >> 11;
     y ^= (y << 7) & 0x9d2c5680u;
@@ -170,33 +174,16 @@ next_double(MtState *s)
     return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
 }
 
-/* This thread's state.  Its address is looked up once per call (a dynamic
- * TLS lookup is a call of __tls_get_addr), and the empty asm keeps the
- * compiler from looking it up again after each call the draws make. */
-static inline MtState *
-this_thread(void)
-{
-    MtState *s = &mt;
-    __asm__("" : "+r"(s));
-    return s;
-}
-
 void *
 numbavec_random_state(void)
 {
-    return this_thread();
+    return &mt;
 }
 
 void
 numbavec_random_seed(void *state, uint32_t seed)
 {
     seed_words(state, seed);
-}
-
-double
-numbavec_random_double(void *state)
-{
-    return next_double(state);
 }
 
 /* A standard normal deviate: Marsaglia's polar method on a point drawn in
@@ -221,35 +208,15 @@ numbavec_random_gauss(void *state)
     return f * x2;
 }
 
-/* low + a draw in [0, range] (range inclusive, as an unsigned width): the
- * masked rejection above; the sum wraps as int64's does not. */
-int64_t
-numbavec_random_bounded(void *state, int64_t low, uint64_t range)
-{
-    MtState *s = state;
-    if (range == 0) {
-        return low;
-    }
-    uint64_t mask = ~0ull >> __builtin_clzll(range); /* range != 0 */
-    uint64_t v;
-    if (range <= 0xffffffffu) {
-        do {
-            v = next32(s) & mask;
-        } while (v > range);
-    } else {
-        do {
-            uint64_t hi = next32(s);
-            v = ((hi << 32) | next32(s)) & mask;
-        } while (v > range);
-    }
-    return (int64_t)((uint64_t)low + v);
-}
-
 static void
 unseed_in_child(void)
 {
     mt.seeded = 0;
+    mt.left = 0;
 }
+
+const size_t cc_random_left_at = offsetof(MtState, left);
+const size_t cc_random_key_at = offsetof(MtState, key);
 
 void
 cc_random_init(void)

@@ -929,8 +929,7 @@ const CcRuntimeSymbol cc_runtime_symbols[] = {
     {"numbavec_rt_searchsorted", (void *)numbavec_rt_searchsorted},
     {"numbavec_random_state", (void *)numbavec_random_state},
     {"numbavec_random_seed", (void *)numbavec_random_seed},
-    {"numbavec_random_double", (void *)numbavec_random_double},
+    {"numbavec_random_refill", (void *)numbavec_random_refill},
     {"numbavec_random_gauss", (void *)numbavec_random_gauss},
-    {"numbavec_random_bounded", (void *)numbavec_random_bounded},
     {NULL, NULL},
 };

@@ -45,6 +45,10 @@ BODIES = {
     "randint_full": ("np.random.seed(i)\n    return float(np.random.randint(-2**63, 2**63 - 1)"
                      " // 2**20)"),
     "randint_one": "np.random.seed(i)\n    return float(np.random.randint(7, 8))",
+    # widths known only at run time, across the 32-bit limit, and of one value (no draw)
+    "randint_runtime": ("np.random.seed(i)\n    w = 1 << (i % 63)\n"
+                        "    a = np.random.randint(-w, w)\n    b = np.random.randint(i, i + 1)\n"
+                        "    return float(a // 1024) + float(b - i) + np.random.random()"),
     # the gauss kept by the polar method, then other draws, then seed forgets it
     "mixed": ("np.random.seed(i)\n    a = np.random.normal()\n    b = np.random.random()\n"
               "    c = np.random.normal()\n    np.random.seed(i // 2)\n"
@@ -59,7 +63,7 @@ BODIES = {
 def test_seeded_draws_are_numpys(name, target):
     f = vectorize(["float64(int64)"], target=target)(
         kernel_from_source(f"import numpy as np\ndef k(i):\n    {BODIES[name]}\n"))
-    xs = np.array([0, 1, 2, 42, 12345, 2**32 - 1, 2**31, 7], dtype=np.int64)
+    xs = np.array([0, 1, 2, 42, 12345, 2**32 - 1, 2**31, 7, 31, 32, 33, 61, 62], dtype=np.int64)
     np.testing.assert_array_equal(f(xs), seeded_py(f, xs), strict=True)
 
 
