@@ -18,7 +18,9 @@
  * since a lookup of dynamic TLS is a call that costs as much as a draw)
  * and the offsets of its words (cc_random_left_at, cc_random_key_at); they
  * call numbavec_random_refill when no word is left, and this file for the
- * seed and the normal deviates.
+ * seed and the normal deviates.  (A ufunc's loop puts those loads and
+ * stores in its parallel-access group; the refill call, which LLVM knows
+ * nothing of, keeps the loop from being vectorized, as print's calls do.)
  *
  * State.  One generator per thread (thread-local): the parallel target's
  * workers draw without locks and without sharing, and each Python thread
