@@ -248,6 +248,17 @@ static const CcBuiltin builtins[] = {
     {"numpy.cov", FL_COV, 0, 1, 5},
     {"numpy.corrcoef", FL_COV, 1, 1, 3},
     {"numpy.histogram", FL_HIST, 0, 1, 2},
+    /* np.random: nprandom.c checks their arguments (arity here unused) */
+    {"numpy.random.seed", FL_RANDOM, RN_SEED, 1, 1},
+    {"numpy.random.random", FL_RANDOM, RN_RANDOM, 0, 0},
+    {"numpy.random.random_sample", FL_RANDOM, RN_RANDOM, 0, 0},
+    {"numpy.random.rand", FL_RANDOM, RN_RANDOM, 0, 0},
+    {"numpy.random.sample", FL_RANDOM, RN_RANDOM, 0, 0},
+    {"numpy.random.uniform", FL_RANDOM, RN_UNIFORM, 0, 2},
+    {"numpy.random.normal", FL_RANDOM, RN_NORMAL, 0, 2},
+    {"numpy.random.randn", FL_RANDOM, RN_GAUSS, 0, 0},
+    {"numpy.random.standard_normal", FL_RANDOM, RN_GAUSS, 0, 0},
+    {"numpy.random.randint", FL_RANDOM, RN_RANDINT, 1, 2},
     /* the in-place methods: a.sort(), a.partition(kth) */
     {".sort", FL_SORT, S_SORT_IN_PLACE, 1, 1},
     {".partition", FL_SORT, S_PARTITION_IN_PLACE, 1, 2},
@@ -463,5 +474,6 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_COV]       = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* rewritten when typed */
     [FL_HIST] = {ti_array_call, ec_histogram_call, FIT_RESULT},
     [FL_ARANGE]    = {ti_array_call, ec_arange_call, FIT_RESULT},
+    [FL_RANDOM]    = {ti_array_call, ec_random_call, FIT_RESULT}, /* typed by ti_random_call */
 };
 /* clang-format on */

@@ -86,5 +86,8 @@ LLVMValueRef ec_sort_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_dot_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_histogram_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_arange_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+/* nprandom.c: np.random.seed(), random(), normal() ... (typed by ti_random_call) */
+LLVMValueRef ec_random_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+int ti_random_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
 
 #endif /* NV_COMPILER_CALLS_H */

@@ -401,6 +401,7 @@ typedef enum CcFlavor {
     FL_ARRAY,    /* np.array([x, y]): a new 1-d array of scalars (build.c) */
     FL_COV,      /* np.cov (op 0), np.corrcoef (op 1): typed as what they compute (stats.c) */
     FL_HIST,     /* np.histogram(a, bins=edges): (counts, edges) (stats.c) */
+    FL_RANDOM,   /* np.random.random(), normal(), seed() ...: op is a CcRandomOp (nprandom.c) */
     FL_COUNT
 } CcFlavor;
 
@@ -506,6 +507,17 @@ typedef enum CcSortOp {
 } CcSortOp;
 #define CC_AXIS_NONE (-(1LL << 62))
 
+/* np.random's functions (nprandom.c; random.c draws).  Their calls keep
+ * every parameter, defaults filled in by the lowering. */
+typedef enum CcRandomOp {
+    RN_SEED,    /* np.random.seed(seed): this thread's generator */
+    RN_RANDOM,  /* random(), random_sample(), rand(), sample(): [0, 1) */
+    RN_UNIFORM, /* uniform(low, high) */
+    RN_NORMAL,  /* normal(loc, scale) */
+    RN_GAUSS,   /* randn(), standard_normal() */
+    RN_RANDINT, /* randint(low, high): int64 in [low, high) */
+} CcRandomOp;
+
 typedef struct CcBuiltin {
     const char *name; /* as users write it: "math.exp" */
     CcFlavor flavor;
@@ -609,6 +621,16 @@ int64_t numbavec_rt_unique(int kind, int64_t n, char *v);
 void numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const char *x,
                               int64_t m, int64_t xs, int64_t *out, int right);
 void numbavec_raise(const char *site); /* a kernel's raise: see cc_take_raised */
+/* random.c: np.random's generator, one per thread (NumPy's legacy algorithms) */
+void *numbavec_random_state(void); /* this thread's generator: what the others take */
+void numbavec_random_seed(void *state, uint32_t seed);
+void numbavec_random_refill(void *state); /* seeds if need be, then 624 new words */
+double numbavec_random_gauss(void *state);
+/* where a state keeps its words left (int32) and its 624 words (uint32):
+ * kernels draw a word in line (nprandom.c) */
+extern const size_t cc_random_left_at, cc_random_key_at;
+enum { CC_RANDOM_WORDS = 624 };
+void cc_random_init(void); /* the fork handler, once (cc_runtime_init) */
 /* print() in a kernel: the pieces of a line in a thread's buffer, written
  * to file descriptor 1 at once by numbavec_print_end (Python's repr of each
  * number: the shortest digits that read back, NumPy's for float32). */

@@ -696,6 +696,18 @@ raise_stmt(Emit *E, CcNode *n)
     return 0;
 }
 
+void
+em_raise_if(Emit *E, LLVMValueRef bad, const char *site)
+{
+    LLVMBasicBlockRef raise = em_new_block(E, "raise"), ok = em_new_block(E, "ok");
+    LLVMBuildCondBr(E->b, bad, raise, ok);
+    LLVMPositionBuilderAtEnd(E->b, raise);
+    CcNode n = {.kind = ND_RAISE, .text = site};
+    (void)raise_stmt(E, &n); /* host code: it cannot fail */
+    LLVMPositionBuilderAtEnd(E->b, ok);
+    E->reachable = 1;
+}
+
 LLVMValueRef
 em_device_status(LLVMModuleRef mod)
 {

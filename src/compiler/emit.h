@@ -163,6 +163,10 @@ int em_setitem_view(Emit *E, CcNode *n);        /* ND_SETITEM */
 void em_return_status(Emit *E, LLVMValueRef status);
 /* Ends the kernel with status when bad (an i1) holds. */
 void em_check(Emit *E, LLVMValueRef bad, int status);
+/* Raises the exception of site (a raise's text: "module\x1fqualname\x1frepr(args)",
+ * host code only) when bad (an i1) holds; the code goes on where it does not.
+ * The function must have fn->raises set from its lowering. */
+void em_raise_if(Emit *E, LLVMValueRef bad, const char *site);
 void em_alloc_begin(Emit *E); /* in the entry block: the allocation list */
 void em_alloc_end(Emit *E);   /* after the body: the cleanup block */
 

@@ -198,6 +198,11 @@ CcNode *lw_lower_call(Lower *L, PyObject *node);
 /* The call of np.linalg.norm, np.array, np.cov or np.corrcoef (flavors
  * FL_NORM, FL_ARRAY, FL_COV). */
 CcNode *lw_lower_np_call(Lower *L, PyObject *node, int builtin, PyObject *keywords);
+/* nprandom.c: np.random.f(...) with its parameters in place, defaults filled in */
+CcNode *lw_lower_random_call(Lower *L, PyObject *node, int builtin, PyObject *keywords);
+/* Whether callee is a method of a Generator or RandomState object (not the
+ * module's functions): refused by name (no exception). */
+int lw_random_instance_method(PyObject *callee);
 /* The value of the assignment node: a list or tuple display stored into
  * one subscript (out[i] = [lo, hi]) is np.array of it. */
 CcNode *lw_lower_stored_value(Lower *L, PyObject *node, PyObject *targets);

@@ -455,6 +455,11 @@ lw_lower_call(Lower *L, PyObject *node)
         n = lw_lower_np_call(L, node, builtin, keywords);
         goto done;
     }
+    if (flavor == FL_RANDOM) {
+        Py_DECREF(callee);
+        n = lw_lower_random_call(L, node, builtin, keywords);
+        goto done;
+    }
     TsType cast;
     /* an unsupported function is reported as such below, keywords or not */
     int unknown = builtin == -1 && !lw_is_device_function(callee) && !is_builtin_len(callee)
@@ -482,6 +487,13 @@ lw_lower_call(Lower *L, PyObject *node)
     }
     if (builtin == -1 && ts_type_check(callee, &cast) && cast.ndim == 0 && cast.kind < TS_NSCALAR) {
         builtin = cc_builtin_cast(cast.kind); /* numbavec.float32(x): a cast */
+    }
+    if (builtin == -1 && lw_random_instance_method(callee)) {
+        cc_error(L->fn, lw_loc_of(L, func),
+                 "np.random.Generator and RandomState objects are not supported in a kernel: "
+                 "call np.random's functions (np.random.seed(), random(), uniform(), normal(), "
+                 "randint() ...), which draw from the kernel's own generator, one per thread");
+        builtin = -2; /* reported */
     }
     if (builtin < 0) {
         if (builtin == -1) {

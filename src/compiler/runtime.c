@@ -5,7 +5,8 @@
  *
  * The kernels reach these functions by name: jit.c defines each name in
  * the JIT's symbol table (cc_runtime_symbols), so that code loaded from the
- * cache links to this process's copy.  The sorting functions take a kind
+ * cache links to this process's copy (random.c's generator functions are
+ * in the same table).  The sorting functions take a kind
  * (TsKind) and raw element pointers, hold no state and take no lock: the
  * parallel target calls them from many threads at once.  print keeps its
  * line per thread, and takes one lock to write it.
@@ -771,6 +772,7 @@ cc_runtime_init(void)
     if (!at_fork && pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork) == 0) {
         at_fork = 1;
     }
+    cc_random_init();
     PyObject *np = PyImport_ImportModule("numpy");
     PyObject *v = np ? PyObject_CallMethod(np, "float32", "d", 1e6) : NULL;
     PyObject *s = v ? PyObject_Str(v) : NULL;
@@ -925,5 +927,9 @@ const CcRuntimeSymbol cc_runtime_symbols[] = {
     {"numbavec_rt_quantile", (void *)numbavec_rt_quantile},
     {"numbavec_rt_unique", (void *)numbavec_rt_unique},
     {"numbavec_rt_searchsorted", (void *)numbavec_rt_searchsorted},
+    {"numbavec_random_state", (void *)numbavec_random_state},
+    {"numbavec_random_seed", (void *)numbavec_random_seed},
+    {"numbavec_random_refill", (void *)numbavec_random_refill},
+    {"numbavec_random_gauss", (void *)numbavec_random_gauss},
     {NULL, NULL},
 };

@@ -191,7 +191,8 @@ ti_call(Infer *in, CcNode *n, const CcType **out)
     if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
         || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
         || b->flavor == FL_DOT || b->flavor == FL_ARANGE || b->flavor == FL_NORM
-        || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST) {
+        || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST
+        || b->flavor == FL_RANDOM) {
         return 0;
     }
     if (b->flavor == FL_BOOL) {
@@ -263,6 +264,9 @@ call_type(Infer *in, CcNode *n, const CcType **out)
     }
     if (b->flavor == FL_ARANGE) {
         return ti_arange_call(in, n, b, out);
+    }
+    if (b->flavor == FL_RANDOM) {
+        return ti_random_call(in, n, b, out);
     }
     if (ti_promote_all(in, n->args, n->nargs, &t) < 0) {
         return -1;

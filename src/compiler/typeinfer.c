@@ -921,8 +921,10 @@ stmt(Infer *in, CcNode *n)
         if (n->lhs->kind == ND_INLINE) {
             n->lhs->index = 1; /* a device function called for its effect */
         }
-        if (n->lhs->kind == ND_CALL && cc_builtin(n->lhs->builtin)->flavor == FL_SORT) {
-            n->lhs->index |= 2; /* a.sort(): a statement, as it must be */
+        if (n->lhs->kind == ND_CALL
+            && (cc_builtin(n->lhs->builtin)->flavor == FL_SORT
+                || cc_builtin(n->lhs->builtin)->flavor == FL_RANDOM)) {
+            n->lhs->index |= 2; /* a.sort(), np.random.seed(): statements, as they must be */
         }
         return ti_expr(in, n->lhs, &t);
     case ND_BREAK:

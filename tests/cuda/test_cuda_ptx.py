@@ -316,11 +316,15 @@ def builtin_forms(name, min_args, max_args):
     if name.startswith("."):  # .real, .imag, .conjugate()
         return ["x.conjugate()" if name == ".conjugate" else "x" + name]
     module, _, attr = name.rpartition(".")
-    func = f"{ {'numpy': 'np'}.get(module, module)}.{attr}" if module else attr
+    short = {"numpy": "np", "numpy.random": "np.random"}.get(module, module)
+    func = f"{short}.{attr}" if module else attr
     return [f"{func}({', '.join('xyx'[:n])})" for n in range(min_args, min(max_args, 3) + 1)]
 
 
 BUILTINS = _core._test_builtins()
+# np.random's functions draw from a host generator, one per thread: refused on
+# the cuda target for every argument type too
+GPU_REFUSED |= {name for name, _, _ in BUILTINS if name.startswith("numpy.random.")}
 FORMS = {form: name for name, lo, hi in BUILTINS for form in builtin_forms(name, lo, hi)}
 FIRST_FORM_LINE = 6  # of matrix_kernel's source
 
