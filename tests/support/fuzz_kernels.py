@@ -772,7 +772,7 @@ def _real_mismatches(case, args, got, idx, ulps):
     out_dtype = got.dtype
     still = []
     for j, i in enumerate(idx):
-        cands = [dt.cast_all([r[j]], out_dtype) for r in runs]
+        cands = [dt.cast_all([r[j]], out_dtype) for r in runs if r[j] is not dt.PAD]
         vals = [v for v, m in cands if m[0]]
         if not vals:
             continue
