@@ -140,30 +140,26 @@ latch_blocks(Emit *E, NdLevel *lv, int nd)
     }
 }
 
-int
-em_ndindex_loop(Emit *E, CcNode *n)
+/* The counters and blocks of nd levels. */
+static void
+new_levels(Emit *E, NdLevel *lv, int nd)
 {
-    CcNode *size = ndsize_of(n);
-    LLVMValueRef dims[TS_MAXDIMS + 1], count;
-    if (size == NULL) {
-        return 0;
-    }
-    CcNode *shape = size->args[size->nargs - 1];
-    int nd = shape->ty->kind == CT_TUPLE ? shape->ty->n : 1;
-    if (nd == 0) {
-        return 0;
-    }
-    /* .ndsize checks the shape (a negative dimension, a size past int64) */
-    if ((count = em_expr(E, size)) == NULL || em_shape_dims(E, shape, dims) < 0) {
-        return -1;
-    }
-    NdLevel lv[TS_MAXDIMS + 1];
     LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
     for (int d = 0; d < nd; d++) {
         lv[d] =
             (NdLevel){em_entry_alloca(E, i64, "ndindex.counter"), em_new_block(E, "ndindex.cond"),
                       em_new_block(E, "ndindex.body"), em_new_block(E, "ndindex.next")};
     }
+}
+
+/* The loops of nd levels over dims, count indices in all; then the else
+ * block.  0/-1. */
+static int
+nested_loops(Emit *E, CcNode *n, LLVMValueRef count, LLVMValueRef *dims, int nd)
+{
+    NdLevel lv[TS_MAXDIMS + 1];
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
+    new_levels(E, lv, nd);
     LLVMBasicBlockRef els = em_new_block(E, "for.else"), done = em_new_block(E, "for.done");
     /* no index at all (some dimension 0): straight to the else block */
     LLVMBuildStore(E->b, LLVMConstInt(i64, 0, 0), lv[0].counter);
@@ -187,5 +183,25 @@ em_ndindex_loop(Emit *E, CcNode *n)
         em_jump(E, done);
     }
     em_continue_at(E, done, 1);
-    return 1;
+    return 0;
+}
+
+int
+em_ndindex_loop(Emit *E, CcNode *n)
+{
+    CcNode *size = ndsize_of(n);
+    LLVMValueRef dims[TS_MAXDIMS + 1], count;
+    if (size == NULL) {
+        return 0;
+    }
+    CcNode *shape = size->args[size->nargs - 1];
+    int nd = shape->ty->kind == CT_TUPLE ? shape->ty->n : 1;
+    if (nd == 0) {
+        return 0;
+    }
+    /* .ndsize checks the shape (a negative dimension, a size past int64) */
+    if ((count = em_expr(E, size)) == NULL || em_shape_dims(E, shape, dims) < 0) {
+        return -1;
+    }
+    return nested_loops(E, n, count, dims, nd) < 0 ? -1 : 1;
 }
