@@ -520,6 +520,31 @@ loop_body(Emit *E, CcNode *body, LLVMBasicBlockRef brk, LLVMBasicBlockRef cont)
     return rc;
 }
 
+/* emit.c's statement helpers, for ndindex.c's nested loops */
+int
+em_loop_body(Emit *E, CcNode *body, LLVMBasicBlockRef brk, LLVMBasicBlockRef cont)
+{
+    return loop_body(E, body, brk, cont);
+}
+
+int
+em_block(Emit *E, CcNode *n)
+{
+    return block(E, n);
+}
+
+void
+em_jump(Emit *E, LLVMBasicBlockRef to)
+{
+    jump(E, to);
+}
+
+void
+em_continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable)
+{
+    continue_at(E, bb, reachable);
+}
+
 static int
 while_stmt(Emit *E, CcNode *n)
 {
@@ -570,6 +595,10 @@ unit_step(const CcNode *n)
 static int
 for_stmt(Emit *E, CcNode *n)
 {
+    int nested = em_ndindex_loop(E, n); /* np.ndindex's loop: one loop a dimension */
+    if (nested != 0) {
+        return nested < 0 ? -1 : 0;
+    }
     LLVMValueRef start = em_int_const(E, TS_INT64, 0), step = em_int_const(E, TS_INT64, 1), stop;
     LLVMValueRef vals[3] = {NULL, NULL, NULL};
     for (int i = 0; i < n->nargs; i++) {

@@ -52,6 +52,10 @@ typedef struct Emit {
     LLVMValueRef status_slot;   /* the status the cleanup block returns */
     LLVMBasicBlockRef cleanup;  /* frees the allocations, returns the status */
     const CcEmitTarget *target; /* host or GPU math and flags */
+    /* ndindex.c: the innermost np.ndindex loop's flat counter and the index
+     * tuple its body's .unravel(k, shape) stands for */
+    CcVar *ndindex_k;
+    LLVMValueRef ndindex_tuple;
 } Emit;
 
 static inline TsKind
@@ -128,6 +132,18 @@ LLVMValueRef em_float_pow(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef b);
  * order): the previous one advanced in C order, dims[i] > 0. */
 LLVMValueRef em_ndindex_next(Emit *E, LLVMTypeRef tuple_t, LLVMValueRef k, LLVMValueRef *dims,
                              int nd);
+/* The dimensions of a shape (a tuple or an int) as int64: nd, -1 with an
+ * exception. */
+int em_shape_dims(Emit *E, CcNode *shape, LLVMValueRef *dims);
+/* n, a range loop: emits it as nested loops if it is np.ndindex's over a
+ * shape of one dimension or more: 1 done, 0 not such a loop, -1 error. */
+int em_ndindex_loop(Emit *E, CcNode *n);
+
+/* emit.c's statement helpers (0/-1; jump ends the path). */
+int em_loop_body(Emit *E, CcNode *body, LLVMBasicBlockRef brk, LLVMBasicBlockRef cont);
+int em_block(Emit *E, CcNode *n);
+void em_jump(Emit *E, LLVMBasicBlockRef to);
+void em_continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable);
 
 /* ---- emit.c ---- */
 

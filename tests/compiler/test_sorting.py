@@ -267,6 +267,35 @@ def test_one_value_is_searched_in_line_without_branches(target, dtype, search):
             same(expected, [np.searchsorted(a, x, side="right"), np.searchsorted(a, x)])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int16"])
+def test_in_line_search_every_length_and_position(target, dtype):
+    """The in-line search halves a length a fixed number of steps: every
+    length 0-70 and some large ones, runs of equal values, NaN and
+    infinities, a strided array, each value of a and the gaps between them,
+    both sides, against py_func (NumPy's own search)."""
+    py, gu = kernel("def k(a, x, out):\n    out[0] = np.searchsorted(a, x, side='right')\n"
+                    "    out[1] = np.searchsorted(a, x)\n",
+                    f"void({dtype}[:], {dtype}, int64[:])", "(n),()->(2)", target)
+    rng = np.random.default_rng(11)
+    floats = dtype == "float64"
+    for n in list(range(71)) + [127, 128, 129, 1000, 1025]:
+        a = np.sort(rng.integers(-n // 3 - 1, n // 3 + 2, 2 * n)).astype(dtype)
+        if floats and n > 4:
+            a[-2:] = np.nan
+            a[0], a[-3] = -np.inf, np.inf
+            a = np.sort(a)
+        a = a[::2]  # strided
+        xs = np.concatenate([a, a[:-1] + (0.5 if floats else 0), [-1000, 1000]]).astype(dtype)
+        if floats:
+            xs = np.concatenate([xs, [np.nan, np.inf, -np.inf]])
+        xs = xs.astype(dtype)
+        got = gu(a, xs)
+        for x, g in zip(xs, got):
+            expected = np.zeros(2, np.int64)
+            py(a, x, expected)
+            same(g, expected)
+
+
 def test_searchsorted_takes_weak_constants_and_narrower_values(target):
     py, gu = kernel("def k(a, v, out):\n    out[0] = np.searchsorted(a, 3)\n"
                     "    out[1:] = np.searchsorted(a, v)\n",

@@ -442,11 +442,49 @@ unpredictable(Emit *E, LLVMValueRef select)
     return select;
 }
 
+/* Whether a[i] comes before x's place: a[i] < x, right: not x < a[i]. */
+static LLVMValueRef
+goes_up(Emit *E, const View *a, LLVMValueRef i, LLVMValueRef x, int right)
+{
+    LLVMValueRef off = LLVMBuildNSWMul(E->b, i, a->stride[0], "");
+    LLVMValueRef y = cc_load(
+        E->b, a->kind,
+        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &off, 1, ""), "y");
+    return right ? LLVMBuildNot(E->b, sorts_before(E, a->kind, x, y), "up")
+                 : sorts_before(E, a->kind, y, x);
+}
+
+/* After the halving: n is 1 (a[base] decides) or 0 (an empty a: index 0). */
+static LLVMValueRef
+last_step(Emit *E, const View *a, LLVMValueRef x, int right, LLVMValueRef base, LLVMValueRef n)
+{
+    LLVMBasicBlockRef last = LLVMGetInsertBlock(E->b);
+    LLVMBasicBlockRef check = em_new_block(E, "search.check"),
+                      done = em_new_block(E, "search.done");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, n, em_i64c(E, 1), "one"), check, done);
+    LLVMPositionBuilderAtEnd(E->b, check);
+    LLVMValueRef up = LLVMBuildZExt(E->b, goes_up(E, a, base, x, right), em_i64_type(E), "");
+    LLVMValueRef at = LLVMBuildNSWAdd(E->b, base, up, "at");
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    LLVMValueRef r = LLVMBuildPhi(E->b, em_i64_type(E), "found");
+    LLVMValueRef rs[2] = {base, at};
+    LLVMBasicBlockRef from[2] = {last, check};
+    LLVMAddIncoming(r, rs, from, 2);
+    return r;
+}
+
 /*
  * np.searchsorted(a, x) of one value x, a 1-d: a binary search in line, as
- * the runtime's (where the first index i with not a[i] < x, right: with
- * x < a[i]), with selects in place of branches, which a search through
- * values in no order would mispredict half the time.
+ * the runtime's (the first index i with not a[i] < x, right: with x <
+ * a[i]), with selects in place of branches, which a search through values
+ * in no order would mispredict half the time.  It halves a length, not a
+ * [lo, hi) range: while n > 1, base moves up by half = n / 2 if
+ * a[base + half] is below x, and n -= half; then base + (a[base] below x).
+ * The number of steps depends on len(a) alone, so the loop's branch is
+ * always predicted and the searches of successive elements overlap (a
+ * range that ends when lo meets hi mispredicted its exit once a search:
+ * 1.26x Numba's speed over 64 edges, where this is 3.8x).
  */
 static LLVMValueRef
 search_in_line(Emit *E, const View *a, LLVMValueRef x, int right)
@@ -454,30 +492,24 @@ search_in_line(Emit *E, const View *a, LLVMValueRef x, int right)
     LLVMTypeRef i64 = em_i64_type(E);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
     LLVMBasicBlockRef head = em_new_block(E, "search.head"), body = em_new_block(E, "search.body");
-    LLVMBasicBlockRef done = em_new_block(E, "search.done");
+    LLVMBasicBlockRef last = em_new_block(E, "search.last");
     LLVMBuildBr(E->b, head);
     LLVMPositionBuilderAtEnd(E->b, head);
-    LLVMValueRef lo = LLVMBuildPhi(E->b, i64, "lo"), hi = LLVMBuildPhi(E->b, i64, "hi");
-    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, lo, hi, "more"), body, done);
+    LLVMValueRef base = LLVMBuildPhi(E->b, i64, "base"), n = LLVMBuildPhi(E->b, i64, "n");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, n, em_i64c(E, 1), "more"), body, last);
     LLVMPositionBuilderAtEnd(E->b, body);
-    LLVMValueRef mid = LLVMBuildNSWAdd(
-        E->b, lo, LLVMBuildLShr(E->b, LLVMBuildNSWSub(E->b, hi, lo, ""), em_i64c(E, 1), ""), "mid");
-    LLVMValueRef off = LLVMBuildNSWMul(E->b, mid, a->stride[0], "");
-    LLVMValueRef y = cc_load(
-        E->b, a->kind,
-        LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &off, 1, ""), "y");
-    LLVMValueRef up = right ? LLVMBuildNot(E->b, sorts_before(E, a->kind, x, y), "up")
-                            : sorts_before(E, a->kind, y, x);
-    LLVMValueRef next_lo = unpredictable(
-        E, LLVMBuildSelect(E->b, up, LLVMBuildNSWAdd(E->b, mid, em_i64c(E, 1), ""), lo, "lo.next"));
-    LLVMValueRef next_hi = unpredictable(E, LLVMBuildSelect(E->b, up, hi, mid, "hi.next"));
+    LLVMValueRef half = LLVMBuildLShr(E->b, n, em_i64c(E, 1), "half");
+    LLVMValueRef probe = LLVMBuildNSWAdd(E->b, base, half, "probe");
+    LLVMValueRef next_base = unpredictable(
+        E, LLVMBuildSelect(E->b, goes_up(E, a, probe, x, right), probe, base, "base.next"));
+    LLVMValueRef next_n = LLVMBuildNSWSub(E->b, n, half, "n.next");
     LLVMBuildBr(E->b, head);
-    LLVMValueRef los[2] = {em_i64c(E, 0), next_lo}, his[2] = {a->shape[0], next_hi};
+    LLVMValueRef bases[2] = {em_i64c(E, 0), next_base}, ns[2] = {a->shape[0], next_n};
     LLVMBasicBlockRef from[2] = {pre, body};
-    LLVMAddIncoming(lo, los, from, 2);
-    LLVMAddIncoming(hi, his, from, 2);
-    LLVMPositionBuilderAtEnd(E->b, done);
-    return lo;
+    LLVMAddIncoming(base, bases, from, 2);
+    LLVMAddIncoming(n, ns, from, 2);
+    LLVMPositionBuilderAtEnd(E->b, last);
+    return last_step(E, a, x, right, base, n);
 }
 
 /* The scalars: median and quantiles, searchsorted of one value; and the

@@ -1217,17 +1217,14 @@ alloc_call(Emit *E, CcNode *n, View *v)
 static LLVMValueRef
 em_shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
 {
-    CcNode *shape = n->args[n->nargs - 1];
-    LLVMValueRef s = em_expr(E, shape), dims[TS_MAXDIMS + 1];
-    if (s == NULL) {
-        return NULL;
+    if (b->flavor == FL_UNRAVEL && b->op != 1 && n->args[0]->kind == ND_VAR && E->ndindex_k != NULL
+        && n->args[0]->var == E->ndindex_k) {
+        return E->ndindex_tuple; /* the nested loops' counters (ndindex.c) */
     }
-    int nd = shape->ty->kind == CT_TUPLE ? shape->ty->n : 1;
-    for (int i = 0; i < nd; i++) {
-        dims[i] = shape->ty->kind == CT_TUPLE
-                      ? em_convert(E, LLVMBuildExtractValue(E->b, s, (unsigned)i, "dim"),
-                                   cc_storage(shape->ty->elems[i]), TS_INT64)
-                      : em_convert(E, s, cc_storage(shape->ty), TS_INT64);
+    LLVMValueRef dims[TS_MAXDIMS + 1];
+    int nd = em_shape_dims(E, n->args[n->nargs - 1], dims);
+    if (nd < 0) {
+        return NULL;
     }
     if (b->flavor == FL_NDSIZE) {
         /* a negative dimension, or a size past int64, is ValueError (as
