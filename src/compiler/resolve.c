@@ -501,10 +501,16 @@ fold_in_bounds(Lower *L, CcOp op, PyObject *a, PyObject *b, CcLoc loc)
     } else if (op == OP_POW || op == OP_LSHIFT) {
         int overflow;
         long long e = PyLong_AsLongLongAndOverflow(b, &overflow);
-        if (overflow < 0 || e < 0) {
+        if (overflow < 0 || (!overflow && e < 0)) {
             return 1; /* a float, or no shift: Python decides */
         }
-        need = overflow ? LLONG_MAX : op == OP_LSHIFT ? abits + e : (abits <= 1 ? 1 : abits * e);
+        /* an exponent or shift beyond int64 (e is -1 then): only 0, 1 and -1
+         * stay small, and Python would compute the rest for ever */
+        int small = op == OP_LSHIFT ? abits == 0 : abits <= 1;
+        need = overflow          ? (small ? 1 : LLONG_MAX)
+               : op == OP_LSHIFT ? abits + e
+               : abits <= 1      ? 1
+                                 : abits * e;
         if (op == OP_POW && abits > 1 && e > 0 && need / e != abits) {
             need = LLONG_MAX;
         }

@@ -126,9 +126,21 @@ def test_min_and_max_compare_python_ints_by_value(target):
 def test_constants_too_large_for_a_kernel(target):
     for body, message in [("return x + 10**100000", "too large for a kernel"),
                           ("return x ** 2 ** 2 ** 2 ** 2 ** 2 ** 2", "too large for a kernel"),
-                          ("return x + (1 << 100000)", "too large for a kernel")]:
+                          ("return x + (1 << 100000)", "too large for a kernel"),
+                          # exponents and shifts beyond int64 (the kernel fuzzer's
+                          # hang: Python was asked for 7 ** (2**64 - 1))
+                          ("return x + 7 ** 18446744073709551615", "too large for a kernel"),
+                          ("return x + (3 << 2**70)", "too large for a kernel")]:
         with pytest.raises(TypingError, match=message):
             vectorize(["f8(f8)"], target=target)(kernel(body))
+
+
+@pytest.mark.parametrize("body", ["return x + 1 ** 18446744073709551615",
+                                  "return x + (-1) ** 18446744073709551615",
+                                  "return x + 0 ** 2**70", "return x + (0 << 2**70)"])
+def test_constants_of_huge_exponents_that_stay_small_fold(target, body):
+    k = kernel(body)
+    assert_like_py_func(vectorize(["f8(f8)"], target=target)(k), k, [0.0, 2.5])
 
 
 def test_division_of_constants_by_zero_keeps_the_kernels_semantics(target):
