@@ -404,6 +404,38 @@ def test_a_file_edited_after_import_compiles_the_old_code(tmp_path):
     assert uf(np.array([3.0])).tolist() == [6.0]
 
 
+FUTURE_MODULE = """from __future__ import annotations
+import numpy as np
+
+def allnan(a: np.ndarray, out: np.ndarray) -> None:
+    out[0] = True
+    for ai in a:
+        if not np.isnan(ai):
+            out[0] = False
+"""
+
+
+@pytest.mark.parametrize("source_kept", [True, False])
+def test_a_module_with_future_imports(tmp_path, source_kept):
+    """`from __future__ import annotations` sets a flag in each function's
+    code: compiled again without it, the source seemed not to be the
+    function's, and the rebuilt def failed its check (numbagg's kernels)."""
+    (tmp_path / "future_mod.py").write_text(FUTURE_MODULE)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import future_mod
+    finally:
+        sys.path.remove(str(tmp_path))
+    py = future_mod.allnan if source_kept else bc.no_source(future_mod.allnan)
+    assert KernelSource(py).from_bytecode is not source_kept
+    gu = numbavec.guvectorize(["void(float64[:], boolean[:])"], "(a)->()")(py)
+    a = np.array([[1.0, np.nan], [np.nan, np.nan], [0.0, 2.0]])
+    expected = np.zeros(3, dtype=bool)
+    for row in range(3):
+        future_mod.allnan(a[row], expected[row:row + 1])
+    np.testing.assert_array_equal(gu(a), expected)
+
+
 def test_source_path_stays_the_default():
     import array_kernels
     import examples
