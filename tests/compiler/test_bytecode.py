@@ -404,6 +404,44 @@ def test_a_file_edited_after_import_compiles_the_old_code(tmp_path):
     assert uf(np.array([3.0])).tolist() == [6.0]
 
 
+LOOP_CONDITIONS = [
+    "ai > best or (idx == -1 and not np.isnan(ai))",     # numbagg's nanargmax
+    "ai > best or (idx == -1 and np.isnan(ai))",
+    "(ai > best or idx == -1) and not np.isnan(ai)",
+    "ai > best or (idx == -1 and ai == ai) or i == 3",
+    "not (ai > best) and (idx == -1 or ai < 0.5)",
+]
+
+
+@pytest.mark.parametrize("cond", LOOP_CONDITIONS)
+def test_a_compound_condition_closing_a_loop_body(target, cond):
+    """`if a or (b and c):` as a loop body's last statement: after b, the
+    tests leave for three places (the body, the loop's next turn, c), which
+    ended the condition there ("a condition jumps out of its block", 3.10 and
+    3.11)."""
+    src = textwrap.dedent(f"""\
+        import numpy as np
+        def k(a, out):
+            best = -np.inf
+            idx = -1
+            for i, ai in enumerate(a.flat):
+                if {cond}:
+                    best = ai
+                    idx = i
+            out[0] = idx
+        """)
+    py = kernel_from_source(src)
+    f = bc.no_source(py)
+    assert KernelSource(f).from_bytecode
+    gu = numbavec.guvectorize(["void(float64[:], int64[:])"], "(n)->()", target=target)(f)
+    a = np.array([[np.nan, 0.2, 0.9, 0.1, 0.7], [np.nan, np.nan, -1.0, 0.3, 0.8],
+                  [0.4, 0.4, np.nan, 2.0, 0.0]])
+    expected = np.zeros(3, dtype=np.int64)
+    for row in range(3):
+        py(a[row], expected[row:row + 1])
+    np.testing.assert_array_equal(gu(a), expected)
+
+
 FUTURE_MODULE = """from __future__ import annotations
 import numpy as np
 
