@@ -17,7 +17,10 @@ kth_array(Infer *in, CcNode *k)
     if (ti_expr(in, k, &t) < 0) {
         return -1;
     }
-    if (t != UNKNOWN && cc_is_array(t)) {
+    if (t == UNKNOWN) {
+        return 0; /* a later pass, once it is known */
+    }
+    if (cc_is_array(t)) {
         if (t->n != 1 || (t->scalar != TS_INFER && !ts_is_int(t->scalar))) {
             char name[96];
             return cc_error(in->fn, k->loc,
