@@ -27,7 +27,10 @@ The same comparison tells whether a function's source still matches its
 code (:func:`source_matches`): a file edited after import is not compiled
 against the old code's globals.
 """
+import __future__
 import ast
+import functools
+import operator
 import sys
 import types
 
@@ -604,6 +607,9 @@ _UNSUPPORTED_OPS = {
 
 # co_flags that differ between a nested def and the same def alone (CO_NESTED)
 _FLAG_MASK = ~0x10
+# co_flags a module's `from __future__ import ...` sets in each of its functions
+_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                                for name in __future__.all_feature_names), 0)
 
 
 def imported_names(code, ins):
@@ -661,7 +667,8 @@ def compile_like(funcdef, code, filename, imported=()):
     module = ast.Module(body=imports + body, type_ignores=[])
     _fill_locations(module, funcdef)
     try:
-        top_code = compile(module, filename, "exec", dont_inherit=True)
+        top_code = compile(module, filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
+                           dont_inherit=True)
     except (SyntaxError, ValueError, TypeError, MemoryError):
         return None
     return _find_code(top_code, code.co_name, 2)

@@ -125,6 +125,7 @@ class _State:
 
 _SKIP = ("DEAD", "NOP")
 MAX_DEPTH = 100         # nested blocks (a kernel has a handful)
+_MAX_CHAIN = 64         # tests looked at for one condition (each is kept: leaf_at)
 # what never lies inside a condition (a chained comparison's cleanup has
 # POP_TOP and jumps, so those do)
 _ENDS_A_TEST = frozenset({"STORE", "STORE_ATTR", "STORE_SUBSCR", "STORE_SLICE", "RETURN",
@@ -843,11 +844,13 @@ class Rebuilder:
         return self.if_statement(test, leaves, t_exit, e_exit, end, st)
 
     def chain(self, first, end):
-        """The tests that form one condition with first: [leaves], T, E."""
-        leaves = [first]
-        while True:
-            last = leaves[-1]
-            fall = self.live(last.fall)
+        """The tests that form one condition with first: [leaves], T, E.
+        The longest run of tests, each falling into the next, whose jumps
+        leave it for two places only; a shorter run may leave it for three
+        (`a or (b and c)`: after b, the body, the else and c)."""
+        leaves = cand = [first]
+        while len(cand) < _MAX_CHAIN:
+            fall = self.live(cand[-1].fall)
             if fall >= end or fall in self.back:
                 break
             nxt = self.leaf_at(fall, end)
@@ -856,13 +859,14 @@ class Rebuilder:
             nfall = self.live(nxt.fall)
             if nfall in self.back:
                 break
-            cand = leaves + [nxt]
+            cand = cand + [nxt]
+            if any(lf.target <= lf.start for lf in cand[1:]):
+                break
             starts = {self.live(lf.start) for lf in cand[1:]}
             exits = {self.live(lf.target) for lf in cand if self.live(lf.target) not in starts}
             exits.add(nfall)
-            if len(exits) != 2 or any(lf.target <= lf.start for lf in cand[1:]):
-                break
-            leaves = cand
+            if len(exits) == 2:
+                leaves = cand
         t_exit = self.live(leaves[-1].fall)
         others = {self.live(lf.target) for lf in leaves} - {self.live(lf.start)
                                                            for lf in leaves[1:]}

@@ -82,9 +82,10 @@ int_divmod(Emit *E, CcOp op, TsKind k, LLVMValueRef a, LLVMValueRef b)
 
 /*
  * Integer a ** b by squaring.  A negative exponent gives the truncated
- * value of the exact result: 1 for a == 1, +-1 for a == -1, else 0
- * (NumPy raises for arrays; a kernel cannot: docs/DESIGN-NOTES.md, section 7,
- * kernel language semantics).
+ * value of the exact result: 1 for a == 1, +-1 for a == -1, 0 for the
+ * other nonzero a; 0 ** -n, a division by zero, gives the type's minimum,
+ * as Numba's ufuncs do (NumPy raises for arrays; a kernel does not:
+ * docs/HISTORY.md, "Kernel language (cpu semantics)").
  *
  * A constant exponent (x ** 3, the usual case) is multiplied out in line;
  * any other calls one function per kind and module, `numbavec.ipow.<kind>`,
@@ -99,10 +100,13 @@ int_pow_negative(LLVMBuilderRef bld, TsKind k, LLVMValueRef a, LLVMValueRef b_od
 {
     LLVMValueRef one = LLVMConstInt(t, 1, 0), zero = LLVMConstInt(t, 0, 0);
     LLVMValueRef m1 = LLVMConstInt(t, (unsigned long long)-1, 1);
+    LLVMValueRef min = LLVMConstInt(t, 1ULL << (ts_bits(k) - 1), 0);
     LLVMValueRef a_one = LLVMBuildICmp(bld, LLVMIntEQ, a, one, "a.one");
     LLVMValueRef a_m1 = LLVMBuildICmp(bld, LLVMIntEQ, a, m1, "a.m1");
+    LLVMValueRef a_zero = LLVMBuildICmp(bld, LLVMIntEQ, a, zero, "a.zero");
     LLVMValueRef m1_pow = LLVMBuildSelect(bld, b_odd, m1, one, "m1.pow");
-    return LLVMBuildSelect(bld, a_one, one, LLVMBuildSelect(bld, a_m1, m1_pow, zero, "pow.m1"),
+    LLVMValueRef others = LLVMBuildSelect(bld, a_zero, min, zero, "pow.others");
+    return LLVMBuildSelect(bld, a_one, one, LLVMBuildSelect(bld, a_m1, m1_pow, others, "pow.m1"),
                            "pow.neg");
 }
 

@@ -673,6 +673,11 @@ cc_raise_status(int status)
         PyErr_SetString(PyExc_ValueError, "kth out of bounds in np.partition() in a guvectorize "
                                           "kernel");
         break;
+    case CC_STATUS_UNPACK:
+        PyErr_SetString(PyExc_ValueError, "too many or not enough values to unpack: an array "
+                                          "unpacked into names (a, b = row) is not that long, in "
+                                          "a guvectorize kernel");
+        break;
     case CC_STATUS_ZERO:
         PyErr_SetString(PyExc_ZeroDivisionError, "np.arange() with a step of zero in a "
                                                  "guvectorize kernel");

@@ -765,6 +765,23 @@ em_call_raise(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef site)
     LLVMBuildCall2(b, fty, f, &site, 1, "");
 }
 
+/* a, b = row: row's elements, its length checked (CC_STATUS_UNPACK). */
+static int
+unpack_array(Emit *E, CcNode *n)
+{
+    LLVMValueRef items[CC_MAX_UNPACK];
+    if (n->nargs > CC_MAX_UNPACK) {
+        return cc_error(E->fn, n->loc, "an array unpacked into more than %d names", CC_MAX_UNPACK);
+    }
+    if (em_unpack_view(E, n->rhs, n->nargs, items) < 0) {
+        return -1;
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        store_var(E, n->vars[i], items[i], cc_scalar_type(n->rhs->ty->scalar));
+    }
+    return 0;
+}
+
 static int
 stmt(Emit *E, CcNode *n)
 {
@@ -779,6 +796,9 @@ stmt(Emit *E, CcNode *n)
         store_var(E, n->var, v, n->rhs->ty);
         return 0;
     case ND_UNPACK:
+        if (cc_is_array(n->rhs->ty)) {
+            return unpack_array(E, n);
+        }
         if ((v = em_expr(E, n->rhs)) == NULL) {
             return -1;
         }

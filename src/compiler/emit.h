@@ -171,7 +171,11 @@ LLVMValueRef em_param_view(Emit *E, const CcType *t, LLVMValueRef *params, int u
 /* An array-typed node's value (a view; an elementwise expression is
  * computed into a new array). */
 LLVMValueRef em_array_expr(Emit *E, CcNode *n);
-LLVMValueRef em_index(Emit *E, CcNode *n);      /* ND_INDEX: an element or a view */
+LLVMValueRef em_index(Emit *E, CcNode *n); /* ND_INDEX: an element or a view */
+/* The n elements of the 1-d array rhs (a, b = row), its length checked:
+ * CC_STATUS_UNPACK when it is not n.  0/-1. */
+#define CC_MAX_UNPACK 64
+int em_unpack_view(Emit *E, CcNode *rhs, int n, LLVMValueRef *items);
 LLVMValueRef em_array_attr(Emit *E, CcNode *n); /* ND_ARRAYATTR */
 int em_setitem_view(Emit *E, CcNode *n);        /* ND_SETITEM */
 /* Returns status from a gufunc kernel (through the cleanup of what it

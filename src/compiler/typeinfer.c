@@ -795,10 +795,20 @@ unpack(Infer *in, CcNode *n)
     if (t == UNKNOWN) {
         return 0;
     }
+    if (cc_is_array(t) && t->n == 1 && t->scalar != TS_INFER) {
+        /* a, b = row: its elements; another length is a ValueError */
+        for (int i = 0; i < n->nargs; i++) {
+            if (assign(in, n, n->vars[i], cc_scalar_type(t->scalar)) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
     if (!ti_is_tuple(t) || t->n != n->nargs) {
         char name[96];
-        return cc_error(in->fn, n->loc, "cannot unpack %s into %d names",
-                        cc_type_name(t, name, sizeof(name)), n->nargs);
+        return cc_error(in->fn, n->loc, "cannot unpack %s into %d names%s",
+                        cc_type_name(t, name, sizeof(name)), n->nargs,
+                        cc_is_array(t) ? " (a 1-d array unpacks into its elements)" : "");
     }
     for (int i = 0; i < n->nargs; i++) {
         if (assign(in, n, n->vars[i], t->elems[i]) < 0) {

@@ -429,6 +429,7 @@ make_lazy(VzLibrary *lib, const Options *o, TgRequest *r)
                            r->identity, &gufunc_backend, (PyObject *)lib, lazy->layout.text);
     if (ufunc != NULL) {
         set_writable(ufunc, &lazy->layout, lazy->o.written);
+        gu_type_outputs_by_out(ufunc);
     }
     return ufunc;
 }

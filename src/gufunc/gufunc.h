@@ -10,6 +10,8 @@
  *              target's split of the outer range, errors from the status
  *   gufunc.c   _core.guvectorize(): compile each signature, build the ufunc
  *              (writable inputs through the ufunc's op_flags)
+ *   outtypes.c a dynamic gufunc's out= arrays type its outputs (its call
+ *              adds their DTypes as signature= before NumPy's dispatch)
  */
 #ifndef NV_GUFUNC_H
 #define NV_GUFUNC_H
@@ -128,6 +130,13 @@ int gu_register_methods(PyObject *ufunc, int ntypes);
 /* Registers the ArrayMethod of entry t of ufunc's legacy tables (published
  * or not: a lazy gufunc's, one at a time).  0/-1. */
 int gu_register_method(PyObject *ufunc, int t);
+
+/* ---- outtypes.c ---- */
+
+/* Makes the output arrays a call to this dynamic gufunc gives type the loop
+ * it compiles (Numba's rule), where the caller gives no dtype= or
+ * signature=.  Leaves the ufunc as it is if its call is not NumPy's. */
+void gu_type_outputs_by_out(PyObject *ufunc);
 
 /* ---- gufunc.c ---- */
 

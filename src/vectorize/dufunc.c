@@ -320,8 +320,10 @@ unsupported_dtype(PyObject *ufunc, PyArray_DTypeMeta *dt)
  * a missing input (the first operand of a reduction) takes the common
  * DType of the others.  When only outputs are fixed (dtype=...), the inputs
  * are computed in that type, as NumPy's own ufuncs do.  With own_kind (a
- * gufunc's backend), a Python scalar is promoted only within its family
- * (integers, floats, complex): 3 among float arrays stays int64.  0/-1.
+ * gufunc's backend), the inputs keep their own types whatever the outputs'
+ * (dtype= or out= types only those, as in Numba), and a Python scalar is
+ * promoted only within its family (integers, floats, complex): 3 among
+ * float arrays stays int64.  0/-1.
  */
 static int
 resolve_inputs(PyObject *ufunc, int nin, int nargs, PyArray_DTypeMeta *const op[],
@@ -344,7 +346,7 @@ resolve_inputs(PyObject *ufunc, int nin, int nargs, PyArray_DTypeMeta *const op[
     }
     for (int i = 0; i < nin; i++) {
         PyArray_DTypeMeta *dt = signature[i] ? signature[i] : op[i], *own = NULL;
-        if (nfixed_in == 0 && fixed_out != NULL) {
+        if (nfixed_in == 0 && fixed_out != NULL && !own_kind) {
             dt = fixed_out;
         } else if (dt == NULL) {
             if (common == NULL) {
@@ -691,6 +693,31 @@ ensure_loop(PyObject *ufunc, LazyState *st, const TsKind *kinds)
 }
 
 /*
+ * The entry for kinds where the call fixes some outputs' kinds (out=,
+ * dtype=), after the entry with those inferred: NumPy matches a call that
+ * fixes no output to any loop of its inputs, and only when two match does
+ * it ask the promoter, which then picks the inferred one.  A kernel whose
+ * outputs cannot be inferred (a TypingError) has the fixed entry alone.
+ */
+static Py_ssize_t
+ensure_loops(PyObject *ufunc, LazyState *st, const TsKind *kinds)
+{
+    TsKind inferred[VZ_MAXOPERANDS];
+    int nargs = st->nin + st->nout, fixed = 0;
+    for (int k = 0; k < nargs; k++) {
+        inferred[k] = k < st->nin ? kinds[k] : TS_INFER;
+        fixed |= k >= st->nin && kinds[k] != TS_INFER;
+    }
+    if (fixed && !st->backend->kernel_outputs && ensure_loop(ufunc, st, inferred) < 0) {
+        if (!PyErr_ExceptionMatches(nv_state.typing_error)) {
+            return -1;
+        }
+        PyErr_Clear();
+    }
+    return ensure_loop(ufunc, st, kinds);
+}
+
+/*
  * The promoter: NumPy calls it for DTypes no loop matches.  It sets
  * new_op_dtypes (new references) to the DTypes of the loop compiled for
  * them, which NumPy then looks up and caches under op_dtypes.
@@ -731,7 +758,7 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
         }
         return 0;
     }
-    Py_ssize_t i = ensure_loop(ufunc, st, kinds);
+    Py_ssize_t i = ensure_loops(ufunc, st, kinds);
     if (i < 0) {
         return -1;
     }
@@ -750,6 +777,31 @@ promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
         Py_CLEAR(new_op_dtypes[k]);
     }
     return 0;
+}
+
+int
+vz_lazy_prepare(PyObject *ufunc, PyArray_DTypeMeta *const dtypes[])
+{
+    TsKind kinds[VZ_MAXOPERANDS];
+    PyArray_DTypeMeta *signature[VZ_MAXOPERANDS];
+    LazyState *st = state_of(ufunc);
+    if (st == NULL) {
+        return -1;
+    }
+    int nargs = st->nin + st->nout;
+    if (st->frozen || st->eager) {
+        return 0; /* NumPy's dispatch decides, as for any call */
+    }
+    for (int k = 0; k < nargs; k++) {
+        signature[k] = k < st->nin ? NULL : dtypes[k];
+    }
+    if (resolve_inputs(ufunc, st->nin, nargs, dtypes, signature, st->backend->own_scalar_kinds,
+                       kinds)
+        < 0) {
+        return -1;
+    }
+    resolve_outputs(st->nin, nargs, dtypes, signature, kinds);
+    return ensure_loops(ufunc, st, kinds) < 0 ? -1 : 0;
 }
 
 /* ---- creation ---- */

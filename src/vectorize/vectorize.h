@@ -121,6 +121,13 @@ typedef struct VzLazyBackend {
 PyObject *vz_make_lazy_ufunc(const char *name, const char *doc, int nin, int nout,
                              PyObject *identity, const VzLazyBackend *backend, PyObject *compiler,
                              const char *core_signature);
+/* Compiles now, if it is new, the loop a call of lazy ufunc with these
+ * operand DTypes needs (all inputs concrete; an output NULL where the call
+ * fixes none), before NumPy's dispatch sees the call: the promoter cannot
+ * make NumPy look up a loop whose DTypes are all the call's already,
+ * without the cleared outputs that key NumPy's cache by the inputs alone.
+ * 0/-1. */
+int vz_lazy_prepare(PyObject *ufunc, PyArray_DTypeMeta *const dtypes[]);
 /* An eager ufunc with ArrayMethod loops, each of compiler's entries in
  * order, that compiles nothing more: what a kernel that may raise needs
  * (NumPy's wrapping of a legacy loop never asks whether it raised). */

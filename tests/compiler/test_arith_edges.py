@@ -3,7 +3,7 @@
 modulo by -1 and 0, integer powers with negative exponents, complex
 division by zero.  Results are compared with NumPy's ufuncs on the same
 dtypes (integer powers, which NumPy refuses for negative exponents, with
-the exact Python result truncated)."""
+the exact Python result truncated, and 0 ** -n as Numba's ufuncs give it)."""
 import numpy as np
 import pytest
 
@@ -78,20 +78,28 @@ def test_floor_division_and_modulo(target, kind):
         fd(x, zero)
 
 
+def truncated_power(a, e, kind):
+    """Python's a ** e truncated; 0 ** -n (ZeroDivisionError) the minimum."""
+    return np.iinfo(kind).min if a == 0 and e < 0 else int(int(a) ** e)
+
+
 @pytest.mark.parametrize("kind", ["i1", "i4", "i8"])
 def test_negative_integer_powers_truncate_the_exact_result(target, kind):
     """NumPy refuses negative integer exponents for arrays; a kernel gives
-    the exact result truncated: 1 ** -n is 1, (-1) ** -n is +-1, others 0."""
+    the exact result truncated: 1 ** -n is 1, (-1) ** -n is +-1, others 0,
+    and 0 ** -n the type's minimum with no warning, as Numba's ufuncs give
+    (its test_power_integer)."""
     f = vectorize([f"{kind}({kind},{kind})"], target=target)(power)
-    bases = np.array([-3, -2, -1, 1, 2, 3], kind)
-    for e in (-1, -2, -3, -4):
-        got = f(bases, np.full(len(bases), e, kind))
-        want = np.array([int(int(a) ** e) for a in bases], kind)
-        np.testing.assert_array_equal(got, want, strict=True)
-    # a constant exponent is multiplied out in line: the same rule
-    g = vectorize([f"{kind}({kind})"], target=target)(lambda_minus_three)
-    np.testing.assert_array_equal(g(bases), np.array([int(int(a) ** -3) for a in bases], kind),
-                                  strict=True)
+    bases = np.array([-3, -2, -1, 0, 1, 2, 3], kind)
+    with np.errstate(all="raise"):
+        for e in (-1, -2, -3, -4):
+            got = f(bases, np.full(len(bases), e, kind))
+            want = np.array([truncated_power(a, e, kind) for a in bases], kind)
+            np.testing.assert_array_equal(got, want, strict=True)
+        # a constant exponent is multiplied out in line: the same rule
+        g = vectorize([f"{kind}({kind})"], target=target)(lambda_minus_three)
+        np.testing.assert_array_equal(
+            g(bases), np.array([truncated_power(a, -3, kind) for a in bases], kind), strict=True)
 
 
 def lambda_minus_three(a):

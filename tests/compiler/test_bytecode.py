@@ -404,6 +404,76 @@ def test_a_file_edited_after_import_compiles_the_old_code(tmp_path):
     assert uf(np.array([3.0])).tolist() == [6.0]
 
 
+LOOP_CONDITIONS = [
+    "ai > best or (idx == -1 and not np.isnan(ai))",     # numbagg's nanargmax
+    "ai > best or (idx == -1 and np.isnan(ai))",
+    "(ai > best or idx == -1) and not np.isnan(ai)",
+    "ai > best or (idx == -1 and ai == ai) or i == 3",
+    "not (ai > best) and (idx == -1 or ai < 0.5)",
+]
+
+
+@pytest.mark.parametrize("cond", LOOP_CONDITIONS)
+def test_a_compound_condition_closing_a_loop_body(target, cond):
+    """`if a or (b and c):` as a loop body's last statement: after b, the
+    tests leave for three places (the body, the loop's next turn, c), which
+    ended the condition there ("a condition jumps out of its block", 3.10 and
+    3.11)."""
+    src = textwrap.dedent(f"""\
+        import numpy as np
+        def k(a, out):
+            best = -np.inf
+            idx = -1
+            for i, ai in enumerate(a.flat):
+                if {cond}:
+                    best = ai
+                    idx = i
+            out[0] = idx
+        """)
+    py = kernel_from_source(src)
+    f = bc.no_source(py)
+    assert KernelSource(f).from_bytecode
+    gu = numbavec.guvectorize(["void(float64[:], int64[:])"], "(n)->()", target=target)(f)
+    a = np.array([[np.nan, 0.2, 0.9, 0.1, 0.7], [np.nan, np.nan, -1.0, 0.3, 0.8],
+                  [0.4, 0.4, np.nan, 2.0, 0.0]])
+    expected = np.zeros(3, dtype=np.int64)
+    for row in range(3):
+        py(a[row], expected[row:row + 1])
+    np.testing.assert_array_equal(gu(a), expected)
+
+
+FUTURE_MODULE = """from __future__ import annotations
+import numpy as np
+
+def allnan(a: np.ndarray, out: np.ndarray) -> None:
+    out[0] = True
+    for ai in a:
+        if not np.isnan(ai):
+            out[0] = False
+"""
+
+
+@pytest.mark.parametrize("source_kept", [True, False])
+def test_a_module_with_future_imports(tmp_path, source_kept):
+    """`from __future__ import annotations` sets a flag in each function's
+    code: compiled again without it, the source seemed not to be the
+    function's, and the rebuilt def failed its check (numbagg's kernels)."""
+    (tmp_path / "future_mod.py").write_text(FUTURE_MODULE)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import future_mod
+    finally:
+        sys.path.remove(str(tmp_path))
+    py = future_mod.allnan if source_kept else bc.no_source(future_mod.allnan)
+    assert KernelSource(py).from_bytecode is not source_kept
+    gu = numbavec.guvectorize(["void(float64[:], boolean[:])"], "(a)->()")(py)
+    a = np.array([[1.0, np.nan], [np.nan, np.nan], [0.0, 2.0]])
+    expected = np.zeros(3, dtype=bool)
+    for row in range(3):
+        future_mod.allnan(a[row], expected[row:row + 1])
+    np.testing.assert_array_equal(gu(a), expected)
+
+
 def test_source_path_stays_the_default():
     import array_kernels
     import examples

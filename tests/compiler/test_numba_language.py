@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import numbavec
+from conftest import kernel_from_source
 from numbavec import guvectorize, vectorize
 
 
@@ -460,3 +461,39 @@ def test_a_parameter_rebound_to_a_tuple(target):
     gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(pair_of_ends)
     check_gufunc(gu, pair_of_ends, [np.array([[1.0, 4.0, 9.0], [2.0, 0.0, -1.0]])],
                  [np.zeros(2)])
+
+
+# ---------------------------------------------------------------- unpacking
+
+def ends_of_sorted(a, idx, out):
+    """numbagg's nanquantile: two elements picked by an index array, then
+    unpacked into names."""
+    s = np.sort(a)
+    lo, hi = s[idx]
+    out[0] = lo + (hi - lo) * 0.25
+
+
+def test_a_1d_array_unpacks_into_its_elements(target):
+    gu = guvectorize(["void(float64[:], int32[:], float64[:])"], "(n),(m)->()",
+                     target=target)(ends_of_sorted)
+    a = np.array([[3.0, 1.0, 2.0, 8.0], [0.5, -1.0, 4.0, 2.5]])
+    idx = np.array([[0, 3], [1, 2]], dtype=np.int32)
+    check_gufunc(gu, ends_of_sorted, [a, idx], [np.zeros(2)])
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_unpacking_an_array_of_another_length_is_a_value_error(target, n):
+    gu = guvectorize(["void(float64[:], int32[:], float64[:])"], "(n),(m)->()",
+                     target=target)(ends_of_sorted)
+    a, idx = np.arange(4.0), np.arange(n, dtype=np.int32)
+    with pytest.raises(ValueError, match="values to unpack"):
+        ends_of_sorted(a, idx, np.zeros(1))
+    with pytest.raises(ValueError, match="values to unpack"):
+        gu(a, idx)
+
+
+def test_a_2d_array_does_not_unpack(target):
+    src = "def k(a, out):\n    x, y = a\n    out[0] = 1.0\n"
+    with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
+        guvectorize(["void(float64[:, :], float64[:])"], "(n,m)->()", target=target)(
+            kernel_from_source(src))

@@ -326,6 +326,40 @@ def test_partition_places_kth(target, dtype):
             same(lower, s[:k])
 
 
+@pytest.mark.parametrize("kth_dtype", ["int32", "int64", "uint8"])
+def test_partition_places_an_array_of_kths(target, kth_dtype):
+    """kth= an array (numbagg's nanquantile: np.partition(arr,
+    kth=np.unique(indexes))): every position holds what sorting puts there."""
+    py, gu = kernel("def k(a, kth, out, p):\n    p[:] = np.partition(a, kth=kth)\n"
+                    "    for j in range(kth.shape[0]):\n        out[j] = p[kth[j]]\n",
+                    f"void(float64[:], {kth_dtype}[:], float64[:], float64[:])",
+                    "(n),(m)->(m),(n)", target)
+    rng = np.random.default_rng(3)
+    for n in [1, 5, 40]:
+        a = values(rng, n, "float64", nan=True)
+        s = np.sort(a)
+        for kth in ([0], [n - 1, 0], sorted({0, n // 2, n - 1}), []):
+            kth = np.array(kth, dtype=kth_dtype)
+            got, part = gu(a, kth)
+            ref = [np.zeros(len(kth)), np.zeros(n)]
+            py(a, kth, *ref)
+            same(got, ref[0])
+            same(got, s[kth])
+            same(np.sort(part), s)
+            for k in kth:
+                same(np.sort(part[:k]), s[:k])
+
+
+def test_partition_refuses_a_kth_out_of_bounds_in_an_array(target):
+    py, gu = kernel("def k(a, kth, out):\n    out[:] = np.partition(a, kth)\n",
+                    "void(float64[:], int64[:], float64[:])", "(n),(m)->(n)", target)
+    a, kth = np.arange(5.0), np.array([1, 5])
+    with pytest.raises(ValueError):
+        interpreted(py, a, kth, np.zeros(5))
+    with pytest.raises(ValueError, match="kth out of bounds"):
+        gu(a, kth)
+
+
 @pytest.mark.parametrize("body, match", [
     ("out[:] = np.partition(a, 99)", "kth out of bounds"),
     ("out[:] = np.partition(a, -99)", "kth out of bounds"),
@@ -356,6 +390,7 @@ def test_runtime_errors_are_numpys(target, body, match):
     ("out[0] = np.median(1.0)", "takes arrays"),
     ("out[:] = np.searchsorted(np.zeros(3, np.int32), 1.5)", "cast"),
     ("out[0] = np.partition(a)", "needs kth"),
+    ("out[:] = np.partition(a, a)", "1-d array of integers, not float64"),
 ])
 def test_typing_errors_name_the_construct(target, body, match):
     src = f"import numpy as np\ndef k(a, out):\n    {body}\n"

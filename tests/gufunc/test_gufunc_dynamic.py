@@ -2,10 +2,9 @@
 
 A loop is compiled inside NumPy's dispatch for each new combination of input
 dtypes.  Outputs the call gives no type take the type of what the kernel
-stores into them (Numba raises "Too few arguments" there); dtype= and
-signature= give them one.  An out= array is cast into, as NumPy does for
-every ufunc (its dispatch ignores out='s dtype), keeping the caller's values
-where the kernel does not write.  Results are checked against py_func run by
+stores into them (Numba raises "Too few arguments" there); out= arrays,
+dtype= and signature= give them one, as Numba's out arguments do, while the
+inputs keep their own types.  Results are checked against py_func run by
 the interpreter on the same arrays.
 """
 import threading
@@ -127,26 +126,101 @@ def test_python_scalars_are_promoted_within_their_family_only(target, dtype, sca
     np.testing.assert_array_equal(got, by_rows(add_const, a, typed, dtype=got.dtype))
 
 
-@pytest.mark.xfail(strict=True, reason="NumPy hands a promoter no output DTypes and casts "
-                   "out='s descriptor to the chosen loop's before resolve_descriptors: "
-                   "no public hook sees out='s dtype (docs/DESIGN-NOTES.md, dynamic gufuncs)")
-def test_out_types_the_output(target):
-    """Numba types a dynamic gufunc's output by the out= array: a float
-    stored into an int32 out= is truncated there, not refused by NumPy's
-    same_kind cast of a float64 loop's result."""
-    src = '''
+HALF_SUM = '''
 def k(inp, out):
     tmp = 0.
     for i in range(inp.shape[0]):
-        tmp += inp[i]
+        tmp += inp[i] * 0.5
     out[()] = tmp
 '''
-    gu = guvectorize('(n)->()', target=target)(kernel_from_source(src))
+
+
+def scalar_rows(py, a, dtype):
+    expected = np.zeros(a.shape[0], dtype=dtype)
+    for row in range(a.shape[0]):
+        py(a[row], expected[row:row + 1].reshape(()))
+    return expected
+
+
+@pytest.mark.parametrize("form", ["positional", "keyword", "tuple"])
+def test_out_types_the_output(target, form):
+    """Numba types a dynamic gufunc's output by the out= array: a float
+    stored into an int32 out= is truncated there, not refused by NumPy's
+    same_kind cast of a float64 loop's result.  The loop with the inferred
+    output is compiled beside it, so that a later call without out= (which
+    NumPy would match to any loop of its inputs) still gets float64."""
+    py = kernel_from_source(HALF_SUM)
+    gu = guvectorize('(n)->()', target=target)(py)
     inp = np.arange(30, dtype=np.int32).reshape(10, 3)
     out = np.zeros(10, dtype=np.int32)
+    res = {"positional": lambda: gu(inp, out), "keyword": lambda: gu(inp, out=out),
+           "tuple": lambda: gu(inp, out=(out,))}[form]()
+    assert res is out
+    np.testing.assert_array_equal(out, scalar_rows(py, inp, np.int32))
+    assert gu.types == ['i->d', 'i->i']
+    got = gu(inp)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, scalar_rows(py, inp, np.float64))
+    gu(inp, out=out)                               # NumPy's cache keeps the two apart
+    np.testing.assert_array_equal(out, scalar_rows(py, inp, np.int32))
+
+
+def test_out_after_a_call_without_out(target):
+    py = kernel_from_source(HALF_SUM)
+    gu = guvectorize('(n)->()', target=target)(py)
+    inp = np.arange(12, dtype=np.int16).reshape(4, 3)
+    np.testing.assert_array_equal(gu(inp), scalar_rows(py, inp, np.float64))
+    out = np.zeros(4, dtype=np.uint8)
     gu(inp, out)
-    np.testing.assert_array_equal(out, inp.sum(axis=1))
-    assert gu.types == ['i->i']
+    np.testing.assert_array_equal(out, scalar_rows(py, inp, np.uint8))
+    assert gu.types == ['h->d', 'h->B']
+    np.testing.assert_array_equal(gu(inp), scalar_rows(py, inp, np.float64))
+
+
+def test_out_keeps_the_inputs_types(target):
+    """An int32 out= beside float64 inputs and a Python int: the inputs keep
+    their own types (NumPy's dtype= rule would cast them to int32)."""
+    gu = guvectorize('(n),()->(n)', target=target)(add_const)
+    a = np.linspace(0, 3, 8).reshape(2, 4)
+    out = np.zeros((2, 4), dtype=np.int32)
+    gu(a, 2, out=out)
+    np.testing.assert_array_equal(out, by_rows(add_const, a, 2, dtype=np.int32))
+    assert gu.types == ['dl->d', 'dl->i']
+    gu(a, np.float32(0.25), out=out)
+    np.testing.assert_array_equal(out, by_rows(add_const, a, np.float32(0.25), dtype=np.int32))
+    assert gu.types[2:] == ['df->d', 'df->i']
+
+
+def test_out_of_several_outputs(target):
+    src = '''
+def k(a, lo, hi):
+    lo[0] = a[0] * 1.5
+    hi[0] = a[0] * 1.5
+    for i in range(a.shape[0]):
+        lo[0] = min(lo[0], a[i] * 1.5)
+        hi[0] = max(hi[0], a[i] * 1.5)
+'''
+    py = kernel_from_source(src)
+    gu = guvectorize('(n)->(),()', target=target)(py)
+    a = np.array([[3, 1, 2], [9, 7, 8]], dtype=np.int64)
+    lo, hi = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.float32)
+    res = gu(a, out=(lo, None))                    # hi as inferred: float64
+    assert res[0] is lo and res[1].dtype == np.float64
+    np.testing.assert_array_equal(lo, [1, 10])
+    np.testing.assert_array_equal(res[1], [4.5, 13.5])
+    gu(a, lo, hi)
+    np.testing.assert_array_equal(hi, [4.5, 13.5])
+    assert gu.types == ['l->dd', 'l->ld', 'l->lf']
+
+
+def test_out_with_a_list_input_is_cast_into(target):
+    """An input NumPy converts (a list) has a DType numbavec cannot know
+    before NumPy's dispatch: NumPy's rule then, the out= array cast into."""
+    gu = guvectorize('(n)->()', target=target)(kernel_from_source(HALF_SUM))
+    out = np.zeros(1)
+    gu([1, 2, 3], out=out)
+    np.testing.assert_array_equal(out, [3.0])
+    assert gu.types == ['l->d']
 
 
 def test_scalar_output_reduction(target):
@@ -201,13 +275,41 @@ def k(a, lo, hi, count):
 
 
 def test_dtype_gives_the_output_type(target):
+    """dtype= types the outputs only, as out= does (one meaning for NumPy's
+    dispatch cache, which keys both the same): the inputs keep theirs."""
     gu = guvectorize('(n),()->(n)', target=target)(add_const)
     x = np.arange(5.0)
     got = gu(x, 1.0, dtype=np.float32)
     assert got.dtype == np.float32
-    np.testing.assert_array_equal(got, np.add(x, 1.0, dtype=np.float32))
+    np.testing.assert_array_equal(got, by_rows(add_const, x[None], 1.0, dtype=np.float32)[0])
     assert gu(x, 1.0).dtype == np.float64
-    assert sorted(gu.types) == ['dd->d', 'ff->f']
+    assert gu.types == ['dd->d', 'dd->f']
+
+
+def test_dtype_then_no_dtype_with_array_inputs(target):
+    """All inputs arrays: NumPy's dispatch would pick the dtype= loop for a
+    later call that fixes no output (it matches any loop of its inputs)."""
+    src = """
+def k(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * b[i] + 0.5
+"""
+    py = kernel_from_source(src)
+    gu = guvectorize('(n),(n)->(n)', target=target)(py)
+    a = np.arange(8, dtype=np.int32).reshape(2, 4)
+
+    def expected(dtype):
+        e = np.zeros(a.shape, dtype=dtype)
+        for row in range(a.shape[0]):
+            py(a[row], a[row], e[row])
+        return e
+    got = gu(a, a, dtype=np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected(np.int32))
+    got = gu(a, a)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected(np.float64))
+    assert gu.types == ['ii->d', 'ii->i']
 
 
 WHOLE_STORES = [  # (body of k(a, out) for '(n)->(n)', the inferred dtype for int32 a)
@@ -241,7 +343,7 @@ def test_output_type_follows_whole_array_and_slice_stores(target, body, dtype):
     np.testing.assert_array_equal(out, expected.astype(np.float64))
 
 
-def test_out_of_another_dtype_is_cast_into_keeping_its_values(target):
+def test_out_of_another_dtype_types_the_loop_keeping_its_values(target):
     src = '''
 def k(a, out):
     for i in range(0, a.shape[0], 2):
@@ -253,7 +355,7 @@ def k(a, out):
     res = gu(a, out=out)
     assert res is out
     np.testing.assert_array_equal(out, [0, -1, 4, -1, 8, -1])
-    assert gu.types == ['d->d']
+    assert gu.types == ['d->d', 'd->f']     # the inferred loop too: see below
 
 
 def test_out_given_first_then_inferred_share_one_loop(target):

@@ -9,6 +9,30 @@
 
 /* ======== typing ======== */
 
+/* kth := int | 1-d array of integers      (every position placed) */
+static int
+kth_array(Infer *in, CcNode *k)
+{
+    const CcType *t;
+    if (ti_expr(in, k, &t) < 0) {
+        return -1;
+    }
+    if (t == UNKNOWN) {
+        return 0; /* a later pass, once it is known */
+    }
+    if (cc_is_array(t)) {
+        if (t->n != 1 || (t->scalar != TS_INFER && !ts_is_int(t->scalar))) {
+            char name[96];
+            return cc_error(in->fn, k->loc,
+                            "kth must be an integer or a 1-d array of integers, "
+                            "not %s",
+                            cc_type_name(t, name, sizeof(name)));
+        }
+        return 0;
+    }
+    return ti_integer_index(in, k, "kth");
+}
+
 /*
  * sort := np.sort(a, axis=-1) | np.argsort(a) | np.partition(a, kth)   arrays
  *       | a.sort() | a.partition(kth)                  in place, statements
@@ -86,7 +110,7 @@ ti_sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
         if (n->nargs < 2) {
             return cc_error(in->fn, n->loc, "%s() needs kth", b->name);
         }
-        if (ti_integer_index(in, n->args[1], "kth") < 0) {
+        if (kth_array(in, n->args[1]) < 0) {
             return -1;
         }
     }
@@ -269,15 +293,42 @@ sort_rows(Emit *E, const View *v, LLVMValueRef kth)
                    em_runtime_call(E, "numbavec_rt_sort", LLVMInt32TypeInContext(E->ctx), args, 6));
 }
 
+static LLVMValueRef kth_checked(Emit *E, LLVMValueRef i, const View *v);
+
+/* An array of kths: each checked, then the rows sorted whole (-1), which
+ * places every one of them (NumPy's partition leaves the order between
+ * them unspecified). */
+static LLVMValueRef
+kths_of(Emit *E, CcNode *k, const View *v)
+{
+    View kv;
+    Loop l;
+    if (em_view_of(E, k, &kv) < 0) {
+        return NULL;
+    }
+    em_loop_begin(E, &l, kv.shape[0], "kth.each");
+    LLVMValueRef at = em_address(E, kv.data, kv.stride, &l.i, 0, 1);
+    LLVMValueRef i = em_convert(E, cc_load(E->b, kv.kind, at, "kth.raw"), kv.kind, TS_INT64);
+    kth_checked(E, i, v);
+    em_loop_end(E, &l);
+    return em_i64c(E, -1);
+}
+
 /* np.partition's kth along v's last axis, negative from the end; out of
  * range ends the kernel with CC_STATUS_KTH. */
 static LLVMValueRef
 kth_of(Emit *E, CcNode *k, const View *v)
 {
-    LLVMValueRef i = em_expr_as(E, k, TS_INT64);
-    if (i == NULL) {
-        return NULL;
+    if (cc_is_array(k->ty)) {
+        return kths_of(E, k, v);
     }
+    LLVMValueRef i = em_expr_as(E, k, TS_INT64);
+    return i == NULL ? NULL : kth_checked(E, i, v);
+}
+
+static LLVMValueRef
+kth_checked(Emit *E, LLVMValueRef i, const View *v)
+{
     LLVMValueRef len = v->shape[v->ndim - 1];
     LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, i, em_i64c(E, 0), "neg");
     i = LLVMBuildSelect(E->b, neg, LLVMBuildAdd(E->b, i, len, ""), i, "kth");

@@ -1096,6 +1096,23 @@ em_index(Emit *E, CcNode *n)
     return cc_load(E->b, v.kind, v.data, "elem");
 }
 
+int
+em_unpack_view(Emit *E, CcNode *rhs, int n, LLVMValueRef *items)
+{
+    View v;
+    if (em_view_of(E, rhs, &v) < 0) {
+        return -1;
+    }
+    em_check(E, LLVMBuildICmp(E->b, LLVMIntNE, v.shape[0], em_i64c(E, n), "unpack.len"),
+             CC_STATUS_UNPACK);
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef idx = em_i64c(E, i);
+        LLVMValueRef at = em_address(E, v.data, v.stride, &idx, 0, 1);
+        items[i] = cc_load(E->b, v.kind, at, "unpacked");
+    }
+    return 0;
+}
+
 LLVMValueRef
 em_array_attr(Emit *E, CcNode *n)
 {
