@@ -73,7 +73,8 @@ CcNode *
 lw_new_node(Lower *L, CcNodeKind kind, PyObject *ast)
 {
     if (++L->fn->nnodes > MAX_NODES) {
-        if (!PyErr_Occurred()) {
+        /* said once: the statements after it are not lowered either */
+        if (L->fn->nnodes == MAX_NODES + 1 && !PyErr_Occurred()) {
             cc_error(L->fn,
                      ast != NULL   ? lw_loc_of(L, ast)
                      : L->fn->body ? L->fn->body->loc
