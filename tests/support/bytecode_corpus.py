@@ -56,6 +56,18 @@ def code_objects(code):
             yield from code_objects(c)
 
 
+def _too_large(op, a, b):
+    """Whether an int ** or << of these operands would pass 128 bits (CPython's
+    folding limit), told without computing it (7 ** (2**64 - 1) never ends)."""
+    if type(a) is not int or type(b) is not int or b <= 0:
+        return False
+    if isinstance(op, ast.Pow):
+        return a not in (0, 1, -1) and a.bit_length() * b > 128
+    if isinstance(op, ast.LShift):
+        return a != 0 and a.bit_length() + b > 128
+    return False
+
+
 class _Fold(ast.NodeTransformer):
     """CPython's constant folding (as far as kernels meet it), and and/or
     flattened."""
@@ -76,6 +88,8 @@ class _Fold(ast.NodeTransformer):
         self.generic_visit(node)
         a, b = node.left, node.right
         if isinstance(a, ast.Constant) and isinstance(b, ast.Constant) and type(node.op) in _BIN:
+            if _too_large(node.op, a.value, b.value):
+                return node     # CPython checks the size before it computes, too
             try:
                 v = _BIN[type(node.op)](a.value, b.value)
             except Exception:  # noqa: BLE001 - left for run time, as CPython does
