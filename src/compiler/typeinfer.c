@@ -353,6 +353,24 @@ compare(Infer *in, CcNode *n, const CcType **out)
     return 0;
 }
 
+/* One operand of a promotion: arg, of type t, promoted into *acc (an
+ * UNKNOWN operand sets *unknown instead). */
+static int
+promote_into(Infer *in, CcNode *arg, const CcType *t, const CcType **acc, int *unknown)
+{
+    t = lift_operand(in, t);
+    if (t == UNKNOWN) {
+        *unknown = 1;
+        return 0;
+    }
+    const CcType *p = *acc == UNKNOWN ? t : cc_promote(*acc, t);
+    if (p == NULL) {
+        return ti_type_error(in, arg, "combining values", *acc, t);
+    }
+    *acc = p;
+    return 0;
+}
+
 /* Promotes the types of args[0..n) (UNKNOWN if any is). */
 int
 ti_promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
@@ -361,19 +379,9 @@ ti_promote_all(Infer *in, CcNode **args, int nargs, const CcType **out)
     int unknown = 0;
     for (int i = 0; i < nargs; i++) {
         const CcType *t;
-        if (ti_expr(in, args[i], &t) < 0) {
+        if (ti_expr(in, args[i], &t) < 0 || promote_into(in, args[i], t, &acc, &unknown) < 0) {
             return -1;
         }
-        t = lift_operand(in, t);
-        if (t == UNKNOWN) {
-            unknown = 1;
-            continue;
-        }
-        const CcType *p = acc == UNKNOWN ? t : cc_promote(acc, t);
-        if (p == NULL) {
-            return ti_type_error(in, args[i], "combining values", acc, t);
-        }
-        acc = p;
     }
     *out = unknown ? UNKNOWN : acc;
     return 0;
@@ -388,16 +396,9 @@ ti_promote_typed(Infer *in, CcNode **args, const CcType **types, int nargs, cons
     const CcType *acc = UNKNOWN;
     int unknown = 0;
     for (int i = 0; i < nargs; i++) {
-        const CcType *t = lift_operand(in, types[i]);
-        if (t == UNKNOWN) {
-            unknown = 1;
-            continue;
+        if (promote_into(in, args[i], types[i], &acc, &unknown) < 0) {
+            return -1;
         }
-        const CcType *p = acc == UNKNOWN ? t : cc_promote(acc, t);
-        if (p == NULL) {
-            return ti_type_error(in, args[i], "combining values", acc, t);
-        }
-        acc = p;
     }
     *out = unknown ? UNKNOWN : acc;
     return 0;
