@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
 from numbavec import guvectorize  # noqa: E402
+from timing import best  # noqa: E402
 from array_kernels import KERNELS, signature  # noqa: E402
 
 try:
@@ -62,15 +63,6 @@ def inputs(layout, kinds, rng):
             out.append(a)
     return out
 
-
-def best(f, repeat):
-    f()
-    t = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return min(t)
 
 
 def compile_time(make, data):

@@ -25,12 +25,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from numbavec import guvectorize  # noqa: E402
+from timing import best  # noqa: E402
 
 
 def copy(lhs, rhs):
@@ -108,15 +108,6 @@ def numpy_call(name, a, b, c, alpha):
         np.add(a, b, out=a)
     return triad_np
 
-
-def best(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main():

@@ -19,13 +19,13 @@ Prints the best of --repeat calls, and Numba's time over numbavec's (above
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import numbavec  # noqa: E402
+from timing import best  # noqa: E402
 
 try:
     import numba
@@ -75,15 +75,6 @@ ELEMENTS = {"random": (plus_random, "float64"), "normal": (plus_normal, "float64
             "randint": (plus_randint, "int64")}
 
 
-def best(f, repeat):
-    f()
-    t = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return min(t) * 1e3
-
 
 def build(mod, name, target):
     if name in ROWS:
@@ -117,14 +108,14 @@ def main():
         for name in [*ROWS, *ELEMENTS]:
             call_nv, out_nv = calls(name, build(numbavec, name, target))
             if numba is None:
-                print(f"| {name} | {target} | {best(call_nv, args.repeat):.2f} | - | - |")
+                print(f"| {name} | {target} | {best(call_nv, args.repeat) * 1e3:.2f} | - | - |")
                 continue
             call_nb, out_nb = calls(name, build(numba, name, target))
             call_nv(), call_nb()
             if name in ROWS and not np.array_equal(out_nv, out_nb):
                 print(f"| {name} | {target} | results differ from Numba's |")
                 continue
-            t_nv, t_nb = best(call_nv, args.repeat), best(call_nb, args.repeat)
+            t_nv, t_nb = best(call_nv, args.repeat) * 1e3, best(call_nb, args.repeat) * 1e3
             print(f"| {name} | {target} | {t_nv:.2f} | {t_nb:.2f} | {t_nb / t_nv:.2f} |")
 
 

@@ -26,13 +26,13 @@ import argparse
 import math
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import numbavec  # noqa: E402
+from timing import best, geomean  # noqa: E402
 
 try:
     if not hasattr(np, "row_stack"):  # old Numba imports it
@@ -143,15 +143,6 @@ def build(mod, name):
     return mod.guvectorize(sigs, layout)(fn)
 
 
-def best(f, repeat):
-    f()
-    t = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return min(t)
-
 
 def caller(f, name, data, out):
     """The call, out= given; the grouped kernels write their third argument
@@ -208,7 +199,7 @@ def main():
         ratios.append(t_nb / t_nv)
         print(f"| {name} | {t_nv:.3f} | {t_nb:.3f} | {t_nb / t_nv:.2f} |")
     if ratios:
-        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        gm = geomean(ratios)
         print(f"\ngeometric mean of Numba / numbavec over {len(ratios)} kernels: {gm:.2f}; "
               f"lowest {min(ratios):.2f}")
     return 1 if bad else 0
