@@ -56,6 +56,8 @@ typedef struct Emit {
      * tuple its body's .unravel(k, shape) stands for */
     CcVar *ndindex_k;
     LLVMValueRef ndindex_tuple;
+    /* nprandom.c: this thread's generator, taken once in the entry block */
+    LLVMValueRef random_state;
 } Emit;
 
 static inline TsKind

@@ -256,18 +256,55 @@ ti_random_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
 
 #define RAISE(cls, msg) "builtins\x1f" cls "\x1f('" msg "',)"
 
+/* State is the generator's own memory: the pointer the kernel gets is
+ * `noalias` (like malloc's: no array the kernel reads or writes is that
+ * memory) and random.c's functions do not keep it (`nocapture`).  Without
+ * it a store into an output could be the generator's count of words left,
+ * which would then travel through memory at every draw of a gufunc's loop
+ * (2.5x Numba's time); with it LLVM keeps the count in a register.  One
+ * call per kernel, so that no two results of it, each claimed distinct,
+ * meet in a path. */
+static void
+mark_private(Emit *E, LLVMValueRef f, unsigned index)
+{
+    const char *name = index == LLVMAttributeReturnIndex ? "noalias" : "nocapture";
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    LLVMAddAttributeAtIndex(f, index, LLVMCreateEnumAttribute(E->ctx, kind, 0));
+}
+
 /* This thread's generator: a call that reads no memory and always
- * returns, which LLVM merges and hoists out of the element loop. */
+ * returns, made once in the kernel's entry block (LLVM hoists it out of
+ * the loops the kernel is inlined into). */
 static LLVMValueRef
 state_of(Emit *E)
 {
+    if (E->random_state != NULL) {
+        return E->random_state;
+    }
     LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
-    LLVMValueRef state = em_runtime_call(E, "numbavec_random_state", ptr, NULL, 0);
+    LLVMBuilderRef here = E->b;
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->func);
+    E->b = LLVMCreateBuilderInContext(E->ctx);
+    LLVMPositionBuilder(E->b, entry, LLVMGetFirstInstruction(entry));
+    E->random_state = em_runtime_call(E, "numbavec_random_state", ptr, NULL, 0);
+    LLVMDisposeBuilder(E->b);
+    E->b = here;
     LLVMValueRef f = LLVMGetNamedFunction(E->mod, "numbavec_random_state");
     cc_add_fn_attr(f, "memory"); /* memory(none): its value 0 */
     cc_add_fn_attr(f, "willreturn");
     cc_add_fn_attr(f, "speculatable");
-    return state;
+    mark_private(E, f, LLVMAttributeReturnIndex);
+    return E->random_state;
+}
+
+/* random.c's function name(state, ...): it reads and writes the state
+ * and keeps no pointer to it. */
+static LLVMValueRef
+state_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
+{
+    LLVMValueRef r = em_runtime_call(E, name, ret, args, n);
+    mark_private(E, LLVMGetNamedFunction(E->mod, name), 1);
+    return r;
 }
 
 /* random.c's function name(this thread's state, arg) */
@@ -275,7 +312,7 @@ static LLVMValueRef
 call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef arg)
 {
     LLVMValueRef all[2] = {state_of(E), arg};
-    return em_runtime_call(E, name, ret, all, arg != NULL ? 2 : 1);
+    return state_call(E, name, ret, all, arg != NULL ? 2 : 1);
 }
 
 static LLVMValueRef
@@ -306,7 +343,7 @@ next32(Emit *E)
     LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, left, i32c(E, 0), "mt.empty"), refill,
                     draw);
     LLVMPositionBuilderAtEnd(E->b, refill);
-    em_runtime_call(E, "numbavec_random_refill", LLVMVoidTypeInContext(E->ctx), &state, 1);
+    state_call(E, "numbavec_random_refill", LLVMVoidTypeInContext(E->ctx), &state, 1);
     LLVMBuildBr(E->b, draw);
     LLVMPositionBuilderAtEnd(E->b, draw);
     LLVMValueRef n = LLVMBuildPhi(E->b, i32, "mt.n");

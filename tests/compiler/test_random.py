@@ -121,6 +121,38 @@ def test_a_sequence_from_one_seed_in_a_gufunc(target):
         np.testing.assert_array_equal(row, expected)
 
 
+@numbavec.jit
+def _coin(p):
+    return np.random.random() < p
+
+
+@pytest.mark.parametrize("n", [1, 623, 624, 625, 1300])
+def test_draws_stored_into_an_output_of_the_counts_width(target, n):
+    """The generator's memory is the kernel's own (nprandom.c: `noalias`),
+    so LLVM keeps its count of words left in a register across the row's
+    stores: an int32 output, the count's width, read back as it is written,
+    a reseed mid-row, draws in both branches and in a helper, across the
+    624-word refills: the interpreter's stream, bit for bit."""
+    @guvectorize(["void(int64, int32[:])"], "(),(n)", target=target)
+    def fill(seed, out):
+        np.random.seed(seed)
+        for k in range(out.shape[0]):
+            if k == out.shape[0] // 2:
+                np.random.seed(seed + out[k - 1] % 7)
+            if _coin(0.3):
+                out[k] = np.random.randint(0, 1 << 30)
+            else:
+                out[k] = np.int32(np.random.random() * 1000) + (out[k - 1] if k else 0) % 5
+
+    seeds = np.array([7, 8, 9], dtype=np.int64)
+    got = np.zeros((3, n), np.int32)
+    fill(seeds, got)
+    for row, s in zip(got, seeds):
+        expected = np.zeros(n, np.int32)
+        fill.py_func(s, expected)
+        np.testing.assert_array_equal(row, expected)
+
+
 def test_a_jit_helper_draws(target):
     @numbavec.jit
     def jitter(x, s):
