@@ -646,6 +646,21 @@ ti_expr(Infer *in, CcNode *n, const CcType **out)
     return rc;
 }
 
+/* t as a variable holding it and a value of type other sees it: a Python
+ * float or complex (weak) meeting a typed value is the double it is,
+ * float64 or complex128, so that `s = 0.0; s += x` with float32 x
+ * accumulates in float64, as Numba does (an expression, `x * 2.0`, stays
+ * float32: NEP 50).  A Python int stays weak: small integer types keep
+ * their type (README, "Coming from Numba"). */
+static const CcType *
+held(const CcType *t, const CcType *other)
+{
+    if ((t->kind == CT_WEAK_FLOAT || t->kind == CT_WEAK_COMPLEX) && other->kind == CT_SCALAR) {
+        return cc_scalar_type(t->scalar);
+    }
+    return t;
+}
+
 /* Records that var receives a value of type t. */
 static int
 assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
@@ -688,7 +703,7 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
         in->changed = 1;
         return 0;
     }
-    const CcType *p = cc_promote(var->ty, t);
+    const CcType *p = cc_promote(held(var->ty, t), held(t, var->ty));
     if (p == NULL) {
         char a[96], b[96];
         return cc_error(in->fn, at->loc, "'%s' is assigned both %s and %s", var->name,

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from numbavec import vectorize
+from numbavec import guvectorize, vectorize
 
 KINDS = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "c8", "c16"]
 
@@ -204,3 +204,103 @@ def test_out_of_another_dtype(a, b):
     out = np.zeros(len(x), "f8")
     f(x, y, out=out)
     np.testing.assert_array_equal(out, np.add(x, y).astype("f8"))
+
+
+# ---- a variable holding a Python float and a typed value ----
+
+def accumulate_from_literal(a, out):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    out[0] = s
+
+
+def accumulate_from_float32(a, out):
+    s = np.float32(0.0)
+    for i in range(a.shape[0]):
+        s += a[i]
+    out[0] = s
+
+
+def accumulate_complex(a, out):
+    s = 0j
+    for i in range(a.shape[0]):
+        s += a[i]
+    out[0] = s
+
+
+def accumulate_int(a, out):
+    s = 0
+    for i in range(a.shape[0]):
+        s += a[i]
+    out[0] = s
+
+
+def zero_when_large(x):
+    y = x
+    if x > 100:
+        y = 0.0
+    return y
+
+
+def run_on(py, a, out_dtype):
+    out = np.zeros(1, out_dtype)
+    with np.errstate(all="ignore"):
+        py(a, out)
+    return out[0]
+
+
+def test_an_accumulator_started_at_a_float_literal_is_float64(target):
+    """`s = 0.0; s += a[i]` over float32 a accumulates in float64, as Numba
+    does (typeinfer.c, held: a variable holds the Python float's double):
+    1e8 + 1 - 1e8 is 1 in float64 and 0 in float32.  The interpreter's s
+    becomes float32 after its first addition (NEP 50), so the reference runs
+    the kernel on float64 copies and rounds once into the float32 output."""
+    g = guvectorize(["void(float32[:], float32[:])"], "(n)->()", target=target)(
+        accumulate_from_literal)
+    a = np.array([[1e8, 1, -1e8], [0.1, 0.2, 0.3]], np.float32)
+    got = g(a)
+    for row, v in zip(a, got):
+        want = np.float32(run_on(accumulate_from_literal, row.astype(np.float64), np.float64))
+        assert v == want
+    assert got[0] == 1.0 and run_on(accumulate_from_literal, a[0], np.float32) == 0.0
+
+
+def test_an_accumulator_started_at_a_typed_zero_keeps_its_type(target):
+    """np.float32(0.0) is a float32: the sum stays in float32, as the
+    interpreter's does (the way to ask for it)."""
+    g = guvectorize(["void(float32[:], float32[:])"], "(n)->()", target=target)(
+        accumulate_from_float32)
+    a = np.array([[1e8, 1, -1e8], [0.1, 0.2, 0.3]], np.float32)
+    got = g(a)
+    want = [run_on(accumulate_from_float32, row, np.float32) for row in a]
+    np.testing.assert_array_equal(got, want)
+    assert got[0] == 0.0
+
+
+def test_a_complex_literal_accumulator_is_complex128(target):
+    g = guvectorize(["void(complex64[:], complex64[:])"], "(n)->()", target=target)(
+        accumulate_complex)
+    a = np.array([[1e8 + 1e8j, 1 + 1j, -1e8 - 1e8j]], np.complex64)
+    assert g(a)[0] == 1 + 1j
+    assert run_on(accumulate_complex, a[0], np.complex64) == 0
+
+
+def test_an_int_literal_accumulator_keeps_the_small_type(target):
+    """A Python int stays weak: an int8 sum wraps in int8, as the
+    interpreter's (NEP 50), the deliberate difference from Numba."""
+    g = guvectorize(["void(int8[:], int8[:])"], "(n)->()", target=target)(accumulate_int)
+    a = np.array([[100, 100, 100]], np.int8)
+    with np.errstate(all="ignore"):
+        assert g(a)[0] == run_on(accumulate_int, a[0], np.int8) == 44
+
+
+def test_a_variable_given_a_float_literal_and_a_float32_is_float64():
+    """The variable's type, seen in a lazy ufunc's output: float64, as in
+    Numba; an expression with a literal (x * 2.0) stays float32."""
+    f = vectorize()(zero_when_large)
+    x = np.array([1.5, 200.0, -3.25], np.float32)
+    got = f(x)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [1.5, 0.0, -3.25])
+    assert vectorize()(lambda v: v * 2.0)(x).dtype == np.float32

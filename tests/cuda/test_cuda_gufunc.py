@@ -76,7 +76,7 @@ def k(a, out):
     m = a[0]
     for i in range(a.shape[0]):
         m = max(m, a[i])
-    s = 0.0
+    s = np.float32(0.0)  # 0.0 would sum float32 values in float64
     for i in range(a.shape[0]):
         out[i] = math.exp(a[i] - m)
         s += out[i]
@@ -299,15 +299,16 @@ def test_archs_beyond_llvms_take_libnvvm(kind, tmp_path):
 
 def test_dynamic_gufunc_compiles_the_call_types(tmp_path):
     """Without signatures a call compiles its operands' kinds (before the
-    driver is needed); an output not given takes what the kernel stores."""
+    driver is needed); an output not given takes what the kernel stores
+    (DOT's acc starts at 0.0: a float64, whatever the elements' type)."""
     g = guvectorize("(n),(n)->()", target="cuda")(kernel_from_source(DOT))
     assert isinstance(g, _core.CUDAGUFunc) and g.types == []
     with pytest.raises(ValueError, match="core dimension 0"):
         g(np.ones(3, np.float32), np.ones((2, 4), np.float32))
-    assert g.types == ["ff->f"]
+    assert g.types == ["ff->d"]
     with pytest.raises(ValueError, match="core dimension 0"):
         g(np.ones(3), np.ones(4, np.float32))
-    assert g.types == ["ff->f", "df->d"]
+    assert g.types == ["ff->d", "df->d"]
     with pytest.raises(ValueError, match="core dimension 0"):   # Python numbers: int64, float64
         g(np.ones(3), [1.0, 2.0], out=np.zeros((), np.float32))
     assert g.types[-1] == "dd->f"
