@@ -906,6 +906,8 @@ ERRORS = [
     ("global", "global G_INT\nreturn a", "global", 0, 0),
     ("yield", "yield a\nreturn a", "yield", 0, None),
     ("range_float", "s = 0\nfor i in range(a):\n    s += i\nreturn s", "range", 1, None),
+    # NumPy's bool is no integer to range() (TypeError in the interpreter)
+    ("range_bool", "s = 0\nfor i in range(a > b):\n    s += i\nreturn s", "not bool", 1, 15),
     ("for_over_param", "s = 0\nfor i in a:\n    s += i\nreturn s", "range", 1, None),
     ("subscript", "return a[0]", "", 0, None),
     ("method_call", "return a.sum()", "method", 0, None),
