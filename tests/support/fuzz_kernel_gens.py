@@ -250,6 +250,21 @@ class _Mutator:
         return done
 
 
+def _counter_starts_small(tree, name):
+    """Whether every plain assignment to a while loop's counter is a small
+    constant (a replaced constant, k1 = -2**63, would count 2**63 times)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            v = node.value
+            if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+                v = v.operand
+            if not (isinstance(v, ast.Constant) and type(v.value) is int
+                    and abs(v.value) <= 64):
+                return False
+    return True
+
+
 def _loops_bounded(tree):
     """Whether every loop still ends: progs.py's loops are range()s of small
     constants (or min(param, k)) and `while cond and kN < n:` with `kN += 1`
@@ -270,6 +285,8 @@ def _loops_bounded(tree):
                     and first.target.id == t.values[-1].left.id
                     and isinstance(first.value, ast.Constant) and type(first.value.value) is int
                     and first.value.value == 1):
+                return False
+            if not _counter_starts_small(tree, first.target.id):
                 return False
         if isinstance(node, ast.For):
             for c in ast.walk(node.iter):
