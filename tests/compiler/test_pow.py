@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import numbavec
+from numbavec import guvectorize
 from conftest import HAVE_PTXAS, assemble, kernel_from_source
 
 EXPONENTS = [n for n in range(-8, 9)]
@@ -147,6 +148,33 @@ def test_flags_and_special_values(dtype, target):
             assert ulp_distance(got, np.full(67, want, dtype)).max() <= 1, (n, v, got[0], want)
             if want == 0:
                 assert np.all(np.signbit(got) == np.signbit(want)), (n, v)
+
+
+def test_float32_cube_at_its_overflow_threshold(target):
+    """float32 x ** 3 is x * x * x (fpow.c, float32_cube), within 1 ulp of
+    powf and with its flags for every float32 (checked exhaustively), but
+    for +-0x1.965feap+42, whose product overflows where its cube rounds to
+    FLT_MAX: that value and its neighbours, alone in a vector and in a
+    gufunc's scalar loop, give Python's result and flags."""
+    edge = np.float32(float.fromhex("0x1.965feap+42"))
+    values = [edge, -edge]
+    for v in (edge, -edge):
+        values += [np.nextafter(v, np.float32(0)), np.nextafter(v, v * 2)]
+    f = power_kernel(3, np.float32, target)
+
+    @guvectorize(["void(float32[:], float32[:])"], "(n)->(n)", target=target)
+    def cubes(a, out):
+        for i in range(a.shape[0]):
+            out[i] = a[i] ** 3
+
+    for v in values:
+        x = np.full(35, v, np.float32)
+        want, want_flags = recorded_flags(lambda: f.py_func(x[0]))
+        for call in (lambda: f(x), lambda: cubes(x)):
+            got, got_flags = recorded_flags(call)
+            assert got_flags == want_flags, (v, got_flags, want_flags)
+            assert ulp_distance(got, np.full(35, want, np.float32)).max() <= 1, (v, got[0], want)
+    assert f(np.array([edge, -edge]))[0] == np.finfo(np.float32).max
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, -1, -2, 8])
