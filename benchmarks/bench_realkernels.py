@@ -14,7 +14,12 @@ it, the same Python function given to both compilers:
   with tuple indexing, as the aggregation library writes them (values 400 x 5000,
   labels of 50 groups, 10% NaN);
 - searchsorted: `np.searchsorted(edges, x[i])` per element over rows
-  (2000 x 1000 values, 64 edges).
+  (2000 x 1000 values, 64 edges);
+- nanargmax, nanargmin, nanmax, nanmin: numbagg's running extremum over
+  `a.flat` as gufuncs "(n)->()" (100 rows of 1e5, 2.5% NaN; float64 and,
+  _f32, float32); group_nanargmax: its grouped form (the data of group_nanany);
+- move_exp_nansum: numbagg's exponentially weighted moving sum,
+  "(n),(n),()->(n)" (100 rows of 1e5, 10% NaN, alpha 0.1; float64 and float32).
 
 Each time is the best of --repeat calls with out= given; results are checked
 equal (NaN-aware) before anything is timed.  Prints Numba's time over
@@ -26,6 +31,7 @@ import argparse
 import math
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -90,6 +96,86 @@ def group_nanfirst(values, labels, out):
             out[g] = v
 
 
+def nanargmax(a, out):
+    amax = -np.inf
+    idx = -1
+    for i, ai in enumerate(a.flat):
+        if ai > amax or (idx == -1 and not np.isnan(ai)):
+            amax = ai
+            idx = i
+    out[0] = idx
+
+
+def nanargmin(a, out):
+    amin = np.inf
+    idx = -1
+    for i, ai in enumerate(a.flat):
+        if ai < amin or (idx == -1 and not np.isnan(ai)):
+            amin = ai
+            idx = i
+    out[0] = idx
+
+
+def nanmax(a, out):
+    amax = -np.inf
+    all_missing = True
+    for ai in a.flat:
+        if ai >= amax:
+            amax = ai
+            all_missing = False
+    if all_missing:
+        amax = np.nan
+    out[0] = amax
+
+
+def nanmin(a, out):
+    amin = np.inf
+    all_missing = True
+    for ai in a.flat:
+        if ai <= amin:
+            amin = ai
+            all_missing = False
+    if all_missing:
+        amin = np.nan
+    out[0] = amin
+
+
+def group_nanargmax(values, labels, out):
+    max_values = np.full(out.shape, np.nan)
+    flat_idx = 0
+    for indices in np.ndindex(values.shape):
+        value = values[indices]
+        label = labels[indices]
+        if label >= 0 and not np.isnan(value):
+            if np.isnan(max_values[label]) or value > max_values[label]:
+                max_values[label] = value
+                out[label] = flat_idx
+        flat_idx += 1
+    for idx in np.ndindex(out.shape):
+        if np.isnan(max_values[idx]):
+            out[idx] = np.nan
+
+
+def move_exp_nansum(a, alpha, min_weight, out):
+    N = len(a)
+    numer = weight = 0.0
+    zero_count = True
+    for i in range(N):
+        a_i = a[i]
+        alpha_i = alpha[i]
+        decay = 1.0 - alpha_i
+        numer *= decay
+        weight *= decay
+        if not np.isnan(a_i):
+            zero_count = False
+            numer += a_i
+            weight += alpha_i
+        if weight >= min_weight and not zero_count:
+            out[i] = numer
+        else:
+            out[i] = np.nan
+
+
 def bin_index(x, edges, out):
     for i in range(x.shape[0]):
         out[i] = np.searchsorted(edges, x[i])
@@ -108,6 +194,20 @@ KERNELS = {
                        "(n,k),(n,k),(m)"),
     "searchsorted": (bin_index, "g", ["void(float64[:], float64[:], int64[:])"],
                      "(n),(m)->(n)"),
+    "nanargmax": (nanargmax, "g", ["void(float64[:], int64[:])"], "(n)->()"),
+    "nanargmax_f32": (nanargmax, "g", ["void(float32[:], int64[:])"], "(n)->()"),
+    "nanargmin": (nanargmin, "g", ["void(float64[:], int64[:])"], "(n)->()"),
+    "nanmax": (nanmax, "g", ["void(float64[:], float64[:])"], "(n)->()"),
+    "nanmax_f32": (nanmax, "g", ["void(float32[:], float32[:])"], "(n)->()"),
+    "nanmin": (nanmin, "g", ["void(float64[:], float64[:])"], "(n)->()"),
+    "group_nanargmax": (group_nanargmax, "g",
+                        ["void(float64[:,:], int64[:,:], float64[:])"], "(n,k),(n,k),(m)"),
+    "move_exp_nansum": (move_exp_nansum, "g",
+                        ["void(float64[:], float64[:], float64, float64[:])"],
+                        "(n),(n),()->(n)"),
+    "move_exp_nansum_f32": (move_exp_nansum, "g",
+                            ["void(float32[:], float32[:], float32, float32[:])"],
+                            "(n),(n),()->(n)"),
 }
 
 
@@ -133,6 +233,20 @@ def data_for(name, rng):
         x = rng.uniform(-3, 3, (2000, 1000))
         edges = np.sort(rng.uniform(-3, 3, 64))
         return (x, edges), np.empty((2000, 1000), np.int64)
+    f32 = name.endswith("_f32")
+    dt = np.float32 if f32 else np.float64
+    if name.startswith(("nanarg", "nanmax", "nanmin")):
+        a = rng.standard_normal((100, 100_000)).astype(dt)
+        a[a > 2] = np.nan  # 2.3%: the running extremum rarely changes
+        return (a,), np.empty(100, np.int64 if name.startswith("nanarg") else dt)
+    if name == "group_nanargmax":
+        v = rng.standard_normal((400, 5000))
+        v[rng.random(v.shape) < 0.1] = np.nan
+        return (v, rng.integers(-1, 50, v.shape)), np.empty(50)
+    if name.startswith("move_exp_nansum"):
+        a = rng.standard_normal((100, 100_000)).astype(dt)
+        a[rng.random(a.shape) < 0.1] = np.nan
+        return (a, np.full_like(a, 0.1), dt(0.5)), np.empty_like(a)
     raise KeyError(name)
 
 
@@ -161,6 +275,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--only", default="")
     args = ap.parse_args()
+    # Numba's maxsd raises the invalid flag on NaN (nanargmax ...): warned per call
+    warnings.simplefilter("ignore", RuntimeWarning)
     names = args.only.split(",") if args.only else list(KERNELS)
     rng = np.random.default_rng(36)
     print(f"numbavec {numbavec.__version__ if hasattr(numbavec, '__version__') else ''}, "
@@ -187,6 +303,10 @@ def main():
             # x ** n may differ from Numba's multiplied-out product by an ulp,
             # and a sum of them by that much of its terms
             rtol = 1e-12 if out.dtype == np.float64 else 2e-7
+            if name == "move_exp_nansum_f32":
+                # `numer = 0.0` times float32: float32 by NumPy's rules (and
+                # numbavec's, equal to the interpreter), float64 in Numba
+                rtol = 1e-6
             scale = np.nanmax(np.abs(out_nb)) if out.dtype.kind == "f" else 0
             close = out.dtype.kind == "f" and np.allclose(out_nv, out_nb, rtol=rtol,
                                                            atol=rtol * scale, equal_nan=True)

@@ -473,7 +473,10 @@ if_stmt(Emit *E, CcNode *n)
     c = em_truthy(E, c, cc_storage(n->cond->ty));
     LLVMBasicBlockRef then = em_new_block(E, "if.then"), els = em_new_block(E, "if.else");
     LLVMBasicBlockRef done = em_new_block(E, "if.done");
-    LLVMBuildCondBr(E->b, c, then, els);
+    LLVMValueRef br = LLVMBuildCondBr(E->b, c, then, els);
+    if (em_extremum_if(E, n)) {
+        em_rarely_taken(E, br);
+    }
     continue_at(E, then, 1);
     if (block(E, n->then) < 0) {
         return -1;

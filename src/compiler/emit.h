@@ -20,6 +20,7 @@
  *   extent.c    index and length arithmetic: indices, slices, the bytes of
  *               shapes, np.arange's length (every int64 overflow)
  *   emitprint.c print(): a line written whole, on the host and on a GPU
+ *   branchhint.c branch weights that keep a running extremum's `if` a branch
  *
  * The one-line constructors are static inline here, as PostgreSQL's
  * llvmjit_emit.h has them: a call per constant would only hide the IR.
@@ -269,5 +270,13 @@ void em_one_vector_a_step(Emit *E, LLVMValueRef br);
 
 /* Emits a print statement (ND_PRINT); 0/-1. */
 int em_print(Emit *E, CcNode *n);
+
+/* ---- branchhint.c ---- */
+
+/* Whether `if` statement n is a running extremum's update in a loop
+ * (`if x > best: best = x`), whose branch is kept (em_rarely_taken). */
+int em_extremum_if(Emit *E, const CcNode *n);
+/* Branch weights on br: its true edge taken rarely. */
+void em_rarely_taken(Emit *E, LLVMValueRef br);
 
 #endif /* NV_COMPILER_EMIT_H */

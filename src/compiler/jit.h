@@ -114,6 +114,12 @@ int cc_jit_compile_quick(CcModule *work, LLVMMemoryBufferRef *obj);
 /* assembly of IR text, through a fresh context (new reference) */
 PyObject *cc_jit_asm_from_ir(const char *ir);
 
+/* ---- selectfold.c: the last step of optimisation ---- */
+
+/* c ? x + y : x made x + (c ? y : -0.0), which takes the select out of a
+ * loop-carried chain */
+void cc_pass_select_identity(LLVMModuleRef mod);
+
 /* ---- prepare.c: the two passes passes.c runs before code generation ---- */
 
 void cc_pass_fast_codegen(LLVMModuleRef mod);

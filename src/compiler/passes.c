@@ -252,6 +252,9 @@ optimise(LLVMModuleRef mod)
     if (err == NULL && mark_unrolled_loops(mod) > 0) {
         err = LLVMRunPasses(mod, unroll_pipeline, cc_jit.tm, cc_jit.passes);
     }
+    if (err == NULL) {
+        cc_pass_select_identity(mod); /* after the last InstCombine */
+    }
     cc_time_add(CC_T_OPT, cc_now_ns() - t0);
     if (err != NULL) {
         return cc_jit_error(PyExc_RuntimeError, "LLVM optimisation failed", err);

@@ -128,7 +128,9 @@ selectable_in_lanes(LLVMTypeRef t)
 }
 
 /* Whether every use of scalar compare `in` is the condition of a select of
- * values a vector lane can hold. */
+ * values a vector lane can hold, and none carries branch weights (a
+ * running extremum's, which code generation turns into a branch on the
+ * scalar quiet compare: vucomisd and a jump, not a mask moved out). */
 static int
 chooses_only(LLVMValueRef in)
 {
@@ -139,8 +141,9 @@ chooses_only(LLVMValueRef in)
         LLVMValueRef s = LLVMGetUser(u);
         if (LLVMGetInstructionOpcode(s) != LLVMSelect || LLVMGetOperand(s, 0) != in
             || LLVMGetOperand(s, 1) == in || LLVMGetOperand(s, 2) == in
-            || !selectable_in_lanes(LLVMTypeOf(s))) {
-            return 0;
+            || !selectable_in_lanes(LLVMTypeOf(s))
+            || LLVMGetMetadata(s, LLVMGetMDKindID("prof", 4)) != NULL) {
+            return 0; /* weighted (branchhint.c): code generation makes it a branch */
         }
     }
     return 1;

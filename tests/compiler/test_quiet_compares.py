@@ -6,6 +6,7 @@ quiet before code generation (jit.c: quiet_compares); x86's plain lowering
 (cmpltsd, maxsd, vcmpltpd) signals.
 """
 import platform
+import re
 
 import numpy as np
 import pytest
@@ -204,3 +205,139 @@ def test_a_compare_that_chooses_writes_a_mask_with_avx(form, monkeypatch):
         assert "_oqpd" in asm
     m = guvectorize(["void(f8[:], i4[:])"], "(n)->(n)")(mixed_uses)
     assert "ucomisd" in m.inspect_asm("void(f8[:], i4[:])")   # it branches: scalar form
+
+
+# ---- a running extremum's `if`: kept a branch (branchhint.c) ----
+
+def nanargmax(a, out):                  # numbagg's, as a gufunc
+    amax = -np.inf
+    idx = -1
+    for i, ai in enumerate(a.flat):
+        if ai > amax or (idx == -1 and not np.isnan(ai)):
+            amax = ai
+            idx = i
+    out[0] = idx
+
+
+def nanargmin(a, out):
+    amin = np.inf
+    idx = -1
+    for i, ai in enumerate(a.flat):
+        if ai < amin or (idx == -1 and not np.isnan(ai)):
+            amin = ai
+            idx = i
+    out[0] = idx
+
+
+def nanmax(a, out):
+    amax = -np.inf
+    all_missing = True
+    for ai in a.flat:
+        if ai >= amax:
+            amax = ai
+            all_missing = False
+    if all_missing:
+        amax = np.nan
+    out[0] = amax
+
+
+def argmax_pair(a, out):
+    best, at = -np.inf, -1
+    for i in range(a.shape[0]):
+        if a[i] > best:
+            best, at = a[i], i
+    out[0] = at
+
+
+EXTREMA = [(nanargmax, "i8"), (nanargmin, "i8"), (nanmax, None), (argmax_pair, "i8")]
+
+
+def extremum_rows(dtype):
+    """Rows of 50 (2,100 of them: past quick code's budget) in random
+    order, rising (a new extreme at every element), falling, NaN first,
+    NaN only, a NaN after the extreme, ties of the extreme, +-inf."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((2100, 50)).astype(dtype)
+    a[::3, ::5] = np.nan
+    a[1] = np.arange(50)
+    a[2] = -np.arange(50)
+    a[3, :4] = np.nan
+    a[4] = np.nan
+    a[5, 10], a[5, 11] = 9.0, np.nan
+    a[6, 3] = a[6, 30] = 9.0
+    a[7, 8], a[7, 9] = np.inf, -np.inf
+    a[8] = np.arange(50)[::-1] % 7
+    return a
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+@pytest.mark.parametrize("kernel,out_t", EXTREMA, ids=[k[0].__name__ for k in EXTREMA])
+def test_running_extremum_agrees_and_is_quiet(target, dtype, kernel, out_t):
+    """numbagg's nanargmax, nanargmin and nanmax, and an argmax that unpacks
+    its pair: their `if` carries branch weights (rarely taken) and becomes
+    a branch on a quiet compare; the results are the interpreter's, NaN
+    rows, rising rows and ties included, contiguous and strided, and no
+    invalid flag is raised on NaN."""
+    out_t = out_t or dtype
+    g = guvectorize([f"void({dtype}[:], {out_t}[:])"], "(n)->()", target=target)(kernel)
+    a = extremum_rows(dtype)
+    with np.errstate(invalid="raise"):
+        got, got_strided = g(a), g(a[:, ::-3])
+    for rows, out in ((a, got), (a[:, ::-3], got_strided)):
+        with np.errstate(invalid="ignore"):
+            want = py_run(kernel, rows, (), (rows.shape[0],), out_t)
+        np.testing.assert_array_equal(out, want)
+
+
+def int_running_max(a, out):
+    best = a[0]
+    for i in range(a.shape[0]):
+        if a[i] > best:
+            best = a[i]
+    out[0] = best
+
+
+def max_with_else(a, out):
+    best = -np.inf
+    n = 0
+    for i in range(a.shape[0]):
+        if a[i] > best:
+            best = a[i]
+        else:
+            n += 1
+    out[0] = best + n
+
+
+def weighted(ir):
+    """Whether the IR holds branchhint.c's weights (either way round: a
+    select whose operands InstCombine swapped carries them swapped)."""
+    return re.search(r'!"branch_weights", i32 (1, i32 2000|2000, i32 1)\}', ir) is not None
+
+
+def test_running_extremum_carries_branch_weights():
+    """The weights are on a float running extremum in a loop only: not on
+    an integer one (LLVM vectorizes its max reduction from the select),
+    not under fastmath (a float max reduction vectorizes too), not on an
+    `if` with an else."""
+    def ir(fn, sig, **kw):
+        return guvectorize([sig], "(n)->()", **kw)(fn).inspect_llvm(sig)
+    assert weighted(ir(nanmax, "void(f8[:], f8[:])"))
+    assert weighted(ir(nanargmax, "void(f4[:], i8[:])"))
+    assert weighted(ir(argmax_pair, "void(f8[:], i8[:])"))
+    assert not weighted(ir(int_running_max, "void(i8[:], i8[:])"))
+    assert not weighted(ir(nanmax, "void(f8[:], f8[:])", fastmath=True))
+    assert not weighted(ir(max_with_else, "void(f8[:], f8[:])"))
+    a = np.random.default_rng(1).standard_normal((3, 40))
+    g = guvectorize(["void(f8[:], f8[:])"], "(n)->()", fastmath=True)(nanmax)
+    np.testing.assert_array_equal(g(a), a.max(axis=1))
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 instruction names")
+def test_running_maximum_branches_on_a_quiet_compare():
+    """Code generation turns the weighted selects of `if a[i] > best` into
+    a jump on vucomisd (quiet), not a compare into a mask register or a
+    vector lane that the loop would carry from one element to the next."""
+    sig = "void(f8[:], i8[:])"
+    asm = guvectorize([sig], "(n)->()")(argmax_pair).inspect_asm(sig)
+    assert "ucomisd" in asm
+    assert "_oqsd" not in asm and "_oqpd" not in asm and "maxsd" not in asm
