@@ -466,16 +466,18 @@ continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable)
 static int
 if_stmt(Emit *E, CcNode *n)
 {
-    LLVMValueRef c = em_expr(E, n->cond);
-    if (c == NULL) {
-        return -1;
-    }
-    c = em_truthy(E, c, cc_storage(n->cond->ty));
     LLVMBasicBlockRef then = em_new_block(E, "if.then"), els = em_new_block(E, "if.else");
     LLVMBasicBlockRef done = em_new_block(E, "if.done");
-    LLVMValueRef br = LLVMBuildCondBr(E->b, c, then, els);
     if (em_extremum_if(E, n)) {
-        em_rarely_taken(E, br);
+        if (em_branch_rarely(E, n->cond, then, els) < 0) {
+            return -1;
+        }
+    } else {
+        LLVMValueRef c = em_expr(E, n->cond);
+        if (c == NULL) {
+            return -1;
+        }
+        LLVMBuildCondBr(E->b, em_truthy(E, c, cc_storage(n->cond->ty)), then, els);
     }
     continue_at(E, then, 1);
     if (block(E, n->then) < 0) {

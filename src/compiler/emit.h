@@ -274,9 +274,10 @@ int em_print(Emit *E, CcNode *n);
 /* ---- branchhint.c ---- */
 
 /* Whether `if` statement n is a running extremum's update in a loop
- * (`if x > best: best = x`), whose branch is kept (em_rarely_taken). */
+ * (`if x > best: best = x`), whose branch is kept (em_branch_rarely). */
 int em_extremum_if(Emit *E, const CcNode *n);
-/* Branch weights on br: its true edge taken rarely. */
-void em_rarely_taken(Emit *E, LLVMValueRef br);
+/* Jumps to then where cond holds, to els where not, weighted: then is
+ * taken rarely (an `or`: a weighted jump from each operand). */
+int em_branch_rarely(Emit *E, CcNode *cond, LLVMBasicBlockRef then, LLVMBasicBlockRef els);
 
 #endif /* NV_COMPILER_EMIT_H */

@@ -502,7 +502,9 @@ CONSTRUCTS = [
     Construct("weak_float", k_weak_float, same(REAL + COMPLEX, 1)),
     Construct("weak_div", k_weak_div, same(REAL, 1)),
     Construct("weak_floordiv", k_weak_floordiv, same(REAL, 1)),
-    Construct("weak_pow", k_weak_pow, same(REAL + COMPLEX, 1), ulps=2),
+    # a ** 3 is within 1 ulp of pow's (float32: x * x * x, fpow.c), and
+    # a ** 2 + 1 + a ** 3 cancels near a = -1.3, which magnifies that ulp
+    Construct("weak_pow", k_weak_pow, same(REAL + COMPLEX, 1), ulps=8),
     Construct("weak_shift", k_weak_shift, same(INTS, 1)),
     Construct("and_value", k_and_value, same(NUMERIC + B, 2) + MIXED),
     Construct("or_value", k_or_value, same(NUMERIC + B, 2) + MIXED),
