@@ -125,14 +125,43 @@ twist(uint32_t top, uint32_t low, uint32_t far)
     return far ^ (y >> 1) ^ (-(y & 1u) & 0x9908b0dfu);
 }
 
-/* The next 624 words, in three runs so that no index wraps. */
+/* Four words at once (GCC's and clang's vector extension, SSE2 on any
+ * x86-64): the build's -O2 leaves the loops below scalar, which made a
+ * seeded row of draws 0.7 of Numba's speed (its helper is built at -O3). */
+typedef uint32_t Words4 __attribute__((vector_size(16)));
+
+static inline Words4
+words4(const uint32_t *p)
+{
+    Words4 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static inline void
+twist4(uint32_t *k, int i, int far)
+{
+    Words4 y = (words4(k + i) & 0x80000000u) | (words4(k + i + 1) & 0x7fffffffu);
+    Words4 v = words4(k + far) ^ (y >> 1) ^ (-(y & 1u) & 0x9908b0dfu);
+    memcpy(k + i, &v, sizeof(v));
+}
+
+/* The next 624 words, in three runs so that no index wraps.  Four at a
+ * time: a step reads words i + 1 .. i + 4 before it writes i .. i + 3, and
+ * the second run's words i + M - N were written a step or more before. */
 static void
 regenerate(MtState *s)
 {
     uint32_t *k = s->key;
     int i = 0;
+    for (; i + 4 <= MT_N - MT_M; i += 4) {
+        twist4(k, i, i + MT_M);
+    }
     for (; i < MT_N - MT_M; i++) {
         k[i] = twist(k[i], k[i + 1], k[i + MT_M]);
+    }
+    for (; i + 4 <= MT_N - 1; i += 4) {
+        twist4(k, i, i + MT_M - MT_N);
     }
     for (; i < MT_N - 1; i++) {
         k[i] = twist(k[i], k[i + 1], k[i + MT_M - MT_N]);
