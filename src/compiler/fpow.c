@@ -292,31 +292,13 @@ join(Emit *E, LLVMValueRef a, LLVMBasicBlockRef from_a, LLVMValueRef b, LLVMBasi
     return phi;
 }
 
-/* The edge block's x ** n: the scaled value's power scaled back. */
-static LLVMValueRef
-edge_power(Emit *E, TsKind k, LLVMValueRef x, int n, int big_k)
-{
-    LLVMValueRef ax = em_fabs_of(E, k, x);
-    PowEdge e =
-        n > 0 ? edge_of_positive(E, k, x, ax, n, big_k) : edge_of_negative(E, k, x, ax, n, big_k);
-    LLVMValueRef r = LLVMBuildFMul(E->b, dd_int_power(E, k, e.xs, n), e.scale, "pow.scaled");
-    if (n & 1) {
-        /* an odd power that underflowed to zero may have lost x's sign in
-         * its low part's zero */
-        r = em_copysign_of(E, k, r, x);
-    }
-    return n > 0 ? r : pick(E, e.special, e.special_value, r, "pow.edge.r");
-}
-
 /*
  * float64 x ** n, 3 <= |n| <= FP_MAX_EXPONENT or n = -2.  x whose powers
  * stay in the normal range (for n > 0 also those below: an underflowing
- * power loses at most an ulp of the subnormal result, and keeps its sign,
- * the exact product's) take the double-double evaluation alone; the rest
- * are scaled in the edge block first.  Each block computes its own power:
- * a reduction's loop, which stays scalar, then runs nothing but the
- * evaluation and one compare; a vectorized loop runs both blocks as selects
- * and the edge block raises no flag for normal-range x.
+ * power loses at most an ulp of the subnormal result) jump straight to the
+ * double-double evaluation; the rest are scaled in the edge block first.  A
+ * vectorized loop runs the edge block in every lane: it raises no flag for
+ * normal-range x.
  */
 static LLVMValueRef
 double_double_power(Emit *E, TsKind k, LLVMValueRef x, int n)
@@ -330,25 +312,31 @@ double_double_power(Emit *E, TsKind k, LLVMValueRef x, int n)
             LLVMBuildFCmp(E->b, LLVMRealOGE, ax, pow2_const(E, k, -big_k), "pow.lo.ok");
         normal = LLVMBuildAnd(E->b, above, normal, "pow.normal");
     }
-    LLVMBasicBlockRef b_fast = em_new_block(E, "pow.dd"), b_edge = em_new_block(E, "pow.edge");
-    LLVMBasicBlockRef b_done = em_new_block(E, "pow.done");
-    LLVMBuildCondBr(E->b, normal, b_fast, b_edge);
-    LLVMPositionBuilderAtEnd(E->b, b_fast);
-    LLVMValueRef r_fast = dd_int_power(E, k, x, n);
-    if (n > 3 && (n & 1)) {
-        /* x ** 5 and up: an intermediate square's low part may round to a
-         * zero that loses x's sign (x ** 3's last FMA keeps it: its exact
-         * product hi * x has x's sign and lo * x cannot cancel it) */
-        r_fast = em_copysign_of(E, k, r_fast, x);
-    }
-    LLVMBasicBlockRef fast_end = em_current_block(E);
-    LLVMBuildBr(E->b, b_done);
+    LLVMBasicBlockRef b_entry = em_current_block(E), b_edge = em_new_block(E, "pow.edge");
+    LLVMBasicBlockRef b_done = em_new_block(E, "pow.dd");
+    LLVMBuildCondBr(E->b, normal, b_done, b_edge);
     LLVMPositionBuilderAtEnd(E->b, b_edge);
-    LLVMValueRef r_edge = edge_power(E, k, x, n, big_k);
+    PowEdge e =
+        n > 0 ? edge_of_positive(E, k, x, ax, n, big_k) : edge_of_negative(E, k, x, ax, n, big_k);
     LLVMBasicBlockRef edge_end = em_current_block(E);
     LLVMBuildBr(E->b, b_done);
     LLVMPositionBuilderAtEnd(E->b, b_done);
-    return join(E, r_fast, fast_end, r_edge, edge_end, "pow");
+    LLVMValueRef xs = join(E, x, b_entry, e.xs, edge_end, "pow.x");
+    LLVMValueRef scale = join(E, em_real_const(E, k, 1.0), b_entry, e.scale, edge_end, "pow.s");
+    LLVMValueRef special = NULL, special_value = NULL;
+    if (n < 0) {
+        special = join(E, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), b_entry, e.special,
+                       edge_end, "pow.sp");
+        special_value = join(E, x, b_entry, e.special_value, edge_end, "pow.spv");
+    }
+    LLVMValueRef r = LLVMBuildFMul(E->b, dd_int_power(E, k, xs, n), scale, "pow.scaled");
+    if ((n & 1) && n != 3) {
+        /* an odd power that underflowed to zero may have lost x's sign in
+         * its low part's zero (x ** 3 keeps it: its last FMA's exact
+         * product hi * x has x's sign, and lo * x cannot cancel it) */
+        r = em_copysign_of(E, k, r, x);
+    }
+    return n > 0 ? r : pick(E, special, special_value, r, "pow");
 }
 
 /*
