@@ -432,6 +432,17 @@ tuple_getitem(Infer *in, CcNode *n, const CcType **out)
         n->nargs = 1;
         return ti_array_index(in, n, out);
     }
+    if (in->gufunc && t->kind == CT_SCALAR && (n->index == 0 || n->index == -1)
+        && n->lhs->kind == ND_VAR && n->lhs->var != NULL && n->lhs->var->is_param) {
+        /* Numba passes a gufunc's "()" argument as an array of one element
+         * where its signature says so, and kernels written for it read
+         * x[0] (scoringrules' `ow = ow[0]`): here x is that element */
+        CcLoc at = n->loc;
+        *n = *n->lhs;
+        n->loc = at;
+        *out = t;
+        return 0;
+    }
     if (!ti_is_tuple(t)) {
         return ti_type_error(in, n, "indexing", t, NULL);
     }

@@ -96,6 +96,25 @@ def test_an_array_argument_rebound_to_its_element(target):
     check_gufunc(gu, crps_ensemble, [obs, fc], [np.zeros(6)])
 
 
+@pytest.mark.parametrize("sigs", [None, ["void(float64, float64[:], float64[:])"]],
+                         ids=["dynamic", "scalar_signature"])
+def test_a_scalar_core_argument_read_as_its_element(target, sigs):
+    """Numba passes a '()' argument as an array of one element, so kernels
+    read obs[0] (scoringrules' `ow = ow[0]`); where numbavec passes the value
+    (no signatures, or a scalar type in them) obs[0] is that value.  The
+    interpreter runs the kernel on arrays of one element, as Numba does."""
+    args = (sigs, "(),(n)->()") if sigs else ("(),(n)->()",)
+    gu = guvectorize(*args, target=target)(crps_ensemble)
+    rng = np.random.default_rng(1)
+    obs = rng.normal(size=5)
+    obs[3] = np.nan
+    fc = rng.normal(size=(5, 6))
+    want = np.zeros(5)
+    for i in range(5):
+        crps_ensemble(obs[i:i + 1], fc[i], want[i:i + 1])
+    np.testing.assert_array_equal(gu(obs, fc), want)
+
+
 def column_means(v, out):
     """The sum along an axis, bound to the array's own name."""
     m = v.shape[0]
