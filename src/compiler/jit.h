@@ -126,4 +126,11 @@ void cc_pass_fast_codegen(LLVMModuleRef mod);
 /* float compares made quiet, in the form the host's features allow */
 void cc_pass_quiet_compares(LLVMModuleRef mod, const char *features);
 
+/* What a pass does with one instruction (b: a builder to make others
+ * with); it may replace or erase it, and returns the instruction to go on
+ * from, or NULL for the one that followed it. */
+typedef LLVMValueRef (*CcVisit)(LLVMBuilderRef b, LLVMValueRef in, void *ctx);
+/* visit on every instruction of mod whose opcode is op, in order */
+void cc_each_instruction(LLVMModuleRef mod, LLVMOpcode op, CcVisit visit, void *ctx);
+
 #endif

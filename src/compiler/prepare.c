@@ -270,40 +270,56 @@ quiet_form(const char *features)
 }
 
 void
-cc_pass_quiet_compares(LLVMModuleRef mod, const char *features)
+cc_each_instruction(LLVMModuleRef mod, LLVMOpcode op, CcVisit visit, void *ctx)
 {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
-    int form = quiet_form(features);
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f != NULL; f = LLVMGetNextFunction(f)) {
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb != NULL;
              bb = LLVMGetNextBasicBlock(bb)) {
             LLVMValueRef next;
             for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in != NULL; in = next) {
                 next = LLVMGetNextInstruction(in);
-                if (LLVMGetInstructionOpcode(in) != LLVMFCmp) {
-                    continue;
+                if (LLVMGetInstructionOpcode(in) == op) {
+                    LLVMValueRef go_on = visit(b, in, ctx);
+                    next = go_on != NULL ? go_on : next;
                 }
-                LLVMRealPredicate p = LLVMGetFCmpPredicate(in);
-                if (p < 0 || (size_t)p >= sizeof(quiet_names) / sizeof(quiet_names[0])
-                    || quiet_names[p] == NULL) {
-                    continue; /* == and != are quiet compares already */
-                }
-                if (form != QUIET_SCALAR && chooses_only(in)) {
-                    /* its selects, which may follow it, are gone or stay
-                     * scalar: go on after what replaced it (nothing made
-                     * here is an fcmp) */
-                    LLVMValueRef made = form == QUIET_MASKS ? quiet_mask_compare(b, mod, in, p)
-                                                            : quiet_select_form(b, mod, in, p);
-                    next = LLVMGetNextInstruction(made);
-                    continue;
-                }
-                LLVMPositionBuilderBefore(b, in);
-                LLVMValueRef call =
-                    quiet_fcmp_call(b, mod, LLVMGetOperand(in, 0), LLVMGetOperand(in, 1), p);
-                LLVMReplaceAllUsesWith(in, call);
-                LLVMInstructionEraseFromParent(in);
             }
         }
     }
     LLVMDisposeBuilder(b);
+}
+
+typedef struct QuietPass {
+    LLVMModuleRef mod;
+    int form;
+} QuietPass;
+
+static LLVMValueRef
+quiet_compare(LLVMBuilderRef b, LLVMValueRef in, void *ctx)
+{
+    const QuietPass *q = ctx;
+    LLVMRealPredicate p = LLVMGetFCmpPredicate(in);
+    if (p < 0 || (size_t)p >= sizeof(quiet_names) / sizeof(quiet_names[0])
+        || quiet_names[p] == NULL) {
+        return NULL; /* == and != are quiet compares already */
+    }
+    if (q->form != QUIET_SCALAR && chooses_only(in)) {
+        /* its selects, which may follow it, are gone or stay scalar: go on
+         * after what replaced it (nothing made here is an fcmp) */
+        LLVMValueRef made = q->form == QUIET_MASKS ? quiet_mask_compare(b, q->mod, in, p)
+                                                   : quiet_select_form(b, q->mod, in, p);
+        return LLVMGetNextInstruction(made);
+    }
+    LLVMPositionBuilderBefore(b, in);
+    LLVMValueRef call = quiet_fcmp_call(b, q->mod, LLVMGetOperand(in, 0), LLVMGetOperand(in, 1), p);
+    LLVMReplaceAllUsesWith(in, call);
+    LLVMInstructionEraseFromParent(in);
+    return NULL;
+}
+
+void
+cc_pass_quiet_compares(LLVMModuleRef mod, const char *features)
+{
+    QuietPass q = {mod, quiet_form(features)};
+    cc_each_instruction(mod, LLVMFCmp, quiet_compare, &q);
 }

@@ -80,23 +80,18 @@ fold_select(LLVMBuilderRef b, LLVMValueRef s)
     return 1;
 }
 
+/* What fold_select erases (the select, and its add, which comes before
+ * it) and makes (before it) is not the instruction after the select. */
+static LLVMValueRef
+fold_visit(LLVMBuilderRef b, LLVMValueRef in, void *ctx)
+{
+    (void)ctx;
+    (void)fold_select(b, in);
+    return NULL;
+}
+
 void
 cc_pass_select_identity(LLVMModuleRef mod)
 {
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
-    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f != NULL; f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb != NULL;
-             bb = LLVMGetNextBasicBlock(bb)) {
-            LLVMValueRef next;
-            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in != NULL; in = next) {
-                /* what fold_select erases (the select, its add, which
-                 * comes before it) and makes (before it) is not next */
-                next = LLVMGetNextInstruction(in);
-                if (LLVMGetInstructionOpcode(in) == LLVMSelect) {
-                    (void)fold_select(b, in);
-                }
-            }
-        }
-    }
-    LLVMDisposeBuilder(b);
+    cc_each_instruction(mod, LLVMSelect, fold_visit, NULL);
 }

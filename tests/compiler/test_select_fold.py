@@ -4,6 +4,7 @@ selectfold.c), so the loop carries s through the add alone (numbagg's
 move_exp_nansum).  Exact: x + -0.0 and x - +0.0 are x for every x; the
 tests compare with the interpreter bit for bit, signed zeros included,
 and look for the folded form in the optimised IR."""
+import inspect
 import re
 
 import numpy as np
@@ -32,27 +33,16 @@ def move_exp_nansum(a, alpha, min_weight, out):   # numbagg's
             out[i] = np.nan
 
 
-def move_exp_nansum_as_typed(a, alpha, min_weight, out):
-    """The interpreter's run of move_exp_nansum as numbavec types it: its
-    0.0 accumulators are float64 (test_promotion.py), where the
-    interpreter's become float32 at their first operation."""
-    N = len(a)
-    numer = weight = np.float64(0.0)
-    zero_count = True
-    for i in range(N):
-        a_i = a[i]
-        alpha_i = alpha[i]
-        decay = 1.0 - alpha_i
-        numer *= decay
-        weight *= decay
-        if not np.isnan(a_i):
-            zero_count = False
-            numer += a_i
-            weight += alpha_i
-        if weight >= min_weight and not zero_count:
-            out[i] = numer
-        else:
-            out[i] = np.nan
+def as_typed(fn, start, typed):
+    """fn rebuilt with its accumulators' start `start` written `typed`: the
+    interpreter's run of fn as numbavec types it (a 0.0 accumulator is a
+    float64, test_promotion.py, where the interpreter's becomes float32 at
+    its first operation)."""
+    src = inspect.getsource(fn).replace(start, typed)
+    assert typed in src
+    space = {"np": np}
+    exec(compile(src, inspect.getsourcefile(fn), "exec"), space)
+    return space[fn.__name__]
 
 
 def positive_sum(a, out):
@@ -142,8 +132,9 @@ def test_move_exp_nansum_agrees_to_the_bit(target, dtype):
     with np.errstate(invalid="raise"):
         got = g(a, alpha, t(0.3))
     want = np.empty_like(a)
+    reference = as_typed(move_exp_nansum, "numer = weight = 0.0", "numer = weight = np.float64(0.0)")
     for k in range(a.shape[0]):
-        move_exp_nansum_as_typed(a[k], alpha[k], t(0.3), want[k])
+        reference(a[k], alpha[k], t(0.3), want[k])
     same_bits(got, want)
 
 
