@@ -262,11 +262,12 @@ CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
 
 /* ---- rebind.c ---- */
 
-/* L->assigned's third state: bound unless a loop ran no iteration (a
- * read then raises UnboundLocalError, lw_checked_read). */
+/* L->assigned's third state: maybe bound (by one path, by a loop unless
+ * it ran no iteration); a read then raises UnboundLocalError where it is
+ * not (lw_checked_read). */
 #define LW_UNLESS_EMPTY 2
-/* Where two paths meet: 0 if a is or b is, else LW_UNLESS_EMPTY if a is
- * or b is, else bound. */
+/* Where two paths meet: 0 if neither is bound, bound if both are, else
+ * LW_UNLESS_EMPTY. */
 char lw_weaker(char a, char b);
 /* The current state (unless the path ended) meets L->jumped, the states
  * of the ways out of the loop's iteration being lowered.  0/-1. */

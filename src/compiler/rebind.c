@@ -26,13 +26,14 @@
  *         reaches a read gets a new local, copied from the argument first,
  *         so the argument keeps its signature's type and the local
  *         promotes (Numba unifies there too).
- *  - A name a loop binds on every way out of an iteration (its variable, a
- *    name its body always binds), read after the loop where nothing else
- *    need have bound it: lower.c marks it LW_UNLESS_EMPTY (bound unless
- *    the loop ran no iteration), and the read (lw_checked_read) tests a
- *    flag that every binding of the name sets, cleared where the function
- *    (or inlined body) starts, raising UnboundLocalError with Python's
- *    message when it is clear (Numba reads garbage there).
+ *  - A name bound on some of the paths that reach a read but not all (a
+ *    loop's variable after a loop that may run no iteration, a name one
+ *    branch binds): lower.c marks it LW_UNLESS_EMPTY (maybe bound), and
+ *    the read (lw_checked_read) tests a flag that every binding of the
+ *    name sets, cleared where the function (or inlined body) starts,
+ *    raising UnboundLocalError with Python's message when it is clear
+ *    (Numba reads garbage there).  A name bound on no path that reaches
+ *    the read stays a TypingError.
  */
 #include "compiler/lower.h"
 
@@ -41,10 +42,14 @@
 
 /* ---- reads after a loop (called while lowering) ---- */
 
+/* Bound on both paths, on neither, or (LW_UNLESS_EMPTY) maybe. */
 char
 lw_weaker(char a, char b)
 {
-    return a == 0 || b == 0 ? 0 : a == LW_UNLESS_EMPTY ? a : b;
+    if (a == 0 && b == 0) {
+        return 0;
+    }
+    return a == 1 && b == 1 ? 1 : LW_UNLESS_EMPTY;
 }
 
 int

@@ -899,7 +899,8 @@ ERRORS = [
     ("attribute", "return a.shape", "shape", 0, 7),
     ("object_attribute", "return math.foo(a)", "foo", 0, 7),
     ("unknown_name", "return a + undefined_thing", "undefined_thing", 0, 11),
-    ("maybe_unassigned", "if a > b:\n    x = a\nreturn x", "'x'", 2, 7),
+    # bound on no path (bound on some: UnboundLocalError at run time, below)
+    ("never_assigned", "y = x\nx = a\nreturn y", "'x'", 0, 4),
     ("missing_return", "if a > b:\n    return a", "return", None, None),
     ("return_tuple", "return a, b", "tuple", 0, None),
     ("nested_def", "def g(x):\n    return x\nreturn a", "nested function", 0, 0),
@@ -951,6 +952,25 @@ def test_compile_error(name, body, names, line, col, tmp_path):
                 len(src_line) - len(src_line.lstrip())), msg
 
 
+def maybe_bound(a, b):
+    if a > b:
+        x = a
+    return x
+
+
+def test_a_name_bound_on_some_paths_raises_where_it_is_not(target):
+    """Read where only some paths bound it (Numba compiles it and reads
+    garbage; the interpreter raises): UnboundLocalError at run time with the
+    interpreter's message, where the read finds it unbound (rebind.c)."""
+    f = vectorize(["float64(float64, float64)"], target=target)(maybe_bound)
+    np.testing.assert_array_equal(f(np.array([3.0, 5.0]), np.array([1.0, 2.0])), [3.0, 5.0])
+    with pytest.raises(UnboundLocalError) as info:
+        f(np.array([3.0, 0.0]), np.array([1.0, 2.0]))
+    with pytest.raises(UnboundLocalError) as want:
+        maybe_bound(0.0, 2.0)
+    assert str(info.value) == str(want.value)
+
+
 def test_error_caret_counts_characters_not_bytes(tmp_path):
     """The caret sits under the error on a line with non-ASCII names (the
     AST's column is a byte offset)."""
@@ -980,8 +1000,8 @@ def test_error_wrong_arity(tmp_path):
 
 
 def test_error_names_variable_and_line(tmp_path):
-    # (after a while loop, y would be read checked at run time: issue 36)
-    body = "x = a\nif x > b:\n    y = x\n    x = x - 1\nreturn y"
+    # (bound on some path, y would be read checked at run time: issue 36)
+    body = "x = a\nif x > b:\n    x = x - 1\nz = x\nreturn y\ny = z"
     fn, path, def_line = _error_kernel(str(tmp_path), "if_unassigned", body)
     with pytest.raises(numbavec.TypingError) as info:
         vectorize(["float64(float64, float64)"])(fn)

@@ -457,9 +457,40 @@ def branch_only(x):
     return y
 
 
-def test_a_name_bound_on_one_branch_stays_a_typing_error(target):
-    with pytest.raises(numbavec.TypingError, match="'y' may be used before it is assigned"):
-        vectorize(["float64(float64)"], target=target)(branch_only)
+def test_a_name_bound_on_one_branch_raises_where_unbound(target):
+    """Numba compiles it and reads garbage where the branch did not run; the
+    interpreter raises UnboundLocalError there, and so does the kernel."""
+    u = vectorize(["float64(float64)"], target=target)(branch_only)
+    check_vectorize(u, branch_only, [2.0, 3.5])
+    with pytest.raises(UnboundLocalError):
+        u(np.array([2.0, -1.0]))
+
+
+def ibs_diagonal(gt, out):
+    """sgkit's allele matching: p_ibs bound in a branch of a loop, read after
+    the loop under the same condition (always bound there)."""
+    out[0] = 0.0
+    for s0 in range(gt.shape[0]):
+        for s1 in range(s0 + 1):
+            num = 0
+            denom = 0
+            for i in range(gt.shape[1]):
+                if gt[s0, i] >= 0 and gt[s1, i] >= 0:
+                    denom += 1
+                    if gt[s0, i] == gt[s1, i]:
+                        num += 1
+            if denom > 0:
+                p_ibs = num / denom
+                out[0] += 2 * p_ibs
+        if denom > 0:
+            out[0] -= p_ibs
+
+
+def test_a_name_bound_in_a_loops_branch_read_after_it(target):
+    gu = guvectorize(["void(int8[:, :], float64[:])"], "(n,p)->()", target=target)(ibs_diagonal)
+    gt = np.random.default_rng(2).integers(-1, 3, (4, 5, 2)).astype(np.int8)
+    gt[1, 3] = -1                                     # a sample with no call
+    check_gufunc(gu, ibs_diagonal, [gt], [np.zeros(4)])
 
 
 def ordered_span(lo, hi):

@@ -168,15 +168,29 @@ def test_tuple_index_beyond_c_int(target):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("if x > 0:\n    acc = 1.0\nacc += x\nreturn acc", "'acc' may be used before it is assigned"),
+    ("acc += x\nacc = 1.0\nreturn acc", "'acc' may be used before it is assigned"),
     ("return q.real", "name 'q' is not defined"),
     ("return q.real.imag + x", "name 'q' is not defined"),
-    ("y = x\nif x > 1:\n    z = 1\nz *= 2\nreturn z", "'z' may be used before"),
+    ("y = x\nz *= 2\nz = 1\nreturn z", "'z' may be used before"),
 ])
 def test_errors_after_errors_are_typing_errors(target, body, message):
     """These raised SystemError (an exception dropped on the way out)."""
     with pytest.raises(TypingError, match=message):
         vectorize(["f8(f8)"], target=target)(kernel(body))
+
+
+@pytest.mark.parametrize("body", ["if x > 0:\n    acc = 1.0\nacc += x\nreturn acc",
+                                  "y = x\nif x > 1:\n    z = 1\nz *= 2\nreturn z"])
+def test_augmented_names_bound_on_one_path(target, body):
+    """Once TypingErrors (and, before that, SystemError): a name bound on
+    one path only, augmented after; now the interpreter's result, or its
+    UnboundLocalError where the path did not bind it."""
+    f = vectorize(["f8(f8)"], target=target)(kernel(body))
+    assert f(np.array([2.0]))[0] == f.py_func(2.0)
+    with pytest.raises(UnboundLocalError):
+        f(np.array([-1.0]))
+    with pytest.raises(UnboundLocalError):
+        f.py_func(-1.0)
 
 
 class _Raises:
