@@ -90,6 +90,10 @@ static const CcBuiltin builtins[] = {
     {"math.floor", FL_MATH_INT, M_FLOOR, 1, 1},
     {"math.ceil", FL_MATH_INT, M_CEIL, 1, 1},
     {"math.trunc", FL_MATH_INT, M_TRUNC, 1, 1},
+    {"math.gcd", FL_GCD, 0, 2, 2},
+    {"math.lcm", FL_GCD, 1, 2, 2},
+    {"numpy.gcd", FL_GCD, 0, 2, 2},
+    {"numpy.lcm", FL_GCD, 1, 2, 2},
     {"math.isnan", FL_MATH_PRED, M_ISNAN, 1, 1},
     {"math.isinf", FL_MATH_PRED, M_ISINF, 1, 1},
     {"math.isfinite", FL_MATH_PRED, M_ISFINITE, 1, 1},
@@ -475,5 +479,6 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_HIST] = {ti_array_call, ec_histogram_call, FIT_RESULT},
     [FL_ARANGE]    = {ti_array_call, ec_arange_call, FIT_RESULT},
     [FL_RANDOM]    = {ti_array_call, ec_random_call, FIT_RESULT}, /* typed by ti_random_call */
+    [FL_GCD]       = {ti_gcd,       ec_gcd,       FIT_RESULT},
 };
 /* clang-format on */

@@ -57,6 +57,7 @@ int ti_math_int(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const
 int ti_cmath(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_round(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_np_sign(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
+int ti_gcd(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_np(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_part(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
 int ti_same(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out);
@@ -76,6 +77,7 @@ LLVMValueRef ec_part(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_cmath(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_round(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
+LLVMValueRef ec_gcd(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_np_minmax(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_math(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);
 LLVMValueRef ec_where(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out);

@@ -402,6 +402,7 @@ typedef enum CcFlavor {
     FL_COV,      /* np.cov (op 0), np.corrcoef (op 1): typed as what they compute (stats.c) */
     FL_HIST,     /* np.histogram(a, bins=edges): (counts, edges) (stats.c) */
     FL_RANDOM,   /* np.random.random(), normal(), seed() ...: op is a CcRandomOp (nprandom.c) */
+    FL_GCD,      /* math.gcd/lcm, np.gcd/lcm of integers: op 0 gcd, 1 lcm */
     FL_COUNT
 } CcFlavor;
 

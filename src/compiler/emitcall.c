@@ -399,6 +399,58 @@ ec_sign(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
     return r;
 }
 
+/* |x| of an integer of kind k (the minimum stays itself: as unsigned, its
+ * magnitude) */
+static LLVMValueRef
+magnitude(Emit *E, TsKind k, LLVMValueRef x)
+{
+    if (!ts_is_signed(k)) {
+        return x;
+    }
+    LLVMValueRef neg = LLVMBuildICmp(E->b, LLVMIntSLT, x, em_int_const(E, k, 0), "gcd.neg");
+    return LLVMBuildSelect(E->b, neg, LLVMBuildNeg(E->b, x, "gcd.minus"), x, "gcd.abs");
+}
+
+/* gcd(a, b) (b->op 0) by Euclid's remainders of the magnitudes, or
+ * lcm(a, b) = |a| / gcd * |b| (0 if either is), in the result's kind,
+ * wrapping as NumPy's do. */
+LLVMValueRef
+ec_gcd(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
+{
+    TsKind k = cc_storage(n->ty);
+    LLVMValueRef x = em_expr_as(E, n->args[0], k);
+    LLVMValueRef y = x != NULL ? em_expr_as(E, n->args[1], k) : NULL;
+    if (y == NULL) {
+        return NULL;
+    }
+    LLVMValueRef ax = magnitude(E, k, x), ay = magnitude(E, k, y);
+    LLVMBasicBlockRef entry = em_current_block(E), head = em_new_block(E, "gcd.head");
+    LLVMBasicBlockRef step = em_new_block(E, "gcd.step"), done = em_new_block(E, "gcd.done");
+    LLVMBuildBr(E->b, head);
+    LLVMPositionBuilderAtEnd(E->b, head);
+    LLVMTypeRef t = LLVMTypeOf(ax);
+    LLVMValueRef u = LLVMBuildPhi(E->b, t, "gcd.u"), v = LLVMBuildPhi(E->b, t, "gcd.v");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, v, em_int_const(E, k, 0), "gcd.end"), done,
+                    step);
+    LLVMPositionBuilderAtEnd(E->b, step);
+    LLVMValueRef r = LLVMBuildURem(E->b, u, v, "gcd.r");
+    LLVMBuildBr(E->b, head);
+    LLVMValueRef us[2] = {ax, v}, vs[2] = {ay, r};
+    LLVMBasicBlockRef from[2] = {entry, step};
+    LLVMAddIncoming(u, us, from, 2);
+    LLVMAddIncoming(v, vs, from, 2);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    if (b->op == 0) {
+        return u;
+    }
+    /* gcd is 0 only where both are: then lcm is 0 */
+    LLVMValueRef zero = LLVMBuildICmp(E->b, LLVMIntEQ, u, em_int_const(E, k, 0), "lcm.zero");
+    LLVMValueRef g = LLVMBuildSelect(E->b, zero, em_int_const(E, k, 1), u, "lcm.g");
+    LLVMValueRef l = LLVMBuildMul(E->b, LLVMBuildUDiv(E->b, ax, g, "lcm.q"), ay, "lcm");
+    (void)out;
+    return LLVMBuildSelect(E->b, zero, em_int_const(E, k, 0), l, "lcm.r");
+}
+
 /* math.ldexp(x, i): the exponent clamped to int (beyond it the result is
  * 0 or inf anyway), the libm function of x's float kind. */
 static LLVMValueRef

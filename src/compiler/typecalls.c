@@ -388,6 +388,22 @@ ti_np_sign(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcTy
     return 0;
 }
 
+/* math.gcd/lcm(a, b): a Python int (weak), as the interpreter's; np.gcd/
+ * lcm: the arguments' promoted integer kind.  Integers only. */
+int
+ti_gcd(Infer *in, CcNode *n, const CcBuiltin *b, const CcType *t, const CcType **out)
+{
+    if (!ti_is_integral(t)) {
+        char name[96];
+        return cc_error(in->fn, n->loc, "%s() takes integers, not %s", b->name,
+                        cc_type_name(t, name, sizeof(name)));
+    }
+    int weak = strncmp(b->name, "math.", 5) == 0 || t->kind != CT_SCALAR;
+    *out = weak ? cc_weak_type(CT_WEAK_INT)
+                : cc_scalar_type(t->scalar == TS_BOOL ? TS_INT8 : t->scalar);
+    return 0;
+}
+
 /* np.f(x...), np.minimum/np.maximum: the promoted float kind of the
  * arguments (strong); NumPy's complex loop for np.exp(z) and the like;
  * np.minimum of integers, np.square/np.power/np.floor... of an integral

@@ -2,6 +2,7 @@
 NumPy arrays read as lookup tables, np.array of scalars, lists stored into
 rows, np.linalg.norm.  Each kernel is written as library code writes it and
 checked against its py_func (results and exceptions) on every target."""
+import math
 import pickle
 import subprocess
 import sys
@@ -539,3 +540,50 @@ def test_a_histogram_range_numpy_refuses_raises_value_error(target, args):
         k(np.ones(5), np.zeros(1, np.int64))
     with pytest.raises(ValueError):
         f(np.ones((1, 5)))
+
+
+# ---- gcd and lcm (sgkit's _comb divides by math.gcd) ----
+
+def np_gcd(a, b):
+    return np.gcd(a, b)
+
+
+def np_lcm(a, b):
+    return np.lcm(a, b)
+
+
+def comb_by_gcd(n, k):
+    """sgkit's n choose k, kept exact by dividing by the gcd as it goes."""
+    if k > n:
+        return 0
+    r = 1
+    for d in range(1, k + 1):
+        g = math.gcd(r, d)
+        r //= g
+        r *= n
+        r //= d // g
+        n -= 1
+    return r + 0 * math.lcm(n, k)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "uint64"])
+def test_np_gcd_and_lcm_are_numpys(target, dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(9)
+    a = rng.integers(max(info.min, -300), min(info.max, 300), 500, endpoint=True).astype(dtype)
+    b = rng.integers(max(info.min, -300), min(info.max, 300), 500, endpoint=True).astype(dtype)
+    a[:4], b[2:6] = 0, 0
+    a[6], b[7] = info.min, info.max
+    for py, ref in ((np_gcd, np.gcd), (np_lcm, np.lcm)):
+        f = vectorize([f"{dtype}({dtype}, {dtype})"], target=target)(py)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(f(a, b), ref(a, b), strict=True)
+
+
+def test_math_gcd_is_a_python_int(target):
+    f = vectorize(["int64(int64, int64)"], target=target)(comb_by_gcd)
+    n, k = np.arange(40) % 33, np.arange(40) % 9
+    np.testing.assert_array_equal(f(n, k), [comb_by_gcd(int(x), int(y)) for x, y in zip(n, k)])
+    with pytest.raises(TypingError, match=r"math.gcd\(\) takes integers"):
+        vectorize(["float64(float64)"])(kernel_from_source(
+            "import math\ndef k(x):\n    return math.gcd(x, 2)\n"))
