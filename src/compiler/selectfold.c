@@ -49,7 +49,8 @@ static int
 fold_select(LLVMBuilderRef b, LLVMValueRef s)
 {
     LLVMTypeKind k = LLVMGetTypeKind(LLVMTypeOf(s));
-    if ((k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind) || cc_weighted(s)) {
+    if ((k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind)
+        || LLVMGetMetadata(s, LLVMGetMDKindID("prof", 4)) != NULL) {
         return 0;
     }
     LLVMValueRef c = LLVMGetOperand(s, 0), t = LLVMGetOperand(s, 1), f = LLVMGetOperand(s, 2);
