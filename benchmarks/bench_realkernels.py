@@ -304,8 +304,9 @@ def main():
             # and a sum of them by that much of its terms
             rtol = 1e-12 if out.dtype == np.float64 else 2e-7
             if name == "move_exp_nansum_f32":
-                # `numer = 0.0` times float32: float32 by NumPy's rules (and
-                # numbavec's, equal to the interpreter), float64 in Numba
+                # `decay = 1.0 - alpha_i` of float32 alpha: float32 by NumPy's
+                # rules (NEP 50, numbavec's), float64 in Numba (the sums
+                # themselves are float64 in both: typeinfer.c, held)
                 rtol = 1e-6
             scale = np.nanmax(np.abs(out_nb)) if out.dtype.kind == "f" else 0
             close = out.dtype.kind == "f" and np.allclose(out_nv, out_nb, rtol=rtol,

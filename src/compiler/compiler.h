@@ -575,8 +575,11 @@ int cc_check_inplace(const CcFunction *fn, const CcNode *n, TsKind target, TsKin
 
 /* ---- values.c ---- */
 
-/* Adds the enum attribute `name` (value 0: nounwind, alwaysinline ...) to
- * function f; an attribute this LLVM does not know is left out. */
+/* Adds the enum attribute `name` (value 0: nounwind, noalias ...) to
+ * function f at index (LLVMAttributeReturnIndex, a parameter's 1 + i); an
+ * attribute this LLVM does not know is left out.  cc_add_fn_attr: to f
+ * itself (LLVMAttributeFunctionIndex). */
+void cc_add_attr(LLVMValueRef f, unsigned index, const char *name);
 void cc_add_fn_attr(LLVMValueRef f, const char *name);
 /* A loop property !{key, value} (value NULL: !{key}), for cc_set_loop_id. */
 LLVMMetadataRef cc_loop_prop(LLVMContextRef ctx, const char *key, LLVMMetadataRef value);

@@ -21,13 +21,20 @@ const CcEmitTarget cc_host_target = {"host", NULL, 1, 1, 1};
 
 /* ---- blocks ---- */
 
-/* An alloca in the function's entry block (a loop's variables). */
-LLVMValueRef
-em_entry_alloca(Emit *E, LLVMTypeRef t, const char *name)
+/* A builder at the start of the entry block (the caller disposes of it). */
+LLVMBuilderRef
+em_entry_builder(Emit *E)
 {
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->func);
     LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
     LLVMPositionBuilder(at, entry, LLVMGetFirstInstruction(entry));
+    return at;
+}
+
+LLVMValueRef
+em_entry_alloca(Emit *E, LLVMTypeRef t, const char *name)
+{
+    LLVMBuilderRef at = em_entry_builder(E);
     LLVMValueRef slot = LLVMBuildAlloca(at, t, name);
     LLVMDisposeBuilder(at);
     return slot;

@@ -154,6 +154,9 @@ void em_continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable);
 LLVMValueRef em_expr(Emit *E, CcNode *n);
 /* Emits n and converts it to kind k. */
 LLVMValueRef em_expr_as(Emit *E, CcNode *n, TsKind k);
+/* A builder at the start of the function's entry block (the caller
+ * disposes of it). */
+LLVMBuilderRef em_entry_builder(Emit *E);
 /* An alloca in the function's entry block (a loop's variables). */
 LLVMValueRef em_entry_alloca(Emit *E, LLVMTypeRef t, const char *name);
 /* The icmp predicate of a comparison operator (OP_EQ ... OP_GE). */

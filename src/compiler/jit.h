@@ -126,6 +126,10 @@ void cc_pass_fast_codegen(LLVMModuleRef mod);
 /* float compares made quiet, in the form the host's features allow */
 void cc_pass_quiet_compares(LLVMModuleRef mod, const char *features);
 
+/* Whether select or branch in carries branch weights (branchhint.c's:
+ * code generation is to make it a branch) */
+int cc_weighted(LLVMValueRef in);
+
 /* What a pass does with one instruction (b: a builder to make others
  * with); it may replace or erase it, and returns the instruction to go on
  * from, or NULL for the one that followed it. */

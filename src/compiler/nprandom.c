@@ -264,13 +264,6 @@ ti_random_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
  * (2.5x Numba's time); with it LLVM keeps the count in a register.  One
  * call per kernel, so that no two results of it, each claimed distinct,
  * meet in a path. */
-static void
-mark_private(Emit *E, LLVMValueRef f, unsigned index)
-{
-    const char *name = index == LLVMAttributeReturnIndex ? "noalias" : "nocapture";
-    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-    LLVMAddAttributeAtIndex(f, index, LLVMCreateEnumAttribute(E->ctx, kind, 0));
-}
 
 /* This thread's generator: a call that reads no memory and always
  * returns, made once in the kernel's entry block (LLVM hoists it out of
@@ -283,9 +276,7 @@ state_of(Emit *E)
     }
     LLVMTypeRef ptr = LLVMPointerTypeInContext(E->ctx, 0);
     LLVMBuilderRef here = E->b;
-    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->func);
-    E->b = LLVMCreateBuilderInContext(E->ctx);
-    LLVMPositionBuilder(E->b, entry, LLVMGetFirstInstruction(entry));
+    E->b = em_entry_builder(E);
     E->random_state = em_runtime_call(E, "numbavec_random_state", ptr, NULL, 0);
     LLVMDisposeBuilder(E->b);
     E->b = here;
@@ -293,7 +284,7 @@ state_of(Emit *E)
     cc_add_fn_attr(f, "memory"); /* memory(none): its value 0 */
     cc_add_fn_attr(f, "willreturn");
     cc_add_fn_attr(f, "speculatable");
-    mark_private(E, f, LLVMAttributeReturnIndex);
+    cc_add_attr(f, LLVMAttributeReturnIndex, "noalias");
     return E->random_state;
 }
 
@@ -303,7 +294,7 @@ static LLVMValueRef
 state_call(Emit *E, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
 {
     LLVMValueRef r = em_runtime_call(E, name, ret, args, n);
-    mark_private(E, LLVMGetNamedFunction(E->mod, name), 1);
+    cc_add_attr(LLVMGetNamedFunction(E->mod, name), 1, "nocapture");
     return r;
 }
 

@@ -141,8 +141,7 @@ chooses_only(LLVMValueRef in)
         LLVMValueRef s = LLVMGetUser(u);
         if (LLVMGetInstructionOpcode(s) != LLVMSelect || LLVMGetOperand(s, 0) != in
             || LLVMGetOperand(s, 1) == in || LLVMGetOperand(s, 2) == in
-            || !selectable_in_lanes(LLVMTypeOf(s))
-            || LLVMGetMetadata(s, LLVMGetMDKindID("prof", 4)) != NULL) {
+            || !selectable_in_lanes(LLVMTypeOf(s)) || cc_weighted(s)) {
             return 0; /* weighted (branchhint.c): code generation makes it a branch */
         }
     }
@@ -267,6 +266,12 @@ quiet_form(const char *features)
         form = QUIET_LANES;
     }
     return form;
+}
+
+int
+cc_weighted(LLVMValueRef in)
+{
+    return LLVMGetMetadata(in, LLVMGetMDKindID("prof", 4)) != NULL;
 }
 
 void

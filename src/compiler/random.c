@@ -146,26 +146,29 @@ twist4(uint32_t *k, int i, int far)
     memcpy(k + i, &v, sizeof(v));
 }
 
-/* The next 624 words, in three runs so that no index wraps.  Four at a
- * time: a step reads words i + 1 .. i + 4 before it writes i .. i + 3, and
- * the second run's words i + M - N were written a step or more before. */
+/* Words i .. end - 1 twisted, each with the word off places on,
+ * four at a time then one: a step reads words i + 1 .. i + 4 before it
+ * writes i .. i + 3, and words before i were written a step or more
+ * before.  Returns end. */
+static int
+twist_run(uint32_t *k, int i, int end, int off)
+{
+    for (; i + 4 <= end; i += 4) {
+        twist4(k, i, i + off);
+    }
+    for (; i < end; i++) {
+        k[i] = twist(k[i], k[i + 1], k[i + off]);
+    }
+    return i;
+}
+
+/* The next 624 words, in three runs so that no index wraps. */
 static void
 regenerate(MtState *s)
 {
     uint32_t *k = s->key;
-    int i = 0;
-    for (; i + 4 <= MT_N - MT_M; i += 4) {
-        twist4(k, i, i + MT_M);
-    }
-    for (; i < MT_N - MT_M; i++) {
-        k[i] = twist(k[i], k[i + 1], k[i + MT_M]);
-    }
-    for (; i + 4 <= MT_N - 1; i += 4) {
-        twist4(k, i, i + MT_M - MT_N);
-    }
-    for (; i < MT_N - 1; i++) {
-        k[i] = twist(k[i], k[i + 1], k[i + MT_M - MT_N]);
-    }
+    int i = twist_run(k, 0, MT_N - MT_M, MT_M);
+    twist_run(k, i, MT_N - 1, MT_M - MT_N);
     k[MT_N - 1] = twist(k[MT_N - 1], k[0], k[MT_M - 1]);
     s->left = MT_N;
 }

@@ -49,8 +49,7 @@ static int
 fold_select(LLVMBuilderRef b, LLVMValueRef s)
 {
     LLVMTypeKind k = LLVMGetTypeKind(LLVMTypeOf(s));
-    if ((k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind)
-        || LLVMGetMetadata(s, LLVMGetMDKindID("prof", 4)) != NULL) {
+    if ((k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind) || cc_weighted(s)) {
         return 0;
     }
     LLVMValueRef c = LLVMGetOperand(s, 0), t = LLVMGetOperand(s, 1), f = LLVMGetOperand(s, 2);

@@ -853,7 +853,7 @@ range_args(Infer *in, CcNode *n)
         if (ti_expr(in, n->args[i], &t) < 0) {
             return -1;
         }
-        if (t != UNKNOWN && t->kind == CT_SCALAR && t->scalar == TS_BOOL) {
+        if (t != UNKNOWN && ti_is_bool(t)) {
             /* NumPy's bool is no integer to range(), as the interpreter says */
             return cc_error(in->fn, n->args[i]->loc,
                             "range() arguments must be integers, not bool (write int(...))");

@@ -17,14 +17,19 @@
 #include <llvm-c/DebugInfo.h>
 
 void
-cc_add_fn_attr(LLVMValueRef f, const char *name)
+cc_add_attr(LLVMValueRef f, unsigned index, const char *name)
 {
     unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
     if (kind != 0) {
         LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(f));
-        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(ctx, kind, 0));
+        LLVMAddAttributeAtIndex(f, index, LLVMCreateEnumAttribute(ctx, kind, 0));
     }
+}
+
+void
+cc_add_fn_attr(LLVMValueRef f, const char *name)
+{
+    cc_add_attr(f, LLVMAttributeFunctionIndex, name);
 }
 
 LLVMMetadataRef
