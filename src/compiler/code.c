@@ -92,23 +92,45 @@ set_made(CcCode *code)
     atomic_store_explicit(&code->made, 1, memory_order_release);
 }
 
+/* Forgets code's pending module and its bitcode (made, or never to be). */
+static void
+pending_dispose(CcCode *code)
+{
+    if (code->pending.mod != NULL) {
+        cc_jit.pending--;
+    }
+    cc_module_dispose(&code->pending);
+    if (code->pending_bc != NULL) {
+        LLVMDisposeMemoryBuffer(code->pending_bc);
+        code->pending_bc = NULL;
+    }
+}
+
 typedef struct Copy {
-    CcModule *from, *to;
+    CcCode *code;
+    CcModule *to;
 } Copy;
 
-/* A copy of the pending module in a context of its own, through bitcode:
- * the only way out of a context LLVM threw in (guard.h) which reads it and
- * changes nothing in it. */
+/* The pending module's bitcode, written while nothing has yet run in its
+ * context, so that no later step has to read a tainted one. */
+static int
+snapshot_step(void *arg)
+{
+    CcCode *code = arg;
+    code->pending_bc = LLVMWriteBitcodeToMemoryBuffer(code->pending.mod);
+    return 0;
+}
+
+/* The pending module read back from its bitcode into a context of its own:
+ * the way out of a context LLVM threw in, which is never touched again
+ * (guard.h; even reading it may insert into its half-grown tables). */
 static int
 restore_step(void *arg)
 {
     Copy *c = arg;
-    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(c->from->mod);
     c->to->tsctx = LLVMOrcCreateNewThreadSafeContext();
     c->to->ctx = LLVMOrcThreadSafeContextGetContext(c->to->tsctx);
-    int bad = LLVMParseBitcodeInContext2(c->to->ctx, bc, &c->to->mod);
-    LLVMDisposeMemoryBuffer(bc);
-    if (bad) {
+    if (LLVMParseBitcodeInContext2(c->to->ctx, c->code->pending_bc, &c->to->mod)) {
         c->to->mod = NULL;
         PyErr_SetString(PyExc_RuntimeError, "numbavec: cannot read back its own bitcode");
         return -1;
@@ -121,21 +143,21 @@ static int
 clone_step(void *arg)
 {
     Copy *c = arg;
-    c->to->mod = LLVMCloneModule(c->from->mod);
+    c->to->mod = LLVMCloneModule(c->code->pending.mod);
     return 0;
 }
 
 /* to = a copy of code's pending module: in its context (clone_step) or, if
- * that context is tainted, in a fresh one that becomes the pending module's
- * (the tainted one is left).  The pending module is tainted when LLVM threw
- * in its context. */
+ * that context is tainted, in a fresh one read from the pending bitcode,
+ * which becomes the pending module's (the tainted one is left).  The
+ * pending module is tainted when LLVM threw in its context. */
 static int
 copy_pending(CcCode *code, CcModule *to)
 {
     CcModule fresh = {0};
     memset(to, 0, sizeof(*to));
     if (code->pending.tainted) {
-        Copy c = {&code->pending, &fresh};
+        Copy c = {code, &fresh};
         int rc = cg_run(restore_step, &c);
         if (rc < 0) {
             fresh.tainted = rc == CG_THREW;
@@ -145,7 +167,7 @@ copy_pending(CcCode *code, CcModule *to)
         cc_module_dispose(&code->pending); /* forgotten: it is tainted */
         code->pending = fresh;
     }
-    Copy c = {&code->pending, to};
+    Copy c = {code, to};
     if (cg_run(clone_step, &c) == CG_THREW) {
         code->pending.tainted = 1;
         return -1;
@@ -175,9 +197,8 @@ start_making(CcCode *code, double *t0)
 static int
 give_up_unless_memory(CcCode *code)
 {
-    if (!PyErr_ExceptionMatches(PyExc_MemoryError) && code->pending.mod != NULL) {
-        cc_module_dispose(&code->pending);
-        cc_jit.pending--;
+    if (!PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        pending_dispose(code);
     }
     return -1;
 }
@@ -221,8 +242,7 @@ code_make(CcCode *code)
         return give_up_unless_memory(code);
     }
     set_made(code);
-    cc_module_dispose(&code->pending);
-    cc_jit.pending--;
+    pending_dispose(code);
     cc_time_made(code, code->name, "machine code made", t0);
     if (code->store != NULL) {
         /* the code runs whatever the store does: a store that fails is
@@ -340,6 +360,10 @@ cc_jit_add_lazy(CcModule *m, const char *const *names, int n, const char *key)
     code->pending = *m;
     memset(m, 0, sizeof(*m));
     cc_jit.pending++;
+    if (cg_run(snapshot_step, code) == CG_THREW) {
+        code->pending.tainted = 1;
+        goto error;
+    }
     if (key != NULL && keyed_register(code, key) < 0) {
         goto error;
     }
@@ -512,10 +536,7 @@ cc_code_free(CcCode *code)
     }
     cc_jit_remove_tracker(code->tracker);
     cc_jit_remove_tracker(code->quick_tracker);
-    if (code->pending.mod != NULL) {
-        cc_jit.pending--;
-    }
-    cc_module_dispose(&code->pending);
+    pending_dispose(code);
     Py_XDECREF(code->store_ctx);
     PyMem_Free(code->unique);
     PyMem_Free(code->ir);

@@ -133,9 +133,6 @@ create_target_machine(void)
         PyErr_SetString(PyExc_RuntimeError, "LLVM could not create the host target machine");
         return -1;
     }
-    /* LLVMRunPasses needs one; its tuning options apply to default<On>
-     * pipelines only, and kernel_pipeline names its passes itself */
-    cc_jit.passes = LLVMCreatePassBuilderOptions();
     return 0;
 }
 
@@ -199,9 +196,6 @@ jit_reset(void)
             LLVMConsumeError(err);
         }
     }
-    if (cc_jit.passes != NULL) {
-        LLVMDisposePassBuilderOptions(cc_jit.passes);
-    }
     if (cc_jit.tm != NULL) {
         LLVMDisposeTargetMachine(cc_jit.tm);
     }
@@ -213,7 +207,6 @@ jit_reset(void)
     LLVMDisposeMessage(cc_jit.triple);
     cc_jit.lljit = NULL;
     cc_jit.main = NULL;
-    cc_jit.passes = NULL;
     cc_jit.tm = cc_jit.quick_tm = NULL;
     cc_jit.cpu = cc_jit.features = cc_jit.triple = NULL;
 }
@@ -241,7 +234,6 @@ cc_jit_init(void)
     if (rc == CG_THREW) { /* what LLVM made is left, not freed (guard.h) */
         cc_jit.cpu = cc_jit.features = cc_jit.triple = NULL;
         cc_jit.tm = cc_jit.quick_tm = NULL;
-        cc_jit.passes = NULL;
         cc_jit.lljit = NULL;
     }
     if (rc < 0) {

@@ -21,7 +21,6 @@
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 struct CcCode {
     LLVMOrcResourceTrackerRef tracker; /* owns the machine code in the JIT */
@@ -34,7 +33,10 @@ struct CcCode {
     void *addrs[CC_MAXENTRIES];        /* and their addresses, once made */
     atomic_int made;                   /* 1: addrs are valid (release/acquire) */
     /* code generation left for the first call (cc_jit_add_lazy) */
-    CcModule pending;    /* the verified module, until made (a failure keeps it) */
+    CcModule pending; /* the verified module, until made (a failure keeps it) */
+    /* its bitcode, written when it was added: what a pending module whose
+     * context is tainted is read back from (never from that context) */
+    LLVMMemoryBufferRef pending_bc;
     int link_broken;     /* LLVM threw while linking it: not tried again */
     char (*unique)[128]; /* the entries' exported names (PyMem) */
     CcStoreFn store;     /* called with the object file once made, or NULL */
@@ -57,21 +59,20 @@ struct CcCode {
 typedef struct CcJit {
     int ready;
     int options_parsed;
-    int libmvec;                      /* libmvec.so.1 loaded: vector math on */
-    Py_ssize_t live_codes;            /* CcCode objects not yet freed */
-    Py_ssize_t compilations;          /* modules optimised and code-generated */
-    Py_ssize_t quick_compilations;    /* quick code made (cc_code_quick_entry) */
-    Py_ssize_t pending;               /* modules whose code waits for a first call */
-    Py_ssize_t object_loads;          /* stored objects linked (cache hits) */
-    Py_ssize_t outlined;              /* functions outline.cpp cut long kernels into */
-    unsigned long long next_id;       /* makes exported names unique */
-    CcCode *keyed;                    /* live keyed code, to share (list) */
-    char *cpu;                        /* LLVMGetHostCPUName */
-    char *features;                   /* LLVMGetHostCPUFeatures */
-    char *triple;                     /* LLVMGetDefaultTargetTriple */
-    LLVMTargetMachineRef tm;          /* optimisation (TTI) and assembly */
-    LLVMTargetMachineRef quick_tm;    /* quick code: no optimisation */
-    LLVMPassBuilderOptionsRef passes; /* for LLVMRunPasses (kernel_pipeline) */
+    int libmvec;                   /* libmvec.so.1 loaded: vector math on */
+    Py_ssize_t live_codes;         /* CcCode objects not yet freed */
+    Py_ssize_t compilations;       /* modules optimised and code-generated */
+    Py_ssize_t quick_compilations; /* quick code made (cc_code_quick_entry) */
+    Py_ssize_t pending;            /* modules whose code waits for a first call */
+    Py_ssize_t object_loads;       /* stored objects linked (cache hits) */
+    Py_ssize_t outlined;           /* functions outline.cpp cut long kernels into */
+    unsigned long long next_id;    /* makes exported names unique */
+    CcCode *keyed;                 /* live keyed code, to share (list) */
+    char *cpu;                     /* LLVMGetHostCPUName */
+    char *features;                /* LLVMGetHostCPUFeatures */
+    char *triple;                  /* LLVMGetDefaultTargetTriple */
+    LLVMTargetMachineRef tm;       /* optimisation (TTI) and assembly */
+    LLVMTargetMachineRef quick_tm; /* quick code: no optimisation */
     LLVMOrcLLJITRef lljit;
     LLVMOrcJITDylibRef main; /* borrowed from lljit */
     char session_error[512]; /* last error ORC reported, or "" */

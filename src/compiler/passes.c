@@ -12,6 +12,7 @@
  */
 #include "compiler/jit.h"
 #include "compiler/outline.h"
+#include "compiler/passrun.h"
 
 #include <llvm/Config/llvm-config.h>
 
@@ -20,7 +21,6 @@
 #include <string.h>
 
 #include <llvm-c/IRReader.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 /* ---- optimisation ---- */
 
@@ -243,14 +243,14 @@ optimise(LLVMModuleRef mod)
     double t0 = cc_now_ns();
     LLVMErrorRef err = NULL;
     if (cc_module_size(mod) > CC_OUTLINE_ABOVE
-        && (err = LLVMRunPasses(mod, outline_pipeline, cc_jit.tm, cc_jit.passes)) == NULL) {
+        && (err = cc_run_passes(mod, outline_pipeline, cc_jit.tm)) == NULL) {
         cc_jit.outlined += cc_outline(mod, CC_OUTLINE_PIECE);
     }
     if (err == NULL) {
-        err = LLVMRunPasses(mod, kernel_pipeline, cc_jit.tm, cc_jit.passes);
+        err = cc_run_passes(mod, kernel_pipeline, cc_jit.tm);
     }
     if (err == NULL && mark_unrolled_loops(mod) > 0) {
-        err = LLVMRunPasses(mod, unroll_pipeline, cc_jit.tm, cc_jit.passes);
+        err = cc_run_passes(mod, unroll_pipeline, cc_jit.tm);
     }
     if (err == NULL) {
         cc_pass_select_identity(mod); /* after the last InstCombine */
@@ -418,7 +418,7 @@ quick_step(void *arg)
 {
     Compile *c = arg;
     double t1 = cc_now_ns();
-    LLVMErrorRef err = LLVMRunPasses(c->m->mod, quick_pipeline, cc_jit.quick_tm, cc_jit.passes);
+    LLVMErrorRef err = cc_run_passes(c->m->mod, quick_pipeline, cc_jit.quick_tm);
     cc_time_add(CC_T_OPT, cc_now_ns() - t1);
     if (err != NULL) {
         return cc_jit_error(PyExc_RuntimeError, "LLVM optimisation failed", err);

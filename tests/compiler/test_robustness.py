@@ -533,6 +533,27 @@ def test_llvm_out_of_memory_is_a_memory_error(scenario, env):
     assert "MemoryError" in outcomes or report["llvm_threw"] > 0, report
 
 
+
+@pytest.mark.slow  # 49 forked children
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan's allocator cannot map its shadow under RLIMIT_AS")
+def test_a_memory_error_inside_the_optimiser_leaves_the_next_compile_whole():
+    """LLVMRunPasses keeps two TimerGroups on its stack, and a TimerGroup
+    links itself into LLVM's process-wide list: when operator new threw
+    inside a pass, the list kept pointing into the dead frame, and the
+    next optimisation (the same kernel once the limit was raised) ended
+    in "free(): invalid pointer" or SIGSEGV, in 13-16 of these 49 tries.
+    The headrooms step finely through the band where LLVM throws while
+    optimising (passrun.cpp runs the pipeline without them)."""
+    helper = os.path.join(SUPPORT_DIR, "_memory_limit.py")
+    headrooms = ",".join(str(k) for k in range(1024, 4097, 64))
+    proc = run_python(f"import runpy, sys; sys.argv = ['m', 'lazy', {headrooms!r}]; "
+                      f"runpy.run_path({helper!r}, run_name='__main__')", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.splitlines()[-1])
+    assert set(report["outcomes"]) == {"MemoryError"}, report
+    assert report["llvm_threw"] > 0, report
+
 CHAIN = """
 import importlib, sys
 import numpy as np

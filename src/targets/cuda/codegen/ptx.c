@@ -22,6 +22,7 @@
 #include "targets/cuda/codegen/codegen.h"
 
 #include "compiler/guard.h"
+#include "compiler/passrun.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -31,7 +32,6 @@
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 /* ---- GPU math: libdevice ---- */
 
@@ -523,7 +523,6 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     LLVMTargetMachineRef tm =
         LLVMCreateTargetMachine(target, "nvptx64-nvidia-cuda", cpu, ptx_features(job->sm),
                                 LLVMCodeGenLevelAggressive, LLVMRelocDefault, LLVMCodeModelDefault);
-    LLVMPassBuilderOptionsRef opts = NULL;
     LLVMMemoryBufferRef asm_buf = NULL;
     PyObject *ptx = NULL;
     char *err = NULL;
@@ -541,9 +540,7 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
     if (job->fastmath) {
         set_fast_attrs(mod);
     }
-    opts = LLVMCreatePassBuilderOptions();
-    if (llvm_error(LLVMRunPasses(mod, "globaldce,default<O3>", tm, opts), "optimising for NVPTX")
-        < 0) {
+    if (llvm_error(cc_run_passes(mod, "globaldce,default<O3>", tm), "optimising for NVPTX") < 0) {
         goto error;
     }
     if (cc_dump_flags() & CC_DUMP_OPT) {
@@ -564,9 +561,6 @@ ptx_llvm(LLVMModuleRef mod, const LLVMValueRef *entries, int nentries, const Ptx
 error:
     if (asm_buf != NULL) {
         LLVMDisposeMemoryBuffer(asm_buf);
-    }
-    if (opts != NULL) {
-        LLVMDisposePassBuilderOptions(opts);
     }
     LLVMDisposeTargetMachine(tm);
     return ptx;
