@@ -487,64 +487,75 @@ complex_mul(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
     return em_make_complex(E, k, re, im);
 }
 
-/* Smith's algorithm, as NumPy divides complex numbers; branches (not
- * selects) so that no division of an untaken path raises a flag. */
+/* 1 of kind p, which LLVM cannot see is 1 (a load of a module global it
+ * may not assume unchanged), on the host: x / (c ? y : 1) would otherwise
+ * become c ? x / y : x, and x / y run where y is 0 (a GPU keeps no flags). */
+static LLVMValueRef
+opaque_one(Emit *E, TsKind p)
+{
+    LLVMTypeRef t = cc_value_type(E->ctx, p);
+    if (E->fn->device) {
+        return LLVMConstReal(t, 1.0);
+    }
+    const char *name = p == TS_FLOAT32 ? "numbavec.one.f32" : "numbavec.one.f64";
+    LLVMValueRef g = LLVMGetNamedGlobal(E->mod, name);
+    if (g == NULL) {
+        g = LLVMAddGlobal(E->mod, t, name);
+        LLVMSetInitializer(g, LLVMConstReal(t, 1.0));
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+    }
+    return LLVMBuildLoad2(E->b, t, g, "one");
+}
+
+/* Smith's algorithm, as NumPy divides complex numbers, computed on one
+ * path: the operands are chosen by which part of y is larger (selects),
+ * so that only the chosen arithmetic runs.  Branches (as before) let
+ * LLVM if-convert a loop and compute both ways for every element, and the
+ * way not taken divides by a zero part: a divide-by-zero flag NumPy does
+ * not raise.  By parts, with |c| >= |d| (else the roles of c and d, and of
+ * a and b, swap and the imaginary part changes sign, exactly):
+ *   rat = d / c, scl = 1 / (c + d rat), (a + b rat) scl + (b - a rat) scl i
+ * and for y = 0, NumPy's a / |c| + b / |d| i.  Where a way is not the one
+ * taken its divisors are 1 and its numerators 0 (fenced: no flag). */
 static LLVMValueRef
 complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
 {
     TsKind p = em_part_kind(k);
-    LLVMValueRef a = em_re_of(E, x), b = em_im_of(E, x), c = em_re_of(E, y), d = em_im_of(E, y);
+    LLVMBuilderRef b = E->b;
+    LLVMValueRef xr = em_re_of(E, x), xi = em_im_of(E, x), c = em_re_of(E, y), d = em_im_of(E, y);
     LLVMValueRef ac = em_fabs_of(E, p, c), ad = em_fabs_of(E, p, d);
     LLVMValueRef zero = em_real_const(E, p, 0.0), one = em_real_const(E, p, 1.0);
-    LLVMBasicBlockRef bb_re = em_new_block(E, "cdiv.re"), bb_im = em_new_block(E, "cdiv.im");
-    LLVMBasicBlockRef bb_zero = em_new_block(E, "cdiv.zero"),
-                      bb_smith = em_new_block(E, "cdiv.smith");
-    LLVMBasicBlockRef done = em_new_block(E, "cdiv.done");
-    LLVMBuildCondBr(E->b, em_quiet_fcmp(E, LLVMRealOGE, ac, ad, "re.larger"), bb_re, bb_im);
-
-    LLVMPositionBuilderAtEnd(E->b, bb_re);
-    LLVMValueRef both_zero =
-        LLVMBuildAnd(E->b, LLVMBuildFCmp(E->b, LLVMRealOEQ, ac, zero, "c.zero"),
-                     LLVMBuildFCmp(E->b, LLVMRealOEQ, ad, zero, "d.zero"), "y.zero");
-    LLVMBuildCondBr(E->b, both_zero, bb_zero, bb_smith);
-
-    LLVMPositionBuilderAtEnd(E->b, bb_zero);
-    LLVMValueRef z = em_make_complex(E, k, LLVMBuildFDiv(E->b, a, ac, "zdiv.re"),
-                                     LLVMBuildFDiv(E->b, b, ad, "zdiv.im"));
-    LLVMBuildBr(E->b, done);
-
-    LLVMPositionBuilderAtEnd(E->b, bb_smith);
-    LLVMValueRef rat = LLVMBuildFDiv(E->b, d, c, "rat");
+    LLVMValueRef re_larger = em_quiet_fcmp(E, LLVMRealOGE, ac, ad, "re.larger");
+    LLVMValueRef y_zero = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOEQ, ac, zero, "c.zero"),
+                                       LLVMBuildFCmp(b, LLVMRealOEQ, ad, zero, "d.zero"), "y.zero");
+    LLVMValueRef big =
+        LLVMBuildSelect(b, y_zero, one, LLVMBuildSelect(b, re_larger, c, d, "big"), "big");
+    LLVMValueRef small = LLVMBuildSelect(b, re_larger, d, c, "small");
+    LLVMValueRef u =
+        LLVMBuildSelect(b, y_zero, zero, LLVMBuildSelect(b, re_larger, xr, xi, "u"), "u");
+    LLVMValueRef w =
+        LLVMBuildSelect(b, y_zero, zero, LLVMBuildSelect(b, re_larger, xi, xr, "w"), "w");
+    LLVMValueRef rat = LLVMBuildFDiv(b, small, big, "rat");
     LLVMValueRef scl = LLVMBuildFDiv(
-        E->b, one, LLVMBuildFAdd(E->b, c, LLVMBuildFMul(E->b, d, rat, "d.rat"), "denom"), "scl");
-    LLVMValueRef s1 = em_make_complex(
-        E, k,
-        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, b, rat, "b.rat"), "num.re"),
-                      scl, "q.re"),
-        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, b, LLVMBuildFMul(E->b, a, rat, "a.rat"), "num.im"),
-                      scl, "q.im"));
-    LLVMBasicBlockRef smith_end = em_current_block(E);
-    LLVMBuildBr(E->b, done);
-
-    LLVMPositionBuilderAtEnd(E->b, bb_im);
-    LLVMValueRef rat2 = LLVMBuildFDiv(E->b, c, d, "rat");
-    LLVMValueRef scl2 = LLVMBuildFDiv(
-        E->b, one, LLVMBuildFAdd(E->b, d, LLVMBuildFMul(E->b, c, rat2, "c.rat"), "denom"), "scl");
-    LLVMValueRef s2 = em_make_complex(
-        E, k,
-        LLVMBuildFMul(E->b, LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, a, rat2, "a.rat"), b, "num.re"),
-                      scl2, "q.re"),
-        LLVMBuildFMul(E->b, LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, b, rat2, "b.rat"), a, "num.im"),
-                      scl2, "q.im"));
-    LLVMBasicBlockRef im_end = em_current_block(E);
-    LLVMBuildBr(E->b, done);
-
-    LLVMPositionBuilderAtEnd(E->b, done);
-    LLVMValueRef phi = LLVMBuildPhi(E->b, cc_value_type(E->ctx, k), "cdiv");
-    LLVMValueRef vals[3] = {z, s1, s2};
-    LLVMBasicBlockRef from[3] = {bb_zero, smith_end, im_end};
-    LLVMAddIncoming(phi, vals, from, 3);
-    return phi;
+        b, one, LLVMBuildFAdd(b, big, LLVMBuildFMul(b, small, rat, "small.rat"), "denom"), "scl");
+    LLVMValueRef re = LLVMBuildFMul(
+        b, LLVMBuildFAdd(b, u, LLVMBuildFMul(b, w, rat, "w.rat"), "num.re"), scl, "q.re");
+    LLVMValueRef im = LLVMBuildFMul(
+        b, LLVMBuildFSub(b, w, LLVMBuildFMul(b, u, rat, "u.rat"), "num.im"), scl, "q.im");
+    im = LLVMBuildSelect(b, re_larger, im, LLVMBuildFNeg(b, im, "q.im"), "q.im");
+    /* y = 0: NumPy's division of each part by the magnitude of y's part,
+     * divided by 1 elsewhere.  y = 0 tested again (|c| + |d| = 0): were it
+     * the condition that picks this result, LLVM would drop the select
+     * inside it as known, and divide by 0 wherever y is not 0 */
+    LLVMValueRef one_ = opaque_one(E, p);
+    LLVMValueRef y_none =
+        LLVMBuildFCmp(b, LLVMRealOEQ, LLVMBuildFAdd(b, ac, ad, "y.mag"), zero, "y.none");
+    LLVMValueRef zr =
+        LLVMBuildFDiv(b, xr, LLVMBuildSelect(b, y_none, ac, one_, "zd.re"), "zdiv.re");
+    LLVMValueRef zi =
+        LLVMBuildFDiv(b, xi, LLVMBuildSelect(b, y_none, ad, one_, "zd.im"), "zdiv.im");
+    return em_make_complex(E, k, LLVMBuildSelect(b, y_zero, zr, re, "cdiv.re"),
+                           LLVMBuildSelect(b, y_zero, zi, im, "cdiv.im"));
 }
 
 LLVMValueRef

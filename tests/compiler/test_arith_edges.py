@@ -7,7 +7,7 @@ the exact Python result truncated, and 0 ** -n as Numba's ufuncs give it)."""
 import numpy as np
 import pytest
 
-from numbavec import vectorize
+from numbavec import guvectorize, vectorize
 
 INTS = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]
 
@@ -104,6 +104,53 @@ def test_negative_integer_powers_truncate_the_exact_result(target, kind):
 
 def lambda_minus_three(a):
     return a ** -3
+
+
+def divide_rows(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] / y[i]
+
+
+SPECIAL = [0.0, -0.0, 1.0, -2.5, 3e-310, 1e300, -1e300, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("kind", ["c8", "c16"])
+def test_complex_division_in_a_loop_is_numpys_with_its_flags(target, kind):
+    """In a gufunc's loop LLVM if-converted Smith's two branches and divided
+    by the zero part of y where the other branch was taken: 'divide by zero'
+    for (1+2j) / (2+0j), which NumPy does not raise.  Every pair of parts
+    from SPECIAL, against np.divide: the same values, and for finite
+    operands the same flags (each set where NumPy sets it, and only there;
+    with an infinite or NaN part NumPy's loop raises 'invalid' more often
+    than Smith's formula does, so there a kernel raises no flag NumPy does
+    not)."""
+    f = guvectorize([f"void({kind}[:], {kind}[:], {kind}[:])"], "(n),(n)->(n)",
+                    target=target)(divide_rows)
+    z = np.zeros((len(SPECIAL), len(SPECIAL)), kind)
+    with np.errstate(all="ignore"):  # 1e300 in complex64 is inf
+        z.real, z.imag = np.array(SPECIAL)[:, None], np.array(SPECIAL)[None, :]
+    z = z.ravel()
+    x, y = np.repeat(z, len(z)), np.tile(z, len(z))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(f(x, y), np.divide(x, y), strict=True)
+    for i in range(len(x)):
+        finite = np.isfinite(x[i]) and np.isfinite(y[i])
+        for flag in ("divide", "invalid", "over", "under"):
+            with np.errstate(all="ignore", **{flag: "raise"}):
+                want = outcome_of(lambda: np.divide(x[i:i + 1], y[i:i + 1]))
+                got = outcome_of(lambda: f(x[i:i + 1], y[i:i + 1]))
+            assert got == want or (not finite and got == "ok"), (x[i], y[i], flag, got, want)
+    ordinary = np.array([1 + 2j, 3 - 1j] * 8, kind)
+    with np.errstate(all="raise"):
+        f(ordinary, np.array([2 + 0j, 0 + 3j] * 8, kind))
+
+
+def outcome_of(call):
+    try:
+        call()
+        return "ok"
+    except FloatingPointError as e:
+        return str(e).split(" encountered")[0]
 
 
 @pytest.mark.parametrize("kind", ["c8", "c16"])
