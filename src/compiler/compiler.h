@@ -708,6 +708,7 @@ enum {
     CC_STATUS_RAISE = 8,    /* the kernel's raise or assert: the site is the thread's */
     CC_STATUS_OVERFLOW = 9, /* OverflowError: a uint64 index past int64 */
     CC_STATUS_UNPACK = 10,  /* ValueError: an array unpacked into another number of names */
+    CC_STATUS_TRUTH = 11,   /* ValueError: the truth value of an array not of one element */
     /* device code's raise at site i (CcCompiled.raise_sites): a GPU cannot
      * hand the host a pointer, so the status word says which */
     CC_STATUS_USER = 32,

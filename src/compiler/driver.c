@@ -678,6 +678,12 @@ cc_raise_status(int status)
                                           "unpacked into names (a, b = row) is not that long, in "
                                           "a guvectorize kernel");
         break;
+    case CC_STATUS_TRUTH:
+        PyErr_SetString(PyExc_ValueError,
+                        "The truth value of an array with more than one element, or none, is "
+                        "ambiguous (an if, while or conditional expression in a guvectorize "
+                        "kernel). Use a.any() or a.all()");
+        break;
     case CC_STATUS_ZERO:
         PyErr_SetString(PyExc_ZeroDivisionError, "np.arange() with a step of zero in a "
                                                  "guvectorize kernel");

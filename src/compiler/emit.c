@@ -285,14 +285,23 @@ boolop(Emit *E, CcNode *n)
     return phi;
 }
 
+LLVMValueRef
+em_condition(Emit *E, CcNode *cond)
+{
+    if (cc_is_array(cond->ty)) {
+        return em_array_truth(E, cond);
+    }
+    LLVMValueRef c = em_expr(E, cond);
+    return c != NULL ? em_truthy(E, c, cc_storage(cond->ty)) : NULL;
+}
+
 static LLVMValueRef
 ifexp(Emit *E, CcNode *n)
 {
-    LLVMValueRef c = em_expr(E, n->cond);
+    LLVMValueRef c = em_condition(E, n->cond);
     if (c == NULL) {
         return NULL;
     }
-    c = em_truthy(E, c, cc_storage(n->cond->ty));
     LLVMBasicBlockRef then = em_new_block(E, "ifx.then"), els = em_new_block(E, "ifx.else");
     LLVMBasicBlockRef done = em_new_block(E, "ifx.done");
     LLVMBuildCondBr(E->b, c, then, els);
@@ -480,11 +489,11 @@ if_stmt(Emit *E, CcNode *n)
             return -1;
         }
     } else {
-        LLVMValueRef c = em_expr(E, n->cond);
+        LLVMValueRef c = em_condition(E, n->cond);
         if (c == NULL) {
             return -1;
         }
-        LLVMBuildCondBr(E->b, em_truthy(E, c, cc_storage(n->cond->ty)), then, els);
+        LLVMBuildCondBr(E->b, c, then, els);
     }
     continue_at(E, then, 1);
     if (block(E, n->then) < 0) {
@@ -564,11 +573,11 @@ while_stmt(Emit *E, CcNode *n)
     LLVMBasicBlockRef els = em_new_block(E, "while.else"), done = em_new_block(E, "while.done");
     jump(E, cond);
     continue_at(E, cond, 1);
-    LLVMValueRef c = em_expr(E, n->cond);
+    LLVMValueRef c = em_condition(E, n->cond);
     if (c == NULL) {
         return -1;
     }
-    LLVMBuildCondBr(E->b, em_truthy(E, c, cc_storage(n->cond->ty)), body, els);
+    LLVMBuildCondBr(E->b, c, body, els);
     continue_at(E, body, 1);
     if (loop_body(E, n->then, done, cond) < 0) {
         return -1;

@@ -182,6 +182,12 @@ LLVMValueRef em_index(Emit *E, CcNode *n); /* ND_INDEX: an element or a view */
  * CC_STATUS_UNPACK when it is not n.  0/-1. */
 #define CC_MAX_UNPACK 64
 int em_unpack_view(Emit *E, CcNode *rhs, int n, LLVMValueRef *items);
+/* The truth value of the array cond, as NumPy's: its element's when it has
+ * one, else CC_STATUS_TRUTH (NumPy's ValueError).  An i1, NULL on error. */
+LLVMValueRef em_array_truth(Emit *E, CcNode *cond);
+/* The truth value of an if's, a while's or a conditional expression's
+ * condition: an i1, NULL on error. */
+LLVMValueRef em_condition(Emit *E, CcNode *cond);
 LLVMValueRef em_array_attr(Emit *E, CcNode *n); /* ND_ARRAYATTR */
 int em_setitem_view(Emit *E, CcNode *n);        /* ND_SETITEM */
 /* Returns status from a gufunc kernel (through the cleanup of what it

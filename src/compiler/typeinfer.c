@@ -803,11 +803,7 @@ condition(Infer *in, CcNode *cond)
     if (t != UNKNOWN && ti_is_tuple(t)) {
         return ti_type_error(in, cond, "truth value", t, NULL);
     }
-    if (cc_is_array(t)) {
-        return cc_error(in->fn, cond->loc,
-                        "the truth value of an array is ambiguous (NumPy raises); use .any() "
-                        "or .all()");
-    }
+    /* an array's: its one element's, checked at run time (em_condition) */
     ti_truth_only(cond);
     return 0;
 }

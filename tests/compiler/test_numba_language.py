@@ -547,3 +547,66 @@ def test_a_2d_array_does_not_unpack(target):
     with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
         guvectorize(["void(float64[:, :], float64[:])"], "(n,m)->()", target=target)(
             kernel_from_source(src))
+
+
+# ------------------------------------------------ the truth value of an array
+
+@numbavec.jit
+def comb_with_replacement(n, k):
+    r = 1
+    for d in range(1, k + 1):
+        r = r * (n + k - d) // d
+    return r
+
+
+def index_as_genotype(index, _, out):
+    """sgkit's: a '()' argument declared int64[:] is an array of one element,
+    compared and tested in a while (the truth value of a size-1 array) and
+    updated in place."""
+    ploidy = len(out)
+    remainder = index
+    for index in range(ploidy):
+        p = ploidy - index
+        n = -1
+        new = 0
+        prev = 0
+        while new <= remainder:
+            n += 1
+            prev = new
+            new = comb_with_replacement(n, p)
+        n -= 1
+        remainder -= prev
+        out[p - 1] = n
+
+
+def test_the_truth_value_of_an_array_of_one_element_is_its_elements(target):
+    gu = guvectorize(["void(int64[:], int8[:], int8[:])", "void(int64[:], int64[:], int64[:])"],
+                     "(),(k)->(k)", target=target)(index_as_genotype)
+    for dtype in (np.int8, np.int64):
+        index = np.arange(10)
+        want = np.zeros((10, 3), dtype)
+        for i in range(10):
+            index_as_genotype(index[i:i + 1].copy(), None, want[i])
+        np.testing.assert_array_equal(gu(index.copy(), np.zeros(3, dtype)), want)
+
+
+def truth_of(a, out):
+    if a > 0.5:
+        out[0] = 1.0 if a < 2.0 else 2.0
+    else:
+        out[0] = -1.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 0])
+def test_an_if_on_an_array_needs_one_element(target, n):
+    """NumPy's rule: an array of one element is its element's truth, any
+    other size is a ValueError (for no element too, since NumPy 2.2)."""
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->()", target=target)(truth_of)
+    a = np.array([[0.25] * n, [1.0] * n, [3.0] * n])
+    if n == 1:
+        check_gufunc(gu, truth_of, [a], [np.zeros(3)])
+        return
+    with pytest.raises(ValueError, match="truth value of an (empty )?array"):
+        truth_of(a[0], np.zeros(1))
+    with pytest.raises(ValueError, match="truth value of an array with more than one element"):
+        gu(a)

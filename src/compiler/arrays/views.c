@@ -1096,6 +1096,18 @@ em_index(Emit *E, CcNode *n)
     return cc_load(E->b, v.kind, v.data, "elem");
 }
 
+LLVMValueRef
+em_array_truth(Emit *E, CcNode *cond)
+{
+    View v;
+    if (em_view_of(E, cond, &v) < 0) {
+        return NULL;
+    }
+    LLVMValueRef one = LLVMBuildICmp(E->b, LLVMIntEQ, em_view_size(E, &v), em_i64c(E, 1), "one");
+    em_check(E, LLVMBuildNot(E->b, one, "ambiguous"), CC_STATUS_TRUTH);
+    return em_truthy(E, cc_load(E->b, v.kind, v.data, "truth.of"), v.kind);
+}
+
 int
 em_unpack_view(Emit *E, CcNode *rhs, int n, LLVMValueRef *items)
 {
