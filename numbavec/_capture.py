@@ -245,6 +245,7 @@ class Capturer:
 
         if isinstance(value, types.ModuleType):
             return (MODULE, value.__name__, self.attrs(value, path))
+        value = _in_kernel_language(value)
         state = device_state(value)
         if state is not None:
             return (DEVICE, state.capture(self))
@@ -294,6 +295,17 @@ class Capturer:
             else:
                 out[attr] = self.entry(found, sub)
         return out
+
+
+def _in_kernel_language(value):
+    """The numbavec.jit helper that numbavec/_kernel_numpy.py writes a NumPy
+    function as (np.linalg.inv ...), captured in its place; else value."""
+    from numbavec._kernel_numpy import FUNCTIONS
+
+    try:
+        return FUNCTIONS.get(value, value)
+    except Exception:  # noqa: BLE001 - unhashable (or its hash raises): not one of them
+        return value
 
 
 class Refused:

@@ -264,13 +264,38 @@ const_arg(Lower *L, PyObject *ast, const char *fname, const char *param)
     return v;
 }
 
-/* Parameter i of np.cov (m, y, rowvar, bias, ddof) set from ast. */
+/* Whether ast reads the kernel's own variables (not a constant, nor a
+ * name or attribute bound outside the kernel). */
+static int
+is_local(Lower *L, PyObject *ast)
+{
+    int kind = lw_ast_kind(ast), local = 1;
+    if (kind == A_CONSTANT) {
+        return 0;
+    }
+    if (kind == A_NAME || kind == A_ATTRIBUTE) {
+        PyObject *v = lw_resolve_object(L, ast, &local);
+        Py_XDECREF(v);
+        PyErr_Clear();
+        return v == NULL && local;
+    }
+    return 1;
+}
+
+/* Parameter i of np.cov (m, y, rowvar, bias, ddof) set from ast; a bias
+ * that is not a constant is args[1]. */
 static int
 cov_param(Lower *L, CcNode *n, int i, PyObject *ast, const char *fname)
 {
     static const char *const names[] = {"m", "y", "rowvar", "bias", "ddof"};
     if (i == 0) {
         return (n->args[0] = lw_lower_expr(L, ast)) != NULL ? 0 : -1;
+    }
+    if (i == 3 && is_local(L, ast)) {
+        /* bias= known when the kernel runs (scoringrules passes a '()'
+         * argument): its truth picks the ddof (stats.c) */
+        n->nargs = 2;
+        return (n->args[1] = lw_lower_expr(L, ast)) != NULL ? 0 : -1;
     }
     PyObject *v = i == 1 && lw_ast_kind(ast) != A_CONSTANT ? Py_NewRef(Py_True)
                                                            : const_arg(L, ast, fname, names[i]);

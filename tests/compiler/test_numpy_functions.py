@@ -587,3 +587,82 @@ def test_math_gcd_is_a_python_int(target):
     with pytest.raises(TypingError, match=r"math.gcd\(\) takes integers"):
         vectorize(["float64(float64)"])(kernel_from_source(
             "import math\ndef k(x):\n    return math.gcd(x, 2)\n"))
+
+
+# ---- np.linalg.inv, np.linalg.det, np.transpose; np.cov's bias at run time ----
+
+def dss_mv(obs, fct, bias, out):
+    """scoringrules' multivariate Dawid-Sebastiani score, as it is written."""
+    M = fct.shape[0]
+    ens_mean = np.sum(fct, axis=0) / M
+    obs_cent = obs - ens_mean
+    cov = np.cov(fct, rowvar=False, bias=bias)
+    prec = np.linalg.inv(cov)
+    log_det = np.log(np.linalg.det(cov))
+    bias_precision = np.transpose(obs_cent) @ prec @ obs_cent
+    out[0] = bias_precision + log_det
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_score_from_the_inverse_and_determinant_of_a_covariance(target, bias):
+    f = guvectorize("(d),(m,d),()->()", target=target)(dss_mv)
+    rng = np.random.default_rng(11)
+    obs, fct = rng.standard_normal((6, 3)), rng.standard_normal((6, 9, 3))
+    want = np.zeros((6, 1))
+    for i in range(6):
+        dss_mv(obs[i], fct[i], bias, want[i])
+    np.testing.assert_allclose(f(obs, fct, bias), want[:, 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128"])
+def test_the_inverse_and_determinant_are_numpys(target, dtype):
+    @guvectorize("(n,n)->(n,n),()", target=target)
+    def inv_det(a, inv, det):
+        inv[:, :] = np.linalg.inv(a)
+        det[0] = np.linalg.det(a)
+
+    rng = np.random.default_rng(12)
+    a = rng.integers(-9, 10, (40, 5, 5)).astype(dtype)
+    if dtype == "complex128":
+        a = a + 1j * rng.integers(-9, 10, (40, 5, 5))
+    a[3, 0, 0] = 0  # a first pivot found below
+    inv, det = inv_det(a)
+    want_dtype = np.linalg.inv(a[0]).dtype
+    assert inv.dtype == want_dtype and det.dtype == want_dtype
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(inv, np.linalg.inv(a), rtol=tol, atol=tol)
+    np.testing.assert_allclose(det, np.linalg.det(a), rtol=tol)
+
+
+def test_a_singular_matrix_has_numpys_inverse_error_and_determinant(target):
+    @guvectorize("(n,n)->()", target=target)
+    def corner_of_inverse(a, out):
+        out[0] = np.linalg.inv(a)[0, 0]
+
+    @guvectorize("(n,n)->()", target=target)
+    def det(a, out):
+        out[0] = np.linalg.det(a)
+
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 1.0]]])
+    np.testing.assert_array_equal(det(singular), np.linalg.det(singular))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        np.linalg.inv(singular[1])
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        corner_of_inverse(singular)
+    assert det(np.ones((2, 0, 0))).tolist() == np.linalg.det(np.ones((2, 0, 0))).tolist()
+    any_det = guvectorize("(m,n)->()", target=target)(det.py_func)
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        np.linalg.det(np.ones((2, 3)))
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        any_det(np.ones((2, 2, 3)))
+
+
+def test_transpose_is_a_view(target):
+    @guvectorize("(m,n)->(n,m)", target=target)
+    def t(a, out):
+        b = np.transpose(a)
+        out[:, :] = b * 2.0 + b[0, 0]
+
+    a = np.arange(24.0).reshape(2, 3, 4)
+    got, want = run_gufunc(t, a, core=(4, 3))
+    np.testing.assert_array_equal(got, want)

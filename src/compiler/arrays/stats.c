@@ -111,6 +111,23 @@ rows(Infer *in, const CcNode *at, CcNode *m, const CcType *t, int rowvar)
     return binop(in, at, OP_MUL, x, constant(in, at, 1, 1));
 }
 
+/* The ddof of np.cov: the constant one, or `0 if bias else 1` for a bias
+ * known at run time (args[1], lowernp.c) when no ddof= overrides it. */
+static CcNode *
+ddof_of(Infer *in, const CcNode *n, long long ddof)
+{
+    if (n->nargs < 2 || n->index == 1) {
+        return constant(in, n, 0, ddof);
+    }
+    CcNode *pick = new_node(in, ND_IFEXP, n);
+    if (pick != NULL) {
+        pick->cond = n->args[1];
+        pick->then = constant(in, n, 0, 0);
+        pick->els = constant(in, n, 0, 1);
+    }
+    return pick != NULL && pick->then != NULL && pick->els != NULL ? pick : NULL;
+}
+
 int
 ti_cov_call(Infer *in, CcNode *n)
 {
@@ -144,7 +161,7 @@ ti_cov_call(Infer *in, CcNode *n)
     CcNode *xc =
         binop(in, n, OP_SUB, rows(in, n, m, t, rowvar), t->n == 2 ? spread(in, n, mean, 1) : mean);
     CcNode *obs = dim(in, n, m, t->n == 2 && rowvar ? 1 : 0);
-    CcNode *fact = call3(in, n, "max", binop(in, n, OP_SUB, obs, constant(in, n, 0, ddof)),
+    CcNode *fact = call3(in, n, "max", binop(in, n, OP_SUB, obs, ddof_of(in, n, ddof)),
                          constant(in, n, 0, 0), NULL);
     CcNode *xt = t->n == 2 ? new_node(in, ND_ARRAYATTR, n) : xc;
     if (xt != xc && xt != NULL) {
