@@ -629,10 +629,11 @@ void numbavec_raise(const char *site); /* a kernel's raise: see cc_take_raised *
 void *numbavec_random_state(void); /* this thread's generator: what the others take */
 void numbavec_random_seed(void *state, uint32_t seed);
 void numbavec_random_refill(void *state); /* seeds if need be, then 624 new words */
-double numbavec_random_gauss(void *state);
 /* where a state keeps its words left (int32) and its 624 words (uint32):
- * kernels draw a word in line (nprandom.c) */
+ * kernels draw a word in line (nprandom.c); and the polar method's kept
+ * second deviate (int32 flag, double), also drawn in line */
 extern const size_t cc_random_left_at, cc_random_key_at;
+extern const size_t cc_random_has_gauss_at, cc_random_gauss_at;
 enum { CC_RANDOM_WORDS = 624 };
 void cc_random_init(void); /* the fork handler, once (cc_runtime_init) */
 /* print() in a kernel: the pieces of a line in a thread's buffer, written

@@ -373,6 +373,57 @@ next_double(Emit *E)
     return LLVMBuildFDiv(E->b, sum, LLVMConstReal(f64, 9007199254740992.0), "u");
 }
 
+/* A standard normal deviate, in line: the one the last draw kept, else
+ * Marsaglia's polar method on a point drawn in the unit disc (not its
+ * centre), which keeps f * x1 and gives f * x2, as NumPy's legacy gauss. */
+static LLVMValueRef
+gauss(Emit *E)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(E->ctx), f64 = LLVMDoubleTypeInContext(E->ctx);
+    LLVMValueRef state = state_of(E);
+    LLVMValueRef has_at =
+        field(E, state, em_i64c(E, (long long)cc_random_has_gauss_at), "mt.has.gauss.at");
+    LLVMValueRef kept_at =
+        field(E, state, em_i64c(E, (long long)cc_random_gauss_at), "mt.gauss.at");
+    LLVMBasicBlockRef kept = em_new_block(E, "gauss.kept"), disc = em_new_block(E, "gauss.disc");
+    LLVMBasicBlockRef done = em_new_block(E, "gauss.done");
+    LLVMValueRef has = LLVMBuildLoad2(E->b, i32, has_at, "mt.has.gauss");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntNE, has, i32c(E, 0), "gauss.has"), kept, disc);
+    LLVMPositionBuilderAtEnd(E->b, kept);
+    LLVMValueRef old = LLVMBuildLoad2(E->b, f64, kept_at, "gauss.old");
+    LLVMBuildStore(E->b, i32c(E, 0), has_at);
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, disc);
+    LLVMValueRef one = LLVMConstReal(f64, 1.0), two = LLVMConstReal(f64, 2.0);
+    LLVMValueRef x[2];
+    for (int i = 0; i < 2; i++) {
+        x[i] = LLVMBuildFSub(E->b, LLVMBuildFMul(E->b, two, next_double(E), ""), one, "gauss.x");
+    }
+    LLVMValueRef r2 = LLVMBuildFAdd(E->b, LLVMBuildFMul(E->b, x[0], x[0], ""),
+                                    LLVMBuildFMul(E->b, x[1], x[1], ""), "gauss.r2");
+    LLVMValueRef out =
+        LLVMBuildOr(E->b, LLVMBuildFCmp(E->b, LLVMRealOGE, r2, one, "gauss.out"),
+                    LLVMBuildFCmp(E->b, LLVMRealOEQ, r2, LLVMConstReal(f64, 0.0), "gauss.centre"),
+                    "gauss.again");
+    LLVMBasicBlockRef accept = em_new_block(E, "gauss.accept");
+    LLVMBuildCondBr(E->b, out, disc, accept);
+    LLVMPositionBuilderAtEnd(E->b, accept);
+    LLVMValueRef ln = em_libm(E, "log", TS_FLOAT64, &r2, 1);
+    LLVMValueRef q =
+        LLVMBuildFDiv(E->b, LLVMBuildFMul(E->b, LLVMConstReal(f64, -2.0), ln, ""), r2, "gauss.q");
+    LLVMValueRef f = em_float_intrinsic(E, "llvm.sqrt", TS_FLOAT64, &q, 1);
+    LLVMBuildStore(E->b, LLVMBuildFMul(E->b, f, x[0], "gauss.keep"), kept_at);
+    LLVMBuildStore(E->b, i32c(E, 1), has_at);
+    LLVMValueRef fresh = LLVMBuildFMul(E->b, f, x[1], "gauss.new");
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+    LLVMValueRef phi = LLVMBuildPhi(E->b, f64, "gauss");
+    LLVMValueRef vals[2] = {old, fresh};
+    LLVMBasicBlockRef from[2] = {kept, accept};
+    LLVMAddIncoming(phi, vals, from, 2);
+    return phi;
+}
+
 /* An integer argument as int64; one of uint64 past int64 raises, as NumPy
  * finds it out of int64's bounds. */
 static LLVMValueRef
@@ -479,7 +530,6 @@ emit_randint(Emit *E, CcNode *n)
 static LLVMValueRef
 emit_real(Emit *E, CcNode *n, CcRandomOp op)
 {
-    LLVMTypeRef f64 = LLVMDoubleTypeInContext(E->ctx);
     LLVMValueRef a = em_expr_as(E, n->args[0], TS_FLOAT64);
     LLVMValueRef b = a != NULL ? em_expr_as(E, n->args[1], TS_FLOAT64) : NULL;
     if (b == NULL) {
@@ -498,8 +548,7 @@ emit_real(Emit *E, CcNode *n, CcRandomOp op)
         LLVMValueRef num = LLVMBuildFCmp(E->b, LLVMRealORD, b, b, "scale.num");
         em_raise_if(E, LLVMBuildAnd(E->b, neg, num, "scale.neg"), RAISE("ValueError", "scale < 0"));
     }
-    LLVMValueRef draw =
-        op == RN_UNIFORM ? next_double(E) : call(E, "numbavec_random_gauss", f64, NULL);
+    LLVMValueRef draw = op == RN_UNIFORM ? next_double(E) : gauss(E);
     return LLVMBuildFAdd(E->b, a, LLVMBuildFMul(E->b, scale, draw, "scaled"), "drawn");
 }
 
@@ -507,14 +556,13 @@ LLVMValueRef
 ec_random_call(Emit *E, CcNode *n, const CcBuiltin *b, TsKind out)
 {
     (void)out;
-    LLVMTypeRef f64 = LLVMDoubleTypeInContext(E->ctx);
     switch ((CcRandomOp)b->op) {
     case RN_SEED:
         return emit_seed(E, n);
     case RN_RANDOM:
         return next_double(E);
     case RN_GAUSS:
-        return call(E, "numbavec_random_gauss", f64, NULL);
+        return gauss(E);
     case RN_RANDINT:
         return emit_randint(E, n);
     default:

@@ -220,28 +220,6 @@ numbavec_random_seed(void *state, uint32_t seed)
     seed_words(state, seed);
 }
 
-/* A standard normal deviate: Marsaglia's polar method on a point drawn in
- * the unit disc (not its centre); returns f * x2 and keeps f * x1. */
-double
-numbavec_random_gauss(void *state)
-{
-    MtState *s = state;
-    if (s->has_gauss) {
-        s->has_gauss = 0;
-        return s->gauss;
-    }
-    double x1, x2, r2;
-    do {
-        x1 = 2.0 * next_double(s) - 1.0;
-        x2 = 2.0 * next_double(s) - 1.0;
-        r2 = x1 * x1 + x2 * x2;
-    } while (r2 >= 1.0 || r2 == 0.0);
-    double f = sqrt(-2.0 * log(r2) / r2);
-    s->gauss = f * x1;
-    s->has_gauss = 1;
-    return f * x2;
-}
-
 static void
 unseed_in_child(void)
 {
@@ -251,6 +229,8 @@ unseed_in_child(void)
 
 const size_t cc_random_left_at = offsetof(MtState, left);
 const size_t cc_random_key_at = offsetof(MtState, key);
+const size_t cc_random_has_gauss_at = offsetof(MtState, has_gauss);
+const size_t cc_random_gauss_at = offsetof(MtState, gauss);
 
 void
 cc_random_init(void)

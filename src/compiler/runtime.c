@@ -930,6 +930,5 @@ const CcRuntimeSymbol cc_runtime_symbols[] = {
     {"numbavec_random_state", (void *)numbavec_random_state},
     {"numbavec_random_seed", (void *)numbavec_random_seed},
     {"numbavec_random_refill", (void *)numbavec_random_refill},
-    {"numbavec_random_gauss", (void *)numbavec_random_gauss},
     {NULL, NULL},
 };
