@@ -102,8 +102,100 @@ def transpose(a):
     return a.T
 
 
+
+
+@numbavec.jit
+def slogdet(a):
+    """np.linalg.slogdet: (sign, log|det|) from the same LU as det; (0, -inf)
+    for a singular matrix."""
+    n = a.shape[0]
+    if a.shape[1] != n:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    w = a * 1.0
+    sign = w.dtype.type(1.0)
+    logdet = abs(sign) * 0.0
+    for k in range(n):
+        p = _pivot(w, k)
+        if w[p, k] == 0.0:
+            return sign * 0.0, logdet - np.inf
+        if p != k:
+            sign = -sign
+            _swap_rows(w, k, p, k)
+        d = w[k, k]
+        ad = abs(d)
+        sign *= d / ad
+        logdet += np.log(ad)
+        for i in range(k + 1, n):
+            f = w[i, k] / d
+            for j in range(k + 1, n):
+                w[i, j] -= f * w[k, j]
+    return sign, logdet
+
+
+@numbavec.jit
+def trace(a):
+    """np.trace of a 2-d array: the sum of its diagonal, in np.sum's type."""
+    n = min(a.shape[0], a.shape[1])
+    d = np.empty(n, a.dtype)
+    for i in range(n):
+        d[i] = a[i, i]
+    return np.sum(d)
+
+
+@numbavec.jit
+def identity(n):
+    """np.identity(n), np.eye(n): float64."""
+    m = np.zeros((n, n))
+    for i in range(n):
+        m[i, i] = 1.0
+    return m
+
+
+@numbavec.jit
+def diff(a):
+    """np.diff(a): the first difference along the last axis."""
+    return a[..., 1:] - a[..., :-1]
+
+
+@numbavec.jit
+def count_nonzero(a):
+    """np.count_nonzero(a) of a whole array."""
+    return np.sum(a != 0)
+
+
+@numbavec.jit
+def interp(x, xp, fp):
+    """np.interp(x, xp, fp) of a value or an array x: fp[0] left of xp[0],
+    fp[-1] from xp[-1] on, NaN for NaN, else the line through the interval
+    x lies in (searched as NumPy does: xp[j] <= x < xp[j + 1]), computed in
+    float64 (complex128 for complex fp) as NumPy's."""
+    n = xp.shape[0]
+    if n == 0:
+        raise ValueError("array of sample points is empty")
+    if fp.shape[0] != n:
+        raise ValueError("fp and xp are not of the same length.")
+    x = x + np.float64(0.0)
+    j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, max(n - 2, 0))
+    k = np.minimum(j + 1, n - 1)
+    x0 = xp[j] + np.float64(0.0)
+    f0 = fp[j] + np.float64(0.0)
+    f1 = fp[k] + np.float64(0.0)
+    slope = (f1 - f0) / (xp[k] - x0)
+    line = slope * (x - x0) + f0
+    inside = np.where(x == x0, f0, line)
+    return np.where(x < xp[0], fp[0] + np.float64(0.0),
+                    np.where(x >= xp[n - 1], fp[n - 1] + np.float64(0.0), inside))
+
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
+    np.linalg.slogdet: slogdet,
     np.transpose: transpose,
+    np.trace: trace,
+    np.identity: identity,
+    np.eye: identity,
+    np.diff: diff,
+    np.count_nonzero: count_nonzero,
+    np.interp: interp,
 }

@@ -544,12 +544,14 @@ complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
         b, LLVMBuildFSub(b, w, LLVMBuildFMul(b, u, rat, "u.rat"), "num.im"), scl, "q.im");
     im = LLVMBuildSelect(b, re_larger, im, LLVMBuildFNeg(b, im, "q.im"), "q.im");
     /* y = 0: NumPy's division of each part by the magnitude of y's part,
-     * divided by 1 elsewhere.  y = 0 tested again (|c| + |d| = 0): were it
-     * the condition that picks this result, LLVM would drop the select
-     * inside it as known, and divide by 0 wherever y is not 0 */
+     * divided by 1 elsewhere.  y = 0 tested again ((|c| + |d|) ONE = 0, in
+     * terms LLVM cannot reduce to the first test even where d is the
+     * constant 0 of a real y): were it the condition that picks this
+     * result, LLVM would drop the select inside it as known, and divide
+     * by 0 wherever y is not 0 */
     LLVMValueRef one_ = opaque_one(E, p);
-    LLVMValueRef y_none =
-        LLVMBuildFCmp(b, LLVMRealOEQ, LLVMBuildFAdd(b, ac, ad, "y.mag"), zero, "y.none");
+    LLVMValueRef y_mag = LLVMBuildFMul(b, LLVMBuildFAdd(b, ac, ad, "y.mag"), one_, "y.mag");
+    LLVMValueRef y_none = LLVMBuildFCmp(b, LLVMRealOEQ, y_mag, zero, "y.none");
     LLVMValueRef zr =
         LLVMBuildFDiv(b, xr, LLVMBuildSelect(b, y_none, ac, one_, "zd.re"), "zdiv.re");
     LLVMValueRef zi =

@@ -141,8 +141,36 @@ def test_complex_division_in_a_loop_is_numpys_with_its_flags(target, kind):
                 got = outcome_of(lambda: f(x[i:i + 1], y[i:i + 1]))
             assert got == want or (not finite and got == "ok"), (x[i], y[i], flag, got, want)
     ordinary = np.array([1 + 2j, 3 - 1j] * 8, kind)
+    real = {"c8": "f4", "c16": "f8"}[kind]
+    by_reals = guvectorize([f"void({kind}[:], {real}[:], {kind}[:])"], "(n),(n)->(n)",
+                           target=target)(divide_rows)
     with np.errstate(all="raise"):
         f(ordinary, np.array([2 + 0j, 0 + 3j] * 8, kind))
+        # a real y is y + 0j: the zero part a constant LLVM folds with
+        got = by_reals(ordinary, np.array([2.0, -0.5] * 8, real))
+    np.testing.assert_array_equal(got, ordinary / np.array([2.0, -0.5] * 8, real), strict=True)
+
+
+def unit_of_first(x, r, out):
+    out[0] = x[0] / abs(x[0]) + x[0] / r[0]
+
+
+@pytest.mark.parametrize("kind", ["c8", "c16"])
+def test_a_complex_divided_by_a_real_outside_a_loop_raises_no_flag(target, kind):
+    """A real divisor is complex with the constant 0 as its imaginary part;
+    LLVM then reduced the second test of y = 0 to the first, and divided x
+    by y's zero part for every call: 'divide by zero' (found by
+    np.linalg.slogdet's sign *= d / abs(d))."""
+    real = {"c8": "f4", "c16": "f8"}[kind]
+    f = guvectorize([f"void({kind}[:], {real}[:], {kind}[:])"], "(n),(n)->()",
+                    target=target)(unit_of_first)
+    rows = 70_000  # past the quick code's budget: the optimised code runs
+    x = np.tile(np.array([[1 + 2j, 0], [3 - 1j, 5j]], kind), (rows // 2, 1))
+    r = np.tile(np.array([[2.0, 0.0], [-0.5, 1.0]], real), (rows // 2, 1))
+    for _ in range(2):
+        with np.errstate(all="raise"):
+            got = f(x, r)
+        np.testing.assert_allclose(got, x[:, 0] / np.abs(x[:, 0]) + x[:, 0] / r[:, 0], rtol=1e-6)
 
 
 def outcome_of(call):

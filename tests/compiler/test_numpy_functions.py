@@ -666,3 +666,68 @@ def test_transpose_is_a_view(target):
     a = np.arange(24.0).reshape(2, 3, 4)
     got, want = run_gufunc(t, a, core=(4, 3))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fp_dtype", ["float64", "float32", "int64", "complex128"])
+def test_interp_of_a_value_and_of_an_array_is_numpys(target, fp_dtype):
+    @guvectorize("(),(n),(k),(k)->(),(n)", target=target)
+    def lookup(v, x, xp, fp, one, many):
+        one[0] = np.interp(v, xp, fp)
+        many[:] = np.interp(x, xp, fp)
+
+    rng = np.random.default_rng(13)
+    xp = np.sort(rng.uniform(-3, 3, (4, 7)), axis=1)
+    fp = (rng.uniform(-5, 5, (4, 7)) * 10).astype(fp_dtype)
+    if fp_dtype == "complex128":
+        fp = fp + 1j * rng.uniform(-5, 5, (4, 7))
+    x = np.concatenate([rng.uniform(-4, 4, (4, 9)), xp[:, :3], [[np.nan]] * 4, xp[:, -1:]], axis=1)
+    v = x[:, 0]
+    one, many = lookup(v, x, xp, fp)
+    for i in range(4):
+        want = np.interp(x[i], xp[i], fp[i])
+        np.testing.assert_array_equal(many[i], want, strict=False)
+        assert many.dtype == want.dtype and one.dtype == want.dtype
+        np.testing.assert_array_equal(one[i], np.interp(v[i], xp[i], fp[i]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_slogdet_is_numpys(target, dtype):
+    @guvectorize("(n,n)->(),()", target=target)
+    def slogdet(a, sign, logdet):
+        s, l = np.linalg.slogdet(a)
+        sign[0] = s
+        logdet[0] = l
+
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal((20, 4, 4)).astype(dtype)
+    if dtype == "complex128":
+        a = a + 1j * rng.standard_normal((20, 4, 4))
+    a[5] = [[1, 2, 3, 4], [2, 4, 6, 8], [0, 1, 0, 1], [1, 0, 1, 0]]  # singular
+    sign, logdet = slogdet(a)
+    want_sign, want_logdet = np.linalg.slogdet(a)
+    assert sign.dtype == want_sign.dtype and logdet.dtype == want_logdet.dtype
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(sign, want_sign, atol=tol)
+    np.testing.assert_allclose(logdet, want_logdet, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64", "bool"])
+def test_trace_diff_count_nonzero_and_identity_are_numpys(target, dtype):
+    @guvectorize("(m,n),(m,p)->(),(m,p),()", target=target)
+    def summary(a, shape_of_d, tr, d, nz):
+        tr[0] = np.trace(a)
+        d[:, :] = np.diff(a)
+        nz[0] = np.count_nonzero(a) + np.identity(3)[1, 1] + np.eye(2)[0, 1]
+
+    rng = np.random.default_rng(15)
+    a = rng.integers(0, 3, (3, 4, 5)).astype(dtype)
+    shape_of_d = np.zeros((4, 4), dtype)
+    if dtype == "bool":
+        with pytest.raises(TypingError):  # NumPy's diff of bools is !=, not -
+            summary(a, shape_of_d)
+        return
+    tr, d, nz = summary(a, shape_of_d)
+    assert tr.dtype == np.trace(a[0]).dtype
+    np.testing.assert_array_equal(tr, [np.trace(m) for m in a])
+    np.testing.assert_array_equal(d, np.diff(a))
+    np.testing.assert_array_equal(nz, [np.count_nonzero(m) + 1.0 for m in a])
