@@ -627,10 +627,7 @@ complex_powi(Emit *E, TsKind k, LLVMValueRef z, LLVMValueRef n)
     LLVMBasicBlockRef inv_end = em_current_block(E);
     LLVMBuildBr(E->b, out);
     LLVMPositionBuilderAtEnd(E->b, out);
-    LLVMValueRef phi = LLVMBuildPhi(E->b, ct, "cpow.n");
-    LLVMValueRef vals[2] = {result, recip};
-    LLVMBasicBlockRef blocks[2] = {from, inv_end};
-    LLVMAddIncoming(phi, vals, blocks, 2);
+    LLVMValueRef phi = em_join(E, result, from, recip, inv_end, "cpow.n");
     /* NumPy's npy_cpow: n = 1, 2, 3 multiply directly */
     LLVMValueRef sq = complex_mul(E, k, z, z), cube = complex_mul(E, k, sq, z);
     LLVMValueRef small =

@@ -286,6 +286,17 @@ boolop(Emit *E, CcNode *n)
 }
 
 LLVMValueRef
+em_join(Emit *E, LLVMValueRef a, LLVMBasicBlockRef from_a, LLVMValueRef b, LLVMBasicBlockRef from_b,
+        const char *name)
+{
+    LLVMValueRef phi = LLVMBuildPhi(E->b, LLVMTypeOf(a), name);
+    LLVMValueRef vals[2] = {a, b};
+    LLVMBasicBlockRef from[2] = {from_a, from_b};
+    LLVMAddIncoming(phi, vals, from, 2);
+    return phi;
+}
+
+LLVMValueRef
 em_condition(Emit *E, CcNode *cond)
 {
     if (cc_is_array(cond->ty)) {
@@ -322,11 +333,7 @@ ifexp(Emit *E, CcNode *n)
     LLVMBasicBlockRef els_end = em_current_block(E);
     LLVMBuildBr(E->b, done);
     LLVMPositionBuilderAtEnd(E->b, done);
-    LLVMValueRef phi = LLVMBuildPhi(E->b, em_type_of(E, n->ty), "ifx");
-    LLVMValueRef vals[2] = {a, b};
-    LLVMBasicBlockRef from[2] = {then_end, els_end};
-    LLVMAddIncoming(phi, vals, from, 2);
-    return phi;
+    return em_join(E, a, then_end, b, els_end, "ifx");
 }
 
 static LLVMValueRef

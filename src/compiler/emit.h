@@ -185,6 +185,9 @@ int em_unpack_view(Emit *E, CcNode *rhs, int n, LLVMValueRef *items);
 /* The truth value of the array cond, as NumPy's: its element's when it has
  * one, else CC_STATUS_TRUTH (NumPy's ValueError).  An i1, NULL on error. */
 LLVMValueRef em_array_truth(Emit *E, CcNode *cond);
+/* A phi, at the builder, of a from from_a and b from from_b. */
+LLVMValueRef em_join(Emit *E, LLVMValueRef a, LLVMBasicBlockRef from_a, LLVMValueRef b,
+                     LLVMBasicBlockRef from_b, const char *name);
 /* The truth value of an if's, a while's or a conditional expression's
  * condition: an i1, NULL on error. */
 LLVMValueRef em_condition(Emit *E, CcNode *cond);

@@ -280,17 +280,6 @@ edge_of_negative(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef ax, int n, int 
                      special_power(E, k, x, ax, special, n)};
 }
 
-/* phi of two incoming values */
-static LLVMValueRef
-join(Emit *E, LLVMValueRef a, LLVMBasicBlockRef from_a, LLVMValueRef b, LLVMBasicBlockRef from_b,
-     const char *name)
-{
-    LLVMValueRef phi = LLVMBuildPhi(E->b, LLVMTypeOf(a), name);
-    LLVMValueRef vals[2] = {a, b};
-    LLVMBasicBlockRef from[2] = {from_a, from_b};
-    LLVMAddIncoming(phi, vals, from, 2);
-    return phi;
-}
 
 /*
  * float64 x ** n, 3 <= |n| <= FP_MAX_EXPONENT or n = -2.  x whose powers
@@ -321,13 +310,13 @@ double_double_power(Emit *E, TsKind k, LLVMValueRef x, int n)
     LLVMBasicBlockRef edge_end = em_current_block(E);
     LLVMBuildBr(E->b, b_done);
     LLVMPositionBuilderAtEnd(E->b, b_done);
-    LLVMValueRef xs = join(E, x, b_entry, e.xs, edge_end, "pow.x");
-    LLVMValueRef scale = join(E, em_real_const(E, k, 1.0), b_entry, e.scale, edge_end, "pow.s");
+    LLVMValueRef xs = em_join(E, x, b_entry, e.xs, edge_end, "pow.x");
+    LLVMValueRef scale = em_join(E, em_real_const(E, k, 1.0), b_entry, e.scale, edge_end, "pow.s");
     LLVMValueRef special = NULL, special_value = NULL;
     if (n < 0) {
-        special = join(E, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), b_entry, e.special,
-                       edge_end, "pow.sp");
-        special_value = join(E, x, b_entry, e.special_value, edge_end, "pow.spv");
+        special = em_join(E, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), b_entry, e.special,
+                          edge_end, "pow.sp");
+        special_value = em_join(E, x, b_entry, e.special_value, edge_end, "pow.spv");
     }
     LLVMValueRef r = LLVMBuildFMul(E->b, dd_int_power(E, k, xs, n), scale, "pow.scaled");
     if ((n & 1) && n != 3) {

@@ -337,10 +337,7 @@ next32(Emit *E)
     state_call(E, "numbavec_random_refill", LLVMVoidTypeInContext(E->ctx), &state, 1);
     LLVMBuildBr(E->b, draw);
     LLVMPositionBuilderAtEnd(E->b, draw);
-    LLVMValueRef n = LLVMBuildPhi(E->b, i32, "mt.n");
-    LLVMValueRef ns[2] = {left, i32c(E, CC_RANDOM_WORDS)};
-    LLVMBasicBlockRef bs[2] = {from, refill};
-    LLVMAddIncoming(n, ns, bs, 2);
+    LLVMValueRef n = em_join(E, left, from, i32c(E, CC_RANDOM_WORDS), refill, "mt.n");
     LLVMBuildStore(E->b, LLVMBuildSub(E->b, n, i32c(E, 1), "mt.rest"), at);
     LLVMValueRef k = LLVMBuildZExt(E->b, LLVMBuildSub(E->b, i32c(E, CC_RANDOM_WORDS), n, "mt.k"),
                                    em_i64_type(E), "mt.k64");
@@ -417,11 +414,7 @@ gauss(Emit *E)
     LLVMValueRef fresh = LLVMBuildFMul(E->b, f, x[1], "gauss.new");
     LLVMBuildBr(E->b, done);
     LLVMPositionBuilderAtEnd(E->b, done);
-    LLVMValueRef phi = LLVMBuildPhi(E->b, f64, "gauss");
-    LLVMValueRef vals[2] = {old, fresh};
-    LLVMBasicBlockRef from[2] = {kept, accept};
-    LLVMAddIncoming(phi, vals, from, 2);
-    return phi;
+    return em_join(E, old, kept, fresh, accept, "gauss");
 }
 
 /* An integer argument as int64; one of uint64 past int64 raises, as NumPy

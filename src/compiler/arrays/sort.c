@@ -518,10 +518,7 @@ last_step(Emit *E, const View *a, LLVMValueRef x, int right, LLVMValueRef base, 
     LLVMValueRef at = LLVMBuildNSWAdd(E->b, base, up, "at");
     LLVMBuildBr(E->b, done);
     LLVMPositionBuilderAtEnd(E->b, done);
-    LLVMValueRef r = LLVMBuildPhi(E->b, em_i64_type(E), "found");
-    LLVMValueRef rs[2] = {base, at};
-    LLVMBasicBlockRef from[2] = {last, check};
-    LLVMAddIncoming(r, rs, from, 2);
+    LLVMValueRef r = em_join(E, base, last, at, check, "found");
     return r;
 }
 
