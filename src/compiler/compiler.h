@@ -543,6 +543,15 @@ int cc_builtin_by_name(const char *name);
 int cc_builtin_attr(CcFlavor flavor);
 /* The builtin id of the cast to kind k (np.float32 ...), or -1. */
 int cc_builtin_cast(TsKind k);
+/* ---- prune.c ---- */
+
+/* cond's truth when it is known as the kernel is compiled (constants, an
+ * array's ndim and dtype tests once typed, their comparisons and
+ * not/and/or): 1 or 0; -1 when only a run can tell.  An if with such a
+ * condition lowers (global constants) or types (the rest) the branch it
+ * takes alone. */
+int cc_known_truth(const CcNode *cond);
+
 /* ---- typeinfer.c ---- */
 
 /* The float kind math on a value of type t runs in: float32 for float32 and

@@ -487,8 +487,18 @@ continue_at(Emit *E, LLVMBasicBlockRef bb, int reachable)
 }
 
 static int
+is_true_constant(CcNode *n)
+{
+    return n->kind == ND_CONST && !ts_is_complex(cc_storage(n->ty))
+           && (ts_is_float(cc_storage(n->ty)) ? n->fval != 0.0 : n->ival != 0);
+}
+
+static int
 if_stmt(Emit *E, CcNode *n)
 {
+    if (is_true_constant(n->cond) && (n->els == NULL || n->els->nargs == 0)) {
+        return block(E, n->then); /* a branch known when compiling (prune.c) */
+    }
     LLVMBasicBlockRef then = em_new_block(E, "if.then"), els = em_new_block(E, "if.else");
     LLVMBasicBlockRef done = em_new_block(E, "if.done");
     if (em_extremum_if(E, n)) {
@@ -522,12 +532,6 @@ if_stmt(Emit *E, CcNode *n)
     return 0;
 }
 
-static int
-is_true_constant(CcNode *n)
-{
-    return n->kind == ND_CONST && !ts_is_complex(cc_storage(n->ty))
-           && (ts_is_float(cc_storage(n->ty)) ? n->fval != 0.0 : n->ival != 0);
-}
 
 /* Emits a loop body with its break/continue targets; returns 0/-1. */
 static int

@@ -549,6 +549,20 @@ lower_if(Lower *L, PyObject *node)
     if (n == NULL || (n->cond = lw_lower_attr_expr(L, node, "test")) == NULL) {
         return NULL;
     }
+    int known = cc_known_truth(n->cond);
+    if (known >= 0) {
+        /* `if DEBUG:` of a global constant: the branch not taken is not
+         * lowered, so what it calls need not be in the kernel language
+         * (prune.c) */
+        n->then = lw_lower_block(L, node, known ? "body" : "orelse");
+        n->els = lw_new_node(L, ND_BLOCK, node);
+        *n->cond = (CcNode){.kind = ND_CONST,
+                            .loc = n->cond->loc,
+                            .ty = cc_scalar_type(TS_BOOL),
+                            .ival = 1,
+                            .fval = 1.0};
+        return n->then != NULL && n->els != NULL ? n : NULL;
+    }
     char *before = lw_save_assigned(L);
     int term_before = L->terminated;
     if (before == NULL || (n->then = lw_lower_block(L, node, "body")) == NULL) {

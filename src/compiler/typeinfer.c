@@ -619,6 +619,12 @@ ti_expr(Infer *in, CcNode *n, const CcType **out)
         CcNode *both[2] = {n->then, n->els};
         const CcType *types[2];
         rc = condition(in, n->cond);
+        int known = rc == 0 ? cc_known_truth(n->cond) : -1;
+        if (known >= 0) { /* the arm taken, alone (prune.c) */
+            *n = *(known ? n->then : n->els);
+            rc = ti_expr(in, n, &t);
+            break;
+        }
         if (rc == 0 && (rc = ti_array_choice(in, n, types, &t)) != 1) {
             break; /* views: the one chosen (or an error) */
         }
@@ -793,6 +799,33 @@ block(Infer *in, CcNode *n)
     return 0;
 }
 
+/* An if whose condition is known when compiling keeps the branch it takes
+ * alone (prune.c): it becomes `if True: <that branch>`, the other's
+ * statements untyped and not emitted. */
+static void
+prune(CcNode *n)
+{
+    int known = cc_known_truth(n->cond);
+    if (known < 0) {
+        return;
+    }
+    if (!known) {
+        CcNode *taken = n->els;
+        n->els = n->then;
+        n->then = taken;
+        if (n->then == NULL) { /* no else: nothing runs */
+            n->then = n->els;
+            n->then->nargs = 0;
+        }
+    }
+    n->els = NULL;
+    *n->cond = (CcNode){.kind = ND_CONST,
+                        .loc = n->cond->loc,
+                        .ty = cc_scalar_type(TS_BOOL),
+                        .ival = 1,
+                        .fval = 1.0};
+}
+
 static int
 condition(Infer *in, CcNode *cond)
 {
@@ -946,7 +979,13 @@ stmt(Infer *in, CcNode *n)
         return ret(in, n);
     case ND_IF:
     case ND_WHILE:
-        if (condition(in, n->cond) < 0 || block(in, n->then) < 0) {
+        if (condition(in, n->cond) < 0) {
+            return -1;
+        }
+        if (n->kind == ND_IF) {
+            prune(n);
+        }
+        if (block(in, n->then) < 0) {
             return -1;
         }
         return block(in, n->els);

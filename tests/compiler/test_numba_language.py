@@ -610,3 +610,67 @@ def test_an_if_on_an_array_needs_one_element(target, n):
         truth_of(a[0], np.zeros(1))
     with pytest.raises(ValueError, match="truth value of an array with more than one element"):
         gu(a)
+
+
+# ------------------------------------ branches known when the kernel compiles
+
+DEBUG = False
+
+
+@numbavec.jit
+def first_element(a):
+    """Generic over ndim, as Numba's dead-branch pruning lets helpers be."""
+    if a.ndim == 1:
+        return a[0]
+    elif a.ndim == 2:
+        return a[0, 0]
+    else:
+        return a[0, 0, 0]
+
+
+@numbavec.jit
+def halved(a):
+    return a * 0.5 if a.dtype.kind == "f" else a // 2
+
+
+def corners(v, m, out):
+    out[0] = first_element(v) + first_element(m) + halved(v)[0] + halved(m)[0, 0]
+    if DEBUG:
+        print("corners", np.fft.fft(v))  # not in the kernel language: never compiled
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_a_branch_known_when_compiling_is_the_only_one_typed(target, dtype):
+    """Only the branch an `if` (or a conditional expression) takes is typed
+    and compiled when its condition is known at compile time: an array's
+    ndim, a dtype test, a global constant, and not/and/or of those (Numba's
+    dead-branch pruning).  The other may index past the array's dimensions
+    or call what a kernel cannot."""
+    gu = guvectorize("(n),(k,k)->()", target=target)(corners)
+    v = np.arange(1, 13, dtype=dtype).reshape(3, 4)
+    m = np.arange(1, 13, dtype=dtype).reshape(3, 2, 2) * 3
+    check_gufunc(gu, corners, [v, m], [np.zeros(3)])
+
+
+def signed_step(x):
+    if not DEBUG and x > 0:
+        return x
+    elif DEBUG or x == 0:
+        return 0.0
+    return -x
+
+
+def test_a_condition_known_only_in_part_still_runs(target):
+    u = vectorize(["float64(float64)"], target=target)(signed_step)
+    check_vectorize(u, signed_step, [-2.0, 0.0, 3.5])
+
+
+def bound_when_debugging(x):
+    if DEBUG:
+        y = x
+    return y
+
+
+def test_a_name_bound_only_in_a_branch_never_taken_is_a_typing_error(target):
+    with pytest.raises(numbavec.TypingError, match="'y'"):
+        vectorize(["float64(float64)"], target=target)(bound_when_debugging)
