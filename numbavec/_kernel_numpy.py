@@ -187,6 +187,83 @@ def interp(x, xp, fp):
                     np.where(x >= xp[n - 1], fp[n - 1] + np.float64(0.0), inside))
 
 
+@numbavec.jit
+def _eliminate_rows(x, i, k, f):
+    """x[i] -= f * x[k], for a vector or a matrix of right-hand sides."""
+    if x.ndim == 1:
+        x[i] -= f * x[k]
+    else:
+        for j in range(x.shape[1]):
+            x[i, j] -= f * x[k, j]
+
+
+@numbavec.jit
+def _swap(x, k, p):
+    if x.ndim == 1:
+        t = x[k]
+        x[k] = x[p]
+        x[p] = t
+    else:
+        _swap_rows(x, k, p, 0)
+
+
+@numbavec.jit
+def solve(a, b):
+    """np.linalg.solve(a, b), b a vector or a matrix: LU with partial
+    pivoting on [a | b], then back substitution, in the common float kind."""
+    n = a.shape[0]
+    if a.shape[1] != n:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    if b.shape[0] != n:
+        raise ValueError("solve: Input operand 1 has a mismatch in its core dimension 0")
+    w = a * 1.0
+    x = b + np.zeros(1, w.dtype)[0]
+    for k in range(n):
+        p = _pivot(w, k)
+        if w[p, k] == 0.0:
+            raise np.linalg.LinAlgError("Singular matrix")
+        if p != k:
+            _swap_rows(w, k, p, k)
+            _swap(x, k, p)
+        d = w[k, k]
+        for i in range(k + 1, n):
+            f = w[i, k] / d
+            for j in range(k + 1, n):
+                w[i, j] -= f * w[k, j]
+            _eliminate_rows(x, i, k, f)
+    for k in range(n - 1, -1, -1):
+        for m in range(k + 1, n):
+            _eliminate_rows(x, k, m, w[k, m])
+        if x.ndim == 1:
+            x[k] = x[k] / w[k, k]
+        else:
+            for j in range(x.shape[1]):
+                x[k, j] = x[k, j] / w[k, k]
+    return x
+
+
+@numbavec.jit
+def diag(v, k=0):
+    """np.diag: a 1-d v on the k-th diagonal of a square matrix, or the
+    k-th diagonal of a 2-d v (a copy)."""
+    if v.ndim == 1:
+        n = v.shape[0] + abs(k)
+        m = np.zeros((n, n), v.dtype)
+        for i in range(v.shape[0]):
+            if k >= 0:
+                m[i, i + k] = v[i]
+            else:
+                m[i - k, i] = v[i]
+        return m
+    else:
+        rows, cols = v.shape[0], v.shape[1]
+        size = max(0, min(rows, cols - k)) if k >= 0 else max(0, min(rows + k, cols))
+        d = np.empty(size, v.dtype)
+        for i in range(size):
+            d[i] = v[i, i + k] if k >= 0 else v[i - k, i]
+        return d
+
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
@@ -198,4 +275,6 @@ FUNCTIONS = {
     np.diff: diff,
     np.count_nonzero: count_nonzero,
     np.interp: interp,
+    np.linalg.solve: solve,
+    np.diag: diag,
 }

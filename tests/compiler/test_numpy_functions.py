@@ -731,3 +731,40 @@ def test_trace_diff_count_nonzero_and_identity_are_numpys(target, dtype):
     np.testing.assert_array_equal(tr, [np.trace(m) for m in a])
     np.testing.assert_array_equal(d, np.diff(a))
     np.testing.assert_array_equal(nz, [np.count_nonzero(m) + 1.0 for m in a])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_solve_of_a_vector_and_of_a_matrix_is_numpys(target, dtype):
+    """One helper serves a vector b and a matrix b: the branch on b.ndim
+    that is not taken is not typed (prune.c)."""
+    @guvectorize("(n,n),(n),(n,m)->(n),(n,m)", target=target)
+    def solve_both(a, b, c, x, y):
+        x[:] = np.linalg.solve(a, b)
+        y[:, :] = np.linalg.solve(a, c)
+
+    rng = np.random.default_rng(16)
+    a = (rng.standard_normal((6, 4, 4)) + 4 * np.eye(4)).astype(dtype)
+    b, c = rng.standard_normal((6, 4)).astype(dtype), rng.standard_normal((6, 4, 3)).astype(dtype)
+    if dtype == "complex128":
+        a = a + 1j * rng.standard_normal((6, 4, 4))
+    x, y = solve_both(a, b, c)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(x, np.linalg.solve(a, b[..., None])[..., 0], rtol=tol, atol=tol)
+    np.testing.assert_allclose(y, np.linalg.solve(a, c), rtol=tol, atol=tol)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        solve_both(np.zeros((1, 4, 4), dtype), b[:1], c[:1])
+
+
+@pytest.mark.parametrize("k", [0, 1, -2])
+def test_diag_of_a_vector_and_of_a_matrix_is_numpys(target, k):
+    @guvectorize("(n),(n,n),(p,p),(q)->(p,p),(q)", target=target)
+    def diags(v, m, like_big, like_d, big, d):
+        big[:, :] = np.diag(v, k)
+        d[:] = np.diag(m, k)
+
+    rng = np.random.default_rng(17)
+    v, m = rng.integers(-9, 9, (3, 4)), rng.integers(-9, 9, (3, 4, 4))
+    p, q = 4 + abs(k), 4 - abs(k)
+    big, d = diags(v, m, np.zeros((p, p), int), np.zeros(q, int))
+    np.testing.assert_array_equal(big, [np.diag(row, k) for row in v], strict=True)
+    np.testing.assert_array_equal(d, [np.diag(mat, k) for mat in m], strict=True)
