@@ -38,37 +38,12 @@ def _swap_rows(w, k, p, start):
 
 @numbavec.jit
 def inv(a):
-    """np.linalg.inv: Gauss elimination of [a | I] with partial pivoting,
-    then back substitution (LAPACK's gesv with the identity)."""
-    n = a.shape[0]
-    if a.shape[1] != n:
-        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    """np.linalg.inv: solve(a, I) (LAPACK's gesv with the identity)."""
     w = a * 1.0
     x = np.zeros_like(w)
-    for i in range(n):
+    for i in range(min(w.shape[0], w.shape[1])):
         x[i, i] = 1.0
-    for k in range(n):
-        p = _pivot(w, k)
-        if w[p, k] == 0.0:
-            raise np.linalg.LinAlgError("Singular matrix")
-        if p != k:
-            _swap_rows(w, k, p, k)
-            _swap_rows(x, k, p, 0)
-        d = w[k, k]
-        for i in range(k + 1, n):
-            f = w[i, k] / d
-            for j in range(k + 1, n):
-                w[i, j] -= f * w[k, j]
-            for j in range(n):
-                x[i, j] -= f * x[k, j]
-    for k in range(n - 1, -1, -1):
-        d = w[k, k]
-        for j in range(n):
-            s = x[k, j]
-            for m in range(k + 1, n):
-                s -= w[k, m] * x[m, j]
-            x[k, j] = s / d
-    return x
+    return solve(w, x)
 
 
 @numbavec.jit

@@ -69,16 +69,9 @@ compare_known(const CcNode *n)
     return truth;
 }
 
-/* a.dtype.kind == 'f', a.dtype == np.float32 (and their negations): as
- * views.c emits them, once a's element kind is typed. */
-static int
-dtype_known(const CcNode *n)
+int
+cc_dtype_test(const CcNode *n, TsKind k)
 {
-    const CcType *a = n->lhs->ty;
-    if (a == UNKNOWN || !cc_is_array(a) || a->scalar == TS_INFER) {
-        return -1;
-    }
-    TsKind k = a->scalar;
     int letter = k == TS_BOOL       ? 0
                  : ts_is_complex(k) ? 4
                  : ts_is_float(k)   ? 3
@@ -87,6 +80,17 @@ dtype_known(const CcNode *n)
     long long value = n->ival & ~CC_DTYPE_NEGATE;
     int yes = n->index == AA_KIND_IS ? (int)((value >> letter) & 1) : value == (long long)k;
     return yes ^ ((n->ival & CC_DTYPE_NEGATE) != 0);
+}
+
+/* a dtype test, once a's element kind is typed */
+static int
+dtype_known(const CcNode *n)
+{
+    const CcType *a = n->lhs->ty;
+    if (a == UNKNOWN || !cc_is_array(a) || a->scalar == TS_INFER) {
+        return -1;
+    }
+    return cc_dtype_test(n, a->scalar);
 }
 
 int

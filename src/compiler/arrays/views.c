@@ -1133,16 +1133,8 @@ em_array_attr(Emit *E, CcNode *n)
     }
     if (n->index == AA_KIND_IS || n->index == AA_DTYPE_IS) {
         /* a constant of the typed element kind: nothing is evaluated */
-        TsKind k = n->lhs->ty->scalar;
-        int letter = k == TS_BOOL       ? 0
-                     : ts_is_complex(k) ? 4
-                     : ts_is_float(k)   ? 3
-                     : ts_is_signed(k)  ? 1
-                                        : 2;
-        long long value = n->ival & ~CC_DTYPE_NEGATE;
-        int yes = n->index == AA_KIND_IS ? (int)((value >> letter) & 1) : value == (long long)k;
         return LLVMConstInt(LLVMInt1TypeInContext(E->ctx),
-                            (unsigned)(yes ^ ((n->ival & CC_DTYPE_NEGATE) != 0)), 0);
+                            (unsigned)cc_dtype_test(n, n->lhs->ty->scalar), 0);
     }
     const CcType *t = n->lhs->ty;
     if (t->kind == CT_TUPLE) {
