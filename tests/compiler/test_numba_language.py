@@ -12,6 +12,8 @@
 Every kernel is checked against ``py_func`` (results, and the exception type
 and message where it raises), on cpu and parallel.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -588,6 +590,26 @@ def test_the_truth_value_of_an_array_of_one_element_is_its_elements(target):
         for i in range(10):
             index_as_genotype(index[i:i + 1].copy(), None, want[i])
         np.testing.assert_array_equal(gu(index.copy(), np.zeros(3, dtype)), want)
+
+
+def count_up_to(index, _, out):
+    remainder = index
+    n = 0
+    while n <= remainder:
+        n += 1
+    out[0] = n
+
+
+def test_an_array_condition_in_a_loop_allocates_nothing(target):
+    """`while n <= remainder` of a one-element array made a new array of
+    the comparison at each test (malloc and free per iteration, 50x slower
+    on sgkit's loop); the element is computed in place now."""
+    gu = guvectorize(["void(int64[:], int64[:], int64[:])"], "(),(k)->(k)",
+                     target=target)(count_up_to)
+    index = np.arange(7) * 3
+    check_gufunc(gu, count_up_to, [index, np.zeros((7, 1), np.int64)], [np.zeros((7, 1), np.int64)])
+    ir = gu.inspect_llvm(gu.types[0])
+    assert re.search(r"call \S+ @(malloc|free)\(", ir) is None
 
 
 def truth_of(a, out):

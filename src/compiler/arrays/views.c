@@ -1096,16 +1096,53 @@ em_index(Emit *E, CcNode *n)
     return cc_load(E->b, v.kind, v.data, "elem");
 }
 
+/* CC_STATUS_TRUTH unless the ndim dimensions of shape make one element. */
+static void
+check_one_element(Emit *E, const LLVMValueRef *shape, int ndim)
+{
+    LLVMValueRef size = em_i64c(E, 1);
+    for (int k = 0; k < ndim; k++) {
+        size = LLVMBuildMul(E->b, size, shape[k], "size");
+    }
+    LLVMValueRef one = LLVMBuildICmp(E->b, LLVMIntEQ, size, em_i64c(E, 1), "one");
+    em_check(E, LLVMBuildNot(E->b, one, "ambiguous"), CC_STATUS_TRUTH);
+}
+
+/* The walk's one element, kept in w->ctx (an alloca). */
+static int
+keep_element(Emit *E, Walk *w, LLVMValueRef value)
+{
+    LLVMBuildStore(E->b, value, w->ctx);
+    return 0;
+}
+
 LLVMValueRef
 em_array_truth(Emit *E, CcNode *cond)
 {
-    View v;
-    if (em_view_of(E, cond, &v) < 0) {
+    TsKind k = cond->ty->scalar;
+    if (!em_is_elementwise_node(cond)) {
+        View v;
+        if (em_view_of(E, cond, &v) < 0) {
+            return NULL;
+        }
+        check_one_element(E, v.shape, v.ndim);
+        return em_truthy(E, cc_load(E->b, v.kind, v.data, "truth.of"), v.kind);
+    }
+    /* `while new <= remainder`: the expression's one element computed in
+     * place, not into an array made for it at each test */
+    Walk w = {.visit = keep_element};
+    if (em_collect_expr(E, &w, cond) < 0) {
         return NULL;
     }
-    LLVMValueRef one = LLVMBuildICmp(E->b, LLVMIntEQ, em_view_size(E, &v), em_i64c(E, 1), "one");
-    em_check(E, LLVMBuildNot(E->b, one, "ambiguous"), CC_STATUS_TRUTH);
-    return em_truthy(E, cc_load(E->b, v.kind, v.data, "truth.of"), v.kind);
+    w.ndim = cond->ty->n;
+    w.target.data = NULL;
+    em_broadcast(E, &w);
+    check_one_element(E, w.shape, w.ndim);
+    w.ctx = em_entry_alloca(E, cc_value_type(E->ctx, k), "truth.slot");
+    if (em_run_collected(E, &w) < 0) {
+        return NULL;
+    }
+    return em_truthy(E, LLVMBuildLoad2(E->b, cc_value_type(E->ctx, k), w.ctx, "truth.of"), k);
 }
 
 int
