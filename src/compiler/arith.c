@@ -516,7 +516,7 @@ opaque_one(Emit *E, TsKind p)
  * a and b, swap and the imaginary part changes sign, exactly):
  *   rat = d / c, scl = 1 / (c + d rat), (a + b rat) scl + (b - a rat) scl i
  * and for y = 0, NumPy's a / |c| + b / |d| i.  Where a way is not the one
- * taken its divisors are 1 and its numerators 0 (fenced: no flag). */
+ * taken its divisors are 1 and its numerators 0: no flag. */
 static LLVMValueRef
 complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
 {
@@ -549,13 +549,13 @@ complex_div(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef y)
      * constant 0 of a real y): were it the condition that picks this
      * result, LLVM would drop the select inside it as known, and divide
      * by 0 wherever y is not 0 */
-    LLVMValueRef one_ = opaque_one(E, p);
-    LLVMValueRef y_mag = LLVMBuildFMul(b, LLVMBuildFAdd(b, ac, ad, "y.mag"), one_, "y.mag");
+    LLVMValueRef opaque = opaque_one(E, p);
+    LLVMValueRef y_mag = LLVMBuildFMul(b, LLVMBuildFAdd(b, ac, ad, "y.mag"), opaque, "y.mag");
     LLVMValueRef y_none = LLVMBuildFCmp(b, LLVMRealOEQ, y_mag, zero, "y.none");
     LLVMValueRef zr =
-        LLVMBuildFDiv(b, xr, LLVMBuildSelect(b, y_none, ac, one_, "zd.re"), "zdiv.re");
+        LLVMBuildFDiv(b, xr, LLVMBuildSelect(b, y_none, ac, opaque, "zd.re"), "zdiv.re");
     LLVMValueRef zi =
-        LLVMBuildFDiv(b, xi, LLVMBuildSelect(b, y_none, ad, one_, "zd.im"), "zdiv.im");
+        LLVMBuildFDiv(b, xi, LLVMBuildSelect(b, y_none, ad, opaque, "zd.im"), "zdiv.im");
     return em_make_complex(E, k, LLVMBuildSelect(b, y_zero, zr, re, "cdiv.re"),
                            LLVMBuildSelect(b, y_zero, zi, im, "cdiv.im"));
 }

@@ -551,6 +551,9 @@ int cc_builtin_cast(TsKind k);
  * condition lowers (global constants) or types (the rest) the branch it
  * takes alone. */
 int cc_known_truth(const CcNode *cond);
+/* The if n made `if True: taken` (empty, emptied, its else; taken NULL:
+ * nothing runs), which emit.c emits as the block alone. */
+void cc_keep_branch(CcNode *n, CcNode *taken, CcNode *empty);
 /* The value of n, a dtype test (AA_KIND_IS, AA_DTYPE_IS: a.dtype.kind ==
  * 'f', a.dtype == np.float32, their negations), for elements of kind k. */
 int cc_dtype_test(const CcNode *n, TsKind k);

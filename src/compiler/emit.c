@@ -497,7 +497,8 @@ static int
 if_stmt(Emit *E, CcNode *n)
 {
     if (is_true_constant(n->cond) && (n->els == NULL || n->els->nargs == 0)) {
-        return block(E, n->then); /* a branch known when compiling (prune.c) */
+        /* `if True:`, and the ifs prune.c kept one branch of */
+        return block(E, n->then);
     }
     LLVMBasicBlockRef then = em_new_block(E, "if.then"), els = em_new_block(E, "if.else");
     LLVMBasicBlockRef done = em_new_block(E, "if.done");
@@ -531,7 +532,6 @@ if_stmt(Emit *E, CcNode *n)
     continue_at(E, done, then_live || els_live);
     return 0;
 }
-
 
 /* Emits a loop body with its break/continue targets; returns 0/-1. */
 static int

@@ -280,7 +280,6 @@ edge_of_negative(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef ax, int n, int 
                      special_power(E, k, x, ax, special, n)};
 }
 
-
 /*
  * float64 x ** n, 3 <= |n| <= FP_MAX_EXPONENT or n = -2.  x whose powers
  * stay in the normal range (for n > 0 also those below: an underflowing

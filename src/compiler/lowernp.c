@@ -247,9 +247,11 @@ lw_enumerated(Lower *L, PyObject *at, CcNode *k, PyObject *start, CcNode *item)
 /* ---- np.cov(m, y, rowvar, bias, ddof), np.corrcoef(m, y, rowvar) ---- */
 
 /* A constant argument's Python value (new reference), or NULL with a
- * TypingError naming what it is. */
+ * TypingError naming what it is.  With `runtime`, an argument the kernel
+ * computes (its variables, an expression) is NULL without an error and
+ * *runtime set. */
 static PyObject *
-const_arg(Lower *L, PyObject *ast, const char *fname, const char *param)
+const_arg(Lower *L, PyObject *ast, const char *fname, const char *param, int *runtime)
 {
     int local = 0;
     PyObject *v = lw_ast_kind(ast) == A_CONSTANT ? lw_get(ast, "value")
@@ -258,28 +260,14 @@ const_arg(Lower *L, PyObject *ast, const char *fname, const char *param)
                       : NULL;
     if (v == NULL && (local || !PyErr_Occurred())) {
         PyErr_Clear();
+        if (runtime != NULL) {
+            *runtime = 1;
+            return NULL;
+        }
         cc_error(L->fn, lw_loc_of(L, ast), "%s() takes %s= as a constant in a kernel", fname,
                  param);
     }
     return v;
-}
-
-/* Whether ast reads the kernel's own variables (not a constant, nor a
- * name or attribute bound outside the kernel). */
-static int
-is_local(Lower *L, PyObject *ast)
-{
-    int kind = lw_ast_kind(ast), local = 1;
-    if (kind == A_CONSTANT) {
-        return 0;
-    }
-    if (kind == A_NAME || kind == A_ATTRIBUTE) {
-        PyObject *v = lw_resolve_object(L, ast, &local);
-        Py_XDECREF(v);
-        PyErr_Clear();
-        return v == NULL && local;
-    }
-    return 1;
 }
 
 /* Parameter i of np.cov (m, y, rowvar, bias, ddof) set from ast; a bias
@@ -291,14 +279,16 @@ cov_param(Lower *L, CcNode *n, int i, PyObject *ast, const char *fname)
     if (i == 0) {
         return (n->args[0] = lw_lower_expr(L, ast)) != NULL ? 0 : -1;
     }
-    if (i == 3 && is_local(L, ast)) {
+    int runtime = 0;
+    PyObject *v = i == 1 && lw_ast_kind(ast) != A_CONSTANT
+                      ? Py_NewRef(Py_True)
+                      : const_arg(L, ast, fname, names[i], i == 3 ? &runtime : NULL);
+    if (runtime) {
         /* bias= known when the kernel runs (scoringrules passes a '()'
          * argument): its truth picks the ddof (stats.c) */
         n->nargs = 2;
         return (n->args[1] = lw_lower_expr(L, ast)) != NULL ? 0 : -1;
     }
-    PyObject *v = i == 1 && lw_ast_kind(ast) != A_CONSTANT ? Py_NewRef(Py_True)
-                                                           : const_arg(L, ast, fname, names[i]);
     if (v == NULL) {
         return -1;
     }

@@ -554,14 +554,13 @@ lower_if(Lower *L, PyObject *node)
         /* `if DEBUG:` of a global constant: the branch not taken is not
          * lowered, so what it calls need not be in the kernel language
          * (prune.c) */
-        n->then = lw_lower_block(L, node, known ? "body" : "orelse");
-        n->els = lw_new_node(L, ND_BLOCK, node);
-        *n->cond = (CcNode){.kind = ND_CONST,
-                            .loc = n->cond->loc,
-                            .ty = cc_scalar_type(TS_BOOL),
-                            .ival = 1,
-                            .fval = 1.0};
-        return n->then != NULL && n->els != NULL ? n : NULL;
+        CcNode *taken = lw_lower_block(L, node, known ? "body" : "orelse");
+        CcNode *empty = taken != NULL ? lw_new_node(L, ND_BLOCK, node) : NULL;
+        if (empty == NULL) {
+            return NULL;
+        }
+        cc_keep_branch(n, taken, empty);
+        return n;
     }
     char *before = lw_save_assigned(L);
     int term_before = L->terminated;

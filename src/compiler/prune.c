@@ -93,6 +93,19 @@ dtype_known(const CcNode *n)
     return cc_dtype_test(n, a->scalar);
 }
 
+void
+cc_keep_branch(CcNode *n, CcNode *taken, CcNode *empty)
+{
+    empty->nargs = 0;
+    n->then = taken != NULL ? taken : empty;
+    n->els = empty;
+    *n->cond = (CcNode){.kind = ND_CONST,
+                        .loc = n->cond->loc,
+                        .ty = cc_scalar_type(TS_BOOL),
+                        .ival = 1,
+                        .fval = 1.0};
+}
+
 int
 cc_known_truth(const CcNode *n)
 {

@@ -16,9 +16,10 @@
  * Kernels draw 32-bit words in line (nprandom.c), from the state's
  * address (numbavec_random_state, taken once per loop: LLVM hoists it,
  * since a lookup of dynamic TLS is a call that costs as much as a draw)
- * and the offsets of its words (cc_random_left_at, cc_random_key_at); they
+ * and the offsets of its words (cc_random_left_at, cc_random_key_at), and
+ * normal deviates in line too (the kept one at cc_random_gauss_at); they
  * call numbavec_random_refill when no word is left, and this file for the
- * seed and the normal deviates.  (A ufunc's loop puts those loads and
+ * seed.  (A ufunc's loop puts those loads and
  * stores in its parallel-access group; the refill call, which LLVM knows
  * nothing of, keeps the loop from being vectorized, as print's calls do.)
  *
@@ -42,7 +43,6 @@
 #if defined(__APPLE__)
 #include <sys/random.h>
 #endif
-#include <math.h>
 
 #include "compiler/compiler.h"
 
@@ -183,29 +183,6 @@ numbavec_random_refill(void *state)
         seed_from_entropy(s);
     }
     regenerate(s);
-}
-
-static inline uint32_t
-next32(MtState *s)
-{
-    if (__builtin_expect(s->left == 0, 0)) {
-        numbavec_random_refill(s);
-    }
-    uint32_t y = s->key[MT_N - s->left--];
-    /* tempering */
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
-}
-
-static inline double
-next_double(MtState *s)
-{
-    uint32_t a = next32(s) >> 5;
-    uint32_t b = next32(s) >> 6;
-    return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
 }
 
 void *

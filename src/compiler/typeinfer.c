@@ -800,30 +800,16 @@ block(Infer *in, CcNode *n)
 }
 
 /* An if whose condition is known when compiling keeps the branch it takes
- * alone (prune.c): it becomes `if True: <that branch>`, the other's
- * statements untyped and not emitted. */
+ * alone (prune.c): the other's statements go untyped and not emitted. */
 static void
 prune(CcNode *n)
 {
     int known = cc_known_truth(n->cond);
-    if (known < 0) {
-        return;
+    if (known == 1 && n->els != NULL) {
+        cc_keep_branch(n, n->then, n->els);
+    } else if (known == 0) {
+        cc_keep_branch(n, n->els, n->then);
     }
-    if (!known) {
-        CcNode *taken = n->els;
-        n->els = n->then;
-        n->then = taken;
-        if (n->then == NULL) { /* no else: nothing runs */
-            n->then = n->els;
-            n->then->nargs = 0;
-        }
-    }
-    n->els = NULL;
-    *n->cond = (CcNode){.kind = ND_CONST,
-                        .loc = n->cond->loc,
-                        .ty = cc_scalar_type(TS_BOOL),
-                        .ival = 1,
-                        .fval = 1.0};
 }
 
 static int

@@ -518,8 +518,7 @@ last_step(Emit *E, const View *a, LLVMValueRef x, int right, LLVMValueRef base, 
     LLVMValueRef at = LLVMBuildNSWAdd(E->b, base, up, "at");
     LLVMBuildBr(E->b, done);
     LLVMPositionBuilderAtEnd(E->b, done);
-    LLVMValueRef r = em_join(E, base, last, at, check, "found");
-    return r;
+    return em_join(E, base, last, at, check, "found");
 }
 
 /*
