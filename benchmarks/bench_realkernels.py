@@ -38,7 +38,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import numbavec  # noqa: E402
-from timing import best, geomean  # noqa: E402
+from timing import best, best_interleaved, geomean  # noqa: E402
 
 try:
     if not hasattr(np, "row_stack"):  # old Numba imports it
@@ -315,8 +315,7 @@ def main():
                 print(f"| {name} | results differ from Numba's |")
                 bad += 1
                 continue
-        t_nv = best(call_nv, args.repeat) * 1e3
-        t_nb = best(call_nb, args.repeat) * 1e3
+        t_nv, t_nb = (t * 1e3 for t in best_interleaved([call_nv, call_nb], args.repeat))
         ratios.append(t_nb / t_nv)
         print(f"| {name} | {t_nv:.3f} | {t_nb:.3f} | {t_nb / t_nv:.2f} |")
     if ratios:

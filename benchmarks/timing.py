@@ -19,5 +19,22 @@ def best(fn, repeat):
     return min(times)
 
 
+def best_interleaved(fns, repeat):
+    """Seconds: the fastest of `repeat` calls of each of fns, their calls
+    alternating (after one call of each), so that a drift of the machine
+    (a neighbour's load, the clock) falls on all of them alike: kernels
+    bound by memory time within a few percent of each other, and timing one
+    after the other would give that order's drift as their ratio."""
+    for fn in fns:
+        fn()
+    best = [math.inf] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
+
+
 def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values))

@@ -21,7 +21,9 @@
  * two first, clamps values whose result must be 0 or infinity, and scales
  * back in one multiplication, the only one that may overflow or underflow.
  * A branch picks the path: a scalar loop (a reduction) runs the short one,
- * and a vectorized loop runs both as selects.
+ * and a vectorized loop runs both as selects.  x ** 3 and x ** 4 need
+ * neither (cube_or_fourth): one clamp of x * x keeps their few operations
+ * exact enough everywhere.
  *
  * float32 computes in double (each product exact to 2^-53 of it) and rounds
  * once to float32 where double costs what float does (a CPU), but x ** 3
@@ -104,12 +106,12 @@ dd_power(Emit *E, TsKind k, LLVMValueRef x, int m, int last)
     return r;
 }
 
-/* x ** m, m >= 3, rounded once: the last product is one FMA of its high
- * part and its low part's product, so hi * x + lo * x is rounded once. */
+/* The last step of x ** m from r, x ** (m - 1) (m odd) or x ** (m / 2):
+ * one FMA of its high part and its low part's product, so that
+ * hi * x + lo * x (hi * hi + 2 hi lo) is rounded once. */
 static LLVMValueRef
-dd_power_rounded(Emit *E, TsKind k, LLVMValueRef x, int m)
+dd_last_step(Emit *E, TsKind k, Dd r, LLVMValueRef x, int m)
 {
-    Dd r = dd_power(E, k, x, m, 1);
     if (m & 1) {
         LLVMValueRef lo_x = LLVMBuildFMul(E->b, r.lo, x, "pow.lo.x");
         return fma_of(E, k, r.hi, x, lo_x);
@@ -117,6 +119,13 @@ dd_power_rounded(Emit *E, TsKind k, LLVMValueRef x, int m)
     LLVMValueRef twice = LLVMBuildFAdd(E->b, r.hi, r.hi, "pow.2hi");
     LLVMValueRef cross = LLVMBuildFMul(E->b, twice, r.lo, "pow.cross");
     return fma_of(E, k, r.hi, r.hi, cross);
+}
+
+/* x ** m, m >= 3, rounded once. */
+static LLVMValueRef
+dd_power_rounded(Emit *E, TsKind k, LLVMValueRef x, int m)
+{
+    return dd_last_step(E, k, dd_power(E, k, x, m, 1), x, m);
 }
 
 /* 1 / (hi + lo): the quotient q = 1 / hi, corrected by 1 - q * hi (exact
@@ -280,13 +289,30 @@ edge_of_negative(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef ax, int n, int 
                      special_power(E, k, x, ax, special, n)};
 }
 
+/* x ** n from x's double-double power times scale (NULL: 1); an odd power
+ * that underflowed to zero may have lost x's sign in its low part's zero
+ * (x ** 3 keeps it: its last FMA's exact product hi * x has x's sign, and
+ * lo * x cannot cancel it). */
+static LLVMValueRef
+scaled_power(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef xs, LLVMValueRef scale, int n)
+{
+    LLVMValueRef r = dd_int_power(E, k, xs, n);
+    if (scale != NULL) {
+        r = LLVMBuildFMul(E->b, r, scale, "pow.scaled");
+    }
+    return (n & 1) && n != 3 ? em_copysign_of(E, k, r, x) : r;
+}
+
 /*
  * float64 x ** n, 3 <= |n| <= FP_MAX_EXPONENT or n = -2.  x whose powers
  * stay in the normal range (for n > 0 also those below: an underflowing
- * power loses at most an ulp of the subnormal result) jump straight to the
- * double-double evaluation; the rest are scaled in the edge block first.  A
- * vectorized loop runs the edge block in every lane: it raises no flag for
- * normal-range x.
+ * power loses at most an ulp of the subnormal result) branch to the
+ * double-double evaluation of x itself; the rest are scaled in the edge
+ * block first, which evaluates its own copy, so that the common path has
+ * neither the scaling multiplication nor the joins of its operands (a
+ * gufunc's scalar reduction runs a multiplication and a select fewer per
+ * element).  A vectorized loop runs both blocks in every lane: the edge
+ * block raises no flag for normal-range x.
  */
 static LLVMValueRef
 double_double_power(Emit *E, TsKind k, LLVMValueRef x, int n)
@@ -300,31 +326,24 @@ double_double_power(Emit *E, TsKind k, LLVMValueRef x, int n)
             LLVMBuildFCmp(E->b, LLVMRealOGE, ax, pow2_const(E, k, -big_k), "pow.lo.ok");
         normal = LLVMBuildAnd(E->b, above, normal, "pow.normal");
     }
-    LLVMBasicBlockRef b_entry = em_current_block(E), b_edge = em_new_block(E, "pow.edge");
-    LLVMBasicBlockRef b_done = em_new_block(E, "pow.dd");
-    LLVMBuildCondBr(E->b, normal, b_done, b_edge);
+    LLVMBasicBlockRef b_dd = em_new_block(E, "pow.dd"), b_edge = em_new_block(E, "pow.edge");
+    LLVMBasicBlockRef b_done = em_new_block(E, "pow.done");
+    LLVMBuildCondBr(E->b, normal, b_dd, b_edge);
+    LLVMPositionBuilderAtEnd(E->b, b_dd);
+    LLVMValueRef r_dd = scaled_power(E, k, x, x, NULL, n);
+    LLVMBasicBlockRef dd_end = em_current_block(E);
+    LLVMBuildBr(E->b, b_done);
     LLVMPositionBuilderAtEnd(E->b, b_edge);
     PowEdge e =
         n > 0 ? edge_of_positive(E, k, x, ax, n, big_k) : edge_of_negative(E, k, x, ax, n, big_k);
+    LLVMValueRef r_edge = scaled_power(E, k, x, e.xs, e.scale, n);
+    if (n < 0) {
+        r_edge = pick(E, e.special, e.special_value, r_edge, "pow.edge.r");
+    }
     LLVMBasicBlockRef edge_end = em_current_block(E);
     LLVMBuildBr(E->b, b_done);
     LLVMPositionBuilderAtEnd(E->b, b_done);
-    LLVMValueRef xs = em_join(E, x, b_entry, e.xs, edge_end, "pow.x");
-    LLVMValueRef scale = em_join(E, em_real_const(E, k, 1.0), b_entry, e.scale, edge_end, "pow.s");
-    LLVMValueRef special = NULL, special_value = NULL;
-    if (n < 0) {
-        special = em_join(E, LLVMConstInt(LLVMInt1TypeInContext(E->ctx), 0, 0), b_entry, e.special,
-                          edge_end, "pow.sp");
-        special_value = em_join(E, x, b_entry, e.special_value, edge_end, "pow.spv");
-    }
-    LLVMValueRef r = LLVMBuildFMul(E->b, dd_int_power(E, k, xs, n), scale, "pow.scaled");
-    if ((n & 1) && n != 3) {
-        /* an odd power that underflowed to zero may have lost x's sign in
-         * its low part's zero (x ** 3 keeps it: its last FMA's exact
-         * product hi * x has x's sign, and lo * x cannot cancel it) */
-        r = em_copysign_of(E, k, r, x);
-    }
-    return n > 0 ? r : pick(E, special, special_value, r, "pow");
+    return em_join(E, r_dd, dd_end, r_edge, edge_end, "pow");
 }
 
 /*
@@ -358,6 +377,31 @@ positive_power(Emit *E, TsKind k, LLVMValueRef x, int n)
         r = em_copysign_of(E, k, r, x);
     }
     return pick(E, is_inf, (n & 1) ? x : ax, r, "pow");
+}
+
+/*
+ * x ** 3 and x ** 4 without a branch, in five or six operations: x * x as
+ * hi + lo, then one FMA.  lo is x * x - min(hi, big), big = 2^(2 ceil(over
+ * / m)): below big it is hi's exact error (dd_power_rounded's evaluation:
+ * underflowing results keep x's sign, as hi * x is the exact product's,
+ * and lose at most an ulp of a subnormal); above, where the power
+ * overflows whatever lo is, lo is x * x - big, positive (hi > big means
+ * x * x > big), so that lo's product has the power's sign and the last FMA
+ * adds two values of one sign: +-inf.  lo's error product neither
+ * overflows with the wrong sign there nor is inf - inf (the invalid flag)
+ * where x * x itself overflows; the flags are those x * x raises (overflow
+ * for a finite x, none for an infinity), as pow gives them.
+ */
+static LLVMValueRef
+cube_or_fourth(Emit *E, TsKind k, LLVMValueRef x, int m)
+{
+    LLVMValueRef big = pow2_const(E, k, 2 * ((range_of(k)->over + m - 1) / m));
+    LLVMValueRef hi = LLVMBuildFMul(E->b, x, x, "sq.hi");
+    /* hi < big ? hi : big, one vminsd (a NaN's lo is NaN either way) */
+    LLVMValueRef under = LLVMBuildFCmp(E->b, LLVMRealOLT, hi, big, "sq.under");
+    LLVMValueRef hi_c = pick(E, under, hi, big, "sq.hi.c");
+    LLVMValueRef lo = fma_of(E, k, x, x, LLVMBuildFNeg(E->b, hi_c, "sq.neg"));
+    return dd_last_step(E, k, (Dd){hi, lo}, x, m);
 }
 
 /* The integer value of a constant float exponent, if it is one in range. */
@@ -423,6 +467,9 @@ em_float_pow(Emit *E, TsKind k, LLVMValueRef x, LLVMValueRef b)
     }
     if (k == TS_FLOAT32 && E->target->fast_f64) {
         return n == 3 ? float32_cube(E, x) : float32_power(E, x, n);
+    }
+    if (n == 3 || n == 4) {
+        return cube_or_fourth(E, k, x, n);
     }
     if (n > 0 && !E->gufunc) {
         return positive_power(E, k, x, n);

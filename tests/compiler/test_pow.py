@@ -136,7 +136,12 @@ def test_flags_and_special_values(dtype, target):
     fi = np.finfo(dtype)
     values = [0.0, -0.0, np.inf, -np.inf, np.nan, float(fi.tiny), -float(fi.smallest_subnormal),
               float(fi.max), -float(fi.max), 1e-300, -1e300, 1e160, 1e-160, 1e102, -1e-110, 1e30,
-              -1e-30, 1e20, 1e-20, 2.0 ** -500, 2.0 ** 340, -(2.0 ** -360)]
+              -1e-30, 1e20, 1e-20, 2.0 ** -500, 2.0 ** 340, -(2.0 ** -360),
+              # x ** 3 and x ** 4 (cube_or_fourth): around the clamp of x * x
+              # (2^684, 2^514) and where x * x itself overflows (2^512)
+              2.0 ** 342, -(2.0 ** 343), 2.0 ** 257, -(2.0 ** 258), 2.0 ** 511, -(2.0 ** 513),
+              1.3 * 2.0 ** 341, -(1.9 * 2.0 ** 256), float.fromhex("0x1.965feap+42"),
+              float.fromhex("0x1.428a2f98d728bp+341")]
     for n in (-8, -5, -3, -2, -1, 2, 3, 4, 5, 7, 8):
         f = power_kernel(n, dtype, target)
         for v in values:
