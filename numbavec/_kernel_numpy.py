@@ -239,6 +239,40 @@ def diag(v, k=0):
         return d
 
 
+@numbavec.jit
+def _power_of_ten(n):
+    """10.0 ** n as NumPy's round computes it: products of ten (exact to
+    1e22, and past it the same roundings as NumPy's)."""
+    r = 1.0
+    for _ in range(n):
+        r *= 10.0
+    return r
+
+
+@numbavec.jit
+def round_(a, decimals=0):
+    """np.round, np.around of a value or an array, as NumPy evaluates them:
+    rint(a * 10**d) / 10**d (rint(a / 10**-d) * 10**-d for d < 0) in a's
+    float kind (NEP 50: float32 stays float32), so that halves go to even
+    and 2.675 rounds to 2.67 as in NumPy (Python's round(x, 2) rounds the
+    decimal value); an integer is itself for d >= 0, else it is computed in
+    float64 and cast back, as NumPy does."""
+    if a.dtype.kind in "iu":  # known when compiling: one branch is typed
+        if decimals >= 0:
+            return a
+        f = _power_of_ten(-decimals)
+        return (np.rint(a / f) * f).astype(a.dtype)
+    elif a.dtype.kind == "f":
+        if decimals == 0:
+            return np.rint(a)
+        if decimals > 0:
+            f = a.dtype.type(_power_of_ten(decimals))
+            return np.rint(a * f) / f
+        f = a.dtype.type(_power_of_ten(-decimals))
+        return np.rint(a / f) * f
+    else:
+        return np.rint(a)  # np.round() of complex (or bool) values is not supported yet
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
@@ -252,4 +286,6 @@ FUNCTIONS = {
     np.interp: interp,
     np.linalg.solve: solve,
     np.diag: diag,
+    np.round: round_,
+    np.around: round_,
 }

@@ -124,6 +124,7 @@ static const CcBuiltin builtins[] = {
     NP("floor", M_FLOOR, 1),
     NP("ceil", M_CEIL, 1),
     NP("trunc", M_TRUNC, 1),
+    NP("rint", M_RINT, 1),
     NP("degrees", M_DEGREES, 1),
     NP("radians", M_RADIANS, 1),
     NP("square", M_SQUARE, 1),

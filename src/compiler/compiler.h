@@ -435,6 +435,7 @@ typedef enum CcMathOp {
     M_FLOOR,
     M_CEIL,
     M_TRUNC,
+    M_RINT,
     M_DEGREES,
     M_RADIANS,
     M_SQUARE,

@@ -82,7 +82,7 @@ math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
         [M_LOG10] = "llvm.log10",       [M_SQRT] = "llvm.sqrt",   [M_SIN] = "llvm.sin",
         [M_COS] = "llvm.cos",           [M_FABS] = "llvm.fabs",   [M_FLOOR] = "llvm.floor",
         [M_CEIL] = "llvm.ceil",         [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
-        [M_COPYSIGN] = "llvm.copysign", [M_NONE] = NULL,
+        [M_COPYSIGN] = "llvm.copysign", [M_RINT] = "llvm.roundeven", [M_NONE] = NULL,
     };
     static const char *const libm_names[] = {
         [M_EXPM1] = "expm1", [M_LOG1P] = "log1p", [M_TAN] = "tan",      [M_ASIN] = "asin",

@@ -10,10 +10,10 @@
  * typeinfer.c asks cc_known_truth of an if's (or a conditional
  * expression's) condition once it is typed, and where the answer is known
  * types and keeps the branch taken alone.  Known are: constants (numbers,
- * bools, None), an array's ndim and its dtype tests (once its type is),
- * comparisons of those, and not/and/or of known truths; anything else is
- * known only when the kernel runs.  Nothing known has a side effect, so
- * nothing is lost by not emitting it.
+ * bools, None), an array's ndim and its (or a scalar's) dtype tests (once
+ * its type is), comparisons of those, and not/and/or of known truths;
+ * anything else is known only when the kernel runs.  Nothing known has a
+ * side effect, so nothing is lost by not emitting it.
  */
 #include "compiler/typeinfer.h"
 
@@ -82,12 +82,12 @@ cc_dtype_test(const CcNode *n, TsKind k)
     return yes ^ ((n->ival & CC_DTYPE_NEGATE) != 0);
 }
 
-/* a dtype test, once a's element kind is typed */
+/* a dtype test, once a's element kind (or a scalar's kind) is typed */
 static int
 dtype_known(const CcNode *n)
 {
     const CcType *a = n->lhs->ty;
-    if (a == UNKNOWN || !cc_is_array(a) || a->scalar == TS_INFER) {
+    if (a == UNKNOWN || a->kind == CT_TUPLE || a->scalar == TS_INFER) {
         return -1;
     }
     return cc_dtype_test(n, a->scalar);

@@ -218,10 +218,12 @@ call_type(Infer *in, CcNode *n, const CcType **out)
     const CcBuiltin *b = cc_builtin(n->builtin);
     const CcType *t;
     if (b->flavor == FL_CAST && n->rhs != NULL) {
-        /* a.dtype.type(x): the cast to a's element kind */
+        /* a.dtype.type(x): the cast to a's element kind (or a scalar's
+         * kind: a NumPy scalar has a dtype too) */
         const CcType *a;
         *out = UNKNOWN;
-        if (ti_array_operand(in, n, n->rhs, &a) < 0) {
+        if (ti_expr(in, n->rhs, &a) < 0
+            || (a != UNKNOWN && a->kind == CT_TUPLE && ti_array_operand(in, n, n->rhs, &a) < 0)) {
             return -1;
         }
         if (a == UNKNOWN || a->scalar == TS_INFER) {

@@ -768,3 +768,83 @@ def test_diag_of_a_vector_and_of_a_matrix_is_numpys(target, k):
     big, d = diags(v, m, np.zeros((p, p), int), np.zeros(q, int))
     np.testing.assert_array_equal(big, [np.diag(row, k) for row in v], strict=True)
     np.testing.assert_array_equal(d, [np.diag(mat, k) for mat in m], strict=True)
+
+
+ROUND_VALUES = [2.675, 0.5, 1.5, 2.5, -0.5, -2.5, 1234.5678, -0.0, 0.0, 1e308, -1e308, np.inf,
+                np.nan, 5e-324, 3e38, -3e38, 0.125, 1.005]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8", "uint16"])
+def test_round_of_a_value_and_of_an_array_is_numpys(target, dtype):
+    """np.round / np.around as NumPy evaluates them (rint(x * 10**d) / 10**d
+    in x's kind: 2.675 to 2.67, halves to even, float32 stays float32), and
+    integers: themselves for d >= 0, else rounded in float64 and cast back."""
+    @guvectorize("(n),()->(n),(n)", target=target)
+    def rounded(x, d, one, many):
+        for i in range(x.shape[0]):
+            one[i] = np.round(x[i], d)
+        many[:] = np.around(x, decimals=d)
+
+    rng = np.random.default_rng(18)
+    if dtype.startswith("float"):
+        with np.errstate(over="ignore"):
+            x = np.concatenate([rng.uniform(-1e4, 1e4, 300), rng.uniform(-3, 3, 300),
+                                ROUND_VALUES]).astype(dtype)
+        decimals = range(-5, 12)
+    else:
+        low = 0 if dtype.startswith("u") else -120
+        x = rng.integers(low, 120, 300).astype(dtype)
+        decimals = range(-3, 3)
+    for d in decimals:
+        with np.errstate(all="ignore"):
+            one, many = rounded(x, np.int64(d))
+            want = np.round(x, d)
+            want_one = np.array([np.round(v, d) for v in x], dtype)
+        assert many.dtype == want.dtype == one.dtype, d
+        np.testing.assert_array_equal(many, want, strict=True)
+        np.testing.assert_array_equal(one, want_one, strict=True)
+        assert np.array_equal(np.signbit(many), np.signbit(want)), d
+
+
+@pytest.mark.parametrize("call", ["np.rint(x)", "np.round(x)", "np.around(x)"])
+def test_rint_and_round_without_decimals_are_numpys(target, call):
+    src = f"import numpy as np\ndef nearest(x):\n    return {call}\n"
+    f = vectorize(["float64(float64)", "float32(float32)"], target=target)(
+        kernel_from_source(src, "nearest"))
+    x = np.array(ROUND_VALUES + [-1.5, 3.5, 4.5, -7.5, 0.49999999999999994, -0.3])
+    with np.errstate(all="ignore"):
+        for dtype in ("float64", "float32"):
+            xx = x.astype(dtype)
+            got = f(xx)
+            np.testing.assert_array_equal(got, np.rint(xx), strict=True)
+            assert np.array_equal(np.signbit(got), np.signbit(np.rint(xx)))
+
+
+def test_round_of_complex_values_is_a_typing_error_that_says_so():
+    with pytest.raises(TypingError, match=r"np.round\(\) of complex \(or bool\) values is not "):
+        @guvectorize(["void(complex128, int64, complex128[:])"], "(),()->()")
+        def rounded(v, d, out):
+            out[0] = np.round(v, d)
+
+
+@pytest.mark.parametrize("sig", ["float32(float32)", "float64(float64)", "int16(int16)",
+                                 "uint8(uint8)"])
+def test_a_scalars_dtype_tests_and_casts_are_its_kinds(target, sig):
+    """A NumPy scalar has a dtype: x.dtype.kind tests are known when the
+    kernel compiles (only the branch taken is typed), x.dtype.type(v) and
+    x.astype(...) cast to a kind, as for an array."""
+    src = ("import numpy as np\n"
+           "def kinds(x):\n"
+           "    if x.dtype.kind == 'f':\n"
+           "        y = x.dtype.type(0.1) * x + x.astype(np.float64).dtype.type(1)\n"
+           "    elif x.dtype.kind in 'iu' and x.dtype != np.uint8:\n"
+           "        y = x.astype(np.int8) * 2\n"
+           "    else:\n"
+           "        y = x.dtype.type(x + 1)\n"
+           "    return y\n")
+    f = vectorize([sig], target=target)(kernel_from_source(src, "kinds"))
+    dtype = np.dtype(sig.split("(")[0])
+    x = np.array([0, 1, 3, 100, 200, 255], dtype)
+    with np.errstate(all="ignore"):
+        want = np.array([f.py_func(v) for v in x], dtype)
+        np.testing.assert_array_equal(f(x), want, strict=True)

@@ -225,6 +225,17 @@ ti_array_attr(Infer *in, CcNode *n, const CcType **out)
             return 0;
         }
     }
+    if (n->index == AA_KIND_IS || n->index == AA_DTYPE_IS) {
+        /* a NumPy scalar has a dtype too (a Python number: its stored kind,
+         * int64, float64, complex128, as NumPy converts it) */
+        if (ti_expr(in, n->lhs, &a) < 0) {
+            return -1;
+        }
+        if (a != UNKNOWN && a->kind != CT_ARRAY && a->kind != CT_TUPLE) {
+            *out = cc_scalar_type(TS_BOOL);
+            return 0;
+        }
+    }
     if (ti_array_operand(in, n, n->lhs, &a) < 0 || a == UNKNOWN) {
         return a == UNKNOWN && !PyErr_Occurred() ? 0 : -1;
     }
@@ -305,6 +316,17 @@ ti_array_function(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
 {
     const CcType *t;
     *out = UNKNOWN;
+    if (b->flavor == FL_LIKE && b->op == AL_COPY && (n->index > 0 || n->rhs != NULL)) {
+        /* x.astype(dtype) of a NumPy scalar: the cast, as dtype.type(x) */
+        if (ti_expr(in, n->args[0], &t) < 0) {
+            return -1;
+        }
+        if (t != UNKNOWN && t->kind != CT_TUPLE && !cc_is_array(t)) {
+            n->builtin = cc_builtin_cast(n->index > 0 ? (TsKind)(n->index - 1) : TS_FLOAT64);
+            n->index = 0;
+            return ti_expr(in, n, out);
+        }
+    }
     if (b->flavor != FL_REDUCE && !in->gufunc) {
         return cc_error(in->fn, n->loc,
                         "%s() allocates an array, which only a guvectorize kernel can do", b->name);
