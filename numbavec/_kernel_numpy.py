@@ -273,6 +273,24 @@ def round_(a, decimals=0):
     else:
         return np.rint(a)  # np.round() of complex (or bool) values is not supported yet
 
+@numbavec.jit
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """np.isclose of values or arrays, as NumPy computes it: b made inexact
+    (an integer b as float64), then |a - b| <= atol + rtol * |b| where b is
+    finite, or a == b (equal infinities), or both NaN with equal_nan."""
+    y = b * 1.0
+    close = (np.abs(a - y) <= atol + rtol * np.abs(y)) & np.isfinite(y) | (a == y)
+    if equal_nan:
+        close = close | (np.isnan(a) & np.isnan(y))
+    return close
+
+
+@numbavec.jit
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """np.allclose: whether isclose holds everywhere."""
+    return bool(np.all(isclose(a, b, rtol, atol, equal_nan)))
+
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
@@ -288,4 +306,6 @@ FUNCTIONS = {
     np.diag: diag,
     np.round: round_,
     np.around: round_,
+    np.isclose: isclose,
+    np.allclose: allclose,
 }

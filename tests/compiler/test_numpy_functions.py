@@ -848,3 +848,29 @@ def test_a_scalars_dtype_tests_and_casts_are_its_kinds(target, sig):
     with np.errstate(all="ignore"):
         want = np.array([f.py_func(v) for v in x], dtype)
         np.testing.assert_array_equal(f(x), want, strict=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_isclose_and_allclose_are_numpys(target, dtype):
+    @guvectorize("(n),(n)->(n),(),(n),()", target=target)
+    def close(a, b, every, rows, each, rows_nan):
+        every[:] = np.isclose(a, b)
+        rows[0] = np.allclose(a, b, rtol=1e-3)
+        for i in range(a.shape[0]):
+            each[i] = np.isclose(a[i], b[i], atol=0.1, equal_nan=True)
+        rows_nan[0] = np.allclose(a, b, equal_nan=True)
+
+    rng = np.random.default_rng(19)
+    a = rng.uniform(-2, 2, (50, 8)).astype(dtype)
+    b = (a + rng.choice([0, 1e-9, 1e-6, 1e-4, 0.05, 1.0], a.shape)).astype(dtype)
+    if dtype != "int64":
+        a[0, 0] = b[0, 0] = np.nan
+        a[1, 1], b[1, 1], a[2, 2], b[2, 2], b[3, 3] = np.inf, np.inf, np.inf, -np.inf, np.nan
+        a[4], a[5] = b[4], b[5]
+        a[5, 0] = b[5, 0] = np.nan
+    every, rows, each, rows_nan = close(a, b)
+    np.testing.assert_array_equal(every, np.isclose(a, b), strict=True)
+    np.testing.assert_array_equal(rows, [np.allclose(x, y, rtol=1e-3) for x, y in zip(a, b)])
+    np.testing.assert_array_equal(each, np.isclose(a, b, atol=0.1, equal_nan=True), strict=True)
+    np.testing.assert_array_equal(rows_nan, [np.allclose(x, y, equal_nan=True) for x, y in zip(a, b)])
+    assert rows.dtype == rows_nan.dtype == np.bool_
