@@ -277,9 +277,13 @@ def round_(a, decimals=0):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """np.isclose of values or arrays, as NumPy computes it: b made inexact
     (an integer b as float64), then |a - b| <= atol + rtol * |b| where b is
-    finite, or a == b (equal infinities), or both NaN with equal_nan."""
+    finite, or a == b (equal infinities), or both NaN with equal_nan.  A b
+    that is not finite is not subtracted (its test is a == b): inf - inf
+    would raise the invalid flag, which NumPy's isclose silences."""
     y = b * 1.0
-    close = (np.abs(a - y) <= atol + rtol * np.abs(y)) & np.isfinite(y) | (a == y)
+    finite = np.isfinite(y)
+    ys = np.where(finite, y, 0.0)
+    close = (np.abs(a - ys) <= atol + rtol * np.abs(ys)) & finite | (a == y)
     if equal_nan:
         close = close | (np.isnan(a) & np.isnan(y))
     return close
