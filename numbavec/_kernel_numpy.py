@@ -139,27 +139,121 @@ def count_nonzero(a):
 
 
 @numbavec.jit
-def interp(x, xp, fp):
-    """np.interp(x, xp, fp) of a value or an array x: fp[0] left of xp[0],
-    fp[-1] from xp[-1] on, NaN for NaN, else the line through the interval
-    x lies in (searched as NumPy does: xp[j] <= x < xp[j + 1]), computed in
-    float64 (complex128 for complex fp) as NumPy's."""
+def _interp_search(key, xp, guess):
+    """The interval of xp that key lies in, as NumPy's interp searches: -1
+    below xp[0], n above xp[-1], else j with xp[j] <= key < xp[j + 1] found
+    from the guess (the previous value's interval) outward and then by
+    bisection, so that an xp that is not increasing gives NumPy's answer."""
+    n = xp.shape[0]
+    if key > xp[n - 1]:
+        return n
+    if key < xp[0]:
+        return -1
+    if n <= 4:
+        i = 1
+        while i < n and key >= xp[i]:
+            i += 1
+        return i - 1
+    guess = max(min(guess, n - 3), 1)
+    lo = 0
+    hi = n
+    if key < xp[guess]:
+        if key >= xp[guess - 1]:
+            return guess - 1
+        hi = guess - 1
+        if guess > 8 and key >= xp[guess - 8]:
+            lo = guess - 8
+    else:
+        if key < xp[guess + 1]:
+            return guess
+        if key < xp[guess + 2]:
+            return guess + 1
+        lo = guess + 2
+        if guess < n - 9 and key < xp[guess + 8]:
+            hi = guess + 8
+    while lo < hi:
+        mid = lo + ((hi - lo) >> 1)
+        if key >= xp[mid]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
+@numbavec.jit
+def _interp_line(v, x0, x1, f0, f1, slope):
+    """slope * (v - x0) + f0, or from the other end where that is NaN, or
+    f0 where both are and f0 == f1 (NumPy's order)."""
+    r = slope * (v - x0) + f0
+    if np.isnan(r):
+        r = slope * (v - x1) + f1
+        if np.isnan(r) and f0 == f1:
+            r = f0
+    return r
+
+
+@numbavec.jit
+def _interp_value(v, xp, fp, j, left, right):
+    """np.interp at v in float64 (complex128 for complex fp), given v's
+    interval j."""
+    n = xp.shape[0]
+    if n == 1:
+        return left if v < xp[0] else (right if v > xp[0] else fp[0] + left * 0.0)
+    if np.isnan(v):
+        return v + left * 0.0
+    if j == -1:
+        return left
+    if j == n:
+        return right
+    x0 = xp[j] + np.float64(0.0)
+    if j == n - 1 or x0 == v:
+        return fp[j] + left * 0.0
+    x1 = xp[j + 1] + np.float64(0.0)
+    f0 = fp[j] + left * 0.0
+    f1 = fp[j + 1] + left * 0.0
+    if fp.dtype.kind == "c":
+        step = 1.0 / (x1 - x0)
+        re = _interp_line(v, x0, x1, f0.real, f1.real, (f1.real - f0.real) * step)
+        im = _interp_line(v, x0, x1, f0.imag, f1.imag, (f1.imag - f0.imag) * step)
+        return complex(re, im)
+    else:
+        return _interp_line(v, x0, x1, f0, f1, (f1 - f0) / (x1 - x0))
+
+
+@numbavec.jit
+def interp(x, xp, fp, left=False, right=False):
+    """np.interp(x, xp, fp, left=, right=) of a value or an array x, as
+    NumPy computes it (its search from the previous value's interval, so an
+    xp that is not increasing gives NumPy's values too; the line from the
+    other end where one end gives NaN), in float64, complex128 for complex
+    fp.  left and right default to fp[0] and fp[-1] (False marks them not
+    given: a kernel has no None)."""
     n = xp.shape[0]
     if n == 0:
         raise ValueError("array of sample points is empty")
     if fp.shape[0] != n:
         raise ValueError("fp and xp are not of the same length.")
-    x = x + np.float64(0.0)
-    j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, max(n - 2, 0))
-    k = np.minimum(j + 1, n - 1)
-    x0 = xp[j] + np.float64(0.0)
-    f0 = fp[j] + np.float64(0.0)
-    f1 = fp[k] + np.float64(0.0)
-    slope = (f1 - f0) / (xp[k] - x0)
-    line = slope * (x - x0) + f0
-    inside = np.where(x == x0, f0, line)
-    return np.where(x < xp[0], fp[0] + np.float64(0.0),
-                    np.where(x >= xp[n - 1], fp[n - 1] + np.float64(0.0), inside))
+    zero = fp[0] * 0.0 + np.float64(0.0)  # the result's kind: float64 or complex128
+    if left.dtype.kind == "b":
+        lval = fp[0] + zero
+    else:
+        lval = left + zero
+    if right.dtype.kind == "b":
+        rval = fp[n - 1] + zero
+    else:
+        rval = right + zero
+    if x.ndim == 0:
+        v = x + np.float64(0.0)
+        return _interp_value(v, xp, fp, _interp_search(v, xp, 0), lval, rval)
+    else:
+        out = np.empty(x.shape, zero.dtype)
+        j = 0
+        for i, e in enumerate(x.flat):
+            v = e + np.float64(0.0)
+            if not np.isnan(v) and n > 1:
+                j = _interp_search(v, xp, j)
+            out.flat[i] = _interp_value(v, xp, fp, j, lval, rval)
+        return out
 
 
 @numbavec.jit

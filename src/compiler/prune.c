@@ -17,8 +17,8 @@
  */
 #include "compiler/typeinfer.h"
 
-/* An integer known when compiling: a constant or an array's ndim.  1 and
- * *v, or 0. */
+/* An integer known when compiling: a constant or an array's (a scalar's)
+ * ndim.  1 and *v, or 0. */
 static int
 known_int(const CcNode *n, long long *v)
 {
@@ -27,8 +27,8 @@ known_int(const CcNode *n, long long *v)
         return 1;
     }
     if (n->kind == ND_ARRAYATTR && n->index == AA_NDIM && n->lhs->ty != UNKNOWN
-        && cc_is_array(n->lhs->ty)) {
-        *v = n->lhs->ty->n;
+        && n->lhs->ty->kind != CT_TUPLE) {
+        *v = cc_is_array(n->lhs->ty) ? n->lhs->ty->n : 0; /* a scalar's is 0 */
         return 1;
     }
     return 0;

@@ -222,8 +222,7 @@ call_type(Infer *in, CcNode *n, const CcType **out)
          * kind: a NumPy scalar has a dtype too) */
         const CcType *a;
         *out = UNKNOWN;
-        if (ti_expr(in, n->rhs, &a) < 0
-            || (a != UNKNOWN && a->kind == CT_TUPLE && ti_array_operand(in, n, n->rhs, &a) < 0)) {
+        if (ti_dtype_owner(in, n, n->rhs, &a) < 0) {
             return -1;
         }
         if (a == UNKNOWN || a->scalar == TS_INFER) {

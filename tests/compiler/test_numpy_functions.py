@@ -691,6 +691,45 @@ def test_interp_of_a_value_and_of_an_array_is_numpys(target, fp_dtype):
         np.testing.assert_array_equal(one[i], np.interp(v[i], xp[i], fp[i]))
 
 
+@pytest.mark.parametrize("xp_kind", ["increasing", "decreasing", "shuffled", "repeated", "one"])
+@pytest.mark.parametrize("fp_dtype", ["float64", "float32", "complex128"])
+def test_interp_searches_and_fills_as_numpy_does(target, xp_kind, fp_dtype):
+    """NumPy's own search (from the previous value's interval, then by
+    bisection) gives its values bit for bit even where xp does not increase,
+    as Numba's port does; left=/right= fill; infinite samples take the line
+    from the other end; float32 xp and x are compared in float64."""
+    @guvectorize("(m),(n),(n)->(m),(m)", target=target)
+    def lookup(x, xp, fp, plain, filled):
+        plain[:] = np.interp(x, xp, fp)
+        for i in range(x.shape[0]):
+            filled[i] = np.interp(x[i], xp, fp, left=-1.0, right=np.nan)
+
+    rng = np.random.default_rng(20)
+    n = 1 if xp_kind == "one" else 40
+    xp = np.sort(rng.uniform(-3, 3, n))
+    if xp_kind == "decreasing":
+        xp = xp[::-1].copy()
+    elif xp_kind == "shuffled":
+        rng.shuffle(xp)
+    elif xp_kind == "repeated":
+        xp = np.sort(rng.integers(-3, 3, n)).astype(float)
+    fp = rng.uniform(-5, 5, n)
+    if n > 1:
+        fp[3], fp[4], xp[5] = np.inf, np.inf, np.inf  # NaN one way, the other way or equal
+    fp = fp.astype(fp_dtype)
+    if fp_dtype == "complex128":
+        fp = fp + 1j * rng.uniform(-5, 5, n)
+    if fp_dtype == "float32":
+        xp = xp.astype(np.float32)
+    x = np.concatenate([rng.uniform(-4, 4, 300), xp, [np.nan, -np.inf, np.inf]]).astype(xp.dtype)
+    with np.errstate(invalid="ignore"):
+        plain, filled = lookup(x, xp, fp)
+        want_plain = np.interp(x, xp, fp)
+        want_filled = np.array([np.interp(v, xp, fp, left=-1.0, right=np.nan) for v in x])
+    np.testing.assert_array_equal(plain, want_plain, strict=True)
+    np.testing.assert_array_equal(filled, want_filled, strict=True)
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
 def test_slogdet_is_numpys(target, dtype):
     @guvectorize("(n,n)->(),()", target=target)

@@ -109,6 +109,9 @@ typedef struct Loop {
 /* The array type of an ND_INDEX/ND_ARRAYATTR operand; else an error
  * (tuples: *tuple set). */
 int ti_array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
+/* The type of lhs in lhs.dtype (and lhs.ndim): an array or a scalar (a
+ * NumPy scalar has a dtype and ndim 0); a tuple is ti_array_operand's error. */
+int ti_dtype_owner(Infer *in, CcNode *at, CcNode *lhs, const CcType **out);
 /* Whether n is a view of a global NumPy array (a read-only constant). */
 int ti_readonly(const CcNode *n);
 /* A TypingError at `at` when `target` (an array written to) is read-only:

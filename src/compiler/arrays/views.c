@@ -39,6 +39,15 @@ ti_array_operand(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
                     at->kind == ND_ARRAYATTR ? " or asked for its shape" : "");
 }
 
+int
+ti_dtype_owner(Infer *in, CcNode *at, CcNode *lhs, const CcType **out)
+{
+    if (ti_expr(in, lhs, out) < 0) {
+        return -1;
+    }
+    return *out != UNKNOWN && (*out)->kind == CT_TUPLE ? ti_array_operand(in, at, lhs, out) : 0;
+}
+
 /* Whether n is a view of a global NumPy array (a read-only constant):
  * the array itself, a view or element of it, or a variable that was
  * assigned one (CcVar.readonly). */
@@ -225,14 +234,14 @@ ti_array_attr(Infer *in, CcNode *n, const CcType **out)
             return 0;
         }
     }
-    if (n->index == AA_KIND_IS || n->index == AA_DTYPE_IS) {
+    if (n->index == AA_KIND_IS || n->index == AA_DTYPE_IS || n->index == AA_NDIM) {
         /* a NumPy scalar has a dtype too (a Python number: its stored kind,
-         * int64, float64, complex128, as NumPy converts it) */
-        if (ti_expr(in, n->lhs, &a) < 0) {
+         * int64, float64, complex128, as NumPy converts it), and ndim 0 */
+        if (ti_dtype_owner(in, n, n->lhs, &a) < 0) {
             return -1;
         }
-        if (a != UNKNOWN && a->kind != CT_ARRAY && a->kind != CT_TUPLE) {
-            *out = cc_scalar_type(TS_BOOL);
+        if (a != UNKNOWN && a->kind != CT_ARRAY) {
+            *out = n->index == AA_NDIM ? cc_weak_type(CT_WEAK_INT) : cc_scalar_type(TS_BOOL);
             return 0;
         }
     }
@@ -295,7 +304,7 @@ call_dtype(Infer *in, CcNode *n, TsKind dflt, TsKind *out)
         *out = (TsKind)(n->index - 1);
     } else if (n->rhs != NULL) {
         const CcType *t;
-        if (ti_array_operand(in, n, n->rhs, &t) < 0) {
+        if (ti_dtype_owner(in, n, n->rhs, &t) < 0) {
             return -1;
         }
         *out = t == UNKNOWN || t->scalar == TS_INFER ? TS_INFER : t->scalar;
@@ -1198,6 +1207,9 @@ em_array_attr(Emit *E, CcNode *n)
     const CcType *t = n->lhs->ty;
     if (t->kind == CT_TUPLE) {
         return em_i64c(E, t->n); /* len(tuple) */
+    }
+    if (t->kind != CT_ARRAY) {
+        return em_i64c(E, 0); /* a scalar's ndim */
     }
     View a;
     if (em_view_of(E, n->lhs, &a) < 0) {
