@@ -49,7 +49,57 @@ lower_setitem(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
     return n;
 }
 
-/* Assigns value (already lowered) to target: a name, a tuple of names, or
+static CcVar *hidden_var(Lower *L, const char *what);
+static CcNode *var_node(Lower *L, PyObject *at, CcVar *var);
+static CcNode *assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value);
+
+/* Whether a tuple target is names only (else it has items or tuples). */
+static int
+names_only(PyObject *elts)
+{
+    for (Py_ssize_t i = 0; i < PyList_Size(elts); i++) {
+        if (lw_ast_kind(PyList_GetItem(elts, i)) != A_NAME) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* y[0], z[0] = f(a) (or a, (b, c[i]) = ...): the value unpacked into
+ * hidden variables, then each target assigned from its own, left to right,
+ * as Python does (so b[a], a = ... indexes with a's old value). */
+static CcNode *
+assign_through_temps(Lower *L, PyObject *stmt, PyObject *elts, CcNode *value)
+{
+    Py_ssize_t k = PyList_Size(elts);
+    CcNode *block = lw_new_node(L, ND_BLOCK, stmt), *unpack = lw_new_node(L, ND_UNPACK, stmt);
+    if (block == NULL || unpack == NULL
+        || (block->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(k + 1))) == NULL
+        || (unpack->vars = cc_alloc(L->fn->arena, sizeof(CcVar *) * (size_t)(k + 1))) == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        char what[32];
+        snprintf(what, sizeof(what), "unpack%d", (int)i);
+        if ((unpack->vars[i] = hidden_var(L, what)) == NULL) {
+            return NULL;
+        }
+    }
+    unpack->nargs = (int)k;
+    unpack->rhs = value;
+    block->args[block->nargs++] = unpack;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        CcNode *v = var_node(L, stmt, unpack->vars[i]);
+        if (v == NULL
+            || (block->args[block->nargs++] = assign_to(L, stmt, PyList_GetItem(elts, i), v))
+                   == NULL) {
+            return NULL;
+        }
+    }
+    return block;
+}
+
+/* Assigns value (already lowered) to target: a name, a tuple of targets, or
  * an element of an array parameter. */
 static CcNode *
 assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
@@ -61,6 +111,11 @@ assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
         PyObject *elts = lw_get(target, "elts");
         if (elts == NULL) {
             return NULL;
+        }
+        if (!names_only(elts)) {
+            CcNode *n = assign_through_temps(L, stmt, elts, value);
+            Py_DECREF(elts);
+            return n;
         }
         CcNode *n = lw_new_node(L, ND_UNPACK, stmt);
         Py_ssize_t k = PyList_Size(elts);

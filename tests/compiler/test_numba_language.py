@@ -544,6 +544,36 @@ def test_unpacking_an_array_of_another_length_is_a_value_error(target, n):
         gu(a, idx)
 
 
+@numbavec.jit
+def _two_ends(a):
+    return a + 1.0, a * 2.0
+
+
+def items_as_targets(a, b, y, z):
+    """neutralocean's and respy's `y[0], z[0] = helper(...)`: array items
+    (and nested tuples of them) as targets, assigned left to right."""
+    y[0], z[0] = _two_ends(a)
+    i = 0
+    z[i], i = z[i] + 5.0, 1  # z[0], indexed with i's old value
+    (y[1], (z[1], w)), q = (b[0], (b[1], 3)), 4
+    y[2] = w + q
+    y[3], y[4] = b[4], b[3]
+    y[3], y[4] = y[4], y[3]  # the right side is evaluated first: a swap
+    z[2:4], z[4] = b[:2], i
+
+
+def test_array_items_as_targets_of_a_tuple_assignment(target):
+    gu = guvectorize(["void(float64, float64[:], float64[:], float64[:])"], "(),(n)->(n),(n)",
+                     target=target)(items_as_targets)
+    b = np.array([[7.0, 8.0, 9.0, 10.0, 11.0], [1.0, -2.0, 3.0, -4.0, 5.0]])
+    y, z = gu(np.array([2.0, -1.0]), b)
+    for k in range(2):
+        want_y, want_z = np.zeros(5), np.zeros(5)
+        items_as_targets(np.float64([2.0, -1.0][k]), b[k], want_y, want_z)
+        np.testing.assert_array_equal(y[k], want_y)
+        np.testing.assert_array_equal(z[k], want_z)
+
+
 def test_a_2d_array_does_not_unpack(target):
     src = "def k(a, out):\n    x, y = a\n    out[0] = 1.0\n"
     with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
