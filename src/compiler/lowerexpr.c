@@ -252,6 +252,109 @@ done:
     return n;
 }
 
+/* Whether an expression reads values only (names, constants, attributes,
+ * subscripts and operators of those), so that lowering it twice computes
+ * the same value. */
+static int
+pure_expr(PyObject *node)
+{
+    static const char *const parts[] = {"value", "slice", "left", "right", "operand",
+                                        "lower", "upper", "step"};
+    AstKind k = lw_ast_kind(node);
+    if (node == Py_None || k == A_NAME || k == A_CONSTANT) {
+        return 1;
+    }
+    if (k != A_ATTRIBUTE && k != A_SUBSCRIPT && k != A_BINOP && k != A_UNARYOP && k != A_SLICE
+        && k != A_TUPLE) {
+        return 0;
+    }
+    int pure = 1;
+    for (size_t i = 0; pure && i < sizeof(parts) / sizeof(parts[0]); i++) {
+        PyObject *p = PyObject_HasAttrString(node, parts[i]) ? lw_get(node, parts[i]) : NULL;
+        pure = p == NULL || pure_expr(p);
+        Py_XDECREF(p);
+    }
+    PyObject *elts = k == A_TUPLE ? lw_get(node, "elts") : NULL;
+    for (Py_ssize_t i = 0; pure && elts != NULL && i < PyList_Size(elts); i++) {
+        pure = pure_expr(PyList_GetItem(elts, i));
+    }
+    Py_XDECREF(elts);
+    PyErr_Clear();
+    return pure;
+}
+
+/*
+ * x in (a, b, c), x in [a, b], x in {a, b} (and not in): x == a or x == b
+ * ... (x != a and x != b ...), as Python tests a display's items, for an x
+ * that only reads values (lowered once per item).  NULL without an error
+ * when node is not one; *err on an error.
+ */
+static CcNode *
+lower_membership(Lower *L, PyObject *node, int *err)
+{
+    PyObject *ops = lw_get(node, "ops"), *cmps = lw_get(node, "comparators");
+    PyObject *left = lw_get(node, "left");
+    const AstClass *c = ops != NULL && PyList_Size(ops) == 1
+                            ? lw_ast_class(PyList_GetItem(ops, 0)) : NULL;
+    const char *op = c != NULL ? c->what : "";
+    int in = strcmp(op, "in") == 0, not_in = strcmp(op, "not in") == 0;
+    PyObject *display = cmps != NULL && PyList_Size(cmps) == 1 ? PyList_GetItem(cmps, 0) : NULL;
+    const AstClass *dc = display != NULL ? lw_ast_class(display) : NULL;
+    PyObject *elts = NULL;
+    CcNode *n = NULL;
+    *err = 0;
+    if ((!in && !not_in) || dc == NULL
+        || (dc->kind != A_TUPLE && strcmp(dc->name, "List") != 0 && strcmp(dc->name, "Set") != 0)
+        || (elts = lw_get(display, "elts")) == NULL) {
+        goto done;
+    }
+    if (!pure_expr(left)) {
+        *err = 1;
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "'%s' a display needs a name (or a value read from one) on its left in a "
+                 "kernel: assign the left operand to a name first", op);
+        goto done;
+    }
+    Py_ssize_t k = PyList_Size(elts);
+    if (k == 0) {
+        n = lw_new_node(L, ND_CONST, node); /* x in (): False */
+        if (n != NULL) {
+            n->ty = cc_scalar_type(TS_BOOL);
+            n->ival = not_in;
+            n->fval = not_in;
+        }
+        *err = n == NULL;
+        goto done;
+    }
+    n = lw_new_node(L, ND_BOOLOP, node);
+    if (n == NULL || (n->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)k)) == NULL) {
+        *err = 1;
+        n = NULL;
+        goto done;
+    }
+    n->op = in ? OP_OR : OP_AND;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        CcNode *t = lw_new_node(L, ND_COMPARE, node);
+        if (t == NULL || (t->args = cc_alloc(L->fn->arena, sizeof(CcNode *) * 2)) == NULL
+            || (t->ops = cc_alloc(L->fn->arena, sizeof(CcOp))) == NULL
+            || (t->args[0] = lw_lower_expr(L, left)) == NULL
+            || (t->args[1] = lw_lower_expr(L, PyList_GetItem(elts, i))) == NULL) {
+            *err = 1;
+            n = NULL;
+            goto done;
+        }
+        t->nargs = 2;
+        t->ops[0] = in ? OP_EQ : OP_NE;
+        n->args[n->nargs++] = t;
+    }
+done:
+    Py_XDECREF(ops);
+    Py_XDECREF(cmps);
+    Py_XDECREF(left);
+    Py_XDECREF(elts);
+    return n;
+}
+
 /* compare := expr (cmpop expr)+ */
 static CcNode *
 lower_compare(Lower *L, PyObject *node)
@@ -259,6 +362,9 @@ lower_compare(Lower *L, PyObject *node)
     int err;
     CcNode *test = lower_dtype_test(L, node, &err);
     if (test != NULL || err) {
+        return test;
+    }
+    if ((test = lower_membership(L, node, &err)) != NULL || err) {
         return test;
     }
     CcNode *n = lw_new_node(L, ND_COMPARE, node);

@@ -574,6 +574,35 @@ def test_array_items_as_targets_of_a_tuple_assignment(target):
         np.testing.assert_array_equal(z[k], want_z)
 
 
+def membership(x, a, out):
+    """xsdba's `if 0 in [n1, n2]:`: membership in a display of values."""
+    n = a.shape[0]
+    out[0] = 1.0 if 0 in [n, x.shape[0] - 2] else 0.0
+    out[1] = 1.0 if x[0] in (1.5, a[0], np.inf) else 0.0
+    out[2] = 1.0 if x[1] * 2 not in {4.0, -1.0} else 0.0
+    out[3] = 1.0 if a[n - 1] + 1 in () else 0.0
+    out[4] = 1.0 if -x[0] not in [n, 2.5] and x[1] in (x[0], x[1]) else 0.0
+
+
+def test_membership_in_a_display_of_values(target):
+    gu = guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(m)->(k)",
+                     target=target)(membership)
+    x = np.array([[1.5, 2.0], [3.0, -0.5], [-2.5, 7.0]])
+    a = np.array([[3.0, 0.0], [3.0, 1.0], [0.0, 9.0]])
+    got = gu(x, a, out=np.zeros((3, 5)))
+    for k in range(3):
+        want = np.zeros(5)
+        membership(x[k], a[k], want)
+        np.testing.assert_array_equal(got[k], want)
+
+
+def test_membership_of_a_computed_value_names_the_fix():
+    with pytest.raises(numbavec.TypingError, match="assign the left operand to a name first"):
+        @guvectorize(["void(float64[:], float64[:])"], "(n)->()")
+        def k(x, out):
+            out[0] = 1.0 if np.sum(x) in (1.0, 2.0) else 0.0
+
+
 def test_a_2d_array_does_not_unpack(target):
     src = "def k(a, out):\n    x, y = a\n    out[0] = 1.0\n"
     with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
