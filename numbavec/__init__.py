@@ -38,6 +38,10 @@ from numbavec import _threadpool  # noqa: E402
 
 _threadpool.install()   # threadpoolctl's threadpool_limits reaches the parallel pool
 
+# Numba's prange, for code written for it: range (a kernel's loop is its
+# element's work; target='parallel' spreads the elements, not the loop)
+prange = range
+
 
 
 class _UFuncKind(type):
@@ -78,4 +82,5 @@ def __getattr__(name):
 
 
 __all__ = ["vectorize", "guvectorize", "jit", "njit", "cuda", "DeviceFunction", "TypingError",
-           "Type", "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads"]
+           "Type", "Signature", "UFunc", "LazyUFunc", "get_num_threads", "set_num_threads",
+           "prange"]

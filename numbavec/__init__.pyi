@@ -202,3 +202,6 @@ def njit(signature_or_function: Signatures | None = None, /, **options: Any
 
 def get_num_threads() -> int: ...
 def set_num_threads(n: int, /) -> None: ...
+
+# Numba's prange: range (for code written for Numba)
+prange = range

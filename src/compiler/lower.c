@@ -419,10 +419,12 @@ lw_lower_params(Lower *L, PyObject *funcdef, CcVar **params, int *nparams)
     PyObject *kwonly = lw_get(args, "kwonlyargs"), *defaults = lw_get(args, "defaults");
     PyObject *posonly = lw_get(args, "posonlyargs"), *plain = lw_get(args, "args");
     if (kwonly && defaults && posonly && plain) {
-        if ((PyList_Size(kwonly) > 0 || PyList_Size(defaults) > 0) && L->prefix == NULL) {
+        /* a kernel's default values are never used (the ufunc passes every
+         * argument), as in Numba: accepted and ignored */
+        if (PyList_Size(kwonly) > 0 && L->prefix == NULL) {
             cc_error(L->fn, lw_loc_of(L, funcdef),
-                     "keyword-only parameters and default values are not supported in a "
-                     "kernel's own parameters (a @numbavec.jit helper may have them)");
+                     "keyword-only parameters are not supported in a kernel's own parameters "
+                     "(a @numbavec.jit helper may have them)");
         } else {
             rc = 0;
             /* a device function's keyword-only parameters come last */

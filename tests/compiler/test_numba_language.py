@@ -603,6 +603,27 @@ def test_membership_of_a_computed_value_names_the_fix():
             out[0] = 1.0 if np.sum(x) in (1.0, 2.0) else 0.0
 
 
+def test_a_kernels_default_values_are_ignored_and_prange_is_range(target):
+    """SeqPro's `def k(seq, res=None)` and `for i in nb.prange(n)`: the
+    ufunc passes every argument, so a default is never used (as in Numba),
+    and numbavec.prange is range."""
+    @guvectorize(["void(uint8[:], uint8[:])"], "(n)->(n)", target=target)
+    def k(seq, res=None):
+        for i in numbavec.prange(len(seq)):
+            res[i] = seq[len(seq) - 1 - i]
+
+    seq = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    np.testing.assert_array_equal(k(seq), seq[:, ::-1])
+    assert numbavec.prange is range
+
+
+def test_a_kernels_keyword_only_parameter_is_a_typing_error():
+    with pytest.raises(numbavec.TypingError, match="keyword-only parameters are not supported"):
+        @guvectorize(["void(float64[:], float64[:])"], "(n)->(n)")
+        def k(x, *, out):
+            out[:] = x
+
+
 def test_a_2d_array_does_not_unpack(target):
     src = "def k(a, out):\n    x, y = a\n    out[0] = 1.0\n"
     with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
