@@ -167,8 +167,19 @@ em_convert(Emit *E, LLVMValueRef v, TsKind from, TsKind to)
 LLVMValueRef
 em_convert_type(Emit *E, LLVMValueRef v, const CcType *from, const CcType *to)
 {
-    if (from->kind == CT_TUPLE || to->kind == CT_TUPLE) {
-        return v; /* typeinfer only lets equal tuple types meet */
+    if (from->kind == CT_TUPLE && to->kind == CT_TUPLE && from != to && from->n == to->n) {
+        /* a tuple into a variable of its promoted tuple (typeinfer's
+         * bindings): each item converted */
+        LLVMValueRef r = LLVMGetUndef(em_type_of(E, to));
+        for (int i = 0; i < to->n && r != NULL; i++) {
+            LLVMValueRef item = LLVMBuildExtractValue(E->b, v, (unsigned)i, "item");
+            item = em_convert_type(E, item, from->elems[i], to->elems[i]);
+            r = item != NULL ? LLVMBuildInsertValue(E->b, r, item, (unsigned)i, "tuple") : NULL;
+        }
+        return r;
+    }
+    if (from->kind == CT_TUPLE || to->kind == CT_TUPLE || cc_is_array(from)) {
+        return v; /* equal tuples; views are never converted */
     }
     return em_convert(E, v, cc_storage(from), cc_storage(to));
 }

@@ -678,6 +678,46 @@ held(const CcType *t, const CcType *other)
     return t;
 }
 
+/* The type of a variable holding values of types a and b: their promotion
+ * (held), item by item for tuples of one length (Numba's unification of
+ * `return np.nan, np.nan` with `return x, y`); a view only meets itself.
+ * NULL where they cannot meet. */
+static const CcType *
+binding_type(Infer *in, const CcType *a, const CcType *b)
+{
+    if (a->kind != CT_TUPLE || b->kind != CT_TUPLE || a->n != b->n) {
+        if (cc_is_array(a) || cc_is_array(b)) {
+            return a == b ? a : NULL;
+        }
+        return cc_promote(held(a, b), held(b, a));
+    }
+    const CcType **elems = NULL;
+    for (int i = 0; i < a->n; i++) {
+        const CcType *e = binding_type(in, a->elems[i], b->elems[i]);
+        if (e == NULL) {
+            return NULL;
+        }
+        if (e != a->elems[i] && elems == NULL) {
+            elems = cc_alloc(in->fn->arena, sizeof(CcType *) * (size_t)(a->n + 1));
+            if (elems == NULL) {
+                return NULL;
+            }
+            memcpy(elems, a->elems, sizeof(CcType *) * (size_t)a->n);
+        }
+        if (elems != NULL) {
+            elems[i] = e;
+        }
+    }
+    if (elems == NULL) {
+        return a; /* a holds b's items already */
+    }
+    CcType *t = cc_alloc(in->fn->arena, sizeof(CcType));
+    if (t != NULL) {
+        *t = (CcType){.kind = CT_TUPLE, .n = a->n, .elems = elems};
+    }
+    return t;
+}
+
 /* Records that var receives a value of type t. */
 static int
 assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
@@ -720,7 +760,7 @@ assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
         in->changed = 1;
         return 0;
     }
-    const CcType *p = cc_promote(held(var->ty, t), held(t, var->ty));
+    const CcType *p = binding_type(in, var->ty, t);
     if (p == NULL) {
         char a[96], b[96];
         return cc_error(in->fn, at->loc, "'%s' is assigned both %s and %s", var->name,

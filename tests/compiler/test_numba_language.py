@@ -624,6 +624,42 @@ def test_a_kernels_keyword_only_parameter_is_a_typing_error():
             out[:] = x
 
 
+@numbavec.njit
+def _scaled_pair(x, X):
+    if np.isnan(x):
+        return np.nan, np.nan  # Python floats, where the other return has float64s
+    if x < 0:
+        return 0, X[1] * x  # an int, promoted with the float64 item
+    return X[0] * x, X[1] * x
+
+
+def pair_sum(x, X, y):
+    a, c = _scaled_pair(x, X)
+    t = (1, x)
+    if x > 1.0:
+        t = (X[0], np.float32(2.0))  # a tuple variable rebound: item by item
+    y[0] = a + c + t[0] * t[1]
+
+
+def test_tuples_of_promotable_items_meet_item_by_item(target):
+    """neutralocean's helper returns (np.nan, np.nan) on one path and two
+    float64s on another: as in Numba, a variable (a return) holding both is
+    their promotion item by item."""
+    gu = guvectorize(["void(float64, float64[:], float64[:])", "void(float32, float32[:], float32[:])"],
+                     "(),(n)->()", target=target)(pair_sum)
+    for dtype in (np.float64, np.float32):
+        x = np.array([1.0, np.nan, -2.0, 3.5], dtype)
+        X = np.array([2.0, 3.0], dtype)
+        got = gu(x, X)
+        ref = []
+        for v in x:
+            out = np.zeros(1, dtype)
+            pair_sum(v, X, out)
+            ref.append(out[0])
+        np.testing.assert_allclose(got, np.array(ref, dtype), rtol=1e-6)
+        assert got.dtype == dtype
+
+
 def test_a_2d_array_does_not_unpack(target):
     src = "def k(a, out):\n    x, y = a\n    out[0] = 1.0\n"
     with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
