@@ -320,7 +320,7 @@ class Signed:
     def __init__(self, texts, pyfunc):
         from numbavec import _core
 
-        self.parsed = tuple(_core.parse_signatures(list(texts)))
+        self.parsed = tuple(_core._parse_helper_signatures(list(texts)))
         self.texts = tuple(str(s) for s in self.parsed)
         nparams = len(inspect.signature(pyfunc).parameters)
         for sig in self.parsed:

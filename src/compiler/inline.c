@@ -39,7 +39,7 @@ static int
 check_loop(PyObject *loop, int dispatch)
 {
     TsSignature sig;
-    if (ts_parse_signature(loop, &sig) < 0) {
+    if ((dispatch ? ts_parse_helper_signature : ts_parse_signature)(loop, &sig) < 0) {
         return -1;
     }
     for (int k = 0; k <= sig.nargs; k++) {
@@ -494,7 +494,7 @@ dispatch_loops(Lower *L, CcNode *n, const Inline *in)
     text[0] = '!';
     for (Py_ssize_t i = 0; i < nl; i++) {
         TsSignature sig;
-        if (ts_parse_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
+        if (ts_parse_helper_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
             return -1;
         }
         if (sig.nargs != np) {
@@ -541,7 +541,7 @@ ufunc_loops(Lower *L, CcNode *n, const Inline *in)
     char *text = cc_alloc(L->fn->arena, (size_t)(nl * (np + 1) + 1));
     for (Py_ssize_t i = 0; text != NULL && i < nl; i++) {
         TsSignature sig;
-        if (ts_parse_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
+        if (ts_parse_helper_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
             return -1;
         }
         if (sig.nargs != np) {

@@ -25,6 +25,7 @@ typedef struct Parser {
     const char *p;    /* the next character */
     const char *end;
     const char *what; /* "signature" or "type", for messages */
+    int array_ret;    /* a helper's signature: its return may be an array */
 } Parser;
 
 /* ---- errors ---- */
@@ -284,7 +285,7 @@ is_bare_list(const Parser *ps)
     return memchr(ps->p, '(', n) == NULL && memchr(ps->p, ',', n) != NULL;
 }
 
-/* return := type, a scalar or void */
+/* return := type, a scalar or void (an array too for a helper's) */
 static int
 parse_return(Parser *ps, TsType *ret)
 {
@@ -293,7 +294,7 @@ parse_return(Parser *ps, TsType *ret)
     if (parse_type(ps, ret) < 0) {
         return -1;
     }
-    if (ret->ndim > 0) {
+    if (ret->ndim > 0 && !ps->array_ret) {
         return parse_error(ps, start,
                            "an array cannot be a return type: a ufunc "
                            "returns scalars and a gufunc returns void, writing its "
@@ -340,6 +341,7 @@ parser_init(Parser *ps, const char *text, size_t len, const char *what)
     ps->p = text;
     ps->end = text + len;
     ps->what = what;
+    ps->array_ret = 0;
 }
 
 int
@@ -374,7 +376,7 @@ str_text(PyObject *str, Py_ssize_t *len)
 }
 
 static int
-parse_signature_str(PyObject *str, TsSignature *out)
+parse_signature_str(PyObject *str, TsSignature *out, int array_ret)
 {
     Py_ssize_t len;
     Parser ps;
@@ -383,6 +385,7 @@ parse_signature_str(PyObject *str, TsSignature *out)
         return -1;
     }
     parser_init(&ps, text, (size_t)len, "signature");
+    ps.array_ret = array_ret;
     return parse_signature_text(&ps, out);
 }
 
@@ -470,14 +473,24 @@ parse_arg_tuple(PyObject *tuple, TsSignature *out)
     return 0;
 }
 
-int
-ts_parse_signature(PyObject *obj, TsSignature *out)
+/* One signature; array_ret: a helper's, whose return may be an array. */
+static int
+parse_one(PyObject *obj, TsSignature *out, int array_ret)
 {
     TsType t;
     if (PyUnicode_Check(obj)) {
-        return parse_signature_str(obj, out);
+        return parse_signature_str(obj, out, array_ret);
     }
     if (ts_signature_check(obj, out)) {
+        if (out->ret.ndim > 0 && !array_ret) {
+            char buf[TS_STRSIZE];
+            PyErr_Format(PyExc_TypeError,
+                         "%s cannot be a return type: a ufunc returns scalars and a gufunc "
+                         "returns void, writing its outputs into array arguments (a helper's "
+                         "signature may return an array)",
+                         ts_type_str(&out->ret, buf, sizeof buf));
+            return -1;
+        }
         return 0;
     }
     if (PyTuple_Check(obj)) {
@@ -488,6 +501,18 @@ ts_parse_signature(PyObject *obj, TsSignature *out)
     }
     return wrong_object(obj, "a signature must be a str, a Signature or a tuple of "
                              "argument types");
+}
+
+int
+ts_parse_signature(PyObject *obj, TsSignature *out)
+{
+    return parse_one(obj, out, 0);
+}
+
+int
+ts_parse_helper_signature(PyObject *obj, TsSignature *out)
+{
+    return parse_one(obj, out, 1);
 }
 
 /*
@@ -522,8 +547,8 @@ is_arg_tuple(PyObject *tuple)
     return 1;
 }
 
-int
-ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
+static int
+parse_list(PyObject *obj, TsSignature **out, Py_ssize_t *count, int array_ret)
 {
     TsSignature *sigs = NULL;
     Py_ssize_t n = 1;
@@ -545,7 +570,7 @@ ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
         PyObject *item = !many               ? obj
                          : PyList_Check(obj) ? PyList_GetItem(obj, i)
                                              : PyTuple_GetItem(obj, i);
-        if (item == NULL || ts_parse_signature(item, &sigs[i]) < 0) {
+        if (item == NULL || parse_one(item, &sigs[i], array_ret) < 0) {
             goto error;
         }
     }
@@ -555,4 +580,16 @@ ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
 error:
     PyMem_Free(sigs);
     return -1;
+}
+
+int
+ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
+{
+    return parse_list(obj, out, count, 0);
+}
+
+int
+ts_parse_helper_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count)
+{
+    return parse_list(obj, out, count, 1);
 }

@@ -489,7 +489,6 @@ static PyObject *
 type_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     TsSignature sig;
-    char buf[TS_STRSIZE];
     sig.ret = ((TypeObject *)self)->t;
     if (kwargs != NULL && PyObject_Length(kwargs) > 0) {
         PyErr_SetString(PyExc_TypeError, "a signature takes no keyword arguments");
@@ -499,13 +498,8 @@ type_call(PyObject *self, PyObject *args, PyObject *kwargs)
     if (cast != NULL || PyErr_Occurred()) {
         return cast;
     }
-    if (sig.ret.ndim > 0) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s cannot be a return type: a ufunc returns scalars and a "
-                     "gufunc returns void, writing its outputs into array arguments",
-                     ts_type_str(&sig.ret, buf, sizeof buf));
-        return NULL;
-    }
+    /* an array return type makes a helper's signature (float64[:](float64[:]));
+     * a ufunc's signatures refuse it when parsed (ts_parse_signature) */
     Py_ssize_t n = PyTuple_Size(args);
     if (n > TS_MAXARGS) {
         PyErr_Format(PyExc_ValueError, "a signature takes at most %d arguments, not %zd",
@@ -812,12 +806,13 @@ py_parse_signature(PyObject *module, PyObject *obj)
 }
 
 static PyObject *
-py_parse_signatures(PyObject *module, PyObject *obj)
+signature_list(PyObject *obj, int helper)
 {
     TsSignature *sigs = NULL;
     Py_ssize_t count = 0;
     PyObject *list = NULL;
-    if (ts_parse_signature_list(obj, &sigs, &count) < 0) {
+    if ((helper ? ts_parse_helper_signature_list : ts_parse_signature_list)(obj, &sigs, &count)
+        < 0) {
         return NULL;
     }
     list = PyList_New(count);
@@ -836,6 +831,18 @@ error:
     Py_XDECREF(list);
     PyMem_Free(sigs);
     return NULL;
+}
+
+static PyObject *
+py_parse_signatures(PyObject *module, PyObject *obj)
+{
+    return signature_list(obj, 0);
+}
+
+static PyObject *
+py_parse_helper_signatures(PyObject *module, PyObject *obj)
+{
+    return signature_list(obj, 1);
 }
 
 static PyObject *
@@ -859,6 +866,9 @@ static PyMethodDef ts_functions[] = {
      "argument types."},
     {"parse_signatures", py_parse_signatures, METH_O,
      "parse_signatures(obj) -> list of Signature: one signature or a list of them."},
+    {"_parse_helper_signatures", py_parse_helper_signatures, METH_O,
+     "_parse_helper_signatures(obj) -> list of Signature: a helper's, whose return may be an "
+     "array."},
     {"_parse_type", py_parse_type, METH_O, "_parse_type('f8[:, ::1]') -> Type."},
     {NULL},
 };

@@ -99,6 +99,10 @@ int ts_parse_signature(PyObject *obj, TsSignature *out);
  * '' is an error.  0/-1.
  */
 int ts_parse_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count);
+/* The same for a helper's signatures (@numbavec.jit, numba.njit), whose
+ * return may be an array: float64[:](float64[:]). */
+int ts_parse_helper_signature(PyObject *obj, TsSignature *out);
+int ts_parse_helper_signature_list(PyObject *obj, TsSignature **out, Py_ssize_t *count);
 
 /* Parses a single type name such as "f4" or "float64[::1]"; 0/-1. */
 int ts_parse_type_str(const char *text, TsType *out);

@@ -119,7 +119,11 @@ def test_call_builds_signature():
     (lambda: core.float32(core.void), TypeError, "void is not a valid argument"),
     (lambda: core.float32(object()), TypeError, "argument 1"),  # a number is a cast
     (lambda: core.float32(core.float32, x=1), TypeError, "keyword"),
-    (lambda: core.float64[:](core.float64), TypeError, "cannot be a return type"),
+    # a helper's signature may return an array; a ufunc's may not
+    (lambda: core.parse_signature(core.float64[:](core.float64)), TypeError,
+     "cannot be a return type"),
+    (lambda: core.parse_signatures([core.float64[:](core.float64)]), TypeError,
+     "cannot be a return type"),
     (lambda: core.float32("flaot32"), ValueError, "unknown type 'flaot32'"),
     (lambda: core.float32(*[core.f4] * 33), ValueError, "at most 32"),
 ])
@@ -347,3 +351,12 @@ def test_a_type_called_on_an_array_casts_it():
 def test_a_type_called_on_types_is_still_a_signature():
     assert str(numbavec.float32(numbavec.float32, "f8")) == "float32(float32, float64)"
     assert str(numbavec.float32()) == "float32()"
+
+
+def test_a_helpers_signature_may_return_an_array():
+    sig = core.float64[:](core.float64[:, :])
+    assert repr(sig) == "float64[:](float64[:, :])"
+    parsed = core._parse_helper_signatures(["f8[:](f8[:])", sig])
+    assert [str(s) for s in parsed] == ["float64[:](float64[:])", "float64[:](float64[:, :])"]
+    with pytest.raises(ValueError, match="an array cannot be a return type"):
+        core.parse_signatures(["f8[:](f8[:])"])

@@ -222,6 +222,33 @@ def test_array_signatures_take_arrays_of_their_dtype(target):
     np.testing.assert_allclose(kernel(a.astype(np.float32)), np.abs(a).mean(axis=1), rtol=1e-6)
 
 
+def test_a_helper_signature_may_return_an_array(target):
+    """numba-stats' and xsdba's `@njit([float64[:](float64[:])])`: a helper
+    returning an array, its signature written with the types or as text."""
+    @njit([numbavec.float64[:](numbavec.float64[:]), "f4[:](f4[:])"])
+    def doubled(x):
+        return x * 2
+
+    @jit(["float64[:, :](float64[:, :], float64)", "f4[:, :](f4[:, :], f4)"])
+    def shifted(m, c):
+        return m + c
+
+    @guvectorize(["void(float64[:], float64[:, :], float64[:], float64[:, :])",
+                  "void(float32[:], float32[:, :], float32[:], float32[:, :])"],
+                 "(n),(n,n)->(n),(n,n)", target=target)
+    def kernel(x, m, y, z):
+        y[:] = doubled(x)
+        z[:, :] = shifted(m * 1.0, 0.5)
+
+    x, m = np.arange(6.0).reshape(2, 3), np.arange(18.0).reshape(2, 3, 3)
+    y, z = kernel(x, m)
+    np.testing.assert_array_equal(y, x * 2)
+    np.testing.assert_array_equal(z, m + 0.5)
+    y32, _ = kernel(x.astype(np.float32), m.astype(np.float32))
+    assert y32.dtype == np.float32
+    np.testing.assert_array_equal(y32, x * 2)
+
+
 @njit("void(f8[:], f8)", nogil=True)
 def fill(a, v):
     for i in range(a.shape[0]):
@@ -333,6 +360,26 @@ def nb_row_energy(a):
         for j in range(a.shape[0]):
             s += abs(a[i] - a[j])
     return s
+
+
+@_njit([numba.float64[:](numba.float64[:])] if numba is not None else [])
+def nb_cumulative(x):
+    out = np.empty_like(x)
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+        out[i] = s
+    return out
+
+
+@needs_numba
+def test_a_numba_helper_returning_an_array(target):
+    @guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)
+    def kernel(x, out):
+        out[:] = nb_cumulative(x)
+
+    x = np.linspace(-1, 2, 12).reshape(3, 4)
+    np.testing.assert_array_equal(kernel(x), np.cumsum(x, axis=1))
 
 
 @needs_numba
