@@ -541,7 +541,7 @@ ufunc_loops(Lower *L, CcNode *n, const Inline *in)
     char *text = cc_alloc(L->fn->arena, (size_t)(nl * (np + 1) + 1));
     for (Py_ssize_t i = 0; text != NULL && i < nl; i++) {
         TsSignature sig;
-        if (ts_parse_helper_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
+        if (ts_parse_signature(PyTuple_GetItem(in->loops, i), &sig) < 0) {
             return -1;
         }
         if (sig.nargs != np) {

@@ -489,12 +489,26 @@ static int block(Infer *in, CcNode *n);
  * inline := device_function(args)    the type of its result variable: the
  *   promotion of everything its returns give, for these argument types
  */
+/* Whether an argument of type arg reaches a loop's input of kind k: a
+ * value by a safe cast (its promotion with k is k, weak Python numbers
+ * included), an array when its elements are of kind k (an array is not
+ * copied into another kind). */
+static int
+reaches_loop(const CcType *arg, TsKind k)
+{
+    if (cc_is_array(arg)) {
+        return arg->scalar == k;
+    }
+    return cc_promote(arg, cc_scalar_type(k)) == cc_scalar_type(k);
+}
+
 /*
  * A numbavec ufunc inlined (n->text: its loops): the first loop whose inputs
- * the arguments reach by a safe cast (NumPy's choice: their promotion with
- * the loop's type is that type, weak Python numbers included) gives the
- * parameters' and the result's types.  0 when set, 1 when the arguments'
- * types are not known yet, -1 with an error.
+ * the arguments reach (NumPy's choice) gives the parameters' and the
+ * result's types.  Called with arrays (f(t, t0) in a gufunc, as in Numba),
+ * the function runs on them, elementwise: the array parameters are the
+ * arrays, the result is what the body makes of them.  0 when set, 1 when
+ * the arguments' types are not known yet, -1 with an error.
  */
 static int
 ufunc_loop_types(Infer *in, CcNode *n)
@@ -514,20 +528,25 @@ ufunc_loop_types(Infer *in, CcNode *n)
         return cc_dispatch_types(in->fn, n, args, np, &in->changed); /* a helper's signatures */
     }
     size_t nloops = strlen(n->text) / (size_t)(np + 1);
+    int arrays = 0;
+    for (int k = 0; k < np; k++) {
+        arrays |= cc_is_array(args[k]);
+    }
     for (size_t i = 0; i < nloops; i++) {
         const char *loop = n->text + i * (size_t)(np + 1);
         int k = 0;
-        while (k < np && !cc_is_array(args[k])
-               && cc_promote(args[k], cc_scalar_type((TsKind)(loop[k] - 'a')))
-                      == cc_scalar_type((TsKind)(loop[k] - 'a'))) {
+        while (k < np && reaches_loop(args[k], (TsKind)(loop[k] - 'a'))) {
             k++;
         }
         if (k < np) {
             continue;
         }
+        n->var->declared = !arrays; /* on arrays, the body's result */
         for (k = 0; k <= np; k++) {
             CcVar *v = k < np ? body->args[k]->var : n->var;
-            const CcType *t = cc_scalar_type((TsKind)(loop[k] - 'a'));
+            const CcType *t = k < np && cc_is_array(args[k]) ? args[k]
+                              : k == np && arrays         ? v->ty
+                                                          : cc_scalar_type((TsKind)(loop[k] - 'a'));
             if (v->ty != t) {
                 v->ty = t;
                 in->changed = 1;
@@ -543,9 +562,9 @@ ufunc_loop_types(Infer *in, CcNode *n)
     }
     return cc_error(in->fn, n->loc,
                     "no loop of this numbavec ufunc takes (%s) by a safe cast, as NumPy would "
-                    "call it (its loops are its signatures; cast the arguments, or call a lazy "
-                    "ufunc, whose loop for any types is its function)",
-                    got);
+                    "call it (its loops are its signatures%s; cast the arguments, or call a "
+                    "lazy ufunc, whose loop for any types is its function)",
+                    got, arrays ? ", and an array needs a loop of its own dtype" : "");
 }
 
 static int

@@ -306,6 +306,40 @@ def test_a_ufunc_called_in_a_gufunc_kernel(target):
                                rtol=1e-14)
 
 
+def test_an_eager_ufunc_called_with_arrays_in_a_gufunc(target):
+    """The aggregation and pulse libraries' `res[:] += 2.0 * f(t, t0)`: a ufunc
+    with signatures called with an array runs its function on the array, as
+    in Numba (the loop chosen by the arrays' dtypes; an array is not cast)."""
+    @vectorize(["float64(float64, float64)", "float32(float32, float32)"])
+    def shift(t, t0):
+        return t - t0
+
+    @guvectorize(["void(float64[:], float64, float64[:])", "void(float32[:], float32, float32[:])"],
+                 "(n),()->(n)", target=target)
+    def pulses(t, t0, res):
+        res[:] = 0.0
+        res[:] += 2.0 * shift(t, t0) + shift(t0, t[0])
+
+    for dtype in (np.float64, np.float32):
+        t = np.linspace(0, 3, 12).reshape(3, 4).astype(dtype)
+        t0 = np.array([1.0, 0.5, -2.0], dtype)
+        got = pulses(t, t0)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, 2.0 * (t - t0[:, None]) + (t0 - t[:, 0])[:, None],
+                                   rtol=1e-6)
+
+
+def test_an_array_of_another_dtype_than_the_loops_is_a_typing_error():
+    @vectorize(["float64(float64)"])
+    def square(x):
+        return x * x
+
+    with pytest.raises(numbavec.TypingError, match="an array needs a loop of its own dtype"):
+        @guvectorize(["void(float32[:], float32[:])"], "(n)->(n)")
+        def k(a, out):
+            out[:] = square(a)
+
+
 def test_a_ufunc_that_raises_raises_for_its_caller(target):
     @vectorize(["float64(float64)"])
     def positive(x):
