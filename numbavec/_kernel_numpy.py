@@ -389,6 +389,186 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return bool(np.all(isclose(a, b, rtol, atol, equal_nan)))
 
 
+@numbavec.jit
+def hanning(M):
+    """np.hanning(M): NumPy's formula, 0.5 + 0.5 cos(pi n / (M - 1))."""
+    if M < 1:
+        return np.empty(0)
+    if M == 1:
+        return np.ones(1)
+    n = np.arange(1 - M, M, 2)
+    return 0.5 + 0.5 * np.cos(np.pi * n / (M - 1))
+
+
+@numbavec.jit
+def flatnonzero(a):
+    """np.flatnonzero(a): the flat indices of a's nonzero elements."""
+    count = 0
+    for v in a.flat:
+        if v != 0:
+            count += 1
+    r = np.empty(count, np.int64)
+    k = 0
+    for i, v in enumerate(a.flat):
+        if v != 0:
+            r[k] = i
+            k += 1
+    return r
+
+
+@numbavec.jit
+def nonzero(a):
+    """np.nonzero(a) of a 1-d, 2-d or 3-d array: a tuple of index arrays."""
+    f = flatnonzero(a)
+    if a.ndim == 1:
+        return (f,)
+    elif a.ndim == 2:
+        return (f // a.shape[1], f % a.shape[1])
+    else:
+        plane = a.shape[1] * a.shape[2]
+        return (f // plane, f % plane // a.shape[2], f % a.shape[2])
+
+
+@numbavec.jit
+def repeat(a, repeats):
+    """np.repeat(a, repeats) without axis: a's elements (flattened), each
+    repeated repeats times (an int, or one count per element)."""
+    if repeats.ndim == 0:
+        if repeats < 0:
+            raise ValueError("negative dimensions are not allowed")
+        r = np.empty(a.size * repeats, a.dtype)
+        for i, v in enumerate(a.flat):
+            for j in range(repeats):
+                r[i * repeats + j] = v
+        return r
+    else:
+        if repeats.shape[0] != a.size:
+            raise ValueError("operands could not be broadcast together (np.repeat: one count "
+                             "per element)")
+        total = 0
+        for c in repeats:
+            if c < 0:
+                raise ValueError("repeats may not contain negative values.")
+            total += c
+        r = np.empty(total, a.dtype)
+        k = 0
+        for i, v in enumerate(a.flat):
+            for j in range(repeats[i]):
+                r[k] = v
+                k += 1
+        return r
+
+
+@numbavec.jit
+def _joined(a, b):
+    """a and b end to end, in their promoted type."""
+    r = np.empty(a.shape[0] + b.shape[0], (a[:0] + b[:0]).dtype)
+    r[:a.shape[0]] = a
+    r[a.shape[0]:] = b
+    return r
+
+
+@numbavec.jit
+def concatenate(arrays, axis=0):
+    """np.concatenate of a tuple of one to four 1-d arrays, in their
+    promoted type (a new array)."""
+    if axis != 0 and axis != -1:
+        raise ValueError("np.concatenate() in a kernel joins 1-d arrays, along axis 0")
+    if len(arrays) == 1:
+        return arrays[0].copy()
+    elif len(arrays) == 2:
+        return _joined(arrays[0], arrays[1])
+    elif len(arrays) == 3:
+        return _joined(_joined(arrays[0], arrays[1]), arrays[2])
+    else:
+        return _joined(_joined(arrays[0], arrays[1]), _joined(arrays[2], arrays[3]))
+
+
+@numbavec.jit
+def convolve(a, v):
+    """np.convolve(a, v) of 1-d arrays, mode 'full': each output the sum of
+    the products that meet there, in the arrays' promoted type."""
+    if a.shape[0] == 0:
+        raise ValueError("a cannot be empty")
+    if v.shape[0] == 0:
+        raise ValueError("v cannot be empty")
+    n = a.shape[0]
+    m = v.shape[0]
+    r = np.zeros(n + m - 1, (a[:0] * v[:0]).dtype)
+    for k in range(n + m - 1):
+        s = r[k]
+        for j in range(max(0, k - n + 1), min(k + 1, m)):
+            s += a[k - j] * v[j]
+        r[k] = s
+    return r
+
+
+@numbavec.jit
+def flip(m, axis=False):
+    """np.flip(m) (every axis) or np.flip(m, axis) of a 1-d to 3-d array: a
+    view (False marks axis not given: a kernel has no None)."""
+    if axis.dtype.kind == "b":
+        if m.ndim == 1:
+            return m[::-1]
+        elif m.ndim == 2:
+            return m[::-1, ::-1]
+        else:
+            return m[::-1, ::-1, ::-1]
+    else:
+        k = axis + m.ndim if axis < 0 else axis
+        if k < 0 or k >= m.ndim:
+            raise ValueError("np.flip(): axis is out of bounds for the array")
+        if m.ndim == 1:
+            return m[::-1]
+        elif m.ndim == 2:
+            return m[::-1] if k == 0 else m[:, ::-1]
+        else:
+            return m[::-1] if k == 0 else (m[:, ::-1] if k == 1 else m[:, :, ::-1])
+
+
+@numbavec.jit
+def _flattened(a):
+    """a's elements in order, 1-d (a itself when it is)."""
+    if a.ndim == 1:
+        return a
+    else:
+        r = np.empty(a.size, a.dtype)
+        for i, v in enumerate(a.flat):
+            r[i] = v
+        return r
+
+
+@numbavec.jit
+def outer(a, b):
+    """np.outer(a, b): a (flattened) times b (flattened), a new 2-d array."""
+    return _flattened(a)[:, np.newaxis] * _flattened(b)[np.newaxis, :]
+
+
+@numbavec.jit
+def linspace(start, stop, num=50, endpoint=True):
+    """np.linspace of two values, as NumPy computes it: arange(num) times
+    the step (or divided, then times the span, where the step is 0), plus
+    start, the last value stop; float64, or float32 for float32 ends."""
+    if num < 0:
+        raise ValueError("Number of samples must be non-negative.")
+    div = num - 1 if endpoint else num
+    zero = start * 0.0 + stop * 0.0
+    delta = zero.dtype.type(stop) - zero.dtype.type(start)
+    y = np.arange(0, num).astype(zero.dtype)
+    if div > 0:
+        step = delta / div
+        if step == 0:
+            y = y / div * delta
+        else:
+            y = y * step
+    else:
+        y = y * delta
+    y = y + zero.dtype.type(start)
+    if endpoint and num > 1:
+        y[num - 1] = stop
+    return y
+
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
@@ -406,4 +586,13 @@ FUNCTIONS = {
     np.around: round_,
     np.isclose: isclose,
     np.allclose: allclose,
+    np.hanning: hanning,
+    np.flatnonzero: flatnonzero,
+    np.nonzero: nonzero,
+    np.repeat: repeat,
+    np.concatenate: concatenate,
+    np.convolve: convolve,
+    np.flip: flip,
+    np.outer: outer,
+    np.linspace: linspace,
 }

@@ -10,15 +10,16 @@
  * typeinfer.c asks cc_known_truth of an if's (or a conditional
  * expression's) condition once it is typed, and where the answer is known
  * types and keeps the branch taken alone.  Known are: constants (numbers,
- * bools, None), an array's ndim and its (or a scalar's) dtype tests (once
- * its type is), comparisons of those, and not/and/or of known truths;
- * anything else is known only when the kernel runs.  Nothing known has a
- * side effect, so nothing is lost by not emitting it.
+ * bools, None), an array's ndim (a tuple's length) and its (or a
+ * scalar's) dtype tests (once its type is), comparisons of those, and
+ * not/and/or of known truths; anything else is known only when the kernel
+ * runs.  Nothing known has a side effect, so nothing is lost by not
+ * emitting it.
  */
 #include "compiler/typeinfer.h"
 
-/* An integer known when compiling: a constant or an array's (a scalar's)
- * ndim.  1 and *v, or 0. */
+/* An integer known when compiling: a constant, an array's (a scalar's)
+ * ndim or a tuple's length.  1 and *v, or 0. */
 static int
 known_int(const CcNode *n, long long *v)
 {
@@ -29,6 +30,11 @@ known_int(const CcNode *n, long long *v)
     if (n->kind == ND_ARRAYATTR && n->index == AA_NDIM && n->lhs->ty != UNKNOWN
         && n->lhs->ty->kind != CT_TUPLE) {
         *v = cc_is_array(n->lhs->ty) ? n->lhs->ty->n : 0; /* a scalar's is 0 */
+        return 1;
+    }
+    if (n->kind == ND_ARRAYATTR && n->index == AA_LEN && n->lhs->ty != UNKNOWN
+        && n->lhs->ty->kind == CT_TUPLE) {
+        *v = n->lhs->ty->n; /* len of a tuple */
         return 1;
     }
     return 0;

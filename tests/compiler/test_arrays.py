@@ -680,12 +680,12 @@ def test_runtime_errors(target, body, error, match):
     ("out[:] = a.reshape(3)", "the method .reshape"),
     ("out[a > 0] = a[None, :]", "2-d array stored through an index array"),
     ("out[:] = a[a[None, :] > 0]", "boolean index of 2 dimension"),
-    ("out[:] = np.convolve(a, a)", "this NumPy function is not supported yet"),
+    ("out[:] = np.correlate(a, a)", "this NumPy function is not supported yet"),
     # a function of a NumPy submodule is named as written, not by its bare name
     ("out[:] = np.fft.fft(a)", r"np\.fft\.fft\(\) cannot be called in a kernel \(this NumPy"),
     ("out[0] = np.linalg.eigvals(a)[0]", r"np\.linalg\.eigvals\(\) cannot be called"),
     # an unsupported function called with keywords is named, not its keywords (issue 36)
-    ("out[:] = np.convolve(a, a, mode='same')", "np.convolve.. cannot be called in a kernel .this"),
+    ("out[:] = np.correlate(a, a, mode='same')", "np.correlate.. cannot be called in a kernel .this"),
     ("out[0] = len(a, x=1)", "keyword arguments are not supported"),
     ("out[0] = np.float32(a[0], x=1)", "keyword arguments are not supported"),
     ("out[:] = np.cumsum(a, axis=1)", "axis 1 is out of bounds"),
@@ -1314,14 +1314,14 @@ def reported(src, target):
 def test_every_unsupported_construct_is_named_once_with_its_caret(target):
     text, found = reported("import numpy as np\n"
                            "def k(a, out):\n"
-                           "    x = np.convolve(a, a)\n"
+                           "    x = np.correlate(a, a)\n"
                            "    s = {1: 2}\n"
                            "    for i in range(len(a)):\n"
                            "        out[i] = x[i] + a.reshape(3)\n"
                            "        y = [i]\n"
                            "    out[0] = s + x.sum() + y\n", target)
     assert [line for line, _ in found] == ["3", "4", "6", "7"], text
-    assert "np.convolve()" in found[0][1] and "dict displays" in found[1][1]
+    assert "np.correlate()" in found[0][1] and "dict displays" in found[1][1]
     assert ".reshape()" in found[2][1] and "list displays" in found[3][1]
     assert text.count("^") == 4
     assert "0x" not in text  # no function reprs

@@ -916,3 +916,96 @@ def test_isclose_and_allclose_are_numpys(target, dtype):
     np.testing.assert_array_equal(each, np.isclose(a, b, atol=0.1, equal_nan=True), strict=True)
     np.testing.assert_array_equal(rows_nan, [np.allclose(x, y, equal_nan=True) for x, y in zip(a, b)])
     assert rows.dtype == rows_nan.dtype == np.bool_
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+def test_nonzero_flatnonzero_and_repeat_are_numpys(target, dtype):
+    @guvectorize("(n),(m,k),(m,k,j),(n)->()", target=target)
+    def found(v, m, c, counts, out):
+        (i,) = np.nonzero(v)
+        rows, cols = np.nonzero(m)
+        a, b, d = np.nonzero(c)
+        out[0] = (i.sum() + 3 * rows.sum() + 5 * cols.sum() + 7 * np.flatnonzero(m).sum()
+                  + 11 * (a.sum() + b.sum() * 2 + d.sum() * 3)
+                  + 13 * np.repeat(m, 3).sum() + 17 * np.repeat(v, counts).sum())
+
+    rng = np.random.default_rng(21)
+    v = (rng.integers(0, 3, (4, 9)) * (rng.random((4, 9)) < 0.6)).astype(dtype)
+    m = (rng.integers(0, 3, (4, 5, 6)) * (rng.random((4, 5, 6)) < 0.6)).astype(dtype)
+    c = (rng.integers(0, 3, (4, 5, 6, 2)) * (rng.random((4, 5, 6, 2)) < 0.5)).astype(dtype)
+    counts = rng.integers(0, 4, (4, 9))
+    got = found(v, m, c, counts)
+    for k in range(4):
+        a, b, d = np.nonzero(c[k])
+        rows, cols = np.nonzero(m[k])
+        want = (np.nonzero(v[k])[0].sum() + 3 * rows.sum() + 5 * cols.sum()
+                + 7 * np.flatnonzero(m[k]).sum() + 11 * (a.sum() + b.sum() * 2 + d.sum() * 3)
+                + 13 * np.repeat(m[k], 3).sum() + 17 * np.repeat(v[k], counts[k]).sum())
+        assert got[k] == pytest.approx(float(want), rel=1e-6), k
+
+
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("int32", "int64"),
+                                    ("float32", "int16"), ("bool", "uint8")])
+def test_concatenate_and_convolve_are_numpys(target, dtypes):
+    @guvectorize("(n),(m),(n)->(p),(q),(r),(s)", target=target)
+    def joined(a, b, c, two, three, four, conv):
+        two[:] = np.concatenate((a, b))
+        three[:] = np.concatenate((a, b, c), axis=0)
+        four[:] = np.concatenate((b, a, c, b))
+        conv[:] = np.convolve(a, b)
+
+    rng = np.random.default_rng(22)
+    a = (rng.integers(-5, 5, (3, 6))).astype(dtypes[0])
+    b = (rng.integers(-5, 5, (3, 4))).astype(dtypes[1])
+    c = (rng.integers(-5, 5, (3, 6))).astype(dtypes[0])
+    outs = [np.zeros((3, n), np.result_type(a, b)) for n in (10, 16, 20, 9)]
+    two, three, four, conv = joined(a, b, c, *outs)
+    for k in range(3):
+        np.testing.assert_array_equal(two[k], np.concatenate((a[k], b[k])))
+        np.testing.assert_array_equal(three[k], np.concatenate((a[k], b[k], c[k])))
+        np.testing.assert_array_equal(four[k], np.concatenate((b[k], a[k], c[k], b[k])))
+        np.testing.assert_array_equal(conv[k], np.convolve(a[k], b[k]))
+
+
+def test_convolve_of_floats_and_an_empty_array(target):
+    @guvectorize("(n),(m)->(p)", target=target)
+    def conv(a, v, out):
+        out[:] = np.convolve(a, v)
+
+    rng = np.random.default_rng(23)
+    a, v = rng.standard_normal((2, 50)), rng.standard_normal((2, 7))
+    np.testing.assert_allclose(conv(a, v, np.zeros((2, 56))),
+                               [np.convolve(x, y) for x, y in zip(a, v)], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="v cannot be empty"):
+        conv(a[:1], np.zeros((1, 0)), np.zeros((1, 49)))
+
+
+def test_flip_outer_hanning_and_linspace_are_numpys(target):
+    @guvectorize("(n),(m,k),(),()->(n),(m,k),(m,k),(m,k),(n,n),(n),(p),(p),(n)",
+                 target=target)
+    def shapes(v, m, lo, hi, fv, fm, fm0, fm1, o, h, ls, ls_open, ls_n):
+        fv[:] = np.flip(v)
+        fm[:, :] = np.flip(m)
+        fm0[:, :] = np.flip(m, 0)
+        fm1[:, :] = np.flip(m, axis=-1)
+        o[:, :] = np.outer(v, v[::-1])
+        h[:] = np.hanning(v.shape[0])
+        ls[:] = np.linspace(lo, hi, ls.shape[0])
+        ls_open[:] = np.linspace(lo, hi, num=ls.shape[0], endpoint=False)
+        ls_n[:] = np.linspace(0, 1, v.shape[0])
+
+    rng = np.random.default_rng(24)
+    v, m = rng.standard_normal((2, 5)), rng.standard_normal((2, 3, 4))
+    lo, hi = np.array([-1.5, 2.0]), np.array([3.25, 2.0])
+    outs = shapes(v, m, lo, hi, out=(None,) * 6 + (np.zeros((2, 7)), np.zeros((2, 7)), None))
+    fv, fm, fm0, fm1, o, h, ls, ls_open, ls_n = outs
+    for k in range(2):
+        np.testing.assert_array_equal(fv[k], np.flip(v[k]))
+        np.testing.assert_array_equal(fm[k], np.flip(m[k]))
+        np.testing.assert_array_equal(fm0[k], np.flip(m[k], 0))
+        np.testing.assert_array_equal(fm1[k], np.flip(m[k], axis=-1))
+        np.testing.assert_array_equal(o[k], np.outer(v[k], v[k][::-1]))
+        np.testing.assert_allclose(h[k], np.hanning(5), rtol=1e-15, atol=1e-16)
+        np.testing.assert_array_equal(ls[k], np.linspace(lo[k], hi[k], 7))
+        np.testing.assert_array_equal(ls_open[k], np.linspace(lo[k], hi[k], 7, endpoint=False))
+        np.testing.assert_array_equal(ls_n[k], np.linspace(0, 1, 5))
