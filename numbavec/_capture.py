@@ -399,7 +399,8 @@ class _Environment:
             c = entry[1]
             return self.inline(c, c.signatures or None)
         if kind == UFUNC:
-            return self.inline(entry[1], entry[2])
+            # a lazy ufunc's loops are (): any types, lifted over arrays
+            return self.inline(entry[1], entry[2] if entry[2] is not None else ())
         if kind in (MODULE, OBJECT):
             made = types.ModuleType(entry[1]) if kind == MODULE else _Namespace()
             raised = {}

@@ -221,6 +221,9 @@ typedef struct CcVar {
     /* typeinfer: an array variable holding a view of a global NumPy array
      * (arrays/views.c, ti_readonly), which cannot be written */
     int readonly;
+    /* typeinfer: a parameter of a lifted ND_INLINE given an array: it holds
+     * one element at a time */
+    int lifted;
 } CcVar;
 
 /* Where a device function's source came from (a kernel's own source is
@@ -275,6 +278,9 @@ struct CcNode {
     /* typeinfer: this statement failed to type; its error is kept and the
      * passes after skip it */
     int failed;
+    /* typeinfer: an ND_INLINE of a numbavec ufunc called with arrays, applied
+     * to their elements (an elementwise node: arrays/elementwise.c) */
+    int lifted;
 };
 
 /* One function being compiled for one signature. */

@@ -405,8 +405,8 @@ em_expr(Emit *E, CcNode *n)
     if (n->elem != NULL) {
         return n->elem; /* an array leaf inside an elementwise loop: its element */
     }
-    if (cc_is_array(n->ty) && n->kind != ND_VAR && n->kind != ND_INLINE && n->kind != ND_GETITEM
-        && n->kind != ND_IFEXP) {
+    if (cc_is_array(n->ty) && n->kind != ND_VAR && (n->kind != ND_INLINE || n->lifted)
+        && n->kind != ND_GETITEM && n->kind != ND_IFEXP) {
         return em_array_expr(E, n); /* a view, or an expression computed into an array */
     }
     switch (n->kind) {

@@ -538,6 +538,10 @@ ufunc_loops(Lower *L, CcNode *n, const Inline *in)
     }
     Py_ssize_t nl = PyTuple_Size(in->loops);
     int np = n->then->nargs - 1;
+    if (nl == 0) {
+        n->text = ""; /* a lazy ufunc: any types (typeinfer lifts it over arrays) */
+        return 0;
+    }
     char *text = cc_alloc(L->fn->arena, (size_t)(nl * (np + 1) + 1));
     for (Py_ssize_t i = 0; text != NULL && i < nl; i++) {
         TsSignature sig;

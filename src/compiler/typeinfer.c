@@ -489,26 +489,25 @@ static int block(Infer *in, CcNode *n);
  * inline := device_function(args)    the type of its result variable: the
  *   promotion of everything its returns give, for these argument types
  */
-/* Whether an argument of type arg reaches a loop's input of kind k: a
- * value by a safe cast (its promotion with k is k, weak Python numbers
- * included), an array when its elements are of kind k (an array is not
- * copied into another kind). */
+/* Whether an argument of type arg (an array: its elements) reaches a
+ * loop's input of kind k by a safe cast: its promotion with k is k, weak
+ * Python numbers included. */
 static int
 reaches_loop(const CcType *arg, TsKind k)
 {
-    if (cc_is_array(arg)) {
-        return arg->scalar == k;
-    }
+    arg = cc_elem_type(arg);
     return cc_promote(arg, cc_scalar_type(k)) == cc_scalar_type(k);
 }
 
 /*
  * A numbavec ufunc inlined (n->text: its loops): the first loop whose inputs
- * the arguments reach (NumPy's choice) gives the parameters' and the
- * result's types.  Called with arrays (f(t, t0) in a gufunc, as in Numba),
- * the function runs on them, elementwise: the array parameters are the
- * arrays, the result is what the body makes of them.  0 when set, 1 when
- * the arguments' types are not known yet, -1 with an error.
+ * the arguments reach by a safe cast (NumPy's choice) gives the
+ * parameters' and the result's types.  Called with arrays (f(t, t0) in a
+ * gufunc, as in Numba), it is applied to their elements, broadcast, as the
+ * ufunc itself would be: the call is lifted (an elementwise node, its
+ * result an array), and its array parameters hold one element at a time.
+ * 0 when set, 1 when the arguments' types are not known yet, -1 with an
+ * error.
  */
 static int
 ufunc_loop_types(Infer *in, CcNode *n)
@@ -532,6 +531,23 @@ ufunc_loop_types(Infer *in, CcNode *n)
     for (int k = 0; k < np; k++) {
         arrays |= cc_is_array(args[k]);
     }
+    if (nloops == 0) {
+        /* a lazy ufunc: its loop takes the arguments' types, an array's
+         * elements where it is given arrays (lifted) */
+        n->lifted = arrays;
+        for (int k = 0; k < np; k++) {
+            CcVar *v = body->args[k]->var;
+            if (cc_is_array(args[k])) {
+                v->lifted = 1;
+                in->lift = args[k]->n > in->lift ? args[k]->n : in->lift;
+                if (v->ty != cc_elem_type(args[k])) {
+                    v->ty = cc_elem_type(args[k]);
+                    in->changed = 1;
+                }
+            }
+        }
+        return 0;
+    }
     for (size_t i = 0; i < nloops; i++) {
         const char *loop = n->text + i * (size_t)(np + 1);
         int k = 0;
@@ -541,12 +557,14 @@ ufunc_loop_types(Infer *in, CcNode *n)
         if (k < np) {
             continue;
         }
-        n->var->declared = !arrays; /* on arrays, the body's result */
+        n->lifted = arrays;
         for (k = 0; k <= np; k++) {
             CcVar *v = k < np ? body->args[k]->var : n->var;
-            const CcType *t = k < np && cc_is_array(args[k]) ? args[k]
-                              : k == np && arrays         ? v->ty
-                                                          : cc_scalar_type((TsKind)(loop[k] - 'a'));
+            const CcType *t = cc_scalar_type((TsKind)(loop[k] - 'a'));
+            if (k < np && cc_is_array(args[k])) {
+                v->lifted = 1;
+                in->lift = args[k]->n > in->lift ? args[k]->n : in->lift;
+            }
             if (v->ty != t) {
                 v->ty = t;
                 in->changed = 1;
@@ -562,9 +580,9 @@ ufunc_loop_types(Infer *in, CcNode *n)
     }
     return cc_error(in->fn, n->loc,
                     "no loop of this numbavec ufunc takes (%s) by a safe cast, as NumPy would "
-                    "call it (its loops are its signatures%s; cast the arguments, or call a "
+                    "call it (its loops are its signatures; cast the arguments, or call a "
                     "lazy ufunc, whose loop for any types is its function)",
-                    got, arrays ? ", and an array needs a loop of its own dtype" : "");
+                    got);
 }
 
 static int
@@ -741,8 +759,8 @@ binding_type(Infer *in, const CcType *a, const CcType *b)
 static int
 assign(Infer *in, CcNode *at, CcVar *var, const CcType *t)
 {
-    if (t == UNKNOWN) {
-        return 0;
+    if (t == UNKNOWN || (var->lifted && cc_is_array(t))) {
+        return 0; /* a lifted ufunc's parameter: given the array's elements */
     }
     if (cc_is_array(var->ty) || cc_is_array(t)) {
         /* a variable holds one kind of array: a view of it, never a copy */

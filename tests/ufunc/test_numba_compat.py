@@ -2,6 +2,7 @@
 spellings, decorator forms, errors and DUFunc methods its users (and its own
 public-API tests) rely on."""
 
+import math
 import re
 
 import numpy as np
@@ -306,37 +307,82 @@ def test_a_ufunc_called_in_a_gufunc_kernel(target):
                                rtol=1e-14)
 
 
-def test_an_eager_ufunc_called_with_arrays_in_a_gufunc(target):
-    """The aggregation and pulse libraries' `res[:] += 2.0 * f(t, t0)`: a ufunc
-    with signatures called with an array runs its function on the array, as
-    in Numba (the loop chosen by the arrays' dtypes; an array is not cast)."""
-    @vectorize(["float64(float64, float64)", "float32(float32, float32)"])
-    def shift(t, t0):
-        return t - t0
+@vectorize(["float64(float64, float64)", "float32(float32, float32)"])
+def _pulse(t, t0):
+    x = t - t0
+    if x <= 0:
+        return 0.0
+    if x > 30.0:
+        return 0.0
+    return math.exp(-x) - math.exp(-2.0 * x)
 
+
+@vectorize
+def _pulse_lazy(t, t0):
+    x = t - t0
+    return 0.0 if x <= 0 else math.exp(-x)
+
+
+@vectorize(["boolean(int64, int64, int64)"])
+def _in_season(start, end, day):
+    if start == end:
+        return False
+    elif start < end:
+        return day >= start and day <= end
+    return day >= start or day <= end
+
+
+def test_a_ufunc_called_with_arrays_in_a_gufunc_is_applied_elementwise(target):
+    """cait's `res[:] += A * _pulse_vec(t, t0, ...)` and a season test stored
+    into a row: a numbavec ufunc (eager or lazy) called with arrays in a
+    kernel is applied to their elements, broadcast, as the ufunc itself is
+    (branches and all), in the loop NumPy would choose."""
     @guvectorize(["void(float64[:], float64, float64[:])", "void(float32[:], float32, float32[:])"],
                  "(n),()->(n)", target=target)
     def pulses(t, t0, res):
         res[:] = 0.0
-        res[:] += 2.0 * shift(t, t0) + shift(t0, t[0])
+        res[:] += 2.0 * _pulse(t, t0) + _pulse(t0, t[0]) + _pulse_lazy(t, t0)
+        both = _pulse(t[::-1], t)  # two arrays, and a view
+        res[:] += both
+        m = _pulse_lazy(t, t0 + 1.0)  # held by a variable: computed into an array
+        res[0] += m.sum()
 
     for dtype in (np.float64, np.float32):
-        t = np.linspace(0, 3, 12).reshape(3, 4).astype(dtype)
+        t = np.linspace(-1, 3, 12).reshape(3, 4).astype(dtype)
         t0 = np.array([1.0, 0.5, -2.0], dtype)
         got = pulses(t, t0)
+        want = (2.0 * _pulse(t, t0[:, None]) + _pulse(t0, t[:, 0])[:, None]
+                + _pulse_lazy(t, t0[:, None]) + _pulse(t[:, ::-1], t))
+        want[:, 0] += _pulse_lazy(t, t0[:, None] + 1.0).sum(axis=1)
         assert got.dtype == dtype
-        np.testing.assert_allclose(got, 2.0 * (t - t0[:, None]) + (t0 - t[:, 0])[:, None],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-14)
+
+    @guvectorize(["void(int64[:], int64[:], int64[:], boolean[:, :])"], "(n),(n),(m)->(n,m)",
+                 target=target)
+    def seasons(start, end, day, result):
+        for row in range(start.shape[0]):
+            result[row, :] = _in_season(start[row], end[row], day)
+
+    start, end, day = np.array([30, 300, 5]), np.array([90, 40, 5]), np.arange(0, 365, 7)
+    np.testing.assert_array_equal(seasons(start, end, day),
+                                  _in_season(start[:, None], end[:, None], day))
 
 
-def test_an_array_of_another_dtype_than_the_loops_is_a_typing_error():
+def test_an_array_reaches_a_loop_by_a_safe_cast_of_its_elements(target):
     @vectorize(["float64(float64)"])
     def square(x):
         return x * x
 
-    with pytest.raises(numbavec.TypingError, match="an array needs a loop of its own dtype"):
-        @guvectorize(["void(float32[:], float32[:])"], "(n)->(n)")
-        def k(a, out):
+    @guvectorize(["void(float32[:], float64[:])"], "(n)->(n)", target=target)
+    def k(a, out):
+        out[:] = square(a)
+
+    a = np.linspace(-2, 2, 9, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), square(a))
+    with pytest.raises(numbavec.TypingError, match="no loop of this numbavec ufunc takes "
+                                                   r"\(complex128\[:\]\)"):
+        @guvectorize(["void(complex128[:], complex128[:])"], "(n)->(n)")
+        def c(a, out):
             out[:] = square(a)
 
 

@@ -196,6 +196,15 @@ collect(Emit *E, Walk *w, CcNode *n)
         w->swapped[w->nswapped] = n;
         w->swapped_ty[w->nswapped++] = n->ty;
         CcNode *kids[2] = {n->lhs, n->rhs};
+        if (n->kind == ND_INLINE) {
+            /* a lifted ufunc: its arguments, the values its parameters take */
+            for (int i = 0; i + 1 < n->then->nargs; i++) {
+                if (collect(E, w, n->then->args[i]->rhs) < 0) {
+                    return -1;
+                }
+            }
+            return 0;
+        }
         if (n->kind == ND_BINOP || n->kind == ND_UNARY) {
             for (int i = 0; i < (n->kind == ND_BINOP ? 2 : 1); i++) {
                 if (collect(E, w, kids[i]) < 0) {

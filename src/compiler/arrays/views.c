@@ -973,6 +973,8 @@ em_is_elementwise_node(const CcNode *n)
         return 1;
     case ND_CALL:
         return cc_flavor_elementwise(cc_builtin(n->builtin)->flavor);
+    case ND_INLINE:
+        return n->lifted; /* a numbavec ufunc applied to arrays */
     default:
         return 0;
     }
