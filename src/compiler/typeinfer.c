@@ -485,10 +485,6 @@ make_tuple(Infer *in, CcNode *n, const CcType **out)
 
 static int block(Infer *in, CcNode *n);
 
-/*
- * inline := device_function(args)    the type of its result variable: the
- *   promotion of everything its returns give, for these argument types
- */
 /* Whether an argument of type arg (an array: its elements) reaches a
  * loop's input of kind k by a safe cast: its promotion with k is k, weak
  * Python numbers included. */
@@ -499,6 +495,19 @@ reaches_loop(const CcType *arg, TsKind k)
     return cc_promote(arg, cc_scalar_type(k)) == cc_scalar_type(k);
 }
 
+/* A lifted ufunc's parameter v, given the array arg: it holds one element
+ * at a time, and the call is lifted over arg's dimensions. */
+static void
+lift_parameter(Infer *in, CcVar *v, const CcType *arg)
+{
+    v->lifted = 1;
+    in->lift = arg->n > in->lift ? arg->n : in->lift;
+}
+
+/*
+ * inline := device_function(args)    the type of its result variable: the
+ *   promotion of everything its returns give, for these argument types
+ */
 /*
  * A numbavec ufunc inlined (n->text: its loops): the first loop whose inputs
  * the arguments reach by a safe cast (NumPy's choice) gives the
@@ -538,8 +547,7 @@ ufunc_loop_types(Infer *in, CcNode *n)
         for (int k = 0; k < np; k++) {
             CcVar *v = body->args[k]->var;
             if (cc_is_array(args[k])) {
-                v->lifted = 1;
-                in->lift = args[k]->n > in->lift ? args[k]->n : in->lift;
+                lift_parameter(in, v, args[k]);
                 if (v->ty != cc_elem_type(args[k])) {
                     v->ty = cc_elem_type(args[k]);
                     in->changed = 1;
@@ -562,8 +570,7 @@ ufunc_loop_types(Infer *in, CcNode *n)
             CcVar *v = k < np ? body->args[k]->var : n->var;
             const CcType *t = cc_scalar_type((TsKind)(loop[k] - 'a'));
             if (k < np && cc_is_array(args[k])) {
-                v->lifted = 1;
-                in->lift = args[k]->n > in->lift ? args[k]->n : in->lift;
+                lift_parameter(in, v, args[k]);
             }
             if (v->ty != t) {
                 v->ty = t;
