@@ -640,6 +640,7 @@ def _saturating(scalar_type):
         if isinstance(v, (float, np.floating, complex, np.complexfloating)):
             return dt._saturate(np.real(v), scalar_type)
         return scalar_type(v)
+    cast.dtype = np.dtype(scalar_type)  # a dtype too: x.astype(np.int8), np.empty(n, np.int8)
     return cast
 
 
