@@ -209,6 +209,7 @@ static const CcBuiltin builtins[] = {
     {"numpy.ones_like", FL_LIKE, AL_ONES, 1, 1},
     {"numpy.full_like", FL_LIKE, AL_FULL, 2, 2},
     {"numpy.copy", FL_LIKE, AL_COPY, 1, 1},
+    {".flatten", FL_LIKE, AL_FLATTEN, 1, 1},
 #define REDUCE(name, op)                                                                           \
     {                                                                                              \
         "numpy." name, FL_REDUCE, op, 1, 2                                                         \

@@ -471,6 +471,7 @@ typedef enum CcAllocOp {
     AL_ONES,
     AL_FULL,
     AL_COPY,
+    AL_FLATTEN, /* a.flatten(): a copy, as one dimension */
 } CcAllocOp;
 
 /* A reduction of a whole array to a scalar. */

@@ -332,6 +332,8 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
         builtin = cc_builtin_attr(FL_CONJ);
     } else if (strcmp(attr, "sort") == 0 || strcmp(attr, "partition") == 0) {
         builtin = cc_builtin_by_name(attr[0] == 's' ? ".sort" : ".partition");
+    } else if (strcmp(attr, "flatten") == 0) {
+        builtin = cc_builtin_by_name(".flatten");
     }
     PyObject *owner = lw_get(func, "value");
     const char *owner_attr =
@@ -370,7 +372,7 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
                  "the method .%s() is not supported in a kernel (only .conjugate(), and on "
                  "arrays .sum(), .prod(), .min(), .max(), .mean(), .any(), .all(), .argmin(), "
                  ".argmax(), .var(), .std(), .cumsum(), .cumprod(), .sort(), .argsort(), "
-                 ".partition(), .searchsorted() and .copy())",
+                 ".partition(), .searchsorted(), .copy() and .flatten())",
                  attr);
         return NULL;
     }

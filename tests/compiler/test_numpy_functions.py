@@ -1009,3 +1009,25 @@ def test_flip_outer_hanning_and_linspace_are_numpys(target):
         np.testing.assert_array_equal(ls[k], np.linspace(lo[k], hi[k], 7))
         np.testing.assert_array_equal(ls_open[k], np.linspace(lo[k], hi[k], 7, endpoint=False))
         np.testing.assert_array_equal(ls_n[k], np.linspace(0, 1, 5))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool"])
+def test_flatten_is_a_copy_in_c_order(target, dtype):
+    """deepdrr's `img[0:2, 0:2, 0:2].flatten()`: a new 1-d array in C order,
+    of any view (strided, transposed); writing it leaves the array as is."""
+    @guvectorize("(m,n,o),(p)->(p),(q),()", target=target)
+    def flat(img, like, window, whole_t, untouched):
+        w = img[0:2, ::2, 1:3].flatten()
+        window[:] = w
+        t = img[0].T.flatten()
+        whole_t[:] = t
+        w[0] = 1
+        untouched[0] = img[0, 0, 1]
+
+    img = np.random.default_rng(25).integers(0, 3, (2, 3, 4, 5)).astype(dtype)
+    window, whole_t, untouched = flat(img, np.zeros(8, dtype),
+                                      out=(None, np.zeros((2, 20), dtype), None))
+    for k in range(2):
+        np.testing.assert_array_equal(window[k], img[k, 0:2, ::2, 1:3].flatten(), strict=True)
+        np.testing.assert_array_equal(whole_t[k], img[k, 0].T.flatten(), strict=True)
+        assert untouched[k] == img[k, 0, 0, 1]

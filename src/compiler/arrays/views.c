@@ -388,13 +388,14 @@ ti_array_function(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
                             n->index == 1 ? "%s has no method %s(): it is not an array"
                                           : "%s() of %s: this function takes arrays",
                             n->index == 1 ? cc_type_name(t, name, sizeof(name)) : b->name,
-                            n->index == 1 ? b->name + strlen("numpy")
-                                          : cc_type_name(t, name, sizeof(name)));
+                            n->index != 1        ? cc_type_name(t, name, sizeof(name))
+                            : b->name[0] == '.' ? b->name
+                                                : b->name + strlen("numpy"));
         }
         if (t->scalar == TS_INFER) {
             return 0;
         }
-        ndim = t->n;
+        ndim = b->flavor == FL_LIKE && b->op == AL_FLATTEN ? 1 : t->n;
         elem = t->scalar;
     }
     if (b->flavor == FL_REDUCE) {
@@ -1275,6 +1276,7 @@ alloc_call(Emit *E, CcNode *n, View *v)
         if (em_view_of(E, n->args[0], &src) < 0) {
             return -1;
         }
+        ndim = src.ndim; /* a.flatten(): the copy is seen as one dimension below */
         memcpy(shape, src.shape, sizeof(LLVMValueRef) * (size_t)ndim);
     }
     if (em_alloc_array(E, n, n->ty->scalar, ndim, shape, v) < 0) {
@@ -1295,6 +1297,7 @@ alloc_call(Emit *E, CcNode *n, View *v)
         fill = n->args[1];
         break;
     case AL_COPY:
+    case AL_FLATTEN:
         fill = n->args[0];
         break;
     }
@@ -1304,7 +1307,16 @@ alloc_call(Emit *E, CcNode *n, View *v)
         return x != NULL ? em_fill_view(E, v, fill, x) : -1;
     }
     Walk w = {.ndim = v->ndim, .target = *v, .visit = em_store_visit};
-    return em_run_walk(E, &w, fill);
+    if (em_run_walk(E, &w, fill) < 0) {
+        return -1;
+    }
+    if (b->op == AL_FLATTEN) {
+        /* the C-contiguous copy as one dimension */
+        v->shape[0] = em_view_size(E, v);
+        v->stride[0] = em_i64c(E, ts_itemsize(v->kind));
+        v->ndim = 1;
+    }
+    return 0;
 }
 
 /* np.ndindex's loop: .ndsize(shape) and .unravel(k, shape). */
