@@ -19,7 +19,12 @@ it, the same Python function given to both compilers:
   `a.flat` as gufuncs "(n)->()" (100 rows of 1e5, 2.5% NaN; float64 and,
   _f32, float32); group_nanargmax: its grouped form (the data of group_nanany);
 - move_exp_nansum: numbagg's exponentially weighted moving sum,
-  "(n),(n),()->(n)" (100 rows of 1e5, 10% NaN, alpha 0.1; float64 and float32).
+  "(n),(n),()->(n)" (100 rows of 1e5, 10% NaN, alpha 0.1; float64 and float32);
+- interp: xgcm's `out[:] = np.interp(x, xp, fp)` per row (2000 x 1000 sorted
+  values, 64 samples);
+- pulse_sum: cait's sum of pulses, a ufunc with branches called on an array
+  inside the gufunc (`out[:] += amp[j] * pulse(t, t0[j], tau)`; 200 rows of
+  5000 times, 8 pulses each).
 
 Each time is the best of --repeat calls with out= given; results are checked
 equal (NaN-aware) before anything is timed.  Prints Numba's time over
@@ -181,6 +186,28 @@ def bin_index(x, edges, out):
         out[i] = np.searchsorted(edges, x[i])
 
 
+def interp_rows(x, xp, fp, out):
+    out[:] = np.interp(x, xp, fp)
+
+
+def _pulse(t, t0, tau):
+    # a pulse's shape, a ufunc of its own (cait's _pulse_vec); build() makes
+    # it with each side's vectorize before the gufunc that calls it compiles
+    x = t - t0
+    if x <= 0.0:
+        return 0.0
+    return math.exp(-x / tau) - math.exp(-2.0 * x / tau)
+
+
+PULSE = None
+
+
+def pulse_sum(t, t0, amp, out):
+    out[:] = 0.0
+    for j in range(t0.shape[0]):
+        out[:] += amp[j] * PULSE(t, t0[j], 3.0)
+
+
 KERNELS = {
     # name: (function, kind, signatures, layout)
     "cube": (cube, "u", ["float64(float64)"], None),
@@ -208,6 +235,10 @@ KERNELS = {
     "move_exp_nansum_f32": (move_exp_nansum, "g",
                             ["void(float32[:], float32[:], float32, float32[:])"],
                             "(n),(n),()->(n)"),
+    "interp": (interp_rows, "g", ["void(float64[:], float64[:], float64[:], float64[:])"],
+               "(n),(m),(m)->(n)"),
+    "pulse_sum": (pulse_sum, "g", ["void(float64[:], float64[:], float64[:], float64[:])"],
+                  "(n),(k),(k)->(n)"),
 }
 
 
@@ -233,6 +264,13 @@ def data_for(name, rng):
         x = rng.uniform(-3, 3, (2000, 1000))
         edges = np.sort(rng.uniform(-3, 3, 64))
         return (x, edges), np.empty((2000, 1000), np.int64)
+    if name == "interp":
+        x = np.sort(rng.uniform(-3, 3, (2000, 1000)), axis=1)
+        xp = np.sort(rng.uniform(-3, 3, 64))
+        return (x, xp, rng.standard_normal(64)), np.empty((2000, 1000))
+    if name == "pulse_sum":
+        t = np.linspace(0, 100, 5000)
+        return (t, rng.uniform(0, 90, (200, 8)), rng.uniform(0.5, 2, (200, 8))), np.empty((200, 5000))
     f32 = name.endswith("_f32")
     dt = np.float32 if f32 else np.float64
     if name.startswith(("nanarg", "nanmax", "nanmin")):
@@ -251,7 +289,9 @@ def data_for(name, rng):
 
 
 def build(mod, name):
+    global PULSE
     fn, kind, sigs, layout = KERNELS[name]
+    PULSE = mod.vectorize(["float64(float64, float64, float64)"])(_pulse)
     if kind == "u":
         return mod.vectorize(sigs)(fn)
     return mod.guvectorize(sigs, layout)(fn)
