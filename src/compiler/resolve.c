@@ -463,6 +463,11 @@ lw_lower_frozen(Lower *L, PyObject *node, PyObject *value)
                  "a %s can only be called or used for its "
                  "attributes in a kernel",
                  s != NULL ? s : "function");
+    } else if (lw_is_device_function(value)) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "a helper (or ufunc) can only be called in a kernel, not passed as a value: "
+                 "functions are not values of the kernel language yet (call it where it is "
+                 "used, or pass what it computes)");
     } else {
         cc_error(L->fn, lw_loc_of(L, node),
                  "a value of type '%s' cannot be used in a kernel "

@@ -660,6 +660,26 @@ def test_tuples_of_promotable_items_meet_item_by_item(target):
         assert got.dtype == dtype
 
 
+def test_a_helper_passed_as_a_value_is_named_as_such():
+    """neutralocean passes a jit function to another (`ppinterp(_pchip_coeffs, ...)`):
+    not a value of the kernel language yet, and the error says so, not
+    an internal type's name."""
+    @numbavec.njit
+    def twice(x):
+        return 2 * x
+
+    @numbavec.njit
+    def apply(f, x):
+        return f(x)
+
+    with pytest.raises(numbavec.TypingError, match="can only be called in a kernel, not passed "
+                                                   "as a value") as info:
+        @vectorize(["float64(float64)"])
+        def k(x):
+            return apply(twice, x)
+    assert "Inline" not in str(info.value)
+
+
 def test_a_2d_array_does_not_unpack(target):
     src = "def k(a, out):\n    x, y = a\n    out[0] = 1.0\n"
     with pytest.raises(numbavec.TypingError, match="a 1-d array unpacks into its elements"):
