@@ -78,10 +78,10 @@ static LLVMValueRef
 math_op(Emit *E, CcMathOp op, TsKind k, LLVMValueRef *a)
 {
     static const char *const intrinsics[] = {
-        [M_EXP] = "llvm.exp",           [M_LOG] = "llvm.log",     [M_LOG2] = "llvm.log2",
-        [M_LOG10] = "llvm.log10",       [M_SQRT] = "llvm.sqrt",   [M_SIN] = "llvm.sin",
-        [M_COS] = "llvm.cos",           [M_FABS] = "llvm.fabs",   [M_FLOOR] = "llvm.floor",
-        [M_CEIL] = "llvm.ceil",         [M_TRUNC] = "llvm.trunc", [M_POW] = "llvm.pow",
+        [M_EXP] = "llvm.exp",           [M_LOG] = "llvm.log",        [M_LOG2] = "llvm.log2",
+        [M_LOG10] = "llvm.log10",       [M_SQRT] = "llvm.sqrt",      [M_SIN] = "llvm.sin",
+        [M_COS] = "llvm.cos",           [M_FABS] = "llvm.fabs",      [M_FLOOR] = "llvm.floor",
+        [M_CEIL] = "llvm.ceil",         [M_TRUNC] = "llvm.trunc",    [M_POW] = "llvm.pow",
         [M_COPYSIGN] = "llvm.copysign", [M_RINT] = "llvm.roundeven", [M_NONE] = NULL,
     };
     static const char *const libm_names[] = {

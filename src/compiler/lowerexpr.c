@@ -258,8 +258,8 @@ done:
 static int
 pure_expr(PyObject *node)
 {
-    static const char *const parts[] = {"value", "slice", "left", "right", "operand",
-                                        "lower", "upper", "step"};
+    static const char *const parts[] = {"value",   "slice", "left",  "right",
+                                        "operand", "lower", "upper", "step"};
     AstKind k = lw_ast_kind(node);
     if (node == Py_None || k == A_NAME || k == A_CONSTANT) {
         return 1;
@@ -294,8 +294,8 @@ lower_membership(Lower *L, PyObject *node, int *err)
 {
     PyObject *ops = lw_get(node, "ops"), *cmps = lw_get(node, "comparators");
     PyObject *left = lw_get(node, "left");
-    const AstClass *c = ops != NULL && PyList_Size(ops) == 1
-                            ? lw_ast_class(PyList_GetItem(ops, 0)) : NULL;
+    const AstClass *c =
+        ops != NULL && PyList_Size(ops) == 1 ? lw_ast_class(PyList_GetItem(ops, 0)) : NULL;
     const char *op = c != NULL ? c->what : "";
     int in = strcmp(op, "in") == 0, not_in = strcmp(op, "not in") == 0;
     PyObject *display = cmps != NULL && PyList_Size(cmps) == 1 ? PyList_GetItem(cmps, 0) : NULL;
@@ -312,7 +312,8 @@ lower_membership(Lower *L, PyObject *node, int *err)
         *err = 1;
         cc_error(L->fn, lw_loc_of(L, node),
                  "'%s' a display needs a name (or a value read from one) on its left in a "
-                 "kernel: assign the left operand to a name first", op);
+                 "kernel: assign the left operand to a name first",
+                 op);
         goto done;
     }
     Py_ssize_t k = PyList_Size(elts);

@@ -234,19 +234,15 @@ ti_array_attr(Infer *in, CcNode *n, const CcType **out)
             return 0;
         }
     }
-    if (n->index == AA_KIND_IS || n->index == AA_DTYPE_IS || n->index == AA_NDIM) {
-        /* a NumPy scalar has a dtype too (a Python number: its stored kind,
-         * int64, float64, complex128, as NumPy converts it), and ndim 0 */
-        if (ti_dtype_owner(in, n, n->lhs, &a) < 0) {
-            return -1;
-        }
-        if (a != UNKNOWN && a->kind != CT_ARRAY) {
-            *out = n->index == AA_NDIM ? cc_weak_type(CT_WEAK_INT) : cc_scalar_type(TS_BOOL);
-            return 0;
-        }
-    }
-    if (ti_array_operand(in, n, n->lhs, &a) < 0 || a == UNKNOWN) {
+    int owner = n->index == AA_KIND_IS || n->index == AA_DTYPE_IS || n->index == AA_NDIM;
+    /* a NumPy scalar has a dtype too (a Python number: its stored kind,
+     * int64, float64, complex128, as NumPy converts it), and ndim 0 */
+    if ((owner ? ti_dtype_owner : ti_array_operand)(in, n, n->lhs, &a) < 0 || a == UNKNOWN) {
         return a == UNKNOWN && !PyErr_Occurred() ? 0 : -1;
+    }
+    if (a->kind != CT_ARRAY) {
+        *out = n->index == AA_NDIM ? cc_weak_type(CT_WEAK_INT) : cc_scalar_type(TS_BOOL);
+        return 0;
     }
     switch ((CcArrayAttr)n->index) {
     case AA_T:
@@ -388,7 +384,7 @@ ti_array_function(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
                             n->index == 1 ? "%s has no method %s(): it is not an array"
                                           : "%s() of %s: this function takes arrays",
                             n->index == 1 ? cc_type_name(t, name, sizeof(name)) : b->name,
-                            n->index != 1        ? cc_type_name(t, name, sizeof(name))
+                            n->index != 1       ? cc_type_name(t, name, sizeof(name))
                             : b->name[0] == '.' ? b->name
                                                 : b->name + strlen("numpy"));
         }
