@@ -254,7 +254,7 @@ struct CcNode {
     CcVar *var;
     CcVar **vars; /* ND_UNPACK targets */
     int builtin;  /* ND_CALL: a CcBuiltin */
-    int index;    /* ND_GETITEM */
+    int index;    /* ND_GETITEM; ND_FOR_RANGE: 1 for reversed(range(...)) */
     /* ND_CONST */
     long long ival;     /* ints and bools (uint64 bit pattern) */
     double fval, fimag; /* floats; complex: fval + fimag j */

@@ -95,7 +95,8 @@ detail(const CcNode *n, char *buf, size_t size)
     case ND_INLINE:
     case ND_RETURN:
         if (n->var != NULL) {
-            snprintf(buf, size, "%s%s", n->kind == ND_RETURN ? "-> " : "", n->var->name);
+            snprintf(buf, size, "%s%s%s", n->kind == ND_RETURN ? "-> " : "", n->var->name,
+                     n->kind == ND_FOR_RANGE && n->index ? " reversed" : "");
         }
         break;
     default:

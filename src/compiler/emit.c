@@ -606,11 +606,12 @@ while_stmt(Emit *E, CcNode *n)
     return 0;
 }
 
-/* range() with no step, or a constant step of 1 or -1. */
+/* range() with no step, or a constant step of 1 or -1 (reversed(): its
+ * counter steps by 1). */
 static int
 unit_step(const CcNode *n)
 {
-    if (n->nargs < 3) {
+    if (n->nargs < 3 || n->index) {
         return 1;
     }
     const CcNode *s = n->args[2];
@@ -621,9 +622,36 @@ unit_step(const CcNode *n)
            && !ts_is_complex(cc_storage(s->ty)) && s->ival == 1;
 }
 
+/*
+ * reversed(range(start, stop, step)): the range's length, for a counter k
+ * over range(len) that gives v = start + (len - 1 - k) * step, the range's
+ * values from its last (each in int64, as every value of the range is).
+ * The length is counted in unsigned arithmetic, which no int64 range
+ * overflows; a zero step has none.
+ */
+static LLVMValueRef
+range_length(Emit *E, LLVMValueRef start, LLVMValueRef stop, LLVMValueRef step)
+{
+    LLVMValueRef zero = em_int_const(E, TS_INT64, 0), one = em_int_const(E, TS_INT64, 1);
+    LLVMValueRef up = LLVMBuildICmp(E->b, LLVMIntSGT, step, zero, "rev.up");
+    LLVMValueRef lo = LLVMBuildSelect(E->b, up, start, stop, "rev.lo");
+    LLVMValueRef hi = LLVMBuildSelect(E->b, up, stop, start, "rev.hi");
+    LLVMValueRef size = LLVMBuildSelect(E->b, up, step, LLVMBuildNeg(E->b, step, "rev.neg"),
+                                        "rev.size"); /* |step|; INT64_MIN's as unsigned */
+    LLVMValueRef any =
+        LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, lo, hi, "rev.some"),
+                     LLVMBuildICmp(E->b, LLVMIntNE, step, zero, "rev.step"), "rev.any");
+    LLVMValueRef safe = LLVMBuildSelect(E->b, any, size, one, "rev.div");
+    LLVMValueRef span = LLVMBuildSub(E->b, LLVMBuildSub(E->b, hi, lo, "rev.span"), one, "rev.m1");
+    LLVMValueRef len = LLVMBuildAdd(E->b, LLVMBuildUDiv(E->b, span, safe, "rev.q"), one, "rev.len");
+    return LLVMBuildSelect(E->b, any, len, zero, "rev.count");
+}
+
 /* for v in range(start, stop, step): a hidden counter drives the loop, so
  * assigning to v in the body does not change the iteration (Python).  A
- * zero step runs no iteration (Python raises ValueError). */
+ * zero step runs no iteration (Python raises ValueError).  reversed(range(
+ * ...)) (n->index) counts k over range(len) and gives v its value from the
+ * end (range_length). */
 static int
 for_stmt(Emit *E, CcNode *n)
 {
@@ -644,6 +672,14 @@ for_stmt(Emit *E, CcNode *n)
     }
     if (n->nargs == 3) {
         step = vals[2];
+    }
+    LLVMValueRef rev_start = start, rev_step = step, rev_last = NULL;
+    if (n->index) {
+        LLVMValueRef len = range_length(E, start, stop, step);
+        rev_last = LLVMBuildSub(E->b, len, em_int_const(E, TS_INT64, 1), "rev.last");
+        start = em_int_const(E, TS_INT64, 0);
+        stop = len;
+        step = em_int_const(E, TS_INT64, 1);
     }
     LLVMTypeRef i64 = LLVMInt64TypeInContext(E->ctx);
     LLVMValueRef counter = em_entry_alloca(E, i64, "range.i");
@@ -667,6 +703,11 @@ for_stmt(Emit *E, CcNode *n)
     LLVMBuildCondBr(E->b, more, body, els);
 
     continue_at(E, body, 1);
+    if (n->index) { /* start + (len - 1 - k) * step, a value of the range: the
+                       * offset may pass int64's range, the sum wraps back */
+        LLVMValueRef back = LLVMBuildNSWSub(E->b, rev_last, i, "rev.k");
+        i = LLVMBuildAdd(E->b, rev_start, LLVMBuildMul(E->b, back, rev_step, "rev.off"), "rev.i");
+    }
     store_var(E, n->var, i, cc_scalar_type(TS_INT64));
     if (loop_body(E, n->then, done, latch) < 0) {
         return -1;

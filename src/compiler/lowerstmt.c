@@ -1019,8 +1019,33 @@ is_numpy_named(PyObject *obj, const char *name)
     return same;
 }
 
-/* for := 'for' name 'in' 'range' '(' expr [',' expr [',' expr]] ')' ':' block
- *        ['else' ':' block]
+/* The range() call of reversed(range(...)) (new reference), or NULL with
+ * the error reported: reversed() of anything else is not in the language. */
+static PyObject *
+reversed_range(Lower *L, PyObject *iter)
+{
+    PyObject *args = lw_get(iter, "args"), *keywords = lw_get(iter, "keywords");
+    PyObject *inner = NULL;
+    if (args != NULL && keywords != NULL && PyList_Size(args) == 1 && PyList_Size(keywords) == 0) {
+        PyObject *arg = PyList_GetItem(args, 0);
+        PyObject *callee = callee_of(L, arg);
+        if (is_builtin_named(callee, "range")) {
+            inner = Py_NewRef(arg);
+        }
+        Py_XDECREF(callee);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(keywords);
+    if (inner == NULL && !PyErr_Occurred()) {
+        cc_error(L->fn, lw_loc_of(L, iter),
+                 "reversed() is supported over a range() in a for loop (for i in "
+                 "reversed(range(n))); for an array, index it backwards: a[::-1]");
+    }
+    return inner;
+}
+
+/* for := 'for' name 'in' ['reversed' '('] 'range' '(' expr [',' expr [',' expr]] ')'
+ *        [')'] ':' block ['else' ':' block]
  *      | 'for' target 'in' iterable ...        (lower_for_each) */
 static CcNode *
 lower_for(Lower *L, PyObject *node)
@@ -1032,6 +1057,17 @@ lower_for(Lower *L, PyObject *node)
         goto done;
     }
     PyObject *callee = callee_of(L, iter);
+    if (is_builtin_named(callee, "reversed")) {
+        Py_XDECREF(callee);
+        PyObject *inner = reversed_range(L, iter);
+        if (inner == NULL) {
+            goto done;
+        }
+        Py_DECREF(iter);
+        iter = inner;
+        n->index = 1; /* emit.c's for_stmt runs the range from its end */
+        callee = callee_of(L, iter);
+    }
     int range = is_builtin_named(callee, "range"), ndindex = is_numpy_named(callee, "ndindex");
     PyObject *start = NULL, *flat_of = is_builtin_named(callee, "enumerate")
                                            ? lw_enumerated_flat(L, iter, &start)

@@ -832,3 +832,77 @@ def bound_when_debugging(x):
 def test_a_name_bound_only_in_a_branch_never_taken_is_a_typing_error(target):
     with pytest.raises(numbavec.TypingError, match="'y'"):
         vectorize(["float64(float64)"], target=target)(bound_when_debugging)
+
+
+# ---------------------------------------------------------------- reversed(range(...))
+
+def countdown(a, b, s, out):
+    """The values of reversed(range(a, b, s)), its else clause and the loop's
+    variable after it (its last value: the range's first)."""
+    out[:] = -99
+    j = 0
+    for i in reversed(range(a, b, s)):
+        out[j] = i
+        j += 1
+        if j == out.shape[0] - 2:
+            break
+    else:
+        out[out.shape[0] - 2] = j
+    if j > 0:
+        out[out.shape[0] - 1] = i
+
+
+@pytest.mark.parametrize("step", [-3, -1, 1, 2, 5])
+def test_reversed_range_gives_the_range_from_its_end(target, step):
+    gu = guvectorize(["void(int64, int64, int64, int64[:])"], "(),(),(),(m)",
+                     target=target)(countdown)
+    ends = np.array([-7, -1, 0, 1, 4, 9, 1000, 1003])
+    a, b = (x.ravel() for x in np.meshgrid(ends, ends))
+    got = np.zeros((a.size, 24), np.int64)
+    gu(a, b, step, got)
+    for k in range(a.size):
+        want = np.zeros(24, np.int64)
+        countdown(a[k], b[k], step, want)
+        np.testing.assert_array_equal(got[k], want, err_msg=f"range({a[k]}, {b[k]}, {step})")
+
+
+def test_reversed_range_at_int64s_ends():
+    """Ranges whose offsets from their start pass int64's range: each value
+    is still the range's own."""
+    gu = guvectorize(["void(int64, int64, int64, int64[:])"], "(),(),(),(m)")(countdown)
+    lo, hi = -2**63, 2**63 - 1
+    for a, b, s in [(lo, hi, hi), (lo, hi, 2**62), (hi, lo, -2**62), (hi, lo, lo)]:
+        got, want = np.zeros(8, np.int64), np.zeros(8, np.int64)
+        gu(a, b, s, got)
+        countdown(a, b, s, want)
+        np.testing.assert_array_equal(got, want)
+
+
+def suffix_sums(a, out):
+    """The backward recurrence Numba users write with reversed(range(n))."""
+    acc = 0.0
+    for i in reversed(range(a.shape[0])):
+        acc += a[i]
+        out[i] = acc
+
+
+def test_a_backward_recurrence_over_reversed_range(target):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(suffix_sums)
+    a = np.random.default_rng(5).standard_normal((4, 9))
+    want = np.zeros_like(a)
+    for k in range(4):
+        suffix_sums(a[k], want[k])
+    np.testing.assert_array_equal(gu(a), want)
+
+
+def test_reversed_of_anything_but_a_range_names_the_fix():
+    def backwards(a, out):
+        s = 0.0
+        for x in reversed(a):
+            s = 0.5 * s + x
+        out[0] = s
+
+    with pytest.raises(numbavec.TypingError,
+                       match=r"reversed\(\) is supported over a range\(\).*a\[::-1\]"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()")(backwards)
+
