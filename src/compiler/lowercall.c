@@ -422,6 +422,47 @@ lower_args_dtype(Lower *L, PyObject *node, const CcBuiltin *b, int *count, PyObj
     return out;
 }
 
+/* Whether node calls the NumPy ufunc callee with its output (out= or one
+ * argument more than its inputs) inside an expression, reported: only a
+ * statement of its own takes one (lowerstmt.c, numbavec/_forms.py). */
+static int
+ufunc_output_in_expression(Lower *L, PyObject *node, PyObject *callee, PyObject *keywords)
+{
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    PyObject *ufunc_t = numpy != NULL ? PyObject_GetAttrString(numpy, "ufunc") : NULL;
+    PyObject *args = lw_get(node, "args");
+    PyObject *nin = NULL, *name = NULL;
+    int out = 0;
+    if (ufunc_t != NULL && args != NULL && PyObject_IsInstance(callee, ufunc_t) == 1
+        && (nin = PyObject_GetAttrString(callee, "nin")) != NULL && PyLong_Check(nin)) {
+        out = PyList_Size(args) == PyLong_AsSsize_t(nin) + 1;
+        for (Py_ssize_t i = 0; i < PyList_Size(keywords); i++) {
+            PyObject *arg = lw_get(PyList_GetItem(keywords, i), "arg");
+            out |= arg != NULL && PyUnicode_Check(arg)
+                   && PyUnicode_CompareWithASCIIString(arg, "out") == 0;
+            Py_XDECREF(arg);
+        }
+    }
+    name = out ? PyObject_GetAttrString(callee, "__name__") : NULL;
+    const char *s =
+        name != NULL && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+    PyErr_Clear();
+    if (out) {
+        s = s != NULL ? s : "ufunc";
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "np.%s() with its output is supported as a statement of its own "
+                 "(np.%s(..., out=res)); in an expression, assign the result: "
+                 "res[...] = np.%s(...)",
+                 s, s, s);
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(nin);
+    Py_XDECREF(args);
+    Py_XDECREF(ufunc_t);
+    Py_XDECREF(numpy);
+    return out;
+}
+
 /* call := func '(' args ')'    func: a builtin, len, a device function, a type
  *                              (a cast), or a method (method_call) */
 CcNode *
@@ -460,6 +501,10 @@ lw_lower_call(Lower *L, PyObject *node)
     if (flavor == FL_RANDOM) {
         Py_DECREF(callee);
         n = lw_lower_random_call(L, node, builtin, keywords);
+        goto done;
+    }
+    if (ufunc_output_in_expression(L, node, callee, keywords)) {
+        Py_DECREF(callee);
         goto done;
     }
     TsType cast;

@@ -1161,6 +1161,47 @@ is_docstring(PyObject *node)
     return doc;
 }
 
+/*
+ * A statement that calls a NumPy ufunc with its output (np.exp(a, out),
+ * np.add(a, b, out=res)): the assignment res[...] = np.add(a, b) that
+ * numbavec/_forms.py writes for it.  NULL with *err 0 when the statement is
+ * no such call; NULL with *err 1 when it failed (reported).
+ */
+static CcNode *
+lower_ufunc_out(Lower *L, PyObject *stmt, int *err)
+{
+    PyObject *call = lw_get(stmt, "value");
+    PyObject *callee = call != NULL ? callee_of(L, call) : NULL;
+    PyObject *numpy = callee != NULL ? PyImport_ImportModule("numpy") : NULL;
+    PyObject *ufunc_t = numpy != NULL ? PyObject_GetAttrString(numpy, "ufunc") : NULL;
+    PyObject *form = NULL;
+    CcNode *n = NULL;
+    if (ufunc_t != NULL && PyObject_IsInstance(callee, ufunc_t) == 1) {
+        PyObject *mod = PyImport_ImportModule("numbavec._forms");
+        form = mod != NULL
+                   ? PyObject_CallMethod(mod, "ufunc_out_assignment", "OOO", stmt, call, callee)
+                   : NULL;
+        Py_XDECREF(mod);
+        if (form == NULL) {
+            *err = 1;
+        } else if (PyUnicode_Check(form)) {
+            *err = 1;
+            cc_error(L->fn, lw_loc_of(L, call), "%s", PyUnicode_AsUTF8AndSize(form, NULL));
+        } else if (form != Py_None) {
+            *err = (n = lower_assign(L, form)) == NULL;
+        }
+    }
+    if (!*err) {
+        PyErr_Clear();
+    }
+    Py_XDECREF(form);
+    Py_XDECREF(ufunc_t);
+    Py_XDECREF(numpy);
+    Py_XDECREF(callee);
+    Py_XDECREF(call);
+    return n;
+}
+
 static CcNode *
 lower_stmt_kind(Lower *L, PyObject *node)
 {
@@ -1200,7 +1241,12 @@ lower_stmt_kind(Lower *L, PyObject *node)
         if (print) {
             return p;
         }
-        CcNode *n = lw_new_node(L, ND_EXPR, node);
+        int err = 0;
+        CcNode *n = lower_ufunc_out(L, node, &err);
+        if (n != NULL || err) {
+            return n;
+        }
+        n = lw_new_node(L, ND_EXPR, node);
         if (n == NULL || (n->lhs = lw_lower_attr_expr(L, node, "value")) == NULL) {
             return NULL;
         }

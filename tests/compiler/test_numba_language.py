@@ -906,3 +906,51 @@ def test_reversed_of_anything_but_a_range_names_the_fix():
                        match=r"reversed\(\) is supported over a range\(\).*a\[::-1\]"):
         guvectorize(["void(float64[:], float64[:])"], "(n)->()")(backwards)
 
+
+# ---------------------------------------------------------------- a ufunc given its output
+
+def exp_shifted(a, b, out):
+    """Numba-style ufunc calls that name their output."""
+    np.exp(a, out)
+    np.add(out, b, out=out)
+    np.sqrt(out, out=(out,))
+    np.multiply(out, 2, out)
+
+
+def test_a_ufunc_statement_writes_its_output(target):
+    gu = guvectorize(["void(float64[:], float64, float64[:])",
+                      "void(float32[:], float32, float32[:])"], "(n),()->(n)",
+                     target=target)(exp_shifted)
+    rng = np.random.default_rng(6)
+    for dtype in (np.float64, np.float32):
+        a, b = rng.random((3, 5)).astype(dtype), rng.random(3).astype(dtype)
+        want = np.zeros_like(a)
+        for k in range(3):
+            exp_shifted(a[k], b[k], want[k])
+        got = gu(a, b)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=2e-7 if dtype == np.float32 else 1e-15)
+
+
+def test_a_ufunc_output_broadcasts_into_a_matrix(target):
+    @guvectorize(["void(float64[:,:], float64[:], float64[:,:])"], "(n,m),(m)->(n,m)",
+                 target=target)
+    def scaled(a, w, out):
+        np.multiply(a, w, out=out)
+
+    a, w = np.random.default_rng(7).random((2, 3, 4)), np.arange(8.0).reshape(2, 4)
+    np.testing.assert_array_equal(scaled(a, w), a * w[:, None, :])
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("np.exp(a, out=out, where=a > 0)", r"np.exp\(\.\.\., out=\) takes no other keyword.*where="),
+    ("np.exp(a, out, out=out)", r"np.exp\(\) got its output both as an argument and as out="),
+    ("x = np.exp(a, out=out)", r"np.exp\(\) with its output is supported as a statement of "
+                               r"its own.*res\[\.\.\.\] = np.exp"),
+    ("out[0] = np.add(a, a, out)[0]", r"np.add\(\) with its output is supported as a statement"),
+])
+def test_a_ufunc_output_outside_a_statement_names_the_fix(statement, message):
+    k = kernel_from_source(f"def k(a, out):\n    {statement}\n", "k", {"np": np})
+    with pytest.raises(numbavec.TypingError, match=message):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->(n)")(k)
+
