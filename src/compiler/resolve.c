@@ -129,6 +129,70 @@ frozen_array_attr(const char *attr)
     return 0;
 }
 
+/* 1 for np.finfo, 2 for np.iinfo, else 0 (no exception). */
+static int
+type_info_kind(PyObject *f)
+{
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    PyObject *finfo = numpy != NULL ? PyObject_GetAttrString(numpy, "finfo") : NULL;
+    PyObject *iinfo = numpy != NULL ? PyObject_GetAttrString(numpy, "iinfo") : NULL;
+    int kind = f == NULL ? 0 : f == finfo ? 1 : f == iinfo ? 2 : 0;
+    Py_XDECREF(finfo);
+    Py_XDECREF(iinfo);
+    Py_XDECREF(numpy);
+    PyErr_Clear();
+    return kind;
+}
+
+/*
+ * np.finfo(t) and np.iinfo(t) of a type named when compiling (np.float32,
+ * np.int64, numbavec.float64): the object NumPy gives, so that
+ * np.finfo(np.float64).eps is a constant.  Any other call is computed
+ * (*local); np.finfo(x.dtype) is reported.
+ */
+static PyObject *
+type_info(Lower *L, PyObject *node, int *local)
+{
+    PyObject *func = lw_get(node, "func"), *args = lw_get(node, "args");
+    PyObject *keywords = lw_get(node, "keywords"), *f = NULL, *t = NULL, *info = NULL;
+    int inner = 0, which = 0;
+    *local = 1;
+    if (func == NULL || args == NULL || keywords == NULL
+        || (f = lw_resolve_object(L, func, &inner)) == NULL || !(which = type_info_kind(f))) {
+        PyErr_Clear();
+        goto done;
+    }
+    *local = 0;
+    const char *name = which == 1 ? "finfo" : "iinfo";
+    if (PyList_Size(args) != 1 || PyList_Size(keywords) != 0
+        || (t = lw_resolve_object(L, PyList_GetItem(args, 0), &inner)) == NULL) {
+        PyErr_Clear();
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "np.%s() in a kernel takes a type named when compiling, such as np.%s(%s)%s "
+                 "(not an array's dtype)",
+                 name, name, which == 1 ? "np.float64" : "np.int64", which == 1 ? ".eps" : ".max");
+        goto done;
+    }
+    TsType ts;
+    if (ts_type_check(t, &ts) && ts.ndim == 0 && ts.kind < TS_NSCALAR) {
+        /* a numbavec type: NumPy's of that name */
+        info = PyObject_CallFunction(f, "s", ts_kind_name(ts.kind));
+    } else {
+        info = PyObject_CallFunctionObjArgs(f, t, NULL);
+    }
+    if (info == NULL) {
+        cc_error_raised(L->fn, lw_loc_of(L, node),
+                        which == 1 ? "calling np.finfo()" : "calling np.iinfo()");
+    }
+done:
+    Py_XDECREF(t);
+    Py_XDECREF(f);
+    Py_XDECREF(func);
+    Py_XDECREF(args);
+    Py_XDECREF(keywords);
+    return info;
+}
+
 /*
  * The Python object an expression names, for names and attribute chains
  * that are not locals: `math`, `math.pi`, `np.float32`.  New reference;
@@ -181,6 +245,9 @@ lw_resolve_object(Lower *L, PyObject *node, int *local)
         }
         Py_DECREF(base);
         return v;
+    }
+    if (kind == A_CALL) {
+        return type_info(L, node, local);
     }
     *local = 1; /* any other expression: its value is computed */
     return NULL;
@@ -359,6 +426,11 @@ lw_value_const(Lower *L, PyObject *ast, PyObject *value)
         }
         return n;
     }
+    if (PyArray_IsScalar(value, Generic)) {
+        /* before float and complex: np.float64 and np.complex128 are their
+         * subclasses, and typed (NEP 50), not weak as Python's numbers */
+        return numpy_const(L, ast, value);
+    }
     if (PyLong_Check(value)) {
         return int_const(L, ast, value);
     }
@@ -376,9 +448,6 @@ lw_value_const(Lower *L, PyObject *ast, PyObject *value)
             n->fimag = PyComplex_ImagAsDouble(value);
         }
         return n;
-    }
-    if (PyArray_IsScalar(value, Generic)) {
-        return numpy_const(L, ast, value);
     }
     return NULL;
 }

@@ -954,3 +954,47 @@ def test_a_ufunc_output_outside_a_statement_names_the_fix(statement, message):
     with pytest.raises(numbavec.TypingError, match=message):
         guvectorize(["void(float64[:], float64[:])"], "(n)->(n)")(k)
 
+
+# ---------------------------------------------------------------- np.finfo, np.iinfo; NumPy scalars
+
+def tolerances(x, out):
+    out[0] = np.finfo(np.float64).eps * x
+    out[1] = np.finfo(np.float32).eps + np.finfo(numbavec.float32).tiny * 0
+    out[2] = np.iinfo(np.int32).max + np.iinfo(np.int8).min
+    out[3] = np.finfo(np.float32).max - np.iinfo(np.uint64).max
+
+
+def test_finfo_and_iinfo_of_a_named_type_are_constants(target):
+    gu = guvectorize(["void(float64, float64[:])"], "()->(n)", target=target)(tolerances)
+    want = np.zeros(4)
+    tolerances(3.0, want)
+    np.testing.assert_array_equal(gu(3.0, np.zeros(4)), want)
+
+
+def test_finfo_of_an_arrays_dtype_names_the_fix():
+    def k(a, out):
+        out[0] = np.finfo(a.dtype).eps
+
+    with pytest.raises(numbavec.TypingError,
+                       match=r"np.finfo\(\) in a kernel takes a type named when compiling, "
+                             r"such as np.finfo\(np.float64\).eps"):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()")(k)
+
+
+E64 = np.float64(0.1)
+C128 = np.complex128(0.1 + 0.2j)
+
+
+def scaled_by_numpy_scalars(x):
+    return x * E64 + (x * C128).real
+
+
+def test_a_global_float64_scalar_is_typed_not_weak(target):
+    """np.float64 and np.complex128 are subclasses of Python's float and
+    complex, but NumPy scalars: float32 * np.float64(0.1) is float64 (NEP 50),
+    not float32 as float32 * 0.1 is."""
+    u = vectorize(["float64(float32)"], target=target)(scaled_by_numpy_scalars)
+    x = np.array([3, 1e-3, 7e5], np.float32)
+    want = np.array([scaled_by_numpy_scalars(v) for v in x])
+    assert want.dtype == np.float64
+    np.testing.assert_array_equal(u(x), want)
