@@ -569,6 +569,99 @@ def linspace(start, stop, num=50, endpoint=True):
     return y
 
 
+@numbavec.jit
+def nanvar(a, ddof=0):
+    """np.nanvar(a[, ddof]) of a whole array, as NumPy computes it: the mean
+    of the elements that are not NaN (in their own float type), then the sum
+    of their squared distances to it (|z|^2 for complex) over n - ddof; NaN
+    where n - ddof <= 0 (NumPy also warns there)."""
+    v = a[~np.isnan(a)]
+    n = v.size
+    total = v.sum()
+    if v.dtype.kind == "f" or v.dtype.kind == "c":
+        d = v - v.dtype.type(total / max(n, 1))
+    else:
+        d = v - total / max(n, 1)
+    if v.dtype.kind == "c":
+        s = (d.real * d.real + d.imag * d.imag).sum()
+    else:
+        s = (d * d).sum()
+    dof = n - ddof
+    return s.dtype.type(s / dof) if dof > 0 else s * np.nan
+
+
+@numbavec.jit
+def nanstd(a, ddof=0):
+    """np.nanstd(a[, ddof]): the square root of np.nanvar."""
+    return np.sqrt(nanvar(a, ddof))
+
+
+@numbavec.jit
+def ptp(a):
+    """np.ptp(a) of a whole array: max - min in a's type (NaN propagates,
+    integers wrap as NumPy's do)."""
+    return a.max() - a.min()
+
+
+@numbavec.jit
+def nanargmax(a):
+    """np.nanargmax(a) of a whole array: argmax with NaN read as -inf (as
+    NumPy replaces them); ValueError where every element is NaN."""
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        if nan.all():
+            raise ValueError("All-NaN slice encountered")
+        return np.argmax(np.where(nan, -np.inf, a))
+    else:
+        return np.argmax(a)
+
+
+@numbavec.jit
+def nanargmin(a):
+    """np.nanargmin(a) of a whole array: argmin with NaN read as +inf."""
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        if nan.all():
+            raise ValueError("All-NaN slice encountered")
+        return np.argmin(np.where(nan, np.inf, a))
+    else:
+        return np.argmin(a)
+
+
+@numbavec.jit
+def roll(a, shift):
+    """np.roll(a, shift) without axis: the elements (in C order) moved shift
+    places on, those past the end coming round to the start; a new array of
+    a's shape."""
+    r = np.empty_like(a)
+    n = a.size
+    if n > 0:
+        s = shift % n
+        for i, v in enumerate(a.flat):
+            j = i + s if i + s < n else i + s - n
+            r.flat[j] = v
+    return r
+
+
+@numbavec.jit
+def angle(z, deg=False):
+    """np.angle(z[, deg]) of a value or an array: arctan2(z.imag, z.real)
+    (0 or pi for a real z), in degrees with deg=True."""
+    if z.dtype.kind == "c":
+        r = np.arctan2(z.imag, z.real)
+    else:
+        r = np.arctan2(0, z)
+    if deg:
+        r = r * (180 / np.pi)
+    return r
+
+
+@numbavec.jit
+def copyto(dst, src):
+    """np.copyto(dst, src): src broadcast into dst, converted to its type."""
+    dst[...] = src
+
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
@@ -595,4 +688,12 @@ FUNCTIONS = {
     np.flip: flip,
     np.outer: outer,
     np.linspace: linspace,
+    np.nanvar: nanvar,
+    np.nanstd: nanstd,
+    np.ptp: ptp,
+    np.nanargmax: nanargmax,
+    np.nanargmin: nanargmin,
+    np.roll: roll,
+    np.angle: angle,
+    np.copyto: copyto,
 }

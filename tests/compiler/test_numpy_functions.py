@@ -1031,3 +1031,121 @@ def test_flatten_is_a_copy_in_c_order(target, dtype):
         np.testing.assert_array_equal(window[k], img[k, 0:2, ::2, 1:3].flatten(), strict=True)
         np.testing.assert_array_equal(whole_t[k], img[k, 0].T.flatten(), strict=True)
         assert untouched[k] == img[k, 0, 0, 1]
+
+
+# ---- NaN statistics, ptp, roll, angle, copyto ----
+
+def nan_statistics(a, out):
+    out[0] = np.nanvar(a)
+    out[1] = np.nanvar(a, ddof=1)
+    out[2] = np.nanstd(a)
+    out[3] = np.nanstd(a, ddof=2)
+    out[4] = np.ptp(a)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_nan_variance_and_spread_are_numpys(target, dtype):
+    gu = guvectorize(["void(float64[:], float64[:])", "void(float32[:], float32[:])",
+                      "void(int64[:], float64[:])"], "(n)->(m)", target=target)(nan_statistics)
+    rng = np.random.default_rng(30)
+    a = (rng.standard_normal((6, 9)) * 10).astype(dtype)
+    if dtype != "int64":
+        a[0, 2] = np.nan
+        a[1, :] = np.nan        # all NaN: NaN (NumPy warns)
+        a[2, 1:] = np.nan       # one left: ddof=1 and 2 give NaN
+        a[3, 4] = np.inf
+    with warnings.catch_warnings():   # inf - inf, 0 / 0: both warn
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = gu(a, np.zeros((6, 5), np.float64 if dtype == "int64" else dtype))
+        want = np.stack([np.nanvar(a, axis=1), np.nanvar(a, axis=1, ddof=1),
+                         np.nanstd(a, axis=1), np.nanstd(a, axis=1, ddof=2),
+                         np.ptp(a, axis=1)], axis=1)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=2e-6 if dtype == "float32" else 1e-13)
+
+
+def test_nan_variance_of_complex_values_is_real(target):
+    @guvectorize(["void(complex128[:], float64[:])"], "(n)->()", target=target)
+    def spread(z, out):
+        out[0] = np.nanvar(z, ddof=1)
+
+    rng = np.random.default_rng(31)
+    z = rng.standard_normal((3, 8)) + 1j * rng.standard_normal((3, 8))
+    z[1, 3] = complex(np.nan, 1.0)
+    np.testing.assert_allclose(spread(z), np.nanvar(z, axis=1, ddof=1), rtol=1e-13)
+
+
+def test_ptp_of_small_integers_wraps_as_numpys():
+    @guvectorize(["void(int8[:], int8[:])"], "(n)->()")
+    def spread(a, out):
+        out[0] = np.ptp(a)
+
+    a = np.array([[-100, 100, 3], [1, 2, 3], [-128, 127, 0]], np.int8)
+    np.testing.assert_array_equal(spread(a), np.ptp(a, axis=1), strict=True)
+
+
+def nan_extremes(a, out):
+    out[0] = np.nanargmax(a)
+    out[1] = np.nanargmin(a)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_nanargmax_and_nanargmin_read_nan_as_an_infinity(target, dtype):
+    gu = guvectorize(["void(float64[:], int64[:])", "void(float32[:], int64[:])",
+                      "void(int32[:], int64[:])"], "(n)->(k)", target=target)(nan_extremes)
+    rng = np.random.default_rng(32)
+    a = rng.integers(-9, 9, (5, 7)).astype(dtype)
+    if dtype != "int32":
+        a[0, :3] = np.nan
+        a[1, :2] = [np.nan, -np.inf]     # NaN read as -inf comes first: index 0
+        a[2, :2] = [np.nan, np.inf]
+        a[3, -1] = np.nan
+    got = gu(a, np.zeros((5, 2), np.int64))
+    np.testing.assert_array_equal(got[:, 0], np.nanargmax(a, axis=1))
+    np.testing.assert_array_equal(got[:, 1], np.nanargmin(a, axis=1))
+    if dtype != "int32":
+        with pytest.raises(ValueError, match="All-NaN slice encountered"):
+            gu(np.full((1, 3), np.nan, dtype), np.zeros((1, 2), np.int64))
+
+
+def test_roll_moves_elements_in_c_order(target):
+    @guvectorize("(n),(m,k),()->(n),(m,k)", target=target)
+    def rolled(v, m, shift, rv, rm):
+        rv[:] = np.roll(v, shift)
+        rm[:, :] = np.roll(m, -shift)
+
+    rng = np.random.default_rng(33)
+    v, m = rng.standard_normal((4, 6)), rng.standard_normal((4, 3, 5))
+    shifts = np.array([0, 4, -13, 100])
+    rv, rm = rolled(v, m, shifts)
+    for k in range(4):
+        np.testing.assert_array_equal(rv[k], np.roll(v[k], shifts[k]))
+        np.testing.assert_array_equal(rm[k], np.roll(m[k], -shifts[k]))
+
+
+def test_angle_of_complex_and_real_values(target):
+    @guvectorize(["void(complex128[:], float64[:], float64[:], float64[:])"],
+                 "(n),(n)->(n),(n)", target=target)
+    def angles(z, x, az, ax):
+        az[0] = np.angle(z[0], deg=True)
+        az[1:] = np.angle(z[1:])
+        ax[:] = np.angle(x)
+
+    rng = np.random.default_rng(34)
+    z = rng.standard_normal((2, 5)) + 1j * rng.standard_normal((2, 5))
+    x = np.array([[-1.0, -0.0, 0.0, 2.0, np.nan], [3.0, -2.0, np.inf, -np.inf, 1.0]])
+    az, ax = angles(z, x)
+    for k in range(2):
+        np.testing.assert_allclose(az[k], np.concatenate([[np.angle(z[k, 0], deg=True)],
+                                                          np.angle(z[k, 1:])]), rtol=1e-15)
+        np.testing.assert_array_equal(ax[k], np.angle(x[k]))
+
+
+def test_copyto_broadcasts_and_converts(target):
+    @guvectorize(["void(float64[:], int64[:,:])"], "(n)->(m,n)", target=target)
+    def filled(v, out):
+        np.copyto(out, v)
+
+    v = np.array([[1.7, -2.2, 3.0], [0.5, 9.9, -0.5]])
+    got = filled(v, np.zeros((2, 4, 3), np.int64))
+    np.testing.assert_array_equal(got, np.broadcast_to(v.astype(np.int64)[:, None, :], (2, 4, 3)))

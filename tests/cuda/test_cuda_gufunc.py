@@ -84,6 +84,16 @@ def k(a, out):
         out[i] = np.sin(out[i] / s) + math.log1p(s)
 """
 
+BACKWARD = """
+import numpy as np
+def k(a, out):
+    np.exp(a, out)
+    acc = a[0] * 0
+    for i in reversed(range(a.shape[0])):
+        acc += out[i] * np.finfo(np.float32).eps
+        out[i] = acc
+"""
+
 # (kernel, signatures, layout): one of each layout kind, a search and math
 KINDS = {
     "search": (BINS, ["void(f8[:], f8, i8[:], i8[:])", "void(u1[:], u1, i8[:], i8[:])"],
@@ -97,6 +107,7 @@ KINDS = {
     "no_output": (SCALE, ["void(f8[:], f8)"], "(n),()"),
     "flexible": (MATMUL, ["void(f8[:,:], f8[:,:], f8[:,:])"], "(m?,n),(n,p?)->(m?,p?)"),
     "math": (SOFTMAX, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
+    "backward": (BACKWARD, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
 }
 
 SHAPES = """
