@@ -606,12 +606,11 @@ while_stmt(Emit *E, CcNode *n)
     return 0;
 }
 
-/* range() with no step, or a constant step of 1 or -1 (reversed(): its
- * counter steps by 1). */
+/* range() with no step, or a constant step of 1 or -1. */
 static int
-unit_step(const CcNode *n)
+given_unit_step(const CcNode *n)
 {
-    if (n->nargs < 3 || n->index) {
+    if (n->nargs < 3) {
         return 1;
     }
     const CcNode *s = n->args[2];
@@ -620,6 +619,13 @@ unit_step(const CcNode *n)
     }
     return s->kind == ND_CONST && !ts_is_float(cc_storage(s->ty))
            && !ts_is_complex(cc_storage(s->ty)) && s->ival == 1;
+}
+
+/* A loop whose counter steps by 1 or -1 (reversed(): by 1 always). */
+static int
+unit_step(const CcNode *n)
+{
+    return n->index || given_unit_step(n);
 }
 
 /*
@@ -673,10 +679,32 @@ for_stmt(Emit *E, CcNode *n)
     if (n->nargs == 3) {
         step = vals[2];
     }
-    LLVMValueRef rev_start = start, rev_step = step, rev_last = NULL;
-    if (n->index) {
+    LLVMValueRef rev_start = start, rev_step = step, rev_last = NULL, rev_top = NULL;
+    int backward = n->index && given_unit_step(n)
+                   && (n->nargs == 1
+                       || (n->args[0]->kind == ND_CONST && !n->args[0]->big
+                           && n->args[0]->ival > INT64_MIN && n->args[0]->ival < INT64_MAX));
+    if (backward) {
+        /* reversed(range(n)), reversed(range(c, n[, 1 or -1])): the range
+         * from its other end, range(n - 1, c - 1, -1) (or (n + 1, c + 1, 1)),
+         * which LLVM counts and bounds as it does any range; c +- 1 cannot
+         * wrap, and an empty range starts at its stop */
+        LLVMValueRef one = em_int_const(E, TS_INT64, 1);
+        int up = n->nargs < 3 || n->args[2]->kind == ND_CONST;
+        LLVMValueRef from = up ? LLVMBuildSub(E->b, start, one, "rev.stop")
+                               : LLVMBuildAdd(E->b, start, one, "rev.stop");
+        LLVMValueRef some =
+            LLVMBuildICmp(E->b, up ? LLVMIntSGT : LLVMIntSLT, stop, start, "rev.some");
+        LLVMValueRef last = up ? LLVMBuildSub(E->b, stop, one, "rev.last")
+                               : LLVMBuildAdd(E->b, stop, one, "rev.last");
+        start = LLVMBuildSelect(E->b, some, last, from, "rev.start");
+        stop = from;
+        step = em_int_const(E, TS_INT64, up ? -1 : 1);
+    } else if (n->index) {
         LLVMValueRef len = range_length(E, start, stop, step);
         rev_last = LLVMBuildSub(E->b, len, em_int_const(E, TS_INT64, 1), "rev.last");
+        /* the range's last value (wrapping: unused where len is 0) */
+        rev_top = LLVMBuildAdd(E->b, start, LLVMBuildMul(E->b, rev_last, step, ""), "rev.top");
         start = em_int_const(E, TS_INT64, 0);
         stop = len;
         step = em_int_const(E, TS_INT64, 1);
@@ -703,8 +731,14 @@ for_stmt(Emit *E, CcNode *n)
     LLVMBuildCondBr(E->b, more, body, els);
 
     continue_at(E, body, 1);
-    if (n->index) { /* start + (len - 1 - k) * step, a value of the range: the
-                       * offset may pass int64's range, the sum wraps back */
+    if (n->index && !backward && given_unit_step(n)) {
+        /* top -+ k, a value of the range: cannot wrap */
+        i = n->nargs < 3 || n->args[2]->kind == ND_CONST
+                ? LLVMBuildNSWSub(E->b, rev_top, i, "rev.i")
+                : LLVMBuildNSWAdd(E->b, rev_top, i, "rev.i");
+    } else if (n->index && !backward) {
+        /* start + (len - 1 - k) * step, a value of the range: the offset may
+         * pass int64's range, the sum wraps back */
         LLVMValueRef back = LLVMBuildNSWSub(E->b, rev_last, i, "rev.k");
         i = LLVMBuildAdd(E->b, rev_start, LLVMBuildMul(E->b, back, rev_step, "rev.off"), "rev.i");
     }

@@ -878,6 +878,35 @@ def test_reversed_range_at_int64s_ends():
         np.testing.assert_array_equal(got, want)
 
 
+def constant_starts(n, out):
+    """reversed(range()) from a constant start, each step: the values in
+    order, after one another in out."""
+    out[:] = -99
+    j = 0
+    for i in reversed(range(n)):
+        out[j] = i
+        j += 1
+    for i in reversed(range(3, n)):
+        out[j] = i
+        j += 1
+    for i in reversed(range(4, n, -1)):
+        out[j] = i
+        j += 1
+    for i in reversed(range(-2, n, 1)):
+        out[j] = i
+        j += 1
+    out[out.shape[0] - 1] = j
+
+
+@pytest.mark.parametrize("n", [-5, -3, -1, 0, 1, 3, 4, 5, 7])
+def test_reversed_range_from_a_constant_start(target, n):
+    gu = guvectorize(["void(int64, int64[:])"], "(),(m)", target=target)(constant_starts)
+    got, want = np.zeros(40, np.int64), np.zeros(40, np.int64)
+    gu(n, got)
+    constant_starts(n, want)
+    np.testing.assert_array_equal(got, want)
+
+
 def suffix_sums(a, out):
     """The backward recurrence Numba users write with reversed(range(n))."""
     acc = 0.0
@@ -998,3 +1027,4 @@ def test_a_global_float64_scalar_is_typed_not_weak(target):
     want = np.array([scaled_by_numpy_scalars(v) for v in x])
     assert want.dtype == np.float64
     np.testing.assert_array_equal(u(x), want)
+
