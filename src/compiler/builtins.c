@@ -210,6 +210,10 @@ static const CcBuiltin builtins[] = {
     {"numpy.full_like", FL_LIKE, AL_FULL, 2, 2},
     {"numpy.copy", FL_LIKE, AL_COPY, 1, 1},
     {".flatten", FL_LIKE, AL_FLATTEN, 1, 1},
+    {"numpy.reshape", FL_RESHAPE, RS_RESHAPE, 2, 2},
+    {".reshape", FL_RESHAPE, RS_RESHAPE, 2, 1 + TS_MAXDIMS},
+    {"numpy.ravel", FL_RESHAPE, RS_RAVEL, 1, 1},
+    {".ravel", FL_RESHAPE, RS_RAVEL, 1, 1},
 #define REDUCE(name, op)                                                                           \
     {                                                                                              \
         "numpy." name, FL_REDUCE, op, 1, 2                                                         \
@@ -482,5 +486,6 @@ const CcFlavorOps cc_flavor_ops[FL_COUNT] = {
     [FL_ARANGE]    = {ti_array_call, ec_arange_call, FIT_RESULT},
     [FL_RANDOM]    = {ti_array_call, ec_random_call, FIT_RESULT}, /* typed by ti_random_call */
     [FL_GCD]       = {ti_gcd,       ec_gcd,       FIT_RESULT},
+    [FL_RESHAPE]   = {ti_array_call, ec_dot_call,   FIT_RESULT}, /* a view: never a scalar */
 };
 /* clang-format on */

@@ -409,6 +409,7 @@ typedef enum CcFlavor {
     FL_HIST,     /* np.histogram(a, bins=edges): (counts, edges) (stats.c) */
     FL_RANDOM,   /* np.random.random(), normal(), seed() ...: op is a CcRandomOp (nprandom.c) */
     FL_GCD,      /* math.gcd/lcm, np.gcd/lcm of integers: op 0 gcd, 1 lcm */
+    FL_RESHAPE,  /* a.reshape(), a.ravel(): a view, or NumPy's copy (op: CcReshapeOp) */
     FL_COUNT
 } CcFlavor;
 
@@ -473,6 +474,12 @@ typedef enum CcAllocOp {
     AL_COPY,
     AL_FLATTEN, /* a.flatten(): a copy, as one dimension */
 } CcAllocOp;
+
+/* What an FL_RESHAPE call is (arrays/reshape.c). */
+typedef enum CcReshapeOp {
+    RS_RESHAPE, /* a.reshape(shape), np.reshape(a, shape) */
+    RS_RAVEL,   /* a.ravel(), np.ravel(a) */
+} CcReshapeOp;
 
 /* A reduction of a whole array to a scalar. */
 typedef enum CcReduceOp {
@@ -647,6 +654,9 @@ int numbavec_rt_quantile(int kind, int64_t n, char *v, double q, int mode, void 
 int64_t numbavec_rt_unique(int kind, int64_t n, char *v);
 void numbavec_rt_searchsorted(int kind, const char *a, int64_t n, int64_t as, const char *x,
                               int64_t m, int64_t xs, int64_t *out, int right);
+int64_t numbavec_rt_nocopy_reshape(int64_t ndim, const int64_t *dims, const int64_t *strides,
+                                   int64_t newnd, const int64_t *newdims, int64_t *newstrides,
+                                   int64_t itemsize);
 void numbavec_raise(const char *site); /* a kernel's raise: see cc_take_raised */
 /* random.c: np.random's generator, one per thread (NumPy's legacy algorithms) */
 void *numbavec_random_state(void); /* this thread's generator: what the others take */
@@ -733,6 +743,7 @@ enum {
     CC_STATUS_OVERFLOW = 9, /* OverflowError: a uint64 index past int64 */
     CC_STATUS_UNPACK = 10,  /* ValueError: an array unpacked into another number of names */
     CC_STATUS_TRUTH = 11,   /* ValueError: the truth value of an array not of one element */
+    CC_STATUS_RESHAPE = 12, /* ValueError: a reshape to a shape of another size */
     /* device code's raise at site i (CcCompiled.raise_sites): a GPU cannot
      * hand the host a pointer, so the status word says which */
     CC_STATUS_USER = 32,

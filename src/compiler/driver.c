@@ -360,6 +360,8 @@ views_of(const CcNode *n, const ParamMask *alias)
         return views_of(n->lhs, alias);
     case ND_ARRAYATTR:
         return n->index == AA_T ? views_of(n->lhs, alias) : 0;
+    case ND_CALL: /* a.reshape(), a.ravel(): a view of a where NumPy gives one */
+        return cc_builtin(n->builtin)->flavor == FL_RESHAPE ? views_of(n->args[0], alias) : 0;
     case ND_INLINE:
         return alias[n->var->index];
     case ND_IFEXP:
@@ -683,6 +685,13 @@ cc_raise_status(int status)
                         "The truth value of an array with more than one element, or none, is "
                         "ambiguous (an if, while or conditional expression in a guvectorize "
                         "kernel). Use a.any() or a.all()");
+        break;
+    case CC_STATUS_RESHAPE:
+        PyErr_SetString(PyExc_ValueError,
+                        "cannot reshape an array into a shape of another size, or with more than "
+                        "one unknown (negative) dimension, in a guvectorize kernel (in a cuda "
+                        "kernel also: an array that needs a copy to take the shape, not "
+                        "C-contiguous)");
         break;
     case CC_STATUS_ZERO:
         PyErr_SetString(PyExc_ZeroDivisionError, "np.arange() with a step of zero in a "

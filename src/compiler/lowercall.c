@@ -228,6 +228,19 @@ call_keywords(Lower *L, PyObject *node, PyObject *keywords, const CcBuiltin *b, 
             }
             continue;
         }
+        if (b->flavor == FL_RESHAPE && strcmp(name, "order") == 0) {
+            /* C order, NumPy's default, is the kernel's only one */
+            PyObject *hold = NULL;
+            const char *order = keyword_str(L, kw, &hold);
+            int c = order != NULL && strcmp(order, "C") == 0;
+            Py_XDECREF(hold);
+            if (!c) {
+                return cc_error(L->fn, lw_loc_of(L, kw),
+                                "%s(order=) takes 'C' in a kernel (C order, NumPy's default)",
+                                b->name);
+            }
+            continue;
+        }
         int axis = b->flavor == FL_REDUCE && strcmp(name, "axis") == 0;
         if (b->flavor == FL_REDUCE && (b->op == R_VAR || b->op == R_STD)
             && strcmp(name, "ddof") == 0) {
@@ -332,8 +345,11 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
         builtin = cc_builtin_attr(FL_CONJ);
     } else if (strcmp(attr, "sort") == 0 || strcmp(attr, "partition") == 0) {
         builtin = cc_builtin_by_name(attr[0] == 's' ? ".sort" : ".partition");
-    } else if (strcmp(attr, "flatten") == 0) {
-        builtin = cc_builtin_by_name(".flatten");
+    } else if (strcmp(attr, "flatten") == 0 || strcmp(attr, "reshape") == 0
+               || strcmp(attr, "ravel") == 0) {
+        char name[16];
+        snprintf(name, sizeof(name), ".%s", attr);
+        builtin = cc_builtin_by_name(name);
     }
     PyObject *owner = lw_get(func, "value");
     const char *owner_attr =
@@ -372,7 +388,7 @@ method_call(Lower *L, PyObject *node, PyObject *func, PyObject *keywords)
                  "the method .%s() is not supported in a kernel (only .conjugate(), and on "
                  "arrays .sum(), .prod(), .min(), .max(), .mean(), .any(), .all(), .argmin(), "
                  ".argmax(), .var(), .std(), .cumsum(), .cumprod(), .sort(), .argsort(), "
-                 ".partition(), .searchsorted(), .copy() and .flatten())",
+                 ".partition(), .searchsorted(), .copy(), .flatten(), .reshape() and .ravel())",
                  attr);
         return NULL;
     }
@@ -491,7 +507,8 @@ lw_lower_call(Lower *L, PyObject *node)
         builtin >= 0
         && (cc_builtin(builtin)->flavor == FL_ALLOC || cc_builtin(builtin)->flavor == FL_LIKE
             || cc_builtin(builtin)->flavor == FL_REDUCE || cc_builtin(builtin)->flavor == FL_SORT
-            || cc_builtin(builtin)->flavor == FL_ARANGE);
+            || cc_builtin(builtin)->flavor == FL_ARANGE
+            || cc_builtin(builtin)->flavor == FL_RESHAPE);
     CcFlavor flavor = builtin >= 0 ? cc_builtin(builtin)->flavor : FL_COUNT;
     if (flavor == FL_NORM || flavor == FL_ARRAY || flavor == FL_COV || flavor == FL_HIST) {
         Py_DECREF(callee); /* lowernp.c reads their arguments */

@@ -914,6 +914,64 @@ numbavec_print_end(const char *end)
     line.lost = 0;
 }
 
+/*
+ * a.reshape(): NumPy's view of an array that is not C-contiguous, where one
+ * exists (its _attempt_nocopy_reshape, C order).  Dimensions of one are left
+ * out of the old shape; then runs of old and new dimensions whose products
+ * meet are grouped, each run of old ones must be contiguous in itself, and
+ * the new ones in it take strides from its last old stride down; new
+ * dimensions of one after the last run take the last stride.  Writes the
+ * new strides and returns 1, or returns 0 (a copy is needed).  The sizes
+ * are equal and not zero (reshape.c: an empty array is C-contiguous).
+ */
+int64_t
+numbavec_rt_nocopy_reshape(int64_t ndim, const int64_t *dims, const int64_t *strides, int64_t newnd,
+                           const int64_t *newdims, int64_t *newstrides, int64_t itemsize)
+{
+    int64_t od[TS_MAXDIMS], os[TS_MAXDIMS];
+    int64_t oldnd = 0;
+    for (int64_t i = 0; i < ndim && i < TS_MAXDIMS; i++) {
+        if (dims[i] != 1) {
+            od[oldnd] = dims[i];
+            os[oldnd] = strides[i];
+            oldnd++;
+        }
+    }
+    int64_t oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < newnd && oi < oldnd) {
+        int64_t np_ = newdims[ni], op = od[oi];
+        while (np_ != op) {
+            if (np_ < op) {
+                if (nj >= newnd) {
+                    return 0; /* sizes that do not meet: not for a view */
+                }
+                np_ *= newdims[nj++];
+            } else {
+                if (oj >= oldnd) {
+                    return 0;
+                }
+                op *= od[oj++];
+            }
+        }
+        for (int64_t ok = oi; ok < oj - 1; ok++) {
+            if (os[ok] != od[ok + 1] * os[ok + 1]) {
+                return 0;
+            }
+        }
+        newstrides[nj - 1] = os[oj - 1];
+        for (int64_t nk = nj - 1; nk > ni; nk--) {
+            newstrides[nk - 1] = newstrides[nk] * newdims[nk];
+        }
+        ni = nj++;
+        oi = oj++;
+    }
+    int64_t last = ni >= 1 ? newstrides[ni - 1] : itemsize;
+    for (int64_t nk = ni; nk < newnd; nk++) {
+        newstrides[nk] = last;
+    }
+    return 1;
+}
+
 const CcRuntimeSymbol cc_runtime_symbols[] = {
     {"numbavec_print_str", (void *)numbavec_print_str},
     {"numbavec_print_int", (void *)numbavec_print_int},
@@ -927,6 +985,7 @@ const CcRuntimeSymbol cc_runtime_symbols[] = {
     {"numbavec_rt_quantile", (void *)numbavec_rt_quantile},
     {"numbavec_rt_unique", (void *)numbavec_rt_unique},
     {"numbavec_rt_searchsorted", (void *)numbavec_rt_searchsorted},
+    {"numbavec_rt_nocopy_reshape", (void *)numbavec_rt_nocopy_reshape},
     {"numbavec_random_state", (void *)numbavec_random_state},
     {"numbavec_random_seed", (void *)numbavec_random_seed},
     {"numbavec_random_refill", (void *)numbavec_random_refill},

@@ -192,7 +192,7 @@ ti_call(Infer *in, CcNode *n, const CcType **out)
         || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
         || b->flavor == FL_DOT || b->flavor == FL_ARANGE || b->flavor == FL_NORM
         || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST
-        || b->flavor == FL_RANDOM) {
+        || b->flavor == FL_RANDOM || b->flavor == FL_RESHAPE) {
         return 0;
     }
     if (b->flavor == FL_BOOL) {
@@ -268,6 +268,9 @@ call_type(Infer *in, CcNode *n, const CcType **out)
     }
     if (b->flavor == FL_RANDOM) {
         return ti_random_call(in, n, b, out);
+    }
+    if (b->flavor == FL_RESHAPE) {
+        return ti_reshape_call(in, n, b, out);
     }
     if (ti_promote_all(in, n->args, n->nargs, &t) < 0) {
         return -1;

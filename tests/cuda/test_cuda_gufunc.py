@@ -94,6 +94,13 @@ def k(a, out):
         out[i] = acc
 """
 
+RESHAPED = """
+def k(a, out):
+    m = a.reshape(out.shape[0], -1)
+    for i in range(out.shape[0]):
+        out[i] = m[i].sum() + a.ravel()[i]
+"""
+
 # (kernel, signatures, layout): one of each layout kind, a search and math
 KINDS = {
     "search": (BINS, ["void(f8[:], f8, i8[:], i8[:])", "void(u1[:], u1, i8[:], i8[:])"],
@@ -108,6 +115,7 @@ KINDS = {
     "flexible": (MATMUL, ["void(f8[:,:], f8[:,:], f8[:,:])"], "(m?,n),(n,p?)->(m?,p?)"),
     "math": (SOFTMAX, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
     "backward": (BACKWARD, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
+    "reshaped": (RESHAPED, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(m)"),
 }
 
 SHAPES = """

@@ -209,6 +209,8 @@ int ti_reduce_axis(Infer *in, CcNode *n, const CcBuiltin *b, int ndim, TsKind el
  *   the last one, or None (flattened) where NumPy allows it.
  */
 int ti_sort_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
+/* reshape.c: a.reshape(), a.ravel() */
+int ti_reshape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out);
 
 /* ---- linalg.c ---- */
 
@@ -355,6 +357,7 @@ LLVMValueRef em_view_size(Emit *E, const View *v);
 int em_copy_as(Emit *E, CcNode *n, TsKind k, View *v);
 /* The arrays of np.sort, argsort, partition, unique and searchsorted. */
 int em_sort_view(Emit *E, CcNode *n, View *v);
+int em_reshape_view(Emit *E, CcNode *n, View *v);
 
 /* ---- build.c ---- */
 

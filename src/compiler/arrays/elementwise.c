@@ -682,7 +682,7 @@ fails_otherwise(const CcNode *n, void *ctx)
     if (n->kind == ND_CALL) {
         CcFlavor f = cc_builtin(n->builtin)->flavor;
         if (f == FL_ALLOC || f == FL_LIKE || f == FL_REDUCE || f == FL_SORT || f == FL_DOT
-            || f == FL_ARANGE || f == FL_ARRAY || f == FL_HIST) {
+            || f == FL_ARANGE || f == FL_ARRAY || f == FL_HIST || f == FL_RESHAPE) {
             return 1;
         }
     }

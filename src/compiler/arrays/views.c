@@ -65,6 +65,8 @@ ti_readonly(const CcNode *n)
         return ti_readonly(n->lhs);
     case ND_IFEXP:
         return ti_readonly(n->then) || ti_readonly(n->els);
+    case ND_CALL: /* a.reshape(), a.ravel(): a view of a, or a copy */
+        return cc_builtin(n->builtin)->flavor == FL_RESHAPE && ti_readonly(n->args[0]);
     default:
         return 0;
     }
@@ -1044,6 +1046,9 @@ em_view_of(Emit *E, CcNode *n, View *v)
         }
         if (b->flavor == FL_ARANGE) {
             return arange_view(E, n, v);
+        }
+        if (b->flavor == FL_RESHAPE) {
+            return em_reshape_view(E, n, v);
         }
         if (b->flavor == FL_ARRAY) {
             return em_array_of(E, n, v);

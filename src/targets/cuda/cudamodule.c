@@ -106,7 +106,8 @@ test_builtins(PyObject *module, PyObject *unused)
         if (b->flavor == FL_ALLOC || b->flavor == FL_LIKE || b->flavor == FL_REDUCE
             || b->flavor == FL_NDSIZE || b->flavor == FL_UNRAVEL || b->flavor == FL_SORT
             || b->flavor == FL_DOT || b->flavor == FL_ARANGE || b->flavor == FL_NORM
-            || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST) {
+            || b->flavor == FL_ARRAY || b->flavor == FL_COV || b->flavor == FL_HIST
+            || b->flavor == FL_RESHAPE) {
             continue; /* array functions: tests/compiler/test_arrays.py, test_sorting.py */
         }
         PyObject *row = Py_BuildValue("(sii)", b->name, b->min_args, b->max_args);

@@ -229,7 +229,7 @@ check_status(CuGuCall *c, PyObject *status)
     int st = *(int *)PyArray_DATA((PyArrayObject *)h);
     Py_DECREF(h);
     if ((st >= CC_STATUS_INDEX && st <= CC_STATUS_ZERO) || st == CC_STATUS_OVERFLOW
-        || st == CC_STATUS_UNPACK || st == CC_STATUS_TRUTH) {
+        || st == CC_STATUS_UNPACK || st == CC_STATUS_TRUTH || st == CC_STATUS_RESHAPE) {
         cc_raise_status(st);
         return -1;
     }
