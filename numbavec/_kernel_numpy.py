@@ -662,6 +662,85 @@ def copyto(dst, src):
     dst[...] = src
 
 
+@numbavec.jit
+def _empty_of(arrays, n):
+    """A new 1-d array of n elements, of the promoted type of a tuple of
+    one to four arrays."""
+    if len(arrays) == 1:
+        return np.empty(n, arrays[0].dtype)
+    elif len(arrays) == 2:
+        return np.empty(n, (arrays[0][:0] + arrays[1][:0]).dtype)
+    elif len(arrays) == 3:
+        return np.empty(n, (arrays[0][:0] + arrays[1][:0] + arrays[2][:0]).dtype)
+    else:
+        return np.empty(n, (arrays[0][:0] + arrays[1][:0] + arrays[2][:0] + arrays[3][:0]).dtype)
+
+
+@numbavec.jit
+def _put_row(r, i, a):
+    """r[i] = a, a 1-d array of r's row length."""
+    if a.ndim != 1 or a.shape[0] != r.shape[1]:
+        raise ValueError("all input arrays must have the same shape")
+    r[i] = a
+
+
+@numbavec.jit
+def _stacked(arrays, axis):
+    """A tuple of one to four 1-d arrays of one length as the rows (axis 0)
+    or the columns (axis 1) of a new 2-d array, in their promoted type."""
+    if arrays[0].ndim != 1:
+        raise ValueError("np.stack(), np.vstack() and np.column_stack() in a kernel stack 1-d "
+                         "arrays")
+    n = arrays[0].shape[0]
+    k = len(arrays)
+    r = _empty_of(arrays, k * n).reshape(k, n)
+    _put_row(r, 0, arrays[0])
+    if len(arrays) > 1:
+        _put_row(r, 1, arrays[1])
+    if len(arrays) > 2:
+        _put_row(r, 2, arrays[2])
+    if len(arrays) > 3:
+        _put_row(r, 3, arrays[3])
+    if axis == 0 or axis == -2:
+        return r
+    elif axis == 1 or axis == -1:
+        return r.T.copy()
+    else:
+        raise ValueError("axis is out of bounds for the stacked array (0 or 1 in a kernel)")
+
+
+@numbavec.jit
+def stack(arrays, axis=0):
+    """np.stack(arrays, axis=) of one to four 1-d arrays of one length: a
+    new 2-d array, their rows (axis 0) or columns (axis 1 or -1)."""
+    return _stacked(arrays, axis)
+
+
+@numbavec.jit
+def vstack(tup):
+    """np.vstack of one to four 1-d arrays of one length: their rows."""
+    return _stacked(tup, 0)
+
+
+@numbavec.jit
+def column_stack(tup):
+    """np.column_stack of one to four 1-d arrays of one length: their columns."""
+    return _stacked(tup, 1)
+
+
+@numbavec.jit
+def hstack(tup):
+    """np.hstack of one to four 1-d arrays: them end to end (concatenate)."""
+    return concatenate(tup)
+
+
+@numbavec.jit
+def divmod_(a, b):
+    """divmod(a, b) and np.divmod(a, b) of values or arrays: (a // b, a % b),
+    with the kernel's // and % (Python's signs; NumPy's for a zero divisor)."""
+    return a // b, a % b
+
+
 FUNCTIONS = {
     np.linalg.inv: inv,
     np.linalg.det: det,
@@ -696,4 +775,10 @@ FUNCTIONS = {
     np.roll: roll,
     np.angle: angle,
     np.copyto: copyto,
+    np.stack: stack,
+    np.vstack: vstack,
+    np.column_stack: column_stack,
+    np.hstack: hstack,
+    divmod: divmod_,
+    np.divmod: divmod_,
 }

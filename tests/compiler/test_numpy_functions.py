@@ -1149,3 +1149,56 @@ def test_copyto_broadcasts_and_converts(target):
     v = np.array([[1.7, -2.2, 3.0], [0.5, 9.9, -0.5]])
     got = filled(v, np.zeros((2, 4, 3), np.int64))
     np.testing.assert_array_equal(got, np.broadcast_to(v.astype(np.int64)[:, None, :], (2, 4, 3)))
+
+
+def test_stacks_of_1d_arrays_are_numpys(target):
+    @guvectorize("(n),(n),(n)->(k,n),(n,k),(p),(k,n),(q,n),(n,r)", target=target)
+    def stacks(a, b, c, rows, columns, joined, vertical, single, two_columns):
+        rows[:, :] = np.stack((a, b, c))
+        columns[:, :] = np.stack((a, b, c), axis=-1)
+        joined[:] = np.hstack((a, b, c))
+        vertical[:, :] = np.vstack((a, b, c))
+        single[:, :] = np.vstack((a,))
+        two_columns[:, :] = np.column_stack((a, c))
+
+    rng = np.random.default_rng(35)
+    a, b, c = rng.standard_normal((2, 4)), rng.standard_normal((2, 4)), rng.integers(0, 9, (2, 4))
+    outs = stacks(a, b, c, out=(np.zeros((2, 3, 4)), np.zeros((2, 4, 3)), np.zeros((2, 12)),
+                                np.zeros((2, 3, 4)), np.zeros((2, 1, 4)), np.zeros((2, 4, 2))))
+    for k in range(2):
+        want = [np.stack((a[k], b[k], c[k])), np.stack((a[k], b[k], c[k]), axis=-1),
+                np.hstack((a[k], b[k], c[k])), np.vstack((a[k], b[k], c[k])), np.vstack((a[k],)),
+                np.column_stack((a[k], c[k]))]
+        for got, w in zip(outs, want):
+            np.testing.assert_array_equal(got[k], w, strict=True)
+
+
+def test_stacks_of_arrays_of_other_lengths_raise_numpys_error():
+    @guvectorize("(n),(m)->(k,n)")
+    def rows(a, b, out):
+        out[:, :] = np.stack((a, b))
+
+    with pytest.raises(ValueError, match="all input arrays must have the same shape"):
+        rows(np.zeros(3), np.zeros(4), np.zeros((2, 3)))
+
+
+def quotient_and_rest(a, b):
+    q, r = divmod(a, b)
+    q2, r2 = np.divmod(a, b)
+    return q * 1000 + r + q2 + r2
+
+
+def test_divmod_is_floor_division_and_remainder(target):
+    f = vectorize(["int64(int64, int64)", "float64(float64, float64)"],
+                  target=target)(quotient_and_rest)
+    a, b = np.array([7, -7, 7, -7, 0, 13]), np.array([2, 2, -2, -2, 3, 5])
+    for x, y in [(a, b), (a + 0.5, b * 1.5)]:
+        np.testing.assert_array_equal(f(x, y), [quotient_and_rest(u, v) for u, v in zip(x, y)])
+
+    @guvectorize(["void(int64[:], int64, int64[:], int64[:])"], "(n),()->(n),(n)", target=target)
+    def rows(a, k, q, r):
+        q[:], r[:] = divmod(a, k)
+
+    q, r = rows(a, 3)
+    np.testing.assert_array_equal(q, a // 3)
+    np.testing.assert_array_equal(r, a % 3)
