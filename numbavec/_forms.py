@@ -1,4 +1,5 @@
-"""Statements the kernel language takes in another spelling.
+"""Statements the kernel language takes in another spelling, and the scope
+of a function's names.
 
 The compiler's lowering (src/compiler/lowerstmt.c) asks here before it lowers
 a statement that is a call of a NumPy ufunc with an output argument, as
@@ -13,8 +14,16 @@ output's type as an assignment does (NumPy's own call would refuse a cast
 that is not 'same_kind', such as float results into an int array).  The
 returned nodes keep the statement's source positions, so that errors point
 at what the user wrote.
+
+``f = lambda v: expr`` in a kernel is ``def f(v): return expr``
+(lambda_as_def), a function nested in it, which the compiler inlines where
+it is called (src/compiler/inline.c); scope_nodes gives the nodes whose
+stored names are a function's locals, not those of the functions nested in
+it (src/compiler/lower.c).
 """
 import ast
+
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def ufunc_out_assignment(stmt, call, ufunc):
@@ -49,3 +58,31 @@ def ufunc_out_assignment(stmt, call, ufunc):
                       ctx=ast.Store()), out)
     value = ast.copy_location(ast.Call(func=call.func, args=args, keywords=[]), call)
     return ast.copy_location(ast.Assign(targets=[target], value=value), stmt)
+
+
+def scope_nodes(funcdef):
+    """The nodes of a function's own scope, as ``ast.walk`` gives them, but
+    not the insides of the functions, lambdas and classes nested in it (their
+    names are theirs); the nested def itself, and its defaults, are kept."""
+    todo = [funcdef]
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if node is not funcdef and isinstance(node, _NEW_SCOPES):
+            args = getattr(node, "args", None)
+            if isinstance(args, ast.arguments):
+                todo.extend(d for d in args.defaults + args.kw_defaults if d is not None)
+            todo.extend(getattr(node, "decorator_list", ()))
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def lambda_as_def(name, node):
+    """``name = lambda args: expr`` as the ``ast.FunctionDef`` it stands for
+    (``def name(args): return expr``), at the lambda's place in the source."""
+    ret = ast.copy_location(ast.Return(value=node.body), node.body)
+    funcdef = ast.FunctionDef(name=name, args=node.args, body=[ret], decorator_list=[],
+                              returns=None, type_comment=None)
+    if hasattr(ast.FunctionDef, "type_params") or "type_params" in ast.FunctionDef._fields:
+        funcdef.type_params = []
+    return ast.copy_location(funcdef, node)

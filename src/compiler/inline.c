@@ -353,6 +353,8 @@ default_ast(PyObject *funcdef, PyObject *fargs, int i, int npos)
     return ast != NULL ? ast : Py_NewRef(funcdef);
 }
 
+static PyObject *nested_default(Lower *D, PyObject *funcdef, PyObject *fargs, int i, int npos);
+
 /*
  * The arguments of a call bound to funcdef's nparams parameters, as Python
  * binds them: args (nargs positional), then keywords (kwnames[i] =
@@ -406,7 +408,8 @@ bind_arguments(Lower *D, PyObject *node, PyObject *funcdef, int nparams, CcNode 
         }
         int kw_only, pos_only;
         const char *name = param_name(D, fargs, i, &kw_only, &pos_only);
-        PyObject *value = default_value(D, fargs, i, npos);
+        PyObject *value = D->nested_defaults ? nested_default(D, funcdef, fargs, i, npos)
+                                             : default_value(D, fargs, i, npos);
         if (value == NULL) {
             if (!PyErr_Occurred()) {
                 D->src = NULL;
@@ -647,6 +650,144 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
         n = n->then && ufunc_loops(L, n, in) == 0 ? n : NULL;
     }
 done:
+    Py_XDECREF(D.globals);
+    Py_XDECREF(D.closure);
+    return n;
+}
+
+/* ---- nested functions ---- */
+
+int
+lw_define_nested(Lower *L, PyObject *name_node, const char *name, PyObject *funcdef)
+{
+    PyObject *decorators = lw_get(funcdef, "decorator_list");
+    Py_ssize_t nd = decorators != NULL ? PyList_Size(decorators) : -1;
+    Py_XDECREF(decorators);
+    if (nd != 0) {
+        return nd < 0 ? -1
+                      : cc_error(L->fn, lw_loc_of(L, funcdef),
+                                 "a function nested in a kernel takes no decorator (it is "
+                                 "inlined where it is called)");
+    }
+    if (L->nested == NULL) {
+        PyObject *d = PyDict_New();
+        if (d == NULL || cc_arena_keep(L->fn->arena, d) < 0) {
+            Py_XDECREF(d);
+            return -1;
+        }
+        Py_DECREF(d); /* the arena holds it */
+        L->nested = d;
+    }
+    (void)name_node;
+    return PyDict_SetItemString(L->nested, name, funcdef);
+}
+
+PyObject *
+lw_find_nested(Lower *L, const char *name, Lower **scope)
+{
+    for (Lower *S = L; S != NULL; S = S->enclosing) {
+        PyObject *f = S->nested != NULL ? PyDict_GetItemString(S->nested, name) : NULL;
+        if (f != NULL) {
+            *scope = S;
+            return f;
+        }
+        if (S != L && lw_local_var(S, name) != NULL && lw_var_owner(S, name) == S) {
+            return NULL; /* a variable of that scope hides outer functions */
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A nested function's defaults are expressions its def evaluated; a kernel
+ * takes constants there (numbers, and -numbers), given as lower_default
+ * takes values.  The kernel's other defaults come from function objects,
+ * which a nested def has none of.
+ */
+static PyObject *
+nested_default(Lower *D, PyObject *funcdef, PyObject *fargs, int i, int npos)
+{
+    PyObject *ast = default_ast(funcdef, fargs, i, npos);
+    if (ast == funcdef) {
+        Py_DECREF(ast);
+        return NULL; /* none */
+    }
+    PyObject *mod = PyImport_ImportModule("ast");
+    PyObject *v = mod != NULL ? PyObject_CallMethod(mod, "literal_eval", "O", ast) : NULL;
+    Py_XDECREF(mod);
+    if (v == NULL) {
+        PyErr_Clear();
+        cc_error(D->fn, lw_loc_of(D, ast),
+                 "a default value of a function nested in a kernel must be a constant");
+    }
+    Py_DECREF(ast);
+    return v;
+}
+
+CcNode *
+lw_lower_nested_call(Lower *L, PyObject *node, PyObject *funcdef, Lower *scope)
+{
+    Lower D = {0};
+    int nargs;
+    CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
+    PyObject *keywords = lw_get(node, "keywords");
+    Py_ssize_t nkw = keywords != NULL ? PyList_Size(keywords) : 0;
+    const char *kwnames[TS_MAXARGS];
+    CcNode *kwvalues[TS_MAXARGS];
+    CcNode *n = NULL;
+    for (Py_ssize_t k = 0; args != NULL && k < nkw; k++) {
+        PyObject *kw = PyList_GetItem(keywords, k);
+        const char *name = lw_get_str(L, kw, "arg");
+        if (name == NULL || k >= TS_MAXARGS) {
+            PyErr_Clear();
+            cc_error(L->fn, lw_loc_of(L, kw),
+                     name == NULL ? "**kwargs are not supported in a kernel"
+                                  : "too many keyword arguments");
+            args = NULL;
+            break;
+        }
+        kwnames[k] = name;
+        PyObject *value = lw_get(kw, "value");
+        kwvalues[k] = value != NULL ? lw_lower_expr(L, value) : NULL;
+        Py_XDECREF(value);
+        if (kwvalues[k] == NULL) {
+            args = NULL;
+        }
+    }
+    Py_XDECREF(keywords);
+    if (args == NULL) {
+        return NULL;
+    }
+    D.fn = L->fn;
+    D.parent = L;
+    D.enclosing = scope;
+    D.device = funcdef; /* what recursion is checked against */
+    D.pyfunc = scope->pyfunc;
+    D.src = scope->src;
+    D.nested_defaults = 1;
+    D.name = lw_get_str(L, funcdef, "name");
+    if (D.name == NULL || check_recursion(L, node, funcdef, D.name) < 0) {
+        return NULL;
+    }
+    if (nargs > TS_MAXARGS) {
+        cc_error(L->fn, lw_loc_of(L, node), "too many arguments for %s()", D.name);
+        return NULL;
+    }
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
+    D.prefix = cc_strdup(L->fn->arena, prefix);
+    D.result = D.prefix ? lw_add_var(L->fn, lw_scoped(&D, "return")) : NULL;
+    if (D.result == NULL) {
+        return NULL;
+    }
+    D.globals = Py_NewRef(scope->globals);
+    D.closure = Py_NewRef(scope->closure);
+    n = lw_new_node(L, ND_INLINE, node);
+    if (n != NULL) {
+        n->var = D.result;
+        n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, (int)nkw);
+        n = n->then != NULL ? n : NULL;
+    }
     Py_XDECREF(D.globals);
     Py_XDECREF(D.closure);
     return n;

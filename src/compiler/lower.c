@@ -272,11 +272,24 @@ lw_scoped(Lower *L, const char *name)
     return s;
 }
 
+Lower *
+lw_var_owner(Lower *L, const char *name)
+{
+    for (Lower *S = L; S != NULL; S = S->enclosing) {
+        const char *s = lw_scoped(S, name);
+        if (s != NULL && lw_find_var(S->fn, s) != NULL) {
+            return S;
+        }
+    }
+    return NULL;
+}
+
+/* name's variable in L, or in the scopes a nested function's body reads. */
 CcVar *
 lw_local_var(Lower *L, const char *name)
 {
-    const char *s = lw_scoped(L, name);
-    return s != NULL ? lw_find_var(L->fn, s) : NULL;
+    Lower *S = lw_var_owner(L, name);
+    return S != NULL ? lw_find_var(S->fn, lw_scoped(S, name)) : NULL;
 }
 
 /* A str attribute of node copied into the arena (e.g. Name.id). */
@@ -309,12 +322,14 @@ lw_callee_spelling(PyObject *func)
     return r;
 }
 
-/* Every name stored to anywhere in the function is local (Python's rule). */
+/* Every name stored to anywhere in the function is local (Python's rule);
+ * not those of the functions (and lambdas) nested in it, which are theirs
+ * (numbavec/_forms.py's scope_nodes walks the function's own nodes). */
 int
 lw_collect_locals(Lower *L, PyObject *funcdef)
 {
-    PyObject *ast = PyImport_ImportModule("ast");
-    PyObject *walk = ast ? PyObject_CallMethod(ast, "walk", "O", funcdef) : NULL;
+    PyObject *ast = PyImport_ImportModule("numbavec._forms");
+    PyObject *walk = ast ? PyObject_CallMethod(ast, "scope_nodes", "O", funcdef) : NULL;
     PyObject *it = walk ? PyObject_GetIter(walk) : NULL;
     PyObject *node;
     int rc = it ? 0 : -1;

@@ -107,6 +107,13 @@ typedef struct Lower {
      * their meet once the body is lowered (lw_bound_after_loop) */
     char *jumped;
     const char *ran;
+    /* nested functions (inline.c): those defined in this scope so far, {name:
+     * ast.FunctionDef} (borrowed: the arena keeps it; NULL: none), and for a
+     * nested function's own body the scope it was defined in, whose
+     * variables its free names read (as Python's closures do, when called) */
+    PyObject *nested;
+    struct Lower *enclosing;
+    int nested_defaults; /* a nested function's: defaults are its def's constants */
 } Lower;
 
 /* node.attr: a new reference, or NULL.  NULL at once while an exception is
@@ -259,6 +266,17 @@ int lw_is_device_function(PyObject *obj);
 /* The call `node` of callee (an Inline, borrowed) as an ND_INLINE
  * expression: the callee's body lowered in place.  NULL with an exception. */
 CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
+/* A def (or name = lambda) in a function's body: the nested function is
+ * kept for the calls after it, which inline it.  0/-1. */
+int lw_define_nested(Lower *L, PyObject *name_node, const char *name, PyObject *funcdef);
+/* The nested function name stands for in L (its defining scope in *scope),
+ * or NULL (no exception). */
+PyObject *lw_find_nested(Lower *L, const char *name, Lower **scope);
+/* A call of a nested function: its body inlined, its free names read from
+ * the scope that defined it. */
+CcNode *lw_lower_nested_call(Lower *L, PyObject *node, PyObject *funcdef, Lower *scope);
+/* The scope (L or one enclosing it) whose variable name is, or NULL. */
+Lower *lw_var_owner(Lower *L, const char *name);
 
 /* ---- rebind.c ---- */
 

@@ -490,6 +490,13 @@ lw_lower_call(Lower *L, PyObject *node)
         goto done;
     }
     int local, nargs;
+    Lower *scope;
+    const char *fname = lw_ast_kind(func) == A_NAME ? lw_get_str(L, func, "id") : NULL;
+    PyObject *nested = fname != NULL ? lw_find_nested(L, fname, &scope) : NULL;
+    if (nested != NULL) {
+        n = lw_lower_nested_call(L, node, nested, scope);
+        goto done;
+    }
     PyObject *callee = lw_resolve_object(L, func, &local);
     if (callee == NULL && local && lw_ast_kind(func) == A_ATTRIBUTE) {
         n = method_call(L, node, func, keywords);

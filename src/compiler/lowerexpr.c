@@ -424,14 +424,16 @@ lower_name(Lower *L, PyObject *node)
     }
     CcVar *var = lw_local_var(L, name);
     if (var != NULL) {
-        if (!L->assigned[var->index] && !L->terminated) {
+        /* a nested function's free name: bound where the function is called */
+        const char *assigned = lw_var_owner(L, name)->assigned;
+        if (!assigned[var->index] && !L->terminated) {
             cc_error(L->fn, lw_loc_of(L, node),
                      "local variable '%s' may be used before it is "
                      "assigned",
                      name);
             return NULL;
         }
-        if (L->assigned[var->index] == LW_UNLESS_EMPTY && !L->terminated) {
+        if (assigned[var->index] == LW_UNLESS_EMPTY && !L->terminated) {
             return lw_checked_read(L, node, var, name); /* a loop's, after it */
         }
         CcNode *n = lw_new_node(L, ND_VAR, node);
@@ -439,6 +441,14 @@ lower_name(Lower *L, PyObject *node)
             n->var = var;
         }
         return n;
+    }
+    Lower *scope;
+    if (lw_find_nested(L, name, &scope) != NULL) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "'%s' is a function nested in the kernel: a kernel calls it (%s(...)), but "
+                 "functions are not values in a kernel yet",
+                 name, name);
+        return NULL;
     }
     PyObject *value = lw_resolve_global(L, name, lw_loc_of(L, node));
     if (value == NULL) {

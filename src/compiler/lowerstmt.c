@@ -148,10 +148,39 @@ assign_to(Lower *L, PyObject *stmt, PyObject *target, CcNode *value)
     return n;
 }
 
+/* name = lambda args: expr: the nested function def name(args): return expr
+ * (numbavec/_forms.py's lambda_as_def).  1 when node is one (defined), 0
+ * when it is not, -1 on error. */
+static int
+define_lambda(Lower *L, PyObject *node)
+{
+    PyObject *targets = lw_get(node, "targets"), *value = lw_get(node, "value");
+    const AstClass *c = value != NULL ? lw_ast_class(value) : NULL;
+    int rc = 0;
+    if (targets != NULL && PyList_Size(targets) == 1 && c != NULL && strcmp(c->name, "Lambda") == 0
+        && lw_ast_kind(PyList_GetItem(targets, 0)) == A_NAME) {
+        PyObject *target = PyList_GetItem(targets, 0);
+        const char *name = lw_get_str(L, target, "id");
+        PyObject *mod = name != NULL ? PyImport_ImportModule("numbavec._forms") : NULL;
+        PyObject *def =
+            mod != NULL ? PyObject_CallMethod(mod, "lambda_as_def", "sO", name, value) : NULL;
+        rc = def != NULL && lw_define_nested(L, target, name, def) == 0 ? 1 : -1;
+        Py_XDECREF(def);
+        Py_XDECREF(mod);
+    }
+    Py_XDECREF(targets);
+    Py_XDECREF(value);
+    return rc;
+}
+
 /* assign := (target '=')+ expr       target: name | name, name, ... */
 static CcNode *
 lower_assign(Lower *L, PyObject *node)
 {
+    int defined = define_lambda(L, node);
+    if (defined != 0) {
+        return defined > 0 ? lw_new_node(L, ND_BLOCK, node) : NULL;
+    }
     PyObject *targets = lw_get(node, "targets");
     CcNode *value = targets ? lw_lower_stored_value(L, node, targets) : NULL;
     CcNode *result = NULL;
@@ -1252,11 +1281,13 @@ lower_stmt_kind(Lower *L, PyObject *node)
         }
         return n;
     }
-    case A_FUNCTIONDEF:
-        cc_error(L->fn, lw_loc_of(L, node),
-                 "nested functions are not supported in a kernel "
-                 "(use a module-level @numbavec.jit function)");
-        return NULL;
+    case A_FUNCTIONDEF: {
+        const char *name = lw_get_str(L, node, "name");
+        if (name == NULL || lw_define_nested(L, node, name, node) < 0) {
+            return NULL;
+        }
+        return lw_new_node(L, ND_BLOCK, node);
+    }
     default:
         lw_unsupported(L, node, "statement");
         return NULL;

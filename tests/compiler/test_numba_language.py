@@ -1028,3 +1028,86 @@ def test_a_global_float64_scalar_is_typed_not_weak(target):
     assert want.dtype == np.float64
     np.testing.assert_array_equal(u(x), want)
 
+
+# ---------------------------------------------------------------- functions nested in a kernel
+
+def smoothed(a, scale, out):
+    """Closures as Numba-written kernels use them: a def and a lambda in the
+    body, reading the kernel's variables when called (late binding, as
+    Python's closures), with defaults and keyword arguments."""
+    shift = 1.0
+
+    def weight(v, power=2):
+        return (v + shift) ** power * scale
+
+    square = lambda v: v * v  # noqa: E731 - as kernels write them
+    for i in range(a.shape[0]):
+        out[i] = weight(a[i]) + square(a[i]) + weight(a[i], power=1)
+    shift = 10.0
+    out[0] = weight(a[0])
+
+
+def test_nested_functions_read_the_kernels_variables_when_called(target):
+    gu = guvectorize(["void(float64[:], float64, float64[:])"], "(n),()->(n)",
+                     target=target)(smoothed)
+    a = np.random.default_rng(8).random((3, 5))
+    want = np.zeros_like(a)
+    for k in range(3):
+        smoothed(a[k], 2.5, want[k])
+    np.testing.assert_allclose(gu(a, 2.5), want, rtol=1e-15)
+
+
+def twice_shifted(x):
+    def outer(t):
+        def inner(s):
+            return s + x  # x: two scopes out
+
+        return inner(t) * 2
+
+    return outer(x) + outer(1.0)
+
+
+def test_a_nested_function_in_a_nested_function(target):
+    u = vectorize(["float64(float64)"], target=target)(twice_shifted)
+    check_vectorize(u, twice_shifted, [1.0, -2.5, 7.0])
+
+
+def fill_rows(a, out):
+    """A nested function that writes into the kernel's output, and its own
+    variable of the same name as the kernel's."""
+    t = 3.0
+
+    def put(i, v):
+        t = v * 2  # the function's own t
+        out[i] = t
+
+    for i in range(a.shape[0]):
+        put(i, a[i])
+    out[0] += t
+
+
+def test_a_nested_function_writes_the_kernels_arrays(target):
+    gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target=target)(fill_rows)
+    a = np.arange(8.0).reshape(2, 4)
+    want = np.zeros_like(a)
+    for k in range(2):
+        fill_rows(a[k], want[k])
+    np.testing.assert_array_equal(gu(a), want)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("def f(v):\n        return f(v)\n    out[0] = f(a[0])",
+     r"recursion is not supported in a kernel.*f -> f"),
+    ("def f(v):\n        return v\n    g = f\n    out[0] = g(a[0])",
+     r"'f' is a function nested in the kernel: a kernel calls it"),
+    ("def f(v):\n        return v + w\n    out[0] = f(a[0])\n    w = 1.0",
+     r"local variable 'w' may be used before it is assigned"),
+    ("def f(v, p=np.ones(2)):\n        return v\n    out[0] = f(a[0])",
+     r"a default value of a function nested in a kernel must be a constant"),
+    ("@np.vectorize\n    def f(v):\n        return v\n    out[0] = f(a[0])",
+     r"a function nested in a kernel takes no decorator"),
+])
+def test_nested_function_refusals_name_themselves(body, message):
+    k = kernel_from_source(f"def k(a, out):\n    {body}\n", "k", {"np": np})
+    with pytest.raises(numbavec.TypingError, match=message):
+        guvectorize(["void(float64[:], float64[:])"], "(n)->()")(k)
