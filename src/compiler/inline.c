@@ -355,6 +355,15 @@ default_ast(PyObject *funcdef, PyObject *fargs, int i, int npos)
 
 static PyObject *nested_default(Lower *D, PyObject *funcdef, PyObject *fargs, int i, int npos);
 
+/* A parameter's name as the function's source spells it (its variable's
+ * name without the inlined prefix). */
+static const char *
+param_spelling(Lower *D, const CcVar *param)
+{
+    size_t k = D->prefix != NULL ? strlen(D->prefix) : 0;
+    return strlen(param->name) >= k ? param->name + k : NULL;
+}
+
 /*
  * The arguments of a call bound to funcdef's nparams parameters, as Python
  * binds them: args (nargs positional), then keywords (kwnames[i] =
@@ -435,6 +444,77 @@ done:
     return rc;
 }
 
+/* What marks an argument that is a function (FnValue in the node's view). */
+static const char FN_ARGUMENT[] = "a function given as an argument";
+
+static int
+is_fn_argument(const CcNode *n)
+{
+    return n != NULL && n->text == FN_ARGUMENT;
+}
+
+/* The function an argument's expression names (a helper, a Numba-decorated
+ * function, a nested def, or a function a parameter was given), kept in an
+ * FnValue; else NULL without an exception (an ordinary argument). */
+static FnValue *
+function_argument(Lower *L, PyObject *ast)
+{
+    AstKind kind = lw_ast_kind(ast);
+    if (kind != A_NAME && kind != A_ATTRIBUTE) {
+        return NULL;
+    }
+    PyObject *func = NULL;
+    Lower *scope = NULL;
+    const char *name = kind == A_NAME ? lw_get_str(L, ast, "id") : NULL;
+    if (name != NULL) {
+        func = lw_find_nested(L, name, &scope);
+    }
+    if (func == NULL && (name == NULL || lw_local_var(L, name) == NULL)) {
+        int local = 0;
+        PyObject *obj = lw_resolve_object(L, ast, &local);
+        if (obj != NULL && lw_is_device_function(obj) && cc_arena_keep(L->fn->arena, obj) == 0) {
+            func = obj; /* the arena keeps it */
+        }
+        Py_XDECREF(obj);
+        PyErr_Clear();
+    }
+    FnValue *fv = func != NULL ? cc_alloc(L->fn->arena, sizeof(FnValue)) : NULL;
+    if (fv != NULL) {
+        *fv = (FnValue){NULL, func, scope};
+    }
+    return fv;
+}
+
+/* A call's positional arguments: each lowered, or a function marked. */
+static CcNode **
+call_arguments(Lower *L, PyObject *node, int *count)
+{
+    PyObject *list = lw_get(node, "args");
+    if (list == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_Size(list);
+    CcNode **out = cc_alloc(L->fn->arena, sizeof(CcNode *) * (size_t)(n + 1));
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *ast = PyList_GetItem(list, i);
+        FnValue *fv = function_argument(L, ast);
+        if (fv != NULL && (out[i] = lw_new_node(L, ND_BLOCK, ast)) != NULL) {
+            out[i]->text = FN_ARGUMENT;
+            out[i]->view = fv;
+        } else if (fv == NULL && !PyErr_Occurred()) {
+            out[i] = lw_lower_expr(L, ast);
+        } else {
+            out[i] = NULL;
+        }
+        if (out[i] == NULL) {
+            out = NULL;
+        }
+    }
+    Py_DECREF(list);
+    *count = (int)n;
+    return out;
+}
+
 /* The inlined body: parameters assigned the arguments, then the statements. */
 static CcNode *
 inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nargs,
@@ -459,7 +539,21 @@ inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nar
                == NULL) {
         return NULL;
     }
+    if ((D->fnvalues = cc_alloc(D->fn->arena, sizeof(FnValue) * (size_t)(nparams + 1))) == NULL) {
+        return NULL;
+    }
     for (int i = 0; i < nparams; i++) {
+        if (is_fn_argument(args[i])) {
+            /* a function: calls of the parameter inline it; no variable */
+            FnValue *fv = &D->fnvalues[D->nfnvalues++];
+            *fv = *(const FnValue *)args[i]->view;
+            fv->name = param_spelling(D, params[i]);
+            if ((body->args[i] = lw_new_node(D->parent, ND_BLOCK, node)) == NULL
+                || fv->name == NULL) {
+                return NULL;
+            }
+            continue;
+        }
         CcNode *a = lw_new_node(D->parent, ND_ASSIGN, node);
         if (a == NULL) {
             return NULL;
@@ -587,7 +681,7 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     PyObject *funcdef = NULL;
     CcNode *n = NULL;
     int nargs;
-    CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
+    CcNode **args = call_arguments(L, node, &nargs);
     PyObject *keywords = lw_get(node, "keywords");
     Py_ssize_t nkw = keywords != NULL ? PyList_Size(keywords) : 0;
     const char *kwnames[TS_MAXARGS];
@@ -686,6 +780,12 @@ PyObject *
 lw_find_nested(Lower *L, const char *name, Lower **scope)
 {
     for (Lower *S = L; S != NULL; S = S->enclosing) {
+        for (int i = 0; i < S->nfnvalues; i++) {
+            if (strcmp(S->fnvalues[i].name, name) == 0) {
+                *scope = S->fnvalues[i].scope;
+                return S->fnvalues[i].func;
+            }
+        }
         PyObject *f = S->nested != NULL ? PyDict_GetItemString(S->nested, name) : NULL;
         if (f != NULL) {
             *scope = S;
@@ -729,7 +829,7 @@ lw_lower_nested_call(Lower *L, PyObject *node, PyObject *funcdef, Lower *scope)
 {
     Lower D = {0};
     int nargs;
-    CcNode **args = lw_lower_expr_list(L, node, "args", &nargs);
+    CcNode **args = call_arguments(L, node, &nargs);
     PyObject *keywords = lw_get(node, "keywords");
     Py_ssize_t nkw = keywords != NULL ? PyList_Size(keywords) : 0;
     const char *kwnames[TS_MAXARGS];

@@ -114,7 +114,19 @@ typedef struct Lower {
     PyObject *nested;
     struct Lower *enclosing;
     int nested_defaults; /* a nested function's: defaults are its def's constants */
+    /* an inlined function's parameters that were given functions (a helper,
+     * a Numba-decorated function, a nested def): calls of them inline those */
+    struct FnValue *fnvalues;
+    int nfnvalues;
 } Lower;
+
+/* A function given as an argument (inline.c): func is an Inline (scope
+ * NULL) or a nested def's ast.FunctionDef, defined in scope. */
+typedef struct FnValue {
+    const char *name;
+    PyObject *func;
+    Lower *scope;
+} FnValue;
 
 /* node.attr: a new reference, or NULL.  NULL at once while an exception is
  * pending (lowering unwinds without entering Python). */
@@ -270,7 +282,8 @@ CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
  * kept for the calls after it, which inline it.  0/-1. */
 int lw_define_nested(Lower *L, PyObject *name_node, const char *name, PyObject *funcdef);
 /* The nested function name stands for in L (its defining scope in *scope),
- * or NULL (no exception). */
+ * or the function a parameter was given (an Inline: *scope NULL), or NULL
+ * (no exception). */
 PyObject *lw_find_nested(Lower *L, const char *name, Lower **scope);
 /* A call of a nested function: its body inlined, its free names read from
  * the scope that defined it. */

@@ -493,8 +493,9 @@ lw_lower_call(Lower *L, PyObject *node)
     Lower *scope;
     const char *fname = lw_ast_kind(func) == A_NAME ? lw_get_str(L, func, "id") : NULL;
     PyObject *nested = fname != NULL ? lw_find_nested(L, fname, &scope) : NULL;
-    if (nested != NULL) {
-        n = lw_lower_nested_call(L, node, nested, scope);
+    if (nested != NULL) { /* a nested def, or a function a parameter was given */
+        n = lw_is_device_function(nested) ? lw_lower_device_call(L, node, nested)
+                                          : lw_lower_nested_call(L, node, nested, scope);
         goto done;
     }
     PyObject *callee = lw_resolve_object(L, func, &local);

@@ -423,6 +423,15 @@ lower_name(Lower *L, PyObject *node)
         return NULL;
     }
     CcVar *var = lw_local_var(L, name);
+    Lower *scope;
+    if (var != NULL && !lw_var_owner(L, name)->assigned[var->index]
+        && lw_find_nested(L, name, &scope) != NULL) {
+        cc_error(L->fn, lw_loc_of(L, node),
+                 "'%s' was given a function: a kernel calls it (%s(...)) or passes it on to "
+                 "a function, but functions are not values in a kernel yet",
+                 name, name);
+        return NULL;
+    }
     if (var != NULL) {
         /* a nested function's free name: bound where the function is called */
         const char *assigned = lw_var_owner(L, name)->assigned;
@@ -442,7 +451,6 @@ lower_name(Lower *L, PyObject *node)
         }
         return n;
     }
-    Lower *scope;
     if (lw_find_nested(L, name, &scope) != NULL) {
         cc_error(L->fn, lw_loc_of(L, node),
                  "'%s' is a function nested in the kernel: a kernel calls it (%s(...)), but "

@@ -893,7 +893,7 @@ ERRORS = [
     ("genexp", "x = (i for i in range(3))\nreturn a", "generator", 0, 4),
     ("try", "try:\n    x = a\nexcept Exception:\n    x = b\nreturn x", "try", 0, 0),
     ("raise", "if a > b:\n    raise\nreturn a", "raise", 1, 4),   # re-raising; raise X works
-    ("lambda", "g = lambda x: x\nreturn a", "lambda", 0, 4),
+    ("lambda", "g = (lambda x: x)(a)\nreturn a", "lambda", 0, 5),
     ("starargs_call", "return max(*a)", "star", 0, None),
     ("keyword_call", "return round(a, ndigits=2)", "keyword", 0, None),
     ("attribute", "return a.shape", "shape", 0, 7),
@@ -903,7 +903,7 @@ ERRORS = [
     ("never_assigned", "y = x\nx = a\nreturn y", "'x'", 0, 4),
     ("missing_return", "if a > b:\n    return a", "return", None, None),
     ("return_tuple", "return a, b", "tuple", 0, None),
-    ("nested_def", "def g(x):\n    return x\nreturn a", "nested function", 0, 0),
+    ("nested_def", "def g(x):\n    return x\nreturn g", "function nested in the kernel", 2, 7),
     ("with", "with a:\n    pass\nreturn a", "with", 0, 0),
     ("import", "import os\nreturn a", "import", 0, 0),
     ("global", "global G_INT\nreturn a", "global", 0, 0),

@@ -595,3 +595,70 @@ def test_a_kernel_calling_numba_helpers_pickles_by_value(target):
     np.testing.assert_allclose(got32, kernel(x.astype(np.float32)), rtol=1e-6)
     assert got32.dtype == np.float32
     assert not numba_imported       # the receiver compiles the helpers' Python functions
+
+
+# -- functions given to helpers as arguments ----------------------------------------
+
+@jit
+def trapezoid_of(f, a, b, n):
+    """A helper that takes the function it integrates, as Numba-written
+    numerical code does (neutralocean's ppinterp(_pchip_coeffs, ...))."""
+    h = (b - a) / n
+    s = 0.5 * (f(a) + f(b))
+    for i in range(1, n):
+        s += f(a + i * h)
+    return s * h
+
+
+@jit
+def squared(x):
+    return x * x
+
+
+@jit
+def twice(g, x):
+    return g(g(x))
+
+
+@jit
+def passed_on(f, x):
+    return twice(f, x) + trapezoid_of(f, 0.0, x, 8)
+
+
+def integrals(b):
+    def line(t):
+        return 2.0 * t + b
+
+    return (trapezoid_of(squared, 0.0, b, 100) + trapezoid_of(line, 0.0, 1.0, 4)
+            + twice(squared, b) + passed_on(squared, b) + passed_on(line, b))
+
+
+def test_functions_given_to_helpers_are_inlined_where_called(target):
+    u = vectorize(["float64(float64)"], target=target)(integrals)
+    check_against_py_func(u, X)
+
+
+def test_a_numba_function_given_to_a_helper():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def cubed(x):
+        return x ** 3
+
+    @vectorize(["float64(float64)"])
+    def integral(b):
+        return trapezoid_of(cubed, 0.0, b, 10)
+
+    check_against_py_func(integral, X)
+
+
+@jit
+def kept(f, x):
+    g = f
+    return g(x)
+
+
+def test_a_function_argument_used_as_a_value_names_the_limit():
+    with pytest.raises(numbavec.TypingError,
+                       match="'f' was given a function: a kernel calls it"):
+        vectorize(["float64(float64)"])(lambda b: kept(squared, b))
