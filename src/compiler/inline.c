@@ -515,6 +515,42 @@ call_arguments(Lower *L, PyObject *node, int *count)
     return out;
 }
 
+/* A call's keyword arguments: their names, and their values lowered (or
+ * functions marked, as call_arguments marks them).  0/-1. */
+static int
+call_keywords(Lower *L, PyObject *node, const char **names, CcNode **values, int *count)
+{
+    PyObject *keywords = lw_get(node, "keywords");
+    Py_ssize_t n = keywords != NULL ? PyList_Size(keywords) : -1;
+    int rc = n < 0 ? -1 : 0;
+    for (Py_ssize_t k = 0; rc == 0 && k < n; k++) {
+        PyObject *kw = PyList_GetItem(keywords, k);
+        const char *name = lw_get_str(L, kw, "arg");
+        if (name == NULL || k >= TS_MAXARGS) {
+            PyErr_Clear();
+            rc = cc_error(L->fn, lw_loc_of(L, kw),
+                          name == NULL ? "**kwargs are not supported in a kernel"
+                                       : "too many keyword arguments");
+            break;
+        }
+        names[k] = name;
+        PyObject *value = lw_get(kw, "value");
+        FnValue *fv = value != NULL ? function_argument(L, value) : NULL;
+        if (fv != NULL && (values[k] = lw_new_node(L, ND_BLOCK, value)) != NULL) {
+            values[k]->text = FN_ARGUMENT;
+            values[k]->view = fv;
+        } else {
+            values[k] =
+                value != NULL && !PyErr_Occurred() && fv == NULL ? lw_lower_expr(L, value) : NULL;
+        }
+        Py_XDECREF(value);
+        rc = values[k] != NULL ? 0 : -1;
+    }
+    Py_XDECREF(keywords);
+    *count = (int)(n > 0 ? n : 0);
+    return rc;
+}
+
 /* The inlined body: parameters assigned the arguments, then the statements. */
 static CcNode *
 inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nargs,
@@ -680,33 +716,11 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     const Inline *in = (const Inline *)callee;
     PyObject *funcdef = NULL;
     CcNode *n = NULL;
-    int nargs;
-    CcNode **args = call_arguments(L, node, &nargs);
-    PyObject *keywords = lw_get(node, "keywords");
-    Py_ssize_t nkw = keywords != NULL ? PyList_Size(keywords) : 0;
+    int nargs, nkw = 0;
     const char *kwnames[TS_MAXARGS];
     CcNode *kwvalues[TS_MAXARGS];
-    for (Py_ssize_t k = 0; args != NULL && k < nkw; k++) {
-        PyObject *kw = PyList_GetItem(keywords, k);
-        const char *name = lw_get_str(L, kw, "arg");
-        if (name == NULL || k >= TS_MAXARGS) {
-            PyErr_Clear();
-            cc_error(L->fn, lw_loc_of(L, kw),
-                     name == NULL ? "**kwargs are not supported in a kernel"
-                                  : "too many keyword arguments");
-            args = NULL;
-            break;
-        }
-        kwnames[k] = cc_strdup(L->fn->arena, name);
-        PyObject *value = lw_get(kw, "value");
-        kwvalues[k] = value != NULL && kwnames[k] != NULL ? lw_lower_expr(L, value) : NULL;
-        Py_XDECREF(value);
-        if (kwvalues[k] == NULL) {
-            args = NULL;
-        }
-    }
-    Py_XDECREF(keywords);
-    if (args == NULL) {
+    CcNode **args = call_arguments(L, node, &nargs);
+    if (args == NULL || call_keywords(L, node, kwnames, kwvalues, &nkw) < 0) {
         goto done;
     }
     D.fn = L->fn;
@@ -740,7 +754,7 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
     n = lw_new_node(L, ND_INLINE, node);
     if (n != NULL) {
         n->var = D.result;
-        n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, (int)nkw);
+        n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, nkw);
         n = n->then && ufunc_loops(L, n, in) == 0 ? n : NULL;
     }
 done:
@@ -752,7 +766,7 @@ done:
 /* ---- nested functions ---- */
 
 int
-lw_define_nested(Lower *L, PyObject *name_node, const char *name, PyObject *funcdef)
+lw_define_nested(Lower *L, const char *name, PyObject *funcdef)
 {
     PyObject *decorators = lw_get(funcdef, "decorator_list");
     Py_ssize_t nd = decorators != NULL ? PyList_Size(decorators) : -1;
@@ -772,7 +786,6 @@ lw_define_nested(Lower *L, PyObject *name_node, const char *name, PyObject *func
         Py_DECREF(d); /* the arena holds it */
         L->nested = d;
     }
-    (void)name_node;
     return PyDict_SetItemString(L->nested, name, funcdef);
 }
 
@@ -828,34 +841,12 @@ CcNode *
 lw_lower_nested_call(Lower *L, PyObject *node, PyObject *funcdef, Lower *scope)
 {
     Lower D = {0};
-    int nargs;
-    CcNode **args = call_arguments(L, node, &nargs);
-    PyObject *keywords = lw_get(node, "keywords");
-    Py_ssize_t nkw = keywords != NULL ? PyList_Size(keywords) : 0;
+    int nargs, nkw = 0;
     const char *kwnames[TS_MAXARGS];
     CcNode *kwvalues[TS_MAXARGS];
     CcNode *n = NULL;
-    for (Py_ssize_t k = 0; args != NULL && k < nkw; k++) {
-        PyObject *kw = PyList_GetItem(keywords, k);
-        const char *name = lw_get_str(L, kw, "arg");
-        if (name == NULL || k >= TS_MAXARGS) {
-            PyErr_Clear();
-            cc_error(L->fn, lw_loc_of(L, kw),
-                     name == NULL ? "**kwargs are not supported in a kernel"
-                                  : "too many keyword arguments");
-            args = NULL;
-            break;
-        }
-        kwnames[k] = name;
-        PyObject *value = lw_get(kw, "value");
-        kwvalues[k] = value != NULL ? lw_lower_expr(L, value) : NULL;
-        Py_XDECREF(value);
-        if (kwvalues[k] == NULL) {
-            args = NULL;
-        }
-    }
-    Py_XDECREF(keywords);
-    if (args == NULL) {
+    CcNode **args = call_arguments(L, node, &nargs);
+    if (args == NULL || call_keywords(L, node, kwnames, kwvalues, &nkw) < 0) {
         return NULL;
     }
     D.fn = L->fn;
@@ -885,7 +876,7 @@ lw_lower_nested_call(Lower *L, PyObject *node, PyObject *funcdef, Lower *scope)
     n = lw_new_node(L, ND_INLINE, node);
     if (n != NULL) {
         n->var = D.result;
-        n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, (int)nkw);
+        n->then = inline_body(&D, node, funcdef, args, nargs, kwnames, kwvalues, nkw);
         n = n->then != NULL ? n : NULL;
     }
     Py_XDECREF(D.globals);

@@ -280,7 +280,7 @@ int lw_is_device_function(PyObject *obj);
 CcNode *lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee);
 /* A def (or name = lambda) in a function's body: the nested function is
  * kept for the calls after it, which inline it.  0/-1. */
-int lw_define_nested(Lower *L, PyObject *name_node, const char *name, PyObject *funcdef);
+int lw_define_nested(Lower *L, const char *name, PyObject *funcdef);
 /* The nested function name stands for in L (its defining scope in *scope),
  * or the function a parameter was given (an Inline: *scope NULL), or NULL
  * (no exception). */

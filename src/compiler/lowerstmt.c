@@ -164,7 +164,7 @@ define_lambda(Lower *L, PyObject *node)
         PyObject *mod = name != NULL ? PyImport_ImportModule("numbavec._forms") : NULL;
         PyObject *def =
             mod != NULL ? PyObject_CallMethod(mod, "lambda_as_def", "sO", name, value) : NULL;
-        rc = def != NULL && lw_define_nested(L, target, name, def) == 0 ? 1 : -1;
+        rc = def != NULL && lw_define_nested(L, name, def) == 0 ? 1 : -1;
         Py_XDECREF(def);
         Py_XDECREF(mod);
     }
@@ -1283,7 +1283,7 @@ lower_stmt_kind(Lower *L, PyObject *node)
     }
     case A_FUNCTIONDEF: {
         const char *name = lw_get_str(L, node, "name");
-        if (name == NULL || lw_define_nested(L, node, name, node) < 0) {
+        if (name == NULL || lw_define_nested(L, name, node) < 0) {
             return NULL;
         }
         return lw_new_node(L, ND_BLOCK, node);

@@ -660,23 +660,29 @@ def test_tuples_of_promotable_items_meet_item_by_item(target):
         assert got.dtype == dtype
 
 
-def test_a_helper_passed_as_a_value_is_named_as_such():
+def test_a_helper_passed_to_a_helper_is_inlined_there():
     """neutralocean passes a jit function to another (`ppinterp(_pchip_coeffs, ...)`):
-    not a value of the kernel language yet, and the error says so, not
-    an internal type's name."""
+    the callee's calls of it inline it; as a value anywhere else, the error
+    says functions are not values yet, not an internal type's name."""
     @numbavec.njit
     def twice(x):
         return 2 * x
 
     @numbavec.njit
     def apply(f, x):
-        return f(x)
+        return f(x) + f(x=1.0)
 
+    @vectorize(["float64(float64)"])
+    def k(x):
+        return apply(twice, x)
+
+    check_vectorize(k, k.py_func, [1.0, -2.5, 4.0])
     with pytest.raises(numbavec.TypingError, match="can only be called in a kernel, not passed "
                                                    "as a value") as info:
         @vectorize(["float64(float64)"])
-        def k(x):
-            return apply(twice, x)
+        def stored(x):
+            f = twice
+            return f(x)
     assert "Inline" not in str(info.value)
 
 

@@ -630,7 +630,8 @@ def integrals(b):
         return 2.0 * t + b
 
     return (trapezoid_of(squared, 0.0, b, 100) + trapezoid_of(line, 0.0, 1.0, 4)
-            + twice(squared, b) + passed_on(squared, b) + passed_on(line, b))
+            + twice(squared, b) + passed_on(squared, b) + passed_on(line, b)
+            + trapezoid_of(f=squared, a=0.0, b=b, n=4) + twice(x=b, g=line))
 
 
 def test_functions_given_to_helpers_are_inlined_where_called(target):
