@@ -101,6 +101,20 @@ def k(a, out):
         out[i] = m[i].sum() + a.ravel()[i]
 """
 
+CLOSURE = """
+def k(a, out):
+    c = a[0]
+
+    def shifted(v, by=1.0):
+        return v - c + by
+
+    def twice(f, v):
+        return f(f(v))
+
+    for i in range(a.shape[0]):
+        out[i] = twice(shifted, a[i])
+"""
+
 # (kernel, signatures, layout): one of each layout kind, a search and math
 KINDS = {
     "search": (BINS, ["void(f8[:], f8, i8[:], i8[:])", "void(u1[:], u1, i8[:], i8[:])"],
@@ -116,6 +130,7 @@ KINDS = {
     "math": (SOFTMAX, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
     "backward": (BACKWARD, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
     "reshaped": (RESHAPED, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(m)"),
+    "closure": (CLOSURE, ["void(f4[:], f4[:])", "void(f8[:], f8[:])"], "(n)->(n)"),
 }
 
 SHAPES = """
