@@ -22,6 +22,7 @@ stored names are a function's locals, not those of the functions nested in
 it (src/compiler/lower.c).
 """
 import ast
+from collections import deque
 
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -64,9 +65,9 @@ def scope_nodes(funcdef):
     """The nodes of a function's own scope, as ``ast.walk`` gives them, but
     not the insides of the functions, lambdas and classes nested in it (their
     names are theirs); the nested def itself, and its defaults, are kept."""
-    todo = [funcdef]
+    todo = deque([funcdef])
     while todo:
-        node = todo.pop(0)
+        node = todo.popleft()
         yield node
         if node is not funcdef and isinstance(node, _NEW_SCOPES):
             args = getattr(node, "args", None)
