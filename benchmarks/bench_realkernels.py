@@ -24,7 +24,11 @@ it, the same Python function given to both compilers:
   values, 64 samples);
 - pulse_sum: cait's sum of pulses, a ufunc with branches called on an array
   inside the gufunc (`out[:] += amp[j] * pulse(t, t0[j], tau)`; 200 rows of
-  5000 times, 8 pulses each).
+  5000 times, 8 pulses each);
+- kernel_smooth: a Gaussian-weighted moving average whose weight is a
+  function nested in the kernel, a closure over its bandwidth (200 rows of
+  5000, 11 neighbours).  (Numba refuses a.reshape() of a gufunc's argument,
+  "contiguous array only": a reshaping kernel has no Numba time to compare.)
 
 Each time is the best of --repeat calls with out= given; results are checked
 equal (NaN-aware) before anything is timed.  Prints Numba's time over
@@ -208,6 +212,21 @@ def pulse_sum(t, t0, amp, out):
         out[:] += amp[j] * PULSE(t, t0[j], 3.0)
 
 
+def kernel_smooth(x, h, out):
+    def weight(d):
+        return math.exp(-0.5 * (d / h) ** 2)
+
+    n = x.shape[0]
+    for i in range(n):
+        s = 0.0
+        w = 0.0
+        for j in range(max(0, i - 5), min(n, i + 6)):
+            wj = weight(j - i)
+            s += wj * x[j]
+            w += wj
+        out[i] = s / w
+
+
 KERNELS = {
     # name: (function, kind, signatures, layout)
     "cube": (cube, "u", ["float64(float64)"], None),
@@ -239,6 +258,8 @@ KERNELS = {
                "(n),(m),(m)->(n)"),
     "pulse_sum": (pulse_sum, "g", ["void(float64[:], float64[:], float64[:], float64[:])"],
                   "(n),(k),(k)->(n)"),
+    "kernel_smooth": (kernel_smooth, "g", ["void(float64[:], float64, float64[:])"],
+                      "(n),()->(n)"),
 }
 
 
@@ -271,6 +292,8 @@ def data_for(name, rng):
     if name == "pulse_sum":
         t = np.linspace(0, 100, 5000)
         return (t, rng.uniform(0, 90, (200, 8)), rng.uniform(0.5, 2, (200, 8))), np.empty((200, 5000))
+    if name == "kernel_smooth":
+        return (rng.standard_normal((200, 5000)), 2.0), np.empty((200, 5000))
     f32 = name.endswith("_f32")
     dt = np.float32 if f32 else np.float64
     if name.startswith(("nanarg", "nanmax", "nanmin")):
