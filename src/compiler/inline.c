@@ -551,6 +551,25 @@ call_keywords(Lower *L, PyObject *node, const char **names, CcNode **values, int
     return rc;
 }
 
+/* D, the context of a function inlined at node (nargs positional
+ * arguments; its device and name set): recursion checked, its prefix and
+ * its result variable made.  0/-1. */
+static int
+enter_inlined(Lower *L, PyObject *node, Lower *D, int nargs)
+{
+    if (check_recursion(L, node, D->device, D->name) < 0) {
+        return -1;
+    }
+    if (nargs > TS_MAXARGS) {
+        return cc_error(L->fn, lw_loc_of(L, node), "too many arguments for %s()", D->name);
+    }
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D->name, ++L->fn->ninline);
+    D->prefix = cc_strdup(L->fn->arena, prefix);
+    D->result = D->prefix ? lw_add_var(L->fn, lw_scoped(D, "return")) : NULL;
+    return D->result != NULL ? 0 : -1;
+}
+
 /* The inlined body: parameters assigned the arguments, then the statements. */
 static CcNode *
 inline_body(Lower *D, PyObject *node, PyObject *funcdef, CcNode **given, int nargs,
@@ -732,18 +751,7 @@ lw_lower_device_call(Lower *L, PyObject *node, PyObject *callee)
         goto done;
     }
     D.name = D.src->name;
-    if (check_recursion(L, node, callee, D.name) < 0) {
-        goto done;
-    }
-    if (nargs > TS_MAXARGS) {
-        cc_error(L->fn, lw_loc_of(L, node), "too many arguments for %s()", D.name);
-        goto done;
-    }
-    char prefix[96];
-    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
-    D.prefix = cc_strdup(L->fn->arena, prefix);
-    D.result = D.prefix ? lw_add_var(L->fn, lw_scoped(&D, "return")) : NULL;
-    if (D.result == NULL) {
+    if (enter_inlined(L, node, &D, nargs) < 0) {
         goto done;
     }
     D.globals = lw_get(D.pyfunc, "__globals__");
@@ -857,18 +865,7 @@ lw_lower_nested_call(Lower *L, PyObject *node, PyObject *funcdef, Lower *scope)
     D.src = scope->src;
     D.nested_defaults = 1;
     D.name = lw_get_str(L, funcdef, "name");
-    if (D.name == NULL || check_recursion(L, node, funcdef, D.name) < 0) {
-        return NULL;
-    }
-    if (nargs > TS_MAXARGS) {
-        cc_error(L->fn, lw_loc_of(L, node), "too many arguments for %s()", D.name);
-        return NULL;
-    }
-    char prefix[96];
-    snprintf(prefix, sizeof(prefix), "%.64s@%d.", D.name, ++L->fn->ninline);
-    D.prefix = cc_strdup(L->fn->arena, prefix);
-    D.result = D.prefix ? lw_add_var(L->fn, lw_scoped(&D, "return")) : NULL;
-    if (D.result == NULL) {
+    if (D.name == NULL || enter_inlined(L, node, &D, nargs) < 0) {
         return NULL;
     }
     D.globals = Py_NewRef(scope->globals);
