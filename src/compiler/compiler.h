@@ -218,6 +218,10 @@ typedef struct CcVar {
     /* lower (rebind.c): the flag its reads after a loop test */
     struct CcVar *bound;
     int rebound; /* lower: a parameter the function binds again */
+    /* emit.c: the variable of a range loop (its counter's values): indexing
+     * by it takes extent.c's signed bounds check, which LLVM proves from the
+     * loop's own bounds */
+    int counter;
     /* typeinfer: an array variable holding a view of a global NumPy array
      * (arrays/views.c, ti_readonly), which cannot be written */
     int readonly;

@@ -743,6 +743,7 @@ for_stmt(Emit *E, CcNode *n)
         i = LLVMBuildAdd(E->b, rev_start, LLVMBuildMul(E->b, back, rev_step, "rev.off"), "rev.i");
     }
     store_var(E, n->var, i, cc_scalar_type(TS_INT64));
+    n->var->counter = 1;
     if (loop_body(E, n->then, done, latch) < 0) {
         return -1;
     }

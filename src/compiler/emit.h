@@ -211,7 +211,7 @@ void em_alloc_end(Emit *E);   /* after the body: the cleanup block */
  * end when negative (signed kinds); with bounds checks, outside [0, len)
  * ends the kernel with CC_STATUS_INDEX, a uint64 past int64 with
  * CC_STATUS_OVERFLOW.  An int64. */
-LLVMValueRef em_wrap_index(Emit *E, LLVMValueRef v, TsKind k, LLVMValueRef len);
+LLVMValueRef em_wrap_index(Emit *E, LLVMValueRef v, TsKind k, LLVMValueRef len, int counter);
 /* Python's slice.indices(len) of s (lo:hi:step, each may be NULL): the
  * start, the length and the step, int64s; a zero step ends the kernel
  * (CC_STATUS_VALUE).  0/-1. */

@@ -53,7 +53,7 @@ is_neg(Emit *E, LLVMValueRef i, const char *name)
 /* ---- indices ---- */
 
 LLVMValueRef
-em_wrap_index(Emit *E, LLVMValueRef v, TsKind k, LLVMValueRef len)
+em_wrap_index(Emit *E, LLVMValueRef v, TsKind k, LLVMValueRef len, int counter)
 {
     LLVMValueRef i = em_convert(E, v, k, TS_INT64);
     if (ts_is_signed(k)) {
@@ -62,7 +62,18 @@ em_wrap_index(Emit *E, LLVMValueRef v, TsKind k, LLVMValueRef len)
     } else if (k == TS_UINT64 && E->fn->boundscheck) {
         em_check(E, is_neg(E, i, "idx.huge"), CC_STATUS_OVERFLOW);
     }
-    if (E->fn->boundscheck) {
+    if (E->fn->boundscheck && counter && ts_is_signed(k)) {
+        /* a range loop's counter: the same test as two signed compares of
+         * the index as given (i >= len, i < -len), each of which LLVM proves
+         * false from the loop's bounds (a window, range(max(0, j - w),
+         * min(n, j + w + 1))), where the unsigned test of the wrapped index
+         * needs both facts at once; elsewhere that one compare is cheaper */
+        LLVMValueRef i0 = em_convert(E, v, k, TS_INT64);
+        LLVMValueRef over = LLVMBuildICmp(E->b, LLVMIntSGE, i0, len, "oob.hi");
+        LLVMValueRef under =
+            LLVMBuildICmp(E->b, LLVMIntSLT, i0, LLVMBuildNeg(E->b, len, ""), "oob.lo");
+        em_check(E, LLVMBuildOr(E->b, over, under, "oob"), CC_STATUS_INDEX);
+    } else if (E->fn->boundscheck) {
         em_check(E, LLVMBuildICmp(E->b, LLVMIntUGE, i, len, "oob"), CC_STATUS_INDEX);
     }
     return i;

@@ -746,6 +746,33 @@ def test_boundscheck_false_removes_the_check(target):
     np.testing.assert_array_equal(gu(np.arange(5.0)), [3.0, 4.0])
 
 
+def window_sums(a, lo, hi, out):
+    """Indexing by a range loop's counter (checked with two signed compares,
+    which LLVM proves away in a window loop): in bounds, from the end when
+    negative, IndexError past either end."""
+    n = a.shape[0]
+    for i in range(n):
+        s = 0
+        for j in range(max(lo, i - 8), min(n + hi, i + 3)):
+            s += a[j]
+        out[i] = s
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 0), (-3, 0), (-7, 0), (0, 1), (-2, -1)])
+def test_a_loop_counters_index_is_checked_at_both_ends(target, lo, hi):
+    gu = guvectorize(["void(int64[:], int64, int64, int64[:])"], "(n),(),()->(n)",
+                     target=target)(window_sums)
+    a = np.arange(1, 6) * 10
+    want = np.zeros(5, np.int64)
+    try:
+        window_sums(a, lo, hi, want)
+    except IndexError:
+        with pytest.raises(IndexError, match="index out of bounds"):
+            gu(a, lo, hi)
+        return
+    np.testing.assert_array_equal(gu(a, lo, hi), want)
+
+
 # ---- writes through views reach the caller ----
 
 def test_a_write_through_a_view_marks_the_input_written(target):

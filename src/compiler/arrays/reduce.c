@@ -635,8 +635,8 @@ static LLVMValueRef
 fancy_address(Emit *E, Walk *w, const View *a, LLVMValueRef i)
 {
     /* NumPy casts an index array to intp: a uint64 past int64 wraps */
-    i = em_wrap_index(E, em_convert(E, i, cc_storage(w->expr->ty), TS_INT64), TS_INT64,
-                      a->shape[0]);
+    i = em_wrap_index(E, em_convert(E, i, cc_storage(w->expr->ty), TS_INT64), TS_INT64, a->shape[0],
+                      0);
     LLVMValueRef off = LLVMBuildNSWMul(E->b, i, a->stride[0], "off");
     return LLVMBuildInBoundsGEP2(E->b, LLVMInt8TypeInContext(E->ctx), a->data, &off, 1, "at");
 }

@@ -833,6 +833,13 @@ em_alloc_array(Emit *E, CcNode *at, TsKind k, int ndim, LLVMValueRef *shape, Vie
 
 /* ---- views ---- */
 
+/* Whether n reads a range loop's variable (emit.c marks it). */
+static int
+is_counter(const CcNode *n)
+{
+    return n->kind == ND_VAR && n->var->counter;
+}
+
 /* The integer indices an index item stands for (one, or a tuple's
  * items), each of its own kind. */
 static int
@@ -913,7 +920,8 @@ em_index_view(Emit *E, CcNode *n, View *v, int *element)
                 return -1;
             }
             for (int j = 0; j < k; j++, d++) {
-                LLVMValueRef at = em_wrap_index(E, idx[j], kinds[j], a.shape[d]);
+                LLVMValueRef at =
+                    em_wrap_index(E, idx[j], kinds[j], a.shape[d], k == 1 && is_counter(item));
                 offset = LLVMBuildNSWAdd(
                     E->b, offset, LLVMBuildNSWMul(E->b, at, a.stride[d], "idx.bytes"), "off");
             }
@@ -1349,7 +1357,7 @@ em_shape_call(Emit *E, CcNode *n, const CcBuiltin *b)
         for (int i = 0; i < nd; i++) {
             size = LLVMBuildMul(E->b, size, dims[i], "size");
         }
-        k = em_wrap_index(E, k, cc_storage(n->args[0]->ty), size);
+        k = em_wrap_index(E, k, cc_storage(n->args[0]->ty), size, is_counter(n->args[0]));
     } else {
         k = em_convert(E, k, cc_storage(n->args[0]->ty), TS_INT64);
     }
