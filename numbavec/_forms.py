@@ -84,6 +84,6 @@ def lambda_as_def(name, node):
     ret = ast.copy_location(ast.Return(value=node.body), node.body)
     funcdef = ast.FunctionDef(name=name, args=node.args, body=[ret], decorator_list=[],
                               returns=None, type_comment=None)
-    if hasattr(ast.FunctionDef, "type_params") or "type_params" in ast.FunctionDef._fields:
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
         funcdef.type_params = []
     return ast.copy_location(funcdef, node)

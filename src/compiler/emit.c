@@ -679,7 +679,7 @@ for_stmt(Emit *E, CcNode *n)
     if (n->nargs == 3) {
         step = vals[2];
     }
-    LLVMValueRef rev_start = start, rev_step = step, rev_last = NULL, rev_top = NULL;
+    LLVMValueRef rev_start = start, rev_step = step, rev_last = NULL;
     int backward = n->index && given_unit_step(n)
                    && (n->nargs == 1
                        || (n->args[0]->kind == ND_CONST && !n->args[0]->big
@@ -703,8 +703,6 @@ for_stmt(Emit *E, CcNode *n)
     } else if (n->index) {
         LLVMValueRef len = range_length(E, start, stop, step);
         rev_last = LLVMBuildSub(E->b, len, em_int_const(E, TS_INT64, 1), "rev.last");
-        /* the range's last value (wrapping: unused where len is 0) */
-        rev_top = LLVMBuildAdd(E->b, start, LLVMBuildMul(E->b, rev_last, step, ""), "rev.top");
         start = em_int_const(E, TS_INT64, 0);
         stop = len;
         step = em_int_const(E, TS_INT64, 1);
@@ -731,12 +729,7 @@ for_stmt(Emit *E, CcNode *n)
     LLVMBuildCondBr(E->b, more, body, els);
 
     continue_at(E, body, 1);
-    if (n->index && !backward && given_unit_step(n)) {
-        /* top -+ k, a value of the range: cannot wrap */
-        i = n->nargs < 3 || n->args[2]->kind == ND_CONST
-                ? LLVMBuildNSWSub(E->b, rev_top, i, "rev.i")
-                : LLVMBuildNSWAdd(E->b, rev_top, i, "rev.i");
-    } else if (n->index && !backward) {
+    if (n->index && !backward) {
         /* start + (len - 1 - k) * step, a value of the range: the offset may
          * pass int64's range, the sum wraps back */
         LLVMValueRef back = LLVMBuildNSWSub(E->b, rev_last, i, "rev.k");

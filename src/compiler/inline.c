@@ -812,7 +812,7 @@ lw_find_nested(Lower *L, const char *name, Lower **scope)
             *scope = S;
             return f;
         }
-        if (S != L && lw_local_var(S, name) != NULL && lw_var_owner(S, name) == S) {
+        if (S != L && lw_var_owner(S, name) == S) {
             return NULL; /* a variable of that scope hides outer functions */
         }
     }

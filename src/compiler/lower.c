@@ -306,6 +306,34 @@ lw_get_str(Lower *L, PyObject *node, const char *attr)
     return copy;
 }
 
+int
+lw_is_numpy_named(PyObject *obj, const char *name)
+{
+    PyObject *np = obj != NULL ? PyImport_ImportModule("numpy") : NULL;
+    PyObject *f = np != NULL ? PyObject_GetAttrString(np, name) : NULL;
+    int same = f != NULL && obj == f;
+    Py_XDECREF(f);
+    Py_XDECREF(np);
+    PyErr_Clear();
+    return same;
+}
+
+int
+lw_ufunc_nin(PyObject *obj)
+{
+    PyObject *np = obj != NULL ? PyImport_ImportModule("numpy") : NULL;
+    PyObject *ufunc_t = np != NULL ? PyObject_GetAttrString(np, "ufunc") : NULL;
+    PyObject *nin = ufunc_t != NULL && PyObject_IsInstance(obj, ufunc_t) == 1
+                        ? PyObject_GetAttrString(obj, "nin")
+                        : NULL;
+    int n = nin != NULL && PyLong_Check(nin) ? (int)PyLong_AsLong(nin) : -1;
+    Py_XDECREF(nin);
+    Py_XDECREF(ufunc_t);
+    Py_XDECREF(np);
+    PyErr_Clear();
+    return n;
+}
+
 /* "np.fft.fft()": a call's callee as its source spells it (ast.unparse), or
  * NULL (no exception) for a callee too long to quote. */
 PyObject *

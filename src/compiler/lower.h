@@ -157,6 +157,11 @@ int lw_unsupported(Lower *L, PyObject *node, const char *context);
 /* "np.fft.fft()": a call's callee as its source spells it (ast.unparse), or
  * NULL (no exception) for a callee too long to quote. */
 PyObject *lw_callee_spelling(PyObject *func);
+/* Whether obj is numpy.<name> (no exception). */
+int lw_is_numpy_named(PyObject *obj, const char *name);
+/* The number of inputs of a NumPy ufunc obj (NumPy's or a numbavec one), or
+ * -1 when obj is none (no exception). */
+int lw_ufunc_nin(PyObject *obj);
 /* L->assigned copied into the arena (NULL without memory), to merge after
  * a branch. */
 char *lw_save_assigned(Lower *L);

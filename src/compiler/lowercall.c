@@ -444,14 +444,14 @@ lower_args_dtype(Lower *L, PyObject *node, const CcBuiltin *b, int *count, PyObj
 static int
 ufunc_output_in_expression(Lower *L, PyObject *node, PyObject *callee, PyObject *keywords)
 {
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    PyObject *ufunc_t = numpy != NULL ? PyObject_GetAttrString(numpy, "ufunc") : NULL;
-    PyObject *args = lw_get(node, "args");
-    PyObject *nin = NULL, *name = NULL;
+    int nin = lw_ufunc_nin(callee);
+    if (nin < 0) {
+        return 0;
+    }
+    PyObject *args = lw_get(node, "args"), *name = NULL;
     int out = 0;
-    if (ufunc_t != NULL && args != NULL && PyObject_IsInstance(callee, ufunc_t) == 1
-        && (nin = PyObject_GetAttrString(callee, "nin")) != NULL && PyLong_Check(nin)) {
-        out = PyList_Size(args) == PyLong_AsSsize_t(nin) + 1;
+    if (args != NULL) {
+        out = PyList_Size(args) == nin + 1;
         for (Py_ssize_t i = 0; i < PyList_Size(keywords); i++) {
             PyObject *arg = lw_get(PyList_GetItem(keywords, i), "arg");
             out |= arg != NULL && PyUnicode_Check(arg)
@@ -472,10 +472,7 @@ ufunc_output_in_expression(Lower *L, PyObject *node, PyObject *callee, PyObject 
                  s, s, s);
     }
     Py_XDECREF(name);
-    Py_XDECREF(nin);
     Py_XDECREF(args);
-    Py_XDECREF(ufunc_t);
-    Py_XDECREF(numpy);
     return out;
 }
 

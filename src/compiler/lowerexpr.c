@@ -423,9 +423,10 @@ lower_name(Lower *L, PyObject *node)
         return NULL;
     }
     CcVar *var = lw_local_var(L, name);
+    /* a nested function's free name: bound where the function is called */
+    const char *assigned = var != NULL ? lw_var_owner(L, name)->assigned : NULL;
     Lower *scope;
-    if (var != NULL && !lw_var_owner(L, name)->assigned[var->index]
-        && lw_find_nested(L, name, &scope) != NULL) {
+    if (var != NULL && !assigned[var->index] && lw_find_nested(L, name, &scope) != NULL) {
         cc_error(L->fn, lw_loc_of(L, node),
                  "'%s' was given a function: a kernel calls it (%s(...)) or passes it on to "
                  "a function, but functions are not values in a kernel yet",
@@ -433,8 +434,6 @@ lower_name(Lower *L, PyObject *node)
         return NULL;
     }
     if (var != NULL) {
-        /* a nested function's free name: bound where the function is called */
-        const char *assigned = lw_var_owner(L, name)->assigned;
         if (!assigned[var->index] && !L->terminated) {
             cc_error(L->fn, lw_loc_of(L, node),
                      "local variable '%s' may be used before it is "

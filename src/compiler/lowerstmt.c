@@ -1035,19 +1035,6 @@ lower_for_flat(Lower *L, PyObject *node, CcNode *loop, PyObject *target, PyObjec
     return loop;
 }
 
-/* Whether obj is numpy's `name`. */
-static int
-is_numpy_named(PyObject *obj, const char *name)
-{
-    PyObject *np = obj != NULL ? PyImport_ImportModule("numpy") : NULL;
-    PyObject *f = np != NULL ? PyObject_GetAttrString(np, name) : NULL;
-    int same = f != NULL && obj == f;
-    Py_XDECREF(f);
-    Py_XDECREF(np);
-    PyErr_Clear();
-    return same;
-}
-
 /* The range() call of reversed(range(...)) (new reference), or NULL with
  * the error reported: reversed() of anything else is not in the language. */
 static PyObject *
@@ -1097,7 +1084,7 @@ lower_for(Lower *L, PyObject *node)
         n->index = 1; /* emit.c's for_stmt runs the range from its end */
         callee = callee_of(L, iter);
     }
-    int range = is_builtin_named(callee, "range"), ndindex = is_numpy_named(callee, "ndindex");
+    int range = is_builtin_named(callee, "range"), ndindex = lw_is_numpy_named(callee, "ndindex");
     PyObject *start = NULL, *flat_of = is_builtin_named(callee, "enumerate")
                                            ? lw_enumerated_flat(L, iter, &start)
                                            : NULL;
@@ -1201,11 +1188,9 @@ lower_ufunc_out(Lower *L, PyObject *stmt, int *err)
 {
     PyObject *call = lw_get(stmt, "value");
     PyObject *callee = call != NULL ? callee_of(L, call) : NULL;
-    PyObject *numpy = callee != NULL ? PyImport_ImportModule("numpy") : NULL;
-    PyObject *ufunc_t = numpy != NULL ? PyObject_GetAttrString(numpy, "ufunc") : NULL;
     PyObject *form = NULL;
     CcNode *n = NULL;
-    if (ufunc_t != NULL && PyObject_IsInstance(callee, ufunc_t) == 1) {
+    if (lw_ufunc_nin(callee) >= 0) {
         PyObject *mod = PyImport_ImportModule("numbavec._forms");
         form = mod != NULL
                    ? PyObject_CallMethod(mod, "ufunc_out_assignment", "OOO", stmt, call, callee)
@@ -1224,8 +1209,6 @@ lower_ufunc_out(Lower *L, PyObject *stmt, int *err)
         PyErr_Clear();
     }
     Py_XDECREF(form);
-    Py_XDECREF(ufunc_t);
-    Py_XDECREF(numpy);
     Py_XDECREF(callee);
     Py_XDECREF(call);
     return n;

@@ -129,21 +129,6 @@ frozen_array_attr(const char *attr)
     return 0;
 }
 
-/* 1 for np.finfo, 2 for np.iinfo, else 0 (no exception). */
-static int
-type_info_kind(PyObject *f)
-{
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    PyObject *finfo = numpy != NULL ? PyObject_GetAttrString(numpy, "finfo") : NULL;
-    PyObject *iinfo = numpy != NULL ? PyObject_GetAttrString(numpy, "iinfo") : NULL;
-    int kind = f == NULL ? 0 : f == finfo ? 1 : f == iinfo ? 2 : 0;
-    Py_XDECREF(finfo);
-    Py_XDECREF(iinfo);
-    Py_XDECREF(numpy);
-    PyErr_Clear();
-    return kind;
-}
-
 /*
  * np.finfo(t) and np.iinfo(t) of a type named when compiling (np.float32,
  * np.int64, numbavec.float64): the object NumPy gives, so that
@@ -158,7 +143,10 @@ type_info(Lower *L, PyObject *node, int *local)
     int inner = 0, which = 0;
     *local = 1;
     if (func == NULL || args == NULL || keywords == NULL
-        || (f = lw_resolve_object(L, func, &inner)) == NULL || !(which = type_info_kind(f))) {
+        || (f = lw_resolve_object(L, func, &inner)) == NULL
+        || !(which = lw_is_numpy_named(f, "finfo")   ? 1
+                     : lw_is_numpy_named(f, "iinfo") ? 2
+                                                     : 0)) {
         PyErr_Clear();
         goto done;
     }

@@ -162,7 +162,7 @@ def test_reshape_refusals_name_themselves():
 
 
 def test_a_global_table_reshaped_is_read(target):
-    @guvectorize(["void(int64, float64[:])"], "()->()", target="cpu")
+    @guvectorize(["void(int64, float64[:])"], "()->()", target=target)
     def cell(i, out):
         out[0] = TABLE.reshape(3, 4)[i % 3, i % 4] + TABLE.ravel()[i]
 

@@ -101,26 +101,18 @@ ti_reshape_call(Infer *in, CcNode *n, const CcBuiltin *b, const CcType **out)
 
 /* ======== emission ======== */
 
-/* The new shape's dimensions, as int64s. */
+/* The new shape's dimensions, as int64s: one argument (a tuple or an int,
+ * em_shape_dims), or one argument a dimension. */
 static int
 new_dims(Emit *E, CcNode *n, int nd, LLVMValueRef *dims)
 {
-    if (n->nargs > 2 || (n->nargs == 2 && n->args[1]->ty->kind != CT_TUPLE)) {
-        for (int i = 0; i < nd; i++) {
-            if ((dims[i] = em_expr_as(E, n->args[1 + i], TS_INT64)) == NULL) {
-                return -1;
-            }
-        }
-        return 0;
-    }
-    CcNode *s = n->args[1];
-    LLVMValueRef t = em_expr(E, s);
-    if (t == NULL) {
-        return -1;
+    if (n->nargs == 2) {
+        return em_shape_dims(E, n->args[1], dims) < 0 ? -1 : 0;
     }
     for (int i = 0; i < nd; i++) {
-        dims[i] = em_convert(E, LLVMBuildExtractValue(E->b, t, (unsigned)i, "dim"),
-                             cc_storage(s->ty->elems[i]), TS_INT64);
+        if ((dims[i] = em_expr_as(E, n->args[1 + i], TS_INT64)) == NULL) {
+            return -1;
+        }
     }
     return 0;
 }

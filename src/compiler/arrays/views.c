@@ -1268,17 +1268,7 @@ alloc_call(Emit *E, CcNode *n, View *v)
     int ndim = n->ty->n;
     View src = {0};
     if (b->flavor == FL_ALLOC) {
-        CcNode *s = n->args[0];
-        if (s->ty->kind == CT_TUPLE) {
-            LLVMValueRef t = em_expr(E, s);
-            if (t == NULL) {
-                return -1;
-            }
-            for (int k = 0; k < ndim; k++) {
-                shape[k] = em_convert(E, LLVMBuildExtractValue(E->b, t, (unsigned)k, "dim"),
-                                      cc_storage(s->ty->elems[k]), TS_INT64);
-            }
-        } else if ((shape[0] = em_expr_as(E, s, TS_INT64)) == NULL) {
+        if (em_shape_dims(E, n->args[0], shape) < 0) {
             return -1;
         }
     } else {
