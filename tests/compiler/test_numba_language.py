@@ -1117,3 +1117,36 @@ def test_nested_function_refusals_name_themselves(body, message):
     k = kernel_from_source(f"def k(a, out):\n    {body}\n", "k", {"np": np})
     with pytest.raises(numbavec.TypingError, match=message):
         guvectorize(["void(float64[:], float64[:])"], "(n)->()")(k)
+
+
+ODD_NESTED = [
+    # each: a kernel body using a nested function in a form users write, or
+    # try; it runs as py_func does, or is a TypingError (never another error)
+    "f = lambda v, w=2.0: v * w\n    out[0] = f(a[0]) + f(a[1], w=3.0)",
+    "f = lambda *vs: vs[0]\n    out[0] = f(a[0], a[1])",
+    "f = lambda v, *, k=1.0: v + k\n    out[0] = f(a[0], k=2.0)",
+    "for i in range(2):\n        def g(v):\n            return v + i\n        out[i] = g(a[i])",
+    "def g(v):\n        return v\n    def g(v):\n        return -v\n    out[0] = g(a[0])",
+    "def g(v):\n        def g(w):\n            return w * 3\n        return g(v)\n    out[0] = g(a[0])",
+    "def g(v):\n        return v\n    out[0] = g(g(g(a[0])))",
+    "def g(v, f=len):\n        return v\n    out[0] = g(a[0])",
+    "def g(**kw):\n        return 1.0\n    out[0] = g(x=1)",
+    "def g(v):\n        nonlocal_v = v\n        return nonlocal_v\n    out[0] = g(a[0])",
+    "g = lambda v: h(v)\n    h = lambda v: v + 1\n    out[0] = g(a[0])",
+    "def g(v):\n        yield v\n    out[0] = 1.0",
+    "class C:\n        pass\n    out[0] = 1.0",
+    "def g(v):\n        return g\n    out[0] = 1.0",
+]
+
+
+@pytest.mark.parametrize("body", ODD_NESTED)
+def test_odd_nested_functions_run_as_python_or_are_refused_by_name(body):
+    k = kernel_from_source(f"def k(a, out):\n    out[:] = 0.0\n    {body}\n", "k", {"np": np})
+    a = np.array([1.5, -2.0, 4.0])
+    try:
+        gu = guvectorize(["void(float64[:], float64[:])"], "(n)->(n)")(k)
+    except numbavec.TypingError:
+        return
+    want = np.zeros(3)
+    k(a, want)
+    np.testing.assert_array_equal(gu(a), want)
